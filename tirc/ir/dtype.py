@@ -1,0 +1,180 @@
+"""Data types: a scalar kind with a bit width, and a lane count for vectors.
+
+Spelled as in TVMScript: `float32`, `int64`, `bool`, `bfloat16`, `float8_e4m3fn`, `handle`,
+`float32x8` (8 lanes), `void`. DataType values are interned, so `is` and `==` agree.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+
+class DTypeError(ValueError):
+    """A string that does not name a data type."""
+
+
+# kind -> the bit widths it admits
+_KINDS: dict[str, tuple[int, ...]] = {
+    "int": (8, 16, 32, 64),
+    "uint": (8, 16, 32, 64),
+    "float": (16, 32, 64),
+    "bfloat": (16,),
+}
+# spelled as a whole word, with their width
+_WORDS: dict[str, tuple[str, int]] = {
+    "bool": ("bool", 1),
+    "handle": ("handle", 64),
+    "void": ("void", 0),
+    "float8_e4m3fn": ("float8_e4m3fn", 8),
+    "float8_e5m2": ("float8_e5m2", 8),
+    "int1": ("bool", 1),
+    "uint1": ("bool", 1),
+}
+_PATTERN = re.compile(r"^([a-z_0-9]*?)(?:x(\d+))?$")
+
+
+@dataclass(frozen=True, slots=True)
+class DataType:
+    kind: str  # int, uint, float, bfloat, bool, handle, void, float8_e4m3fn, float8_e5m2
+    bits: int
+    lanes: int = 1
+
+    @property
+    def is_scalar(self) -> bool:
+        return self.lanes == 1
+
+    @property
+    def is_vector(self) -> bool:
+        return self.lanes > 1
+
+    @property
+    def is_bool(self) -> bool:
+        return self.kind == "bool"
+
+    @property
+    def is_int(self) -> bool:
+        return self.kind == "int"
+
+    @property
+    def is_uint(self) -> bool:
+        return self.kind == "uint"
+
+    @property
+    def is_integer(self) -> bool:
+        """Signed or unsigned integer (not bool)."""
+        return self.kind in ("int", "uint")
+
+    @property
+    def is_float(self) -> bool:
+        """Any floating-point kind: float16/32/64, bfloat16, float8."""
+        return self.kind in ("float", "bfloat", "float8_e4m3fn", "float8_e5m2")
+
+    @property
+    def is_float8(self) -> bool:
+        return self.kind.startswith("float8")
+
+    @property
+    def is_handle(self) -> bool:
+        return self.kind == "handle"
+
+    @property
+    def is_void(self) -> bool:
+        return self.kind == "void"
+
+    @property
+    def element(self) -> DataType:
+        """The scalar type of one lane."""
+        return self if self.lanes == 1 else make(self.kind, self.bits, 1)
+
+    def with_lanes(self, lanes: int) -> DataType:
+        return make(self.kind, self.bits, lanes)
+
+    @property
+    def bytes(self) -> int:
+        return max(1, (self.bits * self.lanes + 7) // 8)
+
+    def __str__(self) -> str:
+        if self.kind in ("int", "uint", "float"):
+            base = f"{self.kind}{self.bits}"
+        elif self.kind == "bfloat":
+            base = "bfloat16"
+        else:
+            base = self.kind
+        return base if self.lanes == 1 else f"{base}x{self.lanes}"
+
+    def __repr__(self) -> str:
+        return f"DataType({str(self)!r})"
+
+
+@lru_cache(maxsize=None)
+def make(kind: str, bits: int, lanes: int = 1) -> DataType:
+    return DataType(kind, bits, lanes)
+
+
+@lru_cache(maxsize=None)
+def parse_dtype(text: str) -> DataType:
+    """DataType of a TVMScript dtype string; raises DTypeError on anything else."""
+    if text in _WORDS:
+        kind, bits = _WORDS[text]
+        return make(kind, bits)
+    match = _PATTERN.match(text)
+    if match is None:
+        raise DTypeError(f"unknown data type '{text}'")
+    base, lanes_text = match.group(1), match.group(2)
+    lanes = int(lanes_text) if lanes_text else 1
+    if lanes < 1:
+        raise DTypeError(f"data type '{text}' has zero lanes")
+    if base in _WORDS:
+        kind, bits = _WORDS[base]
+        return make(kind, bits, lanes)
+    for kind, widths in _KINDS.items():
+        if base.startswith(kind) and base[len(kind) :].isdigit():
+            bits = int(base[len(kind) :])
+            if bits in widths:
+                return make(kind, bits, lanes)
+    raise DTypeError(f"unknown data type '{text}'")
+
+
+def is_dtype_name(text: str) -> bool:
+    try:
+        parse_dtype(text)
+    except DTypeError:
+        return False
+    return True
+
+
+BOOL = make("bool", 1)
+INT8 = make("int", 8)
+INT16 = make("int", 16)
+INT32 = make("int", 32)
+INT64 = make("int", 64)
+UINT8 = make("uint", 8)
+UINT32 = make("uint", 32)
+FLOAT16 = make("float", 16)
+FLOAT32 = make("float", 32)
+FLOAT64 = make("float", 64)
+BFLOAT16 = make("bfloat", 16)
+HANDLE = make("handle", 64)
+VOID = make("void", 0)
+
+# every scalar spelling the text format knows, for `T.<dtype>(...)` and error suggestions
+SCALAR_NAMES: tuple[str, ...] = (
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
+    "bfloat16",
+    "float8_e4m3fn",
+    "float8_e5m2",
+    "handle",
+)

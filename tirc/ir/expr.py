@@ -1,0 +1,351 @@
+"""Expressions of both dialects: scalars and vectors of a DataType.
+
+Binary operators require operands of one dtype (the parser inserts the casts TVMScript
+implies); comparison and logic results are `bool` with the operands' lane count.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from tirc.ir import dtype as dt
+from tirc.ir.dtype import DataType
+from tirc.ir.node import IRError, Node
+
+if TYPE_CHECKING:
+    from tirc.ir.buffer import Buffer
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class PrimExpr(Node):
+    """Base of every expression; `dtype` is a field of each subclass."""
+
+    @property
+    def type(self) -> DataType:  # pragma: no cover - convenience alias
+        return self.dtype  # type: ignore[attr-defined,no-any-return]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class PointerType:
+    """The type of a handle that points at `element` values in memory `scope`."""
+
+    element: DataType
+    scope: str = "global"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Var(PrimExpr):
+    """A variable; compared by identity, and up to renaming by structural equality."""
+
+    name: str
+    dtype: DataType = dt.INT32
+    pointer: PointerType | None = None  # set for typed handles (`T.handle("float32")`)
+    is_size_var: bool = False  # known non-negative (shape variables)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class IntImm(PrimExpr):
+    value: int
+    dtype: DataType = dt.INT32
+
+    def __post_init__(self) -> None:
+        if not (self.dtype.is_integer or self.dtype.is_bool) or self.dtype.is_vector:
+            raise IRError(f"integer constant of non-integer type {self.dtype}")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class FloatImm(PrimExpr):
+    value: float
+    dtype: DataType = dt.FLOAT32
+
+    def __post_init__(self) -> None:
+        if not self.dtype.is_float or self.dtype.is_vector:
+            raise IRError(f"float constant of non-float type {self.dtype}")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class StringImm(PrimExpr):
+    value: str
+    dtype: DataType = field(default=dt.HANDLE, init=False)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Cast(PrimExpr):
+    dtype: DataType
+    value: PrimExpr
+
+    def __post_init__(self) -> None:
+        if self.dtype.lanes != self.value.dtype.lanes:  # type: ignore[attr-defined]
+            raise IRError(
+                f"cannot cast {self.value.dtype} to {self.dtype}: lane counts differ"  # type: ignore[attr-defined]
+            )
+
+
+def _same_dtype(name: str, a: PrimExpr, b: PrimExpr) -> DataType:
+    a_type, b_type = a.dtype, b.dtype  # type: ignore[attr-defined]
+    if a_type != b_type:
+        raise IRError(f"operands of {name} have different types: {a_type} and {b_type}")
+    return a_type  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class BinaryOp(PrimExpr):
+    """Arithmetic on two operands of one dtype; the result has that dtype."""
+
+    a: PrimExpr
+    b: PrimExpr
+    dtype: DataType = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dtype", _same_dtype(type(self).__name__, self.a, self.b))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Add(BinaryOp):
+    pass
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Sub(BinaryOp):
+    pass
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Mul(BinaryOp):
+    pass
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Div(BinaryOp):
+    """Truncating division for integers (`T.truncdiv`), true division for floats."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Mod(BinaryOp):
+    """Truncating remainder (`T.truncmod`): the sign follows the dividend."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class FloorDiv(BinaryOp):
+    """`a // b`: rounds toward negative infinity."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class FloorMod(BinaryOp):
+    """`a % b`: the sign follows the divisor."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Min(BinaryOp):
+    pass
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Max(BinaryOp):
+    pass
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class CompareOp(PrimExpr):
+    """Comparison of two operands of one dtype; the result is bool with their lanes."""
+
+    a: PrimExpr
+    b: PrimExpr
+    dtype: DataType = field(init=False)
+
+    def __post_init__(self) -> None:
+        lanes = _same_dtype(type(self).__name__, self.a, self.b).lanes
+        object.__setattr__(self, "dtype", dt.BOOL.with_lanes(lanes))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class EQ(CompareOp):
+    pass
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class NE(CompareOp):
+    pass
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class LT(CompareOp):
+    pass
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class LE(CompareOp):
+    pass
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class GT(CompareOp):
+    pass
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class GE(CompareOp):
+    pass
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class LogicalOp(PrimExpr):
+    """`T.And` / `T.Or` of two bool operands (short-circuit free: both are pure)."""
+
+    a: PrimExpr
+    b: PrimExpr
+    dtype: DataType = field(init=False)
+
+    def __post_init__(self) -> None:
+        result = _same_dtype(type(self).__name__, self.a, self.b)
+        if not result.is_bool:
+            raise IRError(f"operands of {type(self).__name__} must be bool, not {result}")
+        object.__setattr__(self, "dtype", result)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class And(LogicalOp):
+    pass
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Or(LogicalOp):
+    pass
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Not(PrimExpr):
+    a: PrimExpr
+    dtype: DataType = field(init=False)
+
+    def __post_init__(self) -> None:
+        if not self.a.dtype.is_bool:  # type: ignore[attr-defined]
+            raise IRError(f"operand of Not must be bool, not {self.a.dtype}")  # type: ignore[attr-defined]
+        object.__setattr__(self, "dtype", self.a.dtype)  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Select(PrimExpr):
+    """Both values are evaluated; contrast `T.if_then_else`, which evaluates one."""
+
+    condition: PrimExpr
+    true_value: PrimExpr
+    false_value: PrimExpr
+    dtype: DataType = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dtype", _same_dtype("Select", self.true_value, self.false_value))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Ramp(PrimExpr):
+    """The vector [base, base + stride, ..., base + (lanes - 1) * stride]."""
+
+    base: PrimExpr
+    stride: PrimExpr
+    lanes: int
+    dtype: DataType = field(init=False)
+
+    def __post_init__(self) -> None:
+        element = _same_dtype("Ramp", self.base, self.stride)
+        if element.is_vector or self.lanes < 1:
+            raise IRError("Ramp needs scalar base and stride and a positive lane count")
+        object.__setattr__(self, "dtype", element.with_lanes(self.lanes))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Broadcast(PrimExpr):
+    value: PrimExpr
+    lanes: int
+    dtype: DataType = field(init=False)
+
+    def __post_init__(self) -> None:
+        element: DataType = self.value.dtype  # type: ignore[attr-defined]
+        if element.is_vector or self.lanes < 1:
+            raise IRError("Broadcast needs a scalar value and a positive lane count")
+        object.__setattr__(self, "dtype", element.with_lanes(self.lanes))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Shuffle(PrimExpr):
+    """Lanes `indices` picked from the concatenation of `vectors`."""
+
+    vectors: tuple[PrimExpr, ...]
+    indices: tuple[PrimExpr, ...]
+    dtype: DataType = field(init=False)
+
+    def __post_init__(self) -> None:
+        if not self.vectors:
+            raise IRError("Shuffle needs at least one vector")
+        element: DataType = self.vectors[0].dtype.element  # type: ignore[attr-defined]
+        object.__setattr__(self, "dtype", element.with_lanes(len(self.indices)))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Let(PrimExpr):
+    """`body` with `var` bound to `value` (`T.Let(body, where={var: value})`)."""
+
+    var: Var
+    value: PrimExpr
+    body: PrimExpr
+    dtype: DataType = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dtype", self.body.dtype)  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Call(PrimExpr):
+    """A call of intrinsic `op` (a name in `tirc.ir.intrinsics`): math, builtins, externs."""
+
+    dtype: DataType
+    op: str
+    args: tuple[object, ...]  # PrimExprs, and for a few builtins a Buffer or DataType
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class BufferLoad(PrimExpr):
+    """`buffer[indices]`; a Ramp index loads a vector. `predicate` masks lanes."""
+
+    buffer: Buffer
+    indices: tuple[PrimExpr, ...]
+    predicate: PrimExpr | None = None
+    dtype: DataType = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dtype", access_dtype(self.buffer, self.indices))
+
+
+def access_dtype(buffer: Buffer, indices: tuple[PrimExpr, ...]) -> DataType:
+    """The dtype of `buffer[indices]`: the element type widened by the last index's lanes."""
+    lanes = indices[-1].dtype.lanes if indices else 1  # type: ignore[attr-defined]
+    element = buffer.dtype
+    return element if lanes == 1 else element.with_lanes(element.lanes * lanes)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class CommReducer(Node):
+    """A commutative reducer: `combine(lhs, rhs)` per result, with `identity` elements."""
+
+    lhs: tuple[Var, ...]
+    rhs: tuple[Var, ...]
+    result: tuple[PrimExpr, ...]
+    identity: tuple[PrimExpr, ...]
+
+
+def const(value: int | float | bool, dtype: DataType | str = dt.INT32) -> PrimExpr:
+    """An IntImm or FloatImm of `dtype` holding `value`."""
+    if isinstance(dtype, str):
+        dtype = dt.parse_dtype(dtype)
+    if dtype.is_float:
+        return FloatImm(float(value), dtype)
+    return IntImm(int(value), dtype)
+
+
+def is_const_int(expr: object, value: int | None = None) -> bool:
+    return isinstance(expr, IntImm) and (value is None or expr.value == value)
+
+
+BINARY_OPS: tuple[type[PrimExpr], ...] = (Add, Sub, Mul, Div, Mod, FloorDiv, FloorMod, Min, Max)
+COMPARE_OPS: tuple[type[PrimExpr], ...] = (EQ, NE, LT, LE, GT, GE)

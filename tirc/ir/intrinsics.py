@@ -1,0 +1,120 @@
+"""The intrinsic registry: every callable `T.name(...)` that is a Call in the IR.
+
+The parser, printer, interpreter and backends all consult this one table: the name, how many
+arguments, how the result dtype follows from them, whether the call has side effects, and,
+for the few that print as operators (`<<`, `&`, ...), their infix spelling.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class Effect(enum.Enum):
+    PURE = "pure"  # a function of its arguments
+    READ = "read"  # reads memory
+    UPDATE = "update"  # writes memory or synchronizes
+    OPAQUE = "opaque"  # anything: extern calls
+
+
+class Result(enum.Enum):
+    """How a call's dtype is decided when the text does not spell it."""
+
+    FIRST_ARG = "first_arg"  # dtype of the first argument (math functions)
+    BOOL = "bool"  # bool with the first argument's lanes (isnan, ...)
+    EXPLICIT = "explicit"  # written as the call's first argument (call_extern("int32", ...))
+    INT32 = "int32"  # builtins returning a status or nothing useful
+    HANDLE = "handle"  # pointers (tvm_access_ptr, address_of)
+    SECOND_ARG = "second_arg"  # if_then_else: the value's dtype
+
+
+@dataclass(frozen=True, slots=True)
+class Intrinsic:
+    name: str
+    min_args: int
+    max_args: int | None  # None: variadic
+    result: Result
+    effect: Effect = Effect.PURE
+    infix: str | None = None  # printed as `a <infix> b` (or prefix for one operand)
+    doc: str = ""
+
+
+_REGISTRY: dict[str, Intrinsic] = {}
+
+
+def register(intrinsic: Intrinsic) -> Intrinsic:
+    _REGISTRY[intrinsic.name] = intrinsic
+    return intrinsic
+
+
+def lookup(name: str) -> Intrinsic | None:
+    return _REGISTRY.get(name)
+
+
+def all_names() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def _math(names: str, arity: int = 1, result: Result = Result.FIRST_ARG) -> None:
+    for name in names.split():
+        register(Intrinsic(name, arity, arity, result, doc=f"elementwise {name}"))
+
+
+_math(
+    "exp exp2 exp10 log log2 log10 log1p expm1 sqrt rsqrt sin cos tan sinh cosh tanh "
+    "asin acos atan asinh acosh atanh fabs floor ceil round nearbyint trunc erf sigmoid "
+    "popcount clz"
+)
+_math("atan2 pow fmod hypot copysign nextafter ldexp", arity=2)
+_math("isnan isinf isfinite", result=Result.BOOL)
+
+for _name, _infix, _arity in (
+    ("shift_left", "<<", 2),
+    ("shift_right", ">>", 2),
+    ("bitwise_and", "&", 2),
+    ("bitwise_or", "|", 2),
+    ("bitwise_xor", "^", 2),
+    ("bitwise_not", "~", 1),
+):
+    register(Intrinsic(_name, _arity, _arity, Result.FIRST_ARG, infix=_infix))
+
+register(Intrinsic("if_then_else", 3, 3, Result.SECOND_ARG, doc="evaluates one branch only"))
+register(Intrinsic("likely", 1, 1, Result.FIRST_ARG))
+register(Intrinsic("reinterpret", 2, 2, Result.EXPLICIT, doc="bit cast to the named dtype"))
+register(Intrinsic("q_multiply_shift", 4, 4, Result.FIRST_ARG))
+register(Intrinsic("q_multiply_shift_per_axis", 7, 7, Result.FIRST_ARG))
+register(Intrinsic("assume", 1, 1, Result.BOOL))
+register(Intrinsic("undef", 0, 0, Result.INT32))
+
+for _name, _effect in (
+    ("call_extern", Effect.OPAQUE),
+    ("call_pure_extern", Effect.PURE),
+    ("call_llvm_intrin", Effect.OPAQUE),
+    ("call_llvm_pure_intrin", Effect.PURE),
+    ("call_intrin", Effect.OPAQUE),
+):
+    register(Intrinsic(_name, 2, None, Result.EXPLICIT, _effect))
+
+register(Intrinsic("type_annotation", 1, 1, Result.EXPLICIT, doc="a dtype as a value"))
+register(Intrinsic("tvm_access_ptr", 5, 5, Result.HANDLE, Effect.READ))
+register(Intrinsic("address_of", 1, 1, Result.HANDLE))
+register(Intrinsic("tvm_storage_sync", 1, 3, Result.INT32, Effect.UPDATE))
+register(Intrinsic("tvm_fill_fragment", 6, 6, Result.HANDLE, Effect.UPDATE))
+register(Intrinsic("tvm_load_matrix_sync", 8, 8, Result.HANDLE, Effect.UPDATE))
+register(Intrinsic("tvm_store_matrix_sync", 8, 8, Result.HANDLE, Effect.UPDATE))
+register(Intrinsic("tvm_mma_sync", 8, 8, Result.HANDLE, Effect.UPDATE))
+register(Intrinsic("tvm_bmma_sync", 8, 8, Result.HANDLE, Effect.UPDATE))
+register(Intrinsic("tvm_thread_allreduce", 3, None, Result.HANDLE, Effect.UPDATE))
+register(Intrinsic("tvm_warp_shuffle", 5, 5, Result.SECOND_ARG, Effect.READ))
+register(Intrinsic("tvm_warp_shuffle_up", 5, 5, Result.SECOND_ARG, Effect.READ))
+register(Intrinsic("tvm_warp_shuffle_down", 5, 5, Result.SECOND_ARG, Effect.READ))
+register(Intrinsic("tvm_warp_activemask", 0, 0, Result.EXPLICIT, Effect.READ))
+register(Intrinsic("ptx_mma", 14, None, Result.EXPLICIT, Effect.UPDATE))
+register(Intrinsic("ptx_ldmatrix", 7, 7, Result.EXPLICIT, Effect.UPDATE))
+register(Intrinsic("ptx_cp_async", 5, 6, Result.EXPLICIT, Effect.UPDATE))
+register(Intrinsic("ptx_commit_group", 0, 0, Result.EXPLICIT, Effect.UPDATE))
+register(Intrinsic("ptx_wait_group", 1, 1, Result.EXPLICIT, Effect.UPDATE))
+register(Intrinsic("mma_store", 6, 6, Result.EXPLICIT, Effect.UPDATE))
+register(Intrinsic("mma_fill", 3, 3, Result.EXPLICIT, Effect.UPDATE))
+register(Intrinsic("ret", 1, 1, Result.FIRST_ARG, Effect.OPAQUE))

@@ -1,0 +1,35 @@
+"""The text layer: the Lark grammar, the parser (text -> IR) and the printer (IR -> text).
+
+`print_module(parse(text))` is a fixed point, and `parse(print_module(m))` is structurally
+equal to `m`. Heavy imports (lark) happen on first use, not at `import tirc.text`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from tirc.ir.function import IRModule
+
+
+def parse(text: str, *, name: str = "<string>", defines: Mapping[str, str] | None = None) -> IRModule:
+    """Parse a file's text into an IRModule; raises DiagnosticError with located errors."""
+    from tirc.text.parser import parse_module
+
+    return parse_module(text, name=name, defines=defines)
+
+
+def print_module(module: IRModule) -> str:
+    """The module as TVMScript text, in TVM 0.27's spelling."""
+    from tirc.text.printer import print_module as _print
+
+    return _print(module)
+
+
+def script(node: Any) -> str:
+    """Any IR node (expression, statement, buffer, function) as text, for messages."""
+    from tirc.text.printer import script as _script
+
+    return _script(node)
