@@ -32,7 +32,9 @@ class PrimFunc(Node):
         params = set(self.params)
         for var, buffer in self.buffer_map:
             if var not in params:
-                raise IRError(f"buffer {buffer.name} is bound to a variable that is not a parameter")
+                raise IRError(
+                    f"buffer {buffer.name} is bound to a variable that is not a parameter"
+                )
 
     def buffer_of(self, param: Var) -> Buffer | None:
         for var, buffer in self.buffer_map:

@@ -194,7 +194,9 @@ class _Hasher:
             return hash(("attrs",) + tuple((k, self.hash(v)) for k, v in sorted(value.items)))
         if isinstance(value, Node):
             fields = child_fields(type(value))
-            return hash((type(value).__name__,) + tuple(self.hash(getattr(value, f)) for f in fields))
+            return hash(
+                (type(value).__name__,) + tuple(self.hash(getattr(value, f)) for f in fields)
+            )
         if isinstance(value, tuple):
             return hash(("tuple",) + tuple(self.hash(item) for item in value))
         if isinstance(value, PointerType):

@@ -1,0 +1,153 @@
+"""The simplifier: known identities, and a property test that it never changes a value."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tirc.analysis.arith import Analyzer, Bound
+from tirc.analysis.arith import constant as C
+from tirc.ir import dtype as dt
+from tirc.ir import expr as E
+from tirc.ir.buffer import Range
+from tirc.ir.expr import IntImm, PrimExpr, Var
+
+VI, VJ, VK = Var("i"), Var("j"), Var("k")
+
+
+def c(value: int) -> IntImm:
+    return IntImm(value, dt.INT32)
+
+
+def analyzer() -> Analyzer:
+    result = Analyzer()
+    result.bind(VI, Range(c(0), c(16)))
+    result.bind(VJ, Range(c(0), c(8)))
+    result.bind(VK, Range(c(-4), c(9)))
+    return result
+
+
+_BINARY = {
+    E.Add: lambda a, b: a + b,
+    E.Sub: lambda a, b: a - b,
+    E.Mul: lambda a, b: a * b,
+    E.FloorDiv: C.floordiv,
+    E.FloorMod: C.floormod,
+    E.Div: C.truncdiv,
+    E.Mod: C.truncmod,
+    E.Min: min,
+    E.Max: max,
+    E.LT: lambda a, b: int(a < b),
+    E.LE: lambda a, b: int(a <= b),
+    E.GT: lambda a, b: int(a > b),
+    E.GE: lambda a, b: int(a >= b),
+    E.EQ: lambda a, b: int(a == b),
+    E.NE: lambda a, b: int(a != b),
+    E.And: lambda a, b: int(bool(a) and bool(b)),
+    E.Or: lambda a, b: int(bool(a) or bool(b)),
+}
+
+
+def evaluate(expr: PrimExpr, env: dict[Var, int]) -> int:
+    """A deliberately naive evaluator of integer expressions (the property's reference)."""
+    if isinstance(expr, IntImm):
+        return expr.value
+    if isinstance(expr, Var):
+        return env[expr]
+    if isinstance(expr, E.Select):
+        cond = evaluate(expr.condition, env)
+        return evaluate(expr.true_value if cond else expr.false_value, env)
+    if isinstance(expr, E.Not):
+        return int(not evaluate(expr.a, env))
+    if isinstance(expr, E.Cast):
+        return C.wrap(evaluate(expr.value, env), expr.dtype)
+    a, b = evaluate(expr.a, env), evaluate(expr.b, env)  # type: ignore[attr-defined]
+    return C.wrap(_BINARY[type(expr)](a, b), expr.dtype)  # type: ignore[attr-defined]
+
+
+def int_exprs(depth: int = 4) -> st.SearchStrategy[PrimExpr]:
+    leaves = st.one_of(st.sampled_from([VI, VJ, VK]), st.integers(-20, 20).map(c))
+
+    def extend(children: st.SearchStrategy[PrimExpr]) -> st.SearchStrategy[PrimExpr]:
+        arithmetic = st.tuples(
+            st.sampled_from([E.Add, E.Sub, E.Mul, E.Min, E.Max]), children, children
+        )
+        division = st.tuples(
+            st.sampled_from([E.FloorDiv, E.FloorMod, E.Div, E.Mod]),
+            children,
+            st.integers(1, 12).map(c),
+        )
+        return st.one_of(arithmetic, division).map(lambda t: t[0](t[1], t[2]))
+
+    return st.recursive(leaves, extend, max_leaves=10)
+
+
+@settings(max_examples=400, deadline=None)
+@given(int_exprs(), st.integers(0, 15), st.integers(0, 7), st.integers(-4, 8))
+def test_simplify_preserves_value(expr: PrimExpr, i: int, j: int, k: int) -> None:
+    env = {VI: i, VJ: j, VK: k}
+    simplified = analyzer().simplify(expr)
+    assert evaluate(simplified, env) == evaluate(expr, env)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from([E.LT, E.LE, E.GT, E.GE, E.EQ, E.NE]),
+    int_exprs(),
+    int_exprs(),
+    st.integers(0, 15),
+    st.integers(0, 7),
+    st.integers(-4, 8),
+)
+def test_simplify_preserves_comparisons(op, a, b, i, j, k) -> None:  # noqa: ANN001
+    env = {VI: i, VJ: j, VK: k}
+    expr = op(a, b)
+    assert evaluate(analyzer().simplify(expr), env) == evaluate(expr, env)
+
+
+def test_split_pattern_divides_away() -> None:
+    fused = E.Add(E.Mul(VI, c(8)), VJ)
+    assert analyzer().simplify(E.FloorDiv(fused, c(8))) is VI
+    assert analyzer().simplify(E.FloorMod(fused, c(8))) is VJ
+
+
+def test_like_terms_cancel() -> None:
+    result = analyzer().simplify(E.Sub(E.Add(E.Mul(VI, c(4)), VJ), E.Mul(VI, c(4))))
+    assert result is VJ
+
+
+def test_constants_fold_with_wrap_around() -> None:
+    big = IntImm(2**31 - 1, dt.INT32)
+    result = analyzer().simplify(E.Add(big, c(1)))
+    assert isinstance(result, IntImm) and result.value == -(2**31)
+
+
+def test_bounds_decide_comparisons() -> None:
+    assert analyzer().can_prove(E.LT(E.Add(E.Mul(VI, c(8)), VJ), c(128)))
+    assert not analyzer().can_prove(E.LT(E.Add(E.Mul(VI, c(8)), VJ), c(127)))
+
+
+def test_min_max_by_bounds() -> None:
+    assert analyzer().simplify(E.Min(VI, c(100))) is VI
+    assert analyzer().simplify(E.Max(VJ, c(-1))) is VJ
+
+
+def test_nested_floordiv_merges() -> None:
+    result = analyzer().simplify(E.FloorDiv(E.FloorDiv(VK, c(2)), c(4)))
+    assert isinstance(result, E.FloorDiv) and isinstance(result.b, IntImm) and result.b.value == 8
+
+
+def test_floormod_of_floormod() -> None:
+    result = analyzer().simplify(E.FloorMod(E.FloorMod(VK, c(8)), c(4)))
+    assert isinstance(result, E.FloorMod) and result.a is VK and result.b.value == 4
+
+
+def test_const_bound_of_split() -> None:
+    bound = analyzer().const_bound(E.Add(E.Mul(VI, c(8)), VJ))
+    assert bound == Bound(0, 127)
+
+
+def test_unknown_variable_keeps_dtype_range() -> None:
+    n = Var("n", dt.INT64)
+    bound = Analyzer().const_bound(E.FloorMod(n, IntImm(32, dt.INT64)))
+    assert bound == Bound(0, 31)

@@ -1,0 +1,184 @@
+"""Constant integer bounds: the least and greatest value an integer expression can take.
+
+`None` on either side means unbounded. Variables take their bounds from the caller's map of
+known ranges, else from their dtype (and non-negativity for size variables).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from tirc.analysis.arith.constant import dtype_range
+from tirc.ir import expr as E
+from tirc.ir.expr import PrimExpr, Var
+
+
+@dataclass(frozen=True, slots=True)
+class Bound:
+    min: int | None
+    max: int | None
+
+    @property
+    def is_const(self) -> bool:
+        return self.min is not None and self.min == self.max
+
+    def is_within(self, low: int, high: int) -> bool:
+        """True when every value lies in [low, high]."""
+        return (
+            self.min is not None and self.max is not None and low <= self.min and self.max <= high
+        )
+
+    def union(self, other: Bound) -> Bound:
+        low = None if self.min is None or other.min is None else min(self.min, other.min)
+        high = None if self.max is None or other.max is None else max(self.max, other.max)
+        return Bound(low, high)
+
+    def intersect(self, other: Bound) -> Bound:
+        low = (
+            other.min
+            if self.min is None
+            else self.min
+            if other.min is None
+            else max(self.min, other.min)
+        )
+        high = (
+            other.max
+            if self.max is None
+            else self.max
+            if other.max is None
+            else min(self.max, other.max)
+        )
+        return Bound(low, high)
+
+
+EVERYTHING = Bound(None, None)
+
+
+def _add(a: int | None, b: int | None) -> int | None:
+    return None if a is None or b is None else a + b
+
+
+def _neg(a: int | None) -> int | None:
+    return None if a is None else -a
+
+
+def _mul(a: Bound, b: Bound) -> Bound:
+    if a.min is None or a.max is None or b.min is None or b.max is None:
+        if b.is_const and b.min == 0 or a.is_const and a.min == 0:
+            return Bound(0, 0)
+        if b.is_const and b.min is not None and b.min > 0:
+            return Bound(
+                None if a.min is None else a.min * b.min, None if a.max is None else a.max * b.min
+            )
+        if a.is_const and a.min is not None and a.min > 0:
+            return _mul(b, a)
+        return EVERYTHING
+    products = [a.min * b.min, a.min * b.max, a.max * b.min, a.max * b.max]
+    return Bound(min(products), max(products))
+
+
+def _floordiv(a: Bound, divisor: Bound) -> Bound:
+    if not divisor.is_const or divisor.min is None or divisor.min <= 0:
+        return EVERYTHING
+    d = divisor.min
+    return Bound(None if a.min is None else a.min // d, None if a.max is None else a.max // d)
+
+
+def _floormod(a: Bound, divisor: Bound) -> Bound:
+    if not divisor.is_const or divisor.min is None or divisor.min <= 0:
+        return EVERYTHING
+    d = divisor.min
+    if a.is_within(0, d - 1):
+        return a
+    if a.min is not None and a.max is not None and a.min // d == a.max // d:
+        return Bound(a.min % d, a.max % d)
+    return Bound(0, d - 1)
+
+
+def _truncdiv(a: Bound, divisor: Bound) -> Bound:
+    if a.min is not None and a.min >= 0:
+        return _floordiv(a, divisor)
+    return EVERYTHING
+
+
+def _truncmod(a: Bound, divisor: Bound) -> Bound:
+    if a.min is not None and a.min >= 0:
+        return _floormod(a, divisor)
+    if divisor.is_const and divisor.min is not None and divisor.min > 0:
+        return Bound(-(divisor.min - 1), divisor.min - 1)
+    return EVERYTHING
+
+
+def _binary(
+    combine: Callable[[Bound, Bound], Bound],
+) -> Callable[[Callable[[PrimExpr], Bound], PrimExpr], Bound]:
+    def rule(bound: Callable[[PrimExpr], Bound], node: PrimExpr) -> Bound:
+        return combine(bound(node.a), bound(node.b))  # type: ignore[attr-defined]
+
+    return rule
+
+
+_RULES: dict[type, Callable[[Callable[[PrimExpr], Bound], PrimExpr], Bound]] = {
+    E.Add: _binary(lambda a, b: Bound(_add(a.min, b.min), _add(a.max, b.max))),
+    E.Sub: _binary(lambda a, b: Bound(_add(a.min, _neg(b.max)), _add(a.max, _neg(b.min)))),
+    E.Mul: _binary(_mul),
+    E.FloorDiv: _binary(_floordiv),
+    E.FloorMod: _binary(_floormod),
+    E.Div: _binary(_truncdiv),
+    E.Mod: _binary(_truncmod),
+    E.Min: _binary(
+        lambda a, b: Bound(
+            None if a.min is None or b.min is None else min(a.min, b.min),
+            b.max if a.max is None else a.max if b.max is None else min(a.max, b.max),
+        )
+    ),
+    E.Max: _binary(
+        lambda a, b: Bound(
+            b.min if a.min is None else a.min if b.min is None else max(a.min, b.min),
+            None if a.max is None or b.max is None else max(a.max, b.max),
+        )
+    ),
+    E.Select: lambda bound, node: bound(node.true_value).union(bound(node.false_value)),  # type: ignore[attr-defined]
+}
+
+
+def const_bound(expr: PrimExpr, ranges: Mapping[Var, Bound] | None = None) -> Bound:
+    """Bounds of integer expression `expr`, given bounds of some variables."""
+    known = ranges or {}
+
+    def bound(node: PrimExpr) -> Bound:
+        dtype = node.dtype  # type: ignore[attr-defined]
+        if isinstance(node, E.IntImm):
+            return Bound(node.value, node.value)
+        if not (dtype.is_integer or dtype.is_bool) or dtype.is_vector:
+            return EVERYTHING
+        limits = Bound(*dtype_range(dtype))
+        if isinstance(node, Var):
+            found = known.get(node)
+            if found is not None:
+                return found.intersect(limits)
+            return Bound(0, limits.max) if node.is_size_var else limits
+        if isinstance(node, E.Cast):
+            inner = node.value.dtype  # type: ignore[attr-defined]
+            if inner.is_integer or inner.is_bool:
+                source = bound(node.value)
+                if source.is_within(*dtype_range(dtype)):
+                    return source
+            return limits
+        if isinstance(node, E.CompareOp | E.LogicalOp | E.Not):
+            return Bound(0, 1)
+        rule = _RULES.get(type(node))
+        if rule is None:
+            return limits
+        result = rule(bound, node)
+        # arithmetic that may overflow the dtype wraps: then nothing is known
+        if (
+            result.min is not None
+            and result.max is not None
+            and not result.is_within(*dtype_range(dtype))
+        ):
+            return limits
+        return result.intersect(limits)
+
+    return bound(expr)

@@ -1,0 +1,272 @@
+"""A bottom-up simplifier for integer and boolean expressions.
+
+Folds constants exactly per dtype, puts index arithmetic in canonical form, and removes
+floordiv/floormod, min/max and comparisons that known variable bounds decide. Float
+arithmetic is left as written: folding it could change rounding. Returns the same object
+when nothing changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from tirc.analysis.arith import constant as C
+from tirc.analysis.arith.bound import Bound, const_bound
+from tirc.analysis.arith.canonical import Sum, expr_key, from_sum, to_sum
+from tirc.ir import dtype as dt
+from tirc.ir import expr as E
+from tirc.ir.expr import IntImm, PrimExpr, Var
+from tirc.ir.functor import Mutator
+
+
+def _is_index(expr: PrimExpr) -> bool:
+    dtype = expr.dtype  # type: ignore[attr-defined]
+    return dtype.is_integer and dtype.is_scalar  # type: ignore[no-any-return]
+
+
+def _const(expr: PrimExpr) -> int | None:
+    return expr.value if isinstance(expr, IntImm) else None
+
+
+def _bool(value: bool) -> IntImm:
+    return IntImm(1 if value else 0, dt.BOOL)
+
+
+class Simplifier(Mutator):
+    def __init__(self, ranges: Mapping[Var, Bound]):
+        self.ranges = ranges
+
+    def bound(self, expr: PrimExpr) -> Bound:
+        return const_bound(expr, self.ranges)
+
+    # -- canonical sums --------------------------------------------------------------------
+
+    def _sum(self, node: PrimExpr) -> PrimExpr:
+        rebuilt = self.generic_visit(node)
+        if not _is_index(rebuilt):  # type: ignore[arg-type]
+            return rebuilt  # type: ignore[return-value]
+        if isinstance(rebuilt, E.Mul) and _const(rebuilt.a) is None and _const(rebuilt.b) is None:
+            return rebuilt
+        result = from_sum(to_sum(rebuilt))  # type: ignore[arg-type]
+        if expr_key(result) == expr_key(node):
+            return node
+        return result
+
+    visit_Add = visit_Sub = visit_Mul = _sum
+
+    # -- division ----------------------------------------------------------------------------
+
+    def _division(self, node: PrimExpr, is_mod: bool) -> PrimExpr:
+        rebuilt = self.generic_visit(node)
+        a, b = rebuilt.a, rebuilt.b  # type: ignore[attr-defined]
+        if not _is_index(rebuilt):  # type: ignore[arg-type]
+            return rebuilt  # type: ignore[return-value]
+        divisor = _const(b)
+        if divisor is None or divisor <= 0:
+            if _const(a) is not None and divisor is not None and divisor != 0:
+                value = C.floormod(a.value, divisor) if is_mod else C.floordiv(a.value, divisor)
+                return IntImm(C.wrap(value, a.dtype), a.dtype)
+            return rebuilt  # type: ignore[return-value]
+        if divisor == 1:
+            return IntImm(0, a.dtype) if is_mod else a
+        dtype = a.dtype
+        # nested division by constants: (x // p) // q == x // (p * q); (x % p) % q == x % q if q | p
+        if not is_mod and isinstance(a, E.FloorDiv) and _const(a.b) is not None and a.b.value > 0:
+            return self.visit(E.FloorDiv(a.a, IntImm(a.b.value * divisor, dtype)))
+        if (
+            is_mod
+            and isinstance(a, E.FloorMod)
+            and _const(a.b) is not None
+            and a.b.value % divisor == 0
+        ):
+            return self.visit(E.FloorMod(a.a, b))
+        total = to_sum(a)
+        quotient, rest = Sum(dtype), Sum(dtype)
+        for atom, coeff in total.terms.values():
+            target = quotient if coeff % divisor == 0 else rest
+            target.add_term(atom, coeff // divisor if target is quotient else coeff)
+        quotient.const, rest.const = total.const // divisor, total.const % divisor
+        rest_expr = from_sum(rest)
+        rest_bound = self.bound(rest_expr)
+        if rest_bound.min is not None and rest_bound.max is not None:
+            shift = rest_bound.min // divisor
+            if rest_bound.max // divisor == shift:
+                if is_mod:
+                    rest.const -= shift * divisor
+                    return from_sum(rest)
+                quotient.const += shift
+                return from_sum(quotient)
+        if quotient.is_const and quotient.const == 0:
+            return rebuilt  # type: ignore[return-value]
+        if is_mod:
+            return E.FloorMod(rest_expr, b)
+        quotient.add_term(E.FloorDiv(rest_expr, b), 1)
+        return from_sum(quotient)
+
+    def visit_FloorDiv(self, node: E.FloorDiv) -> PrimExpr:
+        return self._division(node, is_mod=False)
+
+    def visit_FloorMod(self, node: E.FloorMod) -> PrimExpr:
+        return self._division(node, is_mod=True)
+
+    def _truncated(self, node: PrimExpr, is_mod: bool) -> PrimExpr:
+        rebuilt = self.generic_visit(node)
+        a, b = rebuilt.a, rebuilt.b  # type: ignore[attr-defined]
+        if not _is_index(rebuilt):  # type: ignore[arg-type]
+            return rebuilt  # type: ignore[return-value]
+        if _const(a) is not None and _const(b) not in (None, 0):
+            value = C.truncmod(a.value, b.value) if is_mod else C.truncdiv(a.value, b.value)
+            return IntImm(C.wrap(value, a.dtype), a.dtype)
+        bound_a, bound_b = self.bound(a), self.bound(b)
+        if (
+            bound_a.min is not None
+            and bound_a.min >= 0
+            and bound_b.min is not None
+            and bound_b.min > 0
+        ):
+            # both non-negative: truncating and flooring agree
+            floor = E.FloorMod(a, b) if is_mod else E.FloorDiv(a, b)
+            simplified = self.visit(floor)
+            if not isinstance(simplified, (E.FloorDiv, E.FloorMod)):
+                return simplified  # type: ignore[no-any-return]
+        return rebuilt  # type: ignore[return-value]
+
+    def visit_Div(self, node: E.Div) -> PrimExpr:
+        return self._truncated(node, is_mod=False)
+
+    def visit_Mod(self, node: E.Mod) -> PrimExpr:
+        return self._truncated(node, is_mod=True)
+
+    # -- min / max ---------------------------------------------------------------------------
+
+    def _extremum(self, node: PrimExpr, pick_min: bool) -> PrimExpr:
+        rebuilt = self.generic_visit(node)
+        a, b = rebuilt.a, rebuilt.b  # type: ignore[attr-defined]
+        if not _is_index(rebuilt):  # type: ignore[arg-type]
+            return rebuilt  # type: ignore[return-value]
+        if expr_key(a) == expr_key(b):
+            return a  # type: ignore[no-any-return]
+        difference = self.bound(self.visit(E.Sub(a, b)))
+        if difference.max is not None and difference.max <= 0:
+            return a if pick_min else b  # type: ignore[no-any-return]
+        if difference.min is not None and difference.min >= 0:
+            return b if pick_min else a  # type: ignore[no-any-return]
+        return rebuilt  # type: ignore[return-value]
+
+    def visit_Min(self, node: E.Min) -> PrimExpr:
+        return self._extremum(node, pick_min=True)
+
+    def visit_Max(self, node: E.Max) -> PrimExpr:
+        return self._extremum(node, pick_min=False)
+
+    # -- comparisons and logic ---------------------------------------------------------------
+
+    def visit_CompareOp(self, node: E.CompareOp) -> PrimExpr:
+        rebuilt = self.generic_visit(node)
+        a, b = rebuilt.a, rebuilt.b  # type: ignore[attr-defined]
+        if not _is_index(a):
+            return rebuilt  # type: ignore[return-value]
+        decide = _DECIDE[type(node)]
+        difference = self.bound(self.visit(E.Sub(a, b)))
+        verdict = decide(difference)
+        if verdict is None:
+            return rebuilt  # type: ignore[return-value]
+        return _bool(verdict)
+
+    def visit_And(self, node: E.And) -> PrimExpr:
+        rebuilt = self.generic_visit(node)
+        a, b = rebuilt.a, rebuilt.b  # type: ignore[attr-defined]
+        for one, other in ((a, b), (b, a)):
+            if _const(one) == 0 and one.dtype.is_scalar:
+                return one  # type: ignore[no-any-return]
+            if _const(one) == 1 and one.dtype.is_scalar:
+                return other  # type: ignore[no-any-return]
+        return rebuilt  # type: ignore[return-value]
+
+    def visit_Or(self, node: E.Or) -> PrimExpr:
+        rebuilt = self.generic_visit(node)
+        a, b = rebuilt.a, rebuilt.b  # type: ignore[attr-defined]
+        for one, other in ((a, b), (b, a)):
+            if _const(one) == 1 and one.dtype.is_scalar:
+                return one  # type: ignore[no-any-return]
+            if _const(one) == 0 and one.dtype.is_scalar:
+                return other  # type: ignore[no-any-return]
+        return rebuilt  # type: ignore[return-value]
+
+    def visit_Not(self, node: E.Not) -> PrimExpr:
+        rebuilt = self.generic_visit(node)
+        inner = rebuilt.a  # type: ignore[attr-defined]
+        if _const(inner) is not None:
+            return _bool(not inner.value)
+        if isinstance(inner, E.Not):
+            return inner.a  # type: ignore[no-any-return]
+        return rebuilt  # type: ignore[return-value]
+
+    def visit_Select(self, node: E.Select) -> PrimExpr:
+        rebuilt = self.generic_visit(node)
+        condition = rebuilt.condition  # type: ignore[attr-defined]
+        if _const(condition) is not None and condition.dtype.is_scalar:
+            return rebuilt.true_value if condition.value else rebuilt.false_value  # type: ignore[attr-defined,no-any-return]
+        return rebuilt  # type: ignore[return-value]
+
+    def visit_Cast(self, node: E.Cast) -> PrimExpr:
+        rebuilt = self.generic_visit(node)
+        value, dtype = rebuilt.value, rebuilt.dtype  # type: ignore[attr-defined]
+        if value.dtype == dtype:
+            return value  # type: ignore[no-any-return]
+        if isinstance(value, IntImm) and dtype.is_scalar:
+            if dtype.is_integer or dtype.is_bool:
+                return IntImm(C.wrap(value.value, dtype), dtype)
+            if dtype.is_float and not dtype.is_float8 and dtype.kind != "bfloat":
+                return E.FloatImm(float(value.value), dtype)
+        return rebuilt  # type: ignore[return-value]
+
+    # -- variables and loads are leaves; everything else recurses ---------------------------
+
+    def visit_Var(self, node: Var) -> PrimExpr:
+        bound = self.ranges.get(node)
+        if bound is not None and bound.is_const and _is_index(node):
+            return IntImm(bound.min, node.dtype)  # type: ignore[arg-type]
+        return node
+
+
+def _decide_lt(d: Bound) -> bool | None:
+    if d.max is not None and d.max < 0:
+        return True
+    if d.min is not None and d.min >= 0:
+        return False
+    return None
+
+
+def _decide_le(d: Bound) -> bool | None:
+    if d.max is not None and d.max <= 0:
+        return True
+    if d.min is not None and d.min > 0:
+        return False
+    return None
+
+
+def _negate(decide: Callable[[Bound], bool | None]) -> Callable[[Bound], bool | None]:
+    def negated(d: Bound) -> bool | None:
+        verdict = decide(d)
+        return None if verdict is None else not verdict
+
+    return negated
+
+
+def _decide_eq(d: Bound) -> bool | None:
+    if d.is_const:
+        return d.min == 0
+    if (d.min is not None and d.min > 0) or (d.max is not None and d.max < 0):
+        return False
+    return None
+
+
+_DECIDE: dict[type, Callable[[Bound], bool | None]] = {
+    E.LT: _decide_lt,
+    E.LE: _decide_le,
+    E.GE: _negate(_decide_lt),
+    E.GT: _negate(_decide_le),
+    E.EQ: _decide_eq,
+    E.NE: _negate(_decide_eq),
+}
