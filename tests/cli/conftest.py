@@ -1,0 +1,97 @@
+"""Stand-ins for the parser, printer, verifier and structural comparison, so the command line
+can be tested on its own: `oops` is a syntax error, `crash` a bug, `interrupt` a Ctrl-C,
+`bad` a verifier error and `warn` a verifier warning."""
+
+from __future__ import annotations
+
+import sys
+import types
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import pytest
+
+from tirc.diagnostics import Diagnostic, DiagnosticError, Severity, Source, Span
+
+
+@dataclass
+class FakeModule:
+    source: Source
+    defines: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class FakeNode:
+    span: Span | None
+
+
+@dataclass
+class FakeDifference:
+    path: str
+    lhs: object
+    rhs: object
+    message: str
+    lhs_span: Span | None
+    rhs_span: Span | None
+
+
+def find(source: Source, word: str) -> Span | None:
+    index = source.text.find(word)
+    return None if index < 0 else Span(source, index, index + len(word))
+
+
+def parse(text: str, *, name: str = "<string>", defines: Mapping[str, str] | None = None) -> object:
+    source = Source(name, text)
+    if span := find(source, "oops"):
+        raise DiagnosticError.at(span, "unexpected token 'oops'")
+    if "crash" in text:
+        raise ZeroDivisionError("division by zero")
+    if "interrupt" in text:
+        raise KeyboardInterrupt
+    return FakeModule(source, dict(defines or {}))
+
+
+def print_module(module: FakeModule) -> str:
+    defined = "".join(f"# {name} = {value}\n" for name, value in module.defines.items())
+    return defined + module.source.text
+
+
+def verify_module(module: FakeModule) -> list[Diagnostic]:
+    found = []
+    if span := find(module.source, "bad"):
+        found.append(Diagnostic.error("'bad' is not defined", span))
+    if span := find(module.source, "warn"):
+        found.append(Diagnostic(Severity.WARNING, "unused 'warn'", span))
+    return found
+
+
+def line_spans(source: Source) -> list[Span]:
+    starts = source.line_starts()
+    ends = [start - 1 for start in starts[1:]] + [len(source.text)]
+    return [Span(source, start, end) for start, end in zip(starts, ends, strict=True)]
+
+
+def find_difference(a: FakeModule, b: FakeModule) -> FakeDifference | None:
+    left, right = line_spans(a.source), line_spans(b.source)
+    for index, (x, y) in enumerate(zip(left, right, strict=False)):
+        if x.source.text[x.start : x.end] != y.source.text[y.start : y.end]:
+            return FakeDifference(
+                f"main.body.seq[{index}]", FakeNode(x), FakeNode(y), "statements differ", x, y
+            )
+    if len(left) != len(right):
+        return FakeDifference("main.body.seq", len(left), len(right), "lengths differ", None, None)
+    return None
+
+
+@pytest.fixture
+def fake_layers(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = types.ModuleType("tirc.text")
+    text.parse = parse  # type: ignore[attr-defined]
+    text.print_module = print_module  # type: ignore[attr-defined]
+    well_formed = types.ModuleType("tirc.analysis.well_formed")
+    well_formed.verify_module = verify_module  # type: ignore[attr-defined]
+    structural = types.ModuleType("tirc.ir.structural")
+    structural.find_difference = find_difference  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "tirc.text", text)
+    monkeypatch.setitem(sys.modules, "tirc.analysis.well_formed", well_formed)
+    monkeypatch.setitem(sys.modules, "tirc.ir.structural", structural)

@@ -1,0 +1,254 @@
+"""Iterator maps: is a list of index expressions an affine map of some loops' iterators?
+
+Each index is decomposed into splits of "marks": a mark is a loop iterator or a fused group
+of them, a split takes digits `[lower, lower * extent)` of a mark scaled by `scale`. A list
+of indices is a valid map when each index reads as one fused iterator (its splits' scales
+are 1, e1, e1*e2, ...) and, for each mark, its splits tile the mark without overlap
+(bijective: and cover it whole). This is the check behind "the block's binding is affine",
+and what split/fuse/reorder preserve. Extents must be constant.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from tirc.analysis.arith.analyzer import Analyzer
+from tirc.analysis.arith.canonical import to_sum
+from tirc.ir import expr as E
+from tirc.ir.buffer import Range
+from tirc.ir.expr import IntImm, PrimExpr, Var
+
+
+class Level(enum.Enum):
+    SURJECTIVE = "surjective"  # splits of a mark never overlap
+    BIJECTIVE = "bijective"  # ... and cover every used loop whole
+
+
+@dataclass(frozen=True, eq=False)
+class IterMark:
+    """An iterator over [0, extent): a loop variable, or a fused group of splits."""
+
+    source: Var | tuple[IterSplit, ...]
+    extent: int
+
+
+@dataclass(frozen=True)
+class IterSplit:
+    """`(mark // lower) % extent * scale`."""
+
+    mark: IterMark
+    lower: int
+    extent: int
+    scale: int
+
+
+@dataclass
+class IterSum:
+    """One index: `base + sum(splits)`, splits ordered by falling scale."""
+
+    splits: tuple[IterSplit, ...]
+    base: PrimExpr
+    extent: int
+
+
+@dataclass
+class IterMapResult:
+    sums: list[IterSum] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+class _NotAffine(Exception):
+    pass
+
+
+class _Detector:
+    def __init__(self, domains: Mapping[Var, Range], analyzer: Analyzer):
+        self.analyzer = analyzer
+        self.extents: dict[Var, int] = {}
+        for var, domain in domains.items():
+            if not (isinstance(domain.min, IntImm) and domain.min.value == 0):
+                raise _NotAffine(f"loop {var.name} does not start at 0")
+            if not isinstance(domain.extent, IntImm):
+                raise _NotAffine(f"loop {var.name} has a non-constant extent")
+            self.extents[var] = domain.extent.value
+        self.var_marks: dict[Var, IterMark] = {}
+        self.fused_marks: dict[Hashable, IterMark] = {}
+        self.limits: dict[Hashable, int] = {}  # fused key -> extent bound by the predicate
+
+    # -- building splits ---------------------------------------------------------------------
+
+    def mark_of(self, var: Var) -> IterMark:
+        mark = self.var_marks.get(var)
+        if mark is None:
+            mark = self.var_marks[var] = IterMark(var, self.extents[var])
+        return mark
+
+    def depends(self, expr: PrimExpr) -> bool:
+        from tirc.ir.functor import walk
+
+        found = False
+
+        def visit(node: object) -> None:
+            nonlocal found
+            if isinstance(node, Var) and node in self.extents:
+                found = True
+
+        walk(expr, visit)
+        return found
+
+    def splits_of(self, expr: PrimExpr) -> tuple[list[IterSplit], PrimExpr]:
+        """Splits and loop-invariant base of an index expression."""
+        total = to_sum(expr)
+        splits: list[IterSplit] = []
+        base_terms: list[tuple[PrimExpr, int]] = []
+        for atom, coeff in total.terms.values():
+            if not self.depends(atom):
+                base_terms.append((atom, coeff))
+                continue
+            for split in self.atom_splits(atom):
+                splits.append(IterSplit(split.mark, split.lower, split.extent, split.scale * coeff))
+        dtype = expr.dtype  # type: ignore[attr-defined]
+        base: PrimExpr = IntImm(total.const, dtype)
+        for atom, coeff in base_terms:
+            term = atom if coeff == 1 else E.Mul(atom, IntImm(coeff, dtype))
+            base = E.Add(base, term)
+        return splits, self.analyzer.simplify(base)
+
+    def atom_splits(self, atom: PrimExpr) -> list[IterSplit]:
+        if isinstance(atom, Var):
+            mark = self.mark_of(atom)
+            return [IterSplit(mark, 1, mark.extent, 1)]
+        if isinstance(atom, (E.FloorDiv, E.FloorMod)) and isinstance(atom.b, IntImm):
+            divisor = atom.b.value
+            if divisor <= 0:
+                raise _NotAffine("division by a non-positive constant")
+            inner, base = self.splits_of(atom.a)
+            if not (isinstance(base, IntImm) and base.value == 0):
+                raise _NotAffine("division of an iterator with an offset")
+            source = self.as_single(inner)
+            if isinstance(atom, E.FloorDiv):
+                if source.extent % divisor and source.extent > divisor:
+                    raise _NotAffine(f"extent {source.extent} is not divisible by {divisor}")
+                extent = max(1, -(-source.extent // divisor))
+                return [IterSplit(source.mark, source.lower * divisor, extent, 1)]
+            if source.extent % divisor:
+                if source.extent < divisor:
+                    return [source]
+                raise _NotAffine(f"extent {source.extent} is not divisible by {divisor}")
+            return [IterSplit(source.mark, source.lower, divisor, 1)]
+        raise _NotAffine(f"{type(atom).__name__} of iterators is not affine")
+
+    def as_single(self, splits: list[IterSplit]) -> IterSplit:
+        """Splits that read as one iterator: one unscaled split, or a fused group."""
+        if len(splits) == 1 and splits[0].scale == 1:
+            return splits[0]
+        key, extent = self.fuse_key(splits)
+        mark = self.fused_marks.get(key)
+        if mark is None:
+            ordered = tuple(sorted(splits, key=lambda s: -s.scale))
+            mark = self.fused_marks[key] = IterMark(ordered, self.limits.get(key, extent))
+        return IterSplit(mark, 1, mark.extent, 1)
+
+    def fuse_key(self, splits: list[IterSplit]) -> tuple[Hashable, int]:
+        """Checks that `splits` fuse (scales 1, e1, e1*e2, ...) and gives their key and extent."""
+        expected = 1
+        for split in sorted(splits, key=lambda s: s.scale):
+            if split.scale != expected:
+                raise _NotAffine(
+                    f"scales do not fuse: expected a term scaled by {expected}, found {split.scale}"
+                )
+            expected *= split.extent
+        key = tuple(sorted((id(s.mark), s.lower, s.extent, s.scale) for s in splits))
+        return key, expected
+
+    # -- the predicate -----------------------------------------------------------------------
+
+    def add_predicate(self, predicate: PrimExpr | None) -> None:
+        """Record `fused < c` conjuncts: they shorten a fused iterator (imperfect splits)."""
+        stack = [predicate] if predicate is not None else []
+        while stack:
+            item = stack.pop()
+            if isinstance(item, E.And):
+                stack += [item.a, item.b]
+            elif isinstance(item, E.LT) and isinstance(item.b, IntImm):
+                splits, base = self.splits_of(item.a)
+                if splits and isinstance(base, IntImm) and base.value == 0:
+                    key, _ = self.fuse_key(splits)
+                    self.limits[key] = item.b.value
+            elif isinstance(item, IntImm) and item.value:
+                continue
+            else:
+                raise _NotAffine("the predicate is not a conjunction of `iterator < constant`")
+
+    # -- whole-map checks -------------------------------------------------------------------
+
+    def index_sum(self, expr: PrimExpr) -> IterSum:
+        splits, base = self.splits_of(expr)
+        if not splits:
+            return IterSum((), base, 1)
+        key, extent = self.fuse_key(splits)
+        ordered = tuple(sorted(splits, key=lambda s: -s.scale))
+        return IterSum(ordered, base, self.limits.get(key, extent))
+
+    def check_tiling(self, sums: Sequence[IterSum], level: Level) -> None:
+        uses: dict[int, list[IterSplit]] = {}
+        marks: dict[int, IterMark] = {}
+
+        def collect(split: IterSplit) -> None:
+            uses.setdefault(id(split.mark), []).append(split)
+            if id(split.mark) not in marks:
+                marks[id(split.mark)] = split.mark
+                if isinstance(split.mark.source, tuple):
+                    for inner in split.mark.source:
+                        collect(inner)
+
+        for index in sums:
+            for split in index.splits:
+                collect(split)
+        for mark_id, splits in uses.items():
+            mark = marks[mark_id]
+            covered = 1
+            for split in sorted(splits, key=lambda s: s.lower):
+                if split.lower < covered or split.lower % covered:
+                    raise _NotAffine(f"iterator {_name(mark)} is used twice")
+                if level is Level.BIJECTIVE and split.lower != covered:
+                    raise _NotAffine(f"part of iterator {_name(mark)} is not used")
+                covered = split.lower * split.extent
+            if level is Level.BIJECTIVE and covered < mark.extent:
+                raise _NotAffine(f"iterator {_name(mark)} is not covered whole")
+        if level is Level.BIJECTIVE:
+            for var, extent in self.extents.items():
+                if extent > 1 and var not in self.var_marks:
+                    raise _NotAffine(f"loop {var.name} is not used by any index")
+
+
+def _name(mark: IterMark) -> str:
+    return mark.source.name if isinstance(mark.source, Var) else "(fused)"
+
+
+def detect_iter_map(
+    indices: Sequence[PrimExpr],
+    domains: Mapping[Var, Range],
+    predicate: PrimExpr | None = None,
+    level: Level = Level.SURJECTIVE,
+    analyzer: Analyzer | None = None,
+) -> IterMapResult:
+    """Decompose `indices` over the loops in `domains`; errors say why they are not affine."""
+    if analyzer is None:
+        analyzer = Analyzer()
+        for var, domain in domains.items():
+            analyzer.bind(var, domain)
+    try:
+        detector = _Detector(domains, analyzer)
+        detector.add_predicate(predicate)
+        sums = [detector.index_sum(analyzer.simplify(index)) for index in indices]
+        detector.check_tiling(sums, level)
+    except _NotAffine as reason:
+        return IterMapResult([], [str(reason)])
+    return IterMapResult(sums)

@@ -1,0 +1,1 @@
+"""The command line: argument plumbing only, over tirc.driver."""

@@ -1,0 +1,94 @@
+"""The `tirc` command: options and arguments, handed to tirc.driver.commands.
+
+Only click is imported up front, so `tirc --version` and `tirc --help` start fast; each
+command imports the driver (and through it numpy, lark, rich...) when it runs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+
+import click
+
+from tirc import __version__
+from tirc.driver.exit_code import ExitCode
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="tirc", message="%(prog)s %(version)s")
+@click.option(
+    "--traceback",
+    is_flag=True,
+    envvar="TIRC_TRACEBACK",
+    help="Show the Python trace of an internal error (also TIRC_TRACEBACK=1).",
+)
+@click.pass_context
+def cli(context: click.Context, traceback: bool) -> None:
+    """tirc, a TensorIR compiler: parse, check, schedule, lower and emit tensor programs."""
+    context.obj = traceback
+
+
+def guarded(action: Callable[[], int]) -> int:
+    from tirc.driver.guard import run_guarded
+
+    show_traceback = bool(click.get_current_context().obj)
+    return run_guarded(action, show_traceback=show_traceback)
+
+
+@cli.command("print")
+@click.argument("file")
+@click.option("-o", "--output", default="-", metavar="OUT", help="Output file ('-': stdout).")
+@click.option(
+    "-D", "defines", multiple=True, metavar="NAME=VALUE", help="Override a module parameter."
+)
+def print_command(file: str, output: str, defines: tuple[str, ...]) -> int:
+    """Parse FILE ('-': stdin) and print it in the canonical spelling."""
+    from tirc.driver import commands
+
+    return guarded(lambda: commands.print_file(file, output, defines))
+
+
+@cli.command("check")
+@click.argument("files", nargs=-1, required=True, metavar="FILE...")
+@click.option("-v", "--verbose", is_flag=True, help="Say `ok` for each file without errors.")
+def check_command(files: tuple[str, ...], verbose: bool) -> int:
+    """Parse and verify each FILE; print every diagnostic; exit 1 on any error."""
+    from tirc.driver import commands
+
+    return guarded(lambda: commands.check_files(files, verbose=verbose))
+
+
+@cli.command("diff")
+@click.argument("left", metavar="A")
+@click.argument("right", metavar="B")
+def diff_command(left: str, right: str) -> int:
+    """Compare A and B structurally; exit 1 and show the first difference if they differ."""
+    from tirc.driver import commands
+
+    return guarded(lambda: commands.diff_files(left, right))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line and return its exit status; never raises."""
+    try:
+        result = cli.main(
+            args=list(argv) if argv is not None else None, prog_name="tirc", standalone_mode=False
+        )
+    except click.ClickException as error:
+        error.show()
+        return error.exit_code
+    except (click.Abort, KeyboardInterrupt):
+        return int(ExitCode.INTERRUPTED)
+    except Exception as error:
+        from tirc.driver.guard import report_internal_error
+
+        # Outside a command, so --traceback was not parsed; the variable still counts.
+        wanted = os.environ.get("TIRC_TRACEBACK", "").lower() not in ("", "0", "false", "no")
+        report_internal_error(error, show_traceback=wanted)
+        return int(ExitCode.INTERNAL_ERROR)
+    return int(result) if isinstance(result, int) else int(ExitCode.OK)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,99 @@
+"""The commands of the `tirc` tool, each returning its exit status.
+
+Errors travel as DiagnosticError; driver.guard renders them and exits 1.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from tirc.diagnostics import Diagnostic, DiagnosticError, Severity, Source
+from tirc.driver.defines import parse_defines
+from tirc.driver.exit_code import ExitCode
+from tirc.driver.output import write_output
+from tirc.driver.source import STDIN, STDIN_NAME, check_stdin_once, read_source
+
+if TYPE_CHECKING:
+    from tirc.ir import IRModule
+
+
+def print_file(path: str, output: str, defines: Sequence[str] = ()) -> int:
+    """`tirc print`: parse FILE and print it back in the canonical spelling."""
+    values = parse_defines(defines)
+    module = parse_source(read_source(path), values)
+    from tirc.text import print_module
+
+    write_output(output, print_module(module))
+    return ExitCode.OK
+
+
+def check_files(paths: Sequence[str], *, verbose: bool = False) -> int:
+    """`tirc check`: parse and verify every file, report every diagnostic, fail on an error."""
+    check_stdin_once(paths)
+    diagnostics: list[Diagnostic] = []
+    failed = False
+    for path in paths:
+        found = check_file(path)
+        diagnostics += found
+        if any(d.severity is Severity.ERROR for d in found):
+            failed = True
+        elif verbose:
+            print(f"{display_name(path)}: ok")
+    if diagnostics:
+        from tirc.diagnostics.render import render
+
+        render(diagnostics)
+    return ExitCode.USER_ERROR if failed else ExitCode.OK
+
+
+def check_file(path: str) -> list[Diagnostic]:
+    try:
+        module = parse_source(read_source(path))
+    except DiagnosticError as error:
+        return list(error.diagnostics)
+    from tirc.analysis.well_formed import verify_module
+
+    return list(verify_module(module))
+
+
+def diff_files(left: str, right: str) -> int:
+    """`tirc diff`: exit 0 when the modules are structurally equal, else show where they differ."""
+    check_stdin_once([left, right])
+    left_module, right_module = parse_files([left, right])
+    from tirc.ir.structural import find_difference
+
+    difference = find_difference(left_module, right_module)
+    if difference is None:
+        return ExitCode.OK
+    from tirc.diagnostics.render import render
+    from tirc.driver.difference import difference_diagnostic
+
+    diagnostic = difference_diagnostic(difference, display_name(left), display_name(right))
+    render([diagnostic], stream=sys.stdout)
+    return ExitCode.USER_ERROR
+
+
+def parse_files(paths: Sequence[str]) -> list[IRModule]:
+    """Parse every file, or raise one DiagnosticError with the diagnostics of all of them."""
+    modules: list[IRModule] = []
+    diagnostics: list[Diagnostic] = []
+    for path in paths:
+        try:
+            modules.append(parse_source(read_source(path)))
+        except DiagnosticError as error:
+            diagnostics += error.diagnostics
+    if diagnostics:
+        raise DiagnosticError(diagnostics)
+    return modules
+
+
+def parse_source(source: Source, defines: Mapping[str, str] | None = None) -> IRModule:
+    from tirc.text import parse
+
+    return parse(source.text, name=source.name, defines=dict(defines) if defines else None)
+
+
+def display_name(path: str) -> str:
+    return STDIN_NAME if path == STDIN else path
