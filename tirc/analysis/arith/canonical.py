@@ -8,8 +8,8 @@ appearance breaking ties, which is how index arithmetic reads (`i * 128 + j * 8 
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass, field
-from typing import Hashable
 
 from tirc.analysis.arith.constant import wrap
 from tirc.ir import expr as E
