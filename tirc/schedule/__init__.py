@@ -1,0 +1,1 @@
+"""Scheduling: the state under rewriting, plans as data, one primitive per module."""

@@ -1,0 +1,101 @@
+"""Applying a plan: resolve each step's handles, run its primitive, name its outputs.
+
+A step that cannot apply stops the run with a diagnostic naming the step (its number and
+place in the plan file), the primitive, the failed precondition and the loops and blocks it
+concerns. Nothing is written by a failed run: the caller gets an exception, not a module.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tirc.diagnostics import Diagnostic, DiagnosticError, Note
+from tirc.ir.function import IRModule
+from tirc.schedule import primitives
+from tirc.schedule.errors import ScheduleError
+from tirc.schedule.plan import Plan, Ref, Step
+from tirc.schedule.schedule import Schedule, describe
+from tirc.schedule.signature import Kind
+from tirc.schedule.sref import SRef
+
+_HANDLE_CHECK = {
+    Kind.BLOCK: lambda v: isinstance(v, SRef) and v.is_block,
+    Kind.LOOP: lambda v: isinstance(v, SRef) and v.is_loop,
+    Kind.BLOCK_OR_LOOP: lambda v: isinstance(v, SRef),
+}
+
+
+class _Failure(Exception):
+    def __init__(self, message: str, notes: tuple[Note, ...] = ()):
+        super().__init__(message)
+        self.message, self.notes = message, notes
+
+
+def apply_plan(
+    module: IRModule, plan: Plan, context: dict[str, Any] | None = None
+) -> tuple[IRModule, Plan]:
+    """The scheduled module and the plan as applied (the readable trace)."""
+    sch = Schedule(module, plan.func)
+    sch.context = dict(context or {})  # type: ignore[attr-defined]
+    env: dict[str, Any] = {}
+    applied: list[Step] = []
+    for number, step in enumerate(plan.steps, start=1):
+        entry = primitives.by_op(step.op)
+        assert entry is not None, step.op
+        try:
+            args = {
+                name: _resolve(value, env, name, entry.signature.param(name).kind)
+                for name, value in step.args.items()
+            }  # type: ignore[union-attr]
+            if step.decision is not None:
+                args["decision"] = step.decision
+            result = entry.apply(sch, **args)
+            _bind(step, result, env)
+        except ScheduleError as error:
+            notes = [Note(f"{describe(s)} is involved") for s in error.subjects]
+            notes += [Note(text) for text in error.notes]
+            raise DiagnosticError(
+                Diagnostic.error(
+                    f"step {number} ({step.op}) cannot apply: {error.message}", step.span, *notes
+                )
+            ) from None
+        except _Failure as failure:
+            raise DiagnosticError(
+                Diagnostic.error(
+                    f"step {number} ({step.op}): {failure.message}", step.span, *failure.notes
+                )
+            ) from None
+        applied.append(step)
+    return sch.module, Plan(applied, sch.default_func, plan.source)
+
+
+def _resolve(value: Any, env: dict[str, Any], name: str, kind: Kind) -> Any:
+    if isinstance(value, Ref):
+        if value.name not in env:
+            raise _Failure(f"'{value.name}' (for {name}) is not the output of an earlier step")
+        resolved = env[value.name]
+        if isinstance(resolved, SRef) and not resolved.is_valid:
+            raise _Failure(
+                f"'{value.name}' (for {name}) names a loop or block an earlier step removed"
+            )
+        check = _HANDLE_CHECK.get(kind)
+        if check is not None and not check(resolved):
+            raise _Failure(f"'{value.name}' (for {name}) is not a {kind.value.replace('_', ' ')}")
+        return resolved
+    if isinstance(value, list):
+        return [_resolve(item, env, name, _element_kind(kind)) for item in value]
+    return value
+
+
+def _element_kind(kind: Kind) -> Kind:
+    return {Kind.BLOCKS: Kind.BLOCK, Kind.LOOPS: Kind.LOOP, Kind.INTS: Kind.INT}.get(kind, kind)
+
+
+def _bind(step: Step, result: Any, env: dict[str, Any]) -> None:
+    if not step.outputs:
+        return
+    values = result if isinstance(result, (list, tuple)) else [result]
+    if len(values) != len(step.outputs):
+        raise _Failure(f"gives {len(values)} results but the plan names {len(step.outputs)}")
+    for name, value in zip(step.outputs, values, strict=True):
+        env[name] = value

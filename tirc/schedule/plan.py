@@ -1,0 +1,261 @@
+"""Plans as data: read either JSON form into Steps, and write the readable form back.
+
+TVM's trace: `[[[kind, inputs, attrs, outputs], ...], decisions]`; the readable form:
+`{"version": 1, "func": "main", "steps": [{"op": ..., <param>: ..., "out": ...}]}`. Both
+become the same Steps; errors point at the step in the plan file.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from tirc.diagnostics import DiagnosticError, Note, Source, Span
+from tirc.schedule.signature import Kind, Signature
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A reference to an earlier step's output by name (`"l1"`)."""
+
+    name: str
+
+
+@dataclass
+class Step:
+    op: str
+    args: dict[str, Any]
+    outputs: list[str]
+    span: Span | None = None
+    decision: Any = None  # the value a sampling step takes
+
+    def to_json(self) -> dict[str, Any]:
+        from tirc.schedule import primitives
+
+        entry = primitives.by_op(self.op)
+        many = entry is None or entry.signature.outputs == "many"
+        result: dict[str, Any] = {"op": self.op}
+        for name, value in self.args.items():
+            result[name] = _unref(value)
+        if self.decision is not None:
+            result["decision"] = self.decision
+        if self.outputs or many:
+            result["out"] = self.outputs if many else self.outputs[0]
+        return result
+
+
+@dataclass
+class Plan:
+    steps: list[Step]
+    func: str | None = None
+    source: Source | None = None
+
+    def to_json(self) -> str:
+        body = {
+            "version": 1,
+            "func": self.func or "main",
+            "steps": [s.to_json() for s in self.steps],
+        }
+        lines = ["{", '  "version": 1,', f'  "func": {json.dumps(body["func"])},', '  "steps": [']
+        rows = [f"    {json.dumps(step)}" for step in body["steps"]]
+        lines.append(",\n".join(rows))
+        lines += ["  ]", "}"]
+        return "\n".join(lines) + "\n"
+
+
+def _unref(value: Any) -> Any:
+    if isinstance(value, Ref):
+        return value.name
+    if isinstance(value, list):
+        return [_unref(item) for item in value]
+    return value
+
+
+# -- reading --------------------------------------------------------------------------------
+
+
+def read_plan(text: str, name: str = "<plan>") -> Plan:
+    source = Source(name, text)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        span = Span(source, error.pos, error.pos + 1)
+        raise DiagnosticError.at(span, f"the plan is not valid JSON: {error.msg}") from None
+    if isinstance(data, list):
+        return _read_trace(data, source)
+    if isinstance(data, dict):
+        return _read_readable(data, source)
+    raise DiagnosticError.at(Span(source, 0, 1), "a plan is a JSON list (TVM's trace) or object")
+
+
+def _step_offsets(text: str, pattern: str) -> list[int]:
+    """Character offsets of each element of the array that `pattern` leads to."""
+    match = re.search(pattern, text)
+    if match is None:
+        return []
+    decoder = json.JSONDecoder()
+    offsets = []
+    index = match.end()
+    while True:
+        while index < len(text) and text[index] in " \t\r\n,":
+            index += 1
+        if index >= len(text) or text[index] == "]":
+            return offsets
+        offsets.append(index)
+        try:
+            _, index = decoder.raw_decode(text, index)
+        except json.JSONDecodeError:
+            return offsets
+
+
+def _span_for(source: Source, offsets: list[int], index: int) -> Span | None:
+    if index < len(offsets):
+        start = offsets[index]
+        end = source.text.find("\n", start)
+        return Span(source, start, end if end > start else start + 1)
+    return None
+
+
+def _signature(op: str, span: Span | None, tvm: bool) -> Signature:
+    from tirc.schedule import primitives
+
+    entry = primitives.by_tvm_name(op) if tvm else primitives.by_op(op)
+    if entry is None:
+        import difflib
+
+        known = [p for p in primitives.all_ops()]
+        if tvm:
+            known = [primitives.by_op(p).signature.tvm for p in known]  # type: ignore[union-attr]
+        close = difflib.get_close_matches(op, known, n=1)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        raise DiagnosticError.at(span, f"unknown schedule primitive '{op}'{hint}")
+    return entry.signature
+
+
+def _read_trace(data: list[Any], source: Source) -> Plan:
+    if not data or not isinstance(data[0], list):
+        raise DiagnosticError.at(Span(source, 0, 1), "a TVM trace is [instructions, decisions]")
+    instructions = data[0]
+    decisions = {int(i): v for i, v in (data[1] if len(data) > 1 else [])}
+    offsets = _step_offsets(source.text, r"^\s*\[\s*\[")
+    steps = []
+    for index, instruction in enumerate(instructions):
+        span = _span_for(source, offsets, index)
+        if not (isinstance(instruction, list) and len(instruction) == 4):
+            raise DiagnosticError.at(span, "an instruction is [kind, inputs, attrs, outputs]")
+        kind, inputs, attrs, outputs = instruction
+        signature = _signature(kind, span, tvm=True)
+        args = _bind_trace(signature, inputs, attrs, span)
+        steps.append(
+            Step(signature.op, args, [str(o) for o in outputs], span, decisions.get(index))
+        )
+    func = None
+    for step in steps:
+        if step.op == "get_sblock" and step.args.get("func_name"):
+            func = step.args["func_name"]
+            break
+    return Plan(steps, func, source)
+
+
+def _trace_value(value: Any, kind: Kind) -> Any:
+    """A TVM trace input or attr as a plain value; strings naming outputs become Refs."""
+    if isinstance(value, list):
+        return [_trace_value(item, kind) for item in value]
+    if isinstance(value, str):
+        if value == "None":
+            return None
+        if len(value) >= 2 and value[0] == value[-1] == '"':
+            return json.loads(value)  # TVM keeps quotes on string inputs: "\"shared\""
+        if kind in (Kind.STR, Kind.INDEX_MAP):
+            return value
+        if re.fullmatch(r"[blv]\d+", value):
+            return Ref(value)
+    return value
+
+
+def _bind_trace(
+    signature: Signature, inputs: list[Any], attrs: list[Any], span: Span | None
+) -> dict[str, Any]:
+    args: dict[str, Any] = {}
+    for values, params in ((inputs, signature.inputs), (attrs, signature.attrs)):
+        position = 0
+        for param in params:
+            if param.variadic:
+                args[param.name] = [_trace_value(v, param.kind) for v in values[position:]]
+                position = len(values)
+            elif position < len(values):
+                args[param.name] = _trace_value(values[position], param.kind)
+                position += 1
+            elif param.required:
+                raise DiagnosticError.at(span, f"{signature.tvm} is missing its '{param.name}'")
+            else:
+                args[param.name] = param.default
+        if position < len(values):
+            raise DiagnosticError.at(
+                span, f"{signature.tvm} has {len(values) - position} arguments too many"
+            )
+    return args
+
+
+def _read_readable(data: dict[str, Any], source: Source) -> Plan:
+    steps_data = data.get("steps")
+    if not isinstance(steps_data, list):
+        raise DiagnosticError.at(Span(source, 0, 1), 'a plan object needs a "steps" list')
+    version = data.get("version", 1)
+    if version != 1:
+        raise DiagnosticError.at(
+            Span(source, 0, 1), f"plan version {version} is not supported (1 is)"
+        )
+    offsets = _step_offsets(source.text, r'"steps"\s*:\s*\[')
+    steps = []
+    for index, item in enumerate(steps_data):
+        span = _span_for(source, offsets, index)
+        if not isinstance(item, dict) or "op" not in item:
+            raise DiagnosticError.at(span, 'a step is an object with an "op"')
+        signature = _signature(str(item["op"]), span, tvm=False)
+        args: dict[str, Any] = {}
+        for param in signature.params:
+            if param.name in item:
+                args[param.name] = _readable_value(item[param.name], param.kind)
+            elif param.required:
+                raise DiagnosticError.at(span, f"step '{signature.op}' needs '{param.name}'")
+            else:
+                args[param.name] = param.default
+        known = {p.name for p in signature.params} | {"op", "out", "decision"}
+        extra = sorted(set(item) - known)
+        if extra:
+            import difflib
+
+            close = difflib.get_close_matches(extra[0], sorted(known), n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            raise DiagnosticError.at(
+                span,
+                f"step '{signature.op}' has no parameter '{extra[0]}'{hint}",
+                Note(f"its parameters: {', '.join(p.name for p in signature.params)}"),
+            )
+        out = item.get("out", [])
+        outputs = [out] if isinstance(out, str) else [str(o) for o in out]
+        steps.append(Step(signature.op, args, outputs, span, item.get("decision")))
+    return Plan(steps, data.get("func"), source)
+
+
+_HANDLE_KINDS = {
+    Kind.BLOCK,
+    Kind.LOOP,
+    Kind.BLOCK_OR_LOOP,
+    Kind.BLOCKS,
+    Kind.LOOPS,
+    Kind.INT,
+    Kind.INTS,
+}
+
+
+def _readable_value(value: Any, kind: Kind) -> Any:
+    if kind in _HANDLE_KINDS:
+        if isinstance(value, str):
+            return Ref(value)
+        if isinstance(value, list):
+            return [Ref(v) if isinstance(v, str) else v for v in value]
+    return value

@@ -1,0 +1,121 @@
+"""Queries: handles to blocks and loops, and the dependence neighbours of a block.
+
+get_sblock("C") → the block named C; get_loops(C) → [i, j, k], outermost first;
+get_child_blocks, get_producers, get_consumers, get_output_blocks.
+"""
+
+from __future__ import annotations
+
+from tirc.ir.stmt import SBlock
+from tirc.schedule.errors import ScheduleError
+from tirc.schedule.primitives import primitive
+from tirc.schedule.schedule import Schedule, describe
+from tirc.schedule.signature import Kind, Param, Signature, optional
+from tirc.schedule.sref import SRef
+from tirc.schedule.state import children
+
+
+@primitive(
+    Signature(
+        "get_sblock",
+        "GetSBlock",
+        attrs=(Param("name", Kind.STR), optional("func_name", Kind.STR, None)),
+        outputs="one",
+        doc="The block with this name.",
+    )
+)
+def get_sblock(sch: Schedule, name: str, func_name: str | None = None) -> SRef:
+    if name == "root":
+        return sch.state_of(func_name).root
+    found = sch.blocks_named(name, func_name)
+    if not found:
+        state = sch.state_of(func_name)
+        import difflib
+
+        names = [b.name for b in _all_blocks(state.root.stmt)]  # type: ignore[arg-type]
+        close = difflib.get_close_matches(name, names, n=1)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        raise ScheduleError(f"no block named '{name}' in function '{state.func_name}'{hint}")
+    if len(found) > 1:
+        raise ScheduleError(
+            f"{len(found)} blocks are named '{name}'; block names must be unique", *found
+        )
+    return found[0]
+
+
+def _all_blocks(stmt: object) -> list[SBlock]:
+    result: list[SBlock] = []
+    pending = [stmt]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, SBlock):
+            result.append(node)
+        pending.extend(children(node))  # type: ignore[arg-type]
+    return result
+
+
+@primitive(Signature("get_loops", "GetLoops", inputs=(Param("block", Kind.BLOCK),), outputs="many"))
+def get_loops(sch: Schedule, block: SRef) -> list[SRef]:
+    return sch.loops_above(block)
+
+
+@primitive(
+    Signature(
+        "get_child_blocks",
+        "GetChildBlocks",
+        inputs=(Param("parent", Kind.BLOCK_OR_LOOP),),
+        outputs="many",
+    )
+)
+def get_child_blocks(sch: Schedule, parent: SRef) -> list[SRef]:
+    state = sch.state_owning(parent)
+    result: list[SRef] = []
+    pending = list(reversed(children(parent.stmt)))  # type: ignore[arg-type]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, SBlock):
+            result.append(state.get_sref(node))
+        else:
+            pending.extend(reversed(children(node)))
+    return result
+
+
+def _scope_of(sch: Schedule, block: SRef) -> tuple[object, SRef]:
+    if not block.is_block:
+        raise ScheduleError(f"{describe(block)} is not a block", block)
+    root = block.enclosing_block()
+    if root is None:
+        raise ScheduleError("the root block has no producers or consumers", block)
+    return sch.state_owning(block).scope(root), root
+
+
+@primitive(
+    Signature("get_producers", "GetProducers", inputs=(Param("block", Kind.BLOCK),), outputs="many")
+)
+def get_producers(sch: Schedule, block: SRef) -> list[SRef]:
+    scope, _ = _scope_of(sch, block)
+    return scope.producers(block)  # type: ignore[attr-defined,no-any-return]
+
+
+@primitive(
+    Signature("get_consumers", "GetConsumers", inputs=(Param("block", Kind.BLOCK),), outputs="many")
+)
+def get_consumers(sch: Schedule, block: SRef) -> list[SRef]:
+    scope, _ = _scope_of(sch, block)
+    return scope.consumers(block)  # type: ignore[attr-defined,no-any-return]
+
+
+@primitive(
+    Signature(
+        "get_output_blocks",
+        "GetOutputBlocks",
+        inputs=(Param("scope_block", Kind.BLOCK),),
+        outputs="many",
+    )
+)
+def get_output_blocks(sch: Schedule, scope_block: SRef) -> list[SRef]:
+    """Blocks of the scope that write a buffer of the function's parameters."""
+    state = sch.state_owning(scope_block)
+    params = {id(buffer) for _, buffer in state.func.buffer_map}
+    scope = state.scope(scope_block)
+    return [b for b in scope.blocks if any(id(w.buffer) in params for w in b.block.writes)]
