@@ -69,6 +69,75 @@ def diff_command(left: str, right: str) -> int:
     return guarded(lambda: commands.diff_files(left, right))
 
 
+@cli.command("run")
+@click.argument("file")
+@click.option("--target", default="interp", show_default=True, help="Where to run: interp.")
+@click.option("--func", "func", default=None, metavar="NAME", help="Function to run.")
+@click.option("--inputs", default=None, metavar="IN.npz", help="Arguments by parameter name.")
+@click.option("--save", default=None, metavar="OUT.npz", help="Write every buffer after the run.")
+@click.option("--seed", default=0, show_default=True, help="Seed for arguments not given.")
+@click.option(
+    "-D", "defines", multiple=True, metavar="NAME=VALUE", help="Override a module parameter."
+)
+def run_command(
+    file: str,
+    target: str,
+    func: str | None,
+    inputs: str | None,
+    save: str | None,
+    seed: int,
+    defines: tuple[str, ...],
+) -> int:
+    """Run a function of FILE on given or random inputs and summarize the result."""
+    from tirc.driver.defines import parse_defines
+    from tirc.driver.run import run_file
+
+    return guarded(
+        lambda: run_file(
+            file,
+            target=target,
+            func=func,
+            inputs=inputs,
+            save=save,
+            seed=seed,
+            defines=parse_defines(defines),
+        )
+    )
+
+
+@cli.command("schedule")
+@click.argument("file")
+@click.option(
+    "--apply", "plan", required=True, metavar="PLAN.json", help="The plan (either JSON form)."
+)
+@click.option(
+    "--trace", default=None, metavar="OUT.json", help="Write the plan as applied (readable form)."
+)
+@click.option(
+    "--intrinsics", default=None, metavar="JSON", help="Tensor intrinsics for tensorize."
+)
+@click.option("-o", "--output", default="-", metavar="OUT", help="Output file ('-': stdout).")
+@click.option(
+    "-D", "defines", multiple=True, metavar="NAME=VALUE", help="Override a module parameter."
+)
+def schedule_command(
+    file: str,
+    plan: str,
+    trace: str | None,
+    intrinsics: str | None,
+    output: str,
+    defines: tuple[str, ...],
+) -> int:
+    """Apply the plan PLAN.json to FILE ('-': stdin) and print the scheduled program."""
+    from tirc.driver.schedule import schedule_file
+
+    return guarded(
+        lambda: schedule_file(
+            file, plan, output, trace=trace, intrinsics=intrinsics, defines=defines
+        )
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line and return its exit status; never raises."""
     try:

@@ -108,8 +108,13 @@ class DataType:
         return f"DataType({str(self)!r})"
 
 
-@lru_cache(maxsize=None)
 def make(kind: str, bits: int, lanes: int = 1) -> DataType:
+    """The interned DataType (one cache key per type, however the lanes are passed)."""
+    return _interned(kind, bits, lanes)
+
+
+@lru_cache(maxsize=None)
+def _interned(kind: str, bits: int, lanes: int) -> DataType:
     return DataType(kind, bits, lanes)
 
 

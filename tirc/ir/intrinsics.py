@@ -96,6 +96,8 @@ for _name, _effect in (
 ):
     register(Intrinsic(_name, 2, None, Result.EXPLICIT, _effect))
 
+for _name in ("vectorlow", "vectorhigh", "vectorcombine"):
+    register(Intrinsic(_name, 2, 3, Result.EXPLICIT, doc="halves and joins of vectors"))
 register(Intrinsic("type_annotation", 1, 1, Result.EXPLICIT, doc="a dtype as a value"))
 register(Intrinsic("tvm_access_ptr", 5, 5, Result.HANDLE, Effect.READ))
 register(Intrinsic("address_of", 1, 1, Result.HANDLE))

@@ -23,7 +23,7 @@ def analyzer() -> Analyzer:
     result = Analyzer()
     result.bind(VI, Range(c(0), c(16)))
     result.bind(VJ, Range(c(0), c(8)))
-    result.bind(VK, Range(c(-4), c(9)))
+    result.bind(VK, Range(c(-4), c(13)))  # k in [-4, 8]
     return result
 
 

@@ -1,0 +1,52 @@
+"""Calls: every `T.name(...)` names an intrinsic of the registry and passes it as many
+arguments as it takes, so that the interpreter and every backend know what the call means.
+
+Counts are the text's: an intrinsic whose result type is written as its first argument
+(`T.reinterpret("float32", x)`) keeps that type in the Call's dtype, not among its args.
+"""
+
+from __future__ import annotations
+
+from tirc.analysis.well_formed.checker import Checker
+from tirc.diagnostics import Diagnostic
+from tirc.ir import intrinsics
+from tirc.ir.expr import Call
+from tirc.ir.function import PrimFunc
+from tirc.ir.intrinsics import Intrinsic, Result
+
+# The parser owns which explicit-result intrinsics spell no dtype; one table, not two.
+from tirc.text.builder.ops import FIXED_RESULTS
+
+
+class CallChecker(Checker):
+    def visit_Call(self, call: Call) -> None:
+        intrinsic = intrinsics.lookup(call.op)
+        if intrinsic is None:
+            self.error(f"unknown intrinsic 'T.{call.op}'", call)
+        else:
+            count = len(call.args) + (1 if has_dtype_argument(intrinsic) else 0)
+            most = intrinsic.max_args
+            if count < intrinsic.min_args or (most is not None and count > most):
+                self.error(
+                    f"T.{call.op} takes {arity(intrinsic.min_args, most)}, {count} given", call
+                )
+        self.generic_visit(call)
+
+
+def has_dtype_argument(intrinsic: Intrinsic) -> bool:
+    """Whether the text writes the result dtype as the first argument."""
+    return intrinsic.result is Result.EXPLICIT and intrinsic.name not in FIXED_RESULTS
+
+
+def arity(least: int, most: int | None) -> str:
+    if most is None:
+        return f"at least {least} argument{'s' if least != 1 else ''}"
+    if least == most:
+        return f"{least} argument{'s' if least != 1 else ''}"
+    return f"{least} to {most} arguments"
+
+
+def check_calls(func: PrimFunc) -> list[Diagnostic]:
+    checker = CallChecker()
+    checker.visit(func)
+    return checker.diagnostics

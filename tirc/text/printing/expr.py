@@ -1,0 +1,285 @@
+"""Expressions as text, parenthesized by Python precedence: each node class renders to
+(precedence, text) through a table. Operators print infix unless the text's own operator
+would fold them (`T.Add(x, 0)`); integer `/` is `T.Div`, truncating `%` is `T.truncmod`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tirc.ir import dtype as dt
+from tirc.ir import intrinsics
+from tirc.ir.buffer import Buffer
+from tirc.ir.expr import (
+    EQ,
+    GE,
+    GT,
+    LE,
+    LT,
+    NE,
+    Add,
+    And,
+    Broadcast,
+    BufferLoad,
+    Call,
+    Cast,
+    Div,
+    FloatImm,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    Let,
+    Max,
+    Min,
+    Mod,
+    Mul,
+    Not,
+    Or,
+    PrimExpr,
+    Ramp,
+    Select,
+    Shuffle,
+    StringImm,
+    Sub,
+    Var,
+)
+from tirc.text.printing import precedence as prec
+from tirc.text.printing.folding import would_fold
+from tirc.text.printing.literals import format_float_imm, format_int, quote
+from tirc.text.printing.names import NameTable, sanitize
+from tirc.text.printing.values import format_value
+
+Rendered = tuple[int, str]
+
+# binary node class -> (infix operator, call-form name used when the operator would fold)
+_INFIX: dict[type, tuple[str, str]] = {
+    Add: ("+", "T.Add"),
+    Sub: ("-", "T.Sub"),
+    Mul: ("*", "T.Mul"),
+    FloorDiv: ("//", "T.FloorDiv"),
+    FloorMod: ("%", "T.FloorMod"),
+    EQ: ("==", "T.EQ"),
+    NE: ("!=", "T.NE"),
+    LT: ("<", "T.LT"),
+    LE: ("<=", "T.LE"),
+    GT: (">", "T.GT"),
+    GE: (">=", "T.GE"),
+    And: ("and", "T.And"),
+    Or: ("or", "T.Or"),
+}
+# node class -> (its function, the node's own name used when that function would fold it)
+_CALL_FORM: dict[type, tuple[str, str]] = {
+    Min: ("T.min", "T.Min"),
+    Max: ("T.max", "T.Max"),
+    Mod: ("T.truncmod", "T.truncmod"),
+}
+
+# intrinsics whose result dtype TVM writes after the arguments rather than before them
+_DTYPE_LAST = frozenset({"tvm_struct_get"})
+
+
+class ExprPrinter:
+    """Renders expressions against a NameTable; `on_free_var` names variables met unbound."""
+
+    def __init__(
+        self,
+        names: NameTable,
+        on_free_var: Callable[[Var], str],
+        scalar_buffers: set[Buffer] | None = None,
+    ) -> None:
+        self.names = names
+        self.on_free_var = on_free_var
+        # buffers printed as scalars (`x: T.int32 = ...`): `x[0]` reads as `x`
+        self.scalar_buffers: set[Buffer] = scalar_buffers if scalar_buffers is not None else set()
+
+    def expr(self, node: PrimExpr) -> str:
+        """The text of `node` in a context that needs no parentheses (an argument, a line)."""
+        return self.render(node)[1]
+
+    def render(self, node: object) -> Rendered:
+        method = _TABLE.get(type(node))
+        if method is None:
+            method = _lookup(type(node))
+        return method(self, node)
+
+    def operand(self, node: PrimExpr, needed: int) -> str:
+        """The text of `node` as an operand that must bind at least as tightly as `needed`."""
+        level, text = self.render(node)
+        return f"({text})" if level < needed else text
+
+    def args(self, items: tuple[object, ...] | list[object]) -> str:
+        return ", ".join(self.argument(item) for item in items)
+
+    def argument(self, item: object) -> str:
+        """A call argument: an expression, or one of the few non-expression arguments."""
+        if isinstance(item, PrimExpr):
+            return self.render(item)[1]
+        return format_value(item, self)
+
+    def var_name(self, var: Var) -> str:
+        name = self.names.get(var)
+        return name if name is not None else self.on_free_var(var)
+
+    def buffer_name(self, buffer: Buffer) -> str:
+        name = self.names.get(buffer)
+        return name if name is not None else sanitize(buffer.name)
+
+    def indices(self, indices: tuple[PrimExpr, ...]) -> str:
+        if not indices:
+            return "()"
+        return ", ".join(self.render(index)[1] for index in indices)
+
+
+def _var(printer: ExprPrinter, node: Var) -> Rendered:
+    name = printer.names.get(node)
+    return prec.ATOM, name if name is not None else printer.on_free_var(node)
+
+
+def _int(printer: ExprPrinter, node: IntImm) -> Rendered:
+    return prec.ATOM, format_int(node.value, node.dtype)
+
+
+def _float(printer: ExprPrinter, node: FloatImm) -> Rendered:
+    return prec.ATOM, format_float_imm(node.value, node.dtype)
+
+
+def _string(printer: ExprPrinter, node: StringImm) -> Rendered:
+    return prec.ATOM, quote(node.value)
+
+
+def _cast(printer: ExprPrinter, node: Cast) -> Rendered:
+    return prec.ATOM, f'T.Cast("{node.dtype}", {printer.render(node.value)[1]})'
+
+
+def _binary(printer: ExprPrinter, node: PrimExpr) -> Rendered:
+    symbol, call = _INFIX[type(node)]
+    a, b = node.a, node.b  # type: ignore[attr-defined]
+    if would_fold(node):
+        return prec.ATOM, f"{call}({printer.render(a)[1]}, {printer.render(b)[1]})"
+    level = prec.INFIX_PRECEDENCE[symbol]
+    # a comparison on the left of a comparison would read as a chain: keep its parentheses
+    left_needed = level + 1 if level == prec.COMPARE else level
+    return level, f"{printer.operand(a, left_needed)} {symbol} {printer.operand(b, level + 1)}"
+
+
+def _div(printer: ExprPrinter, node: Div) -> Rendered:
+    # `/` on integers would read back as true division; TVM spells truncation T.Div
+    if node.dtype.is_float and not would_fold(node):
+        level = prec.MULTIPLY
+        left = printer.operand(node.a, level)
+        return level, f"{left} / {printer.operand(node.b, level + 1)}"
+    return prec.ATOM, f"T.Div({printer.render(node.a)[1]}, {printer.render(node.b)[1]})"
+
+
+def _call_form(printer: ExprPrinter, node: PrimExpr) -> Rendered:
+    function, exact = _CALL_FORM[type(node)]
+    a, b = node.a, node.b  # type: ignore[attr-defined]
+    name = exact if would_fold(node) else function
+    return prec.ATOM, f"{name}({printer.render(a)[1]}, {printer.render(b)[1]})"
+
+
+def _not(printer: ExprPrinter, node: Not) -> Rendered:
+    return prec.NOT, f"not {printer.operand(node.a, prec.NOT)}"
+
+
+def _select(printer: ExprPrinter, node: Select) -> Rendered:
+    args = printer.args((node.condition, node.true_value, node.false_value))
+    return prec.ATOM, f"T.Select({args})"
+
+
+def _ramp(printer: ExprPrinter, node: Ramp) -> Rendered:
+    return prec.ATOM, f"T.Ramp({printer.args((node.base, node.stride))}, {node.lanes})"
+
+
+def _broadcast(printer: ExprPrinter, node: Broadcast) -> Rendered:
+    return prec.ATOM, f"T.Broadcast({printer.render(node.value)[1]}, {node.lanes})"
+
+
+def _shuffle(printer: ExprPrinter, node: Shuffle) -> Rendered:
+    return prec.ATOM, f"T.Shuffle([{printer.args(node.vectors)}], [{printer.args(node.indices)}])"
+
+
+def _let(printer: ExprPrinter, node: Let) -> Rendered:
+    value = printer.render(node.value)[1]
+    var = printer.var_name(node.var)
+    return prec.ATOM, f"T.Let({printer.render(node.body)[1]}, where={{{var}: {value}}})"
+
+
+def is_scalar_index(indices: tuple[PrimExpr, ...]) -> bool:
+    """`[0]`, the one index a buffer printed as a scalar is read and written at."""
+    if len(indices) != 1:
+        return False
+    index = indices[0]
+    return type(index) is IntImm and index.value == 0 and index.dtype == dt.INT32
+
+
+def _load(printer: ExprPrinter, node: BufferLoad) -> Rendered:
+    buffer = node.buffer
+    name = printer.buffer_name(buffer)
+    if (
+        buffer in printer.scalar_buffers
+        and node.predicate is None
+        and is_scalar_index(node.indices)
+    ):
+        return prec.ATOM, name
+    indices = printer.indices(node.indices)
+    if node.predicate is not None:
+        predicate = printer.render(node.predicate)[1]
+        return prec.ATOM, f"{name}.vload([{indices}], predicate={predicate})"
+    return prec.ATOM, f"{name}[{indices}]"
+
+
+def _call(printer: ExprPrinter, node: Call) -> Rendered:
+    op = node.op
+    intrinsic = intrinsics.lookup(op)
+    args = node.args
+    if intrinsic is not None and intrinsic.infix is not None:
+        symbol = intrinsic.infix
+        if len(args) == 1:
+            return prec.UNARY, f"{symbol}{printer.operand(args[0], prec.UNARY)}"  # type: ignore[arg-type]
+        if len(args) == 2:
+            level = prec.INFIX_PRECEDENCE[symbol]
+            left = printer.operand(args[0], level)  # type: ignore[arg-type]
+            return level, f"{left} {symbol} {printer.operand(args[1], level + 1)}"  # type: ignore[arg-type]
+    text = printer.args(args)
+    if op in _DTYPE_LAST:
+        text = f'{text}, "{node.dtype}"' if text else f'"{node.dtype}"'
+    elif intrinsic is not None and intrinsic.result is intrinsics.Result.EXPLICIT:
+        text = f'"{node.dtype}", {text}' if text else f'"{node.dtype}"'
+    return prec.ATOM, f"T.{op}({text})"
+
+
+def _unknown(printer: ExprPrinter, node: object) -> Rendered:
+    return prec.ATOM, f"<{type(node).__name__}>"
+
+
+# Callable[..., ]: each renderer takes its own node class
+_TABLE: dict[type, Callable[..., Rendered]] = {
+    Var: _var,
+    IntImm: _int,
+    FloatImm: _float,
+    StringImm: _string,
+    Cast: _cast,
+    Div: _div,
+    Not: _not,
+    Select: _select,
+    Ramp: _ramp,
+    Broadcast: _broadcast,
+    Shuffle: _shuffle,
+    Let: _let,
+    BufferLoad: _load,
+    Call: _call,
+}
+for _class in _INFIX:
+    _TABLE[_class] = _binary
+for _class in _CALL_FORM:
+    _TABLE[_class] = _call_form
+
+
+def _lookup(cls: type) -> Callable[..., Rendered]:
+    """The renderer of a subclass of a known node class (cached on first use)."""
+    for klass in cls.__mro__:
+        method = _TABLE.get(klass)
+        if method is not None:
+            _TABLE[cls] = method
+            return method
+    return _unknown

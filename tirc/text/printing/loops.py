@@ -1,0 +1,111 @@
+"""For loops: `T.grid` over perfectly nested plain loops (serial, from 0, step 1, no
+annotations, extents free of the grid's own variables), `range` for one, `T.<kind>` else."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tirc.ir.expr import IntImm, PrimExpr, Var
+from tirc.ir.stmt import For, ForKind
+from tirc.text.printing.buffers import end_of, vars_in
+from tirc.text.printing.literals import quote
+from tirc.text.printing.values import format_attrs
+
+if TYPE_CHECKING:
+    from tirc.text.printing.stmt import StmtPrinter
+
+_KIND_FUNCTION = {
+    ForKind.SERIAL: "T.serial",
+    ForKind.PARALLEL: "T.parallel",
+    ForKind.VECTORIZED: "T.vectorized",
+    ForKind.UNROLLED: "T.unroll",
+    ForKind.THREAD_BINDING: "T.thread_binding",
+}
+
+
+def is_zero(expr: PrimExpr) -> bool:
+    return type(expr) is IntImm and expr.value == 0
+
+
+def has_unit_step(loop: For) -> bool:
+    step = loop.step
+    return step is None or (type(step) is IntImm and step.value == 1)
+
+
+def is_plain(loop: For) -> bool:
+    return (
+        loop.kind is ForKind.SERIAL
+        and is_zero(loop.min)
+        and not loop.annotations.items
+        and has_unit_step(loop)
+    )
+
+
+def grid_of(loop: For) -> list[For]:
+    """The loops `for a, b, ... in T.grid(...)` covers, starting at `loop`."""
+    grid: list[For] = []
+    grid_vars: set[Var] = set()
+    node: object = loop
+    while type(node) is For and is_plain(node):
+        extent = node.extent
+        if (
+            grid_vars
+            and type(extent) is not IntImm
+            and any(v in grid_vars for v in vars_in(extent))
+        ):
+            break
+        grid.append(node)
+        grid_vars.add(node.loop_var)
+        node = node.body
+    return grid
+
+
+def print_for(printer: StmtPrinter, loop: For) -> None:
+    grid = grid_of(loop)
+    if len(grid) > 1:
+        _print_grid(printer, grid)
+        return
+    head = _loop_head(printer, loop)
+    printer.names.push()
+    printer.loops[loop.loop_var] = loop
+    name = printer.names.define(loop.loop_var, loop.loop_var.name)
+    printer.begin(f"for {name} in {head}:")
+    printer.body(loop.body)
+    del printer.loops[loop.loop_var]
+    printer.close()
+
+
+def _print_grid(printer: StmtPrinter, grid: list[For]) -> None:
+    extents = ", ".join(printer.exprs.expr(loop.extent) for loop in grid)
+    printer.names.push()
+    names = []
+    for loop in grid:
+        printer.loops[loop.loop_var] = loop
+        names.append(printer.names.define(loop.loop_var, loop.loop_var.name))
+    printer.begin(f"for {', '.join(names)} in T.grid({extents}):")
+    printer.body(grid[-1].body)
+    for loop in grid:
+        del printer.loops[loop.loop_var]
+    printer.close()
+
+
+def _loop_head(printer: StmtPrinter, loop: For) -> str:
+    """The iterable of a single loop, evaluated before its variable is defined."""
+    expr = printer.exprs.expr
+    if is_zero(loop.min) and has_unit_step(loop):
+        bounds = [expr(loop.extent)]
+    else:
+        bounds = [expr(loop.min), expr(end_of(loop.min, loop.extent))]
+    step = None if has_unit_step(loop) else expr(loop.step)  # type: ignore[arg-type]
+    if loop.kind is ForKind.SERIAL and not loop.annotations.items:
+        if step is not None:
+            bounds.append(step)
+        return f"range({', '.join(bounds)})"
+    options = bounds
+    if loop.thread_binding is not None:
+        options.append(f"thread={quote(loop.thread_binding.thread_tag)}")
+    if loop.annotations.items:
+        options.append(f"annotations={format_attrs(loop.annotations, printer.exprs)}")
+    if step is not None:
+        options.append(f"step={step}")
+    return f"{_KIND_FUNCTION[loop.kind]}({', '.join(options)})"
