@@ -39,7 +39,13 @@ def version_startup() -> str:
     return f"tirc --version: {median:.1f} ms median of {len(times)} (fastest {fastest:.1f} ms)"
 
 
-BENCHMARKS: list[Callable[[], str]] = [version_startup]
+def schedule_plan() -> str:
+    from bench_schedule import summary  # a sibling: run.py runs as a script
+
+    return summary()
+
+
+BENCHMARKS: list[Callable[[], str]] = [version_startup, schedule_plan]
 
 
 def main() -> None:

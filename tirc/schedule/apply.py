@@ -9,19 +9,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from tirc.diagnostics import Diagnostic, DiagnosticError, Note
+from tirc.diagnostics import Diagnostic, DiagnosticError, Note, Source
 from tirc.ir.function import IRModule
 from tirc.schedule import primitives
 from tirc.schedule.errors import ScheduleError
+from tirc.schedule.locate import parsed_span, printed_span
+from tirc.schedule.location import LocationMark
 from tirc.schedule.plan import Plan, Ref, Step
 from tirc.schedule.schedule import Schedule, describe
-from tirc.schedule.signature import Kind
+from tirc.schedule.signature import Kind, Signature
 from tirc.schedule.sref import SRef
 
 _HANDLE_CHECK = {
     Kind.BLOCK: lambda v: isinstance(v, SRef) and v.is_block,
     Kind.LOOP: lambda v: isinstance(v, SRef) and v.is_loop,
     Kind.BLOCK_OR_LOOP: lambda v: isinstance(v, SRef),
+    Kind.LOCATION: lambda v: isinstance(v, LocationMark) or (isinstance(v, SRef) and v.is_loop),
 }
 
 
@@ -44,15 +47,15 @@ def apply_plan(
         assert entry is not None, step.op
         try:
             args = {
-                name: _resolve(value, env, name, entry.signature.param(name).kind)
+                name: _resolve(value, env, name, _kind_of(entry.signature, name))
                 for name, value in step.args.items()
-            }  # type: ignore[union-attr]
+            }
             if step.decision is not None:
                 args["decision"] = step.decision
             result = entry.apply(sch, **args)
             _bind(step, result, env)
         except ScheduleError as error:
-            notes = [Note(f"{describe(s)} is involved") for s in error.subjects]
+            notes = _subject_notes(sch, error.subjects, number)
             notes += [Note(text) for text in error.notes]
             raise DiagnosticError(
                 Diagnostic.error(
@@ -67,6 +70,37 @@ def apply_plan(
             ) from None
         applied.append(step)
     return sch.module, Plan(applied, sch.default_func, plan.source)
+
+
+def _subject_notes(sch: Schedule, subjects: tuple[SRef, ...], number: int) -> list[Note]:
+    """A note per loop or block the error concerns, pointing at it in the input file, or
+    where the input no longer shows it (an earlier step built it), in the program as it was
+    printed before this step."""
+    notes: list[Note] = []
+    printed: Source | None = None
+    for sref in subjects:
+        span = parsed_span(sref) if sref.is_valid else None
+        if span is None and sref.is_valid:
+            try:
+                state = sch.state_owning(sref)
+            except ScheduleError:
+                state = None
+            if state is not None:
+                if printed is None:
+                    from tirc.text import print_module
+
+                    name = f"<the program before step {number}>"
+                    printed = Source(name, print_module(sch.module))
+                span = printed_span(sref, state, printed)
+        where = "is here" if span is not None else "(no location in the program text)"
+        notes.append(Note(f"{describe(sref)} {where}", span))
+    return notes
+
+
+def _kind_of(signature: Signature, name: str) -> Kind:
+    param = signature.param(name)
+    assert param is not None, f"{signature.op} has no parameter {name}"  # the reader checked
+    return param.kind
 
 
 def _resolve(value: Any, env: dict[str, Any], name: str, kind: Kind) -> Any:
@@ -84,6 +118,8 @@ def _resolve(value: Any, env: dict[str, Any], name: str, kind: Kind) -> Any:
         return resolved
     if isinstance(value, list):
         return [_resolve(item, env, name, _element_kind(kind)) for item in value]
+    if isinstance(value, dict):
+        return {key: _resolve(item, env, name, kind) for key, item in value.items()}
     return value
 
 

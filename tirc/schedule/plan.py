@@ -53,13 +53,10 @@ class Plan:
     source: Source | None = None
 
     def to_json(self) -> str:
-        body = {
-            "version": 1,
-            "func": self.func or "main",
-            "steps": [s.to_json() for s in self.steps],
-        }
-        lines = ["{", '  "version": 1,', f'  "func": {json.dumps(body["func"])},', '  "steps": [']
-        rows = [f"    {json.dumps(step)}" for step in body["steps"]]
+        # One step a line: a trace diffs and reads like a list of commands.
+        func = json.dumps(self.func or "main")
+        lines = ["{", '  "version": 1,', f'  "func": {func},', '  "steps": [']
+        rows = [f"    {json.dumps(step.to_json())}" for step in self.steps]
         lines.append(",\n".join(rows))
         lines += ["  ]", "}"]
         return "\n".join(lines) + "\n"
@@ -70,6 +67,8 @@ def _unref(value: Any) -> Any:
         return value.name
     if isinstance(value, list):
         return [_unref(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _unref(item) for key, item in value.items()}
     return value
 
 
@@ -90,31 +89,33 @@ def read_plan(text: str, name: str = "<plan>") -> Plan:
     raise DiagnosticError.at(Span(source, 0, 1), "a plan is a JSON list (TVM's trace) or object")
 
 
-def _step_offsets(text: str, pattern: str) -> list[int]:
-    """Character offsets of each element of the array that `pattern` leads to."""
+def _step_offsets(text: str, pattern: str) -> list[tuple[int, int]]:
+    """(start, end) character offsets of each element of the array `pattern` leads to."""
     match = re.search(pattern, text)
     if match is None:
         return []
     decoder = json.JSONDecoder()
-    offsets = []
+    offsets: list[tuple[int, int]] = []
     index = match.end()
     while True:
         while index < len(text) and text[index] in " \t\r\n,":
             index += 1
         if index >= len(text) or text[index] == "]":
             return offsets
-        offsets.append(index)
+        start = index
         try:
             _, index = decoder.raw_decode(text, index)
         except json.JSONDecodeError:
             return offsets
+        offsets.append((start, index))
 
 
-def _span_for(source: Source, offsets: list[int], index: int) -> Span | None:
+def _span_for(source: Source, offsets: list[tuple[int, int]], index: int) -> Span | None:
+    """The step's JSON element, cut at the end of its first line."""
     if index < len(offsets):
-        start = offsets[index]
-        end = source.text.find("\n", start)
-        return Span(source, start, end if end > start else start + 1)
+        start, end = offsets[index]
+        newline = source.text.find("\n", start, end)
+        return Span(source, start, newline if newline > start else end)
     return None
 
 
@@ -163,6 +164,8 @@ def _trace_value(value: Any, kind: Kind) -> Any:
     """A TVM trace input or attr as a plain value; strings naming outputs become Refs."""
     if isinstance(value, list):
         return [_trace_value(item, kind) for item in value]
+    if isinstance(value, dict):
+        return {key: _trace_value(item, kind) for key, item in value.items()}
     if isinstance(value, str):
         if value == "None":
             return None
@@ -210,19 +213,12 @@ def _read_readable(data: dict[str, Any], source: Source) -> Plan:
         )
     offsets = _step_offsets(source.text, r'"steps"\s*:\s*\[')
     steps = []
+    defined: set[str] = set()  # outputs of the steps so far
     for index, item in enumerate(steps_data):
         span = _span_for(source, offsets, index)
         if not isinstance(item, dict) or "op" not in item:
             raise DiagnosticError.at(span, 'a step is an object with an "op"')
         signature = _signature(str(item["op"]), span, tvm=False)
-        args: dict[str, Any] = {}
-        for param in signature.params:
-            if param.name in item:
-                args[param.name] = _readable_value(item[param.name], param.kind)
-            elif param.required:
-                raise DiagnosticError.at(span, f"step '{signature.op}' needs '{param.name}'")
-            else:
-                args[param.name] = param.default
         known = {p.name for p in signature.params} | {"op", "out", "decision"}
         extra = sorted(set(item) - known)
         if extra:
@@ -235,8 +231,17 @@ def _read_readable(data: dict[str, Any], source: Source) -> Plan:
                 f"step '{signature.op}' has no parameter '{extra[0]}'{hint}",
                 Note(f"its parameters: {', '.join(p.name for p in signature.params)}"),
             )
+        args: dict[str, Any] = {}
+        for param in signature.params:
+            if param.name in item:
+                args[param.name] = _readable_value(item[param.name], param.kind, defined)
+            elif param.required:
+                raise DiagnosticError.at(span, f"step '{signature.op}' needs '{param.name}'")
+            else:
+                args[param.name] = param.default
         out = item.get("out", [])
         outputs = [out] if isinstance(out, str) else [str(o) for o in out]
+        defined.update(outputs)
         steps.append(Step(signature.op, args, outputs, span, item.get("decision")))
     return Plan(steps, data.get("func"), source)
 
@@ -247,15 +252,23 @@ _HANDLE_KINDS = {
     Kind.BLOCK_OR_LOOP,
     Kind.BLOCKS,
     Kind.LOOPS,
+    Kind.LOCATION,
     Kind.INT,
     Kind.INTS,
 }
 
 
-def _readable_value(value: Any, kind: Kind) -> Any:
+def _readable_value(value: Any, kind: Kind, defined: set[str]) -> Any:
+    """Handles are strings where a handle is expected; where any value is (an annotation,
+    categorical candidates), a string is a handle only if an earlier step defined it."""
     if kind in _HANDLE_KINDS:
         if isinstance(value, str):
             return Ref(value)
         if isinstance(value, list):
             return [Ref(v) if isinstance(v, str) else v for v in value]
+    if kind is Kind.VALUE:
+        if isinstance(value, str) and value in defined:
+            return Ref(value)
+        if isinstance(value, list):
+            return [_readable_value(item, kind, defined) for item in value]
     return value

@@ -18,6 +18,7 @@ class Kind(enum.Enum):
     BLOCK_OR_LOOP = "block_or_loop"
     BLOCKS = "blocks"  # a list of block handles
     LOOPS = "loops"
+    LOCATION = "location"  # a loop, or a LocationMark (compute at the root / inline)
     INT = "int"  # an integer, or a handle to a sampled integer
     INTS = "ints"  # a list of integers or sampled-integer handles (null allowed: inferred)
     BOOL = "bool"

@@ -2,8 +2,9 @@
 
 `replace(src, target)` swaps the loop or block at `src` for a new statement and rebuilds
 only the path from it to the root (path copying); SRefs of reused nodes stay put, blocks a
-primitive renews are carried over through `block_reuse`, and only the scopes the rewrite
-touched forget their cached dependences, to be recomputed when next asked for.
+primitive renews are carried over through `block_reuse`, rebuilt loops by their loop variable,
+and only the scopes the rewrite touched forget their cached dependences, to be recomputed
+when next asked for.
 """
 
 from __future__ import annotations
@@ -111,10 +112,18 @@ class ScheduleState:
         if isinstance(old, SBlock) and not isinstance(target, SBlock):
             raise TypeError("a block can only be replaced by a block")
         reuse: dict[int, For | SBlock] = {id(k): v for k, v in (block_reuse or {}).items()}
-        if type(target) is type(old) and target is not old:
+        if isinstance(old, SBlock) and target is not old:
             reuse.setdefault(id(old), target)  # type: ignore[arg-type]  # src follows its stmt
         parent = src.parent
-        kept = {id(node) for node in _subtree(target)}
+        fresh = _subtree(target)
+        kept = {id(node) for node in fresh}
+        # A rebuilt loop that keeps its loop variable is the same loop to the user (TVM's
+        # rule too): its handle follows it, so plans can keep using it after e.g. a reorder.
+        loops_by_var = {
+            id(node.loop_var): node
+            for node in reversed(fresh)
+            if isinstance(node, For) and id(node) not in self.stmt2ref
+        }
         for node in _subtree(old):
             if id(node) in kept:
                 continue
@@ -122,6 +131,8 @@ class ScheduleState:
             if sref is None:
                 continue
             renewed = reuse.get(id(node))
+            if renewed is None and isinstance(node, For):
+                renewed = loops_by_var.pop(id(node.loop_var), None)
             if renewed is not None:
                 sref.stmt = renewed
                 self.stmt2ref[id(renewed)] = sref

@@ -90,3 +90,63 @@ def test_offset_outside_loops_is_the_base() -> None:
     outer = Var("v0")
     result = detect_iter_map([E.Add(E.Mul(outer, c(8)), v["ax0"])], domains, level=Level.BIJECTIVE)
     assert result.ok and result.sums[0].extent == 8
+
+
+# -- normal form (how TVM writes bindings after split and fuse) ------------------------------
+
+
+def _normal(indices, domains, predicate=None, keep_unit_iters=True):  # type: ignore[no-untyped-def]
+    from tirc.analysis.arith.iter_map import normalize_iter_map
+    from tirc.text import script
+
+    result = normalize_iter_map(indices, domains, predicate, keep_unit_iters)
+    return None if result is None else [script(index) for index in result]
+
+
+def test_normal_form_keeps_a_fused_source_whole() -> None:
+    v, domains = loops(a=256, b=1024)
+    fused = E.Add(E.Mul(v["a"], c(1024)), v["b"])
+    got = _normal([E.FloorDiv(fused, c(512)), E.FloorMod(fused, c(512))], domains)
+    assert got == ["(a * 1024 + b) // 512", "(a * 1024 + b) % 512"]
+
+
+def test_normal_form_of_a_middle_digit() -> None:
+    v, domains = loops(x=262144)
+    got = _normal([E.FloorMod(E.FloorDiv(v["x"], c(16)), c(128))], domains)
+    assert got == ["x % 2048 // 16"]
+
+
+def test_normal_form_joins_consecutive_digits() -> None:
+    v, domains = loops(x=49152)
+    whole = E.Add(E.Mul(E.FloorDiv(v["x"], c(32)), c(32)), E.FloorMod(v["x"], c(32)))
+    assert _normal([E.FloorDiv(whole, c(768))], domains) == ["x // 768"]
+
+
+def test_normal_form_of_nested_splits_expands_scales() -> None:
+    v, domains = loops(i00=2, i01=13, i1=5)
+    inner = E.Add(E.Mul(v["i00"], c(13)), v["i01"])
+    got = _normal([E.Add(E.Mul(inner, c(5)), v["i1"])], domains)
+    assert got == ["i00 * 65 + i01 * 5 + i1"]
+
+
+def test_normal_form_unit_iterators_kept_or_dropped() -> None:
+    v, domains = loops(i0=2, i1=1, i2=64)
+    index = E.Add(E.Add(E.Mul(v["i0"], c(64)), E.Mul(v["i1"], c(64))), v["i2"])
+    assert _normal([index], domains) == ["i0 * 64 + i1 * 64 + i2"]
+    assert _normal([index], domains, keep_unit_iters=False) == ["i0 * 64 + i2"]
+
+
+def test_normal_form_refuses_non_affine_and_symbolic() -> None:
+    v, domains = loops(i=16)
+    assert _normal([E.Mul(v["i"], v["i"])], domains) is None
+    n = Var("n")
+    assert _normal([n], {n: Range(c(0), Var("m"))}) is None
+
+
+def test_predicate_over_iterators_no_index_fuses_is_not_affine() -> None:
+    v, domains = loops(i=128, j=128)
+    guard = E.LT(E.Add(E.Mul(v["i"], c(128)), v["j"]), c(100))
+    assert not detect_iter_map([v["i"], v["j"]], domains, guard).ok
+    split_guard = E.LT(E.Add(E.Mul(v["i"], c(128)), v["j"]), c(16000))
+    fused = E.Add(E.Mul(v["i"], c(128)), v["j"])
+    assert detect_iter_map([fused], domains, split_guard).ok

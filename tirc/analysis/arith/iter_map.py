@@ -80,6 +80,8 @@ class _Detector:
         self.var_marks: dict[Var, IterMark] = {}
         self.fused_marks: dict[Hashable, IterMark] = {}
         self.limits: dict[Hashable, int] = {}  # fused key -> extent bound by the predicate
+        self.used: set[frozenset[int]] = set()  # iterators of the sums indices read whole
+        self.bounded: list[frozenset[int]] = []  # iterators of the sums the predicate bounds
 
     # -- building splits ---------------------------------------------------------------------
 
@@ -113,6 +115,7 @@ class _Detector:
                 continue
             for split in self.atom_splits(atom):
                 splits.append(IterSplit(split.mark, split.lower, split.extent, split.scale * coeff))
+        splits = _merge_adjacent(splits)
         dtype = expr.dtype  # type: ignore[attr-defined]
         base: PrimExpr = IntImm(total.const, dtype)
         for atom, coeff in base_terms:
@@ -149,6 +152,7 @@ class _Detector:
         if len(splits) == 1 and splits[0].scale == 1:
             return splits[0]
         key, extent = self.fuse_key(splits)
+        self.used.add(_iterators(splits))
         mark = self.fused_marks.get(key)
         if mark is None:
             ordered = tuple(sorted(splits, key=lambda s: -s.scale))
@@ -159,6 +163,8 @@ class _Detector:
         """Checks that `splits` fuse (scales 1, e1, e1*e2, ...) and gives their key and extent."""
         expected = 1
         for split in sorted(splits, key=lambda s: s.scale):
+            if split.extent == 1:
+                continue  # a unit iterator kept as a variable fits at any scale
             if split.scale != expected:
                 raise _NotAffine(
                     f"scales do not fuse: expected a term scaled by {expected}, found {split.scale}"
@@ -181,6 +187,7 @@ class _Detector:
                 if splits and isinstance(base, IntImm) and base.value == 0:
                     key, _ = self.fuse_key(splits)
                     self.limits[key] = item.b.value
+                    self.bounded.append(_iterators(splits))
             elif isinstance(item, IntImm) and item.value:
                 continue
             else:
@@ -193,8 +200,16 @@ class _Detector:
         if not splits:
             return IterSum((), base, 1)
         key, extent = self.fuse_key(splits)
+        self.used.add(_iterators(splits))
         ordered = tuple(sorted(splits, key=lambda s: -s.scale))
         return IterSum(ordered, base, self.limits.get(key, extent))
+
+    def check_predicate_used(self) -> None:
+        """A predicate bounds a fused iterator; unless an index reads that iterator whole,
+        the indices do not range over a box, and the map is not affine."""
+        for iterators in self.bounded:
+            if iterators not in self.used:
+                raise _NotAffine("the predicate bounds iterators that no index fuses")
 
     def check_tiling(self, sums: Sequence[IterSum], level: Level) -> None:
         uses: dict[int, list[IterSplit]] = {}
@@ -228,6 +243,30 @@ class _Detector:
                     raise _NotAffine(f"loop {var.name} is not used by any index")
 
 
+def _iterators(splits: Sequence[IterSplit]) -> frozenset[int]:
+    """The iterators a sum reads, unit ones aside (they may be kept or dropped alike)."""
+    return frozenset(id(split.mark) for split in splits if split.extent != 1)
+
+
+def _merge_adjacent(splits: list[IterSplit]) -> list[IterSplit]:
+    """Joins consecutive digits of one iterator: `x // 32 * 32 + x % 32` is `x`."""
+    result: list[IterSplit] = []
+    for split in sorted(splits, key=lambda s: s.scale):
+        last = result[-1] if result else None
+        if (
+            last is not None
+            and last.mark is split.mark
+            and split.lower == last.lower * last.extent
+            and split.scale == last.scale * last.extent
+        ):
+            result[-1] = IterSplit(last.mark, last.lower, last.extent * split.extent, last.scale)
+        else:
+            result.append(split)
+    if len(result) == len(splits):
+        return splits  # keep the written order
+    return sorted(result, key=lambda s: -s.scale)
+
+
 def _name(mark: IterMark) -> str:
     return mark.source.name if isinstance(mark.source, Var) else "(fused)"
 
@@ -244,11 +283,91 @@ def detect_iter_map(
         analyzer = Analyzer()
         for var, domain in domains.items():
             analyzer.bind(var, domain)
+    # As written first (fused forms such as `(i_0 * 1024 + i_1) // 128` are read whole
+    # there), then simplified (which may bring a sum of splits into a readable form).
+    reason = ""
+    for prepare in (lambda index: index, analyzer.simplify):
+        try:
+            detector = _Detector(domains, analyzer)
+            detector.add_predicate(predicate)
+            sums = [detector.index_sum(prepare(index)) for index in indices]
+            detector.check_predicate_used()
+            detector.check_tiling(sums, level)
+        except _NotAffine as error:
+            reason = reason or str(error)
+            continue
+        return IterMapResult(sums)
+    return IterMapResult([], [reason])
+
+
+def normalize_iter_map(
+    indices: Sequence[PrimExpr],
+    domains: Mapping[Var, Range],
+    predicate: PrimExpr | None = None,
+    keep_unit_iters: bool = True,
+) -> list[PrimExpr] | None:
+    """`indices` rewritten in the normal form of their iterator map, or None if not affine.
+
+    Each index reads as a sum of splits by falling scale, a split as `source`,
+    `source // lower` or `source % (lower * extent) // lower` times its scale, and a fused
+    source as the sum it fuses: `(i_0 * 1024 + i_1) // 512`, not `i_0 * 2 + i_1 // 512`
+    (this is how TVM writes block bindings after split and fuse). Unit iterators become 0
+    unless `keep_unit_iters`.
+    """
+    from tirc.ir.substitute import substitute
+
+    for domain in domains.values():
+        if not (isinstance(domain.min, IntImm) and isinstance(domain.extent, IntImm)):
+            return None
+    if not keep_unit_iters:
+        zeros: dict[Var, PrimExpr] = {
+            var: IntImm(0, var.dtype)
+            for var, domain in domains.items()
+            if domain.extent.value == 1  # type: ignore[attr-defined]
+        }
+        indices = [substitute(index, zeros) for index in indices]
+        predicate = None if predicate is None else substitute(predicate, zeros)
+    analyzer = Analyzer()
+    for var, domain in domains.items():
+        analyzer.bind(var, domain)
     try:
         detector = _Detector(domains, analyzer)
         detector.add_predicate(predicate)
-        sums = [detector.index_sum(analyzer.simplify(index)) for index in indices]
-        detector.check_tiling(sums, level)
-    except _NotAffine as reason:
-        return IterMapResult([], [str(reason)])
-    return IterMapResult(sums)
+        sums = [detector.index_sum(index) for index in indices]
+        detector.check_predicate_used()
+        detector.check_tiling(sums, Level.SURJECTIVE)
+    except _NotAffine:
+        return None
+    return [_sum_expr(total, index.dtype) for total, index in zip(sums, indices, strict=False)]  # type: ignore[attr-defined]
+
+
+def _sum_expr(total: IterSum, dtype: object) -> PrimExpr:
+    result: PrimExpr | None = None
+    for split in total.splits:
+        term = _split_expr(split, dtype)
+        result = term if result is None else E.Add(result, term)
+    base = total.base
+    if result is None:
+        return base
+    if not (isinstance(base, IntImm) and base.value == 0):
+        result = E.Add(result, base)
+    return result
+
+
+def _split_expr(split: IterSplit, dtype: object) -> PrimExpr:
+    mark = split.mark
+    if isinstance(mark.source, Var):
+        source: PrimExpr = mark.source
+    else:
+        source = _sum_expr(IterSum(mark.source, IntImm(0, dtype), mark.extent), dtype)  # type: ignore[arg-type]
+    if split.lower == 1 and split.extent == mark.extent:
+        result = source
+    elif split.lower * split.extent == mark.extent:
+        result = E.FloorDiv(source, IntImm(split.lower, dtype))  # type: ignore[arg-type]
+    else:
+        result = E.FloorMod(source, IntImm(split.lower * split.extent, dtype))  # type: ignore[arg-type]
+        if split.lower != 1:
+            result = E.FloorDiv(result, IntImm(split.lower, dtype))  # type: ignore[arg-type]
+    if split.scale != 1:
+        result = E.Mul(result, IntImm(split.scale, dtype))  # type: ignore[arg-type]
+    return result

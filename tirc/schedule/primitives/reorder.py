@@ -1,0 +1,149 @@
+"""reorder: permute loops that lie on one line of nesting, each between them the only child
+of the one above; loops not named keep their places.
+
+    for i, j, k in T.grid(128, 128, 16):    →    for k, j, i in T.grid(16, 128, 128):
+        B[vi, vj, vk] = ...     reorder(k, i)         B[vi, vj, vk] = ...
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from tirc.analysis.arith.iter_map import detect_iter_map
+from tirc.ir.expr import IntImm
+from tirc.ir.node import Node
+from tirc.ir.stmt import IterType, SBlock, SBlockRealize, Stmt
+from tirc.schedule.errors import ScheduleError
+from tirc.schedule.primitives import primitive
+from tirc.schedule.rebind import outer_domains
+from tirc.schedule.schedule import Schedule, describe
+from tirc.schedule.signature import Kind, Param, Signature
+from tirc.schedule.sref import SRef
+from tirc.schedule.state import ScheduleState
+
+
+@primitive(
+    Signature(
+        "reorder",
+        "Reorder",
+        inputs=(Param("ordered_loops", Kind.LOOPS, variadic=True),),
+        doc="Put the loops, which lie on one line of nesting, in this order.",
+    )
+)
+def reorder(sch: Schedule, ordered_loops: list[SRef]) -> None:
+    if not ordered_loops:
+        return
+    state = sch.state_owning(ordered_loops[0])
+    _check_distinct(ordered_loops)
+    path = _chain(ordered_loops)
+    _check_blocks(state, path[-1])
+    listed = {id(sref) for sref in ordered_loops}
+    order = iter(ordered_loops)
+    placed = [next(order) if id(sref) in listed else sref for sref in path]
+    body: Stmt = path[-1].loop.body
+    for sref in reversed(placed):
+        body = dataclasses.replace(sref.loop, body=body)
+    state.replace(path[0], body)
+
+
+def _check_distinct(loops: list[SRef]) -> None:
+    seen: set[int] = set()
+    for sref in loops:
+        if id(sref) in seen:
+            raise ScheduleError(f"{describe(sref)} appears more than once in the new order", sref)
+        seen.add(id(sref))
+
+
+def _chain(loops: list[SRef]) -> list[SRef]:
+    """The loops from the outermost to the innermost named one, checked to be one line of
+    nesting with nothing but the next loop inside each."""
+    scope = loops[0].enclosing_block()
+    for sref in loops[1:]:
+        if sref.enclosing_block() is not scope:
+            raise ScheduleError(
+                f"{describe(loops[0])} and {describe(sref)} are not in the same block scope",
+                loops[0],
+                sref,
+            )
+    depth = {id(sref): len(sref.ancestors()) for sref in loops}
+    bottom = max(loops, key=lambda s: depth[id(s)])
+    top = min(loops, key=lambda s: depth[id(s)])
+    path = [bottom]
+    while path[-1] is not top:
+        parent = path[-1].parent
+        if parent is None or not parent.is_loop:
+            break
+        path.append(parent)
+    path.reverse()
+    on_path = {id(sref) for sref in path}
+    for sref in loops:
+        if id(sref) not in on_path:
+            raise ScheduleError(
+                f"{describe(sref)} and {describe(bottom)} are not on one line of nesting: "
+                "neither is inside the other",
+                sref,
+                bottom,
+            )
+    for outer, inner in zip(path, path[1:], strict=False):
+        if outer.loop.body is not inner.stmt:
+            raise ScheduleError(
+                f"{describe(inner)} is not the only child of {describe(outer)}: "
+                "reorder moves loops only across perfectly nested loops",
+                outer,
+                inner,
+            )
+    return path
+
+
+def _check_blocks(state: ScheduleState, bottom: SRef) -> None:
+    """Reordering changes the iteration order of the blocks below: they must be data-parallel
+    or reductions over affine bindings, so that every order computes the same."""
+    for realize in _realizes_below(bottom.loop.body):
+        block = state.get_sref(realize.block)
+        for iter_var in realize.block.iter_vars:
+            if iter_var.iter_type not in (IterType.SPATIAL, IterType.REDUCE):
+                raise ScheduleError(
+                    f"cannot reorder around {describe(block)}: its iterator "
+                    f"{iter_var.var.name} is neither data-parallel nor a reduction",
+                    block,
+                )
+        if not _is_affine(realize, block):
+            raise ScheduleError(
+                f"cannot reorder around {describe(block)}: its binding is not an affine "
+                "function of the loops around it",
+                block,
+            )
+
+
+def _is_affine(realize: SBlockRealize, block: SRef) -> bool:
+    """The bindings, under the predicate, an affine map of the loops (symbolic loops aside).
+
+    Stricter than ignoring the predicate: a guard over a fused sum that no binding reads
+    whole (`T.where(i * 128 + j < 100)` over `vi = i, vj = j`) ties the loops together,
+    and reordering them would change which iterations run."""
+    domains = outer_domains(block)
+    for domain in domains.values():
+        if not (isinstance(domain.min, IntImm) and isinstance(domain.extent, IntImm)):
+            return True
+    return not detect_iter_map(realize.iter_values, domains, realize.predicate).errors
+
+
+def _realizes_below(stmt: Stmt) -> list[SBlockRealize]:
+    """The realizes of the blocks directly below (not inside other blocks), in order."""
+    from tirc.ir.functor import child_fields
+
+    found: list[SBlockRealize] = []
+    pending: list[object] = [stmt]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, SBlockRealize):
+            found.append(node)
+        elif isinstance(node, tuple):
+            pending.extend(reversed(node))
+        elif isinstance(node, Node) and not isinstance(node, SBlock):
+            pending.extend(
+                getattr(node, name)
+                for name in reversed(child_fields(type(node)))  # type: ignore[arg-type]
+                if isinstance(getattr(node, name), (Stmt, tuple))
+            )
+    return found
