@@ -10,7 +10,7 @@ from tirc.ir.function import IRModule
 from tirc.ir.stmt import For, SBlock
 from tirc.schedule.errors import ScheduleError
 from tirc.schedule.sref import SRef
-from tirc.schedule.state import ScheduleState, children
+from tirc.schedule.state import ScheduleState
 
 
 class Schedule:
@@ -53,14 +53,11 @@ class Schedule:
 
     def blocks_named(self, name: str, func_name: str | None = None) -> list[SRef]:
         state = self.state_of(func_name)
-        found = []
-        stack = [state.root]
-        while stack:
-            sref = stack.pop()
-            if sref.is_block and sref.block.name == name:
-                found.append(sref)
-            stack.extend(state.get_sref(child) for child in reversed(children(sref.stmt)))  # type: ignore[arg-type]
-        return found
+        return [
+            sref
+            for sref in state.stmt2ref.values()
+            if isinstance(sref.stmt, SBlock) and sref.stmt.name == name
+        ]
 
     @staticmethod
     def loops_above(block: SRef) -> list[SRef]:

@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Mapping
 
 from tirc.ir.function import IRModule, PrimFunc
-from tirc.ir.functor import Mutator, Visitor
+from tirc.ir.functor import Mutator, child_fields
 from tirc.ir.node import Node
 from tirc.ir.stmt import For, SBlock, SBlockRealize, Stmt
 from tirc.schedule.scope import BlockScope, build_scope, child_blocks
@@ -35,18 +35,29 @@ class _ReplaceChild(Mutator):
 
 
 def children(stmt: Node) -> list[For | SBlock]:
-    """The loops and blocks directly below `stmt` (not below them), in program order."""
+    """The loops and blocks directly below `stmt` (not below them), in program order.
+
+    Only statement fields are searched: expressions never hold loops or blocks.
+    """
     found: list[For | SBlock] = []
-
-    class _Finder(Visitor):
-        def visit(self, node: object) -> None:
-            if isinstance(node, (For, SBlock)):
-                found.append(node)
-            else:
-                super().visit(node)
-
-    _Finder().generic_visit(stmt)
+    _collect_children(stmt, found)
     return found
+
+
+def _collect_children(node: Node, found: list[For | SBlock]) -> None:
+    for name in child_fields(type(node)):
+        value = getattr(node, name)
+        if isinstance(value, Stmt):
+            if isinstance(value, (For, SBlock)):
+                found.append(value)
+            else:
+                _collect_children(value, found)
+        elif isinstance(value, tuple):
+            for item in value:
+                if isinstance(item, (For, SBlock)):
+                    found.append(item)
+                elif isinstance(item, Stmt):
+                    _collect_children(item, found)
 
 
 def _subtree(stmt: Node) -> list[For | SBlock]:
