@@ -53,7 +53,8 @@ def parse(text: str, *, name: str = "<string>", defines: Mapping[str, str] | Non
 
 def print_module(module: FakeModule) -> str:
     defined = "".join(f"# {name} = {value}\n" for name, value in module.defines.items())
-    return defined + module.source.text
+    # like the real printer: no trailing newline (the driver adds one)
+    return (defined + module.source.text).rstrip("\n")
 
 
 def verify_module(module: FakeModule) -> list[Diagnostic]:

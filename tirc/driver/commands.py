@@ -23,9 +23,7 @@ def print_file(path: str, output: str, defines: Sequence[str] = ()) -> int:
     """`tirc print`: parse FILE and print it back in the canonical spelling."""
     values = parse_defines(defines)
     module = parse_source(read_source(path), values)
-    from tirc.text import print_module
-
-    write_output(output, print_module(module))
+    write_output(output, module_text(module))
     return ExitCode.OK
 
 
@@ -97,3 +95,10 @@ def parse_source(source: Source, defines: Mapping[str, str] | None = None) -> IR
 
 def display_name(path: str) -> str:
     return STDIN_NAME if path == STDIN else path
+
+
+def module_text(module: IRModule) -> str:
+    """A module as the file tirc writes: TVM's printed form, ending with a newline."""
+    from tirc.text import print_module
+
+    return print_module(module) + "\n"

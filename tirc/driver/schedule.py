@@ -38,9 +38,9 @@ def schedule_file(
     if intrinsics is not None:
         context["intrinsics"] = read_intrinsics(read_source(intrinsics))
     scheduled, applied = apply_plan(module, plan, context)
-    from tirc.text import print_module
+    from tirc.driver.commands import module_text
 
-    text = print_module(scheduled)
+    text = module_text(scheduled)
     # The trace first: if stdout is the output, a failure writing the trace file still
     # leaves nothing written.
     if trace is not None:
