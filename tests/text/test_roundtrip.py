@@ -54,3 +54,19 @@ def test_generated_modules_round_trip(module) -> None:  # noqa: ANN001 - hypothe
     difference = find_difference(module, parsed)
     assert difference is None, f"{difference}\n{printed}"
     assert print_module(parsed) == printed
+
+
+def test_function_order_is_not_meaning() -> None:
+    from tirc.ir.function import IRModule
+    from tirc.ir.structural import structural_equal, structural_hash
+
+    module = parse(
+        "@I.ir_module\nclass Module:\n"
+        "    @T.prim_func\n    def zeta(A: T.Buffer((4,), \"float32\")):\n        A[0] = T.float32(1.0)\n"
+        "    @T.prim_func\n    def alpha(A: T.Buffer((4,), \"float32\")):\n        A[1] = T.float32(2.0)\n"
+    )
+    swapped = IRModule(tuple(reversed(module.functions)))
+    assert structural_equal(module, swapped)
+    assert structural_hash(module) == structural_hash(swapped)
+    printed = print_module(module)
+    assert structural_equal(parse(printed), module)

@@ -115,11 +115,12 @@ class _Comparer:
         elif isinstance(a, Attrs):
             self._compare_attrs(a, b)
         elif isinstance(a, IRModule):
-            if a.names() != b.names():
+            # a module maps names to functions: the order they are written in is not meaning
+            if sorted(a.names()) != sorted(b.names()):
                 raise _Mismatch(a, b, f"functions {a.names()} vs {b.names()}")
             self._field("attrs", a.attrs, b.attrs)
-            for (name, fa), (_, fb) in zip(a.functions, b.functions):
-                self._field(name, fa, fb)
+            for name in sorted(a.names()):
+                self._field(name, a[name], b[name])
         elif isinstance(a, Node):
             for name in child_fields(type(a)):
                 self._field(name, getattr(a, name), getattr(b, name))
@@ -190,6 +191,9 @@ class _Hasher:
             if isinstance(value, Var):
                 return hash(("var", value.dtype, self.hash(value.pointer)))
             return hash(("buffer",) + tuple(self.hash(getattr(value, f)) for f in _BUFFER_FIELDS))
+        if isinstance(value, IRModule):
+            named = tuple((name, self.hash(value[name])) for name in sorted(value.names()))
+            return hash(("module", self.hash(value.attrs)) + named)
         if isinstance(value, Attrs):
             return hash(("attrs",) + tuple((k, self.hash(v)) for k, v in sorted(value.items)))
         if isinstance(value, Node):

@@ -107,7 +107,12 @@ class Canon:
         if isinstance(e, ir.Cast):
             return ["Cast", str(e.dtype), self.expr(e.value)]
         if isinstance(e, ir.Select):
-            return ["Select", self.expr(e.condition), self.expr(e.true_value), self.expr(e.false_value)]
+            return [
+                "Select",
+                self.expr(e.condition),
+                self.expr(e.true_value),
+                self.expr(e.false_value),
+            ]
         if isinstance(e, ir.Ramp):
             return ["Ramp", self.expr(e.base), self.expr(e.stride), e.lanes]
         if isinstance(e, ir.Broadcast):
@@ -130,6 +135,11 @@ class Canon:
             return ["region", self.buffer(e.buffer), [self.expr(r) for r in e.region]]
         if isinstance(e, Buffer):
             return self.buffer(e)
+        if isinstance(e, ir.CommReducer):
+            return [
+                "reducer", [self.var(v) for v in e.lhs], [self.var(v) for v in e.rhs],
+                [self.expr(r) for r in e.result], [self.expr(i) for i in e.identity],
+            ]  # fmt: skip
         return ["?", type(e).__name__]
 
     def match(self, m: MatchBufferRegion) -> Any:
@@ -141,7 +151,9 @@ class Canon:
 
     def function(self, f: PrimFunc) -> Any:
         buffers = {id(var): buffer for var, buffer in f.buffer_map}
-        params = [self.buffer(buffers[id(p)]) if id(p) in buffers else self.var(p) for p in f.params]
+        params = [
+            self.buffer(buffers[id(p)]) if id(p) in buffers else self.var(p) for p in f.params
+        ]
         return ["func", params, self.stmt(f.body), self.attrs(f.attrs), f.is_s_tir, f.is_private]
 
 
@@ -172,24 +184,41 @@ STATEMENTS: dict[type, Any] = {
     st.SeqStmt: lambda c, s: ["seq", [c.stmt(x) for x in s.stmts]],
     st.For: _for,
     st.SBlockRealize: lambda c, s: [
-        "realize", [c.expr(v) for v in s.iter_values], c.expr(s.predicate), c.stmt(s.block)
+        "realize",
+        [c.expr(v) for v in s.iter_values],
+        c.expr(s.predicate),
+        c.stmt(s.block),
     ],
     st.SBlock: _block,
-    st.BufferStore: lambda c, s: ["store", c.buffer(s.buffer), [c.expr(i) for i in s.indices], c.expr(s.value)],
+    st.BufferStore: lambda c, s: [
+        "store",
+        c.buffer(s.buffer),
+        [c.expr(i) for i in s.indices],
+        c.expr(s.value),
+    ],
     st.Evaluate: lambda c, s: ["eval", c.expr(s.value)],
     st.IfThenElse: lambda c, s: [
-        "if", c.expr(s.condition), c.stmt(s.then_case), None if s.else_case is None else c.stmt(s.else_case)
+        "if",
+        c.expr(s.condition),
+        c.stmt(s.then_case),
+        None if s.else_case is None else c.stmt(s.else_case),
     ],
     st.While: lambda c, s: ["while", c.expr(s.condition), c.stmt(s.body)],
     st.AttrStmt: _attr,
     st.AssertStmt: lambda c, s: ["assert", c.expr(s.condition), s.kind, list(s.message)],
     st.Bind: lambda c, s: ["bind", c.var(s.var), c.expr(s.value)],
     st.AllocBuffer: lambda c, s: ["alloc", c.buffer(s.buffer), c.attrs(s.annotations)],
-    st.DeclBuffer: lambda c, s: ["decl", c.buffer(s.buffer), None if s.data is None else c.expr(s.data)],
+    st.DeclBuffer: lambda c, s: [
+        "decl",
+        c.buffer(s.buffer),
+        None if s.data is None else c.expr(s.data),
+    ],
     st.Break: lambda c, s: ["break"],
     st.Continue: lambda c, s: ["continue"],
 }
 
 
 def canonical(module: IRModule) -> Any:
-    return [[name, Canon(f).function(f)] for name, f in sorted(module.functions, key=lambda x: x[0])]
+    return [
+        [name, Canon(f).function(f)] for name, f in sorted(module.functions, key=lambda x: x[0])
+    ]

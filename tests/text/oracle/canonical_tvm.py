@@ -58,7 +58,7 @@ class Canon:
         kind = dtype_of(v)
         if key(v.ty) == "ir.PointerType":
             element = v.ty.element_type
-            kind = f"handle:{element.dtype if key(element) == 'ir.PrimType' else element}:{v.ty.storage_scope}"
+            kind = f"handle:{element.dtype if key(element) == 'ir.PrimType' else element}:{v.ty.storage_scope}"  # noqa: E501
         return ["v", self.vars[handle], kind]
 
     def buffer(self, b: Any) -> Any:
@@ -112,7 +112,12 @@ class Canon:
         if k == "prim.Cast":
             return ["Cast", dtype_of(e), self.expr(e.value)]
         if k == "prim.Select":
-            return ["Select", self.expr(e.condition), self.expr(e.true_value), self.expr(e.false_value)]
+            return [
+                "Select",
+                self.expr(e.condition),
+                self.expr(e.true_value),
+                self.expr(e.false_value),
+            ]
         if k == "prim.Ramp":
             return ["Ramp", self.expr(e.base), self.expr(e.stride), int(e.lanes)]
         if k == "prim.Broadcast":
@@ -130,6 +135,11 @@ class Canon:
         if k == "tirx.IterVar":
             dom = None if e.dom is None else self.expr(e.dom)
             return ["iv", self.var(e.var), dom, ITER_TYPES[int(e.iter_type)], str(e.thread_tag)]
+        if k == "te.CommReducer":
+            return [
+                "reducer", [self.var(v) for v in e.lhs], [self.var(v) for v in e.rhs],
+                [self.expr(r) for r in e.result], [self.expr(i) for i in e.identity_element],
+            ]  # fmt: skip
         if k == "ir.TensorRegion":
             return ["region", self.buffer(e.source), [self.expr(r) for r in e.region]]
         return ["?", k]
@@ -141,9 +151,18 @@ class Canon:
         args = list(e.args)
         if name == "buffer_data":
             return ["data", self.buffer(args[0])]
-        if name in ("call_llvm_pure_intrin", "call_llvm_intrin") and args and key(args[0]) == "ir.IntImm":
+        if (
+            name in ("call_llvm_pure_intrin", "call_llvm_intrin")
+            and args
+            and key(args[0]) == "ir.IntImm"
+        ):
             intrinsic = tvm.target.codegen.llvm_get_intrinsic_name(int(args[0].value))
-            return ["call", dtype_of(e), name, [["str", intrinsic]] + [self.expr(a) for a in args[1:]]]
+            return [
+                "call",
+                dtype_of(e),
+                name,
+                [["str", intrinsic]] + [self.expr(a) for a in args[1:]],
+            ]
         return ["call", dtype_of(e), name, [self.expr(a) for a in args]]
 
     def stmt(self, s: Any) -> Any:
@@ -158,7 +177,12 @@ class Canon:
                 FOR_KINDS[int(s.kind)], binding, self.attrs(s.annotations), step, self.stmt(s.body),
             ]  # fmt: skip
         if k == "s_tir.SBlockRealize":
-            return ["realize", [self.expr(v) for v in s.iter_values], self.expr(s.predicate), self.stmt(s.block)]
+            return [
+                "realize",
+                [self.expr(v) for v in s.iter_values],
+                self.expr(s.predicate),
+                self.stmt(s.block),
+            ]
         if k == "s_tir.SBlock":
             return [
                 "block", str(s.name_hint), [self.expr(iv) for iv in s.iter_vars],
@@ -169,7 +193,12 @@ class Canon:
                 None if s.init is None else self.stmt(s.init), self.stmt(s.body),
             ]  # fmt: skip
         if k == "tirx.BufferStore":
-            return ["store", self.buffer(s.buffer), [self.expr(i) for i in s.indices], self.expr(s.value)]
+            return [
+                "store",
+                self.buffer(s.buffer),
+                [self.expr(i) for i in s.indices],
+                self.expr(s.value),
+            ]
         if k == "tirx.Evaluate":
             return ["eval", self.expr(s.value)]
         if k == "tirx.IfThenElse":
@@ -179,7 +208,11 @@ class Canon:
             return ["while", self.expr(s.condition), self.stmt(s.body)]
         if k == "tirx.AttrStmt":
             node = s.node
-            node_canon = self.value(node) if not hasattr(type(node), "__tvm_ffi_type_info__") else self.expr(node)
+            node_canon = (
+                self.value(node)
+                if not hasattr(type(node), "__tvm_ffi_type_info__")
+                else self.expr(node)
+            )
             return ["attr", node_canon, str(s.attr_key), self.expr(s.value), self.stmt(s.body)]
         if k == "tirx.AssertStmt":
             kind = s.error_kind.value if hasattr(s.error_kind, "value") else str(s.error_kind)
@@ -221,7 +254,9 @@ def main() -> None:
         try:
             print(json.dumps({"file": path, "canonical": canonical(path)}))
         except Exception as error:  # noqa: BLE001 - the oracle's failure is data
-            print(json.dumps({"file": path, "error": f"{type(error).__name__}: {str(error)[:300]}"}))
+            print(
+                json.dumps({"file": path, "error": f"{type(error).__name__}: {str(error)[:300]}"})
+            )
         sys.stdout.flush()
 
 

@@ -35,7 +35,9 @@ def tvm_canonical(python: str, files: list[str]) -> dict[str, Any]:
     results: dict[str, Any] = {}
     missing = []
     for path in files:
-        digest = hashlib.sha256(Path(path).read_bytes() + (HERE / "canonical_tvm.py").read_bytes()).hexdigest()
+        digest = hashlib.sha256(
+            Path(path).read_bytes() + (HERE / "canonical_tvm.py").read_bytes()
+        ).hexdigest()
         cached = CACHE / f"{digest}.json"
         if cached.exists():
             results[path] = json.loads(cached.read_text())
@@ -49,7 +51,7 @@ def tvm_canonical(python: str, files: list[str]) -> dict[str, Any]:
             text=True,
             env={**os.environ, "TVM_LOG_DEBUG": "0"},
         ).stdout
-        for line, (path, cached) in zip(output.splitlines(), chunk):
+        for line, (path, cached) in zip(output.splitlines(), chunk, strict=False):
             record = json.loads(line)
             cached.write_text(json.dumps(record))
             results[path] = record
@@ -60,7 +62,7 @@ def tvm_canonical(python: str, files: list[str]) -> dict[str, Any]:
 # registry types them as handle or int32, as TVM did before.
 UNTYPED_CALLS = {
     "tvm_fill_fragment", "tvm_load_matrix_sync", "tvm_store_matrix_sync", "tvm_mma_sync",
-    "tvm_bmma_sync", "tvm_storage_sync",
+    "tvm_bmma_sync", "tvm_storage_sync", "tvm_thread_allreduce",
 }  # fmt: skip
 
 
@@ -90,7 +92,7 @@ def first_difference(a: Any, b: Any, path: str = "") -> str | None:
     if isinstance(a, list) and isinstance(b, list):
         if len(a) != len(b):
             return f"{path}: length {len(a)} vs {len(b)}: {short(a)} vs {short(b)}"
-        for index, (x, y) in enumerate(zip(a, b)):
+        for index, (x, y) in enumerate(zip(a, b, strict=True)):
             head = a[0] if a and isinstance(a[0], str) else ""
             found = first_difference(x, y, f"{path}/{head}[{index}]")
             if found:
@@ -124,7 +126,11 @@ def main() -> int:
         theirs = record.get("canonical", {"error": record.get("error")})
         if isinstance(mine, dict) or isinstance(theirs, dict):
             same = isinstance(mine, dict) and isinstance(theirs, dict)
-            outcome = "both reject" if same else ("tirc rejects" if isinstance(mine, dict) else "tvm rejects")
+            outcome = (
+                "both reject"
+                if same
+                else ("tirc rejects" if isinstance(mine, dict) else "tvm rejects")
+            )
             counts[outcome] += 1
             if not same and shown < args.show:
                 shown += 1

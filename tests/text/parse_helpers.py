@@ -1,4 +1,4 @@
-"""Shared helpers for the parser tests: parse a snippet, expect an error at a marked place."""
+"""Helpers for the parser tests: parse a snippet, expect an error at a marked place."""
 
 from __future__ import annotations
 

@@ -1,0 +1,166 @@
+"""Building the IRModule of a whole file: imports, parameters, macros, and either one
+`@I.ir_module` class of functions or bare `@T.prim_func` functions.
+
+Every function is built even after another failed, so one run reports the errors of all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tirc.diagnostics import Diagnostic, DiagnosticError, Source, Span
+from tirc.ir.function import IRModule, PrimFunc
+from tirc.ir.node import IRError
+from tirc.ir.stmt import EMPTY_ATTRS, Attrs
+from tirc.text.builder.context import BuildError, Context, SilentError
+from tirc.text.builder.decorators import FunctionOptions, MacroOptions, ModuleOptions, options
+from tirc.text.builder.function import build_function
+from tirc.text.builder.namespace import LEGACY_MODULES, SCRIPT_MODULES, ModuleAttrs, global_names
+from tirc.text.builder.params import Parameters
+from tirc.text.builder.scope import Scope
+from tirc.text.builder.stmt import Builder
+from tirc.text.builder.values import Macro
+from tirc.text.syntax import tree
+
+SCRIPT_PACKAGE = "tvm.script"
+
+
+@dataclass
+class Unit:
+    """What the top level of a file declares, gathered before any function is built."""
+
+    functions: list[tuple[tree.FunctionDef, FunctionOptions, Scope]] = field(default_factory=list)
+    attrs: Attrs = EMPTY_ATTRS
+    is_class: bool = False
+    legacy: bool = False
+
+
+class ModuleBuilder:
+    def __init__(self, source: Source, defines: Mapping[str, str] | None):
+        self.context = Context(source)
+        self.scope = Scope(names=global_names()).child()
+        self.builder = Builder(self.context, self.scope)
+        self.parameters = Parameters(defines)
+        self.unit = Unit()
+
+    def collect(self, stmts: tuple[tree.Stmt, ...], scope: Scope, in_class: bool) -> None:
+        for stmt in stmts:
+            try:
+                self.collect_one(stmt, scope, in_class)
+            except BuildError as error:
+                self.context.report(error)
+            except SilentError:
+                pass
+
+    def collect_one(self, stmt: tree.Stmt, scope: Scope, in_class: bool) -> None:
+        builder = self.builder
+        if isinstance(stmt, tree.Import):
+            self.import_names(stmt, scope)
+        elif isinstance(stmt, (tree.Assign, tree.AnnAssign)):
+            self.parameters.assign(builder, stmt, scope)
+        elif isinstance(stmt, tree.FunctionDef):
+            self.definition(stmt, scope)
+        elif isinstance(stmt, tree.ClassDef) and not in_class:
+            self.module_class(stmt, scope)
+        elif isinstance(stmt, tree.ExprStmt):
+            self.expression(stmt, scope, in_class)
+        elif not isinstance(stmt, tree.Pass):
+            where = "a module class" if in_class else "the top of a file"
+            raise builder.error(stmt, f"this statement cannot be at {where}")
+
+    def import_names(self, stmt: tree.Import, scope: Scope) -> None:
+        if stmt.module is None or not stmt.module.startswith(SCRIPT_PACKAGE):
+            return  # `import tvm` and friends: nothing to bind
+        for name, alias in stmt.names:
+            namespace = SCRIPT_MODULES.get(name)
+            if namespace is not None:
+                scope.bind(alias or name, namespace())
+                if name in LEGACY_MODULES:
+                    self.unit.legacy = True
+
+    def definition(self, stmt: tree.FunctionDef, scope: Scope) -> None:
+        builder = self.builder
+        saved = builder.scope
+        builder.scope = scope
+        try:
+            decorations = options(builder, stmt.decorators)
+        finally:
+            builder.scope = saved
+        for value, _ in decorations:
+            if isinstance(value, FunctionOptions):
+                self.unit.functions.append((stmt, value, scope))
+                return
+            if isinstance(value, MacroOptions):
+                scope.bind(stmt.name, Macro(stmt.name, stmt, scope, value.hygienic))
+                return
+        raise builder.error(
+            Span(self.context.source, stmt.name_start, stmt.name_start + len(stmt.name)),
+            f"function '{stmt.name}' needs a decorator: @T.prim_func or @T.macro",
+        )
+
+    def module_class(self, stmt: tree.ClassDef, scope: Scope) -> None:
+        saved = self.builder.scope
+        self.builder.scope = scope
+        try:
+            decorations = options(self.builder, stmt.decorators)
+        finally:
+            self.builder.scope = saved
+        if not any(isinstance(value, ModuleOptions) for value, _ in decorations):
+            raise self.builder.error(
+                Span(self.context.source, stmt.name_start, stmt.name_start + len(stmt.name)),
+                f"class '{stmt.name}' needs the decorator @I.ir_module",
+            )
+        if self.unit.is_class:
+            raise self.builder.error(stmt, "a file holds one @I.ir_module class")
+        self.unit.is_class = True
+        self.collect(stmt.body, scope.child(), in_class=True)
+
+    def expression(self, stmt: tree.ExprStmt, scope: Scope, in_class: bool) -> None:
+        if isinstance(stmt.value, tree.Constant) and isinstance(stmt.value.value, str):
+            return  # a docstring
+        saved = self.builder.scope
+        self.builder.scope = scope
+        try:
+            value = self.builder.evaluate(stmt.value)
+        finally:
+            self.builder.scope = saved
+        if in_class and isinstance(value, ModuleAttrs):
+            self.unit.attrs = value.attrs
+            return
+        raise self.builder.error(stmt, "this expression cannot be at the top level")
+
+    def build(self, syntax: tree.Module) -> IRModule:
+        self.collect(syntax.body, self.scope, in_class=False)
+        for problem in self.parameters.unused_defines():
+            self.context.diagnostics.append(problem)
+        functions: list[tuple[str, PrimFunc]] = []
+        for node, function_options, scope in self.unit.functions:
+            func = build_function(self.context, node, function_options, scope, self.unit.legacy)
+            if func is not None:
+                functions.append((node.name, func))
+        if not self.unit.functions and not self.context.diagnostics:
+            source = self.context.source
+            self.context.diagnostics.append(
+                Diagnostic.error(
+                    "no function in file: expected a @T.prim_func or an @I.ir_module class",
+                    Span(source, 0, 0),
+                )
+            )
+        if self.context.diagnostics:
+            raise DiagnosticError(self.context.diagnostics)
+        is_bare = not self.unit.is_class and len(functions) == 1
+        try:
+            return IRModule(tuple(functions), self.unit.attrs, is_bare)
+        except IRError as problem:
+            raise DiagnosticError(Diagnostic.error(str(problem))) from None
+
+
+def build_module(
+    syntax: tree.Module, source: Source, defines: Mapping[str, str] | None = None
+) -> IRModule:
+    return ModuleBuilder(source, defines).build(syntax)
+
+
+__all__ = ["build_module", "Any"]

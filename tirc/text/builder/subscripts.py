@@ -1,0 +1,124 @@
+"""`value[...]`: buffer loads and regions, `T.let[T.int32]`, `T.float32[4]`, and indexing of
+Python lists and dicts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from tirc.diagnostics import Span
+from tirc.ir import dtype as dt
+from tirc.ir.buffer import Buffer
+from tirc.ir.expr import IntImm, PointerType, PrimExpr, Var
+from tirc.text.builder import arith
+from tirc.text.builder.values import DTypeValue, HandleType, LetAnnotation, LocalArray
+from tirc.text.syntax import tree
+
+if TYPE_CHECKING:
+    from tirc.text.builder.expr import Evaluator
+
+
+@dataclass(frozen=True, slots=True)
+class SliceValue:
+    """`lower:upper:step` inside a buffer subscript; missing parts are None."""
+
+    lower: PrimExpr | None
+    upper: PrimExpr | None
+    step: PrimExpr | None
+    span: Span
+
+
+Index = PrimExpr | SliceValue
+
+
+def index_items(node: tree.Subscript) -> tuple[tree.Expr, ...]:
+    """The written indices; `A[()]` (a 0-d access) has none, `A[(i, j)]` has two."""
+    items = node.indices
+    if len(items) == 1 and isinstance(items[0], tree.Tuple) and not node.is_tuple:
+        return items[0].items
+    return items
+
+
+def evaluate_indices(ev: Evaluator, node: tree.Subscript) -> list[Index]:
+    result: list[Index] = []
+    for item in index_items(node):
+        if isinstance(item, tree.Slice):
+            parts = [
+                None if part is None else ev.evaluate_expr(part)
+                for part in (item.lower, item.upper, item.step)
+            ]
+            result.append(SliceValue(parts[0], parts[1], parts[2], ev.span(item)))
+        else:
+            result.append(ev.evaluate_expr(item))
+    return result
+
+
+def _buffer(ev: Evaluator, buffer: Buffer, node: tree.Subscript) -> Any:
+    from tirc.text.builder.buffers import access
+
+    return access(ev, buffer, evaluate_indices(ev, node), ev.span(node))
+
+
+def _let(ev: Evaluator, value: LetAnnotation, node: tree.Subscript) -> Any:
+    from tirc.text.builder.args import dtype_of
+
+    items = index_items(node)
+    if len(items) != 1:
+        raise ev.error(node, "T.let[...] takes one type")
+    annotation = ev.check_value(ev.evaluate(items[0]))
+    if isinstance(annotation, HandleType):
+        pointer = PointerType(annotation.element, annotation.scope) if annotation.element else None
+        return LetAnnotation(dt.HANDLE, pointer)
+    if isinstance(annotation, Var):
+        return LetAnnotation(annotation.dtype, annotation.pointer)
+    return LetAnnotation(dtype_of(ev, annotation, ev.span(items[0])))
+
+
+def _local_array(ev: Evaluator, value: DTypeValue, node: tree.Subscript) -> Any:
+    shape = tuple(ev.evaluate_expr(item) for item in index_items(node))
+    return LocalArray(value.dtype, shape)
+
+
+def _sequence(ev: Evaluator, value: Any, node: tree.Subscript) -> Any:
+    items = index_items(node)
+    if len(items) != 1 or isinstance(items[0], tree.Slice):
+        raise ev.error(node, "a list takes one integer index")
+    index = ev.check_value(ev.evaluate(items[0]))
+    if isinstance(index, IntImm):
+        index = index.value
+    if not isinstance(index, int):
+        raise ev.error(items[0], f"a list index must be an integer, not {arith.describe(index)}")
+    try:
+        return value[index]
+    except IndexError:
+        raise ev.error(
+            items[0], f"index {index} is out of range for a list of {len(value)}"
+        ) from None
+
+
+def _mapping(ev: Evaluator, value: dict[Any, Any], node: tree.Subscript) -> Any:
+    items = index_items(node)
+    key = ev.check_value(ev.evaluate(items[0]))
+    if key not in value:
+        raise ev.error(items[0], f"no key {key!r} in the dict")
+    return value[key]
+
+
+SUBSCRIPTS: dict[type, Callable[[Any, Any, tree.Subscript], Any]] = {
+    Buffer: _buffer,
+    LetAnnotation: _let,
+    DTypeValue: _local_array,
+    list: _sequence,
+    tuple: _sequence,
+    dict: _mapping,
+}
+
+
+def subscript(ev: Evaluator, value: Any, node: tree.Subscript) -> Any:
+    value = ev.check_value(value)
+    handler = SUBSCRIPTS.get(type(value))
+    if handler is None:
+        raise ev.error(node, f"{arith.describe(value)} cannot be indexed")
+    return handler(ev, value, node)
