@@ -1,7 +1,7 @@
 """`make bench`: tirc's benchmarks, each printed as one line.
 
-For now the start-up time of the whole `tirc --version` process; kernel benchmarks against
-numpy and TVM join the BENCHMARKS list as they land.
+Whole-process start-up (`tirc --version`, `tirc print`), text throughput, scheduling; kernel
+benchmarks against numpy and TVM join the BENCHMARKS list as they land.
 """
 
 from __future__ import annotations
@@ -39,13 +39,31 @@ def version_startup() -> str:
     return f"tirc --version: {median:.1f} ms median of {len(times)} (fastest {fastest:.1f} ms)"
 
 
+def print_sample() -> str:
+    sample = Path(__file__).resolve().parents[1] / "samples" / "matmul.tir"
+    times = time_process([*tirc_command(), "print", str(sample)])
+    median, fastest = statistics.median(times) * 1e3, min(times) * 1e3
+    return f"tirc print samples/matmul.tir: {median:.1f} ms median of {len(times)} (fastest {fastest:.1f} ms; goal <= 150 ms)"
+
+
+def parse_print() -> str:
+    from bench_text import measure
+
+    numbers = measure()
+    return (
+        f"parse+print of a {numbers['lines']:,}-line module: "
+        f"{numbers['parse_print_lines_per_s']:,.0f} lines/s (parse {numbers['parse_lines_per_s']:,.0f}, "
+        f"print {numbers['print_lines_per_s']:,.0f}; goal >= 10,000)"
+    )
+
+
 def schedule_plan() -> str:
     from bench_schedule import summary  # a sibling: run.py runs as a script
 
     return summary()
 
 
-BENCHMARKS: list[Callable[[], str]] = [version_startup, schedule_plan]
+BENCHMARKS: list[Callable[[], str]] = [version_startup, print_sample, parse_print, schedule_plan]
 
 
 def main() -> None:
