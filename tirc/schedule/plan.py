@@ -38,6 +38,9 @@ class Step:
         many = entry is None or entry.signature.outputs == "many"
         result: dict[str, Any] = {"op": self.op}
         for name, value in self.args.items():
+            param = entry.signature.param(name) if entry is not None else None
+            if param is not None and not param.required and value == param.default:
+                continue  # an option left at its default reads as noise in a trace
             result[name] = _unref(value)
         if self.decision is not None:
             result["decision"] = self.decision
