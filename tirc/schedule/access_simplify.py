@@ -1,0 +1,66 @@
+"""Simplifying what a rewritten block accesses: the indices of its loads and stores and the
+bounds of its read/write regions (nested blocks too), after a primitive substituted new
+iterators into them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from tirc.analysis.arith import Analyzer
+from tirc.ir.buffer import BufferRegion, Range
+from tirc.ir.expr import BufferLoad, PrimExpr
+from tirc.ir.functor import Mutator
+from tirc.ir.stmt import BufferStore, For, SBlock
+
+
+class _AccessSimplifier(Mutator):
+    def __init__(self, analyzer: Analyzer, bind_iterators: bool):
+        self.analyzer = analyzer
+        self.bind_iterators = bind_iterators
+
+    def indices(self, indices: tuple[PrimExpr, ...]) -> tuple[PrimExpr, ...]:
+        new = tuple(self.analyzer.simplify(self.visit(index)) for index in indices)
+        return indices if all(a is b for a, b in zip(new, indices, strict=True)) else new
+
+    def region(self, region: BufferRegion) -> BufferRegion:
+        ranges = tuple(
+            Range(self.analyzer.simplify(item.min), self.analyzer.simplify(item.extent))
+            for item in region.region
+        )
+        return BufferRegion(region.buffer, ranges)
+
+    def visit_BufferLoad(self, node: BufferLoad) -> BufferLoad:
+        indices = self.indices(node.indices)
+        return node if indices is node.indices else dataclasses.replace(node, indices=indices)
+
+    def visit_BufferStore(self, node: BufferStore) -> BufferStore:
+        value = self.visit(node.value)
+        indices = self.indices(node.indices)
+        if value is node.value and indices is node.indices:
+            return node
+        return dataclasses.replace(node, value=value, indices=indices)
+
+    def visit_For(self, node: For) -> For:
+        self.analyzer.bind(node.loop_var, Range(node.min, node.extent))
+        return self.generic_visit(node)  # type: ignore[return-value]
+
+    def visit_SBlock(self, node: SBlock) -> SBlock:
+        # Iterators are known to lie in their domains (what turns `v % 4096 // 128` into
+        # `v // 128` when v < 4096), as in TVM's simplifier of block accesses.
+        for iter_var in node.iter_vars if self.bind_iterators else ():
+            if iter_var.dom is not None:
+                self.analyzer.bind(iter_var.var, iter_var.dom)
+        new: SBlock = self.generic_visit(node)  # type: ignore[assignment]
+        reads = tuple(self.region(region) for region in new.reads)
+        writes = tuple(self.region(region) for region in new.writes)
+        return dataclasses.replace(new, reads=reads, writes=writes)
+
+
+def simplify_accesses(
+    block: SBlock, analyzer: Analyzer | None = None, bind_iterators: bool = True
+) -> SBlock:
+    """`block` with its access indices and regions simplified; iterators are known to lie in
+    their domains unless `bind_iterators` is false."""
+    simplifier = _AccessSimplifier(analyzer or Analyzer(), bind_iterators)
+    return simplifier.visit(block)

@@ -1,0 +1,270 @@
+"""Index maps: `lambda i, j: (j, i)` as a value — initial variables, final index expressions
+and an optional inverse the user gave — read from plan text, applied to indices and shapes,
+and inverted (the inverse is what layout primitives substitute into the program).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tirc.analysis.arith import Analyzer
+from tirc.analysis.arith.int_set import relax
+from tirc.analysis.arith.iter_inverse import inverse_iter_map
+from tirc.analysis.arith.iter_map import Level, detect_iter_map
+from tirc.diagnostics import Diagnostic, DiagnosticError, Source, Span
+from tirc.ir import dtype as dt
+from tirc.ir.buffer import Range
+from tirc.ir.dtype import DataType
+from tirc.ir.expr import IntImm, PrimExpr, Var
+from tirc.schedule.dtype_substitute import substitute_legalized
+
+# `T.index_map(...)` without `index_dtype` makes int64 variables (TVMScript's default).
+SCRIPT_DEFAULT_DTYPE = dt.parse_dtype("int64")
+
+
+class IndexMapError(Exception):
+    """The map cannot do what was asked (not invertible, wrong arity); says why."""
+
+
+@dataclass(frozen=True, eq=False)
+class IndexMap:
+    """`lambda *initial: final`; `given_inverse`, when set, is trusted as the inverse."""
+
+    initial: tuple[Var, ...]
+    final: tuple[PrimExpr, ...]
+    given_inverse: IndexMap | None = None
+
+    def map(
+        self, indices: Sequence[PrimExpr], analyzer: Analyzer | None = None
+    ) -> tuple[PrimExpr, ...]:
+        """The final indices with the initial variables replaced by `indices`, simplified."""
+        if len(indices) != len(self.initial):
+            raise IndexMapError(
+                f"the index map takes {len(self.initial)} indices, {len(indices)} given"
+            )
+        mapping = dict(zip(self.initial, indices, strict=True))
+        analyzer = analyzer or Analyzer()
+        return tuple(analyzer.simplify(substitute_legalized(e, mapping)) for e in self.final)
+
+    def map_ranges(self, ranges: Sequence[Range]) -> tuple[Range, ...]:
+        """The box the final indices cover when the initial ones range over `ranges`."""
+        domains = dict(zip(self.initial, ranges, strict=True))
+        analyzer = _bound(domains)
+        result = []
+        for index in self.final:
+            bounds = relax(index, domains, analyzer)
+            if bounds.min is None or bounds.max is None:
+                raise IndexMapError(f"the index {_text(index)} is not bounded")
+            low = analyzer.simplify(bounds.min)
+            extent = analyzer.simplify(_sub(_plus_one(bounds.max), low))
+            result.append(Range(low, extent))
+        return tuple(result)
+
+    def map_shape(self, shape: Sequence[PrimExpr]) -> tuple[PrimExpr, ...]:
+        """The extents of the final indices over a buffer or iteration space of `shape`."""
+        ranges = [Range(IntImm(0, extent.dtype), extent) for extent in shape]  # type: ignore[attr-defined]
+        return tuple(item.extent for item in self.map_ranges(ranges))
+
+    def inverse(self, shape: Sequence[PrimExpr]) -> IndexMap:
+        """The map back from final to initial indices over `shape`; raises IndexMapError
+        unless the map is a bijection of the box onto its image."""
+        if self.given_inverse is not None:
+            return self.given_inverse
+        ranges = [Range(IntImm(0, extent.dtype), extent) for extent in shape]  # type: ignore[attr-defined]
+        projection = self._projection_inverse(ranges)
+        if projection is not None:
+            return projection
+        domains = dict(zip(self.initial, ranges, strict=True))
+        found = detect_iter_map(list(self.final), domains, None, Level.BIJECTIVE)
+        if found.errors:
+            raise IndexMapError(f"it is not a bijective affine map: {found.errors[0]}")
+        outputs = tuple(self._output_var(position) for position in range(len(self.final)))
+        solved = inverse_iter_map(found.sums, outputs)
+        analyzer = Analyzer()  # knows nothing of the outputs' ranges, as TVM's does not
+        results = []
+        for var, domain in zip(self.initial, ranges, strict=True):
+            expr = solved.get(var)
+            if expr is None:  # a unit dimension no output reads: it is always its minimum
+                expr = domain.min
+            results.append(analyzer.simplify(expr))
+        return IndexMap(outputs, tuple(results))
+
+    def legalized(self, dtypes: Sequence[DataType]) -> IndexMap:
+        """The map over variables of `dtypes` (those of the shape or indices it is applied
+        to): constant indices take the first of them, other indices are converted as
+        substitution requires. The same map when the dtypes already agree."""
+        if len(dtypes) != len(self.initial) or all(
+            var.dtype == dtype for var, dtype in zip(self.initial, dtypes, strict=True)
+        ):
+            return self
+        initial = tuple(
+            Var(var.name, dtype) for var, dtype in zip(self.initial, dtypes, strict=True)
+        )
+        mapping = dict(zip(self.initial, initial, strict=True))
+        final = tuple(
+            IntImm(index.value, dtypes[0])
+            if isinstance(index, IntImm) and dtypes[0].is_integer
+            else substitute_legalized(index, mapping)
+            for index in self.final
+        )
+        return IndexMap(initial, final, self.given_inverse)
+
+    def _projection_inverse(self, ranges: Sequence[Range]) -> IndexMap | None:
+        """The inverse of a map whose indices are distinct initial variables or constants,
+        dropping only unit dimensions: no arithmetic needed, so symbolic extents are fine."""
+        analyzer = Analyzer()
+        outputs = tuple(self._output_var(position) for position in range(len(self.final)))
+        solved: dict[Var, PrimExpr] = {}
+        for index, output in zip(self.final, outputs, strict=True):
+            if isinstance(index, Var) and index in self.initial and index not in solved:
+                solved[index] = output
+            elif not isinstance(index, IntImm):
+                return None
+        results = []
+        for var, domain in zip(self.initial, ranges, strict=True):
+            if var in solved:
+                results.append(solved[var])
+            elif analyzer.can_prove_equal(domain.extent, IntImm(1, domain.extent.dtype)):  # type: ignore[attr-defined]
+                results.append(domain.min)
+            else:
+                raise IndexMapError(f"the map drops {var.name}, whose extent is not 1")
+        return IndexMap(outputs, tuple(results))
+
+    def _output_var(self, position: int) -> Var:
+        """An output that is an input variable as it is keeps its name (TVM's naming)."""
+        index = self.final[position]
+        name = index.name if isinstance(index, Var) and index in self.initial else f"axis{position}"
+        return Var(name, index.dtype)  # type: ignore[attr-defined]
+
+    def __str__(self) -> str:
+        names = ", ".join(var.name for var in self.initial)
+        finals = ", ".join(_text(expr) for expr in self.final)
+        comma = "," if len(self.final) == 1 else ""
+        return f"lambda {names}: ({finals}{comma})"
+
+
+def _bound(domains: dict[Var, Range]) -> Analyzer:
+    analyzer = Analyzer()
+    for var, domain in domains.items():
+        analyzer.bind(var, domain)
+    return analyzer
+
+
+def _plus_one(expr: PrimExpr) -> PrimExpr:
+    from tirc.ir import expr as E
+
+    return E.Add(expr, IntImm(1, expr.dtype))  # type: ignore[attr-defined]
+
+
+def _sub(a: PrimExpr, b: PrimExpr) -> PrimExpr:
+    from tirc.text.builder.arith import arithmetic
+
+    return arithmetic("-", a, b)
+
+
+def _text(expr: PrimExpr) -> str:
+    from tirc.text import script
+
+    return script(expr)
+
+
+# -- reading ---------------------------------------------------------------------------------
+
+
+def parse_index_map(
+    text: str, *, name: str = "<plan>", dtype_hint: DataType | str | None = None
+) -> IndexMap:
+    """An IndexMap from `T.index_map(lambda ...: ..., inverse_index_map=..., index_dtype=...)`
+    or a bare `lambda ...: ...`.
+
+    The variables' dtype is `index_dtype` when written; else int64 in the `T.index_map` form
+    (TVMScript's default, which is what TVM's traces mean) and `dtype_hint` (default int32)
+    for a bare lambda, as TVM's Python API takes the dtype of the block it is applied to.
+    Raises DiagnosticError located in `text` when it is not an index map.
+    """
+    from tirc.text.syntax import parse_syntax, tree
+
+    source = Source(name, text)
+    module = parse_syntax(source)
+    whole = Span(source, 0, len(text))
+    if len(module.body) != 1 or not isinstance(module.body[0], tree.ExprStmt):
+        raise _error(whole, "an index map is one expression: T.index_map(lambda i, j: (j, i))")
+    node = module.body[0].value
+    if isinstance(node, tree.Lambda):
+        hint = dt.parse_dtype(dtype_hint) if isinstance(dtype_hint, str) else dtype_hint
+        return _build(source, node, None, hint or dt.INT32)
+    if not (isinstance(node, tree.Call) and _is_index_map_call(node.func)):
+        raise _error(whole, "an index map is T.index_map(lambda ...: ...) or lambda ...: ...")
+    if len(node.args) != 1 or not isinstance(node.args[0], tree.Lambda):
+        raise _error(
+            _span(source, node), "T.index_map takes one lambda: T.index_map(lambda i: (i,))"
+        )
+    inverse: tree.Lambda | None = None
+    dtype = SCRIPT_DEFAULT_DTYPE
+    for keyword in node.keywords:
+        if keyword.name == "inverse_index_map" and isinstance(keyword.value, tree.Lambda):
+            inverse = keyword.value
+        elif keyword.name == "index_dtype" and isinstance(keyword.value, tree.Constant):
+            try:
+                dtype = dt.parse_dtype(str(keyword.value.value))
+            except ValueError:
+                raise _error(_span(source, keyword), "index_dtype is not a dtype") from None
+        else:
+            message = f"T.index_map takes inverse_index_map= and index_dtype=, not {keyword.name}="
+            raise _error(_span(source, keyword), message)
+    return _build(source, node.args[0], inverse, dtype)
+
+
+def _is_index_map_call(func: object) -> bool:
+    from tirc.text.syntax import tree
+
+    return (
+        isinstance(func, tree.Attribute)
+        and func.attr == "index_map"
+        and isinstance(func.value, tree.Name)
+        and func.value.id == "T"
+    )
+
+
+def _build(source: Source, node: object, inverse: object, dtype: DataType) -> IndexMap:
+    initial, final = _evaluate_lambda(source, node, dtype)
+    given = None
+    if inverse is not None:
+        given = IndexMap(*_evaluate_lambda(source, inverse, dtype))
+        if len(given.initial) != len(final) or len(given.final) != len(initial):
+            raise _error(_span(source, inverse), "the inverse does not match the map's arity")
+    return IndexMap(initial, final, given)
+
+
+def _evaluate_lambda(
+    source: Source, node: object, dtype: DataType
+) -> tuple[tuple[Var, ...], tuple[PrimExpr, ...]]:
+    """The lambda's parameters as fresh variables and its body's values over them."""
+    from tirc.text.builder.context import BuildError, Context
+    from tirc.text.builder.namespace import global_names
+    from tirc.text.builder.scope import Scope
+    from tirc.text.builder.stmt import Builder
+    from tirc.text.syntax import tree
+
+    assert isinstance(node, tree.Lambda)
+    params = tuple(Var(param, dtype) for param in node.params)
+    scope = Scope(names=global_names()).child()
+    for var in params:
+        scope.bind(var.name, var)
+    builder = Builder(Context(source), scope)
+    body = node.body
+    items = body.items if isinstance(body, tree.Tuple) else (body,)
+    try:
+        final = tuple(builder.evaluate_expr(item) for item in items)
+    except BuildError as error:
+        raise DiagnosticError(error.diagnostic) from None
+    return params, final
+
+
+def _span(source: Source, node: object) -> Span:
+    return Span(source, node.start, node.end)  # type: ignore[attr-defined]
+
+
+def _error(span: Span, message: str) -> DiagnosticError:
+    return DiagnosticError(Diagnostic.error(message, span))

@@ -1,0 +1,353 @@
+"""pad_einsum: round each iterator of an einsum block up to a multiple of its padding, running
+it over padded copies of the buffers whose shape grows.
+
+An einsum block stores to one buffer and loads buffers (the output too, for a reduction), every
+index a block iterator or a constant. A padded input `A` is filled first by a block `A_pad`
+(zero outside `A`), and a padded output is copied back by a block `C_pad` after it; both are
+allocated in the scope block. The loops bound to padded iterators get the new extents.
+
+    for i, k in T.grid(127, 64):        for i0, i1 in T.grid(128, 64):  # block "A_pad"
+        C[vi] += A[vi, vk]        →         A_pad[v0, v1] = T.if_then_else(v0 < 127, A[v0, v1], 0)
+    (padding [32, 1])                   for i, k in T.grid(128, 64): C_pad[vi] += A_pad[vi, vk]
+                                        for i0 in range(127): C[v0] = C_pad[v0]  # "C_pad"
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from tirc.analysis.arith import Analyzer
+from tirc.ir import expr as E
+from tirc.ir.buffer import Buffer, BufferRegion, Range, make_buffer
+from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var
+from tirc.ir.functor import Mutator, walk
+from tirc.ir.stmt import BufferStore, For, IterType, IterVar, SBlock, SBlockRealize, Stmt, seq
+from tirc.schedule.errors import ScheduleError
+from tirc.schedule.primitives import primitive
+from tirc.schedule.properties import realize_of
+from tirc.schedule.rebind import const_value, serial_loop
+from tirc.schedule.schedule import Schedule, describe
+from tirc.schedule.signature import Kind, Param, Signature
+from tirc.schedule.sref import SRef
+
+
+@dataclass
+class _Einsum:
+    output: Buffer
+    inputs: list[Buffer]
+    indices: dict[int, tuple[PrimExpr, ...]]  # id(buffer) -> its index (iterators, constants)
+
+
+@primitive(
+    Signature(
+        "pad_einsum",
+        "PadEinsum",
+        inputs=(Param("block", Kind.BLOCK),),
+        attrs=(Param("padding", Kind.INTS),),
+        doc="Pad an einsum block's iterators to multiples of the padding.",
+    )
+)
+def pad_einsum(sch: Schedule, block: SRef, padding: list[int]) -> None:
+    state = sch.state_owning(block)
+    node = block.block
+    factors = _check_padding(padding, node, block)
+    einsum = _extract(node, block)
+    realize = realize_of(block)
+    loops = Schedule.loops_above(block)
+    extents = _padded_extents(node, factors)
+    changed = {
+        id(iv.var): extent
+        for iv, extent in zip(node.iter_vars, extents, strict=True)
+        if extent is not None
+    }
+    if not changed:
+        return  # every iterator is already a multiple of its padding: nothing to do
+    loop_of = _bound_loops(realize, loops, node, changed, block)
+    scope = block.enclosing_block()
+    assert scope is not None
+    _rewrite(state, scope, block, loops, realize, einsum, changed, loop_of)
+
+
+def _check_padding(padding: list[int], node: SBlock, block: SRef) -> list[int]:
+    values = [const_value(item) for item in padding]
+    if len(values) != len(node.iter_vars) or any(v is None or v <= 0 for v in values):
+        given = ", ".join(str(item) for item in padding)
+        raise ScheduleError(
+            f"the padding of {describe(block)} must be {len(node.iter_vars)} positive integers, "
+            f"one per iterator; got ({given})",
+            block,
+        )
+    return values  # type: ignore[return-value]
+
+
+def _extract(node: SBlock, block: SRef) -> _Einsum:
+    """The einsum form of the block, or a refusal saying what breaks it."""
+    refuse = ScheduleError(
+        f"{describe(block)} is not an einsum: its body must be one store to a buffer, reading "
+        "buffers at indices that are block iterators or constants",
+        block,
+    )
+    iterators = {id(iv.var) for iv in node.iter_vars}
+    store = node.body
+    if not isinstance(store, BufferStore) or not _plain(store.indices, iterators):
+        raise refuse
+    if node.init is not None:
+        init = node.init
+        if not (
+            isinstance(init, BufferStore)
+            and init.buffer is store.buffer
+            and _same(init.indices, store.indices)
+        ):
+            raise refuse
+    einsum = _Einsum(store.buffer, [], {id(store.buffer): store.indices})
+    loads: list[BufferLoad] = []
+    walk(store.value, lambda item: loads.append(item) if isinstance(item, BufferLoad) else None)
+    for load in loads:
+        known = einsum.indices.get(id(load.buffer))
+        if not _plain(load.indices, iterators) or (
+            known is not None and not _same(known, load.indices)
+        ):
+            raise refuse
+        if known is None:
+            einsum.inputs.append(load.buffer)
+            einsum.indices[id(load.buffer)] = load.indices
+    return einsum
+
+
+def _plain(indices: tuple[PrimExpr, ...], iterators: set[int]) -> bool:
+    return all(
+        isinstance(index, IntImm) or (isinstance(index, Var) and id(index) in iterators)
+        for index in indices
+    )
+
+
+def _same(a: tuple[PrimExpr, ...], b: tuple[PrimExpr, ...]) -> bool:
+    from tirc.ir.structural import find_difference
+
+    return len(a) == len(b) and all(
+        find_difference(x, y) is None for x, y in zip(a, b, strict=True)
+    )
+
+
+def _padded_extents(node: SBlock, factors: list[int]) -> list[PrimExpr | None]:
+    """The new extent of each iterator, None where it is already a multiple."""
+    analyzer = Analyzer()
+    result: list[PrimExpr | None] = []
+    for iter_var, factor in zip(node.iter_vars, factors, strict=True):
+        assert iter_var.dom is not None
+        extent = iter_var.dom.extent
+        dtype = extent.dtype  # type: ignore[attr-defined]
+        step = IntImm(factor, dtype)
+        rounded = analyzer.simplify(
+            E.Mul(E.FloorDiv(E.Add(extent, IntImm(factor - 1, dtype)), step), step)
+        )
+        result.append(None if analyzer.can_prove_equal(rounded, extent) else rounded)
+    return result
+
+
+def _bound_loops(
+    realize: SBlockRealize,
+    loops: list[SRef],
+    node: SBlock,
+    changed: dict[int, PrimExpr],
+    block: SRef,
+) -> dict[int, SRef]:
+    """The loop each padded iterator is bound to (its binding must be that loop's variable)."""
+    by_var = {id(loop.loop.loop_var): loop for loop in loops}
+    result: dict[int, SRef] = {}
+    for iter_var, value in zip(node.iter_vars, realize.iter_values, strict=True):
+        if id(iter_var.var) not in changed:
+            continue
+        loop = by_var.get(id(value))
+        if loop is None or not isinstance(loop.loop.min, IntImm) or loop.loop.min.value != 0:
+            raise ScheduleError(
+                f"the iterator {iter_var.var.name} of {describe(block)} is padded, so it must be "
+                "bound to a loop variable (a loop from 0) around the block",
+                block,
+            )
+        result[id(value)] = loop
+    return result
+
+
+# -- the rewrite -----------------------------------------------------------------------------
+
+
+def _rewrite(
+    state: object,
+    scope: SRef,
+    block: SRef,
+    loops: list[SRef],
+    realize: SBlockRealize,
+    einsum: _Einsum,
+    changed: dict[int, PrimExpr],
+    loop_of: dict[int, SRef],
+) -> None:
+    node = block.block
+    domains = {id(iv.var): iv for iv in node.iter_vars}
+
+    def new_shape(buffer: Buffer) -> tuple[PrimExpr, ...] | None:
+        indices = einsum.indices[id(buffer)]
+        shape = tuple(
+            changed.get(id(index), extent) if id(index) in domains else extent
+            for index, extent in zip(indices, buffer.shape, strict=True)
+        )
+        grown = any(a is not b for a, b in zip(shape, buffer.shape, strict=True))
+        return shape if grown else None
+
+    replaced: dict[int, Buffer] = {}
+    prologue: list[Stmt] = []
+    epilogue: list[Stmt] = []
+    allocated: list[Buffer] = []
+    for buffer in einsum.inputs:
+        shape = new_shape(buffer)
+        if shape is not None:
+            padded = _padded_buffer(buffer, shape)
+            replaced[id(buffer)] = padded
+            allocated.append(padded)
+            prologue.append(_fill_block(buffer, padded))
+    shape = new_shape(einsum.output)
+    if shape is not None:
+        padded = _padded_buffer(einsum.output, shape)
+        replaced[id(einsum.output)] = padded
+        allocated.append(padded)
+        epilogue.append(_copy_back_block(einsum.output, padded))
+    iter_vars = tuple(
+        dataclasses.replace(iv, dom=Range(iv.dom.min, changed[id(iv.var)]))  # type: ignore[union-attr]
+        if id(iv.var) in changed
+        else iv
+        for iv in node.iter_vars
+    )
+    new_block = _BufferSwap(replaced).visit(dataclasses.replace(node, iter_vars=iter_vars))
+    nest: Stmt = dataclasses.replace(realize, block=new_block)
+    for loop in reversed(loops):
+        extent = None
+        for var_id, sref in loop_of.items():
+            if sref is loop:
+                extent = changed[_iterator_of(node, realize, var_id)]
+        body_loop = loop.loop
+        nest = dataclasses.replace(body_loop, body=nest, extent=extent or body_loop.extent)
+    outer = loops[0].loop if loops else realize
+    scope_block = scope.block
+    body: Stmt = _InsertAround(outer, prologue, nest, epilogue).visit(scope_block.body)  # type: ignore[assignment]
+    new_scope = dataclasses.replace(
+        scope_block, body=body, alloc_buffers=scope_block.alloc_buffers + tuple(allocated)
+    )
+    state.replace(scope, new_scope, {node: new_block})  # type: ignore[attr-defined]
+
+
+def _iterator_of(node: SBlock, realize: SBlockRealize, loop_var_id: int) -> int:
+    for iter_var, value in zip(node.iter_vars, realize.iter_values, strict=True):
+        if id(value) == loop_var_id:
+            return id(iter_var.var)
+    raise AssertionError("a padded loop binds no iterator")
+
+
+def _padded_buffer(buffer: Buffer, shape: tuple[PrimExpr, ...]) -> Buffer:
+    return make_buffer(f"{buffer.name}_pad", shape, buffer.dtype, buffer.scope)
+
+
+def _grid(shape: tuple[PrimExpr, ...], build: object) -> Stmt:
+    """A spatial block over `shape` (loops i0.., iterators v0..) whose body `build(vars)` makes."""
+    loop_vars = [Var(f"i{k}", extent.dtype) for k, extent in enumerate(shape)]  # type: ignore[attr-defined]
+    block_vars = [Var(f"v{k}", extent.dtype) for k, extent in enumerate(shape)]  # type: ignore[attr-defined]
+    iter_vars = tuple(
+        IterVar(var, Range(IntImm(0, var.dtype), extent), IterType.SPATIAL)
+        for var, extent in zip(block_vars, shape, strict=True)
+    )
+    made: SBlock = build(block_vars, iter_vars)  # type: ignore[operator]
+    stmt: Stmt = SBlockRealize(tuple(loop_vars), IntImm(1, _bool()), made)
+    for var, extent in reversed(list(zip(loop_vars, shape, strict=True))):
+        stmt = serial_loop(var, extent, stmt)
+    return stmt
+
+
+def _bool():  # type: ignore[no-untyped-def]
+    from tirc.ir import dtype as dt
+
+    return dt.BOOL
+
+
+def _fill_block(source: Buffer, padded: Buffer) -> Stmt:
+    """`padded[v] = T.if_then_else(v < shape on grown dims, source[v], 0)`, named `padded`."""
+
+    def build(vars_: list[Var], iter_vars: tuple[IterVar, ...]) -> SBlock:
+        condition: PrimExpr | None = None
+        for var, old, new in zip(vars_, source.shape, padded.shape, strict=True):
+            if old is not new:
+                test = E.LT(var, old)
+                condition = test if condition is None else E.And(condition, test)
+        assert condition is not None
+        indices = tuple(vars_)
+        zero = _zero(source)
+        value = E.Call(source.dtype, "if_then_else", (condition, BufferLoad(source, indices), zero))
+        store = BufferStore(padded, value, indices)
+        return SBlock(
+            padded.name, iter_vars, (_point(source, vars_),), (_point(padded, vars_),), store
+        )
+
+    return _grid(padded.shape, build)
+
+
+def _copy_back_block(target: Buffer, padded: Buffer) -> Stmt:
+    """`target[v] = padded[v]` over the target's shape, named `padded`."""
+
+    def build(vars_: list[Var], iter_vars: tuple[IterVar, ...]) -> SBlock:
+        indices = tuple(vars_)
+        store = BufferStore(target, BufferLoad(padded, indices), indices)
+        return SBlock(
+            padded.name, iter_vars, (_point(padded, vars_),), (_point(target, vars_),), store
+        )
+
+    return _grid(target.shape, build)
+
+
+def _zero(buffer: Buffer) -> PrimExpr:
+    from tirc.ir.expr import FloatImm
+
+    if buffer.dtype.is_float:
+        return FloatImm(0.0, buffer.dtype)
+    return IntImm(0, buffer.dtype)
+
+
+def _point(buffer: Buffer, vars_: list[Var]) -> BufferRegion:
+    return BufferRegion(buffer, tuple(Range(var, IntImm(1, var.dtype)) for var in vars_))
+
+
+class _BufferSwap(Mutator):
+    """Loads, stores and declared regions of the swapped buffers use their padded copies."""
+
+    def __init__(self, replaced: dict[int, Buffer]):
+        self.replaced = replaced
+
+    def visit_BufferLoad(self, node: BufferLoad) -> BufferLoad:
+        new: BufferLoad = self.generic_visit(node)  # type: ignore[assignment]
+        buffer = self.replaced.get(id(new.buffer))
+        return new if buffer is None else dataclasses.replace(new, buffer=buffer)
+
+    def visit_BufferStore(self, node: BufferStore) -> BufferStore:
+        new: BufferStore = self.generic_visit(node)  # type: ignore[assignment]
+        buffer = self.replaced.get(id(new.buffer))
+        return new if buffer is None else dataclasses.replace(new, buffer=buffer)
+
+    def visit_BufferRegion(self, node: BufferRegion) -> BufferRegion:
+        buffer = self.replaced.get(id(node.buffer))
+        return node if buffer is None else dataclasses.replace(node, buffer=buffer)
+
+
+class _InsertAround(Mutator):
+    """Puts `before + [nest] + after` where `outer` was, without entering loops or blocks."""
+
+    def __init__(self, outer: Stmt, before: list[Stmt], nest: Stmt, after: list[Stmt]):
+        self.outer, self.before, self.nest, self.after = outer, before, nest, after
+
+    def visit(self, node: object) -> object:
+        if node is self.outer:
+            return seq(*self.before, self.nest, *self.after)
+        if isinstance(node, (For, SBlock)):
+            return node
+        return super().visit(node)
+
+    def visit_SeqStmt(self, node: object) -> Stmt:
+        items = [self.visit(item) for item in node.stmts]  # type: ignore[attr-defined]
+        return seq(*items)  # type: ignore[arg-type]

@@ -1,0 +1,202 @@
+"""transform_block_layout: remap a block's iteration space through an index map, and rebuild
+the loops around it to run over the new space.
+
+The block must be the only thing in its loops, bound trivially (iterator k is loop k), and
+the map must be a bijective affine map of the iteration space; the block's body reads the
+old iterators through the map's inverse. New iterators are `v0, v1...`, loops `ax0, ax1...`.
+
+    for i, j in T.grid(16, 4):                  for ax0 in range(64):
+        vi, vj = T.axis.remap("SS", [i, j])  →      v0 = T.axis.spatial(64, ax0)
+        B[vi, vj] = A[vi, vj]                       B[v0 // 4, v0 % 4] = A[v0 // 4, v0 % 4]
+    (index map: lambda vi, vj: (vi * 4 + vj,))
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from tirc.analysis.arith import Analyzer
+from tirc.ir.buffer import Range
+from tirc.ir.expr import IntImm, PrimExpr, Var
+from tirc.ir.functor import walk
+from tirc.ir.stmt import For, ForKind, IterType, IterVar, SBlock, SBlockRealize, Stmt
+from tirc.schedule.access_simplify import simplify_accesses
+from tirc.schedule.dtype_substitute import substitute_legalized
+from tirc.schedule.errors import ScheduleError
+from tirc.schedule.index_map import IndexMap, IndexMapError, parse_index_map
+from tirc.schedule.primitives import primitive
+from tirc.schedule.properties import realize_of
+from tirc.schedule.schedule import Schedule, describe
+from tirc.schedule.signature import Kind, Param, Signature
+from tirc.schedule.sref import SRef
+from tirc.schedule.state import children
+
+
+@primitive(
+    Signature(
+        "transform_block_layout",
+        "TransformBlockLayout",
+        inputs=(Param("block", Kind.BLOCK),),
+        attrs=(Param("index_map", Kind.INDEX_MAP),),
+        doc="Remap a block's iteration space through an index map; rebuild its loops.",
+    )
+)
+def transform_block_layout(sch: Schedule, block: SRef, index_map: str | IndexMap) -> None:
+    state = sch.state_owning(block)
+    node = block.block
+    mapping = _as_index_map(index_map, node)
+    loops = Schedule.loops_above(block)
+    _check_loops(loops, block)
+    realize = realize_of(block)
+    _check_trivial_binding(realize, loops, block)
+    if len(mapping.initial) != len(node.iter_vars):
+        raise ScheduleError(
+            f"the index map takes {len(mapping.initial)} indices but {describe(block)} has "
+            f"{len(node.iter_vars)} iterators",
+            block,
+        )
+    new_block, realize_new = _rewrite(mapping, node, realize, block)
+    nest: Stmt = realize_new
+    for iter_var in reversed(new_block.iter_vars):
+        loop_var = realize_new.iter_values[new_block.iter_vars.index(iter_var)]
+        assert isinstance(loop_var, Var)
+        extent = iter_var.dom.extent  # type: ignore[union-attr]
+        nest = For(loop_var, IntImm(0, loop_var.dtype), extent, ForKind.SERIAL, nest)
+    if loops:
+        state.replace(loops[0], nest, {node: new_block})
+    else:
+        _replace_realize(state, block, realize, nest, node, new_block)
+
+
+def _as_index_map(index_map: str | IndexMap, block: SBlock) -> IndexMap:
+    if isinstance(index_map, IndexMap):
+        return index_map
+    dtypes = [iter_var.var.dtype for iter_var in block.iter_vars]
+    hint = max(dtypes, key=lambda dtype: dtype.bits) if dtypes else None
+    return parse_index_map(index_map, dtype_hint=hint)
+
+
+def _check_loops(loops: list[SRef], block: SRef) -> None:
+    for loop in loops:
+        start = loop.loop.min
+        if not (isinstance(start, IntImm) and start.value == 0):
+            raise ScheduleError(f"{describe(loop)} does not start at 0", loop)
+    for loop in loops:
+        inner = children(loop.loop)
+        if len(inner) != 1 or _has_other_statements(loop.loop):
+            raise ScheduleError(
+                f"{describe(loop)} has more than one child: the loops above {describe(block)} "
+                "must hold nothing else",
+                loop,
+                block,
+            )
+
+
+def _has_other_statements(loop: For) -> bool:
+    """Whether the loop body is more than the next loop or block realize (a sequence)."""
+    return not isinstance(loop.body, (For, SBlockRealize))
+
+
+def _check_trivial_binding(realize: SBlockRealize, loops: list[SRef], block: SRef) -> None:
+    values = realize.iter_values
+    trivial = len(values) == len(loops) and all(
+        value is loop.loop.loop_var for value, loop in zip(values, loops, strict=True)
+    )
+    if not trivial:
+        raise ScheduleError(
+            f"{describe(block)} is not bound trivially: its iterators must be the loop "
+            "variables around it, in order",
+            block,
+        )
+
+
+def _rewrite(
+    mapping: IndexMap, node: SBlock, realize: SBlockRealize, block: SRef
+) -> tuple[SBlock, SBlockRealize]:
+    analyzer = Analyzer()
+    old_vars = [iter_var.var for iter_var in node.iter_vars]
+    extents = []
+    for iter_var in node.iter_vars:
+        assert iter_var.dom is not None
+        extents.append(iter_var.dom.extent)
+    try:
+        transformed = mapping.map(old_vars, analyzer)
+        new_extents = mapping.map_shape(extents)
+    except IndexMapError as error:
+        raise ScheduleError(
+            f"the index map does not apply to {describe(block)}: {error}", block
+        ) from None
+    types = {id(iter_var.var): iter_var.iter_type for iter_var in node.iter_vars}
+    new_iters = []
+    for position, (expr, extent) in enumerate(zip(transformed, new_extents, strict=True)):
+        var = Var(f"v{position}", expr.dtype)  # type: ignore[attr-defined]
+        if isinstance(extent, IntImm) and extent.value == 1:
+            iter_type = IterType.SPATIAL
+        else:
+            iter_type = _iter_type_of(expr, types)
+        if iter_type is IterType.OPAQUE:
+            raise ScheduleError(
+                f"the new iterator {_text(expr)} of {describe(block)} mixes data-parallel and "
+                "reduction iterators (or none): its kind cannot be decided",
+                block,
+            )
+        zero = IntImm(0, var.dtype)
+        new_iters.append(IterVar(var, Range(zero, _cast_like(extent, var)), iter_type))
+    try:
+        inverse = mapping.inverse(extents)
+    except IndexMapError as error:
+        raise ScheduleError(
+            f"the index map {mapping} is not a bijection of {describe(block)}'s iteration "
+            f"space: {error}",
+            block,
+        ) from None
+    new_vars = [iter_var.var for iter_var in new_iters]
+    recovered = inverse.map(new_vars, analyzer)
+    substitution = dict(zip(old_vars, recovered, strict=True))
+    body_block = substitute_legalized(node, substitution)
+    new_block = dataclasses.replace(body_block, iter_vars=tuple(new_iters))
+    new_block = simplify_accesses(new_block, analyzer)
+    loop_vars = tuple(Var(f"ax{position}", var.dtype) for position, var in enumerate(new_vars))
+    new_realize = dataclasses.replace(realize, iter_values=loop_vars, block=new_block)
+    return new_block, new_realize
+
+
+def _iter_type_of(expr: PrimExpr, types: dict[int, IterType]) -> IterType:
+    """The kind of the block iterators `expr` reads, if they agree; else opaque."""
+    found: set[IterType] = set()
+    walk(expr, lambda item: found.add(types[id(item)]) if id(item) in types else None)
+    return found.pop() if len(found) == 1 else IterType.OPAQUE
+
+
+def _cast_like(extent: PrimExpr, var: Var) -> PrimExpr:
+    if extent.dtype == var.dtype:  # type: ignore[attr-defined]
+        return extent
+    if isinstance(extent, IntImm):
+        return IntImm(extent.value, var.dtype)
+    from tirc.ir.expr import Cast
+
+    return Cast(var.dtype, extent)
+
+
+def _replace_realize(
+    state: object, block: SRef, realize: SBlockRealize, nest: Stmt, old: SBlock, new: SBlock
+) -> None:
+    """A block with no loops above: the new nest takes its realize's place in the parent."""
+    from tirc.ir.functor import Mutator
+
+    parent = block.parent
+    assert parent is not None and parent.is_block
+
+    class _Swap(Mutator):
+        def visit_SBlockRealize(self, item: SBlockRealize) -> Stmt:
+            return nest if item is realize else item
+
+    parent_block = parent.block
+    body = _Swap().visit(parent_block.body)
+    state.replace(parent, dataclasses.replace(parent_block, body=body), {old: new})  # type: ignore[attr-defined]
+
+
+def _text(expr: PrimExpr) -> str:
+    from tirc.text import script
+
+    return script(expr)

@@ -1,0 +1,296 @@
+"""transform_layout: store a buffer in a new layout given by an index map; every access to it
+in the scope where it is defined (the function, for a parameter) goes through the map.
+
+The buffer is the `buffer_index`-th read (type 0) or write (type 1) of the block. The map must
+be invertible over the buffer's shape, unless `assume_injective_transform`; a map whose image
+is larger than the buffer (padding) needs a `pad_value`, which tirc does not support yet.
+
+    A = T.alloc_buffer((64,))                 A = T.alloc_buffer((16, 4))
+    A[vi] = ...                        →      A[vi // 4, vi % 4] = ...
+    (index map: lambda i: (i // 4, i % 4))
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from tirc.analysis.arith import Analyzer
+from tirc.analysis.arith.iter_map import normalize_iter_map
+from tirc.analysis.regions import infer_access_regions
+from tirc.ir.buffer import Buffer, BufferRegion, Range
+from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var
+from tirc.ir.function import PrimFunc
+from tirc.ir.functor import Mutator, walk
+from tirc.ir.stmt import BufferStore, For, SBlock
+from tirc.schedule.errors import ScheduleError
+from tirc.schedule.index_map import IndexMap, IndexMapError, parse_index_map
+from tirc.schedule.primitives import primitive
+from tirc.schedule.schedule import Schedule, describe
+from tirc.schedule.signature import Kind, Param, Signature, optional
+from tirc.schedule.sref import SRef
+
+_KINDS = {0: ("read", "reads"), 1: ("write", "writes")}
+
+
+@primitive(
+    Signature(
+        "transform_layout",
+        "TransformLayout",
+        inputs=(Param("block", Kind.BLOCK), Param("index_map", Kind.INDEX_MAP)),
+        attrs=(
+            Param("buffer_index", Kind.INT),
+            Param("buffer_index_type", Kind.VALUE),  # 0 or "read", 1 or "write"
+            optional("pad_value", Kind.INDEX_MAP, None),
+            optional("assume_injective_transform", Kind.BOOL, False),
+        ),
+        doc="Store a buffer of the block in the layout an index map gives.",
+    )
+)
+def transform_layout(
+    sch: Schedule,
+    block: SRef,
+    index_map: str | IndexMap,
+    buffer_index: int,
+    buffer_index_type: int | str,
+    pad_value: str | IndexMap | None = None,
+    assume_injective_transform: bool = False,
+) -> None:
+    state = sch.state_owning(block)
+    buffer = access_buffer(block, int(buffer_index), _index_type(buffer_index_type, block))
+    mapping = _as_map(index_map, buffer)
+    if len(mapping.initial) != buffer.ndim:
+        raise ScheduleError(
+            f"the index map takes {len(mapping.initial)} indices but buffer {buffer.name} has "
+            f"{buffer.ndim} dimensions",
+            block,
+        )
+    padding = None if pad_value is None else _as_map(pad_value, buffer)
+    _check_pad_value(padding, buffer, block)
+    scope = _defining_scope(state, block, buffer)
+    new_shape = _new_shape(mapping, buffer, block)
+    if not assume_injective_transform:
+        _check_invertible(mapping, buffer, new_shape, padding, block)
+    new_buffer = dataclasses.replace(buffer, shape=new_shape)
+    rewriter = _Rewriter(buffer, new_buffer, mapping)
+    new_scope = rewriter.visit(scope.block)
+    state.replace(scope, new_scope, rewriter.reuse)
+    _rebind_parameter(state, buffer, new_buffer)
+
+
+def access_buffer(block: SRef, index: int, kind: int) -> Buffer:
+    """The `index`-th buffer the block reads (kind 0) or writes (kind 1)."""
+    word, field = _KINDS[kind]
+    regions = getattr(block.block, field)
+    if not 0 <= index < len(regions):
+        raise ScheduleError(
+            f"{describe(block)} has {len(regions)} {word} regions, so buffer index {index} "
+            "is out of range",
+            block,
+        )
+    return regions[index].buffer
+
+
+def _index_type(value: int | str, block: SRef) -> int:
+    named = {"read": 0, "write": 1}
+    kind = named.get(value, value) if isinstance(value, str) else value
+    if kind not in _KINDS:
+        raise ScheduleError(
+            f"buffer_index_type must be 0 (read) or 1 (write), not {value!r}", block
+        )
+    return int(kind)
+
+
+def _as_map(text: str | IndexMap, buffer: Buffer) -> IndexMap:
+    mapping = (
+        text if isinstance(text, IndexMap) else parse_index_map(text, dtype_hint=buffer.index_dtype)
+    )
+    return mapping.legalized([extent.dtype for extent in buffer.shape])  # type: ignore[attr-defined]
+
+
+def _check_pad_value(padding: IndexMap | None, buffer: Buffer, block: SRef) -> None:
+    if padding is None:
+        return
+    if len(padding.final) != 1:
+        raise ScheduleError(
+            f"the pad value must give one value, it gives {len(padding.final)}", block
+        )
+    dtype = padding.final[0].dtype  # type: ignore[attr-defined]
+    if dtype != buffer.dtype:
+        raise ScheduleError(
+            f"buffer {buffer.name} has elements of type {buffer.dtype}, but the pad value "
+            f"{padding} is of type {dtype}",
+            block,
+        )
+
+
+def _defining_scope(state: object, block: SRef, buffer: Buffer) -> SRef:
+    """The block that allocates the buffer, or the root block for a function parameter."""
+    node: SRef | None = block
+    root = block
+    while node is not None:
+        if node.is_block:
+            root = node
+            if any(item is buffer for item in node.block.alloc_buffers):
+                return node
+            if any(match.buffer is buffer for match in node.block.match_buffers):
+                raise ScheduleError(
+                    f"buffer {buffer.name} is a region of another buffer (T.match_buffer) "
+                    f"in {describe(node)}: transform the buffer it views instead",
+                    node,
+                )
+        node = node.parent
+    return root
+
+
+def _new_shape(mapping: IndexMap, buffer: Buffer, block: SRef) -> tuple:
+    try:
+        return mapping.map_shape(buffer.shape)
+    except IndexMapError as error:
+        raise ScheduleError(
+            f"the index map does not apply to buffer {buffer.name}: {error}", block
+        ) from None
+
+
+def _check_invertible(
+    mapping: IndexMap,
+    buffer: Buffer,
+    new_shape: tuple,
+    padding: IndexMap | None,
+    block: SRef,
+) -> None:
+    try:
+        mapping.inverse(buffer.shape)
+        return
+    except IndexMapError as error:
+        reason = str(error)
+    old_size, new_size = _size(buffer.shape), _size(new_shape)
+    if old_size is not None and new_size is not None and new_size > old_size:
+        shapes = f"{_shape_text(buffer.shape)} to {_shape_text(new_shape)}"
+        if padding is None:
+            raise ScheduleError(
+                f"the index map {mapping} takes buffer {buffer.name} from shape {shapes}, which "
+                "would introduce padding; give a pad_value (or assume_injective_transform)",
+                block,
+            )
+        raise ScheduleError(
+            f"padding buffer {buffer.name} with a pad_value (shape {shapes}) is not supported "
+            "by tirc yet",
+            block,
+        )
+    raise ScheduleError(
+        f"the index map {mapping} is not invertible over buffer {buffer.name}: {reason}", block
+    )
+
+
+def _size(shape: tuple) -> int | None:
+    if not all(isinstance(extent, IntImm) for extent in shape):
+        return None
+    return math.prod(extent.value for extent in shape)
+
+
+def _shape_text(shape: tuple) -> str:
+    from tirc.text import script
+
+    return "(" + ", ".join(script(extent) for extent in shape) + ")"
+
+
+class _Rewriter(Mutator):
+    """Every access to `old` becomes an access to `new` at the mapped indices; the regions
+    blocks declare for it are inferred again from their bodies (as TVM does)."""
+
+    def __init__(self, old: Buffer, new: Buffer, mapping: IndexMap):
+        self.old, self.new, self.mapping = old, new, mapping
+        self.analyzer = Analyzer()  # knows no ranges: the map is simplified as written
+        self.domains: dict[Var, Range] = {}  # loops and block iterators around the access
+        self.reuse: dict[SBlock, SBlock] = {}
+
+    def visit_For(self, node: For) -> For:
+        self.domains[node.loop_var] = Range(node.min, node.extent)
+        return self.generic_visit(node)  # type: ignore[return-value]
+
+    def indices(self, indices: tuple[PrimExpr, ...]) -> tuple[PrimExpr, ...]:
+        """The mapped indices, then in iterator-map normal form over the ranges around them
+        where they form an iterator map (TVM's rule: `(vo * 16 + vi) // 16` is `vo` when
+        vi < 16, but `vi // 64` stays when the indices overlap). An index that was a variable
+        stays one rather than become a constant."""
+        mapped = self.mapping.map(indices, self.analyzer)
+        used: set[Var] = set()
+        for index in mapped:
+            walk(index, lambda item: used.add(item) if isinstance(item, Var) else None)
+        domains = {var: self.domains[var] for var in used if var in self.domains}
+        normal = normalize_iter_map(list(mapped), domains, None, keep_unit_iters=False)
+        if normal is None:
+            return mapped
+        bounded = Analyzer()  # drops digits of extent 1 (`vi // 16` where vi < 16)
+        for var, domain in domains.items():
+            bounded.bind(var, domain)
+        normal = [bounded.simplify(index) for index in normal]
+        return tuple(
+            old if isinstance(new, IntImm) and isinstance(old, Var) else new
+            for old, new in zip(mapped, normal, strict=True)
+        )
+
+    def visit_BufferLoad(self, node: BufferLoad) -> BufferLoad:
+        new: BufferLoad = self.generic_visit(node)  # type: ignore[assignment]
+        if new.buffer is not self.old:
+            return new
+        return dataclasses.replace(new, buffer=self.new, indices=self.indices(new.indices))
+
+    def visit_BufferStore(self, node: BufferStore) -> BufferStore:
+        new: BufferStore = self.generic_visit(node)  # type: ignore[assignment]
+        if new.buffer is not self.old:
+            return new
+        return dataclasses.replace(new, buffer=self.new, indices=self.indices(new.indices))
+
+    def visit_SBlock(self, node: SBlock) -> SBlock:
+        for iter_var in node.iter_vars:
+            if iter_var.dom is not None:
+                self.domains[iter_var.var] = iter_var.dom
+        new: SBlock = self.generic_visit(node)  # type: ignore[assignment]
+        changes: dict[str, object] = {}
+        if self._mentions(new.reads) or self._mentions(new.writes):
+            reads, writes = infer_access_regions(new)
+            changes["reads"] = self._regions(new.reads, reads, writes)
+            changes["writes"] = self._regions(new.writes, writes, reads)
+        if any(buffer is self.old for buffer in new.alloc_buffers):
+            changes["alloc_buffers"] = tuple(
+                self.new if buffer is self.old else buffer for buffer in new.alloc_buffers
+            )
+        if changes:
+            new = dataclasses.replace(new, **changes)  # type: ignore[arg-type]
+        if new is not node:
+            self.reuse[node] = new
+        return new
+
+    def _mentions(self, regions: tuple[BufferRegion, ...]) -> bool:
+        return any(region.buffer is self.old for region in regions)
+
+    def _regions(
+        self,
+        declared: tuple[BufferRegion, ...],
+        inferred: tuple[BufferRegion, ...],
+        other: tuple[BufferRegion, ...],
+    ) -> tuple[BufferRegion, ...]:
+        """Declared regions of the old buffer replaced by the inferred region of the new one
+        (looked up among the other kind when inference lists it there only: a buffer both
+        read and written is listed as written)."""
+        found = [region for region in inferred if region.buffer is self.new]
+        found = found or [region for region in other if region.buffer is self.new]
+        result = []
+        for region in declared:
+            if region.buffer is not self.old:
+                result.append(region)
+            elif found:
+                result.append(found[0])
+        return tuple(result)
+
+
+def _rebind_parameter(state: object, old: Buffer, new: Buffer) -> None:
+    """A parameter's buffer changes in the function's buffer map too."""
+    func: PrimFunc = state.func  # type: ignore[attr-defined]
+    if not any(buffer is old for _, buffer in func.buffer_map):
+        return
+    buffer_map = tuple((var, new if buffer is old else buffer) for var, buffer in func.buffer_map)
+    new_func = dataclasses.replace(func, buffer_map=buffer_map)
+    state.module = state.module.with_function(state.func_name, new_func)  # type: ignore[attr-defined]
