@@ -96,12 +96,54 @@ class Simplifier(Mutator):
                     return from_sum(rest)
                 quotient.const += shift
                 return from_sum(quotient)
+        common = self._common_factor(rest, divisor)
+        if common is not None:
+            # (g*r + s) // (g*d) == r // d and (g*r + s) % (g*d) == g*(r % d) + s, for s in [0, g)
+            factor, multiple, small = common
+            inner = IntImm(divisor // factor, dtype)
+            if is_mod:
+                scaled = Sum(dtype)
+                scaled.add_term(E.FloorMod(multiple, inner), factor)
+                scaled.add(to_sum(small))
+                return from_sum(scaled)
+            quotient.add_term(E.FloorDiv(multiple, inner), 1)
+            return from_sum(quotient)
         if quotient.is_const and quotient.const == 0:
             return rebuilt  # type: ignore[return-value]
         if is_mod:
             return E.FloorMod(rest_expr, b)
         quotient.add_term(E.FloorDiv(rest_expr, b), 1)
         return from_sum(quotient)
+
+    def _common_factor(self, rest: Sum, divisor: int) -> tuple[int, PrimExpr, PrimExpr] | None:
+        """A factor g of the divisor with `rest == g * multiple + small` and small in [0, g)."""
+        import math
+
+        factors = sorted(
+            {math.gcd(divisor, abs(coeff)) for _, coeff in rest.terms.values()}, reverse=True
+        )
+        for factor in factors:
+            if factor <= 1 or factor == divisor:
+                continue
+            multiple, small = Sum(rest.dtype), Sum(rest.dtype)
+            for atom, coeff in rest.terms.values():
+                if coeff % factor == 0:
+                    multiple.add_term(atom, coeff // factor)
+                else:
+                    small.add_term(atom, coeff)
+            small.const = rest.const
+            if not multiple.terms:
+                continue
+            small_expr = from_sum(small)
+            bound = self.bound(small_expr)
+            if (
+                bound.min is not None
+                and bound.max is not None
+                and 0 <= bound.min
+                and bound.max < factor
+            ):
+                return factor, from_sum(multiple), small_expr
+        return None
 
     def visit_FloorDiv(self, node: E.FloorDiv) -> PrimExpr:
         return self._division(node, is_mod=False)
