@@ -1,0 +1,57 @@
+"""Lowering a module through a pipeline, with the instruments of `tirc print --lower`.
+
+Intermediate modules and the timing table go to stderr, so stdout keeps the lowered module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, TextIO
+
+from tirc.diagnostics import Diagnostic, DiagnosticError
+
+if TYPE_CHECKING:
+    from tirc.ir.function import IRModule
+
+
+def lower_module(
+    module: IRModule,
+    *,
+    target: str = "cpu",
+    pipeline_path: str | None = None,
+    print_after: Sequence[str] = (),
+    print_after_all: bool = False,
+    time_passes: bool = False,
+    verify_each: bool = False,
+    stream: TextIO | None = None,
+) -> IRModule:
+    """`module` lowered by the pipeline in `pipeline_path`, or the target's default one.
+
+    Raises DiagnosticError for a bad pipeline, an unknown pass in `print_after`, a program a
+    pass cannot lower, or (with `verify_each`) a pass that produced invalid IR.
+    """
+    from tirc.transform import Instruments, default_pipeline, load_pipeline, run_pipeline
+    from tirc.transform.registry import lookup_pass
+
+    pipeline = load_pipeline(pipeline_path) if pipeline_path else default_pipeline(target)
+    problems: list[Diagnostic] = []
+    for name in print_after:
+        try:
+            lookup_pass(name)
+        except DiagnosticError as error:
+            problems += [
+                Diagnostic.error(f"--print-after: {d.message}", d.span, *d.notes)
+                for d in error.diagnostics
+            ]
+    if problems:
+        raise DiagnosticError(problems)
+    instruments = Instruments(
+        print_after=frozenset(print_after),
+        print_after_all=print_after_all,
+        time_passes=time_passes,
+        verify_each=verify_each,
+        stream=stream,
+    )
+    lowered = run_pipeline(module, pipeline.passes, instruments)
+    instruments.report()
+    return lowered

@@ -1,0 +1,78 @@
+"""A copy of a statement with fresh variables and buffers for everything it defines, so that
+replicas (unrolled iterations) never define one variable or allocation twice."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+
+from tirc.ir import expr as E
+from tirc.ir import stmt as S
+from tirc.ir.buffer import Buffer
+from tirc.ir.functor import Mutator
+
+
+def _renamed(var: E.Var) -> E.Var:
+    return E.Var(var.name, var.dtype, var.pointer, var.is_size_var, span=var.span)
+
+
+class _Copier(Mutator):
+    def __init__(self, mapping: Mapping[E.Var, E.PrimExpr]):
+        self.vars: dict[E.Var, E.PrimExpr] = dict(mapping)
+        self.buffers: dict[int, Buffer] = {}
+
+    def visit_Var(self, node: E.Var) -> E.PrimExpr:
+        return self.vars.get(node, node)
+
+    def visit_Buffer(self, node: Buffer) -> Buffer:
+        return self.buffers.get(id(node), node)
+
+    def define_buffer(self, buffer: Buffer) -> Buffer:
+        data = _renamed(buffer.data)
+        self.vars[buffer.data] = data
+        fresh = dataclasses.replace(
+            buffer,
+            data=data,
+            shape=self.visit(buffer.shape),
+            strides=self.visit(buffer.strides),
+            elem_offset=self.visit(buffer.elem_offset),
+        )
+        self.buffers[id(buffer)] = fresh
+        return fresh
+
+    def visit_AllocBuffer(self, node: S.AllocBuffer) -> S.Stmt:
+        return dataclasses.replace(node, buffer=self.define_buffer(node.buffer))
+
+    def visit_DeclBuffer(self, node: S.DeclBuffer) -> S.Stmt:
+        data = self.visit(node.data)
+        buffer = node.buffer
+        if buffer.data is node.data or node.data is None:
+            fresh = self.define_buffer(buffer)
+            return dataclasses.replace(
+                node, buffer=fresh, data=fresh.data if node.data is not None else None
+            )
+        fresh = dataclasses.replace(buffer, data=self.visit(buffer.data))
+        self.buffers[id(buffer)] = fresh
+        return dataclasses.replace(node, buffer=fresh, data=data)
+
+    def visit_For(self, node: S.For) -> S.Stmt:
+        self.vars[node.loop_var] = _renamed(node.loop_var)
+        return self.generic_visit(node)  # type: ignore[return-value]
+
+    def visit_Bind(self, node: S.Bind) -> S.Stmt:
+        value = self.visit(node.value)
+        var = _renamed(node.var)
+        self.vars[node.var] = var
+        return S.Bind(var, value, span=node.span)
+
+    def visit_Let(self, node: E.Let) -> E.PrimExpr:
+        value = self.visit(node.value)
+        var = _renamed(node.var)
+        self.vars[node.var] = var
+        return E.Let(var, value, self.visit(node.body), span=node.span)
+
+
+def fresh_copy(stmt: S.Stmt, mapping: Mapping[E.Var, E.PrimExpr]) -> S.Stmt:
+    """`stmt` with `mapping` applied and every variable and buffer it defines made new."""
+    result: S.Stmt = _Copier(mapping).visit(stmt)
+    return result

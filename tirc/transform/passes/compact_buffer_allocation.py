@@ -1,0 +1,254 @@
+"""compact-buffer-allocation: each block-allocated buffer shrinks to the region its uses touch
+within one execution of the allocating block, and its indices are rebased onto that region.
+
+Expects opaque blocks (after plan-buffer-allocation and convert-blocks-to-opaque); leaves them.
+A dimension shrinks only when its extent is a constant smaller than the buffer's; a buffer
+whose data pointer escapes (`tvm_access_ptr`, `B.data`) keeps its shape:
+
+    for i in range(4):                              for i in range(4):
+        with T.sblock(""):                              with T.sblock(""):
+            A_local = T.sblock_alloc_buffer((4, 8)) ->      A_local = T.sblock_alloc_buffer((1, 8))
+            A_local[i, j] = ...                              A_local[i - i, j] = ...
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from tirc.analysis.arith.analyzer import Analyzer
+from tirc.analysis.arith.int_set import relax
+from tirc.ir import expr as E
+from tirc.ir import stmt as S
+from tirc.ir.buffer import Buffer, BufferRegion, Range
+from tirc.ir.function import PrimFunc
+from tirc.ir.functor import Mutator, Visitor
+from tirc.transform.pass_base import Dialect, FunctionPass
+
+Box = list[tuple[E.PrimExpr | None, E.PrimExpr | None]]  # inclusive ends per dimension
+
+
+class _Touched(Visitor):
+    """The bounding box of every access to the given buffers, inner loops relaxed."""
+
+    def __init__(self, buffers: tuple[Buffer, ...]):
+        self.boxes: dict[int, Box] = {}
+        self.wanted = {id(b): b for b in buffers}
+        self.data = {b.data: b for b in buffers}
+        self.escaped: set[int] = set()
+        self.domains: dict[E.Var, Range] = {}
+        self.analyzer = Analyzer()
+
+    def visit_For(self, node: S.For) -> None:
+        self.domains[node.loop_var] = Range(node.min, node.extent)
+        self.analyzer.bind(node.loop_var, Range(node.min, node.extent))
+        self.generic_visit(node)
+        del self.domains[node.loop_var]
+
+    def visit_SBlock(self, node: S.SBlock) -> None:
+        for match in node.match_buffers:
+            if id(match.source.buffer) in self.wanted:
+                for_region = [
+                    (r.min, E.Sub(E.Add(r.min, r.extent), E.IntImm(1, r.extent.dtype)))  # type: ignore[attr-defined]
+                    for r in match.source.region
+                ]
+                self.touch(match.source.buffer, [self.relaxed(lo, hi) for lo, hi in for_region])
+        # regions are declarations; the accesses themselves are what count
+        self.visit(node.body)
+        if node.init is not None:
+            self.visit(node.init)
+
+    def visit_BufferLoad(self, node: E.BufferLoad) -> None:
+        self.access(node.buffer, node.indices)
+        self.visit(node.indices)
+
+    def visit_BufferStore(self, node: S.BufferStore) -> None:
+        self.access(node.buffer, node.indices)
+        self.visit(node.indices)
+        self.visit(node.value)
+
+    def visit_Var(self, node: E.Var) -> None:
+        buffer = self.data.get(node)
+        if buffer is not None:
+            self.escaped.add(id(buffer))
+
+    def access(self, buffer: Buffer, indices: tuple[E.PrimExpr, ...]) -> None:
+        if id(buffer) not in self.wanted:
+            return
+        ends = []
+        for index in indices:
+            if isinstance(index, E.Ramp):
+                last = E.Add(
+                    index.base,
+                    E.Mul(index.stride, E.IntImm(index.lanes - 1, index.stride.dtype)),  # type: ignore[attr-defined]
+                )
+                ends.append(self.relaxed(index.base, last, both=True))
+            elif index.dtype.is_vector:  # type: ignore[attr-defined]
+                ends.append((None, None))
+            else:
+                ends.append(self.relaxed(index, index))
+        self.touch(buffer, ends)
+
+    def relaxed(
+        self, low: E.PrimExpr, high: E.PrimExpr, both: bool = False
+    ) -> tuple[E.PrimExpr | None, E.PrimExpr | None]:
+        a, b = relax(low, self.domains, self.analyzer), relax(high, self.domains, self.analyzer)
+        if not both:
+            return a.min, b.max
+        lows, highs = [a.min, b.min], [a.max, b.max]
+        if None in lows or None in highs:
+            return None, None
+        return (
+            self.analyzer.simplify(E.Min(lows[0], lows[1])),  # type: ignore[arg-type]
+            self.analyzer.simplify(E.Max(highs[0], highs[1])),  # type: ignore[arg-type]
+        )
+
+    def touch(self, buffer: Buffer, ends: Box) -> None:
+        box = self.boxes.get(id(buffer))
+        if box is None:
+            self.boxes[id(buffer)] = list(ends)
+            return
+        for dim, ((lo, hi), (new_lo, new_hi)) in enumerate(zip(box, ends, strict=False)):
+            new_lo, new_hi = _like(new_lo, lo), _like(new_hi, hi)
+            box[dim] = (
+                None if lo is None or new_lo is None else self.analyzer.simplify(E.Min(lo, new_lo)),
+                None if hi is None or new_hi is None else self.analyzer.simplify(E.Max(hi, new_hi)),
+            )
+
+
+def _like(expr: E.PrimExpr | None, other: E.PrimExpr | None) -> E.PrimExpr | None:
+    """`expr` in the dtype of `other` (index expressions mix int32 and int64)."""
+    if expr is None or other is None or expr.dtype == other.dtype:  # type: ignore[attr-defined]
+        return expr
+    return E.Cast(other.dtype, expr)  # type: ignore[attr-defined]
+
+
+def _compacted(
+    buffer: Buffer, box: Box | None, analyzer: Analyzer
+) -> tuple[Buffer, list[E.PrimExpr | None]] | None:
+    """The shrunk buffer and the offset of each dimension, or None to keep it as it is."""
+    if box is None or buffer.strides or buffer.axis_separators:
+        return None
+    shape: list[E.PrimExpr] = []
+    offsets: list[E.PrimExpr | None] = []
+    for extent, (low, high) in zip(buffer.shape, box, strict=False):
+        size = None
+        if low is not None and high is not None:
+            size = analyzer.simplify(E.Add(E.Sub(high, low), E.IntImm(1, low.dtype)))  # type: ignore[attr-defined]
+        fits = (
+            isinstance(size, E.IntImm)
+            and isinstance(extent, E.IntImm)
+            and 0 < size.value < extent.value
+        )
+        if fits:
+            shape.append(E.IntImm(size.value, extent.dtype))  # type: ignore[union-attr,attr-defined]
+            offsets.append(None if E.is_const_int(low, 0) else low)
+        else:
+            shape.append(extent)
+            offsets.append(None)
+    if all(o is None for o in offsets) and list(buffer.shape) == shape:
+        return None
+    return dataclasses.replace(buffer, shape=tuple(shape)), offsets
+
+
+class _Rebase(Mutator):
+    def __init__(self, plans: dict[int, tuple[Buffer, list[E.PrimExpr | None]]]):
+        self.plans = plans
+
+    def indices(self, buffer: Buffer, indices: tuple[E.PrimExpr, ...]) -> tuple[E.PrimExpr, ...]:
+        _, offsets = self.plans[id(buffer)]
+        out = []
+        for index, offset in zip(indices, offsets, strict=False):
+            if offset is None:
+                out.append(index)
+            elif index.dtype.is_vector:  # type: ignore[attr-defined]
+                out.append(E.Sub(index, E.Broadcast(offset, index.dtype.lanes)))  # type: ignore[attr-defined]
+            else:
+                out.append(E.Sub(index, _cast(offset, index.dtype)))  # type: ignore[attr-defined]
+        return tuple(out)
+
+    def visit_BufferLoad(self, node: E.BufferLoad) -> E.PrimExpr:
+        node = self.generic_visit(node)  # type: ignore[assignment]
+        if id(node.buffer) not in self.plans:
+            return node
+        return E.BufferLoad(
+            self.plans[id(node.buffer)][0],
+            self.indices(node.buffer, node.indices),
+            node.predicate,
+            span=node.span,
+        )
+
+    def visit_BufferStore(self, node: S.BufferStore) -> S.Stmt:
+        node = self.generic_visit(node)  # type: ignore[assignment]
+        if id(node.buffer) not in self.plans:
+            return node
+        return dataclasses.replace(
+            node,
+            buffer=self.plans[id(node.buffer)][0],
+            indices=self.indices(node.buffer, node.indices),
+        )
+
+    def visit_BufferRegion(self, node: BufferRegion) -> BufferRegion:
+        if id(node.buffer) not in self.plans:
+            return self.generic_visit(node)  # type: ignore[return-value]
+        new, offsets = self.plans[id(node.buffer)]
+        region = tuple(
+            r if o is None else Range(E.Sub(r.min, _cast(o, r.min.dtype)), r.extent)  # type: ignore[attr-defined]
+            for r, o in zip(node.region, offsets, strict=False)
+        )
+        return BufferRegion(new, region, span=node.span)
+
+    def visit_SBlock(self, node: S.SBlock) -> S.SBlock:
+        block: S.SBlock = self.generic_visit(node)  # type: ignore[assignment]
+        allocs = tuple(
+            self.plans[id(b)][0] if id(b) in self.plans else b for b in block.alloc_buffers
+        )
+        if all(a is b for a, b in zip(allocs, block.alloc_buffers, strict=False)):
+            return block
+        return dataclasses.replace(block, alloc_buffers=allocs)
+
+
+def _cast(expr: E.PrimExpr, dtype: object) -> E.PrimExpr:
+    return expr if expr.dtype == dtype else E.Cast(dtype, expr)  # type: ignore[attr-defined,arg-type]
+
+
+class _Planner(Visitor):
+    def __init__(self) -> None:
+        self.plans: dict[int, tuple[Buffer, list[E.PrimExpr | None]]] = {}
+        self.outer: dict[E.Var, Range] = {}
+
+    def visit_For(self, node: S.For) -> None:
+        self.outer[node.loop_var] = Range(node.min, node.extent)
+        self.generic_visit(node)
+        del self.outer[node.loop_var]
+
+    def visit_SBlock(self, node: S.SBlock) -> None:
+        if node.alloc_buffers:
+            touched = _Touched(node.alloc_buffers)
+            for var, domain in self.outer.items():
+                touched.analyzer.bind(var, domain)
+            touched.visit(node.body)
+            if node.init is not None:
+                touched.visit(node.init)
+            for buffer in node.alloc_buffers:
+                if id(buffer) in touched.escaped:
+                    continue
+                plan = _compacted(buffer, touched.boxes.get(id(buffer)), touched.analyzer)
+                if plan is not None:
+                    self.plans[id(buffer)] = plan
+        self.generic_visit(node)
+
+
+@dataclass(frozen=True)
+class CompactBufferAllocation(FunctionPass):
+    name = "compact-buffer-allocation"
+    expects = Dialect.OPAQUE_BLOCKS
+    leaves = Dialect.OPAQUE_BLOCKS
+
+    def run_function(self, func: PrimFunc) -> PrimFunc:
+        planner = _Planner()
+        planner.visit(func.body)
+        if not planner.plans:
+            return func
+        body = _Rebase(planner.plans).visit(func.body)
+        return dataclasses.replace(func, body=body)

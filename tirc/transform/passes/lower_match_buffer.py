@@ -1,0 +1,153 @@
+"""lower-match-buffer: accesses through a block's `T.match_buffer` view become accesses to the
+source buffer, and the view's symbolic shape, strides and offset become their values.
+
+Expects opaque blocks; leaves them without match_buffers:
+
+    with T.sblock(""):                                     with T.sblock(""):
+        Asub = T.match_buffer(A[i, 0:8], (8,))      ->         A[i, 0 + j] = 1.0
+        Asub[j] = 1.0
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from tirc.diagnostics import DiagnosticError
+from tirc.ir import expr as E
+from tirc.ir import stmt as S
+from tirc.ir.buffer import Buffer, BufferRegion, MatchBufferRegion, Range
+from tirc.ir.function import PrimFunc
+from tirc.ir.functor import Mutator
+from tirc.ir.substitute import substitute
+from tirc.transform.pass_base import Dialect, FunctionPass
+
+
+def strides_of(buffer: Buffer) -> list[E.PrimExpr]:
+    """The strides of each dimension: the declared ones, or row-major from the shape."""
+    if buffer.strides:
+        return list(buffer.strides)
+    out: list[E.PrimExpr] = []
+    running: E.PrimExpr = E.IntImm(1, buffer.index_dtype)
+    for extent in reversed(buffer.shape):
+        out.append(running)
+        running = extent if E.is_const_int(running, 1) else E.Mul(running, _as(extent, running))
+    return list(reversed(out))
+
+
+def _as(expr: E.PrimExpr, like: E.PrimExpr) -> E.PrimExpr:
+    return expr if expr.dtype == like.dtype else E.Cast(like.dtype, expr)  # type: ignore[attr-defined]
+
+
+@dataclass
+class _View:
+    source: BufferRegion
+    mapping: dict[E.Var, E.PrimExpr]
+
+
+class _Lowerer(Mutator):
+    def __init__(self) -> None:
+        self.views: dict[int, _View] = {}
+        self.vars: dict[E.Var, E.PrimExpr] = {}
+
+    def visit_SBlock(self, node: S.SBlock) -> S.SBlock:
+        if not node.match_buffers:
+            return self.generic_visit(node)  # type: ignore[return-value]
+        for match in node.match_buffers:
+            self.bind(match)
+        block = dataclasses.replace(node, match_buffers=())
+        return self.generic_visit(block)  # type: ignore[return-value]
+
+    def bind(self, match: MatchBufferRegion) -> None:
+        view, source = match.buffer, self.visit(match.source)
+        if view.ndim > source.buffer.ndim:
+            raise DiagnosticError.at(
+                match.span, f"match_buffer {view.name} has more dimensions than its source"
+            )
+        self.views[id(view)] = _View(source, {})
+        values: list[tuple[object, E.PrimExpr]] = [(view.data, source.buffer.data)]
+        trailing = source.region[len(source.region) - view.ndim :]
+        values += [(extent, r.extent) for extent, r in zip(view.shape, trailing, strict=False)]
+        source_strides = strides_of(source.buffer)
+        if view.strides:
+            values += list(
+                zip(view.strides, source_strides[len(source_strides) - view.ndim :], strict=False)
+            )
+        if isinstance(view.elem_offset, E.Var):
+            offset: E.PrimExpr = source.buffer.elem_offset or E.IntImm(0, source.buffer.index_dtype)
+            for r, stride in zip(source.region, source_strides, strict=False):
+                offset = E.Add(offset, E.Mul(_as(r.min, stride), stride))
+            values.append((view.elem_offset, offset))
+        for symbol, value in values:
+            if isinstance(symbol, E.Var) and symbol not in self.vars:
+                self.vars[symbol] = value
+
+    def visit_Var(self, node: E.Var) -> E.PrimExpr:
+        return self.vars.get(node, node)
+
+    def indices(
+        self, buffer: Buffer, indices: tuple[E.PrimExpr, ...]
+    ) -> tuple[Buffer, tuple[E.PrimExpr, ...]]:
+        view = self.views[id(buffer)]
+        region = view.source.region
+        lead = len(region) - len(indices)
+        out = [r.min for r in region[:lead]]
+        for r, index in zip(region[lead:], indices, strict=False):
+            out.append(_offset(r.min, index))
+        return view.source.buffer, tuple(out)
+
+    def visit_BufferLoad(self, node: E.BufferLoad) -> E.PrimExpr:
+        node = self.generic_visit(node)  # type: ignore[assignment]
+        if id(node.buffer) not in self.views:
+            return node
+        buffer, indices = self.indices(node.buffer, node.indices)
+        return E.BufferLoad(buffer, indices, node.predicate, span=node.span)
+
+    def visit_BufferStore(self, node: S.BufferStore) -> S.Stmt:
+        node = self.generic_visit(node)  # type: ignore[assignment]
+        if id(node.buffer) not in self.views:
+            return node
+        buffer, indices = self.indices(node.buffer, node.indices)
+        return dataclasses.replace(node, buffer=buffer, indices=indices)
+
+    def visit_BufferRegion(self, node: BufferRegion) -> BufferRegion:
+        node = self.generic_visit(node)  # type: ignore[assignment]
+        view = self.views.get(id(node.buffer))
+        if view is None:
+            return node
+        region = view.source.region
+        lead = len(region) - len(node.region)
+        ranges = list(region[:lead]) + [
+            Range(_offset(r.min, inner.min), inner.extent)
+            for r, inner in zip(region[lead:], node.region, strict=False)
+        ]
+        ranges = [
+            Range(r.min, E.IntImm(1, r.min.dtype)) if i < lead else r  # type: ignore[attr-defined]
+            for i, r in enumerate(ranges)
+        ]
+        return BufferRegion(view.source.buffer, tuple(ranges), span=node.span)
+
+
+def _offset(base: E.PrimExpr, index: E.PrimExpr) -> E.PrimExpr:
+    if E.is_const_int(base, 0) and not index.dtype.is_vector:  # type: ignore[attr-defined]
+        return index
+    dtype = index.dtype  # type: ignore[attr-defined]
+    if dtype.is_vector:
+        return E.Add(E.Broadcast(_as(base, E.IntImm(0, dtype.element)), dtype.lanes), index)
+    return E.Add(_as(base, index), index)
+
+
+@dataclass(frozen=True)
+class LowerMatchBuffer(FunctionPass):
+    name = "lower-match-buffer"
+    expects = Dialect.OPAQUE_BLOCKS
+    leaves = Dialect.OPAQUE_BLOCKS
+
+    def run_function(self, func: PrimFunc) -> PrimFunc:
+        lowerer = _Lowerer()
+        body = lowerer.visit(func.body)
+        if body is func.body:
+            return func
+        return dataclasses.replace(
+            func, body=substitute(body, lowerer.vars) if lowerer.vars else body
+        )

@@ -1,0 +1,104 @@
+"""lower-opaque-block: opaque blocks become plain statements, and loops lose what only
+schedules needed.
+
+Expects opaque blocks without match_buffers; leaves tir (no blocks). A block's allocations
+become `T.alloc_buffer` statements, its predicate an `if`; a thread-bound loop becomes
+`T.launch_thread`; a loop of one iteration without annotations is replaced by its body.
+Unlike TVM, `pragma_*` annotations stay on their loop rather than becoming `T.attr(i, ...)`
+around it: that form names the loop variable before the loop defines it, so it cannot print
+and parse back to the same program.
+
+    for i in range(4):                      for i in range(4):
+        for u in range(1):                      B = T.alloc_buffer((4,))
+            with T.sblock(""):       ->         if i < 3:
+                T.where(i < 3)                      B[0 + i] = ...
+                B = T.sblock_alloc_buffer((4,))
+                B[u + i] = ...
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from tirc.diagnostics import DiagnosticError
+from tirc.ir import expr as E
+from tirc.ir import stmt as S
+from tirc.ir.buffer import Range
+from tirc.ir.function import PrimFunc
+from tirc.ir.functor import Mutator
+from tirc.ir.substitute import substitute
+from tirc.transform.pass_base import Dialect, FunctionPass
+
+THREAD_EXTENT = "thread_extent"
+VIRTUAL_THREAD = "virtual_thread"
+
+
+def alloc_annotations(alignment: int) -> S.Attrs:
+    """What TVM 0.27 records on each allocation it lowers, kept so the two print alike."""
+    return S.Attrs((("buffer_allocated_addr", ()), ("buffer_data_alignment", E.IntImm(alignment))))
+
+
+class _Lowerer(Mutator):
+    def visit_SeqStmt(self, node: S.SeqStmt) -> S.Stmt:
+        stmts = [self.visit(stmt) for stmt in node.stmts]
+        if all(new is old for new, old in zip(stmts, node.stmts, strict=False)):
+            return node
+        return S.seq(*stmts)  # a lowered block may be a sequence itself: keep one level
+
+    def visit_SBlockRealize(self, node: S.SBlockRealize) -> S.Stmt:
+        block = node.block
+        if block.iter_vars or block.init is not None or block.match_buffers:
+            raise DiagnosticError.at(
+                block.span,
+                f"block '{block.name}' is not opaque; run convert-blocks-to-opaque and "
+                "lower-match-buffer first",
+            )
+        body: S.Stmt = self.visit(block.body)
+        predicate = self.visit(node.predicate)
+        if not E.is_const_int(predicate, 1):
+            body = S.IfThenElse(predicate, body, span=node.span)
+        allocs = [
+            S.AllocBuffer(buffer, alloc_annotations(buffer.data_alignment), span=block.span)
+            for buffer in block.alloc_buffers
+        ]
+        return S.seq(*allocs, body)
+
+    def visit_For(self, node: S.For) -> S.Stmt:
+        body: S.Stmt = self.visit(node.body)
+        if node.kind is S.ForKind.THREAD_BINDING:
+            return self.thread(node, body)
+        if (
+            E.is_const_int(node.extent, 1)
+            and not node.annotations.items
+            and node.kind
+            in (S.ForKind.SERIAL, S.ForKind.UNROLLED, S.ForKind.VECTORIZED, S.ForKind.PARALLEL)
+        ):
+            return substitute(body, {node.loop_var: node.min})
+        return node if body is node.body else dataclasses.replace(node, body=body)
+
+    def thread(self, node: S.For, body: S.Stmt) -> S.Stmt:
+        binding = node.thread_binding
+        assert binding is not None
+        if not E.is_const_int(node.min, 0):
+            body = substitute(body, {node.loop_var: E.Add(node.loop_var, node.min)})
+        iter_var = S.IterVar(
+            node.loop_var,
+            Range(E.IntImm(0, node.extent.dtype), node.extent),  # type: ignore[attr-defined]
+            S.IterType.THREAD,
+            binding.thread_tag,
+            span=binding.span,
+        )
+        key = VIRTUAL_THREAD if binding.thread_tag.startswith("vthread") else THREAD_EXTENT
+        return S.AttrStmt(iter_var, key, node.extent, body, span=node.span)
+
+
+@dataclass(frozen=True)
+class LowerOpaqueBlock(FunctionPass):
+    name = "lower-opaque-block"
+    expects = Dialect.OPAQUE_BLOCKS
+    leaves = Dialect.TIR
+
+    def run_function(self, func: PrimFunc) -> PrimFunc:
+        body = _Lowerer().visit(func.body)
+        return func if body is func.body else dataclasses.replace(func, body=body)

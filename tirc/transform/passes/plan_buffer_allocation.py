@@ -1,0 +1,197 @@
+"""plan-buffer-allocation: each block-allocated buffer moves to the lowest common ancestor of
+its uses, so that later passes allocate it as late as possible and compact it per iteration.
+
+Expects s-tir; leaves s-tir. A use is a load, a store, a match_buffer source or an opaque use
+of the data pointer; a block whose non-spatial (reduce, scan, opaque) iteration variables are
+bound to loops keeps the buffers it writes above those loops, across which their values carry
+(a reduction's accumulator, a rolling buffer).
+When the ancestor is a loop, its body is wrapped in a new opaque block that allocates:
+
+    A_local = T.sblock_alloc_buffer((8,))     for i in range(4):
+    for i in range(4):                    ->      with T.sblock(""):
+        (uses of A_local)                             A_local = T.sblock_alloc_buffer((8,))
+                                                      (uses of A_local)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from tirc.analysis.regions import infer_access_regions
+from tirc.ir import dtype as dt
+from tirc.ir import expr as E
+from tirc.ir import stmt as S
+from tirc.ir.buffer import Buffer
+from tirc.ir.function import PrimFunc
+from tirc.ir.functor import Mutator, Visitor, walk
+from tirc.ir.node import Node
+from tirc.transform.pass_base import Dialect, FunctionPass
+
+Path = tuple[Node, ...]  # the scopes (blocks and loops) from the root down
+
+
+def _common(a: Path | None, b: Path) -> Path:
+    if a is None:
+        return b
+    length = 0
+    for x, y in zip(a, b, strict=False):
+        if x is not y:
+            break
+        length += 1
+    return a[:length]
+
+
+class _UseFinder(Visitor):
+    """For each allocated buffer, the deepest scope that holds all its uses."""
+
+    def __init__(self) -> None:
+        self.scopes: list[Node] = []
+        self.allocated: dict[int, Buffer] = {}  # id -> buffer, in allocation order
+        self.by_data: dict[E.Var, Buffer] = {}
+        self.lca: dict[int, Path] = {}
+
+    def use(self, buffer: Buffer, path: Path | None = None) -> None:
+        if id(buffer) in self.allocated:
+            here = tuple(self.scopes) if path is None else path
+            self.lca[id(buffer)] = _common(self.lca.get(id(buffer)), here)
+
+    def visit_For(self, node: S.For) -> None:
+        self.scopes.append(node)
+        self.generic_visit(node)
+        self.scopes.pop()
+
+    def visit_SBlockRealize(self, node: S.SBlockRealize) -> None:
+        self.visit(node.iter_values)
+        self.visit(node.predicate)
+        block = node.block
+        for buffer in block.alloc_buffers:
+            self.allocated[id(buffer)] = buffer
+            self.by_data[buffer.data] = buffer
+        reduce_vars = set()
+        for iv, value in zip(block.iter_vars, node.iter_values, strict=False):
+            if iv.iter_type is not S.IterType.SPATIAL:  # reduce, scan, opaque: values carry
+                reduce_vars |= _vars_of(value)
+        outermost = next(
+            (
+                i
+                for i, s in enumerate(self.scopes)
+                if isinstance(s, S.For) and s.loop_var in reduce_vars
+            ),
+            None,
+        )
+        if outermost is not None:  # the reduction's result lives across its loops
+            for region in block.writes:
+                self.use(region.buffer, tuple(self.scopes[:outermost]))
+        self.scopes.append(block)
+        for match in block.match_buffers:
+            self.use(match.source.buffer)
+        if block.init is not None:
+            self.visit(block.init)
+        self.visit(block.body)
+        self.scopes.pop()
+
+    def visit_BufferLoad(self, node: E.BufferLoad) -> None:
+        self.use(node.buffer)
+        self.generic_visit(node)
+
+    def visit_BufferStore(self, node: S.BufferStore) -> None:
+        self.use(node.buffer)
+        self.generic_visit(node)
+
+    def visit_Var(self, node: E.Var) -> None:
+        buffer = self.by_data.get(node)
+        if buffer is not None:
+            self.use(buffer)
+
+
+def _vars_of(expr: E.PrimExpr) -> set[E.Var]:
+    found: set[E.Var] = set()
+
+    class _Vars(Visitor):
+        def visit_Var(self, node: E.Var) -> None:
+            found.add(node)
+
+    _Vars().visit(expr)
+    return found
+
+
+class _Mover(Mutator):
+    def __init__(self, targets: dict[int, list[Buffer]], moved: set[int], names: set[str]):
+        self.targets = targets  # id(scope) -> buffers to allocate there
+        self.moved = moved
+        self.names = names  # block names taken: a new block is named "" as in TVM, if free
+
+    def fresh_name(self) -> str:
+        name, count = "", 0
+        while name in self.names:
+            count += 1
+            name = f"alloc_{count}"
+        self.names.add(name)
+        return name
+
+    def visit_SBlock(self, node: S.SBlock) -> S.SBlock:
+        arriving = self.targets.get(id(node), [])
+        block: S.SBlock = self.generic_visit(node)  # type: ignore[assignment]
+        kept = tuple(b for b in block.alloc_buffers if id(b) not in self.moved)
+        allocs = kept + tuple(arriving)
+        if allocs == block.alloc_buffers:
+            return block
+        here = {id(b) for b in arriving}
+        return dataclasses.replace(
+            block,
+            alloc_buffers=allocs,
+            reads=tuple(r for r in block.reads if id(r.buffer) not in here),
+            writes=tuple(r for r in block.writes if id(r.buffer) not in here),
+        )
+
+    def visit_For(self, node: S.For) -> S.For:
+        arriving = self.targets.get(id(node))
+        loop: S.For = self.generic_visit(node)  # type: ignore[assignment]
+        if not arriving:
+            return loop
+        inner = S.SBlock(self.fresh_name(), (), (), (), loop.body, alloc_buffers=tuple(arriving))
+        reads, writes = infer_access_regions(inner)
+        inner = dataclasses.replace(inner, reads=reads, writes=writes)
+        realize = S.SBlockRealize((), E.IntImm(1, dt.BOOL), inner)
+        return dataclasses.replace(loop, body=realize)
+
+
+@dataclass(frozen=True)
+class PlanBufferAllocation(FunctionPass):
+    name = "plan-buffer-allocation"
+    expects = Dialect.S_TIR
+    leaves = Dialect.S_TIR
+
+    def run_function(self, func: PrimFunc) -> PrimFunc:
+        finder = _UseFinder()
+        finder.visit(func.body)
+        targets: dict[int, list[Buffer]] = {}
+        moved: set[int] = set()
+        owner = _owners(func.body)
+        for key, buffer in finder.allocated.items():
+            path = finder.lca.get(key)
+            home = owner.get(key)
+            if not path or path[-1] is home or not any(s is home for s in path):
+                continue  # unused, already where it belongs, or needed above its owner
+            targets.setdefault(id(path[-1]), []).append(buffer)
+            moved.add(key)
+        if not moved:
+            return func
+        names: set[str] = set()
+        walk(func.body, lambda node: names.add(node.name) if isinstance(node, S.SBlock) else None)
+        body = _Mover(targets, moved, names).visit(func.body)
+        return dataclasses.replace(func, body=body)
+
+
+def _owners(body: S.Stmt) -> dict[int, S.SBlock]:
+    owners: dict[int, S.SBlock] = {}
+
+    class _Owners(Visitor):
+        def visit_SBlock(self, node: S.SBlock) -> None:
+            for buffer in node.alloc_buffers:
+                owners[id(buffer)] = node
+            self.generic_visit(node)
+
+    _Owners().visit(body)
+    return owners
