@@ -42,11 +42,47 @@ def guarded(action: Callable[[], int]) -> int:
 @click.option(
     "-D", "defines", multiple=True, metavar="NAME=VALUE", help="Override a module parameter."
 )
-def print_command(file: str, output: str, defines: tuple[str, ...]) -> int:
-    """Parse FILE ('-': stdin) and print it in the canonical spelling."""
+@click.option("--plan", default=None, metavar="PLAN.json", help="Schedule with this plan first.")
+@click.option("--lower", is_flag=True, help="Print the module lowered to tir.")
+@click.option("--target", default="cpu", show_default=True, help="Target whose pipeline lowers.")
+@click.option("--pipeline", default=None, metavar="P.toml", help="Lower with this pipeline.")
+@click.option("--print-after", multiple=True, metavar="PASS", help="Show the module after PASS.")
+@click.option("--print-after-all", is_flag=True, help="Show the module after every pass.")
+@click.option("--time-passes", is_flag=True, help="Report the time each pass took.")
+@click.option("--verify-each", is_flag=True, help="Verify the module after every pass.")
+def print_command(
+    file: str,
+    output: str,
+    defines: tuple[str, ...],
+    plan: str | None,
+    lower: bool,
+    target: str,
+    pipeline: str | None,
+    print_after: tuple[str, ...],
+    print_after_all: bool,
+    time_passes: bool,
+    verify_each: bool,
+) -> int:
+    """Parse FILE ('-': stdin) and print it in the canonical spelling.
+
+    With --plan, print it scheduled; with --lower, lowered through the target's pipeline
+    (or --pipeline), showing intermediate modules on stderr as asked.
+    """
     from tirc.driver import commands
 
-    return guarded(lambda: commands.print_file(file, output, defines))
+    lowering = None
+    if lower or pipeline or print_after or print_after_all or time_passes or verify_each:
+        lowering = {
+            "target": target,
+            "pipeline_path": pipeline,
+            "print_after": print_after,
+            "print_after_all": print_after_all,
+            "time_passes": time_passes,
+            "verify_each": verify_each,
+        }
+    return guarded(
+        lambda: commands.print_file(file, output, defines, plan=plan, lowering=lowering)
+    )
 
 
 @cli.command("check")

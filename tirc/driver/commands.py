@@ -19,10 +19,27 @@ if TYPE_CHECKING:
     from tirc.ir import IRModule
 
 
-def print_file(path: str, output: str, defines: Sequence[str] = ()) -> int:
-    """`tirc print`: parse FILE and print it back in the canonical spelling."""
+def print_file(
+    path: str,
+    output: str,
+    defines: Sequence[str] = (),
+    *,
+    plan: str | None = None,
+    lowering: Mapping[str, object] | None = None,
+) -> int:
+    """`tirc print`: parse FILE, apply `plan`, lower with the `lowering` options of
+    `tirc.driver.lower.lower_module` when given, and print the result."""
+    check_stdin_once([p for p in (path, plan) if p is not None])
     values = parse_defines(defines)
     module = parse_source(read_source(path), values)
+    if plan is not None:
+        from tirc.driver.schedule import apply_plan_file
+
+        module, _ = apply_plan_file(module, plan)
+    if lowering is not None:
+        from tirc.driver.lower import lower_module
+
+        module = lower_module(module, **lowering)  # type: ignore[arg-type]
     write_output(output, module_text(module))
     return ExitCode.OK
 

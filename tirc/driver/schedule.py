@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tirc.diagnostics import DiagnosticError, Source, Span
 from tirc.driver.commands import parse_source
@@ -16,6 +16,10 @@ from tirc.driver.defines import parse_defines
 from tirc.driver.exit_code import ExitCode
 from tirc.driver.output import write_output
 from tirc.driver.source import check_stdin_once, read_source
+
+if TYPE_CHECKING:
+    from tirc.ir.function import IRModule
+    from tirc.schedule.plan import Plan
 
 
 def schedule_file(
@@ -29,15 +33,7 @@ def schedule_file(
 ) -> int:
     check_stdin_once([p for p in (path, plan_path, intrinsics) if p is not None])
     module = parse_source(read_source(path), parse_defines(defines))
-    from tirc.schedule.apply import apply_plan
-    from tirc.schedule.plan import read_plan
-
-    plan_source = read_source(plan_path)
-    plan = read_plan(plan_source.text, plan_source.name)
-    context: dict[str, Any] = {}
-    if intrinsics is not None:
-        context["intrinsics"] = read_intrinsics(read_source(intrinsics))
-    scheduled, applied = apply_plan(module, plan, context)
+    scheduled, applied = apply_plan_file(module, plan_path, intrinsics)
     from tirc.driver.commands import module_text
 
     text = module_text(scheduled)
@@ -47,6 +43,21 @@ def schedule_file(
         write_output(trace, applied.to_json())
     write_output(output, text)
     return ExitCode.OK
+
+
+def apply_plan_file(
+    module: IRModule, plan_path: str, intrinsics: str | None = None
+) -> tuple[IRModule, Plan]:
+    """`module` scheduled by the plan in `plan_path`, and the plan as applied."""
+    from tirc.schedule.apply import apply_plan
+    from tirc.schedule.plan import read_plan
+
+    plan_source = read_source(plan_path)
+    plan = read_plan(plan_source.text, plan_source.name)
+    context: dict[str, Any] = {}
+    if intrinsics is not None:
+        context["intrinsics"] = read_intrinsics(read_source(intrinsics))
+    return apply_plan(module, plan, context)
 
 
 def read_intrinsics(source: Source) -> dict[str, dict[str, Any]]:
