@@ -1,0 +1,130 @@
+"""The region a block touches over the loops between it and a chosen ancestor.
+
+What a cache stage must copy: the block's region, seen through its bindings, relaxed over the
+loops from the block's parent up to (not including) the insertion point, and over the thread
+loops further up that share the buffer's memory level. Where the block's predicate bounds a
+fused iterator (an imperfect split), the bound is taken from the iterator map, as TVM does;
+otherwise each dimension is relaxed as an interval. A dimension left unbounded is the
+buffer's whole extent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from tirc.analysis.arith import Analyzer
+from tirc.analysis.arith.int_set import relax_range
+from tirc.analysis.arith.iter_map import detect_iter_map
+from tirc.ir import expr as E
+from tirc.ir.buffer import BufferRegion, Range
+from tirc.ir.expr import IntImm, PrimExpr, Var
+from tirc.ir.stmt import ForKind
+from tirc.ir.substitute import substitute
+from tirc.schedule.properties import realize_of
+from tirc.schedule.rebind import conjoin
+from tirc.schedule.sref import SRef
+from tirc.schedule.storage_scope import GLOBAL, can_relax_under_thread, scope_rank
+
+
+def loop_domains(low: SRef | None, high: SRef | None, scope: str) -> dict[Var, Range]:
+    """Ranges of the loops from `low` up to `high` (exclusive), stopping at a block; then of
+    the thread loops above that a buffer in `scope` is shared across (a shared buffer
+    across threads, a warp buffer across threadIdx.x)."""
+    domains: dict[Var, Range] = {}
+    node = low
+    while node is not None and node is not high and node.is_loop:
+        loop = node.loop
+        domains[loop.loop_var] = Range(loop.min, loop.extent)
+        node = node.parent
+    if scope_rank(scope) != GLOBAL:  # a global buffer is one per kernel: nothing to share
+        while node is not None:
+            if node.is_loop:
+                loop = node.loop
+                binding = loop.thread_binding
+                if (
+                    loop.kind is ForKind.THREAD_BINDING
+                    and binding is not None
+                    and can_relax_under_thread(scope, binding.thread_tag)
+                ):
+                    domains[loop.loop_var] = Range(loop.min, loop.extent)
+            node = node.parent
+    return domains
+
+
+def _is_true(expr: PrimExpr) -> bool:
+    return isinstance(expr, IntImm) and expr.value == 1
+
+
+def _strict_bound(
+    region: tuple[Range, ...], domains: Mapping[Var, Range], predicate: PrimExpr
+) -> list[Range] | None:
+    """Per dimension `base + [0, fused extent)` from the iterator map of the region's
+    starts, which takes the predicate's bounds into account; None when it does not apply."""
+    for item in region:
+        if not isinstance(item.extent, IntImm):
+            return None
+    found = detect_iter_map([item.min for item in region], domains, predicate)
+    if found.errors:
+        return None
+    analyzer = Analyzer()
+    result = []
+    for item, total in zip(region, found.sums, strict=True):
+        if not total.splits:
+            result.append(Range(analyzer.simplify(total.base), item.extent))
+            continue
+        dtype = item.extent.dtype  # type: ignore[attr-defined]
+        extent = total.extent + item.extent.value - 1  # type: ignore[attr-defined]
+        result.append(Range(analyzer.simplify(total.base), IntImm(extent, dtype)))
+    return result
+
+
+def estimate_region(
+    region: BufferRegion, domains: Mapping[Var, Range], predicate: PrimExpr
+) -> BufferRegion:
+    """`region` relaxed over `domains`, bounded by `predicate` where that is understood."""
+    ranges: list[Range] | None = None
+    if not _is_true(predicate):
+        ranges = _strict_bound(region.region, domains, predicate)
+    if ranges is None:
+        analyzer = Analyzer()
+        for var, domain in domains.items():
+            analyzer.bind(var, domain)
+        simplifier = Analyzer()
+        ranges = []
+        for dim, item in enumerate(region.region):
+            relaxed = relax_range(item, domains, analyzer)
+            if relaxed is None:
+                extent = region.buffer.shape[dim]
+                relaxed = Range(IntImm(0, extent.dtype), extent)  # type: ignore[attr-defined]
+            else:
+                relaxed = Range(
+                    simplifier.simplify(relaxed.min), simplifier.simplify(relaxed.extent)
+                )
+            ranges.append(relaxed)
+    return BufferRegion(region.buffer, tuple(ranges))
+
+
+def relax_block_region(
+    region: BufferRegion,
+    block: SRef,
+    high: SRef | None,
+    extra_predicate: PrimExpr | None = None,
+) -> BufferRegion:
+    """The part of `region` (of `block`, over its iterators) that runs under `high`: the
+    bindings substituted, the loops from the block's parent up to `high` relaxed."""
+    realize = realize_of(block)
+    binding = dict(zip((iv.var for iv in block.block.iter_vars), realize.iter_values, strict=True))
+    substituted = substitute(region, binding)
+    predicate = realize.predicate
+    if extra_predicate is not None and not _is_true(extra_predicate):
+        predicate = conjoin(predicate, extra_predicate)
+    predicate = substitute(predicate, binding)
+    domains = loop_domains(block.parent, high, region.buffer.scope)
+    return estimate_region(substituted, domains, predicate)
+
+
+def or_predicates(items: list[PrimExpr]) -> PrimExpr:
+    result = items[0]
+    for item in items[1:]:
+        result = E.Or(result, item)
+    return result
