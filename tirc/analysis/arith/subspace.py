@@ -1,0 +1,202 @@
+"""Subspace division: each index of an iterator map written as `outer * E + inner`, where
+`inner` reads only the "inner" loops (those below some loop) and `outer` only the others.
+
+What blockize needs to split a block's bindings between an outer and an inner block. An index
+divides when its splits over inner loops are its lowest digits; predicates divide by
+conjunct, each reading only inner or only outer loops.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from tirc.analysis.arith.analyzer import Analyzer
+from tirc.analysis.arith.iter_map import (
+    IterMark,
+    IterSplit,
+    IterSum,
+    Level,
+    _Detector,
+    _NotAffine,
+    _sum_expr,
+)
+from tirc.ir import expr as E
+from tirc.ir.buffer import Range
+from tirc.ir.expr import IntImm, PrimExpr, Var
+from tirc.ir.functor import walk
+from tirc.ir.substitute import substitute
+
+
+@dataclass(frozen=True)
+class Part:
+    """One side of a divided index: its binding and the extent it ranges over."""
+
+    binding: PrimExpr
+    extent: int
+
+
+@dataclass(frozen=True)
+class Division:
+    outer: tuple[Part, ...]  # per index
+    inner: tuple[Part, ...]
+    outer_predicate: PrimExpr | None
+    inner_predicate: PrimExpr | None
+
+
+class DivisionError(Exception):
+    """The indices do not divide; the message says which index or predicate and why."""
+
+
+def divide_subspace(
+    indices: Sequence[PrimExpr],
+    domains: Mapping[Var, Range],
+    inner: set[Var],
+    predicate: PrimExpr | None = None,
+    keep_unit_iters: bool = True,
+) -> Division:
+    """`indices` (an affine map of the loops in `domains`) divided between the `inner` loops
+    and the rest; raises DivisionError when some index or predicate mixes them otherwise."""
+    for var, domain in domains.items():
+        if not (isinstance(domain.min, IntImm) and isinstance(domain.extent, IntImm)):
+            raise DivisionError(f"loop {var.name} does not have a constant range")
+    if not keep_unit_iters:
+        # Unit loops always hold 0: dropping them keeps them out of the outer bindings.
+        zeros = {
+            var: IntImm(0, var.dtype)
+            for var, domain in domains.items()
+            if domain.extent.value == 1  # type: ignore[attr-defined]
+        }
+        indices = [substitute(index, zeros) for index in indices]
+        predicate = None if predicate is None else substitute(predicate, zeros)
+    outer_predicate, inner_predicate = _divide_predicate(predicate, inner)
+    analyzer = Analyzer()
+    for var, domain in domains.items():
+        analyzer.bind(var, domain)
+    sums = _detect(indices, domains, predicate, analyzer)
+    outer: list[Part] = []
+    inner_parts: list[Part] = []
+    for position, (total, index) in enumerate(zip(sums, indices, strict=True)):
+        try:
+            outer_part, inner_part = _divide_sum(total, inner, index.dtype)  # type: ignore[attr-defined]
+        except _NotAffine as error:
+            raise DivisionError(f"binding {position} does not divide: {error}") from None
+        outer.append(outer_part)
+        inner_parts.append(inner_part)
+    return Division(tuple(outer), tuple(inner_parts), outer_predicate, inner_predicate)
+
+
+def _detect(
+    indices: Sequence[PrimExpr],
+    domains: Mapping[Var, Range],
+    predicate: PrimExpr | None,
+    analyzer: Analyzer,
+) -> list[IterSum]:
+    """The iterator sums of `indices`: as written first, then simplified (as detection does)."""
+    reason = ""
+    for prepare in (lambda index: index, analyzer.simplify):
+        try:
+            detector = _Detector(domains, analyzer)
+            detector.add_predicate(predicate)
+            sums = [detector.index_sum(prepare(index)) for index in indices]
+            detector.check_tiling(sums, Level.SURJECTIVE)
+        except _NotAffine as error:
+            reason = reason or str(error)
+            continue
+        return sums
+    raise DivisionError(f"the bindings are not an affine map of the loops: {reason}")
+
+
+def _mark_vars(mark: IterMark) -> set[Var]:
+    if isinstance(mark.source, Var):
+        return {mark.source}
+    found: set[Var] = set()
+    for split in mark.source:
+        found |= _mark_vars(split.mark)
+    return found
+
+
+def _flatten(split: IterSplit, inner: set[Var]) -> list[IterSplit]:
+    """The split itself when it reads only inner or only outer loops; a fused mark read whole
+    is opened into its parts (scaled), so that each part can go to its side."""
+    variables = _mark_vars(split.mark)
+    if variables <= inner or not (variables & inner) or split.extent == 1:
+        return [split]
+    mark = split.mark
+    if isinstance(mark.source, tuple) and split.lower == 1 and split.extent == mark.extent:
+        parts: list[IterSplit] = []
+        for part in mark.source:
+            scaled = IterSplit(part.mark, part.lower, part.extent, part.scale * split.scale)
+            parts.extend(_flatten(scaled, inner))
+        return parts
+    raise _NotAffine("a fused iterator mixes the inner and the outer loops")
+
+
+def _divide_sum(total: IterSum, inner: set[Var], dtype: object) -> tuple[Part, Part]:
+    splits = [part for split in total.splits for part in _flatten(split, inner)]
+    inner_splits = [s for s in splits if s.extent != 1 and _mark_vars(s.mark) <= inner]
+    outer_splits = [s for s in splits if not _mark_vars(s.mark) <= inner]
+    inner_extent = 1
+    for split in sorted(inner_splits, key=lambda s: s.scale):
+        if split.scale != inner_extent:
+            raise _NotAffine("the inner loops are not its lowest digits")
+        inner_extent *= split.extent
+    divided = []
+    for split in outer_splits:
+        if split.extent != 1 and split.scale % inner_extent:
+            raise _NotAffine("an outer loop sits between the inner loops' digits")
+        divided.append(
+            IterSplit(split.mark, split.lower, split.extent, max(1, split.scale // inner_extent))
+        )
+    base = total.base
+    if inner_extent != 1:
+        if not (isinstance(base, IntImm) and base.value % inner_extent == 0):
+            raise _NotAffine("its offset is not a multiple of the inner extent")
+        base = IntImm(base.value // inner_extent, base.dtype)
+    outer_extent = max(1, -(-total.extent // inner_extent))
+    ordered = tuple(sorted(divided, key=lambda s: -s.scale))
+    outer_binding = _sum_expr(IterSum(ordered, base, outer_extent), dtype)
+    inner_ordered = tuple(sorted(inner_splits, key=lambda s: -s.scale))
+    zero = IntImm(0, dtype)  # type: ignore[arg-type]
+    inner_binding = _sum_expr(IterSum(inner_ordered, zero, inner_extent), dtype)
+    return Part(outer_binding, outer_extent), Part(inner_binding, inner_extent)
+
+
+def _divide_predicate(
+    predicate: PrimExpr | None, inner: set[Var]
+) -> tuple[PrimExpr | None, PrimExpr | None]:
+    """(outer, inner) conjunctions of the predicate's conjuncts by the loops they read."""
+    outer_terms: list[PrimExpr] = []
+    inner_terms: list[PrimExpr] = []
+    pending = [predicate] if predicate is not None else []
+    while pending:
+        term = pending.pop(0)
+        if isinstance(term, E.And):
+            pending[:0] = [term.a, term.b]
+            continue
+        if isinstance(term, IntImm) and term.value:
+            continue
+        variables = _vars_of(term)
+        reads_inner = bool(variables & inner)
+        if reads_inner and variables - inner:
+            raise DivisionError("the predicate mixes inner and outer loops in one condition")
+        (inner_terms if reads_inner else outer_terms).append(term)
+    return _conjunction(outer_terms), _conjunction(inner_terms)
+
+
+def _vars_of(expr: PrimExpr) -> set[Var]:
+    found: set[Var] = set()
+
+    def visit(node: object) -> None:
+        if isinstance(node, Var):
+            found.add(node)
+
+    walk(expr, visit)
+    return found
+
+
+def _conjunction(terms: list[PrimExpr]) -> PrimExpr | None:
+    result: PrimExpr | None = None
+    for term in terms:
+        result = term if result is None else E.And(result, term)
+    return result

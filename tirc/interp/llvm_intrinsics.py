@@ -1,0 +1,56 @@
+"""LLVM intrinsics by name (`T.call_llvm_pure_intrin(dtype, "llvm....", ...)`), for the ones
+tirc's intrinsic library emits: x86 AVX-512 VNNI's vpdpbusd.
+
+Registered into the interpreter's INTRINSICS table under the call ops; an LLVM intrinsic
+without an entry in LLVM_INTRINSICS is an error that names it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tirc.interp.extensions import INTRINSICS
+
+Vector = tuple[int, ...]
+
+
+def _wrap32(value: int) -> int:
+    return ((value + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+
+
+def _bytes(word: int, signed: bool) -> list[int]:
+    raw = [(word >> (8 * lane)) & 0xFF for lane in range(4)]  # little-endian, as on x86
+    return [v - 256 if signed and v >= 128 else v for v in raw]
+
+
+def vpdpbusd(accumulator: Vector, unsigned: Vector, signed: Vector) -> Vector:
+    """Per 32-bit lane: accumulator + the dot product of 4 unsigned bytes of the second
+    operand with 4 signed bytes of the third, wrapping (the non-saturating form)."""
+    return tuple(
+        _wrap32(acc + sum(x * y for x, y in zip(_bytes(u, False), _bytes(s, True), strict=False)))
+        for acc, u, s in zip(accumulator, unsigned, signed, strict=True)
+    )
+
+
+LLVM_INTRINSICS: dict[str, Callable[..., object]] = {
+    "llvm.x86.avx512.vpdpbusd.512": vpdpbusd,
+    "llvm.x86.avx512.vpdpbusd.256": vpdpbusd,
+    "llvm.x86.avx512.vpdpbusd.128": vpdpbusd,
+}
+
+
+def call_llvm_intrinsic(*args: object) -> object:
+    """The call's arguments: the intrinsic's name (a string), then its operands."""
+    position = next(i for i, arg in enumerate(args) if isinstance(arg, str))
+    name = args[position]
+    implementation = LLVM_INTRINSICS.get(name)  # type: ignore[call-overload]
+    if implementation is None:
+        raise NotImplementedError(
+            f"the interpreter has no implementation of the LLVM intrinsic {name} "
+            "(register one in tirc.interp.llvm_intrinsics.LLVM_INTRINSICS)"
+        )
+    return implementation(*args[position + 1 :])
+
+
+INTRINSICS.setdefault("call_llvm_pure_intrin", call_llvm_intrinsic)
+INTRINSICS.setdefault("call_llvm_intrin", call_llvm_intrinsic)
