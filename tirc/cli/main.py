@@ -174,6 +174,17 @@ def schedule_command(
     )
 
 
+@cli.command("intrinsics")
+@click.option(
+    "--intrinsics", "extra", default=None, metavar="JSON", help="Also list these user intrinsics."
+)
+def intrinsics_command(extra: str | None) -> int:
+    """List the tensor intrinsics tensorize can use (built-in, and from --intrinsics)."""
+    from tirc.driver.intrinsics import list_intrinsics
+
+    return guarded(lambda: list_intrinsics(extra))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line and return its exit status; never raises."""
     try:

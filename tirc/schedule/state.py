@@ -34,6 +34,11 @@ class _ReplaceChild(Mutator):
         return super().visit(node)
 
 
+# A block's init is part of the block, not of its scope: loops and blocks inside it (after
+# blockize) have no handles, and do not count as writers in the scope (TVM's rule too).
+_BLOCK_FIELDS = tuple(name for name in child_fields(SBlock) if name != "init")
+
+
 def children(stmt: Node) -> list[For | SBlock]:
     """The loops and blocks directly below `stmt` (not below them), in program order.
 
@@ -45,7 +50,8 @@ def children(stmt: Node) -> list[For | SBlock]:
 
 
 def _collect_children(node: Node, found: list[For | SBlock]) -> None:
-    for name in child_fields(type(node)):
+    names = _BLOCK_FIELDS if isinstance(node, SBlock) else child_fields(type(node))
+    for name in names:
         value = getattr(node, name)
         if isinstance(value, Stmt):
             if isinstance(value, (For, SBlock)):
