@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tirc.interp.extensions import INTRINSICS
+from tirc.ir.dtype import INT32
+from tirc.ir.integer import wrapper
+
+_wrap32 = wrapper(INT32)
 
 Vector = tuple[int, ...]
-
-
-def _wrap32(value: int) -> int:
-    return ((value + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
 
 
 def _bytes(word: int, signed: bool) -> list[int]:

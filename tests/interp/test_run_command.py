@@ -1,0 +1,104 @@
+"""`tirc.driver.run.run_file`, the body of `tirc run --target interp`: inputs from an npz by
+parameter name, the rest drawn from the seed, every buffer saved, clear errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tirc.diagnostics import DiagnosticError
+from tirc.driver.run import run_file
+
+PROGRAM = """
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((4, 4), "float32"), B: T.Buffer((4,), "float32")):
+    for i, k in T.grid(4, 4):
+        with T.sblock("sum"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                B[vi] = T.float32(0.0)
+            B[vi] = B[vi] + A[vi, vk]
+"""
+
+
+@pytest.fixture
+def program(tmp_path: Path) -> Path:
+    path = tmp_path / "sum.tir"
+    path.write_text(PROGRAM)
+    return path
+
+
+def run(path: Path, **options: object) -> int:
+    settings: dict[str, object] = {
+        "target": "interp",
+        "func": None,
+        "inputs": None,
+        "save": None,
+        "seed": 0,
+        "defines": {},
+    }
+    settings.update(options)
+    return run_file(str(path), **settings)  # type: ignore[arg-type]
+
+
+def test_inputs_by_name_and_saved_outputs(
+    program: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a = np.arange(16, dtype=np.float32).reshape(4, 4)
+    np.savez(tmp_path / "in.npz", A=a)
+    assert run(program, inputs=str(tmp_path / "in.npz"), save=str(tmp_path / "out.npz")) == 0
+    saved = np.load(tmp_path / "out.npz")
+    assert sorted(saved.files) == ["A", "B"]
+    np.testing.assert_array_equal(saved["B"], a.sum(axis=1))
+    np.testing.assert_array_equal(saved["A"], a)
+    summary = capsys.readouterr().out
+    assert (
+        "ran main on interp" in summary
+        and "A: float32[4, 4] (given)" in summary
+        and "(random)" in summary
+    )
+
+
+def test_missing_inputs_come_from_the_seed(program: Path, tmp_path: Path) -> None:
+    for name in ("one", "two"):
+        run(program, save=str(tmp_path / f"{name}.npz"), seed=3)
+    one, two = np.load(tmp_path / "one.npz"), np.load(tmp_path / "two.npz")
+    np.testing.assert_array_equal(one["A"], two["A"])
+    assert set(np.unique(np.abs(one["A"]) * 8)) <= set(range(1, 9))  # multiples of 1/8
+
+
+def test_unknown_input_names_are_an_error(program: Path, tmp_path: Path) -> None:
+    np.savez(tmp_path / "in.npz", A=np.zeros((4, 4), np.float32), Z=np.zeros(3))
+    with pytest.raises(DiagnosticError, match="not parameters"):
+        run(program, inputs=str(tmp_path / "in.npz"))
+
+
+def test_wrong_dtype_or_shape_is_an_error(program: Path, tmp_path: Path) -> None:
+    np.savez(tmp_path / "dtype.npz", A=np.zeros((4, 4), np.float64))
+    with pytest.raises(DiagnosticError, match="float64"):
+        run(program, inputs=str(tmp_path / "dtype.npz"))
+    np.savez(tmp_path / "shape.npz", A=np.zeros((4, 5), np.float32))
+    with pytest.raises(DiagnosticError, match="shape"):
+        run(program, inputs=str(tmp_path / "shape.npz"))
+
+
+def test_other_targets_are_not_available(program: Path) -> None:
+    with pytest.raises(DiagnosticError, match="target cpu is not available yet"):
+        run(program, target="cpu")
+
+
+def test_function_choice(tmp_path: Path) -> None:
+    path = tmp_path / "two.tir"
+    path.write_text(
+        "@I.ir_module\nclass Module:\n"
+        + PROGRAM.replace("def main", "def first").replace("\n", "\n    ")
+        + "\n"
+        + PROGRAM.replace("def main", "def second").replace("\n", "\n    ")
+    )
+    with pytest.raises(DiagnosticError, match="choose one with --func"):
+        run(path)
+    assert run(path, func="second") == 0
+    with pytest.raises(DiagnosticError, match="no function 'third'"):
+        run(path, func="third")

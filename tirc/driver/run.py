@@ -1,0 +1,179 @@
+"""`tirc run`: execute one function of a file on given or random inputs, save the buffers.
+
+Inputs come from an npz keyed by parameter name (buffer parameters, outputs' initial contents
+included; scalars as 0-d arrays); what is not given is drawn at random from the seed.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+import time
+from collections.abc import Mapping
+
+import numpy as np
+
+from tirc.diagnostics import DiagnosticError
+from tirc.driver.exit_code import ExitCode
+from tirc.driver.output import STDOUT, write_output
+from tirc.driver.source import read_source
+from tirc.ir.function import IRModule, PrimFunc
+
+TARGETS_AVAILABLE = ("interp",)
+
+
+def run_file(
+    path: str,
+    *,
+    target: str,
+    func: str | None,
+    inputs: str | None,
+    save: str | None,
+    seed: int,
+    defines: Mapping[str, str],
+) -> int:
+    """Runs `func` (default: the only function, or `main`) of the file at `path`; writes every
+    buffer parameter to `save` (an npz, atomically) and prints a summary. Returns 0."""
+    if target not in TARGETS_AVAILABLE:
+        raise DiagnosticError.at(None, f"target {target} is not available yet (available: interp)")
+    from tirc.driver.commands import parse_source
+
+    module = parse_source(read_source(path), defines)
+    name, function = pick_function(module, func)
+    given = load_inputs(inputs) if inputs is not None else {}
+    args = complete_arguments(function, given, seed, inputs or "")
+
+    from tirc.interp import run
+
+    start = time.perf_counter()
+    run(function, args, module=module)
+    elapsed = time.perf_counter() - start
+    buffers = {
+        param.name: args[param.name]
+        for param in function.params
+        if function.buffer_of(param) is not None
+    }
+    if save is not None:
+        write_output(save, npz_bytes(buffers))  # type: ignore[arg-type]
+    # with `--save -` the npz goes to stdout, so the summary goes to stderr
+    stream = sys.stderr if save == STDOUT else sys.stdout
+    print(summary(name, target, elapsed, function, args, given, save), file=stream)
+    return ExitCode.OK
+
+
+def pick_function(module: IRModule, name: str | None) -> tuple[str, PrimFunc]:
+    names = module.names()
+    if name is not None:
+        if name not in module:
+            raise DiagnosticError.at(
+                None, f"no function '{name}' in the module (it has {', '.join(names)})"
+            )
+        return name, module[name]
+    if len(names) == 1:
+        return names[0], module[names[0]]
+    if "main" in module:
+        return "main", module["main"]
+    raise DiagnosticError.at(
+        None, f"the module has several functions ({', '.join(names)}); choose one with --func"
+    )
+
+
+def load_inputs(path: str) -> dict[str, np.ndarray]:
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return {key: data[key] for key in data.files}
+    except (OSError, ValueError) as error:
+        raise DiagnosticError.at(None, f"cannot read inputs from '{path}': {error}") from None
+
+
+def complete_arguments(
+    func: PrimFunc, given: Mapping[str, np.ndarray], seed: int, source: str
+) -> dict[str, np.ndarray | int]:
+    """An argument per parameter: the given ones checked, the rest drawn at random."""
+    from tirc.interp.inputs import random_argument
+    from tirc.interp.memory import array_type
+    from tirc.ir.expr import Var
+
+    names = {param.name for param in func.params}
+    buffer_names = {
+        buffer.name: param.name for param, buffer in func.buffer_map if buffer.name not in names
+    }
+    unknown = [key for key in given if key not in names and key not in buffer_names]
+    if unknown:
+        raise DiagnosticError.at(
+            None,
+            f"'{source}' has arrays for {', '.join(sorted(unknown))}, "
+            "which are not parameters of the "
+            f"function (its parameters: {', '.join(p.name for p in func.params)})",
+        )
+    by_param = {buffer_names.get(key, key): value for key, value in given.items()}
+    known: dict[str, int] = {}
+    args: dict[str, np.ndarray | int] = {}
+    for param in func.params:
+        if param.name not in by_param:
+            continue
+        value = by_param[param.name]
+        buffer = func.buffer_of(param)
+        if buffer is None:
+            args[param.name] = value.item() if value.ndim == 0 else value
+            if value.ndim == 0 and np.issubdtype(value.dtype, np.integer):
+                known[param.name] = int(value)
+            continue
+        want = array_type(buffer.dtype)
+        if value.dtype.kind == "V" and value.dtype.itemsize == want.itemsize:
+            value = value.view(want)  # npz keeps bfloat16 and float8 as raw bytes
+        if value.dtype != want:
+            raise DiagnosticError.at(
+                None,
+                f"input {param.name} in '{source}' is {value.dtype}, "
+                f"but {buffer.name} holds {buffer.dtype}",
+            )
+        if value.ndim != len(buffer.shape) + (1 if buffer.dtype.lanes > 1 else 0):
+            raise DiagnosticError.at(
+                None,
+                f"input {param.name} in '{source}' has shape {value.shape}, "
+                f"but {buffer.name} has {len(buffer.shape)} dimensions",
+            )
+        for extent, actual in zip(buffer.shape, value.shape, strict=False):
+            if isinstance(extent, Var):
+                known.setdefault(extent.name, int(actual))
+        args[param.name] = np.array(value, copy=True)
+    for index, param in enumerate(func.params):
+        if param.name not in args:
+            args[param.name] = random_argument(func, index, seed, known)
+    return args
+
+
+def npz_bytes(arrays: Mapping[str, np.ndarray]) -> bytes:
+    stream = io.BytesIO()
+    np.savez(stream, **arrays)  # type: ignore[arg-type]
+    return stream.getvalue()
+
+
+def summary(
+    name: str,
+    target: str,
+    elapsed: float,
+    func: PrimFunc,
+    args: Mapping[str, object],
+    given: Mapping[str, object],
+    save: str | None,
+) -> str:
+    lines = [f"ran {name} on {target} in {elapsed:.3f} s"]
+    for param in func.params:
+        buffer = func.buffer_of(param)
+        value = args[param.name]
+        origin = (
+            "given"
+            if param.name in given or (buffer is not None and buffer.name in given)
+            else "random"
+        )
+        if buffer is not None and isinstance(value, np.ndarray):
+            lines.append(f"  {param.name}: {buffer.dtype}{list(value.shape)} ({origin})")
+        else:
+            lines.append(f"  {param.name} = {value} ({origin})")
+    if save is not None:
+        lines.append(
+            f"saved {sum(func.buffer_of(p) is not None for p in func.params)} buffers to {save}"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,15 @@
+"""The reference interpreter: what a program of either dialect computes, on numpy arrays.
+
+`run(func, args)` compiles the function to Python once (cached) and runs it, updating buffer
+arguments in place; `random_inputs(func, seed)` makes arguments. See docs/language.md.
+"""
+
+from __future__ import annotations
+
+from tirc.interp import wmma as _wmma  # noqa: F401  (registers the wmma intrinsics)
+from tirc.interp.compile_function import CompiledFunction, compile_function
+from tirc.interp.extensions import EXTERNS, INTRINSICS
+from tirc.interp.inputs import random_inputs
+from tirc.interp.runner import run
+
+__all__ = ["EXTERNS", "INTRINSICS", "CompiledFunction", "compile_function", "random_inputs", "run"]

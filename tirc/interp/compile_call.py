@@ -1,0 +1,447 @@
+"""Calls of intrinsics (`tirc.ir.intrinsics`), one rule per name.
+
+`if_then_else` evaluates only the branch it takes; math functions compute in float64 and
+round to the call's dtype; GPU collectives (barriers, warp shuffles, all-reduce) become
+`yield` points of the thread coroutine (see threads); anything else must be registered in
+`tirc.interp.extensions`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from tirc.diagnostics import DiagnosticError
+from tirc.interp import math_functions
+from tirc.interp.context import Code, Context
+from tirc.interp.extensions import EXTERNS, INTRINSICS
+from tirc.ir.integer import int_range
+from tirc.ir.dtype import DataType, parse_dtype
+from tirc.ir.expr import BufferLoad, Call, PrimExpr, StringImm
+
+if TYPE_CHECKING:
+    from tirc.interp.compile_expr import ExprCompiler
+
+CallRule = Callable[["CallCompiler", Call], Code]
+
+
+class CallCompiler:
+    def __init__(self, ctx: Context, exprs: ExprCompiler):
+        self.ctx = ctx
+        self.exprs = exprs
+
+    def compile(self, call: Call) -> Code:
+        rule = _RULES.get(call.op)
+        if rule is not None:
+            return rule(self, call)
+        if call.op in INTRINSICS:
+            return self.runtime_call(call, INTRINSICS[call.op], call.op)
+        raise DiagnosticError.at(call.span, f"the interpreter has no implementation of T.{call.op}")
+
+    def args(self, call: Call) -> list[Code]:
+        return [self.argument(arg) for arg in call.args]
+
+    def argument(self, arg: object) -> Code:
+        if isinstance(arg, PrimExpr):
+            return self.exprs.compile(arg)
+        if isinstance(arg, DataType):
+            return Code(f"_dtype({str(arg)!r})")
+        from tirc.ir.buffer import Buffer
+
+        if isinstance(arg, Buffer):
+            return Code(self.ctx.names.get(arg.data, "None"))
+        return Code(repr(arg))
+
+    def runtime_call(self, call: Call, function: Callable[..., object], hint: str) -> Code:
+        name = self.ctx.constant(function, hint)
+        args = ", ".join(code.text for code in self.args(call))
+        return (
+            self.exprs.round_float(f"{name}({args})", call.dtype)
+            if call.dtype.is_float
+            else Code(f"{name}({args})")
+        )
+
+    def lanewise(self, call: Call, lane: Callable[[list[Code], DataType], Code]) -> Code:
+        """Applies a scalar rule to each lane when the arguments are vectors."""
+        args = self.args(call)
+        arg_types = [a.dtype for a in call.args if isinstance(a, PrimExpr)]  # type: ignore[attr-defined]
+        if all(t.is_scalar for t in arg_types):
+            return lane(args, arg_types[0] if arg_types else call.dtype)
+        names = [self.ctx.temp() for _ in args]
+        lanes = call.dtype.lanes
+        sources = [
+            code.text if t.is_vector else f"({code.text},) * {lanes}"
+            for code, t in zip(args, arg_types, strict=True)
+        ]
+        inner = lane([Code(n) for n in names], arg_types[0].element)
+        targets = ", ".join(names) + ("," if len(names) == 1 else "")
+        return Code(f"tuple([{inner.text} for {targets} in zip({', '.join(sources)})])")
+
+
+def _float_unary(name: str) -> CallRule:
+    def rule(compiler: CallCompiler, call: Call) -> Code:
+        def lane(args: list[Code], dtype: DataType) -> Code:
+            if dtype.is_integer and name == "fabs":
+                return compiler.exprs.fit_int(f"abs({args[0].text})", (None, None), dtype)
+            text = f"_m_{name}({args[0].text})"
+            return compiler.exprs.round_float(text, call.dtype.element)
+
+        return compiler.lanewise(call, lane)
+
+    return rule
+
+
+def _float_binary(name: str) -> CallRule:
+    def rule(compiler: CallCompiler, call: Call) -> Code:
+        def lane(args: list[Code], dtype: DataType) -> Code:
+            text = f"_m_{name}({args[0].text}, {args[1].text})"
+            return compiler.exprs.round_float(text, call.dtype.element)
+
+        return compiler.lanewise(call, lane)
+
+    return rule
+
+
+def _fmod(compiler: CallCompiler, call: Call) -> Code:
+    def lane(args: list[Code], dtype: DataType) -> Code:
+        if dtype.is_integer:
+            site = compiler.ctx.site(call, "fmod")
+            return Code(f"_truncmod({args[0].text}, {args[1].text}, {site})")
+        return compiler.exprs.round_float(
+            f"_fmod({args[0].text}, {args[1].text})", call.dtype.element
+        )
+
+    return compiler.lanewise(call, lane)
+
+
+def _nextafter(compiler: CallCompiler, call: Call) -> Code:
+    import numpy as np
+
+    from tirc.interp.memory import array_type
+
+    kind = array_type(call.dtype.element).type
+
+    def step(x: float, y: float) -> float:
+        return float(np.nextafter(kind(x), kind(y)))
+
+    name = compiler.ctx.constant(step, "nextafter")
+    return compiler.lanewise(call, lambda args, _: Code(f"{name}({args[0].text}, {args[1].text})"))
+
+
+def _predicate(name: str) -> CallRule:
+    def rule(compiler: CallCompiler, call: Call) -> Code:
+        def lane(args: list[Code], dtype: DataType) -> Code:
+            if not dtype.is_float:  # integers are never NaN or infinite
+                return Code("True" if name == "isfinite" else "False", 0, 1)
+            return Code(f"_m_{name}({args[0].text})", 0, 1)
+
+        return compiler.lanewise(call, lane)
+
+    return rule
+
+
+def _bit_count(name: str) -> CallRule:
+    def rule(compiler: CallCompiler, call: Call) -> Code:
+        def lane(args: list[Code], dtype: DataType) -> Code:
+            return Code(f"_{name}({args[0].text}, {dtype.bits})", 0, dtype.bits)
+
+        return compiler.lanewise(call, lane)
+
+    return rule
+
+
+def _shift(symbol: str) -> CallRule:
+    """Shifts by a negative amount or by the bit width or more are undefined: an error."""
+
+    def rule(compiler: CallCompiler, call: Call) -> Code:
+        def lane(args: list[Code], dtype: DataType) -> Code:
+            amount = args[1]
+            if (
+                amount.low is None
+                or amount.high is None
+                or not 0 <= amount.low <= amount.high < dtype.bits
+            ):
+                site = compiler.ctx.site(call, "shift")
+                first, later = compiler.exprs.atom(amount)
+                message = repr(f"shift by an amount outside [0, {dtype.bits})")
+                amount = Code(
+                    f"({later} if 0 <= {first} < {dtype.bits} else _fault({site}, {message}))",
+                    0,
+                    dtype.bits - 1,
+                )
+            text = f"({args[0].text} {symbol} {amount.text})"
+            if symbol == ">>":
+                return Code(text, *int_range(dtype))
+            return compiler.exprs.fit_int(text, (None, None), dtype)
+
+        return compiler.lanewise(call, lane)
+
+    return rule
+
+
+def _bitwise(symbol: str) -> CallRule:
+    def rule(compiler: CallCompiler, call: Call) -> Code:
+        def lane(args: list[Code], dtype: DataType) -> Code:
+            # on two's-complement values in range, &, | and ^ stay in range
+            return Code(f"({args[0].text} {symbol} {args[1].text})", *int_range(dtype))
+
+        return compiler.lanewise(call, lane)
+
+    return rule
+
+
+def _bitwise_not(compiler: CallCompiler, call: Call) -> Code:
+    def lane(args: list[Code], dtype: DataType) -> Code:
+        if dtype.is_bool:
+            return Code(f"(not {args[0].text})", 0, 1)
+        if dtype.is_uint:
+            return Code(f"({args[0].text} ^ {(1 << dtype.bits) - 1})", *int_range(dtype))
+        return Code(f"(~{args[0].text})", *int_range(dtype))
+
+    return compiler.lanewise(call, lane)
+
+
+def _if_then_else(compiler: CallCompiler, call: Call) -> Code:
+    condition, true_value, false_value = (compiler.exprs.compile(a) for a in call.args)  # type: ignore[arg-type]
+    if call.dtype.is_scalar and call.args[0].dtype.is_scalar:  # type: ignore[attr-defined]
+        low = (
+            None
+            if true_value.low is None or false_value.low is None
+            else min(true_value.low, false_value.low)
+        )
+        high = (
+            None
+            if true_value.high is None or false_value.high is None
+            else max(true_value.high, false_value.high)
+        )
+        return Code(f"({true_value.text} if {condition.text} else {false_value.text})", low, high)
+    # per lane, a vector if_then_else still needs both vectors: evaluated whole, then picked
+    c, t, f = compiler.ctx.temp(), compiler.ctx.temp(), compiler.ctx.temp()
+    lanes = call.dtype.lanes
+    sources = [
+        code.text if arg.dtype.is_vector else f"({code.text},) * {lanes}"  # type: ignore[attr-defined]
+        for code, arg in zip((condition, true_value, false_value), call.args, strict=True)
+    ]
+    return Code(f"tuple([({t} if {c} else {f}) for {c}, {t}, {f} in zip({', '.join(sources)})])")
+
+
+def _identity(compiler: CallCompiler, call: Call) -> Code:
+    return compiler.exprs.compile(call.args[0])  # type: ignore[arg-type]
+
+
+def _true(compiler: CallCompiler, call: Call) -> Code:
+    return Code("True", 1, 1)
+
+
+def _zero(compiler: CallCompiler, call: Call) -> Code:
+    return compiler.exprs.literal(0, call.dtype)
+
+
+def _reinterpret(compiler: CallCompiler, call: Call) -> Code:
+    from tirc.interp.bits import reinterpret
+
+    value_arg = call.args[-1]
+    source: DataType = value_arg.dtype  # type: ignore[attr-defined]
+    if source.is_handle or call.dtype.is_handle:
+        return compiler.exprs.compile(value_arg)  # type: ignore[arg-type]
+    function = compiler.ctx.constant(reinterpret, "reinterpret")
+    value = compiler.exprs.compile(value_arg)  # type: ignore[arg-type]
+    code = f"{function}({value.text}, {str(source)!r}, {str(call.dtype)!r})"
+    if call.dtype.is_integer:
+        return Code(code, *int_range(call.dtype.element))
+    return Code(code)
+
+
+def _q_multiply_shift(compiler: CallCompiler, call: Call) -> Code:
+    from tirc.interp.bits import q_multiply_shift
+
+    function = compiler.ctx.constant(q_multiply_shift, "q_multiply_shift")
+    return compiler.lanewise(
+        call,
+        lambda args, dtype: Code(
+            f"{function}({', '.join(a.text for a in args)}, {call.dtype.element.bits})"
+        ),
+    )
+
+
+def _q_multiply_shift_per_axis(compiler: CallCompiler, call: Call) -> Code:
+    from tirc.interp.bits import q_multiply_shift_per_axis
+
+    function = compiler.ctx.constant(q_multiply_shift_per_axis, "q_multiply_shift_per_axis")
+    return compiler.lanewise(
+        call,
+        lambda args, dtype: Code(
+            f"{function}({', '.join(a.text for a in args)}, {call.dtype.element.bits})"
+        ),
+    )
+
+
+def _extern(compiler: CallCompiler, call: Call) -> Code:
+    """call_extern("float32", "expf", x): C math by name, or a registered Python function."""
+    name_arg = call.args[0]
+    if not isinstance(name_arg, StringImm):
+        raise DiagnosticError.at(
+            call.span, "the first argument of an extern call must name the function"
+        )
+    name = name_arg.value
+    args = [compiler.exprs.compile(a) for a in call.args[1:]]  # type: ignore[arg-type]
+    if name in EXTERNS:
+        function = compiler.ctx.constant(EXTERNS[name], name)
+        text = f"{function}({', '.join(a.text for a in args)})"
+        return compiler.exprs.round_float(text, call.dtype) if call.dtype.is_float else Code(text)
+    math_name = _c_math_name(name)
+    if math_name in math_functions.FLOAT_UNARY and len(args) == 1:
+        return compiler.exprs.round_float(f"_m_{math_name}({args[0].text})", call.dtype)
+    if math_name in math_functions.FLOAT_BINARY and len(args) == 2:
+        return compiler.exprs.round_float(
+            f"_m_{math_name}({args[0].text}, {args[1].text})", call.dtype
+        )
+    if math_name == "fmod" and len(args) == 2:
+        return compiler.exprs.round_float(f"_fmod({args[0].text}, {args[1].text})", call.dtype)
+    raise DiagnosticError.at(
+        call.span,
+        f"the interpreter does not know the extern function '{name}' "
+        "(register one in tirc.interp.extensions.EXTERNS)",
+    )
+
+
+def _c_math_name(name: str) -> str:
+    """expf, __expf, hexp, exp -> exp: the C, CUDA and half spellings of one function."""
+    stripped = name.lstrip("_")
+    if stripped in math_functions.FLOAT_UNARY or stripped in math_functions.FLOAT_BINARY:
+        return stripped
+    for prefix, suffix in (("", "f"), ("h", ""), ("", "l")):
+        if stripped.startswith(prefix) and stripped.endswith(suffix):
+            core = stripped[len(prefix) : len(stripped) - len(suffix) if suffix else None]
+            if (
+                core in math_functions.FLOAT_UNARY
+                or core in math_functions.FLOAT_BINARY
+                or core == "fmod"
+            ):
+                return core
+    return stripped
+
+
+def _type_annotation(compiler: CallCompiler, call: Call) -> Code:
+    return Code(f"_dtype({str(call.dtype)!r})")
+
+
+def _access_ptr(compiler: CallCompiler, call: Call) -> Code:
+    """tvm_access_ptr(type, data, offset, extent, rw): a pointer `offset` elements into data."""
+    type_arg = call.args[0]
+    element = type_arg.dtype if isinstance(type_arg, Call) else parse_dtype("float32")
+    data = compiler.argument(call.args[1])
+    offset = compiler.argument(call.args[2])
+    function = compiler.ctx.constant(_pointer_into, "pointer_into")
+    return Code(f"{function}({data.text}, {offset.text}, _dtype({str(element)!r}))")
+
+
+def _pointer_into(handle: object, offset: int, dtype: DataType) -> object:
+    from tirc.interp.memory import Pointer, access_type
+
+    size = access_type(dtype).itemsize
+    if isinstance(handle, Pointer):
+        return Pointer(handle.storage, handle.byte_offset + offset * size, dtype)
+    return Pointer(handle, offset * size, dtype)  # type: ignore[arg-type]
+
+
+def _address_of(compiler: CallCompiler, call: Call) -> Code:
+    load = call.args[0]
+    if not isinstance(load, BufferLoad):
+        raise DiagnosticError.at(call.span, "T.address_of takes a buffer element")
+    offset, view = compiler.exprs.access.element_offset(
+        load.buffer, load.indices, load, "address of"
+    )
+    layout = compiler.exprs.access.layout(load.buffer)
+    handle = compiler.ctx.names.get(layout.data, "None")
+    function = compiler.ctx.constant(_pointer_into, "pointer_into")
+    return Code(f"{function}({handle}, {offset.text}, _dtype({str(load.buffer.dtype.element)!r}))")
+
+
+def _storage_sync(compiler: CallCompiler, call: Call) -> Code:
+    """__syncthreads: a barrier between the threads of a block; nothing outside a kernel."""
+    if compiler.ctx.kernel is None:
+        return Code("None")
+    site = compiler.ctx.site(call, "barrier")
+    return Code(f"(yield (0, {site}))")
+
+
+def _warp_shuffle(kind: int) -> CallRule:
+    """tvm_warp_shuffle*(mask, value, lane_or_delta, width, warp_size): a warp collective."""
+
+    def rule(compiler: CallCompiler, call: Call) -> Code:
+        if compiler.ctx.kernel is None:
+            raise DiagnosticError.at(call.span, f"T.{call.op} outside a GPU kernel")
+        site = compiler.ctx.site(call, call.op)
+        _, value, lane, width, _ = (compiler.argument(a).text for a in call.args)
+        return Code(f"(yield (1, {site}, {kind}, {value}, {lane}, {width}))")
+
+    return rule
+
+
+def _active_mask(compiler: CallCompiler, call: Call) -> Code:
+    if compiler.ctx.kernel is None:
+        return compiler.exprs.literal(0xFFFFFFFF, call.dtype)
+    site = compiler.ctx.site(call, call.op)
+    return Code(f"(yield (2, {site}))", *int_range(call.dtype))
+
+
+def _vector_half(high: bool) -> CallRule:
+    """vectorlow / vectorhigh: the first or second half of a vector's lanes."""
+
+    def rule(compiler: CallCompiler, call: Call) -> Code:
+        vector = compiler.argument(call.args[-1])
+        half = call.dtype.lanes
+        part = f"[{half}:]" if high else f"[:{half}]"
+        return Code(f"{vector.text}{part}")
+
+    return rule
+
+
+def _vector_combine(compiler: CallCompiler, call: Call) -> Code:
+    low, high = (compiler.argument(arg) for arg in call.args[-2:])
+    return Code(f"({low.text} + {high.text})")
+
+
+def _thread_allreduce(compiler: CallCompiler, call: Call) -> Code:
+    from tirc.interp.compile_allreduce import compile_allreduce
+
+    return compile_allreduce(compiler, call)
+
+
+_RULES: dict[str, CallRule] = {
+    **{name: _float_unary(name) for name in math_functions.FLOAT_UNARY},
+    **{name: _float_binary(name) for name in math_functions.FLOAT_BINARY},
+    **{name: _predicate(name) for name in math_functions.FLOAT_PREDICATES},
+    "fmod": _fmod,
+    "nextafter": _nextafter,
+    "popcount": _bit_count("popcount"),
+    "clz": _bit_count("clz"),
+    "shift_left": _shift("<<"),
+    "shift_right": _shift(">>"),
+    "bitwise_and": _bitwise("&"),
+    "bitwise_or": _bitwise("|"),
+    "bitwise_xor": _bitwise("^"),
+    "bitwise_not": _bitwise_not,
+    "if_then_else": _if_then_else,
+    "likely": _identity,
+    "assume": _true,
+    "undef": _zero,
+    "reinterpret": _reinterpret,
+    "q_multiply_shift": _q_multiply_shift,
+    "q_multiply_shift_per_axis": _q_multiply_shift_per_axis,
+    "call_extern": _extern,
+    "call_pure_extern": _extern,
+    "type_annotation": _type_annotation,
+    "tvm_access_ptr": _access_ptr,
+    "address_of": _address_of,
+    "tvm_storage_sync": _storage_sync,
+    "tvm_warp_shuffle": _warp_shuffle(0),
+    "tvm_warp_shuffle_up": _warp_shuffle(1),
+    "tvm_warp_shuffle_down": _warp_shuffle(2),
+    "tvm_warp_activemask": _active_mask,
+    "tvm_thread_allreduce": _thread_allreduce,
+    "vectorlow": _vector_half(high=False),
+    "vectorhigh": _vector_half(high=True),
+    "vectorcombine": _vector_combine,
+}

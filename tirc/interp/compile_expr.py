@@ -1,0 +1,390 @@
+"""Expressions to Python expressions, one rule per IR class.
+
+Scalars are Python bools, ints and floats holding a value of their dtype; vectors are tuples of
+scalars. Integer results are wrapped only when their range might leave the dtype's; float
+results are rounded to their dtype after each operation (float64 needs no rounding).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from tirc.diagnostics import DiagnosticError
+from tirc.interp import interval
+from tirc.interp.context import Code, Context, Slot
+from tirc.ir.integer import int_range, wrap
+from tirc.ir import expr as E
+from tirc.ir.dtype import DataType
+from tirc.ir.expr import PrimExpr
+
+# float kind -> the runtime helper that rounds a Python float to it (float64 needs none)
+ROUNDERS: dict[str, str] = {
+    "float32": "_f32",
+    "float16": "_round_float16",
+    "bfloat16": "_round_bfloat16",
+    "float8_e4m3fn": "_round_float8_e4m3fn",
+    "float8_e5m2": "_round_float8_e5m2",
+}
+
+BinaryRule = Callable[["ExprCompiler", Code, Code, DataType, PrimExpr], Code]
+
+
+class ExprCompiler:
+    def __init__(self, ctx: Context):
+        from tirc.interp.compile_access import AccessCompiler
+        from tirc.interp.compile_call import CallCompiler
+
+        self.ctx = ctx
+        self.access = AccessCompiler(ctx, self)
+        self.calls = CallCompiler(ctx, self)
+
+    def compile(self, expr: PrimExpr) -> Code:
+        rule = _RULES.get(type(expr))
+        if rule is None:
+            raise DiagnosticError.at(
+                expr.span, f"the interpreter cannot evaluate {type(expr).__name__} expressions"
+            )
+        return rule(self, expr)
+
+    # values of a dtype
+
+    def combine(self, operands: list[Code]) -> Slot | None:
+        """The slot of an expression over operands, hoisting each operand that is invariant in
+        a loop the expression is not (so that it is computed outside that loop)."""
+        slots = [code.slot for code in operands if code.slot is not None]
+        target = max(slots, key=lambda slot: slot.order) if slots else None
+        if target is not None:
+            for index, code in enumerate(operands):
+                operands[index] = self.ctx.hoist(code, below=target)
+        return target
+
+    def fit_int(self, text: str, value: interval.Range, dtype: DataType) -> Code:
+        """An integer result, wrapped into dtype unless its range already fits."""
+        low, high = int_range(dtype)
+        if interval.within(value, low, high):
+            return Code(text, value[0], value[1])
+        return Code(f"_wrap_{dtype.element}({text})", low, high)
+
+    def round_float(self, text: str, dtype: DataType) -> Code:
+        rounder = ROUNDERS.get(str(dtype.element))
+        if rounder is None:
+            return Code(text)
+        return Code(f"{rounder}({text})", unrounded=text)
+
+    def literal(self, value: object, dtype: DataType) -> Code:
+        if dtype.is_bool:
+            return Code("True" if value else "False", int(bool(value)), int(bool(value)), pure=True)
+        if dtype.is_integer:
+            number = int(value)  # type: ignore[call-overload]
+            low, high = int_range(dtype)
+            if not low <= number <= high:
+                number = wrap(number, dtype)
+            return Code(str(number), number, number, pure=True)
+        return Code(self.float_literal(float(value), dtype), pure=True)  # type: ignore[arg-type]
+
+    def float_literal(self, value: float, dtype: DataType) -> str:
+        from tirc.interp.runtime import round_to
+
+        rounded = round_to(value, dtype)
+        if rounded != rounded or rounded in (float("inf"), float("-inf")):
+            return self.ctx.constant(rounded, "float")
+        return repr(rounded)
+
+    def atom(self, code: Code) -> tuple[str, str]:
+        """(first use, later uses) of code: itself if an atom, else a walrus temporary."""
+        if code.is_atom:
+            return code.text, code.text
+        name = self.ctx.temp()
+        return f"({name} := {code.text})", name
+
+    def lanes(self, expr: PrimExpr) -> int:
+        return expr.dtype.lanes  # type: ignore[attr-defined]
+
+
+def _var(compiler: ExprCompiler, expr: PrimExpr) -> Code:
+    assert isinstance(expr, E.Var)
+    name = compiler.ctx.names.get(expr)
+    if name is None:
+        raise DiagnosticError.at(expr.span, f"variable '{expr.name}' is used but never defined")
+    low, high = compiler.ctx.bounds.get(expr, (None, None))
+    slot = compiler.ctx.var_slots.get(expr)
+    pure = slot is not None or expr in compiler.ctx.constants
+    return Code(name, low, high, pure=pure, slot=slot)
+
+
+def _int_imm(compiler: ExprCompiler, expr: PrimExpr) -> Code:
+    assert isinstance(expr, E.IntImm)
+    return compiler.literal(expr.value, expr.dtype)
+
+
+def _float_imm(compiler: ExprCompiler, expr: PrimExpr) -> Code:
+    assert isinstance(expr, E.FloatImm)
+    return Code(compiler.float_literal(expr.value, expr.dtype), pure=True)
+
+
+def _string_imm(compiler: ExprCompiler, expr: PrimExpr) -> Code:
+    assert isinstance(expr, E.StringImm)
+    return Code(repr(expr.value))
+
+
+def _binary(rule: BinaryRule) -> Callable[[ExprCompiler, PrimExpr], Code]:
+    """Applies a scalar rule to two operands, lane by lane for vectors."""
+
+    def compile_binary(compiler: ExprCompiler, expr: PrimExpr) -> Code:
+        operands = [compiler.compile(expr.a), compiler.compile(expr.b)]  # type: ignore[attr-defined]
+        slot = compiler.combine(operands)
+        a, b = operands
+        operand_type: DataType = expr.a.dtype  # type: ignore[attr-defined]
+        if operand_type.is_scalar:
+            result = rule(compiler, a, b, operand_type, expr)
+            pure = a.pure and b.pure and not _may_fail(expr, b, operand_type)
+            return replace(result, pure=pure, slot=slot if pure else None)
+        x, y = compiler.ctx.temp(), compiler.ctx.temp()
+        lane = rule(compiler, Code(x), Code(y), operand_type.element, expr)
+        return Code(f"tuple([{lane.text} for {x}, {y} in zip({a.text}, {b.text})])")
+
+    return compile_binary
+
+
+def _may_fail(expr: PrimExpr, divisor: Code, dtype: DataType) -> bool:
+    """Integer division and modulo fail on zero; every other binary operation is total."""
+    return type(expr) in _INT_DIVISION and dtype.is_integer and not _nonzero_constant(divisor)
+
+
+def _arith(
+    symbol: str, combine: Callable[[interval.Range, interval.Range], interval.Range]
+) -> BinaryRule:
+    def rule(compiler: ExprCompiler, a: Code, b: Code, dtype: DataType, expr: PrimExpr) -> Code:
+        text = f"({a.text} {symbol} {b.text})"
+        if dtype.is_float:
+            return compiler.round_float(text, dtype)
+        if dtype.is_integer:
+            return compiler.fit_int(text, combine((a.low, a.high), (b.low, b.high)), dtype)
+        raise DiagnosticError.at(expr.span, f"arithmetic on {dtype} values")
+
+    return rule
+
+
+def _nonzero_constant(code: Code) -> bool:
+    return code.constant is not None and code.constant != 0
+
+
+def _int_division(
+    symbol: str,
+    helper: str,
+    combine: Callable[[interval.Range, interval.Range], interval.Range],
+    exact_when_nonnegative: bool,
+) -> Callable[[ExprCompiler, Code, Code, DataType, PrimExpr], Code]:
+    """Python's // and % floor; they stand for the truncating forms when a >= 0 and b > 0."""
+
+    def rule(compiler: ExprCompiler, a: Code, b: Code, dtype: DataType, expr: PrimExpr) -> Code:
+        value = combine((a.low, a.high), (b.low, b.high))
+        positive_divisor = b.low is not None and b.low > 0
+        nonnegative = a.low is not None and a.low >= 0
+        floor_is_right = not exact_when_nonnegative or (nonnegative and positive_divisor)
+        if _nonzero_constant(b) and floor_is_right:
+            return compiler.fit_int(f"({a.text} {symbol} {b.text})", value, dtype)
+        site = compiler.ctx.site(expr, "division")
+        return compiler.fit_int(f"{helper}({a.text}, {b.text}, {site})", value, dtype)
+
+    return rule
+
+
+_INT_DIVISION: dict[type, BinaryRule] = {
+    E.FloorDiv: _int_division("//", "_floordiv", interval.floordiv, False),
+    E.FloorMod: _int_division("%", "_floormod", interval.floormod, False),
+    E.Div: _int_division("//", "_truncdiv", interval.truncdiv, True),
+    E.Mod: _int_division("%", "_truncmod", interval.truncmod, True),
+}
+
+_FLOAT_DIVISION: dict[type, str] = {
+    E.FloorDiv: "_ffloordiv",
+    E.FloorMod: "_ffloormod",
+    E.Div: "_fdiv",
+    E.Mod: "_fmod",
+}
+
+
+def _division(compiler: ExprCompiler, a: Code, b: Code, dtype: DataType, expr: PrimExpr) -> Code:
+    if dtype.is_integer:
+        return _INT_DIVISION[type(expr)](compiler, a, b, dtype, expr)
+    if not dtype.is_float:
+        raise DiagnosticError.at(expr.span, f"division of {dtype} values")
+    if type(expr) is E.Div and b.text not in ("0.0", "-0.0") and _is_float_literal(b.text):
+        return compiler.round_float(f"({a.text} / {b.text})", dtype)
+    return compiler.round_float(f"{_FLOAT_DIVISION[type(expr)]}({a.text}, {b.text})", dtype)
+
+
+def _is_float_literal(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _extremum(
+    symbol: str, combine: Callable[[interval.Range, interval.Range], interval.Range]
+) -> BinaryRule:
+    """max keeps a when a > b, else b (so max(NaN, x) is x and max(x, NaN) is NaN, as TVM)."""
+
+    def rule(compiler: ExprCompiler, a: Code, b: Code, dtype: DataType, expr: PrimExpr) -> Code:
+        first_a, later_a = compiler.atom(a)
+        first_b, later_b = compiler.atom(b)
+        text = f"({later_a} if {first_a} {symbol} {first_b} else {later_b})"
+        return Code(text, *combine((a.low, a.high), (b.low, b.high)))
+
+    return rule
+
+
+def _compare(symbol: str) -> BinaryRule:
+    def rule(compiler: ExprCompiler, a: Code, b: Code, dtype: DataType, expr: PrimExpr) -> Code:
+        return Code(f"({a.text} {symbol} {b.text})", 0, 1)
+
+    return rule
+
+
+def _logical(symbol: str) -> BinaryRule:
+    def rule(compiler: ExprCompiler, a: Code, b: Code, dtype: DataType, expr: PrimExpr) -> Code:
+        # both operands are pure, so short-circuiting changes nothing but speed
+        return Code(f"({a.text} {symbol} {b.text})", 0, 1)
+
+    return rule
+
+
+def _not(compiler: ExprCompiler, expr: PrimExpr) -> Code:
+    assert isinstance(expr, E.Not)
+    a = compiler.compile(expr.a)
+    if expr.dtype.is_vector:
+        x = compiler.ctx.temp()
+        return Code(f"tuple([not {x} for {x} in {a.text}])")
+    return Code(f"(not {a.text})", 0, 1, pure=a.pure, slot=a.slot)
+
+
+def _select(compiler: ExprCompiler, expr: PrimExpr) -> Code:
+    """Both values are evaluated (left to right), then one is picked."""
+    assert isinstance(expr, E.Select)
+    condition = compiler.compile(expr.condition)
+    true_value = compiler.compile(expr.true_value)
+    false_value = compiler.compile(expr.false_value)
+    value = interval.union((true_value.low, true_value.high), (false_value.low, false_value.high))
+    if expr.dtype.is_scalar:
+        picked = f"_select({condition.text}, {true_value.text}, {false_value.text})"
+        return Code(picked, *value)
+    c, t, f = compiler.ctx.temp(), compiler.ctx.temp(), compiler.ctx.temp()
+    condition_lanes = condition.text
+    if expr.condition.dtype.is_scalar:  # type: ignore[attr-defined]
+        condition_lanes = f"({condition.text},) * {expr.dtype.lanes}"
+    return Code(
+        f"tuple([({f}, {t})[{c}] for {c}, {t}, {f} in "
+        f"zip({condition_lanes}, {true_value.text}, {false_value.text})])"
+    )
+
+
+def _cast(compiler: ExprCompiler, expr: PrimExpr) -> Code:
+    assert isinstance(expr, E.Cast)
+    from tirc.interp.compile_cast import compile_cast
+
+    value = compiler.compile(expr.value)
+    source: DataType = expr.value.dtype  # type: ignore[attr-defined]
+    if expr.dtype.is_scalar:
+        result = compile_cast(compiler, value, source, expr.dtype, expr)
+        pure = value.pure and not (source.is_float and expr.dtype.is_integer)
+        return replace(result, pure=pure, slot=value.slot if pure else None)
+    x = compiler.ctx.temp()
+    lane = compile_cast(compiler, Code(x), source.element, expr.dtype.element, expr)
+    return Code(f"tuple([{lane.text} for {x} in {value.text}])")
+
+
+def _ramp(compiler: ExprCompiler, expr: PrimExpr) -> Code:
+    """[base + i * stride for i < lanes], base and stride evaluated once."""
+    assert isinstance(expr, E.Ramp)
+    base = compiler.compile(expr.base)
+    stride = compiler.compile(expr.stride)
+    lane_type = expr.dtype.element
+    simple = base.is_atom and stride.is_atom
+    b, s = (base.text, stride.text) if simple else (compiler.ctx.temp(), compiler.ctx.temp())
+    i = compiler.ctx.temp()
+    value: interval.Range = (None, None)
+    if lane_type.is_integer:
+        steps = interval.mul((stride.low, stride.high), (0, expr.lanes - 1))
+        value = interval.union((base.low, base.high), interval.add((base.low, base.high), steps))
+        lane = compiler.fit_int(f"{b} + {s} * {i}", value, lane_type)
+    else:
+        lane = compiler.round_float(f"{b} + {s} * {i}", lane_type)
+    lanes = f"tuple([{lane.text} for {i} in range({expr.lanes})])"
+    if simple:
+        return Code(lanes, *value)
+    return Code(f"(lambda {b}, {s}: {lanes})({base.text}, {stride.text})", *value)
+
+
+def _broadcast(compiler: ExprCompiler, expr: PrimExpr) -> Code:
+    assert isinstance(expr, E.Broadcast)
+    value = compiler.compile(expr.value)
+    return Code(f"(({value.text},) * {expr.lanes})", value.low, value.high)
+
+
+def _shuffle(compiler: ExprCompiler, expr: PrimExpr) -> Code:
+    assert isinstance(expr, E.Shuffle)
+    parts = []
+    for vector in expr.vectors:
+        code = compiler.compile(vector)
+        parts.append(code.text if vector.dtype.is_vector else f"({code.text},)")  # type: ignore[attr-defined]
+    indices = [compiler.compile(index).text for index in expr.indices]
+    concatenated = " + ".join(parts)
+    if len(indices) == 1:  # one lane: a scalar
+        return Code(f"({concatenated})[{indices[0]}]")
+    return Code(f"_shuffle_lanes({concatenated}, ({', '.join(indices)},))")
+
+
+def _let(compiler: ExprCompiler, expr: PrimExpr) -> Code:
+    assert isinstance(expr, E.Let)
+    value = compiler.compile(expr.value)
+    name = compiler.ctx.bind(expr.var, value.low, value.high)
+    body = compiler.compile(expr.body)
+    return Code(f"(({name} := {value.text}), {body.text})[1]", body.low, body.high)
+
+
+def _call(compiler: ExprCompiler, expr: PrimExpr) -> Code:
+    assert isinstance(expr, E.Call)
+    return compiler.calls.compile(expr)
+
+
+def _load(compiler: ExprCompiler, expr: PrimExpr) -> Code:
+    assert isinstance(expr, E.BufferLoad)
+    return compiler.access.load(expr)
+
+
+_RULES: dict[type, Callable[[ExprCompiler, PrimExpr], Code]] = {
+    E.Var: _var,
+    E.IntImm: _int_imm,
+    E.FloatImm: _float_imm,
+    E.StringImm: _string_imm,
+    E.Add: _binary(_arith("+", interval.add)),
+    E.Sub: _binary(_arith("-", interval.sub)),
+    E.Mul: _binary(_arith("*", interval.mul)),
+    E.Div: _binary(_division),
+    E.Mod: _binary(_division),
+    E.FloorDiv: _binary(_division),
+    E.FloorMod: _binary(_division),
+    E.Min: _binary(_extremum("<", interval.minimum)),
+    E.Max: _binary(_extremum(">", interval.maximum)),
+    E.EQ: _binary(_compare("==")),
+    E.NE: _binary(_compare("!=")),
+    E.LT: _binary(_compare("<")),
+    E.LE: _binary(_compare("<=")),
+    E.GT: _binary(_compare(">")),
+    E.GE: _binary(_compare(">=")),
+    E.And: _binary(_logical("and")),
+    E.Or: _binary(_logical("or")),
+    E.Not: _not,
+    E.Select: _select,
+    E.Cast: _cast,
+    E.Ramp: _ramp,
+    E.Broadcast: _broadcast,
+    E.Shuffle: _shuffle,
+    E.Let: _let,
+    E.Call: _call,
+    E.BufferLoad: _load,
+}

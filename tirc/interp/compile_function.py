@@ -1,0 +1,129 @@
+"""A PrimFunc compiled, once, to one Python function `_entry(inputs)`.
+
+`inputs` holds, per parameter, a scalar, or for a buffer parameter `(storage, shape, strides)`;
+the prologue binds shape, stride and offset variables from them. The generated source is kept
+(see `CompiledFunction.source`) so that it can be read when debugging the interpreter.
+"""
+
+from __future__ import annotations
+
+import linecache
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+from itertools import count
+
+from tirc.interp.compile_stmt import StmtCompiler
+from tirc.interp.context import Context
+from tirc.interp.dead_code import remove_unread
+from tirc.interp.fault import Site
+from tirc.interp.runtime import base_namespace
+from tirc.ir.buffer import Buffer
+from tirc.ir.dtype import DataType
+from tirc.ir.expr import Var
+from tirc.ir.function import PrimFunc
+from tirc.ir.functor import walk
+from tirc.ir.node import Node
+
+_serial = count()
+
+
+@dataclass(frozen=True)
+class CompiledFunction:
+    name: str
+    source: str
+    filename: str
+    entry: Callable[[list[object]], None]
+    sites: tuple[Site, ...]
+    line_nodes: tuple[Node | None, ...]  # the IR node behind each line of source
+    first_line: int  # line number of the first body line in source
+
+
+@lru_cache(maxsize=64)
+def compile_function(func: PrimFunc, name: str = "main") -> CompiledFunction:
+    """Python code for func; raises DiagnosticError for what the interpreter cannot run."""
+    ctx = Context(name, namespace=dict(base_namespace()))
+    ctx.data_types = _data_types(func)
+    ctx.serial_threads = func.is_s_tir
+    compiler = StmtCompiler(ctx)
+    _prologue(compiler, func)
+    compiler.compile(func.body)
+    remove_unread(ctx.lines, ctx.removable)
+    header = "def _entry(_inputs):"
+    source = header + "\n" + ctx.source()
+    filename = f"<tirc-interp {name} #{next(_serial)}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    code = compile(source, filename, "exec")
+    exec(code, ctx.namespace)
+    return CompiledFunction(
+        name,
+        source,
+        filename,
+        ctx.namespace["_entry"],  # type: ignore[arg-type]
+        tuple(ctx.sites),
+        tuple(ctx.line_nodes),
+        2,
+    )
+
+
+def _data_types(func: PrimFunc) -> dict[Var, set[DataType]]:
+    """For each data handle, the element types some buffer views it as."""
+    found: dict[Var, set[DataType]] = {}
+
+    def collect(node: Node) -> None:
+        if isinstance(node, Buffer):
+            found.setdefault(node.data, set()).add(node.dtype.element)
+
+    walk(func, collect)
+    for _, buffer in func.buffer_map:
+        found.setdefault(buffer.data, set()).add(buffer.dtype.element)
+    return found
+
+
+def _prologue(compiler: StmtCompiler, func: PrimFunc) -> None:
+    """Scalars first: a buffer's shape may use a scalar parameter listed after it."""
+    ctx = compiler.ctx
+    for index, param in enumerate(func.params):
+        if func.buffer_of(param) is not None:
+            continue
+        if param.dtype.is_handle:
+            compiler.bind_handle(param, f"_inputs[{index}]", "global", is_storage=True)
+        else:
+            name = ctx.bind(param)
+            ctx.emit(f"{name} = _inputs[{index}]")
+            ctx.define(param)
+    for index, param in enumerate(func.params):
+        buffer = func.buffer_of(param)
+        if buffer is None:
+            continue
+        storage = compiler.bind_handle(param, f"_inputs[{index}][0]", "global", is_storage=True)
+        if buffer.data is not param:
+            compiler.bind_handle(buffer.data, storage, "global", is_storage=True)
+        _bind_layout(compiler, buffer, index)
+
+
+def _bind_layout(compiler: StmtCompiler, buffer: Buffer, index: int) -> None:
+    """Variables in a parameter buffer's shape and strides take the argument's values."""
+    ctx = compiler.ctx
+    for position, (field, values) in enumerate(
+        (("shape", buffer.shape), ("strides", buffer.strides))
+    ):
+        for dim, value in enumerate(values):
+            actual = f"_inputs[{index}][{position + 1}][{dim}]"
+            if isinstance(value, Var) and value not in ctx.names:
+                name = ctx.bind(value, 0, None)
+                ctx.emit(f"{name} = {actual}")
+                ctx.define(value)
+                continue
+            expected = compiler.expr(value)
+            if expected.constant is not None:
+                continue  # checked before the run, with the argument's name
+            site = ctx.site(buffer, f"{field} of {buffer.name}")
+            ctx.emit(f"if {expected.text} != {actual}:")
+            with ctx.indented():
+                message = f"argument {buffer.name} has {field}[{dim}] = %d but the program needs %d"
+                ctx.emit(f"_fault({site}, {message!r} % ({actual}, {expected.text}))")
+    if isinstance(buffer.elem_offset, Var) and buffer.elem_offset not in ctx.names:
+        name = ctx.bind(buffer.elem_offset, 0, 0)
+        ctx.emit(f"{name} = 0")
+        ctx.define(buffer.elem_offset)

@@ -1,0 +1,30 @@
+"""A run-time error of the interpreted program, raised by generated code and its helpers.
+
+Generated code knows where it is only as a site number; the runner maps sites back to the
+IR node (and so the source span) that the error belongs to.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tirc.diagnostics.span import Span
+
+
+class Fault(Exception):
+    """The program did something undefined (out-of-bounds access, division by zero, a race)."""
+
+    def __init__(self, site: int, message: str, notes: tuple[tuple[int, str], ...] = ()):
+        super().__init__(message)
+        self.site = site
+        self.message = message
+        self.notes = notes  # (site, message) pairs: other places the error involves
+
+
+@dataclass(frozen=True, slots=True)
+class Site:
+    """A place in the program that can fail at run time: its span and a short description."""
+
+    span: Span | None
+    what: str
+    is_access: bool = False  # a buffer access: its faults are out-of-bounds indices

@@ -1,0 +1,69 @@
+"""Random arguments for a function: exact, small values, so that results rarely round.
+
+Floats are k/8 with k in ±[1, 8] (as the conformance cases' inputs), integers lie in [0, 3],
+bools are 0 or 1. Shapes with variables need those variables' values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from tirc.diagnostics import DiagnosticError
+from tirc.interp.memory import array_type
+from tirc.ir.buffer import Buffer
+from tirc.ir.dtype import DataType
+from tirc.ir.expr import IntImm, PrimExpr, Var
+from tirc.ir.function import PrimFunc
+
+
+def random_inputs(
+    func: PrimFunc, seed: int = 0, *, sizes: Mapping[str, int] | None = None
+) -> dict[str, np.ndarray | int]:
+    """An argument for every parameter, keyed by parameter name; `sizes` gives shape variables
+    (and scalar parameters) by name. Each parameter's values depend only on the seed and its
+    position, so drawing some of them gives the same values as drawing all."""
+    known = dict(sizes or {})
+    return {
+        param.name: random_argument(func, index, seed, known)
+        for index, param in enumerate(func.params)
+    }
+
+
+def random_argument(
+    func: PrimFunc, index: int, seed: int, known: Mapping[str, int]
+) -> np.ndarray | int:
+    param = func.params[index]
+    buffer = func.buffer_of(param)
+    if buffer is None:
+        if param.name not in known:
+            raise DiagnosticError.at(param.span, f"give a value for scalar parameter {param.name}")
+        return known[param.name]
+    shape = tuple(shape_value(extent, known, buffer) for extent in buffer.shape)
+    return random_array(np.random.default_rng([seed, index]), shape, buffer.dtype)
+
+
+def shape_value(extent: PrimExpr, known: Mapping[str, int], buffer: Buffer) -> int:
+    if isinstance(extent, IntImm):
+        return extent.value
+    if isinstance(extent, Var) and extent.name in known:
+        return int(known[extent.name])
+    raise DiagnosticError.at(
+        buffer.span,
+        f"the shape of {buffer.name} depends on a variable; give it as an input (or its size)",
+    )
+
+
+def random_array(rng: np.random.Generator, shape: tuple[int, ...], dtype: DataType) -> np.ndarray:
+    if dtype.lanes > 1:
+        shape = (*shape, dtype.lanes)
+    kind = array_type(dtype)
+    values: np.ndarray
+    if dtype.is_bool:
+        values = rng.integers(0, 2, size=shape)
+    elif dtype.is_integer:
+        values = rng.integers(0, 4, size=shape)
+    else:
+        values = rng.choice(np.array([-1, 1]), size=shape) * rng.integers(1, 9, size=shape) / 8.0
+    return np.array(values, dtype=kind)  # an array even for shape ()

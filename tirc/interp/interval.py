@@ -1,0 +1,91 @@
+"""Ranges of integer values known while compiling, so that generated code can skip the
+wrap-around, bounds and division checks that can never fire. None means unbounded."""
+
+from __future__ import annotations
+
+Bound = int | None
+Range = tuple[Bound, Bound]
+UNKNOWN: Range = (None, None)
+
+
+def add(a: Range, b: Range) -> Range:
+    low = None if a[0] is None or b[0] is None else a[0] + b[0]
+    high = None if a[1] is None or b[1] is None else a[1] + b[1]
+    return low, high
+
+
+def sub(a: Range, b: Range) -> Range:
+    return add(a, (None if b[1] is None else -b[1], None if b[0] is None else -b[0]))
+
+
+def mul(a: Range, b: Range) -> Range:
+    if None in a or None in b:
+        return UNKNOWN
+    corners = [x * y for x in a for y in b]  # type: ignore[operator]
+    return min(corners), max(corners)
+
+
+def floordiv(a: Range, b: Range) -> Range:
+    """a // b for a divisor of one sign; unknown when the divisor's range holds zero."""
+    if None in b or b[0] <= 0 <= b[1]:  # type: ignore[operator]
+        return UNKNOWN
+    if None in a:
+        if b[0] > 0 and a[0] is not None and a[0] >= 0:  # type: ignore[operator]
+            return 0, None
+        return UNKNOWN
+    corners = [x // y for x in a for y in b]  # type: ignore[operator]
+    return min(corners), max(corners)
+
+
+def floormod(a: Range, b: Range) -> Range:
+    """a % b (floor): in [0, b) for a positive divisor; a itself when already inside."""
+    if b[0] is None or b[0] <= 0 or b[1] is None:
+        return UNKNOWN
+    if a[0] is not None and a[1] is not None and 0 <= a[0] and a[1] < b[0]:
+        return a
+    return 0, b[1] - 1
+
+
+def truncdiv(a: Range, b: Range) -> Range:
+    if a[0] is not None and a[0] >= 0 and b[0] is not None and b[0] > 0:
+        return floordiv(a, b)
+    return UNKNOWN
+
+
+def truncmod(a: Range, b: Range) -> Range:
+    if a[0] is not None and a[0] >= 0 and b[0] is not None and b[0] > 0:
+        return floormod(a, b)
+    return UNKNOWN
+
+
+def minimum(a: Range, b: Range) -> Range:
+    low = None if a[0] is None or b[0] is None else min(a[0], b[0])
+    if a[1] is None:
+        high = b[1]
+    elif b[1] is None:
+        high = a[1]
+    else:
+        high = min(a[1], b[1])
+    return low, high
+
+
+def maximum(a: Range, b: Range) -> Range:
+    high = None if a[1] is None or b[1] is None else max(a[1], b[1])
+    if a[0] is None:
+        low = b[0]
+    elif b[0] is None:
+        low = a[0]
+    else:
+        low = max(a[0], b[0])
+    return low, high
+
+
+def union(a: Range, b: Range) -> Range:
+    low = None if a[0] is None or b[0] is None else min(a[0], b[0])
+    high = None if a[1] is None or b[1] is None else max(a[1], b[1])
+    return low, high
+
+
+def within(value: Range, low: int, high: int) -> bool:
+    """Whether every value of the range lies in [low, high]."""
+    return value[0] is not None and value[1] is not None and low <= value[0] and value[1] <= high

@@ -1,0 +1,202 @@
+"""`run`: checks the arguments against the function's parameters, runs its compiled code on
+them, and turns a run-time fault into a diagnostic at the offending node's span.
+
+Buffer arguments are updated in place (a non-contiguous array through a copy written back).
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Mapping
+
+import numpy as np
+
+from tirc.diagnostics import Diagnostic, DiagnosticError, Note
+from tirc.interp.compile_function import CompiledFunction, compile_function
+from tirc.interp.fault import Fault
+from tirc.interp.memory import array_type, storage_from_array
+from tirc.interp.numeric import round_f32
+from tirc.ir.integer import int_range
+from tirc.ir.buffer import Buffer
+from tirc.ir.dtype import DataType
+from tirc.ir.expr import IntImm, Var
+from tirc.ir.function import IRModule, PrimFunc
+
+Argument = np.ndarray | int | float | bool
+
+# Python exceptions that generated code can raise on its own, and what they mean there
+_PYTHON_FAULTS: dict[type[Exception], str] = {
+    ZeroDivisionError: "division by zero",
+    OverflowError: "arithmetic overflow",
+    IndexError: "memory access out of bounds",
+}
+_PYTHON_FAULT_TYPES = tuple(_PYTHON_FAULTS)
+
+
+def run(func: PrimFunc, args: Mapping[str, Argument], *, module: IRModule | None = None) -> None:
+    """Runs func on args (keyed by parameter name, or a buffer parameter's buffer name),
+    updating buffer arguments in place; raises DiagnosticError for errors in the program."""
+    compiled = compile_function(func, _function_name(func, module))
+    inputs, write_backs = bind_arguments(func, args)
+    execute(compiled, inputs)
+    for original, copy in write_backs:
+        original[...] = copy.reshape(original.shape)
+
+
+def execute(compiled: CompiledFunction, inputs: list[object]) -> None:
+    try:
+        compiled.entry(inputs)
+    except Fault as fault:
+        raise fault_diagnostic(compiled, fault) from None
+    except _PYTHON_FAULT_TYPES as error:
+        node = _node_of_traceback(compiled, error)
+        if node is None:
+            raise
+        meaning = next(text for kind, text in _PYTHON_FAULTS.items() if isinstance(error, kind))
+        message = f"{meaning}: {error}"
+        raise DiagnosticError.at(getattr(node, "span", None), message) from None
+
+
+def fault_diagnostic(compiled: CompiledFunction, fault: Fault) -> DiagnosticError:
+    site = compiled.sites[fault.site]
+    message = fault.message
+    if site.is_access:
+        message = f"out-of-bounds {site.what}: {message}"
+    elif site.what and site.what not in message:
+        message = f"{message} ({site.what})"
+    notes = [Note(text, compiled.sites[other].span) for other, text in fault.notes]
+    return DiagnosticError(Diagnostic.error(message, site.span, *notes))
+
+
+def _node_of_traceback(compiled: CompiledFunction, error: BaseException) -> object:
+    node = None
+    for frame, line in traceback.walk_tb(error.__traceback__):
+        if frame.f_code.co_filename == compiled.filename:
+            index = line - compiled.first_line
+            if 0 <= index < len(compiled.line_nodes):
+                node = compiled.line_nodes[index] or node
+    return node
+
+
+def _function_name(func: PrimFunc, module: IRModule | None) -> str:
+    if module is not None:
+        for name, candidate in module.functions:
+            if candidate is func:
+                return name
+    return "main"
+
+
+def bind_arguments(
+    func: PrimFunc, args: Mapping[str, Argument]
+) -> tuple[list[object], list[tuple[np.ndarray, np.ndarray]]]:
+    """The compiled function's inputs, and (array, copy) pairs to write back after the run."""
+    given = dict(args)
+    inputs: list[object] = []
+    write_backs: list[tuple[np.ndarray, np.ndarray]] = []
+    missing: list[str] = []
+    for param in func.params:
+        buffer = func.buffer_of(param)
+        key = _argument_key(param, buffer, given)
+        if key is None:
+            missing.append(param.name)
+            inputs.append(None)
+            continue
+        value = given.pop(key)
+        if buffer is None and not param.dtype.is_handle:
+            inputs.append(_scalar(param, value))
+            continue
+        array = _array(param, buffer, value)
+        if buffer is None:
+            inputs.append(
+                storage_from_array(param.name, np.ascontiguousarray(array), _element(array, param))
+            )
+            continue
+        contiguous = np.ascontiguousarray(array)
+        if contiguous is not array:
+            write_backs.append((array, contiguous))
+        storage = storage_from_array(buffer.name, contiguous, buffer.dtype)
+        strides = tuple(s // contiguous.itemsize for s in contiguous.strides)
+        inputs.append((storage, tuple(contiguous.shape), strides))
+    if missing:
+        raise DiagnosticError.at(func.span, f"no argument given for {', '.join(missing)}")
+    if given:
+        names = ", ".join(sorted(given))
+        raise DiagnosticError.at(
+            func.span, f"unknown argument(s) {names}: not parameters of the function"
+        )
+    return inputs, write_backs
+
+
+def _argument_key(param: Var, buffer: Buffer | None, given: Mapping[str, object]) -> str | None:
+    if param.name in given:
+        return param.name
+    if buffer is not None and buffer.name in given:
+        return buffer.name
+    return None
+
+
+def _scalar(param: Var, value: Argument) -> object:
+    dtype = param.dtype
+    if isinstance(value, np.ndarray):
+        if value.ndim != 0:
+            raise DiagnosticError.at(param.span, f"argument {param.name} must be a scalar")
+        value = value.item()
+    if dtype.is_bool:
+        return bool(value)
+    if dtype.is_integer:
+        if isinstance(value, float) and not value.is_integer():
+            raise DiagnosticError.at(param.span, f"argument {param.name} must be an integer")
+        number = int(value)
+        low, high = int_range(dtype)
+        if not low <= number <= high:
+            raise DiagnosticError.at(
+                param.span, f"argument {param.name} = {number} does not fit {dtype}"
+            )
+        return number
+    if dtype.is_float:
+        from tirc.interp.runtime import round_to
+
+        return round_f32(float(value)) if str(dtype) == "float32" else round_to(float(value), dtype)
+    raise DiagnosticError.at(
+        param.span, f"cannot pass a value for parameter {param.name} of type {dtype}"
+    )
+
+
+def _array(param: Var, buffer: Buffer | None, value: Argument) -> np.ndarray:
+    if not isinstance(value, np.ndarray):
+        raise DiagnosticError.at(param.span, f"argument {param.name} must be an array")
+    if buffer is None:
+        return value
+    want = array_type(buffer.dtype)
+    if value.dtype != want:
+        raise DiagnosticError.at(
+            buffer.span or param.span,
+            f"argument {param.name} has dtype {value.dtype}, "
+            f"but buffer {buffer.name} holds {buffer.dtype}",
+        )
+    lanes = buffer.dtype.lanes
+    shape = tuple(value.shape)
+    expected_rank = len(buffer.shape) + (1 if lanes > 1 else 0)
+    if len(shape) != expected_rank:
+        raise DiagnosticError.at(
+            buffer.span or param.span,
+            f"argument {param.name} has shape {shape}, but buffer {buffer.name} has "
+            f"{len(buffer.shape)} dimensions",
+        )
+    for dim, extent in enumerate(buffer.shape):
+        if isinstance(extent, IntImm) and extent.value != shape[dim]:
+            wanted = tuple(e.value if isinstance(e, IntImm) else "?" for e in buffer.shape)
+            raise DiagnosticError.at(
+                buffer.span or param.span,
+                f"argument {param.name} has shape {shape}, "
+                f"but buffer {buffer.name} has shape {wanted}",
+            )
+    return value
+
+
+def _element(array: np.ndarray, param: Var) -> DataType:
+    from tirc.ir.dtype import parse_dtype
+
+    if param.pointer is not None:
+        return param.pointer.element
+    return parse_dtype(str(array.dtype)) if array.dtype.kind in "iufb" else parse_dtype("uint8")

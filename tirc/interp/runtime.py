@@ -1,0 +1,149 @@
+"""The names generated code calls: arithmetic helpers, bounds faults, vector lanes, memory.
+
+`base_namespace()` is the global namespace every compiled function starts from; names begin
+with an underscore so that they can never clash with the program's own variable names.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from tirc.interp import math_functions, numeric
+from tirc.interp.fault import Fault
+from tirc.interp.memory import Pointer, allocate, fresh_copy, view_of
+from tirc.interp.narrow_float import NARROW
+from tirc.ir import integer
+from tirc.ir.buffer import Buffer
+from tirc.ir.dtype import DataType, parse_dtype
+
+_INT_TYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+
+
+def round_to(value: float, dtype: DataType) -> float:
+    """value rounded to a float dtype (at compile time, for constants)."""
+    kind = str(dtype.element)
+    if kind == "float64":
+        return float(value)
+    if kind == "float32":
+        return numeric.round_f32(value)
+    return NARROW[kind].round(value)
+
+
+def describe_shape(buffer: Buffer) -> str:
+    from tirc.ir.expr import IntImm
+
+    dims = [
+        str(d.value) if isinstance(d, IntImm) else getattr(d, "name", "?") for d in buffer.shape
+    ]
+    return f" (shape ({', '.join(dims)}{',' if len(dims) == 1 else ''}))"
+
+
+def out_of_bounds(site: int, dim: int, index: int, extent: int) -> int:
+    raise Fault(site, f"index {index} is outside [0, {extent}) in dimension {dim}")
+
+
+def fault(site: int, message: str) -> None:
+    raise Fault(site, message)
+
+
+def lane_offsets(
+    site: int,
+    base: int,
+    parts: tuple[tuple[Any, int, int], ...],
+    lanes: int,
+    element_lanes: int,
+    mask: Any,
+) -> tuple[int | None, ...]:
+    """The element index of each lane (None where the mask is off), bounds-checked."""
+    offsets: list[int | None] = []
+    for lane in range(lanes):
+        if mask is not None and not (mask[lane] if isinstance(mask, tuple) else mask):
+            offsets.extend([None] * element_lanes)
+            continue
+        offset = base
+        for dim, (index, stride, extent) in enumerate(parts):
+            value = index[lane] if isinstance(index, tuple) else index
+            if not 0 <= value < extent:
+                out_of_bounds(site, dim, value, extent)
+            offset += value * stride
+        offsets.extend(offset * element_lanes + j for j in range(element_lanes))
+    return tuple(offsets)
+
+
+def vector_load(memory: memoryview, offsets: tuple[int | None, ...], table: Any) -> tuple:
+    values = [0 if offset is None else memory[offset] for offset in offsets]
+    if table is not None:
+        return tuple(table[v] for v in values)
+    return tuple(values)
+
+
+def vector_store(
+    memory: memoryview, offsets: tuple[int | None, ...], values: tuple, encode: Any
+) -> None:
+    for offset, value in zip(offsets, values, strict=True):
+        if offset is not None:
+            memory[offset] = value if encode is None else encode(value)
+
+
+def select(condition: bool, true_value: Any, false_value: Any) -> Any:
+    """T.Select: its arguments are all evaluated (in order) before one is picked."""
+    return true_value if condition else false_value
+
+
+def shuffle_lanes(concatenated: tuple, indices: tuple[int, ...]) -> tuple:
+    return tuple(concatenated[i] for i in indices)
+
+
+@cache
+def base_namespace() -> dict[str, object]:
+    from tirc.interp import threads
+
+    names: dict[str, object] = {
+        "__builtins__": __builtins__,
+        "_f32": numeric.round_f32,
+        "_floordiv": numeric.floordiv,
+        "_floormod": numeric.floormod,
+        "_truncdiv": numeric.truncdiv,
+        "_truncmod": numeric.truncmod,
+        "_fdiv": numeric.fdiv,
+        "_ffloordiv": numeric.ffloordiv,
+        "_ffloormod": numeric.ffloormod,
+        "_fmod": numeric.fmod,
+        "_f2i": numeric.float_to_int,
+        "_oob": out_of_bounds,
+        "_fault": fault,
+        "_Fault": Fault,
+        "_view_of": view_of,
+        "_allocate": allocate,
+        "_fresh_copy": fresh_copy,
+        "_Pointer": Pointer,
+        "_dtype": parse_dtype,
+        "_lane_offsets": lane_offsets,
+        "_vector_load": vector_load,
+        "_vector_store": vector_store,
+        "_shuffle_lanes": shuffle_lanes,
+        "_select": select,
+        "_launch": threads.launch,
+        "_shared_load": threads.shared_load,
+        "_shared_store": threads.shared_store,
+        "_shared_vector_load": threads.shared_vector_load,
+        "_shared_vector_store": threads.shared_vector_store,
+        "_write_results": threads.write_results,
+        "_popcount": math_functions.popcount,
+        "_clz": math_functions.clz,
+    }
+    for name in _INT_TYPES:
+        names[f"_wrap_{name}"] = integer.wrapper(parse_dtype(name))
+    for kind, narrow in NARROW.items():
+        names[f"_round_{kind}"] = narrow.round
+        names[f"_values_{kind}"] = narrow.values
+        names[f"_encode_{kind}"] = narrow.encode
+    for table in (
+        math_functions.FLOAT_UNARY,
+        math_functions.FLOAT_BINARY,
+        math_functions.FLOAT_PREDICATES,
+    ):
+        for name, function in table.items():
+            names[f"_m_{name}"] = function
+    return names

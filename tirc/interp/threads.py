@@ -1,0 +1,340 @@
+"""The GPU model: a kernel runs as a grid of blocks, each a set of threads run as coroutines.
+
+A thread runs until it reaches a collective (a `yield` in generated code): a barrier
+(`tvm_storage_sync`), a warp shuffle or a warp's active mask. When no thread can go on, warp
+collectives are resolved among the threads of a warp waiting at the same place; when every
+live thread waits at the same barrier, a new epoch begins. Shared memory is watched between
+barriers: two threads touching one element, at least one writing, is a data race and an error.
+Exited threads no longer take part in barriers (as on GPUs since Volta).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from typing import Any
+
+from tirc.interp.fault import Fault
+from tirc.interp.memory import Pointer, Storage, allocate, storage_of
+from tirc.ir.dtype import DataType
+
+WARP_SIZE = 32
+BARRIER, SHUFFLE, ACTIVE_MASK, ALLREDUCE = 0, 1, 2, 3
+SHUFFLE_INDEX, SHUFFLE_UP, SHUFFLE_DOWN = 0, 1, 2
+
+Thread = Generator[Any, Any, None]
+Kernel = Callable[..., Thread]
+
+
+class RaceTracker:
+    """Who touched each byte address of one shared storage since the last barrier."""
+
+    __slots__ = ("writers", "readers", "block")
+
+    def __init__(self, block: BlockContext):
+        # address -> (thread, site, value, the other threads that wrote that same value)
+        self.writers: dict[int, tuple[int, int, Any, frozenset[int]]] = {}
+        self.readers: dict[int, dict[int, int]] = {}  # address -> {thread: site}
+        self.block = block
+
+    def reset(self) -> None:
+        self.writers.clear()
+        self.readers.clear()
+
+    def read(self, address: int, thread: int, site: int, name: str) -> None:
+        writer = self.writers.get(address)
+        if writer is not None and writer[0] != thread and thread not in writer[3]:
+            self.race(site, thread, "reads", (writer[0], writer[1]), "wrote", name, address)
+        readers = self.readers.get(address)
+        if readers is None:
+            self.readers[address] = {thread: site}
+        elif thread not in readers:
+            readers[thread] = site
+
+    def write(self, address: int, thread: int, site: int, name: str, value: Any, old: Any) -> None:
+        """Two kinds of writes race harmlessly, as the result does not depend on their order
+        (TVM emits both): threads writing one value (a copy not bound to threads), and a
+        thread writing back the value it read (`red_result[0] = red_result[0]`)."""
+        writer = self.writers.get(address)
+        readers = self.readers.get(address, {})
+        if writer is None and thread in readers and _same(value, old):
+            return  # nothing changed: as far as other threads can tell, a read
+        if writer is not None and (writer[0] != thread or writer[3]):
+            if not _same(writer[2], value):
+                other = writer[0] if writer[0] != thread else min(writer[3] - {thread})
+                self.race(site, thread, "writes", (other, writer[1]), "wrote", name, address)
+            others = writer[3] | {thread} if thread != writer[0] else writer[3]
+            self.writers[address] = (writer[0], writer[1], value, others)
+        else:
+            self.writers[address] = (thread, site, value, frozenset())
+        for reader, reader_site in readers.items():
+            if reader != thread:
+                self.race(site, thread, "writes", (reader, reader_site), "read", name, address)
+
+    def race(
+        self,
+        site: int,
+        thread: int,
+        verb: str,
+        other: tuple[int, int],
+        other_verb: str,
+        name: str,
+        address: int,
+    ) -> None:
+        describe = self.block.describe_thread
+        raise Fault(
+            site,
+            f"data race on shared memory '{name}' at byte {address}: {describe(thread)} {verb} "
+            f"it after {describe(other[0])} {other_verb} it, with no barrier in between",
+            ((other[1], f"{describe(other[0])} {other_verb} it here"),),
+        )
+
+
+class BlockContext:
+    """What the threads of one block share: its shared memory and the race trackers."""
+
+    def __init__(self, block_index: tuple[int, int, int], dims: tuple[int, int, int]):
+        self.block_index = block_index
+        self.dims = dims
+        self.storages: dict[object, object] = {}
+        self.trackers: list[RaceTracker] = []
+
+    def shared(self, site: int, name: str, count: int, dtype: DataType, scope: str) -> Storage:
+        """The block's storage for one shared allocation, made by the first thread there."""
+        found = self.storages.get(site)
+        if found is None:
+            found = allocate(name, count, dtype, scope)
+            found.race = self.watch()
+            self.storages[site] = found
+        return found  # type: ignore[return-value]
+
+    def outer_shared(self, key: int, handle: object) -> object:
+        """Shared memory allocated outside the kernel: the same memory in every block (so
+        what a kernel writes there stays), watched for races within this block."""
+        if ("outer", key) not in self.storages:
+            storage_of(handle).race = self.watch()
+            self.storages[("outer", key)] = handle
+        return handle
+
+    def watch(self) -> RaceTracker:
+        tracker = RaceTracker(self)
+        self.trackers.append(tracker)
+        return tracker
+
+    def new_epoch(self) -> None:
+        for tracker in self.trackers:
+            tracker.reset()
+
+    def describe_thread(self, thread: int) -> str:
+        x_dim, y_dim, _ = self.dims
+        x, y, z = thread % x_dim, thread // x_dim % y_dim, thread // (x_dim * y_dim)
+        return f"thread ({x}, {y}, {z}) of block {self.block_index}"
+
+
+def _same(a: Any, b: Any) -> bool:
+    return bool(a == b) or (a != a and b != b)
+
+
+def _tracker(handle: object) -> RaceTracker | None:
+    storage = handle.storage if isinstance(handle, Pointer) else handle
+    return storage.race  # type: ignore[attr-defined]
+
+
+def shared_load(
+    memory: memoryview, handle: object, offset: int, size: int, thread: int, site: int
+) -> Any:
+    tracker = _tracker(handle)
+    if tracker is not None:
+        tracker.read(offset * size, thread, site, storage_of(handle).name)
+    return memory[offset]
+
+
+def shared_store(
+    memory: memoryview, handle: object, offset: int, size: int, value: Any, thread: int, site: int
+) -> None:
+    tracker = _tracker(handle)
+    if tracker is not None:
+        tracker.write(offset * size, thread, site, storage_of(handle).name, value, memory[offset])
+    memory[offset] = value
+
+
+def shared_vector_load(
+    memory: memoryview,
+    handle: object,
+    offsets: tuple,
+    size: int,
+    table: Any,
+    thread: int,
+    site: int,
+) -> tuple:
+    values = []
+    for offset in offsets:
+        values.append(
+            0 if offset is None else shared_load(memory, handle, offset, size, thread, site)
+        )
+    return tuple(table[v] for v in values) if table is not None else tuple(values)
+
+
+def shared_vector_store(
+    memory: memoryview,
+    handle: object,
+    offsets: tuple,
+    size: int,
+    values: tuple,
+    encode: Any,
+    thread: int,
+    site: int,
+) -> None:
+    for offset, value in zip(offsets, values, strict=True):
+        if offset is not None:
+            stored = value if encode is None else encode(value)
+            shared_store(memory, handle, offset, size, stored, thread, site)
+
+
+def launch(
+    kernel: Kernel, grid: tuple[int, int, int], dims: tuple[int, int, int], site: int
+) -> None:
+    """Runs kernel(bx, by, bz, tx, ty, tz, thread, block) for every block, then every thread."""
+    if min(grid) < 0 or min(dims) < 0:
+        raise Fault(site, f"kernel launched with a negative extent: grid {grid}, block {dims}")
+    x_dim, y_dim, z_dim = dims
+    for bz in range(grid[2]):
+        for by in range(grid[1]):
+            for bx in range(grid[0]):
+                block = BlockContext((bx, by, bz), dims)
+                threads = []
+                for tz in range(z_dim):
+                    for ty in range(y_dim):
+                        for tx in range(x_dim):
+                            thread = tx + x_dim * (ty + y_dim * tz)
+                            threads.append(kernel(bx, by, bz, tx, ty, tz, thread, block))
+                run_block(threads, block)
+
+
+def run_block(threads: list[Thread], block: BlockContext) -> None:
+    replies: list[Any] = [None] * len(threads)
+    waiting: dict[int, tuple] = {}
+    live = set(range(len(threads)))
+    runnable = list(range(len(threads)))
+    while True:
+        for thread in runnable:
+            try:
+                waiting[thread] = threads[thread].send(replies[thread])
+            except StopIteration:
+                live.discard(thread)
+            except Fault as fault:
+                raise _in_thread(fault, block, thread) from None
+        if not waiting:
+            return
+        runnable = _resolve_warps(waiting, replies, live)
+        if not runnable:
+            runnable = _resolve_allreduce(waiting, replies, block)
+        if not runnable:
+            runnable = _release_barrier(waiting, live, block)
+
+
+def _in_thread(fault: Fault, block: BlockContext, thread: int) -> Fault:
+    where = block.describe_thread(thread)
+    if where in fault.message:
+        return fault
+    return Fault(fault.site, f"{fault.message} (in {where})", fault.notes)
+
+
+def _resolve_warps(waiting: dict[int, tuple], replies: list[Any], live: set[int]) -> list[int]:
+    """Resolves every warp collective whose participants have all arrived; returns them."""
+    groups: dict[tuple[int, int], list[int]] = {}
+    for thread, request in waiting.items():
+        if request[0] in (SHUFFLE, ACTIVE_MASK):
+            groups.setdefault((thread // WARP_SIZE, request[1]), []).append(thread)
+    released: list[int] = []
+    for (_, _), members in groups.items():
+        requests = {thread: waiting[thread] for thread in members}
+        kind = requests[members[0]][0]
+        if kind == ACTIVE_MASK:
+            mask = sum(1 << (thread % WARP_SIZE) for thread in members)
+            for thread in members:
+                replies[thread] = mask
+        else:
+            _shuffle(requests, replies)
+        for thread in members:
+            del waiting[thread]
+        released.extend(members)
+    return sorted(released)
+
+
+def _shuffle(requests: dict[int, tuple], replies: list[Any]) -> None:
+    """CUDA __shfl*_sync within segments of `width` lanes; an absent source lane reads the
+    thread's own value (the hardware's value there is undefined)."""
+    values = {thread % WARP_SIZE: request[3] for thread, request in requests.items()}
+    for thread, (_, _, kind, value, amount, width) in requests.items():
+        lane = thread % WARP_SIZE
+        base = lane - lane % width
+        if kind == SHUFFLE_INDEX:
+            source = base + amount % width
+        elif kind == SHUFFLE_UP:
+            source = lane - amount if lane - amount >= base else lane
+        else:
+            source = lane + amount if lane + amount < base + width else lane
+        replies[thread] = values.get(source, value)
+
+
+def _resolve_allreduce(
+    waiting: dict[int, tuple], replies: list[Any], block: BlockContext
+) -> list[int]:
+    """When every live thread waits at one all-reduce, combine within each group of threads
+    that share their non-reduced coordinates, in thread order."""
+    requests = list(waiting.items())
+    if not requests or any(request[0] != ALLREDUCE for _, request in requests):
+        return []
+    if len({request[1] for _, request in requests}) != 1:
+        return []
+    x_dim, y_dim, _ = block.dims
+    groups: dict[tuple[int, int, int], list[int]] = {}
+    for thread, request in requests:
+        x, y, z = thread % x_dim, thread // x_dim % y_dim, thread // (x_dim * y_dim)
+        reduced = request[4]
+        key = (
+            0 if "threadIdx.x" in reduced else x,
+            0 if "threadIdx.y" in reduced else y,
+            0 if "threadIdx.z" in reduced else z,
+        )
+        groups.setdefault(key, []).append(thread)
+    for members in groups.values():
+        _, _, _, _, _, combine, identity = waiting[members[0]]
+        result = tuple(identity)
+        for thread in sorted(members):
+            values, condition = waiting[thread][2], waiting[thread][3]
+            if condition:
+                result = combine(*result, *values)
+        for thread in members:
+            replies[thread] = result
+    released = sorted(waiting)
+    waiting.clear()
+    return released
+
+
+def write_results(results: tuple, outputs: tuple[tuple[object, DataType], ...]) -> None:
+    """Stores each all-reduce result in element 0 of its output buffer."""
+    from tirc.interp.memory import view_of
+    from tirc.interp.narrow_float import NARROW
+
+    for value, (handle, dtype) in zip(results, outputs, strict=True):
+        memory, base = view_of(handle, dtype)
+        narrow = NARROW.get(str(dtype))
+        memory[base] = narrow.encode(value) if narrow is not None else value
+
+
+def _release_barrier(waiting: dict[int, tuple], live: set[int], block: BlockContext) -> list[int]:
+    sites = {request[1] for request in waiting.values() if request[0] == BARRIER}
+    others = [thread for thread, request in waiting.items() if request[0] != BARRIER]
+    if others or len(sites) != 1:
+        first = min(waiting)
+        raise Fault(
+            waiting[first][1],
+            "threads of a block wait at different barriers or collectives "
+            f"({len(waiting)} threads waiting at {len(sites) + len(others)} places); "
+            "barriers must be reached by every thread",
+        )
+    block.new_epoch()
+    released = sorted(waiting)
+    waiting.clear()
+    return released

@@ -1,0 +1,131 @@
+"""The wmma intrinsics (tensor-core fragments), registered as Python implementations.
+
+A fragment buffer holds fragments of m x n (or m x k, k x n) elements, row-major, fragment
+`index` at element index * size. Each thread computes the whole fragment (fragments are
+per-thread memory here), which gives the warp's result without modelling lane ownership.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tirc.interp.extensions import INTRINSICS
+from tirc.interp.memory import Pointer, Storage, access_type
+from tirc.interp.narrow_float import NARROW
+from tirc.ir.dtype import DataType
+
+
+def _elements(handle: object, dtype: DataType | None = None) -> tuple[np.ndarray, int]:
+    """(float64 copy of all elements, start element) of a storage or pointer."""
+    storage = handle.storage if isinstance(handle, Pointer) else handle
+    assert isinstance(storage, Storage)
+    element = dtype or (
+        handle.dtype if isinstance(handle, Pointer) and handle.dtype else storage.dtype
+    )
+    raw = np.asarray(storage.view(element))
+    narrow = NARROW.get(str(element))
+    values = np.array([narrow.values[v] for v in raw]) if narrow else raw.astype(np.float64)
+    start = 0
+    if isinstance(handle, Pointer):
+        start = handle.byte_offset // access_type(element).itemsize
+    return values, start
+
+
+def _write(handle: object, start: int, values: np.ndarray, positions: np.ndarray) -> None:
+    storage = handle.storage if isinstance(handle, Pointer) else handle
+    assert isinstance(storage, Storage)
+    element = handle.dtype if isinstance(handle, Pointer) and handle.dtype else storage.dtype
+    memory: Any = storage.view(element)  # typeshed's memoryview takes only ints
+    narrow = NARROW.get(str(element))
+    for position, value in zip(positions.ravel(), values.ravel(), strict=True):
+        stored = float(value)
+        if narrow is not None:
+            memory[start + int(position)] = narrow.encode(stored)
+        elif element.is_integer:
+            memory[start + int(position)] = int(value)
+        else:
+            memory[start + int(position)] = stored
+
+
+def fill_fragment(fragment: object, m: int, n: int, k: int, index: int, value: float) -> None:
+    size = m * n
+    _write(fragment, index * size, np.full(size, value), np.arange(size))
+
+
+def load_matrix_sync(
+    fragment: object, m: int, n: int, k: int, index: int, pointer: object, stride: int, layout: str
+) -> None:
+    rows, cols = _fragment_shape(fragment, m, n, k)
+    values, start = _elements(pointer)
+    r, c = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
+    source = start + (r * stride + c if layout == "row_major" else c * stride + r)
+    size = rows * cols
+    _write(fragment, index * size, values[source], np.arange(size).reshape(rows, cols))
+
+
+def store_matrix_sync(
+    fragment: object, m: int, n: int, k: int, index: int, pointer: object, stride: int, layout: str
+) -> None:
+    values, _ = _elements(fragment)
+    size = m * n
+    block = values[index * size : (index + 1) * size].reshape(m, n)
+    _, start = _elements(pointer)
+    r, c = np.meshgrid(np.arange(m), np.arange(n), indexing="ij")
+    target = r * stride + c if layout == "row_major" else c * stride + r
+    _write(pointer, start, block, target)
+
+
+def mma_sync(
+    d: object,
+    d_index: int,
+    a: object,
+    a_index: int,
+    b: object,
+    b_index: int,
+    c: object,
+    c_index: int,
+) -> None:
+    """D = A @ B + C on fragments; the shapes come from the fragment storages' sizes."""
+    a_values, _ = _elements(a)
+    b_values, _ = _elements(b)
+    c_values, _ = _elements(c)
+    m, n, k = _mma_shape(a, b, c)
+    left = a_values[a_index * m * k : (a_index + 1) * m * k].reshape(m, k)
+    right = b_values[b_index * k * n : (b_index + 1) * k * n].reshape(k, n)
+    accumulator = c_values[c_index * m * n : (c_index + 1) * m * n].reshape(m, n)
+    result = left @ right + accumulator
+    if str(_storage(d).dtype) == "float32":
+        result = result.astype(np.float32).astype(np.float64)
+    _write(d, d_index * m * n, result, np.arange(m * n))
+
+
+def _storage(handle: object) -> Storage:
+    storage = handle.storage if isinstance(handle, Pointer) else handle
+    assert isinstance(storage, Storage)
+    return storage
+
+
+def _fragment_shape(fragment: object, m: int, n: int, k: int) -> tuple[int, int]:
+    scope = _storage(fragment).scope
+    if scope == "wmma.matrix_a":
+        return m, k
+    if scope == "wmma.matrix_b":
+        return k, n
+    return m, n
+
+
+# The m, n, k of an mma are not arguments; the common wmma shape is assumed unless the
+# fragments' scopes say otherwise (a registered replacement can do better).
+MMA_SHAPE = (16, 16, 16)
+
+
+def _mma_shape(a: object, b: object, c: object) -> tuple[int, int, int]:
+    return MMA_SHAPE
+
+
+INTRINSICS.setdefault("tvm_fill_fragment", fill_fragment)
+INTRINSICS.setdefault("tvm_load_matrix_sync", load_matrix_sync)
+INTRINSICS.setdefault("tvm_store_matrix_sync", store_matrix_sync)
+INTRINSICS.setdefault("tvm_mma_sync", mma_sync)
