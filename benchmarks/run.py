@@ -57,13 +57,25 @@ def parse_print() -> str:
     )
 
 
+def interp_matmul() -> str:
+    from bench_interp import matmul_128
+
+    return matmul_128()
+
+
 def schedule_plan() -> str:
     from bench_schedule import summary  # a sibling: run.py runs as a script
 
     return summary()
 
 
-BENCHMARKS: list[Callable[[], str]] = [version_startup, print_sample, parse_print, schedule_plan]
+BENCHMARKS: list[Callable[[], str]] = [
+    version_startup,
+    print_sample,
+    parse_print,
+    interp_matmul,
+    schedule_plan,
+]
 
 
 def main() -> None:

@@ -6,6 +6,7 @@ arguments in place; `random_inputs(func, seed)` makes arguments. See docs/langua
 
 from __future__ import annotations
 
+from tirc.interp import llvm_intrinsics as _llvm_intrinsics  # noqa: F401  (registers them)
 from tirc.interp import wmma as _wmma  # noqa: F401  (registers the wmma intrinsics)
 from tirc.interp.compile_function import CompiledFunction, compile_function
 from tirc.interp.extensions import EXTERNS, INTRINSICS
