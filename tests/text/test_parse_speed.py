@@ -1,15 +1,23 @@
-"""Parsing stays fast on large modules and linear on long lines (lenient bounds: CI machines vary)."""  # noqa: E501
+"""Parsing stays fast on large modules and linear on long lines (lenient bounds: CI machines
+vary), and starts fast: the shipped parse tables are current, so a run never imports Lark."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from tests.text.parse_helpers import FUNCTION_HEAD, parse
+from tirc.text.syntax.grammar import grammar_path
+from tirc.text.syntax.tables import TABLES_PATH, compute_tables, load_tables
 
 CORPUS = Path("/work/shared/conformance/cases")
+SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "matmul.tir"
+HEAVY = ("lark", "numpy", "rich", "llvmlite", "ml_dtypes")
 
 
 def big_module(lines: int) -> str:
@@ -61,3 +69,31 @@ def test_long_lines_are_linear() -> None:
     seconds(1000)
     small, large = seconds(5_000), seconds(40_000)
     assert large < small * 8 * 3, (small, large)  # 8x the input: far from 64x
+
+
+def test_shipped_tables_are_current() -> None:
+    """After a grammar change: `python -m tirc.text.syntax.tables` rewrites tables.json."""
+    grammar_text = grammar_path().read_text(encoding="utf-8")
+    shipped = json.loads(TABLES_PATH.read_text(encoding="utf-8"))
+    assert shipped["grammar"] == grammar_text, "stale: run python -m tirc.text.syntax.tables"
+    assert shipped == compute_tables(grammar_text), "run python -m tirc.text.syntax.tables"
+
+
+def test_an_edited_grammar_gets_fresh_tables() -> None:
+    grammar_text = grammar_path().read_text(encoding="utf-8") + "\n// an edit\n"
+    tables = load_tables(grammar_text)
+    assert tables["grammar"] == grammar_text
+    shipped = json.loads(TABLES_PATH.read_text(encoding="utf-8"))
+    assert tables["states"] == shipped["states"]  # a comment changes no table
+
+
+def test_print_imports_nothing_heavy() -> None:
+    """`tirc print` runs on the shipped tables: no Lark, and no numpy or rich either."""
+    probe = (
+        "import sys\n"
+        "from tirc.cli.main import main\n"
+        f"assert main(['print', {str(SAMPLE)!r}, '-o', '-']) == 0\n"
+        f"print(sorted(name for name in {HEAVY!r} if name in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.splitlines()[-1] == "[]"

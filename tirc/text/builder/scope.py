@@ -7,7 +7,6 @@ not visible after it. Macros evaluate in a child of the scope they were defined 
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterator
 from typing import Any
 
@@ -54,5 +53,7 @@ class Scope:
 
 
 def nearest(name: str, candidates: Iterator[str] | list[str]) -> str | None:
+    import difflib  # only a misspelled name pays for it
+
     matches = difflib.get_close_matches(name, list(dict.fromkeys(candidates)), n=1, cutoff=0.6)
     return matches[0] if matches else None

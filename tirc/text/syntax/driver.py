@@ -1,13 +1,14 @@
 """A lean LALR(1) driver over the tables Lark computes from grammar/tir.lark.
 
-Lark analyzes the grammar (and caches the result); this loop only runs the tables. Each
-state maps a symbol to a shift target (an int) or a Reduction, so a step is one dict lookup
-and no rule hashing; reductions call Lark's tree-shaping callbacks, which call ours.
+Lark analyzes the grammar (tirc.text.syntax.tables ships the result); this loop only runs
+the tables. Each state maps a symbol to a shift target (an int) or a Reduction, so a step is
+one dict lookup and no rule hashing; reductions shape the children as Lark would and call
+the builder's method for the rule.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,17 +24,62 @@ class Reduction:
     origin: str
 
 
-def is_passthrough(rule: Any, callback: Callable[[list[Any]], Any]) -> bool:
-    """Whether reducing `rule` hands its single child up unchanged (a `?rule: item`)."""
-    if not rule.options.expand1 or rule.alias is not None or len(rule.expansion) != 1:
-        return False
-    if rule.expansion[0].name.startswith("_"):
-        return False  # an inlined `_rule` child is spliced into its parent, not handed up
-    probe = Token("PROBE", "", 0, 0)
-    try:
-        return callback([probe]) is probe
-    except Exception:
-        return False
+Build = Callable[[list[Any]], Any]
+
+
+def rule_callback(shape: list[Any], builder: object) -> Build | None:
+    """What reducing a rule calls on its children, shaped as Lark shapes them: the children
+    kept (punctuation dropped, `_rule` children spliced in, None for an absent `[part]`),
+    then for a `?rule` the one child itself, else the builder's method for the rule.
+    None when the value is the one child's, unchanged (a `?rule: item`)."""
+    _, name, size, expand_single, include, append_none = shape
+    if expand_single and include is None and size == 1:
+        return None
+    build: Build = getattr(builder, name, None) or Spliced
+    if expand_single:
+        build = single_child_or(build)
+    if include is not None:
+        build = keeping(build, [tuple(item) for item in include], append_none)
+    return build
+
+
+def single_child_or(build: Build) -> Build:
+    def expand(children: list[Any]) -> Any:
+        return children[0] if len(children) == 1 else build(children)
+
+    return expand
+
+
+def keeping(build: Build, include: list[tuple[int, bool, int]], append_none: int) -> Build:
+    """`build` of the children listed in `include`: [(index, splice, nones before)]."""
+    nones_after = [None] * append_none
+
+    def keep(children: list[Any]) -> Any:
+        kept: list[Any] = []
+        for index, splice, nones in include:
+            if nones:
+                kept += [None] * nones
+            if not splice:
+                kept.append(children[index])
+            elif kept:
+                kept += children[index].children
+            else:  # a left-recursive repetition grows its own list: no copy
+                kept = children[index].children
+        if nones_after:
+            kept += nones_after
+        return build(kept)
+
+    return keep
+
+
+class Spliced:
+    """The value of a rule without a builder method: a `_rule` or a `x*` repetition, whose
+    children the rule that contains it splices into its own."""
+
+    __slots__ = ("children",)
+
+    def __init__(self, children: list[Any]):
+        self.children = children
 
 
 class UnexpectedToken(Exception):
@@ -50,31 +96,20 @@ class Driver:
         self.end = end
 
     @staticmethod
-    def from_lark(lark_parser: Any) -> Driver:
-        """Tables and callbacks of a Lark(parser="lalr", transformer=...) instance."""
-        from lark.parsers.lalr_analysis import Shift
-
-        inner = lark_parser.parser.parser.parser
-        table = inner.parse_table
-        callbacks = inner.callbacks
-        reductions: dict[int, Reduction] = {}
-        states: dict[int, dict[str, Any]] = {}
-        for state, actions in table.states.items():
-            row: dict[str, Any] = {}
-            for symbol, (action, argument) in actions.items():
-                if action is Shift:
-                    row[symbol] = argument
-                else:
-                    key = id(argument)
-                    if key not in reductions:
-                        callback = callbacks[argument]
-                        build = None if is_passthrough(argument, callback) else callback
-                        reductions[key] = Reduction(
-                            len(argument.expansion), build, argument.origin.name
-                        )
-                    row[symbol] = reductions[key]
-            states[state] = row
-        return Driver(states, table.start_states["start"], table.end_states["start"])
+    def from_tables(tables: Mapping[str, Any], builder: object) -> Driver:
+        """The driver of `tirc.text.syntax.tables`, reducing through `builder`'s methods."""
+        reductions = [
+            Reduction(shape[2], rule_callback(shape, builder), shape[0])
+            for shape in tables["rules"]
+        ]
+        states = {
+            state: {
+                symbol: action if action >= 0 else reductions[~action]
+                for symbol, action in row.items()
+            }
+            for state, row in enumerate(tables["states"])
+        }
+        return Driver(states, tables["start"], tables["end"])
 
     def accepts(self, state_stack: list[int], kind: str) -> bool:
         """Whether the token kind would be shifted, after the reductions it causes. LALR

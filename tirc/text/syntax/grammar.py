@@ -1,9 +1,8 @@
-"""Loading grammar/tir.lark: Lark computes the LALR tables once (cached on disk), and the
-lexer and driver of this package run them.
+"""Loading grammar/tir.lark: its LALR tables (shipped in tables.json, else computed by Lark),
+run by the lexer and driver of this package.
 
 The grammar ships inside the package (tirc/text/grammar links to the repository's grammar/);
-a source checkout without the link falls back to the repository path. Lark keeps the analyzed
-tables in a cache file in the temporary directory; if that is not writable it rebuilds them.
+a source checkout without the link falls back to the repository path.
 """
 
 from __future__ import annotations
@@ -11,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 from tirc.text.syntax.driver import Driver
 from tirc.text.syntax.lexer import Lexer, Terminal
@@ -39,21 +37,12 @@ class Grammar:
 
 @cache
 def grammar() -> Grammar:
-    import logging
-
-    from lark import Lark, logger
-
+    from tirc.text.syntax.tables import load_tables
     from tirc.text.syntax.transformer import SyntaxBuilder
 
-    logger.setLevel(logging.CRITICAL)  # a cache that cannot be written is not worth a warning
-    lark: Any = Lark(
-        grammar_path().read_text(encoding="utf-8"),
-        parser="lalr",
-        lexer="basic",
-        transformer=SyntaxBuilder(),
-        maybe_placeholders=True,
-        propagate_positions=False,
-        cache=True,
-    )
-    terminals = [Terminal(t.name, t.pattern.value, t.pattern.type == "str") for t in lark.terminals]
-    return Grammar(Lexer(terminals), Driver.from_lark(lark), {t.name: t for t in terminals})
+    tables = load_tables(grammar_path().read_text(encoding="utf-8"))
+    terminals = [
+        Terminal(name, pattern, is_string) for name, pattern, is_string in tables["terminals"]
+    ]
+    driver = Driver.from_tables(tables, SyntaxBuilder())
+    return Grammar(Lexer(terminals), driver, {t.name: t for t in terminals})
