@@ -3,7 +3,7 @@
 VENV ?= .venv
 PYTHON := $(VENV)/bin/python
 
-.PHONY: install test lint bench demo
+.PHONY: install test lint bench demo tables
 
 install:
 	python3 -m venv $(VENV)
@@ -22,3 +22,7 @@ bench:
 
 demo:
 	$(VENV)/bin/tirc print samples/matmul.tir
+
+# after editing grammar/tir.lark: recompute the parse tables tirc ships
+tables:
+	.venv/bin/python -m tirc.text.syntax.tables
