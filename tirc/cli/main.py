@@ -107,21 +107,31 @@ def diff_command(left: str, right: str) -> int:
 
 @cli.command("run")
 @click.argument("file")
-@click.option("--target", default="interp", show_default=True, help="Where to run: interp.")
+@click.option(
+    "--target", default="interp", show_default=True, help="interp, cpu, or 'cpu -mcpu=NAME'."
+)
+@click.option("--plan", default=None, metavar="PLAN.json", help="Schedule with this plan first.")
 @click.option("--func", "func", default=None, metavar="NAME", help="Function to run.")
 @click.option("--inputs", default=None, metavar="IN.npz", help="Arguments by parameter name.")
 @click.option("--save", default=None, metavar="OUT.npz", help="Write every buffer after the run.")
 @click.option("--seed", default=0, show_default=True, help="Seed for arguments not given.")
+@click.option("--check", is_flag=True, help="Compare the results with the interpreter's.")
+@click.option("--bench", is_flag=True, help="Report the median time over repeats.")
+@click.option("-O", "opt_level", type=click.IntRange(0, 3), default=3, show_default=True)
 @click.option(
     "-D", "defines", multiple=True, metavar="NAME=VALUE", help="Override a module parameter."
 )
 def run_command(
     file: str,
     target: str,
+    plan: str | None,
     func: str | None,
     inputs: str | None,
     save: str | None,
     seed: int,
+    check: bool,
+    bench: bool,
+    opt_level: int,
     defines: tuple[str, ...],
 ) -> int:
     """Run a function of FILE on given or random inputs and summarize the result."""
@@ -137,39 +147,86 @@ def run_command(
             save=save,
             seed=seed,
             defines=parse_defines(defines),
+            plan=plan,
+            check=check,
+            bench=bench,
+            opt_level=opt_level,
         )
     )
 
 
-@cli.command("schedule")
+@cli.command("compile")
 @click.argument("file")
+@click.option("--plan", default=None, metavar="PLAN.json", help="Schedule with this plan first.")
+@click.option("--target", default="cpu", show_default=True, help="cpu, 'cpu -mcpu=NAME', cuda.")
 @click.option(
-    "--apply", "plan", required=True, metavar="PLAN.json", help="The plan (either JSON form)."
+    "--emit",
+    type=click.Choice(["obj", "so", "ll", "asm", "header", "cu", "ptx", "cubin"]),
+    default=None,
+    help="What to write (cpu: obj so ll asm header; cuda: cu ptx cubin).",
 )
-@click.option(
-    "--trace", default=None, metavar="OUT.json", help="Write the plan as applied (readable form)."
-)
-@click.option(
-    "--intrinsics", default=None, metavar="JSON", help="Tensor intrinsics for tensorize."
-)
-@click.option("-o", "--output", default="-", metavar="OUT", help="Output file ('-': stdout).")
+@click.option("-o", "--output", default=None, metavar="OUT", help="Output file ('-': stdout).")
 @click.option(
     "-D", "defines", multiple=True, metavar="NAME=VALUE", help="Override a module parameter."
 )
-def schedule_command(
+@click.option("-MD", "md", is_flag=True, help="Write a make depfile next to the output.")
+@click.option("-MF", "mf", default=None, metavar="DEPFILE", help="Write the depfile here.")
+@click.option("-O", "opt_level", type=click.IntRange(0, 3), default=3, show_default=True)
+@click.option("--pipeline", default=None, metavar="P.toml", help="Lower with this pipeline.")
+@click.option("--intrinsics", default=None, metavar="JSON", help="Tensor intrinsics for the plan.")
+@click.option("--prefix", default="", help="Prefix for exported symbols (e.g. matmul_).")
+@click.option("--arch", default="sm_90", show_default=True, help="CUDA architecture.")
+@click.option(
+    "--ptx-via", type=click.Choice(["nvrtc", "llvm"]), default=None, help="How to make PTX."
+)
+def compile_command(
     file: str,
-    plan: str,
-    trace: str | None,
-    intrinsics: str | None,
-    output: str,
+    plan: str | None,
+    target: str,
+    emit: str | None,
+    output: str | None,
     defines: tuple[str, ...],
+    md: bool,
+    mf: str | None,
+    opt_level: int,
+    pipeline: str | None,
+    intrinsics: str | None,
+    prefix: str,
+    arch: str,
+    ptx_via: str | None,
 ) -> int:
-    """Apply the plan PLAN.json to FILE ('-': stdin) and print the scheduled program."""
-    from tirc.driver.schedule import schedule_file
+    """Compile FILE: schedule (--plan), lower, and emit code for --target."""
+    if target.split()[0] in ("cuda", "nvptx"):
+        from tirc.driver.compile_cuda import compile_cuda_file
 
+        return guarded(
+            lambda: compile_cuda_file(
+                file,
+                plan=plan,
+                target=target,
+                emit=emit or "cu",
+                output=output or "-",
+                defines=defines,
+                arch=arch,
+                ptx_via=ptx_via,
+            )
+        )
+    from tirc.driver.compile import compile_file, depfile_path
+
+    kind = emit or "obj"
     return guarded(
-        lambda: schedule_file(
-            file, plan, output, trace=trace, intrinsics=intrinsics, defines=defines
+        lambda: compile_file(
+            file,
+            plan=plan,
+            target=target,
+            emit=kind,
+            output=output,
+            defines=defines,
+            depfile=depfile_path(output, file, kind, md, mf),
+            opt_level=opt_level,
+            pipeline=pipeline,
+            intrinsics=intrinsics,
+            prefix=prefix,
         )
     )
 

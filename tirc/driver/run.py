@@ -1,7 +1,9 @@
 """`tirc run`: execute one function of a file on given or random inputs, save the buffers.
 
 Inputs come from an npz keyed by parameter name (buffer parameters, outputs' initial contents
-included; scalars as 0-d arrays); what is not given is drawn at random from the seed.
+included; scalars as 0-d arrays); what is not given is drawn at random from the seed. The
+function runs in the interpreter (`interp`) or compiled for this CPU (`cpu`, `cpu -mcpu=...`),
+where `--check` compares it with the interpreter and `--bench` times it.
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ from tirc.diagnostics import DiagnosticError
 from tirc.driver.exit_code import ExitCode
 from tirc.driver.output import STDOUT, write_output
 from tirc.driver.source import read_source
+from tirc.ir.expr import Var
 from tirc.ir.function import IRModule, PrimFunc
 
-TARGETS_AVAILABLE = ("interp",)
+TARGETS_AVAILABLE = ("interp", "cpu")
 
 
 def run_file(
@@ -31,23 +34,55 @@ def run_file(
     save: str | None,
     seed: int,
     defines: Mapping[str, str],
+    plan: str | None = None,
+    check: bool = False,
+    bench: bool = False,
+    opt_level: int = 3,
 ) -> int:
-    """Runs `func` (default: the only function, or `main`) of the file at `path`; writes every
-    buffer parameter to `save` (an npz, atomically) and prints a summary. Returns 0."""
-    if target not in TARGETS_AVAILABLE:
-        raise DiagnosticError.at(None, f"target {target} is not available yet (available: interp)")
+    """Runs `func` (default: the only function, or `main`) of the file at `path`, scheduled
+    by `plan`; writes every buffer parameter to `save` (an npz, atomically) and prints a
+    summary. Returns 0; a failed `check` is a DiagnosticError."""
+    kind = target.split()[0] if target.split() else ""
+    if kind == "llvm":
+        kind = "cpu"
+    if kind not in TARGETS_AVAILABLE:
+        raise DiagnosticError.at(
+            None,
+            f"target {target} is not available yet (available: {', '.join(TARGETS_AVAILABLE)})",
+        )
+    if check and kind == "interp":
+        raise DiagnosticError.at(
+            None, "--check compares a compiled target with the interpreter; give --target cpu"
+        )
     from tirc.driver.commands import parse_source
 
     module = parse_source(read_source(path), defines)
+    if plan is not None:
+        from tirc.driver.schedule import apply_plan_file
+
+        module, _ = apply_plan_file(module, plan)
     name, function = pick_function(module, func)
     given = load_inputs(inputs) if inputs is not None else {}
     args = complete_arguments(function, given, seed, inputs or "")
+    reference = {key: np.array(value, copy=True) for key, value in args.items()} if check else None
+    notes: list[str] = []
 
-    from tirc.interp import run
+    if kind == "interp":
+        from tirc.interp import run
 
-    start = time.perf_counter()
-    run(function, args, module=module)
-    elapsed = time.perf_counter() - start
+        start = time.perf_counter()
+        run(function, args, module=module)
+        elapsed = time.perf_counter() - start
+        if bench:
+            from tirc.driver.run_cpu import bench as time_calls
+
+            snapshot = {key: np.array(value, copy=True) for key, value in args.items()}
+            timing = time_calls(lambda: run(function, dict(snapshot), module=module), 0.5, 20)
+            notes.append(f"bench: {timing.describe(None, _buffer_bytes(args))}")
+    else:
+        elapsed = _run_on_cpu(
+            module, name, function, target, args, reference, bench, opt_level, notes
+        )
     buffers = {
         param.name: args[param.name]
         for param in function.params
@@ -58,7 +93,84 @@ def run_file(
     # with `--save -` the npz goes to stdout, so the summary goes to stderr
     stream = sys.stderr if save == STDOUT else sys.stdout
     print(summary(name, target, elapsed, function, args, given, save), file=stream)
+    for note in notes:
+        print(note, file=stream)
     return ExitCode.OK
+
+
+def _run_on_cpu(
+    module: IRModule,
+    name: str,
+    function: PrimFunc,
+    target: str,
+    args: dict[str, np.ndarray | int],
+    reference: dict[str, np.ndarray] | None,
+    bench: bool,
+    opt_level: int,
+    notes: list[str],
+) -> float:
+    """Compiles and calls the function on `args`; checks and times it as asked."""
+    from tirc.driver.run_cpu import bench as time_calls
+    from tirc.driver.run_cpu import compare, jit_function
+
+    call = jit_function(module, name, target, opt_level)
+    pristine = {key: np.array(value, copy=True) for key, value in args.items()} if bench else None
+    start = time.perf_counter()
+    status = call(args)
+    elapsed = time.perf_counter() - start
+    if status != 0:
+        raise DiagnosticError.at(None, f"{name} failed an assertion (it returned {status})")
+    if reference is not None:
+        from tirc.interp import run
+
+        interp_args: dict[str, np.ndarray | int] = {
+            key: (
+                value.item()
+                if value.ndim == 0 and function.buffer_of(_param(function, key)) is None
+                else value
+            )
+            for key, value in reference.items()
+        }
+        run(function, interp_args, module=module)
+        problems = compare(function, args, interp_args)
+        if problems:
+            raise DiagnosticError.at(
+                None, "the compiled code differs from the interpreter: " + "; ".join(problems)
+            )
+        notes.append("check: the compiled code agrees with the interpreter")
+    if pristine is not None:
+        from tirc.driver.lower import lower_module
+        from tirc.runtime.throughput import count_flops
+
+        scratch = {key: np.array(value, copy=True) for key, value in pristine.items()}
+        timing = time_calls(lambda: call(scratch))
+        lowered = lower_module(module, target=target)[name]
+        notes.append(f"bench: {timing.describe(count_flops(lowered), _buffer_bytes(args))}")
+        notes.append(f"bench: {_numpy_baseline(function, args, timing.median)}")
+    return elapsed
+
+
+def _param(function: PrimFunc, name: str) -> Var:
+    return next(p for p in function.params if p.name == name)
+
+
+def _buffer_bytes(args: Mapping[str, object]) -> int:
+    return sum(value.nbytes for value in args.values() if isinstance(value, np.ndarray))
+
+
+def _numpy_baseline(function: PrimFunc, args: Mapping[str, object], median: float) -> str:
+    """A copy of every argument through numpy, as a memory-bandwidth yardstick."""
+    from tirc.driver.run_cpu import bench as time_calls
+
+    arrays = [value for value in args.values() if isinstance(value, np.ndarray)]
+    targets = [np.empty_like(a) for a in arrays]
+
+    def copy_all() -> None:
+        for source, target in zip(arrays, targets, strict=True):
+            np.copyto(target, source)
+
+    timing = time_calls(copy_all)
+    return f"numpy copy of the same buffers takes {timing.median * 1e3:.4f} ms"
 
 
 def pick_function(module: IRModule, name: str | None) -> tuple[str, PrimFunc]:

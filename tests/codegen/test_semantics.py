@@ -1,0 +1,142 @@
+# ruff: noqa: E501 -- the programs are written one statement per line, as TVM prints them
+"""Arithmetic, control flow and the ABI of compiled code, against the interpreter: integer
+floor division, casts, shape variables, allocations, parallel loops, assertions, and the
+inline float32 exp/tanh/log over their whole range."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.codegen.helpers import parse_text, run_both
+from tirc.driver.run_cpu import jit_function
+
+INTEGER_OPS = """
+@T.prim_func(s_tir=True)
+def main(a: T.handle, b: T.handle, c: T.handle):
+    n = T.int32()
+    A = T.match_buffer(a, (n,), "int32")
+    B = T.match_buffer(b, (n,), "int32")
+    C = T.match_buffer(c, (n, 6), "int32")
+    for i in range(n):
+        with T.sblock("C"):
+            vi = T.axis.spatial(n, i)
+            C[vi, 0] = (A[vi] - 2) // (B[vi] - 2 + T.int32(4) * T.int32(B[vi] == 2))
+            C[vi, 1] = (A[vi] - 2) % (B[vi] - 2 + T.int32(4) * T.int32(B[vi] == 2))
+            C[vi, 2] = T.truncdiv(A[vi] - 7, 2)
+            C[vi, 3] = T.truncmod(A[vi] - 7, 2)
+            C[vi, 4] = T.max(A[vi], B[vi]) * T.min(A[vi] - 5, B[vi])
+            C[vi, 5] = T.int32(T.Cast("int8", A[vi] * 100)) + T.int32(T.float32(A[vi]) / T.float32(3))
+"""
+
+
+def test_integer_semantics_and_shape_variables() -> None:
+    module = parse_text(INTEGER_OPS)
+    rng = np.random.default_rng(1)
+    args = {
+        "a": rng.integers(-10, 10, size=257).astype(np.int32),
+        "b": rng.integers(-6, 6, size=257).astype(np.int32),
+        "c": np.zeros((257, 6), np.int32),
+    }
+    run_both(module, args)
+
+
+PARALLEL = """
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((64, 100), "float32"), B: T.Buffer((64, 100), "float32")):
+    T.func_attr({"tirx.noalias": True})
+    for i in T.parallel(64):
+        for j in T.vectorized(100):
+            with T.sblock("B"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                B[vi, vj] = T.if_then_else(A[vi, vj] > T.float32(0), A[vi, vj] * T.float32(2), T.float32(-1))
+"""
+
+
+def test_parallel_and_vectorized_loops() -> None:
+    run_both(parse_text(PARALLEL))
+
+
+LARGE_ALLOCATION = """
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((40000,), "float32"), B: T.Buffer((40000,), "float32")):
+    T.func_attr({"tirx.noalias": True})
+    T_tmp = T.alloc_buffer((40000,), "float32")
+    for i in range(40000):
+        with T.sblock("tmp"):
+            vi = T.axis.spatial(40000, i)
+            T_tmp[vi] = A[vi] * T.float32(3)
+    for i in range(40000):
+        with T.sblock("B"):
+            vi = T.axis.spatial(40000, i)
+            B[vi] = T_tmp[39999 - vi] + T.float32(1)
+"""
+
+
+def test_heap_allocation() -> None:
+    run_both(parse_text(LARGE_ALLOCATION))
+
+
+FLOAT16 = """
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((256,), "float16"), B: T.Buffer((256,), "float32"), C: T.Buffer((256,), "float16")):
+    for i in range(256):
+        with T.sblock("C"):
+            vi = T.axis.spatial(256, i)
+            C[vi] = A[vi] * T.float16(3) + T.Cast("float16", B[vi])
+"""
+
+
+def test_float16() -> None:
+    run_both(parse_text(FLOAT16))
+
+
+ASSERTION = """
+@T.prim_func
+def main(a: T.handle, n: T.int32):
+    A = T.match_buffer(a, (16,), "float32")
+    assert n < 10, "n is too large"
+    for i in range(16):
+        A[i] = T.float32(n)
+"""
+
+
+def test_failed_assertion_returns_non_zero() -> None:
+    module = parse_text(ASSERTION)
+    call = jit_function(module, "main", "cpu")
+    array = np.zeros(16, np.float32)
+    assert call({"a": array, "n": 3}) == 0
+    assert np.all(array == 3)
+    assert call({"a": array, "n": 12}) != 0
+
+
+MATH = """
+@T.prim_func(s_tir=True)
+def main(X: T.Buffer((4096,), "float32"), P: T.Buffer((4096,), "float32"), E: T.Buffer((4096,), "float32"), H: T.Buffer((4096,), "float32"), L: T.Buffer((4096,), "float32")):
+    T.func_attr({"tirx.noalias": True})
+    for i in T.vectorized(4096):
+        with T.sblock("E"):
+            vi = T.axis.spatial(4096, i)
+            E[vi] = T.exp(X[vi])
+            H[vi] = T.tanh(X[vi])
+            L[vi] = T.log(P[vi])
+"""
+
+
+@pytest.mark.parametrize("low, high", [(-100.0, 100.0), (-1.0, 1.0), (-1e-3, 1e-3)])
+def test_inline_exp_tanh_log_are_float32_accurate(low: float, high: float) -> None:
+    module = parse_text(MATH)
+    x = np.linspace(low, high, 4096, dtype=np.float32)
+    positive = np.abs(x) * np.float32(1e3) + np.float32(1e-30)
+    args = {"X": x, "P": positive, **{k: np.zeros(4096, np.float32) for k in "EHL"}}
+    assert jit_function(module, "main", "cpu")(args) == 0
+    wide = x.astype(np.float64)
+    for got, want in (
+        (args["E"], np.exp(wide)),
+        (args["H"], np.tanh(wide)),
+        (args["L"], np.log(positive.astype(np.float64))),
+    ):
+        fine = (np.abs(want) > 1e-37) & (np.abs(want) < 3e38)  # normal float32 results
+        ulp = np.spacing(np.abs(want[fine]).astype(np.float32)).astype(np.float64)
+        error = np.abs(got[fine] - want[fine]) / ulp
+        assert np.nanmax(np.where(np.isinf(want[fine]), 0, error)) <= 4

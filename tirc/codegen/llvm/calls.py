@@ -1,0 +1,295 @@
+"""Calls of registry intrinsics: math through LLVM intrinsics (or inline float32 polynomials
+for exp/tanh/log, which the loop vectorizer can widen), bit operations, branches that
+evaluate one side (`if_then_else`), and calls of external C functions."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from llvmlite import ir
+
+from tirc.codegen.llvm import types as T
+from tirc.codegen.llvm import vector_math
+from tirc.codegen.llvm.casts import emit_cast, reinterpret
+from tirc.codegen.llvm.emitter import unsupported
+from tirc.codegen.llvm.expr import FLOAT_FLAGS, broadcast
+from tirc.ir import dtype as dt
+from tirc.ir.dtype import DataType
+from tirc.ir.expr import Call
+
+if TYPE_CHECKING:
+    from tirc.codegen.llvm.emitter import Emitter
+
+CallRule = Callable[["Emitter", Call], ir.Value]
+
+
+def _suffix(typ: ir.Type) -> str:
+    """LLVM's overload suffix of a type: f32, v8f32, i64."""
+    if isinstance(typ, ir.VectorType):
+        return f"v{typ.count}{_suffix(typ.element)}"
+    if isinstance(typ, ir.IntType):
+        return f"i{typ.width}"
+    return {"half": "f16", "float": "f32", "double": "f64"}[str(typ)]
+
+
+def llvm_intrinsic(
+    em: Emitter, name: str, args: list[ir.Value], dtype: DataType, extra: tuple[ir.Value, ...] = ()
+) -> ir.Value:
+    """`name.<suffix>(args..., extra...)` overloaded on the first argument's type."""
+    typ = args[0].type
+    arg_types = [a.type for a in args] + [e.type for e in extra]
+    function = em.declare(f"{name}.{_suffix(typ)}", T.value_type(dtype), arg_types)
+    return em.builder.call(function, [*args, *extra])
+
+
+def _args(em: Emitter, call: Call) -> list[ir.Value]:
+    return [em.expr(arg) for arg in call.args]  # type: ignore[arg-type]
+
+
+def _in_float32(
+    rule: Callable[[Emitter, list[ir.Value], DataType], ir.Value],
+) -> Callable[[Emitter, list[ir.Value], DataType], ir.Value]:
+    """float16 math is computed in float32 and rounded back, as the interpreter rounds a
+    wider result."""
+
+    def emit(em: Emitter, args: list[ir.Value], dtype: DataType) -> ir.Value:
+        if dtype.kind == "float" and dtype.bits == 16:
+            wide = dt.FLOAT32.with_lanes(dtype.lanes)
+            widened = [emit_cast(em.builder, a, dtype, wide) for a in args]
+            return emit_cast(em.builder, rule(em, widened, wide), wide, dtype)
+        return rule(em, args, dtype)
+
+    return emit
+
+
+def _intrinsic(name: str) -> CallRule:
+    rule = _in_float32(lambda em, args, dtype: llvm_intrinsic(em, name, args, dtype))
+    return lambda em, call: rule(em, _args(em, call), call.dtype)
+
+
+_LIBM_FLOAT32 = "f"
+
+
+def _libm(name: str) -> CallRule:
+    """A C math library function, called once per lane (`erff`, `erf`)."""
+
+    def scalar(em: Emitter, args: list[ir.Value], dtype: DataType) -> ir.Value:
+        symbol = name + (_LIBM_FLOAT32 if dtype.bits == 32 else "")
+        typ = T.scalar_type(dtype.element)
+        function = em.declare(symbol, typ, [typ] * len(args))
+        if dtype.lanes == 1:
+            return em.builder.call(function, args)
+        result: ir.Value = ir.Constant(T.value_type(dtype), None)
+        for lane in range(dtype.lanes):
+            at = ir.Constant(T.I32, lane)
+            lane_args = [em.builder.extract_element(a, at) for a in args]
+            result = em.builder.insert_element(result, em.builder.call(function, lane_args), at)
+        return result
+
+    rule = _in_float32(scalar)
+    return lambda em, call: rule(em, _args(em, call), call.dtype)
+
+
+def _polynomial(name: str, fallback: CallRule) -> CallRule:
+    """The inline float32 version where there is one; other dtypes take `fallback`."""
+    inline = vector_math.FLOAT32_FUNCTIONS[name]
+
+    def emit(em: Emitter, call: Call) -> ir.Value:
+        if call.dtype.element != dt.FLOAT32:
+            return fallback(em, call)
+        return inline(em.builder, _args(em, call)[0], call.dtype.lanes)
+
+    return emit
+
+
+def _float_constant(dtype: DataType, value: float) -> ir.Constant:
+    element = ir.Constant(T.scalar_type(dtype.element), value)
+    return (
+        element if dtype.lanes == 1 else ir.Constant(T.value_type(dtype), [element] * dtype.lanes)
+    )
+
+
+def _rsqrt(em: Emitter, call: Call) -> ir.Value:
+    root = _intrinsic("llvm.sqrt")(em, call)
+    return em.builder.fdiv(_float_constant(call.dtype, 1.0), root)
+
+
+def _sigmoid(em: Emitter, call: Call) -> ir.Value:
+    (x,) = _args(em, call)
+    one = _float_constant(call.dtype, 1.0)
+    negated = em.builder.fneg(x)
+    if call.dtype.element == dt.FLOAT32:
+        exp = vector_math.FLOAT32_FUNCTIONS["exp"](em.builder, negated, call.dtype.lanes)
+    else:
+        exp = llvm_intrinsic(em, "llvm.exp", [negated], call.dtype)
+    return em.builder.fdiv(one, em.builder.fadd(one, exp))
+
+
+def _count(name: str, extra: tuple[ir.Value, ...] = ()) -> CallRule:
+    def emit(em: Emitter, call: Call) -> ir.Value:
+        return llvm_intrinsic(em, name, _args(em, call), call.dtype, extra)
+
+    return emit
+
+
+def _classify(test: str) -> CallRule:
+    def emit(em: Emitter, call: Call) -> ir.Value:
+        (x,) = _args(em, call)
+        source = call.args[0].dtype  # type: ignore[attr-defined]
+        if not source.is_float:
+            return ir.Constant(T.value_type(call.dtype), 1 if test == "isfinite" else 0)
+        builder = em.builder
+        if test == "isnan":
+            return builder.fcmp_unordered("uno", x, x)
+        magnitude = llvm_intrinsic(em, "llvm.fabs", [x], source)
+        infinity = _float_constant(source, float("inf"))
+        if test == "isinf":
+            return builder.fcmp_ordered("==", magnitude, infinity)
+        return builder.fcmp_ordered("<", magnitude, infinity)
+
+    return emit
+
+
+def _bitwise(op: str) -> CallRule:
+    def emit(em: Emitter, call: Call) -> ir.Value:
+        a, b = _args(em, call)
+        if op == "shr":
+            signed = call.dtype.is_int
+            return em.builder.ashr(a, b) if signed else em.builder.lshr(a, b)
+        return getattr(em.builder, op)(a, b)
+
+    return emit
+
+
+def _bitwise_not(em: Emitter, call: Call) -> ir.Value:
+    return em.builder.not_(_args(em, call)[0])
+
+
+def _pass_through(em: Emitter, call: Call) -> ir.Value:
+    return em.expr(call.args[0])  # type: ignore[arg-type]
+
+
+def _if_then_else(em: Emitter, call: Call) -> ir.Value:
+    """Evaluates only the chosen value, so a guarded load cannot fault. A vector condition
+    selects between both values: the vectorizer only produces it over pure operands."""
+    condition_expr, true_expr, false_expr = call.args
+    condition = em.expr(condition_expr)  # type: ignore[arg-type]
+    if isinstance(condition.type, ir.VectorType) or call.dtype.lanes > 1:
+        true_value, false_value = em.expr(true_expr), em.expr(false_expr)  # type: ignore[arg-type]
+        if not isinstance(condition.type, ir.VectorType):
+            condition = broadcast(em, condition, call.dtype.lanes)
+        return em.builder.select(condition, true_value, false_value)
+    builder = em.builder
+    then_block, else_block, done = em.new_block("then"), em.new_block("else"), em.new_block("endif")
+    builder.cbranch(condition, then_block, else_block)
+    builder.position_at_end(then_block)
+    true_value = em.expr(true_expr)  # type: ignore[arg-type]
+    then_end = builder.block
+    builder.branch(done)
+    builder.position_at_end(else_block)
+    false_value = em.expr(false_expr)  # type: ignore[arg-type]
+    else_end = builder.block
+    builder.branch(done)
+    builder.position_at_end(done)
+    phi = builder.phi(T.value_type(call.dtype))
+    phi.add_incoming(true_value, then_end)
+    phi.add_incoming(false_value, else_end)
+    return phi
+
+
+def _reinterpret(em: Emitter, call: Call) -> ir.Value:
+    return reinterpret(em.builder, em.expr(call.args[-1]), call.dtype)  # type: ignore[arg-type]
+
+
+def _assume(em: Emitter, call: Call) -> ir.Value:
+    condition = em.expr(call.args[0])  # type: ignore[arg-type]
+    if isinstance(condition.type, ir.IntType) and condition.type.width == 1:
+        em.builder.call(em.declare("llvm.assume", T.VOID, [T.I1]), [condition])
+    return ir.Constant(T.I1, 1)
+
+
+def _extern(em: Emitter, call: Call) -> ir.Value:
+    """`T.call_extern(dtype, "name", args...)`: a C function the user links."""
+    name = call.args[0]
+    symbol = getattr(name, "value", None)
+    if not isinstance(symbol, str):
+        raise unsupported(call, "extern calls whose name is not a string")
+    args = [em.expr(arg) for arg in call.args[1:]]  # type: ignore[arg-type]
+    result = T.VOID if call.dtype.is_void else T.value_type(call.dtype)
+    function = em.declare(symbol, result, [a.type for a in args])
+    value = em.builder.call(function, args)
+    return value if not call.dtype.is_void else ir.Constant(T.I32, 0)
+
+
+def _fmod(em: Emitter, call: Call) -> ir.Value:
+    a, b = _args(em, call)
+    return em.builder.frem(a, b, flags=FLOAT_FLAGS)
+
+
+def _undef(em: Emitter, call: Call) -> ir.Value:
+    return ir.Constant(T.value_type(call.dtype), None)
+
+
+CALL_RULES: dict[str, CallRule] = {
+    "exp": _polynomial("exp", _intrinsic("llvm.exp")),
+    "tanh": _polynomial("tanh", _intrinsic("llvm.tanh")),
+    "log": _polynomial("log", _intrinsic("llvm.log")),
+    "sigmoid": _sigmoid,
+    "rsqrt": _rsqrt,
+    "fmod": _fmod,
+    "popcount": _count("llvm.ctpop"),
+    "clz": _count("llvm.ctlz", (ir.Constant(T.I1, 0),)),
+    "isnan": _classify("isnan"),
+    "isinf": _classify("isinf"),
+    "isfinite": _classify("isfinite"),
+    "shift_left": _bitwise("shl"),
+    "shift_right": _bitwise("shr"),
+    "bitwise_and": _bitwise("and_"),
+    "bitwise_or": _bitwise("or_"),
+    "bitwise_xor": _bitwise("xor"),
+    "bitwise_not": _bitwise_not,
+    "if_then_else": _if_then_else,
+    "likely": _pass_through,
+    "reinterpret": _reinterpret,
+    "assume": _assume,
+    "undef": _undef,
+    "call_extern": _extern,
+    "call_pure_extern": _extern,
+}
+# math with an LLVM intrinsic of the same meaning (lowered to an instruction or to libm)
+for _name, _llvm in {
+    "exp2": "exp2",
+    "exp10": "exp10",
+    "log2": "log2",
+    "log10": "log10",
+    "sqrt": "sqrt",
+    "sin": "sin",
+    "cos": "cos",
+    "tan": "tan",
+    "sinh": "sinh",
+    "cosh": "cosh",
+    "asin": "asin",
+    "acos": "acos",
+    "atan": "atan",
+    "fabs": "fabs",
+    "floor": "floor",
+    "ceil": "ceil",
+    "trunc": "trunc",
+    "round": "roundeven",
+    "nearbyint": "nearbyint",
+    "pow": "pow",
+    "copysign": "copysign",
+    "atan2": "atan2",
+}.items():
+    CALL_RULES[_name] = _intrinsic(f"llvm.{_llvm}")
+# math that only the C library has
+for _name in ("log1p", "expm1", "asinh", "acosh", "atanh", "erf", "hypot", "nextafter"):
+    CALL_RULES[_name] = _libm(_name)
+
+
+def emit_call(em: Emitter, call: Call) -> ir.Value:
+    rule = CALL_RULES.get(call.op)
+    if rule is None:
+        raise unsupported(call, f"the intrinsic T.{call.op}")
+    return rule(em, call)

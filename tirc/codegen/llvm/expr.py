@@ -1,0 +1,261 @@
+"""Expressions to LLVM values, one rule per IR class (`EXPR_RULES`).
+
+Integers wrap, except that signed add/sub/mul carry `nsw` as TVM's code does: index
+arithmetic must widen to 64 bits for the vectorizer, and programs whose signed arithmetic
+overflows are outside what the backend promises. Float operations allow FMA contraction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from llvmlite import ir
+
+from tirc.codegen.llvm import types as T
+from tirc.codegen.llvm.casts import emit_cast
+from tirc.ir import expr as E
+from tirc.ir.dtype import DataType
+
+if TYPE_CHECKING:
+    from tirc.codegen.llvm.emitter import Emitter, ExprRule
+
+FLOAT_FLAGS = ("contract",)
+
+
+def _var(em: Emitter, expr: E.Var) -> ir.Value:
+    return em.lookup(expr)
+
+
+def _int_imm(em: Emitter, expr: E.IntImm) -> ir.Value:
+    return ir.Constant(T.value_type(expr.dtype), expr.value)
+
+
+def _float_imm(em: Emitter, expr: E.FloatImm) -> ir.Value:
+    return ir.Constant(T.value_type(expr.dtype), expr.value)
+
+
+def _string_imm(em: Emitter, expr: E.StringImm) -> ir.Value:
+    data = bytearray(expr.value.encode("utf-8") + b"\0")
+    typ = ir.ArrayType(T.I8, len(data))
+    name = f"{em.symbol}.str.{len(em.module.globals)}"
+    variable = ir.GlobalVariable(em.module, typ, name)
+    variable.global_constant = True
+    variable.linkage = "private"
+    variable.initializer = ir.Constant(typ, data)
+    return variable
+
+
+def _cast(em: Emitter, expr: E.Cast) -> ir.Value:
+    return emit_cast(em.builder, em.expr(expr.value), expr.value.dtype, expr.dtype)  # type: ignore[attr-defined]
+
+
+BinaryEmit = Callable[["Emitter", ir.Value, ir.Value, DataType], ir.Value]
+
+
+def _binary(rule: BinaryEmit) -> ExprRule:
+    def emit(em: Emitter, expr: E.BinaryOp) -> ir.Value:
+        return rule(em, em.expr(expr.a), em.expr(expr.b), expr.a.dtype)  # type: ignore[attr-defined]
+
+    return emit
+
+
+def _arith(int_op: str, uint_op: str, float_op: str) -> ExprRule:
+    def rule(em: Emitter, a: ir.Value, b: ir.Value, dtype: DataType) -> ir.Value:
+        b_ = em.builder
+        if dtype.is_float:
+            return getattr(b_, float_op)(a, b, flags=FLOAT_FLAGS)
+        if dtype.is_int and int_op in ("add", "sub", "mul"):
+            return getattr(b_, int_op)(a, b, flags=("nsw",))
+        return getattr(b_, int_op if dtype.is_int else uint_op)(a, b)
+
+    return _binary(rule)
+
+
+def _float_floor_division(em: Emitter, a: ir.Value, b: ir.Value, dtype: DataType) -> ir.Value:
+    from tirc.codegen.llvm.calls import llvm_intrinsic
+
+    quotient = em.builder.fdiv(a, b)
+    return llvm_intrinsic(em, "llvm.floor", [quotient], dtype)
+
+
+def _floordiv(em: Emitter, a: ir.Value, b: ir.Value, dtype: DataType) -> ir.Value:
+    """Rounds toward negative infinity: the truncated quotient, less one when the remainder
+    is non-zero and its sign differs from the divisor's."""
+    if dtype.is_float:
+        return _float_floor_division(em, a, b, dtype)
+    if dtype.is_uint:
+        return em.builder.udiv(a, b)
+    builder = em.builder
+    quotient, remainder = builder.sdiv(a, b), builder.srem(a, b)
+    adjust = _floor_adjust(em, remainder, b, dtype)
+    return builder.sub(quotient, builder.zext(adjust, a.type))
+
+
+def _floormod(em: Emitter, a: ir.Value, b: ir.Value, dtype: DataType) -> ir.Value:
+    """The remainder whose sign follows the divisor."""
+    builder = em.builder
+    if dtype.is_float:
+        floor = _float_floor_division(em, a, b, dtype)
+        return builder.fsub(a, builder.fmul(floor, b))
+    if dtype.is_uint:
+        return builder.urem(a, b)
+    remainder = builder.srem(a, b)
+    adjust = _floor_adjust(em, remainder, b, dtype)
+    return builder.select(adjust, builder.add(remainder, b), remainder)
+
+
+def _floor_adjust(em: Emitter, remainder: ir.Value, b: ir.Value, dtype: DataType) -> ir.Value:
+    builder = em.builder
+    zero = T.zero(dtype)
+    nonzero = builder.icmp_signed("!=", remainder, zero)
+    signs_differ = builder.icmp_signed("<", builder.xor(remainder, b), zero)
+    return builder.and_(nonzero, signs_differ)
+
+
+def _extremum(symbol: str) -> ExprRule:
+    """`max` keeps a when a > b, else b, as TVM and the interpreter (NaN order included)."""
+
+    def rule(em: Emitter, a: ir.Value, b: ir.Value, dtype: DataType) -> ir.Value:
+        return em.builder.select(_compare_values(em, symbol, a, b, dtype), a, b)
+
+    return _binary(rule)
+
+
+def _compare_values(
+    em: Emitter, symbol: str, a: ir.Value, b: ir.Value, dtype: DataType
+) -> ir.Value:
+    builder = em.builder
+    if dtype.is_float:
+        # ordered comparisons, except `!=`, which is true for NaN as in C
+        return (
+            builder.fcmp_unordered(symbol, a, b)
+            if symbol == "!="
+            else builder.fcmp_ordered(symbol, a, b)
+        )
+    if dtype.is_int:
+        return builder.icmp_signed(symbol, a, b)
+    return builder.icmp_unsigned(symbol, a, b)
+
+
+def _compare(symbol: str) -> ExprRule:
+    def emit(em: Emitter, expr: E.CompareOp) -> ir.Value:
+        return _compare_values(em, symbol, em.expr(expr.a), em.expr(expr.b), expr.a.dtype)  # type: ignore[attr-defined]
+
+    return emit
+
+
+def _and(em: Emitter, expr: E.And) -> ir.Value:
+    return em.builder.and_(em.expr(expr.a), em.expr(expr.b))
+
+
+def _or(em: Emitter, expr: E.Or) -> ir.Value:
+    return em.builder.or_(em.expr(expr.a), em.expr(expr.b))
+
+
+def _not(em: Emitter, expr: E.Not) -> ir.Value:
+    return em.builder.not_(em.expr(expr.a))
+
+
+def _select(em: Emitter, expr: E.Select) -> ir.Value:
+    condition = em.expr(expr.condition)
+    true_value, false_value = em.expr(expr.true_value), em.expr(expr.false_value)
+    lanes = expr.dtype.lanes
+    if lanes > 1 and not isinstance(condition.type, ir.VectorType):
+        condition = broadcast(em, condition, lanes)
+    return em.builder.select(condition, true_value, false_value)
+
+
+def broadcast(em: Emitter, value: ir.Value, lanes: int) -> ir.Value:
+    """`value` in every lane of a vector."""
+    vector_type = ir.VectorType(value.type, lanes)
+    if isinstance(value, ir.Constant):
+        return ir.Constant(vector_type, [value] * lanes)
+    single = em.builder.insert_element(ir.Constant(vector_type, None), value, ir.Constant(T.I32, 0))
+    mask = ir.Constant(ir.VectorType(T.I32, lanes), [0] * lanes)
+    return em.builder.shuffle_vector(single, ir.Constant(vector_type, None), mask)
+
+
+def _broadcast(em: Emitter, expr: E.Broadcast) -> ir.Value:
+    return broadcast(em, em.expr(expr.value), expr.lanes)
+
+
+def _ramp(em: Emitter, expr: E.Ramp) -> ir.Value:
+    base, stride = em.expr(expr.base), em.expr(expr.stride)
+    element = expr.base.dtype  # type: ignore[attr-defined]
+    if isinstance(base, ir.Constant) and isinstance(stride, ir.Constant) and element.is_integer:
+        start, step = int(base.constant), int(stride.constant)
+        return ir.Constant(T.value_type(expr.dtype), [start + step * i for i in range(expr.lanes)])
+    offsets = [ir.Constant(T.scalar_type(element), i) for i in range(expr.lanes)]
+    steps = ir.Constant(T.value_type(expr.dtype), offsets)
+    multiply = em.builder.fmul if element.is_float else em.builder.mul
+    add = em.builder.fadd if element.is_float else em.builder.add
+    return add(broadcast(em, base, expr.lanes), multiply(broadcast(em, stride, expr.lanes), steps))
+
+
+def _shuffle(em: Emitter, expr: E.Shuffle) -> ir.Value:
+    sources: list[tuple[ir.Value, int]] = []
+    for vector in expr.vectors:
+        value = em.expr(vector)
+        for lane in range(vector.dtype.lanes):  # type: ignore[attr-defined]
+            sources.append((value, lane))
+    result: ir.Value = ir.Constant(T.value_type(expr.dtype), None)
+    for position, index in enumerate(expr.indices):
+        value, lane = sources[int(index.value)]  # type: ignore[attr-defined]
+        if isinstance(value.type, ir.VectorType):
+            value = em.builder.extract_element(value, ir.Constant(T.I32, lane))
+        if expr.dtype.lanes == 1:
+            return value
+        result = em.builder.insert_element(result, value, ir.Constant(T.I32, position))
+    return result
+
+
+def _let(em: Emitter, expr: E.Let) -> ir.Value:
+    em.env[expr.var] = em.expr(expr.value)
+    return em.expr(expr.body)
+
+
+def _call(em: Emitter, expr: E.Call) -> ir.Value:
+    from tirc.codegen.llvm.calls import emit_call
+
+    return emit_call(em, expr)
+
+
+def _load(em: Emitter, expr: E.BufferLoad) -> ir.Value:
+    from tirc.codegen.llvm.memory import emit_load
+
+    return emit_load(em, expr)
+
+
+EXPR_RULES: dict[type, ExprRule] = {
+    E.Var: _var,
+    E.IntImm: _int_imm,
+    E.FloatImm: _float_imm,
+    E.StringImm: _string_imm,
+    E.Cast: _cast,
+    E.Add: _arith("add", "add", "fadd"),
+    E.Sub: _arith("sub", "sub", "fsub"),
+    E.Mul: _arith("mul", "mul", "fmul"),
+    E.Div: _arith("sdiv", "udiv", "fdiv"),
+    E.Mod: _arith("srem", "urem", "frem"),
+    E.FloorDiv: _binary(_floordiv),
+    E.FloorMod: _binary(_floormod),
+    E.Min: _extremum("<"),
+    E.Max: _extremum(">"),
+    E.EQ: _compare("=="),
+    E.NE: _compare("!="),
+    E.LT: _compare("<"),
+    E.LE: _compare("<="),
+    E.GT: _compare(">"),
+    E.GE: _compare(">="),
+    E.And: _and,
+    E.Or: _or,
+    E.Not: _not,
+    E.Select: _select,
+    E.Broadcast: _broadcast,
+    E.Ramp: _ramp,
+    E.Shuffle: _shuffle,
+    E.Let: _let,
+    E.Call: _call,
+    E.BufferLoad: _load,
+}

@@ -1,0 +1,70 @@
+"""One PrimFunc as one exported LLVM function with the C ABI of `tirc.codegen.abi`: buffer
+pointers carry noalias (when the function says `tirx.noalias`), their declared alignment and,
+for constant shapes, how many bytes may be read."""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from tirc.codegen.abi import ParamKind, function_abi
+from tirc.codegen.llvm import types as T
+from tirc.codegen.llvm.casts import emit_cast
+from tirc.codegen.llvm.emitter import Emitter
+from tirc.codegen.llvm.stmt import free_all
+from tirc.ir.expr import IntImm
+from tirc.ir.function import PrimFunc
+
+FAILED = -1
+
+
+def emit_function(module: ir.Module, symbol: str, func: PrimFunc, exported: bool) -> ir.Function:
+    abi = function_abi(func)
+    arg_types = [T.value_type(param.abi_dtype) for param in abi]
+    function = ir.Function(module, ir.FunctionType(T.I32, arg_types), symbol)
+    if not exported:
+        function.linkage = "internal"
+    noalias = bool(func.attrs.get("tirx.noalias", False))
+    function.append_basic_block("entry")
+    builder = ir.IRBuilder(function.append_basic_block("start"))
+
+    def fail(em: Emitter) -> None:
+        em.builder.ret(ir.Constant(T.I32, FAILED))
+
+    em = Emitter(module, function, builder, fail, symbol=symbol)
+    for param, arg in zip(abi, function.args, strict=True):
+        arg.name = param.name
+        if param.kind is ParamKind.BUFFER:
+            assert param.buffer is not None
+            if noalias:
+                arg.add_attribute("noalias")
+            arg.attributes.align = param.buffer.data_alignment
+            size = _constant_bytes(param.buffer)
+            if size:
+                arg.attributes.dereferenceable = size
+            em.env[param.var] = arg
+            em.env[param.buffer.data] = arg
+        elif param.kind is ParamKind.HANDLE:
+            em.env[param.var] = arg
+        else:
+            em.env[param.var] = emit_cast(builder, arg, param.abi_dtype, param.dtype)
+    em.frees.append([])
+    em.stmt(func.body)
+    free_all(em, em.frees.pop())
+    if not em.builder.block.is_terminated:
+        em.builder.ret(ir.Constant(T.I32, 0))
+    em.finish()
+    return function
+
+
+def _constant_bytes(buffer: object) -> int:
+    from tirc.ir.buffer import Buffer
+
+    assert isinstance(buffer, Buffer)
+    if buffer.strides or buffer.elem_offset is not None:
+        return 0
+    count = 1
+    for extent in buffer.shape:
+        if not isinstance(extent, IntImm):
+            return 0
+        count *= extent.value
+    return count * T.element_bytes(buffer.dtype)

@@ -1,0 +1,199 @@
+"""Buffer loads and stores. A contiguous Ramp index is one vector load or store; any other
+vector index, and any predicated access, goes lane by lane, each masked lane behind a branch
+so that it never touches memory."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from llvmlite import ir
+
+from tirc.codegen.llvm import types as T
+from tirc.codegen.llvm.emitter import unsupported
+from tirc.codegen.llvm.expr import broadcast
+from tirc.ir import expr as E
+from tirc.ir.buffer import Buffer
+from tirc.ir.dtype import DataType
+
+if TYPE_CHECKING:
+    from tirc.codegen.llvm.emitter import Emitter
+
+
+def flat_index(buffer: Buffer, indices: tuple[E.PrimExpr, ...]) -> E.PrimExpr:
+    """One index for a multi-dimensional access (lowered programs are already flat)."""
+    if len(indices) == 1:
+        return indices[0]
+    strides = list(buffer.strides)
+    if not strides:
+        running: E.PrimExpr = E.IntImm(1, indices[-1].dtype.element)  # type: ignore[attr-defined]
+        for extent in reversed(buffer.shape):
+            strides.insert(0, running)
+            running = E.Mul(running, _as(extent, running))
+    total: E.PrimExpr | None = None
+    for index, stride in zip(indices, strides, strict=True):
+        term = _scaled(index, stride)
+        total = term if total is None else _add(total, term)
+    assert total is not None
+    return total
+
+
+def _as(expr: E.PrimExpr, like: E.PrimExpr) -> E.PrimExpr:
+    want = like.dtype.element  # type: ignore[attr-defined]
+    return expr if expr.dtype == want else E.Cast(want, expr)  # type: ignore[attr-defined]
+
+
+def _scaled(index: E.PrimExpr, stride: E.PrimExpr) -> E.PrimExpr:
+    lanes = index.dtype.lanes  # type: ignore[attr-defined]
+    stride = _as(stride, index)
+    return E.Mul(index, E.Broadcast(stride, lanes) if lanes > 1 else stride)
+
+
+def _add(a: E.PrimExpr, b: E.PrimExpr) -> E.PrimExpr:
+    lanes_a, lanes_b = a.dtype.lanes, b.dtype.lanes  # type: ignore[attr-defined]
+    if lanes_a != lanes_b:
+        a = E.Broadcast(a, lanes_b) if lanes_a == 1 else a
+        b = E.Broadcast(b, lanes_a) if lanes_b == 1 else b
+    if a.dtype != b.dtype:  # type: ignore[attr-defined]
+        b = E.Cast(a.dtype, b)  # type: ignore[attr-defined]
+    return E.Add(a, b)
+
+
+def _contiguous_base(index: E.PrimExpr) -> E.PrimExpr | None:
+    if isinstance(index, E.Ramp) and E.is_const_int(index.stride, 1):
+        return index.base
+    return None
+
+
+def _alignment(dtype: DataType) -> int:
+    return T.element_bytes(dtype.element) if not dtype.is_bool else 1
+
+
+def _address(em: Emitter, buffer: Buffer, index: ir.Value) -> ir.Value:
+    return em.builder.gep(
+        em.buffer_pointer(buffer),
+        [em.widen_index(index)],
+        source_etype=T.memory_type(buffer.dtype),
+        inbounds=True,
+    )
+
+
+def _from_memory(em: Emitter, value: ir.Value, dtype: DataType) -> ir.Value:
+    if dtype.is_bool:
+        return em.builder.icmp_unsigned("!=", value, ir.Constant(value.type, None))
+    return value
+
+
+def _to_memory(em: Emitter, value: ir.Value, dtype: DataType) -> ir.Value:
+    if dtype.is_bool:
+        return em.builder.zext(value, T.memory_type(dtype))
+    return value
+
+
+def emit_load(em: Emitter, load: E.BufferLoad) -> ir.Value:
+    buffer = load.buffer
+    index = flat_index(buffer, load.indices)
+    lanes = index.dtype.lanes  # type: ignore[attr-defined]
+    base = _contiguous_base(index)
+    if lanes == 1 or (base is not None and buffer.dtype.lanes == 1 and load.predicate is None):
+        at = em.index(base if base is not None else index)
+        typ = T.memory_type(load.dtype)
+        value = em.builder.load(_address(em, buffer, at), typ=typ, align=_alignment(buffer.dtype))
+        return _from_memory(em, value, load.dtype)
+    if buffer.dtype.lanes != 1:
+        raise unsupported(load, "vector indices into buffers of vector elements")
+    indices = em.expr(index)
+    mask = em.expr(load.predicate) if load.predicate is not None else None
+    result: ir.Value = ir.Constant(T.value_type(load.dtype), None)
+    for lane in range(lanes):
+        at = em.builder.extract_element(indices, ir.Constant(T.I32, lane))
+
+        def load_lane(at: ir.Value = at) -> ir.Value:
+            element = em.builder.load(
+                _address(em, buffer, at),
+                typ=T.memory_type(buffer.dtype),
+                align=_alignment(buffer.dtype),
+            )
+            return _from_memory(em, element, buffer.dtype)
+
+        if mask is None:
+            element = load_lane()
+        else:
+            element = _guarded(em, _lane(em, mask, lane), load_lane, T.value_type(buffer.dtype))
+        result = em.builder.insert_element(result, element, ir.Constant(T.I32, lane))
+    return result
+
+
+def emit_store(
+    em: Emitter,
+    buffer: Buffer,
+    value_expr: E.PrimExpr,
+    indices: tuple[E.PrimExpr, ...],
+    predicate: E.PrimExpr | None,
+) -> None:
+    index = flat_index(buffer, indices)
+    lanes = index.dtype.lanes  # type: ignore[attr-defined]
+    value = em.expr(value_expr)
+    dtype = value_expr.dtype  # type: ignore[attr-defined]
+    if lanes > 1 and not isinstance(value.type, ir.VectorType) and buffer.dtype.lanes == 1:
+        value, dtype = broadcast(em, value, lanes), dtype.with_lanes(lanes)
+    base = _contiguous_base(index)
+    if lanes == 1 or (base is not None and buffer.dtype.lanes == 1 and predicate is None):
+        at = em.index(base if base is not None else index)
+        em.builder.store(
+            _to_memory(em, value, dtype), _address(em, buffer, at), align=_alignment(buffer.dtype)
+        )
+        return
+    if buffer.dtype.lanes != 1:
+        raise unsupported(value_expr, "vector indices into buffers of vector elements")
+    positions = em.expr(index)
+    mask = em.expr(predicate) if predicate is not None else None
+    for lane in range(lanes):
+        at = em.builder.extract_element(positions, ir.Constant(T.I32, lane))
+        element = em.builder.extract_element(value, ir.Constant(T.I32, lane))
+
+        def store_lane(at: ir.Value = at, element: ir.Value = element) -> None:
+            em.builder.store(
+                _to_memory(em, element, buffer.dtype),
+                _address(em, buffer, at),
+                align=_alignment(buffer.dtype),
+            )
+
+        if mask is None:
+            store_lane()
+        else:
+            _guarded_effect(em, _lane(em, mask, lane), store_lane)
+
+
+def _lane(em: Emitter, vector: ir.Value, lane: int) -> ir.Value:
+    if not isinstance(vector.type, ir.VectorType):
+        return vector
+    return em.builder.extract_element(vector, ir.Constant(T.I32, lane))
+
+
+def _guarded(
+    em: Emitter, condition: ir.Value, compute: Callable[[], ir.Value], typ: ir.Type
+) -> ir.Value:
+    """`compute()` where `condition` holds, else zero; a branch, so the guarded code never
+    runs for a masked lane."""
+    before = em.builder.block
+    then_block, done = em.new_block("lane"), em.new_block("lane.done")
+    em.builder.cbranch(condition, then_block, done)
+    em.builder.position_at_end(then_block)
+    value = compute()
+    then_end = em.builder.block
+    em.builder.branch(done)
+    em.builder.position_at_end(done)
+    phi = em.builder.phi(typ)
+    phi.add_incoming(value, then_end)
+    phi.add_incoming(ir.Constant(typ, None), before)
+    return phi
+
+
+def _guarded_effect(em: Emitter, condition: ir.Value, effect: Callable[[], None]) -> None:
+    then_block, done = em.new_block("lane"), em.new_block("lane.done")
+    em.builder.cbranch(condition, then_block, done)
+    em.builder.position_at_end(then_block)
+    effect()
+    em.builder.branch(done)
+    em.builder.position_at_end(done)

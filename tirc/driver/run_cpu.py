@@ -1,0 +1,88 @@
+"""`tirc run --target cpu`: compile a function for this CPU, call it in-process through the
+JIT, check it against the interpreter (`--check`) and time it (`--bench`)."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from tirc.ir.function import IRModule, PrimFunc
+
+FLOAT_RTOL = 1e-4
+FLOAT_ATOL = 1e-5
+
+
+def jit_function(
+    module: IRModule, name: str, target: str, opt_level: int = 3
+) -> Callable[[Mapping[str, object]], int]:
+    """The function `name` of the (scheduled) `module`, compiled and loaded; the returned
+    callable keeps the JIT alive."""
+    from tirc.codegen.llvm import compile_module, parse_target
+    from tirc.driver.lower import lower_module
+    from tirc.runtime.jit import JitModule
+
+    lowered = lower_module(module, target=target)
+    compiled = compile_module(lowered, parse_target(target), opt_level)
+    public = {n: f for n, f in lowered.functions if not f.is_private}
+    jit = JitModule(compiled, public)
+    function = jit[name]
+
+    def call(args: Mapping[str, object]) -> int:
+        _ = jit  # the code lives as long as this closure
+        return function(args)
+
+    return call
+
+
+def compare(func: PrimFunc, got: Mapping[str, object], want: Mapping[str, object]) -> list[str]:
+    """One line per buffer whose values differ: integers exactly, floats within
+    FLOAT_RTOL/FLOAT_ATOL (NaN equal to NaN)."""
+    problems = []
+    for param in func.params:
+        buffer = func.buffer_of(param)
+        if buffer is None:
+            continue
+        have, expect = np.asarray(got[param.name]), np.asarray(want[param.name])
+        if buffer.dtype.is_float:
+            a, b = have.astype(np.float64), expect.astype(np.float64)
+            close = np.isclose(a, b, rtol=FLOAT_RTOL, atol=FLOAT_ATOL, equal_nan=True)
+        else:
+            close = have == expect
+        if not np.all(close):
+            bad = int(np.size(close) - np.count_nonzero(close))
+            first = tuple(int(i) for i in np.argwhere(~close)[0])
+            problems.append(
+                f"{param.name}: {bad} of {np.size(close)} values differ; first at {list(first)}: "
+                f"cpu {have[first]!r}, interpreter {expect[first]!r}"
+            )
+    return problems
+
+
+@dataclass
+class Timing:
+    median: float
+    repeats: int
+
+    def describe(self, flops: int | None, nbytes: int) -> str:
+        text = f"median {self.median * 1e3:.4f} ms over {self.repeats} runs"
+        if flops:
+            return f"{text}, {flops / self.median / 1e9:.2f} GFLOP/s"
+        return f"{text}, {nbytes / self.median / 1e9:.2f} GB/s"
+
+
+def bench(call: Callable[[], object], min_time: float = 0.2, max_repeats: int = 1000) -> Timing:
+    """The median of repeated calls after one warm-up, repeating up to about `min_time`."""
+    call()
+    samples: list[float] = []
+    started = time.perf_counter()
+    while len(samples) < max_repeats and (
+        len(samples) < 5 or time.perf_counter() - started < min_time
+    ):
+        begin = time.perf_counter()
+        call()
+        samples.append(time.perf_counter() - begin)
+    return Timing(statistics.median(samples), len(samples))

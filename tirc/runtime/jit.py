@@ -1,0 +1,134 @@
+"""Compiled CPU code loaded in-process with LLVM's ORC JIT and called through ctypes.
+
+The object file is the one `tirc compile --emit obj` writes, linked against this process
+(libm) and libgomp; ORC reports a symbol nothing defines, where MCJIT would crash on the call.
+Arguments are numpy arrays, copied to 64-byte-aligned memory when they are not already so
+aligned (the ABI promises the kernel its buffers' alignment), and copied back after the call.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import itertools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import cache
+
+import llvmlite.binding as llvm
+import numpy as np
+
+from tirc.codegen.abi import AbiParam, ParamKind, function_abi
+from tirc.codegen.llvm import CompiledModule
+from tirc.diagnostics import DiagnosticError
+from tirc.ir.expr import Var
+from tirc.ir.function import PrimFunc
+
+_LIBRARY_NAMES = itertools.count()
+_C_TYPES = {
+    "handle": ctypes.c_void_p,
+    "int64": ctypes.c_int64,
+    "float32": ctypes.c_float,
+    "float64": ctypes.c_double,
+}
+
+
+@cache
+def load_openmp() -> None:
+    """Makes libgomp's symbols visible to JIT-linked code."""
+    name = ctypes.util.find_library("gomp")
+    if name is None:
+        raise DiagnosticError.at(None, "cannot find libgomp, which parallel loops run on")
+    ctypes.CDLL(name, mode=ctypes.RTLD_GLOBAL)
+    llvm.load_library_permanently(name)
+
+
+@dataclass
+class JitFunction:
+    symbol: str
+    func: PrimFunc
+    abi: list[AbiParam]
+    entry: Callable[..., int]
+
+    def __call__(self, args: Mapping[str, object]) -> int:
+        """Calls the function with `args` keyed by parameter name (buffers as numpy arrays,
+        updated in place); shape variables come from the arrays' shapes. Returns the status."""
+        sizes = self.shape_values(args)
+        call_args: list[object] = []
+        copies: list[tuple[np.ndarray, np.ndarray]] = []
+        for param in self.abi:
+            if param.kind is ParamKind.BUFFER:
+                array = args[param.name]
+                assert isinstance(array, np.ndarray)
+                aligned = aligned_array(array)
+                if aligned is not array:
+                    copies.append((array, aligned))
+                call_args.append(aligned.ctypes.data)
+            elif param.kind is ParamKind.SHAPE:
+                call_args.append(sizes[param.var])
+            elif param.kind is ParamKind.HANDLE:
+                value = args[param.name]
+                call_args.append(value.ctypes.data if isinstance(value, np.ndarray) else value)
+            else:
+                value = args[param.name]
+                call_args.append(value.item() if isinstance(value, np.ndarray) else value)
+        status = int(self.entry(*call_args))
+        for original, aligned in copies:
+            np.copyto(original, aligned.reshape(original.shape))
+        return status
+
+    def shape_values(self, args: Mapping[str, object]) -> dict[Var, int]:
+        sizes: dict[Var, int] = {}
+        for param in self.abi:
+            if param.kind is not ParamKind.BUFFER or param.buffer is None:
+                continue
+            array = args[param.name]
+            assert isinstance(array, np.ndarray)
+            for extent, actual in zip(param.buffer.shape, array.shape, strict=False):
+                if isinstance(extent, Var):
+                    sizes.setdefault(extent, int(actual))
+        for param in self.abi:
+            if param.kind is ParamKind.SHAPE and param.var not in sizes:
+                given = args.get(param.name)
+                if given is None:
+                    raise DiagnosticError.at(
+                        None, f"cannot tell the value of shape variable {param.name}"
+                    )
+                sizes[param.var] = int(given)  # type: ignore[call-overload]
+        return sizes
+
+
+def aligned_array(array: np.ndarray, alignment: int = 64) -> np.ndarray:
+    """`array` itself when dense and aligned, else an aligned dense copy."""
+    if array.flags.c_contiguous and array.ctypes.data % alignment == 0:
+        return array
+    raw = np.empty(array.nbytes + alignment, dtype=np.uint8)
+    start = -raw.ctypes.data % alignment
+    copy = raw[start : start + array.nbytes].view(array.dtype).reshape(array.shape)
+    np.copyto(copy, array)
+    return copy
+
+
+class JitModule:
+    """The exported functions of a compiled module, callable while this object lives."""
+
+    def __init__(self, compiled: CompiledModule, functions: Mapping[str, PrimFunc]):
+        load_openmp()
+        self.jit = llvm.create_lljit_compiler(compiled.machine)
+        builder = llvm.JITLibraryBuilder().add_object_img(compiled.object_code())
+        builder.add_current_process()
+        for symbol in functions:
+            builder.export_symbol(symbol)
+        try:
+            self.tracker = builder.link(self.jit, f"tirc{next(_LIBRARY_NAMES)}")
+        except RuntimeError as error:
+            raise DiagnosticError.at(None, f"the JIT could not link the code: {error}") from None
+        self.functions: dict[str, JitFunction] = {}
+        for symbol, func in functions.items():
+            abi = function_abi(func)
+            prototype = ctypes.CFUNCTYPE(ctypes.c_int32, *[_C_TYPES[str(p.abi_dtype)] for p in abi])
+            entry = prototype(self.tracker[symbol])
+            self.functions[symbol] = JitFunction(symbol, func, abi, entry)
+
+    def __getitem__(self, symbol: str) -> JitFunction:
+        return self.functions[symbol]

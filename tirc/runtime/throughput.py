@@ -1,0 +1,67 @@
+"""What a run of a function moves and computes, for `tirc run --bench`: floating-point
+operations counted statically over the lowered program (loop extents times the float
+arithmetic in each store, lanes counted), and the bytes of its buffer arguments."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from tirc.ir import expr as E
+from tirc.ir import stmt as S
+from tirc.ir.function import PrimFunc
+from tirc.ir.functor import walk
+from tirc.ir.node import Node
+
+_FLOAT_OPS = (E.Add, E.Sub, E.Mul, E.Div, E.Min, E.Max)
+
+
+def count_flops(func: PrimFunc, sizes: Mapping[E.Var, int] | None = None) -> int | None:
+    """Float operations one call performs, or None where a loop extent is unknown."""
+    known = dict(sizes or {})
+    try:
+        return _stmt(func.body, known)
+    except _Unknown:
+        return None
+
+
+class _Unknown(Exception):
+    pass
+
+
+def _extent(expr: E.PrimExpr, known: Mapping[E.Var, int]) -> int:
+    if isinstance(expr, E.IntImm):
+        return expr.value
+    if isinstance(expr, E.Var) and expr in known:
+        return known[expr]
+    raise _Unknown
+
+
+def _stmt(stmt: S.Stmt | None, known: Mapping[E.Var, int]) -> int:
+    if stmt is None:
+        return 0
+    if isinstance(stmt, S.For):
+        return _extent(stmt.extent, known) * _stmt(stmt.body, known)
+    if isinstance(stmt, S.SeqStmt):
+        return sum(_stmt(child, known) for child in stmt.stmts)
+    if isinstance(stmt, S.IfThenElse):
+        # a guarded statement (a reduction's init, a boundary) is counted as always running
+        return max(_stmt(stmt.then_case, known), _stmt(stmt.else_case, known))
+    if isinstance(stmt, (S.AttrStmt, S.While)):
+        return _stmt(stmt.body, known)
+    if isinstance(stmt, S.BufferStore):
+        return _expr_flops(stmt.value)
+    return 0
+
+
+def _expr_flops(expr: E.PrimExpr) -> int:
+    total = 0
+
+    def visit(node: Node) -> None:
+        nonlocal total
+        if isinstance(node, _FLOAT_OPS) and node.dtype.is_float:
+            total += node.dtype.lanes
+        elif isinstance(node, E.Call) and node.dtype.is_float:
+            total += node.dtype.lanes
+
+    walk(expr, visit)
+    return total
