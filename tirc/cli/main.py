@@ -105,6 +105,39 @@ def diff_command(left: str, right: str) -> int:
     return guarded(lambda: commands.diff_files(left, right))
 
 
+@cli.command("schedule")
+@click.argument("file")
+@click.option(
+    "--apply", "plan", required=True, metavar="PLAN.json", help="The plan (either JSON form)."
+)
+@click.option(
+    "--trace", default=None, metavar="OUT.json", help="Write the plan as applied (readable form)."
+)
+@click.option(
+    "--intrinsics", default=None, metavar="JSON", help="Tensor intrinsics for tensorize."
+)
+@click.option("-o", "--output", default="-", metavar="OUT", help="Output file ('-': stdout).")
+@click.option(
+    "-D", "defines", multiple=True, metavar="NAME=VALUE", help="Override a module parameter."
+)
+def schedule_command(
+    file: str,
+    plan: str,
+    trace: str | None,
+    intrinsics: str | None,
+    output: str,
+    defines: tuple[str, ...],
+) -> int:
+    """Apply the plan PLAN.json to FILE ('-': stdin) and print the scheduled program."""
+    from tirc.driver.schedule import schedule_file
+
+    return guarded(
+        lambda: schedule_file(
+            file, plan, output, trace=trace, intrinsics=intrinsics, defines=defines
+        )
+    )
+
+
 @cli.command("run")
 @click.argument("file")
 @click.option(
