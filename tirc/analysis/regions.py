@@ -77,9 +77,10 @@ class _Collector(Visitor):
     # -- accesses ----------------------------------------------------------------------------
 
     def visit_BufferLoad(self, node: E.BufferLoad) -> None:
+        # the loaded buffer is listed before the buffers its indices load (TVM's order)
+        self.access(self.reads, node.buffer, node.indices)
         for index in node.indices:
             self.visit(index)
-        self.access(self.reads, node.buffer, node.indices)
 
     def visit_BufferStore(self, node: S.BufferStore) -> None:
         self.visit(node.value)
@@ -177,7 +178,8 @@ def _region(box: _Box) -> BufferRegion:
         if low is None or high is None:
             ranges.append(Range(IntImm(0, dtype), extent))
             continue
-        size = analyzer.simplify(E.Add(E.Sub(high, low), IntImm(1, dtype)))
+        # the index dtype may differ from the shape's (a uint32 index into an int64 shape)
+        size = analyzer.simplify(E.Add(E.Sub(high, low), IntImm(1, low.dtype)))  # type: ignore[attr-defined]
         ranges.append(Range(low, size))
     return BufferRegion(box.buffer, tuple(ranges))
 

@@ -15,9 +15,9 @@ from tirc.diagnostics import DiagnosticError
 from tirc.interp import math_functions
 from tirc.interp.context import Code, Context
 from tirc.interp.extensions import EXTERNS, INTRINSICS
-from tirc.ir.integer import int_range
 from tirc.ir.dtype import DataType, parse_dtype
 from tirc.ir.expr import BufferLoad, Call, PrimExpr, StringImm
+from tirc.ir.integer import int_range
 
 if TYPE_CHECKING:
     from tirc.interp.compile_expr import ExprCompiler

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 
 from tirc.interp import interval
 from tirc.interp.context import Code
-from tirc.ir.integer import int_range
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import PrimExpr
+from tirc.ir.integer import int_range
 
 if TYPE_CHECKING:
     from tirc.interp.compile_expr import ExprCompiler

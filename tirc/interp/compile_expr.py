@@ -13,10 +13,10 @@ from dataclasses import replace
 from tirc.diagnostics import DiagnosticError
 from tirc.interp import interval
 from tirc.interp.context import Code, Context, Slot
-from tirc.ir.integer import int_range, wrap
 from tirc.ir import expr as E
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import PrimExpr
+from tirc.ir.integer import int_range, wrap
 
 # float kind -> the runtime helper that rounds a Python float to it (float64 needs none)
 ROUNDERS: dict[str, str] = {

@@ -16,11 +16,11 @@ from tirc.interp.compile_function import CompiledFunction, compile_function
 from tirc.interp.fault import Fault
 from tirc.interp.memory import array_type, storage_from_array
 from tirc.interp.numeric import round_f32
-from tirc.ir.integer import int_range
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import IntImm, Var
 from tirc.ir.function import IRModule, PrimFunc
+from tirc.ir.integer import int_range
 
 Argument = np.ndarray | int | float | bool
 

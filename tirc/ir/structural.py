@@ -1,6 +1,7 @@
 """Structural equality and hashing: equal up to renaming of bound variables and buffers.
 
-The one place alpha-equivalence is defined. Traversal follows field order, which in a
+The one place alpha-equivalence is defined (`expr_key` is its strict sibling, with free
+variables and buffers compared by identity). Traversal follows field order, which in a
 well-formed program meets each variable's definition before its uses; the first meeting of two
 variables binds them to each other, every later meeting must agree. Var and Buffer names,
 and spans, are ignored; block names, attributes and function names are not.
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import enum
 import math
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
@@ -213,3 +215,23 @@ class _Hasher:
 def structural_hash(value: Any) -> int:
     """A hash consistent with `structural_equal`."""
     return _Hasher().hash(value)
+
+
+def expr_key(expr: object) -> Hashable:
+    """A hashable key equal for structurally identical expressions over the same variables.
+
+    Unlike `structural_equal`, variables and buffers are compared by identity: `i + 1` over
+    two different `i` has two keys. Used to collect like terms and to spot repeated bounds.
+    """
+    if isinstance(expr, Var):
+        return ("var", id(expr))
+    if isinstance(expr, Buffer):
+        return ("buffer", id(expr))
+    if isinstance(expr, Node):
+        children = tuple(expr_key(getattr(expr, name)) for name in child_fields(type(expr)))
+        return (type(expr).__name__, *children)
+    if isinstance(expr, tuple):
+        return tuple(expr_key(item) for item in expr)
+    if isinstance(expr, float):
+        return ("float", repr(expr))
+    return expr  # type: ignore[return-value]

@@ -6,9 +6,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tirc.analysis.arith import Analyzer, Bound
-from tirc.analysis.arith import constant as C
 from tirc.ir import dtype as dt
 from tirc.ir import expr as E
+from tirc.ir import integer
 from tirc.ir.buffer import Range
 from tirc.ir.expr import IntImm, PrimExpr, Var
 
@@ -31,10 +31,10 @@ _BINARY = {
     E.Add: lambda a, b: a + b,
     E.Sub: lambda a, b: a - b,
     E.Mul: lambda a, b: a * b,
-    E.FloorDiv: C.floordiv,
-    E.FloorMod: C.floormod,
-    E.Div: C.truncdiv,
-    E.Mod: C.truncmod,
+    E.FloorDiv: integer.floordiv,
+    E.FloorMod: integer.floormod,
+    E.Div: integer.truncdiv,
+    E.Mod: integer.truncmod,
     E.Min: min,
     E.Max: max,
     E.LT: lambda a, b: int(a < b),
@@ -60,9 +60,9 @@ def evaluate(expr: PrimExpr, env: dict[Var, int]) -> int:
     if isinstance(expr, E.Not):
         return int(not evaluate(expr.a, env))
     if isinstance(expr, E.Cast):
-        return C.wrap(evaluate(expr.value, env), expr.dtype)
+        return integer.wrap(evaluate(expr.value, env), expr.dtype)
     a, b = evaluate(expr.a, env), evaluate(expr.b, env)  # type: ignore[attr-defined]
-    return C.wrap(_BINARY[type(expr)](a, b), expr.dtype)  # type: ignore[attr-defined]
+    return integer.wrap(_BINARY[type(expr)](a, b), expr.dtype)  # type: ignore[attr-defined]
 
 
 def int_exprs(depth: int = 4) -> st.SearchStrategy[PrimExpr]:

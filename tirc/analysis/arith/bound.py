@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from tirc.analysis.arith.constant import dtype_range
 from tirc.ir import expr as E
 from tirc.ir.expr import PrimExpr, Var
+from tirc.ir.integer import int_range
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +153,7 @@ def const_bound(expr: PrimExpr, ranges: Mapping[Var, Bound] | None = None) -> Bo
             return Bound(node.value, node.value)
         if not (dtype.is_integer or dtype.is_bool) or dtype.is_vector:
             return EVERYTHING
-        limits = Bound(*dtype_range(dtype))
+        limits = Bound(*int_range(dtype))
         if isinstance(node, Var):
             found = known.get(node)
             if found is not None:
@@ -163,7 +163,7 @@ def const_bound(expr: PrimExpr, ranges: Mapping[Var, Bound] | None = None) -> Bo
             inner = node.value.dtype  # type: ignore[attr-defined]
             if inner.is_integer or inner.is_bool:
                 source = bound(node.value)
-                if source.is_within(*dtype_range(dtype)):
+                if source.is_within(*int_range(dtype)):
                     return source
             return limits
         if isinstance(node, E.CompareOp | E.LogicalOp | E.Not):
@@ -176,7 +176,7 @@ def const_bound(expr: PrimExpr, ranges: Mapping[Var, Bound] | None = None) -> Bo
         if (
             result.min is not None
             and result.max is not None
-            and not result.is_within(*dtype_range(dtype))
+            and not result.is_within(*int_range(dtype))
         ):
             return limits
         return result.intersect(limits)

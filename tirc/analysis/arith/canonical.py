@@ -2,38 +2,28 @@
 
 `i * 128 + (j * 8 + 3) - i * 64` becomes {i: 64, j: 8} + 3. Atoms are anything that is not
 addition or scaling by a constant (variables, floordiv/floormod terms, loads), identified
-structurally with variables by identity. Printing back orders terms by falling scale, first
-appearance breaking ties, which is how index arithmetic reads (`i * 128 + j * 8 + k`).
+structurally with variables by identity (`expr_key`). Printing back orders terms by falling
+scale, first appearance breaking ties, which is how index arithmetic reads (`i * 128 + j * 8 +
+k`), or as first written, for the parser (see `Order`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass, field
+from typing import Literal
 
-from tirc.analysis.arith.constant import wrap
 from tirc.ir import expr as E
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import IntImm, PrimExpr
-from tirc.ir.functor import child_fields
-from tirc.ir.node import Node
+from tirc.ir.integer import wrap
+from tirc.ir.structural import expr_key
 
-
-def expr_key(expr: object) -> Hashable:
-    """A hashable key equal for structurally identical expressions over the same variables."""
-    if isinstance(expr, E.Var):
-        return ("var", id(expr))
-    if isinstance(expr, Node):
-        if type(expr).__name__ == "Buffer":
-            return ("buffer", id(expr))
-        return (type(expr).__name__,) + tuple(
-            expr_key(getattr(expr, name)) for name in child_fields(type(expr))
-        )
-    if isinstance(expr, tuple):
-        return tuple(expr_key(item) for item in expr)
-    if isinstance(expr, float):
-        return ("float", repr(expr))
-    return expr  # type: ignore[return-value]
+# "scale": terms by falling scale, the constant last (`i * 128 + j * 8 - k + 3`), how the
+# simplifier writes index arithmetic; "written": terms in order of first appearance, a
+# positive constant before the subtractions (`hi + 1 - lo`), how TVM's parser leaves the
+# extents it computes.
+Order = Literal["scale", "written"]
 
 
 @dataclass
@@ -95,14 +85,15 @@ def to_sum(expr: PrimExpr) -> Sum:
     return result
 
 
-def from_sum(value: Sum) -> PrimExpr:
-    """The expression of a Sum: positive terms first by falling scale, then subtractions."""
+def from_sum(value: Sum, order: Order = "scale") -> PrimExpr:
+    """The expression of a Sum: positive terms first, then subtractions (see `Order`)."""
     dtype = value.dtype
     const = wrap(value.const, dtype)
     terms = [(atom, coeff) for atom, coeff in value.terms.values() if coeff != 0]
-    order = sorted(range(len(terms)), key=lambda index: -abs(terms[index][1]))
-    positive = [terms[index] for index in order if terms[index][1] > 0]
-    negative = [terms[index] for index in order if terms[index][1] < 0]
+    if order == "scale":
+        terms.sort(key=lambda term: -abs(term[1]))  # stable: first appearance breaks ties
+    positive = [term for term in terms if term[1] > 0]
+    negative = [term for term in terms if term[1] < 0]
 
     def scaled(atom: PrimExpr, coeff: int) -> PrimExpr:
         return atom if coeff == 1 else E.Mul(atom, IntImm(coeff, dtype))
@@ -120,6 +111,9 @@ def from_sum(value: Sum) -> PrimExpr:
             atom, coeff = negative.pop(0)
             result = E.Mul(atom, IntImm(coeff, dtype))
         const = min(const, 0)
+    elif const > 0 and order == "written":
+        result = E.Add(result, IntImm(const, dtype))
+        const = 0
     for atom, coeff in negative:
         result = E.Sub(result, scaled(atom, -coeff))
     if const > 0 and not isinstance(result, IntImm):
@@ -127,3 +121,10 @@ def from_sum(value: Sum) -> PrimExpr:
     elif const < 0:
         result = E.Sub(result, IntImm(-const, dtype))
     return result
+
+
+def difference(upper: PrimExpr, lower: PrimExpr, order: Order = "scale") -> PrimExpr:
+    """`upper - lower` with like terms collected; both of one scalar integer dtype."""
+    total = to_sum(upper)
+    total.add(to_sum(lower), -1)
+    return from_sum(total, order)

@@ -11,10 +11,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from tirc.analysis.arith.analyzer import Analyzer
-from tirc.analysis.arith.constant import dtype_range
 from tirc.ir import expr as E
 from tirc.ir.buffer import Range
 from tirc.ir.expr import IntImm, PrimExpr, Var
+from tirc.ir.integer import int_range
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +156,7 @@ def _by_bounds(relaxer: _Relaxer, expr: PrimExpr) -> IntervalSet:
     dtype = expr.dtype  # type: ignore[attr-defined]
     if not dtype.is_integer:
         return IntervalSet(None, None)
-    low, high = dtype_range(dtype)
+    low, high = int_range(dtype)
     return IntervalSet(
         None if bound.min is None or bound.min == low else IntImm(bound.min, dtype),
         None if bound.max is None or bound.max == high else IntImm(bound.max, dtype),

@@ -24,6 +24,7 @@ from tirc.ir.expr import IntImm, PrimExpr, Var
 class Level(enum.Enum):
     SURJECTIVE = "surjective"  # splits of a mark never overlap
     BIJECTIVE = "bijective"  # ... and cover every used loop whole
+    NO_CHECK = "no_check"  # any decomposition; divisions of partial extents round up
 
 
 @dataclass(frozen=True, eq=False)
@@ -68,8 +69,9 @@ class _NotAffine(Exception):
 
 
 class _Detector:
-    def __init__(self, domains: Mapping[Var, Range], analyzer: Analyzer):
+    def __init__(self, domains: Mapping[Var, Range], analyzer: Analyzer, padded: bool = False):
         self.analyzer = analyzer
+        self.padded = padded  # accept divisions that do not divide an extent (NO_CHECK)
         self.extents: dict[Var, int] = {}
         for var, domain in domains.items():
             if not (isinstance(domain.min, IntImm) and domain.min.value == 0):
@@ -136,13 +138,15 @@ class _Detector:
                 raise _NotAffine("division of an iterator with an offset")
             source = self.as_single(inner)
             if isinstance(atom, E.FloorDiv):
-                if source.extent % divisor and source.extent > divisor:
+                if source.extent % divisor and source.extent > divisor and not self.padded:
                     raise _NotAffine(f"extent {source.extent} is not divisible by {divisor}")
                 extent = max(1, -(-source.extent // divisor))
                 return [IterSplit(source.mark, source.lower * divisor, extent, 1)]
             if source.extent % divisor:
                 if source.extent < divisor:
                     return [source]
+                if self.padded:
+                    return [IterSplit(source.mark, source.lower, divisor, 1)]
                 raise _NotAffine(f"extent {source.extent} is not divisible by {divisor}")
             return [IterSplit(source.mark, source.lower, divisor, 1)]
         raise _NotAffine(f"{type(atom).__name__} of iterators is not affine")
@@ -288,11 +292,12 @@ def detect_iter_map(
     reason = ""
     for prepare in (lambda index: index, analyzer.simplify):
         try:
-            detector = _Detector(domains, analyzer)
+            detector = _Detector(domains, analyzer, padded=level is Level.NO_CHECK)
             detector.add_predicate(predicate)
             sums = [detector.index_sum(prepare(index)) for index in indices]
-            detector.check_predicate_used()
-            detector.check_tiling(sums, level)
+            if level is not Level.NO_CHECK:
+                detector.check_predicate_used()
+                detector.check_tiling(sums, level)
         except _NotAffine as error:
             reason = reason or str(error)
             continue

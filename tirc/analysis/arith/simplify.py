@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from tirc.analysis.arith import constant as C
 from tirc.analysis.arith.bound import Bound, const_bound
-from tirc.analysis.arith.canonical import Sum, expr_key, from_sum, to_sum
+from tirc.analysis.arith.canonical import Sum, from_sum, to_sum
 from tirc.ir import dtype as dt
 from tirc.ir import expr as E
+from tirc.ir import integer
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.functor import Mutator
+from tirc.ir.structural import expr_key
 
 
 def _is_index(expr: PrimExpr) -> bool:
@@ -64,8 +65,12 @@ class Simplifier(Mutator):
         divisor = _const(b)
         if divisor is None or divisor <= 0:
             if _const(a) is not None and divisor is not None and divisor != 0:
-                value = C.floormod(a.value, divisor) if is_mod else C.floordiv(a.value, divisor)
-                return IntImm(C.wrap(value, a.dtype), a.dtype)
+                value = (
+                    integer.floormod(a.value, divisor)
+                    if is_mod
+                    else integer.floordiv(a.value, divisor)
+                )
+                return IntImm(integer.wrap(value, a.dtype), a.dtype)
             return rebuilt  # type: ignore[return-value]
         if divisor == 1:
             return IntImm(0, a.dtype) if is_mod else a
@@ -157,8 +162,10 @@ class Simplifier(Mutator):
         if not _is_index(rebuilt):  # type: ignore[arg-type]
             return rebuilt  # type: ignore[return-value]
         if _const(a) is not None and _const(b) not in (None, 0):
-            value = C.truncmod(a.value, b.value) if is_mod else C.truncdiv(a.value, b.value)
-            return IntImm(C.wrap(value, a.dtype), a.dtype)
+            value = (
+                integer.truncmod(a.value, b.value) if is_mod else integer.truncdiv(a.value, b.value)
+            )
+            return IntImm(integer.wrap(value, a.dtype), a.dtype)
         bound_a, bound_b = self.bound(a), self.bound(b)
         if (
             bound_a.min is not None
@@ -258,7 +265,7 @@ class Simplifier(Mutator):
             return value  # type: ignore[no-any-return]
         if isinstance(value, IntImm) and dtype.is_scalar:
             if dtype.is_integer or dtype.is_bool:
-                return IntImm(C.wrap(value.value, dtype), dtype)
+                return IntImm(integer.wrap(value.value, dtype), dtype)
             if dtype.is_float and not dtype.is_float8 and dtype.kind != "bfloat":
                 return E.FloatImm(float(value.value), dtype)
         return rebuilt  # type: ignore[return-value]

@@ -1,5 +1,7 @@
 """blockize: the loops below a loop, with the block they run, become an inner block inside a new
 outer block whose iterators count the tiles (TVM's naming: `vi_o` outside, `vi_i` inside).
+Given a list of consecutive sibling blocks instead, the loops between each and their common
+parent become the inside of one outer block `outer_B_C_` (build_blockized_blocks).
 
 Each binding is divided into `outer * E + inner` over the loops outside and inside the given
 loop; a reduction's init moves to the outer block, over the loops its bindings need.
@@ -20,11 +22,12 @@ from dataclasses import dataclass
 
 from tirc.analysis.arith import Analyzer
 from tirc.analysis.arith.int_set import relax_range
-from tirc.analysis.arith.subspace import DivisionError, divide_subspace
+from tirc.analysis.arith.subspace import Division, DivisionError, divide_subspace
 from tirc.ir import expr as E
 from tirc.ir.buffer import BufferRegion, Range
 from tirc.ir.expr import IntImm, PrimExpr, Var
-from tirc.ir.stmt import For, IterType, IterVar, SBlock, SBlockRealize, Stmt
+from tirc.ir.stmt import For, IterType, IterVar, SBlock, SBlockRealize, SeqStmt, Stmt, seq
+from tirc.ir.structural import expr_key
 from tirc.ir.substitute import substitute
 from tirc.schedule.errors import ScheduleError
 from tirc.schedule.primitives import primitive
@@ -47,10 +50,14 @@ from tirc.schedule.sref import SRef
 )
 def blockize(sch: Schedule, target: SRef | list[SRef], preserve_unit_iters: bool = True) -> SRef:
     if isinstance(target, list):
-        raise ScheduleError(
-            "blockize of a list of blocks is not supported yet: give the loop above them",
-            *target,
+        state = sch.state_owning(target[0]) if target else None
+        if state is None:
+            raise ScheduleError("blockize needs at least one block in its list")
+        parent, new_parent, reuse, outer_block = build_blockized_blocks(
+            state, target, bool(preserve_unit_iters)
         )
+        state.replace(parent, new_parent, reuse)
+        return state.get_sref(outer_block)
     if not target.is_loop:
         raise ScheduleError(
             f"blockize takes a loop or a list of blocks, not {describe(target)}", target
@@ -224,3 +231,234 @@ def _outer_init(init: Stmt, inner: SBlockRealize, loops: tuple[For, ...], name: 
             stmt = dataclasses.replace(loop, loop_var=fresh_loop, body=stmt)
     # The fresh variables' definitions already hold them: only their uses change.
     return substitute(stmt, mapping)
+
+
+# -- a list of sibling blocks ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Member:
+    """One of the blocks: the statement of the common parent's body that holds it, and the
+    loops from there down to it."""
+
+    block: SRef
+    top: Stmt
+    loops: tuple[For, ...]
+    realize: SBlockRealize
+
+
+def build_blockized_blocks(
+    state: object, blocks: list[SRef], preserve_unit_iters: bool
+) -> tuple[SRef, For | SBlock, dict[SBlock, SBlock], SBlock]:
+    """(the common parent, its rewrite, the old block → inner block reuse, the outer block)
+    for blockizing `blocks`: consecutive statements of one parent, each a chain of loops
+    down to one of them, all dividing into the same outer iteration space."""
+    parent, members = _members(blocks)
+    divided = [_divide(state, member, preserve_unit_iters) for member in members]
+    first_block, first = members[0].realize.block, divided[0]
+    outer_vars: list[IterVar] = []
+    for iter_var, part in zip(first_block.iter_vars, first.outer, strict=True):
+        if iter_var.iter_type is IterType.REDUCE:
+            raise ScheduleError(
+                f"cannot blockize several blocks together: reduction iterator "
+                f'{iter_var.var.name} of block "{first_block.name}" would be outside',
+                members[0].block,
+            )
+        outer_vars.append(_iter_var(Var(f"{iter_var.var.name}_o", iter_var.var.dtype),
+                                    part.extent, iter_var.iter_type))  # fmt: skip
+    reuse: dict[SBlock, SBlock] = {}
+    stmts: list[Stmt] = []
+    reads: list[BufferRegion] = []
+    writes: list[BufferRegion] = []
+    for member, division in zip(members, divided, strict=True):
+        _check_same_outer(member, division, members[0], first)
+        inner, inner_reads, inner_writes = _inner_block(member, division, outer_vars)
+        reuse[member.realize.block] = inner.block
+        body: Stmt = inner
+        for node in reversed(member.loops):
+            body = dataclasses.replace(node, body=body)
+        stmts.append(body)
+        reads.extend(inner_reads)
+        writes.extend(inner_writes)
+    names = "_".join(member.realize.block.name for member in members)
+    outer_block = SBlock(
+        f"outer_{names}_", tuple(outer_vars), _union(reads), _union(writes), seq(*stmts)
+    )
+    true = IntImm(1, members[0].realize.predicate.dtype)  # type: ignore[attr-defined]
+    outer = SBlockRealize(
+        tuple(part.binding for part in first.outer), first.outer_predicate or true, outer_block
+    )
+    return parent, _spliced(parent, members, outer), reuse, outer_block
+
+
+def _members(blocks: list[SRef]) -> tuple[SRef, list[_Member]]:
+    for block in blocks:
+        if not block.is_block:
+            raise ScheduleError(f"blockize takes a loop or a list of blocks, not {describe(block)}",
+                                block)  # fmt: skip
+    if len({id(block) for block in blocks}) != len(blocks):
+        raise ScheduleError("the blocks to blockize are not distinct", *blocks)
+    scope = blocks[0].enclosing_block()
+    if any(block.enclosing_block() is not scope for block in blocks):
+        raise ScheduleError("the blocks to blockize must be in the same scope", *blocks)
+    parent = _common_parent(blocks)
+    holder = parent.stmt
+    body = holder.body  # type: ignore[union-attr]
+    items = list(body.stmts) if isinstance(body, SeqStmt) else [body]
+    members: dict[int, _Member] = {}
+    for block in blocks:
+        top, loops, realize = _chain_to(block, parent)
+        position = next((i for i, item in enumerate(items) if item is top), None)
+        if position is None or position in members:
+            raise ScheduleError(
+                f"{describe(block)} is not alone in a statement of {describe(parent)}'s body: "
+                "each block to blockize must be the only thing of the loops that hold it",
+                block,
+                parent,
+            )
+        members[position] = _Member(block, top, loops, realize)
+    positions = sorted(members)
+    if positions != list(range(positions[0], positions[0] + len(positions))):
+        raise ScheduleError(
+            f"the blocks to blockize must be consecutive statements of {describe(parent)}",
+            *blocks,
+        )
+    return parent, [members[position] for position in positions]
+
+
+def _common_parent(blocks: list[SRef]) -> SRef:
+    chain = blocks[0].ancestors()
+    for block in blocks[1:]:
+        above = {id(node) for node in block.ancestors()}
+        chain = [node for node in chain if id(node) in above]
+    return chain[0]
+
+
+def _chain_to(block: SRef, parent: SRef) -> tuple[Stmt, tuple[For, ...], SBlockRealize]:
+    """The statement of `parent`'s body holding `block`, when it is a chain of loops (or
+    nothing) down to it, and those loops."""
+    node = block
+    while node.parent is not parent:
+        node = node.parent  # type: ignore[assignment]
+    loops: list[For] = []
+    stmt: Stmt = node.loop if node.is_loop else _realize_in(parent, block.block)
+    top = stmt
+    while isinstance(stmt, For):
+        loops.append(stmt)
+        stmt = stmt.body
+    if not (isinstance(stmt, SBlockRealize) and stmt.block is block.block):
+        raise ScheduleError(
+            f"the loops above {describe(block)} hold more than it ({describe_stmt(stmt)}): "
+            "blockize would take the rest in too",
+            block,
+        )
+    return top, tuple(loops), stmt
+
+
+def _realize_in(parent: SRef, block: SBlock) -> Stmt:
+    body = parent.stmt.body  # type: ignore[union-attr]
+    items = body.stmts if isinstance(body, SeqStmt) else (body,)
+    for item in items:
+        if isinstance(item, SBlockRealize) and item.block is block:
+            return item
+    raise AssertionError("a block directly under its parent has a realize there")
+
+
+def _divide(state: object, member: _Member, preserve_unit_iters: bool) -> Division:
+    realize = member.realize
+    try:
+        return divide_subspace(
+            realize.iter_values,
+            outer_domains(member.block),
+            {node.loop_var for node in member.loops},
+            realize.predicate,
+            preserve_unit_iters,
+        )
+    except DivisionError as error:
+        raise ScheduleError(
+            f"the bindings of {describe(member.block)} cannot be blockized: {error}",
+            member.block,
+        ) from None
+
+
+def _check_same_outer(
+    member: _Member, division: Division, first_member: _Member, first: Division
+) -> None:
+    same = len(division.outer) == len(first.outer) and all(
+        a.extent == b.extent and expr_key(a.binding) == expr_key(b.binding)
+        for a, b in zip(division.outer, first.outer, strict=True)
+    )
+    if not same:
+        raise ScheduleError(
+            f"{describe(member.block)} and {describe(first_member.block)} do not share their "
+            "iteration outside the blockized loops, so one outer block cannot run both",
+            member.block,
+            first_member.block,
+        )
+
+
+def _inner_block(
+    member: _Member, division: Division, outer_vars: list[IterVar]
+) -> tuple[SBlockRealize, tuple[BufferRegion, ...], tuple[BufferRegion, ...]]:
+    """The block over its inner iterators (the outer ones substituted), and its regions
+    relaxed over them."""
+    block = member.realize.block
+    inner_vars: list[IterVar] = []
+    inner_values: list[PrimExpr] = []
+    mapping: dict[Var, PrimExpr] = {}
+    for iter_var, outer_var, outer, inner in zip(
+        block.iter_vars, outer_vars, division.outer, division.inner, strict=True
+    ):
+        var, dtype = iter_var.var, iter_var.var.dtype
+        if inner.extent == 1:
+            mapping[var] = outer_var.var
+            continue
+        inner_var = Var(f"{var.name}_i", dtype)
+        inner_vars.append(_iter_var(inner_var, inner.extent, iter_var.iter_type))
+        inner_values.append(inner.binding)
+        if outer.extent == 1:
+            mapping[var] = inner_var
+        else:
+            mapping[var] = E.Add(E.Mul(outer_var.var, IntImm(inner.extent, dtype)), inner_var)
+    new_block = dataclasses.replace(substitute(block, mapping), iter_vars=tuple(inner_vars))
+    true = IntImm(1, member.realize.predicate.dtype)  # type: ignore[attr-defined]
+    realize = SBlockRealize(tuple(inner_values), division.inner_predicate or true, new_block)
+    domains = {iv.var: iv.dom for iv in inner_vars if iv.dom is not None}
+    return (
+        realize,
+        _relax_regions(new_block.reads, domains),
+        _relax_regions(new_block.writes, domains),
+    )
+
+
+def _union(regions: list[BufferRegion]) -> tuple[BufferRegion, ...]:
+    """One bounding region per buffer; the last block's buffers first (TVM's order)."""
+    analyzer = Analyzer()
+    merged: dict[int, BufferRegion] = {}
+    for region in regions:
+        known = merged.get(id(region.buffer))
+        if known is None:
+            merged[id(region.buffer)] = region
+            continue
+        ranges = []
+        for a, b in zip(known.region, region.region, strict=True):
+            low = analyzer.simplify(E.Min(a.min, b.min))
+            high = analyzer.simplify(E.Max(E.Add(a.min, a.extent), E.Add(b.min, b.extent)))
+            ranges.append(Range(low, analyzer.simplify(E.Sub(high, low))))
+        merged[id(region.buffer)] = BufferRegion(region.buffer, tuple(ranges))
+    return tuple(reversed(merged.values()))
+
+
+def _spliced(parent: SRef, members: list[_Member], outer: SBlockRealize) -> For | SBlock:
+    holder = parent.stmt
+    assert holder is not None
+    body = holder.body
+    tops = {id(member.top) for member in members}
+    items: list[Stmt] = []
+    for item in body.stmts if isinstance(body, SeqStmt) else (body,):
+        if id(item) in tops:
+            if not items or items[-1] is not outer:
+                items.append(outer)
+        else:
+            items.append(item)
+    return dataclasses.replace(holder, body=seq(*items))

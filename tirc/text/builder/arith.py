@@ -14,11 +14,13 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
+from tirc.analysis.arith import canonical
 from tirc.diagnostics import Span
 from tirc.ir import dtype as dt
 from tirc.ir import expr as ir
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import FloatImm, IntImm, PrimExpr
+from tirc.ir.integer import int_range, truncdiv, truncmod, wrap
 
 
 class ArithError(Exception):
@@ -70,17 +72,6 @@ def as_expr(value: object, span: Span | None = None) -> PrimExpr:
     return literal(value, span)
 
 
-def wrap_int(value: int, dtype: DataType) -> int:
-    """`value` as the integer type holds it (two's complement wrap-around, as TVM folds)."""
-    if dtype.is_bool:
-        return int(value != 0)
-    bits = dtype.bits
-    if dtype.is_uint:
-        return value % (1 << bits)
-    half = 1 << (bits - 1)
-    return ((value + half) % (1 << bits)) - half
-
-
 def round_float(value: float, dtype: DataType) -> float:
     """`value` rounded to the precision of a 32-bit float when the dtype is one."""
     if dtype.bits != 32 or math.isnan(value) or math.isinf(value):
@@ -102,7 +93,7 @@ def make_const(value: int | float | bool, dtype: DataType, span: Span | None = N
             if math.isnan(value) or math.isinf(value):
                 raise ArithError(f"cannot convert {value} to {dtype}")
             value = int(value)
-        return IntImm(wrap_int(int(value), dtype), dtype, span=span)
+        return IntImm(wrap(int(value), dtype), dtype, span=span)
     raise ArithError(f"cannot make a constant of type {dtype}")
 
 
@@ -110,15 +101,12 @@ def checked_const(value: int | float | bool, dtype: DataType, span: Span | None 
     """`T.int8(300)`, `T.uint32(-1)`: a constant the user wrote, which must fit its type."""
     if (dtype.is_integer or dtype.is_bool) and not isinstance(value, float):
         number = int(value)
-        if dtype.is_bool:
-            if number not in (0, 1):
-                raise ArithError(f"{number} is not a valid bool")
-        elif dtype.is_uint:
-            if number < 0:
-                raise ArithError(f"cannot make {dtype} from negative value {number}")
-            if number >= 1 << dtype.bits:
-                raise ArithError(f"{number} does not fit in {dtype}")
-        elif not -(1 << (dtype.bits - 1)) <= number < 1 << (dtype.bits - 1):
+        low, high = int_range(dtype)
+        if dtype.is_bool and not low <= number <= high:
+            raise ArithError(f"{number} is not a valid bool")
+        if dtype.is_uint and number < 0:
+            raise ArithError(f"cannot make {dtype} from negative value {number}")
+        if not low <= number <= high:
             raise ArithError(f"{number} does not fit in {dtype}")
     return make_const(value, dtype, span)
 
@@ -196,12 +184,7 @@ def _folds_floats(dtype: DataType) -> bool:
 def _fold_number(dtype: DataType, value: int | float, span: Span | None = None) -> PrimExpr:
     if dtype.is_float:
         return FloatImm(round_float(float(value), dtype), dtype, span=span)
-    return IntImm(wrap_int(int(value), dtype), dtype, span=span)
-
-
-def _trunc_div(a: int, b: int) -> int:
-    quotient = abs(a) // abs(b)
-    return quotient if (a >= 0) == (b >= 0) else -quotient
+    return IntImm(wrap(int(value), dtype), dtype, span=span)
 
 
 def _both(a: PrimExpr, b: PrimExpr) -> tuple[int | float, int | float] | None:
@@ -264,7 +247,7 @@ def _fold_div(a: PrimExpr, b: PrimExpr, span: Span | None) -> PrimExpr | None:
             if y == 0:
                 return None
             return _fold_number(dtype, x / y, span)
-        return _fold_number(dtype, _trunc_div(int(x), int(y)), span)
+        return _fold_number(dtype, truncdiv(int(x), int(y)), span)
     if _is_const(a, 0):
         return a
     if _is_const(b, 1):
@@ -277,7 +260,7 @@ def _fold_mod(a: PrimExpr, b: PrimExpr, span: Span | None) -> PrimExpr | None:
     both = _both(a, b)
     if both is not None:
         x, y = int(both[0]), int(both[1])
-        return _fold_number(a.dtype, x - _trunc_div(x, y) * y, span)  # type: ignore[attr-defined]
+        return _fold_number(a.dtype, truncmod(x, y), span)  # type: ignore[attr-defined]
     if _is_const(a, 0):
         return a
     if _is_const(b, 1):
@@ -392,7 +375,7 @@ def negate(a: PrimExpr, span: Span | None = None) -> PrimExpr:
     """`-a`: a negated constant, else `a * -1` (as TVM writes it)."""
     dtype: DataType = a.dtype  # type: ignore[attr-defined]
     if isinstance(a, IntImm):
-        return IntImm(wrap_int(-a.value, dtype), dtype, span=span)
+        return IntImm(wrap(-a.value, dtype), dtype, span=span)
     if isinstance(a, FloatImm):
         return FloatImm(-a.value, dtype, span=span)
     if dtype.is_handle or dtype.is_bool:
@@ -426,3 +409,23 @@ def logical(op: str, a: object, b: object, span: Span | None = None) -> PrimExpr
 
 def logical_not(a: object, span: Span | None = None) -> PrimExpr:
     return ir.Not(to_bool(a, span), span=span)
+
+
+def difference(upper: PrimExpr, lower: PrimExpr) -> PrimExpr:
+    """`upper - lower` with like terms collected: the extent of [lower, upper).
+
+    TVM's parser simplifies the extents it computes, so `A[i * 4:i * 4 + 4]` has extent 4 and
+    `range(3, n + 5)` has extent `n + 2`; terms stay in the order written. Exact for affine
+    integer expressions; anything else is subtracted as it is.
+    """
+    upper, lower = match_types(upper, lower)
+    dtype: DataType = upper.dtype  # type: ignore[attr-defined]
+    if not (dtype.is_scalar and dtype.is_integer):
+        return arithmetic("-", upper, lower)
+    return canonical.difference(upper, lower, order="written")
+
+
+def constant_difference(upper: PrimExpr, lower: PrimExpr) -> int | None:
+    """`upper - lower` when it is a known integer, else None."""
+    result = difference(upper, lower)
+    return result.value if isinstance(result, IntImm) else None

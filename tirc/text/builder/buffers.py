@@ -17,7 +17,7 @@ from tirc.ir.dtype import DataType
 from tirc.ir.expr import BufferLoad, FloatImm, IntImm, PointerType, PrimExpr, Ramp, StringImm, Var
 from tirc.ir.node import IRError
 from tirc.ir.stmt import AllocBuffer, Attrs, BufferStore, DeclBuffer
-from tirc.text.builder import arith, simplify
+from tirc.text.builder import arith
 from tirc.text.builder.args import (
     Bound,
     Param,
@@ -303,7 +303,7 @@ def region_range(ev: Evaluator, buffer: Buffer, axis: int, index: Index) -> Rang
         lower = index.lower if index.lower is not None else zero
         upper = index.upper if index.upper is not None else buffer.shape[axis]
         try:
-            return Range(lower, simplify.difference(upper, lower), span=index.span)
+            return Range(lower, arith.difference(upper, lower), span=index.span)
         except arith.ArithError as problem:
             raise ev.error(index.span, str(problem)) from None
     return Range(index, IntImm(1, index.dtype), span=index.span)  # type: ignore[attr-defined]
@@ -325,7 +325,7 @@ def store_index(ev: Evaluator, index: Index) -> PrimExpr:
     if index.lower is None or index.upper is None:
         raise ev.error(index.span, "a stored slice needs both bounds")
     step = index.step if index.step is not None else IntImm(1, index.lower.dtype)  # type: ignore[attr-defined]
-    extent = simplify.constant_difference(index.upper, index.lower)
+    extent = arith.constant_difference(index.upper, index.lower)
     if extent is None or not isinstance(step, IntImm) or step.value <= 0:
         raise ev.error(index.span, "a stored slice needs constant bounds and step")
     lanes = (extent + step.value - 1) // step.value

@@ -17,7 +17,7 @@ from tirc.ir.dtype import DataType
 from tirc.ir.expr import PrimExpr, Var
 from tirc.ir.node import IRError
 from tirc.ir.stmt import EMPTY_ATTRS, Attrs, For, ForKind, IterType, IterVar, Stmt
-from tirc.text.builder import arith, simplify
+from tirc.text.builder import arith
 from tirc.text.builder.args import Bound, Param, Signature, expect_attrs, expect_dtype, expect_str
 from tirc.text.builder.frames import LoopFrame
 from tirc.text.builder.values import Arg, Builtin, Invocation
@@ -81,7 +81,7 @@ def loop_bounds(ev: Builder, bound: Bound, kind: ForKind, span: Span) -> LoopSpe
         raise ev.error(span, f"a loop variable must be an integer, not {dtype}")
     low = convert_bound(ev, start, dtype, start_span)
     high = convert_bound(ev, stop, dtype, stop_span)
-    extent = simplify.difference(high, low)
+    extent = arith.difference(high, low)
     step_value = ev.check_value(bound.value("step")) if "step" in bound.values else None
     step = None if step_value is None else convert_bound(ev, step_value, dtype, bound["step"].span)
     annotations = (

@@ -19,6 +19,7 @@ from tirc.ir import intrinsics
 from tirc.ir.buffer import Buffer, BufferRegion
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import Call, CommReducer, FloatImm, IntImm, PrimExpr, StringImm, Var
+from tirc.ir.integer import int_range
 from tirc.ir.intrinsics import Result
 from tirc.ir.node import IRError
 from tirc.text.builder import arith
@@ -222,13 +223,9 @@ def limit(which: str, dtype: DataType) -> PrimExpr:
         if not dtype.is_float:
             raise arith.ArithError(f"{dtype} has no infinity")
         return FloatImm(math.inf, dtype)
-    if dtype.is_bool:
-        return IntImm(1 if which == "max" else 0, dtype)
-    if dtype.is_uint:
-        return IntImm((1 << dtype.bits) - 1 if which == "max" else 0, dtype)
-    if dtype.is_int:
-        half = 1 << (dtype.bits - 1)
-        return IntImm(half - 1 if which == "max" else -half, dtype)
+    if dtype.is_bool or dtype.is_integer:
+        low, high = int_range(dtype)
+        return IntImm(high if which == "max" else low, dtype)
     if dtype.is_float:
         largest = {16: 65504.0, 32: 3.4028234663852886e38, 64: 1.7976931348623157e308}.get(
             dtype.bits, 65504.0

@@ -18,10 +18,11 @@ from typing import TYPE_CHECKING, Any
 from tirc.ir import expr as ir
 from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var
-from tirc.ir.functor import Mutator, Visitor
+from tirc.ir.functor import Visitor
 from tirc.ir.stmt import BufferStore, For, SBlock, SBlockRealize, Stmt
-from tirc.text.builder import arith, simplify
-from tirc.text.builder.simplify import expr_key
+from tirc.ir.structural import expr_key
+from tirc.ir.substitute import substitute
+from tirc.text.builder import arith
 
 if TYPE_CHECKING:
     from tirc.text.builder.stmt import Builder
@@ -41,14 +42,6 @@ class Interval:
     @property
     def is_point(self) -> bool:
         return self.low is self.high
-
-
-class Substitute(Mutator):
-    def __init__(self, mapping: dict[Var, PrimExpr]):
-        self.mapping = mapping
-
-    def visit_Var(self, node: Var) -> PrimExpr:
-        return self.mapping.get(node, node)
 
 
 def _bounds(a: Interval, b: Interval, combine: str) -> Interval:
@@ -155,7 +148,7 @@ def union(a: PrimExpr, b: PrimExpr, pick: str) -> PrimExpr:
     """min (or max) of two bounds, decided when they differ by a constant."""
     if a is b or expr_key(a) == expr_key(b):
         return a
-    difference = simplify.constant_difference(a, b)
+    difference = arith.constant_difference(a, b)
     if difference is not None:
         if pick == "min":
             return b if difference > 0 else a
@@ -259,13 +252,9 @@ class Collector(Visitor):
         self.visit(node.predicate)
         pairs = zip(block.iter_vars, node.iter_values, strict=True)
         mapping = {iv.var: value for iv, value in pairs}
-        substitute = Substitute(mapping)
         for table, regions in ((self.reads, block.reads), (self.writes, block.writes)):
             for region in regions:
-                ranges = [
-                    Range(substitute.visit(r.min), substitute.visit(r.extent), span=r.span)
-                    for r in region.region
-                ]
+                ranges = [substitute(r, mapping) for r in region.region]
                 self.record(table, region.buffer, [self.relax_range(r) for r in ranges])
 
 
@@ -283,7 +272,7 @@ def to_regions(table: dict[Buffer, list[list[Interval]]], span: Any) -> tuple[Bu
                 ranges.append(Range(low, arith.make_const(1, low.dtype), span=span))  # type: ignore[attr-defined]
             else:
                 upper = arith.arithmetic("+", high, 1)
-                ranges.append(Range(low, simplify.difference(upper, low), span=span))
+                ranges.append(Range(low, arith.difference(upper, low), span=span))
         regions.append(BufferRegion(buffer, tuple(ranges), span=span))
     return tuple(regions)
 

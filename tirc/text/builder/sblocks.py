@@ -17,7 +17,7 @@ from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var
 from tirc.ir.node import IRError
 from tirc.ir.stmt import Attrs, IterType, IterVar, SBlock, SBlockRealize, Stmt
-from tirc.text.builder import arith, simplify
+from tirc.text.builder import arith
 from tirc.text.builder.args import Param, Signature, attr_value, expect_list, expect_str
 from tirc.text.builder.frames import FunctionFrame, InitFrame, LoopFrame, SBlockFrame
 from tirc.text.builder.stmt import ContextValue, Declared
@@ -174,7 +174,7 @@ def domain(builder: Builder, value: Any, span: Span) -> Range:
         high = builder.as_expr(value[1], span)
         try:
             low, high = arith.match_types(low, high)
-            return Range(low, simplify.difference(high, low), span=span)
+            return Range(low, arith.difference(high, low), span=span)
         except arith.ArithError as problem:
             raise builder.error(span, str(problem)) from None
     extent = builder.as_expr(value, span)

@@ -1,0 +1,245 @@
+"""loop_partition: a loop becomes consecutive loops over the ranges its factors cut, each in an
+opaque block of its own, all inside one opaque "common" block (TVM's naming: `B_j_common`,
+`B_j0_partition`, loop `j0`, block `B_j0`).
+
+One factor may be `None`: it takes what the others leave; otherwise a last partition takes
+the remainder. An iterator bound to the loop itself gets the partition's range as its domain,
+and that block's regions are inferred again over its iterators' domains.
+
+    for j in range(16):                      with T.sblock("B_j_common"):
+        with T.sblock("B"):                      with T.sblock("B_j0_partition"):
+            vj = T.axis.spatial(16, j)  →            for j0 in range(12): B_j0 (vj in 0:12)
+            ...                                  with T.sblock("B_j1_partition"):
+                                                     for j1 in range(12, 16): B_j1 (vj in 12:16)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from tirc.analysis.regions import infer_access_regions
+from tirc.ir.buffer import Buffer, Range
+from tirc.ir.dtype import BOOL
+from tirc.ir.expr import IntImm, PrimExpr, Var
+from tirc.ir.stmt import For, IterType, IterVar, SBlock, SBlockRealize, SeqStmt, Stmt
+from tirc.ir.substitute import substitute
+from tirc.schedule.errors import ScheduleError
+from tirc.schedule.inline import data_buffers
+from tirc.schedule.primitives import primitive
+from tirc.schedule.primitives.split import check_plain_loop
+from tirc.schedule.rebind import const_value
+from tirc.schedule.region_bound import estimate_region
+from tirc.schedule.schedule import Schedule, describe
+from tirc.schedule.signature import Kind, Param, Signature, optional
+from tirc.schedule.sref import SRef
+
+
+@primitive(
+    Signature(
+        "loop_partition",
+        "LoopPartition",
+        inputs=(Param("loop", Kind.LOOP), Param("factors", Kind.INTS, variadic=True)),
+        attrs=(optional("preserve_unit_iters", Kind.BOOL, True),),
+        outputs="many",
+        doc="Cut a loop into consecutive loops of the given lengths (one may be null).",
+    )
+)
+def loop_partition(
+    sch: Schedule, loop: SRef, factors: list[int | None], preserve_unit_iters: bool = True
+) -> list[SRef]:
+    # preserve_unit_iters is accepted for TVM's signature: bindings are only renamed here.
+    state = sch.state_owning(loop)
+    values = _check_factors(factors, loop)
+    extent = _static_extent(loop)
+    check_plain_loop(loop, "partition")
+    bounds = _bounds(values, extent, loop)
+    loops, realize = _single_block_chain(loop)
+    _check_reduction_init(realize, loop)
+    common = _rewrite(state, loop, loops, realize, bounds)
+    state.replace(loop, common, {realize.block: _first_block(common)})
+    partitions = common.block.body
+    assert isinstance(partitions, SeqStmt)
+    return [state.get_sref(p.block.body) for p in partitions.stmts]  # type: ignore[attr-defined]
+
+
+# -- legality -------------------------------------------------------------------------------
+
+
+def _check_factors(factors: list[int | None], loop: SRef) -> list[int | None]:
+    if not factors:
+        raise ScheduleError("loop_partition needs at least one factor", loop)
+    values: list[int | None] = []
+    for position, factor in enumerate(factors):
+        value = None if factor is None else const_value(factor)
+        if factor is not None and value is None:
+            raise ScheduleError(f"factor {position} is not an integer: {factor!r}", loop)
+        values.append(None if value == -1 else value)
+    if values.count(None) > 1:
+        raise ScheduleError("only one factor may be inferred (null or -1)", loop)
+    for position, value in enumerate(values):
+        if value is not None and value <= 0:
+            raise ScheduleError(
+                f"the factors must be positive, but factor {position} is {value}", loop
+            )
+    return values
+
+
+def _static_extent(loop: SRef) -> int:
+    node = loop.loop
+    extent = const_value(node.extent)
+    if const_value(node.min) is None or extent is None:
+        raise ScheduleError(
+            f"cannot partition {describe(loop)}: its start or extent is not a constant "
+            "(a symbolic loop cannot be cut at fixed points)",
+            loop,
+        )
+    return extent
+
+
+def _bounds(values: list[int | None], extent: int, loop: SRef) -> list[tuple[int, int]]:
+    """The [start, end) of each partition, in order."""
+    known = sum(value or 0 for value in values)
+    if known >= extent:
+        raise ScheduleError(
+            f"the factors add up to {known}, which is not less than the extent {extent} of "
+            f"{describe(loop)}: nothing would be left to partition",
+            loop,
+        )
+    lengths = [extent - known if value is None else value for value in values]
+    if None not in values:
+        lengths.append(extent - known)
+    bounds, start = [], 0
+    for length in lengths:
+        bounds.append((start, start + length))
+        start += length
+    return bounds
+
+
+def _single_block_chain(loop: SRef) -> tuple[list[For], SBlockRealize]:
+    """The loops from `loop` down (itself first) and the one block they run."""
+    loops: list[For] = []
+    stmt: Stmt = loop.loop
+    while isinstance(stmt, For):
+        loops.append(stmt)
+        stmt = stmt.body
+    if not isinstance(stmt, SBlockRealize):
+        raise ScheduleError(
+            f"cannot partition {describe(loop)}: the loops below it must be a chain that runs "
+            f"exactly one block, but a {type(stmt).__name__} statement is there",
+            loop,
+        )
+    return loops, stmt
+
+
+def _check_reduction_init(realize: SBlockRealize, loop: SRef) -> None:
+    """A reduction iterator bound to the loop would start each partition's domain past 0, and
+    the init runs where the reduction iterators are at their domain's start: once per
+    partition, discarding what the earlier partitions summed. TVM accepts this; tirc refuses."""
+    block = realize.block
+    if block.init is None:
+        return
+    for iter_var, value in zip(block.iter_vars, realize.iter_values, strict=True):
+        if value is loop.loop.loop_var and iter_var.iter_type is IterType.REDUCE:
+            raise ScheduleError(
+                f"cannot partition {describe(loop)}: reduction iterator {iter_var.var.name} of "
+                f'block "{block.name}" is bound to it, and the block\'s init would run again at '
+                "the start of every partition (decompose the reduction first)",
+                loop,
+            )
+
+
+# -- rewrite ---------------------------------------------------------------------------------
+
+
+def _rewrite(
+    state: object,
+    loop: SRef,
+    loops: list[For],
+    realize: SBlockRealize,
+    bounds: list[tuple[int, int]],
+) -> SBlockRealize:
+    node = loops[0]
+    name = node.loop_var.name
+    block_name = realize.block.name
+    buffers = data_buffers(state.func, loop)  # type: ignore[attr-defined]
+    partitions: list[Stmt] = []
+    for index, (start, end) in enumerate(bounds):
+        var = Var(f"{name}{index}", node.loop_var.dtype)
+        # The first partition keeps the inner loops' and iterators' variables; the others
+        # get their own, as a variable is defined once.
+        fresh: dict[Var, Var] = {node.loop_var: var}
+        if index > 0:
+            for inner in loops[1:]:
+                fresh[inner.loop_var] = Var(inner.loop_var.name, inner.loop_var.dtype)
+            for iter_var in realize.block.iter_vars:
+                fresh[iter_var.var] = Var(iter_var.var.name, iter_var.var.dtype)
+        mapping: dict[Var, PrimExpr] = dict(fresh)
+        body: Stmt = _partition_realize(
+            realize, mapping, node.loop_var, (start, end), f"{block_name}_{var.name}", buffers
+        )
+        for inner in reversed(loops[1:]):
+            body = dataclasses.replace(
+                inner,
+                loop_var=fresh.get(inner.loop_var, inner.loop_var),
+                min=substitute(inner.min, mapping),
+                extent=substitute(inner.extent, mapping),
+                body=body,
+            )
+        dtype = node.loop_var.dtype
+        nest = dataclasses.replace(
+            node,
+            loop_var=var,
+            min=IntImm(start, dtype),
+            extent=IntImm(end - start, dtype),
+            body=body,
+        )
+        partitions.append(_opaque(f"{block_name}_{var.name}_partition", nest))
+    return _opaque(f"{block_name}_{name}_common", SeqStmt(tuple(partitions)))
+
+
+def _partition_realize(
+    realize: SBlockRealize,
+    mapping: dict[Var, PrimExpr],
+    loop_var: Var,
+    bounds: tuple[int, int],
+    name: str,
+    buffers: dict[Var, Buffer],
+) -> SBlockRealize:
+    """The block, renamed; an iterator bound to the loop itself ranges over the partition."""
+    block = realize.block
+    start, end = bounds
+    iter_vars: list[IterVar] = []
+    narrowed = False
+    for iter_var, value in zip(block.iter_vars, realize.iter_values, strict=True):
+        if value is loop_var:
+            dtype = iter_var.var.dtype
+            iter_var = dataclasses.replace(
+                iter_var, dom=Range(IntImm(start, dtype), IntImm(end - start, dtype))
+            )
+            narrowed = True
+        iter_vars.append(iter_var)
+    new_block = dataclasses.replace(block, name=name, iter_vars=tuple(iter_vars))
+    if narrowed:
+        reads, writes = infer_access_regions(new_block, buffers)
+        domains = {iv.var: iv.dom for iv in iter_vars if iv.dom is not None}
+        true = IntImm(1, BOOL)
+        new_block = dataclasses.replace(
+            new_block,
+            reads=tuple(estimate_region(r, domains, true) for r in reads),
+            writes=tuple(estimate_region(w, domains, true) for w in writes),
+        )
+    return substitute(dataclasses.replace(realize, block=new_block), mapping)
+
+
+def _opaque(name: str, body: Stmt) -> SBlockRealize:
+    """A block without iterators or regions around `body`."""
+    return SBlockRealize((), IntImm(1, BOOL), SBlock(name, (), (), (), body))
+
+
+def _first_block(common: SBlockRealize) -> SBlock:
+    """The renamed block of the first partition: the old block's handle follows it."""
+    stmt: Stmt = common.block.body.stmts[0].block.body  # type: ignore[attr-defined]
+    while isinstance(stmt, For):
+        stmt = stmt.body
+    assert isinstance(stmt, SBlockRealize)
+    return stmt.block

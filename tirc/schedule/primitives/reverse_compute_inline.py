@@ -1,0 +1,267 @@
+"""reverse_compute_inline: a consumer block disappears into its only producer, which then
+stores the consumer's result directly.
+
+The consumer must be complete, unpredicated, read one buffer produced in its scope through
+indices that are a bijective affine map of its iterators, and its producer complete, with
+no other consumer. Where the producer computes more than the consumer needs, the producer
+gets a predicate.
+
+    B[vi, vj] = A[vi, vj] * 2.0            →   C[vj, vi] = A[vi, vj] * 2.0 + 1.0
+    C[vi, vj] = B[vj, vi] + 1.0                (block "B", the consumer gone)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from tirc.analysis.arith import Analyzer
+from tirc.analysis.arith.int_set import relax
+from tirc.analysis.arith.iter_map import Level, detect_iter_map
+from tirc.analysis.arith.iter_map_inverse import inverse_iter_map
+from tirc.ir import expr as E
+from tirc.ir.buffer import Buffer, Range
+from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var
+from tirc.ir.functor import walk
+from tirc.ir.stmt import BufferStore, For, IterType, SBlock, SBlockRealize, Stmt
+from tirc.ir.structural import find_difference
+from tirc.ir.substitute import Substituter, substitute
+from tirc.schedule.errors import ScheduleError
+from tirc.schedule.inline import ScopeInliner, data_buffers, leaf_removal
+from tirc.schedule.primitives import primitive
+from tirc.schedule.primitives.compute_inline import check_no_init, check_not_output
+from tirc.schedule.properties import not_complete, realize_of
+from tirc.schedule.rebind import conjoin
+from tirc.schedule.schedule import Schedule, describe
+from tirc.schedule.signature import Kind, Param, Signature
+from tirc.schedule.sref import SRef
+from tirc.schedule.state import ScheduleState
+
+
+@primitive(
+    Signature(
+        "reverse_compute_inline",
+        "ReverseComputeInline",
+        inputs=(Param("block", Kind.BLOCK),),
+        doc="Inline a consumer block into its only producer.",
+    )
+)
+def reverse_compute_inline(sch: Schedule, block: SRef) -> None:
+    state = sch.state_owning(block)
+    check_no_init(block)
+    scope_root = block.enclosing_block()
+    assert scope_root is not None, "the root block cannot be inlined"
+    scope = state.scope(scope_root)
+    buffer = _single_produced_read(block, scope.writers)
+    reason = not_complete(scope.writers, block)
+    if reason is not None:
+        raise ScheduleError(f"{describe(block)} is not a complete block: {reason}", block)
+    producer = _single_producer(state, block, scope_root)
+    check_not_output(producer, scope_root)
+    plan = _plan(block, producer, buffer)
+    source, target = leaf_removal(block)
+    inliner = _Inliner(plan, scope_root.block, source, target, state, scope_root)
+    new_root = inliner.visit(scope_root.block)
+    if inliner.has_opaque_access:
+        raise ScheduleError(
+            f"the buffer {buffer.name} is accessed opaquely (through its data pointer) in "
+            f"{describe(scope_root)}, so its stores cannot be replaced",
+            scope_root,
+        )
+    state.replace(scope_root, new_root, inliner.reuse)
+
+
+def _single_produced_read(block: SRef, writers: dict[int, list[SRef]]) -> Buffer:
+    """The one buffer the block reads that some block of its scope writes."""
+    reads = block.block.reads
+    produced = {id(r.buffer): r.buffer for r in reads if writers.get(id(r.buffer))}
+    if len(produced) != 1:
+        raise ScheduleError(
+            f"{describe(block)} must read exactly one buffer produced in its scope, but it "
+            f"reads {len(reads)} region(s) of which {len(produced)} are produced there",
+            block,
+        )
+    return next(iter(produced.values()))
+
+
+def _single_producer(state: ScheduleState, block: SRef, scope_root: SRef) -> SRef:
+    scope = state.scope(scope_root)
+    deps = scope.deps_to(block)
+    if len(deps) == 1 and deps[0].kind.value == "RAW":
+        producer = deps[0].src
+        if not_complete(scope.writers, producer) is None and len(scope.deps_from(producer)) == 1:
+            return producer
+    raise ScheduleError(
+        f"{describe(block)} must have a single producer block, which must be a complete "
+        "block with no other consumer",
+        block,
+    )
+
+
+@dataclasses.dataclass
+class _Plan:
+    buffer: Buffer
+    consumer: SBlock
+    store: BufferStore  # the consumer's store
+    mapping: dict[Var, PrimExpr]  # consumer iterators over the producer's store indices
+    producer: SBlock
+    guard: PrimExpr | None  # over the producer's iterators: where it computes too much
+
+
+def _plan(block: SRef, producer: SRef, buffer: Buffer) -> _Plan:
+    def refuse(why: str) -> ScheduleError:
+        return ScheduleError(
+            f"cannot inline {describe(block)} into {describe(producer)}: {why}", block
+        )
+
+    consumer = block.block
+    realize = realize_of(block)
+    if not (isinstance(realize.predicate, IntImm) and realize.predicate.value):
+        raise refuse("the consumer has a predicate (T.where)")
+    store = consumer.body
+    if not isinstance(store, BufferStore):
+        raise refuse("the consumer's body is not a single BufferStore")
+    loads = _loads_of(store, buffer)
+    if not loads:
+        raise refuse(f"the consumer's store does not load {buffer.name}")
+    indices = loads[0].indices
+    if any(find_difference(load.indices, indices) is not None for load in loads[1:]):
+        raise refuse(f"the consumer loads {buffer.name} at different indices")
+    producer_store = producer.block.body
+    if not isinstance(producer_store, BufferStore):
+        raise refuse("the producer's body is not a single BufferStore")
+    domains = {iv.var: iv.dom for iv in consumer.iter_vars if iv.dom is not None}
+    detected = detect_iter_map(indices, domains, level=Level.NO_CHECK)
+    inverse = None if detected.errors else inverse_iter_map(detected.sums, producer_store.indices)
+    if inverse is None:
+        raise refuse(
+            f"the indices of {buffer.name} are not a bijective affine map of the consumer's "
+            "iterators"
+        )
+    mapping: dict[Var, PrimExpr] = {}
+    for iv in consumer.iter_vars:
+        if iv.var in inverse:
+            mapping[iv.var] = inverse[iv.var]
+        elif _is_unit(iv.dom):
+            mapping[iv.var] = iv.dom.min  # type: ignore[union-attr]
+        else:
+            raise refuse(f"the consumer's iterator {iv.var.name} does not index {buffer.name}")
+    guard = _guard(consumer, producer.block, mapping)
+    if guard is False:
+        raise refuse("the producer does not compute everything the consumer reads")
+    return _Plan(buffer, consumer, store, mapping, producer.block, guard)  # type: ignore[arg-type]
+
+
+def _is_unit(dom: Range | None) -> bool:
+    return dom is not None and E.is_const_int(dom.extent, 1) and isinstance(dom.min, IntImm)
+
+
+def _loads_of(stmt: Stmt, buffer: Buffer) -> list[BufferLoad]:
+    found: list[BufferLoad] = []
+
+    def look(node: object) -> None:
+        if isinstance(node, BufferLoad) and node.buffer is buffer:
+            found.append(node)
+
+    walk(stmt, look)
+    return found
+
+
+def _guard(
+    consumer: SBlock, producer: SBlock, mapping: dict[Var, PrimExpr]
+) -> PrimExpr | None | bool:
+    """Where the producer's iterations fall inside the consumer's domain, as a condition on
+    the producer's iterators: None when always, False when the producer misses some."""
+    domains = {iv.var: iv.dom for iv in producer.iter_vars if iv.dom is not None}
+    analyzer = Analyzer()
+    for var, dom in domains.items():
+        analyzer.bind(var, dom)
+    guard: PrimExpr | None = None
+    for iv in consumer.iter_vars:
+        if (
+            iv.dom is None
+            or iv.iter_type is not IterType.SPATIAL
+            and iv.iter_type is not IterType.REDUCE
+        ):
+            continue
+        value = mapping[iv.var]
+        low, high = iv.dom.min, E.Add(iv.dom.min, iv.dom.extent)
+        interval = relax(value, domains, analyzer)
+        if interval.min is None or interval.max is None:
+            return False
+        if analyzer.can_prove(E.GT(interval.min, low)) or analyzer.can_prove(
+            E.LT(interval.max, E.Sub(high, IntImm(1, high.dtype)))
+        ):
+            return False
+        for condition in (E.LE(low, value), E.LT(value, high)):
+            if not analyzer.can_prove(condition):
+                guard = condition if guard is None else E.And(guard, condition)
+    return guard
+
+
+class _Inliner(ScopeInliner):
+    def __init__(
+        self,
+        plan: _Plan,
+        root: SBlock,
+        source: object,
+        target: object,
+        state: ScheduleState,
+        scope_root: SRef,
+    ):
+        buffers = data_buffers(state.func, scope_root)
+        super().__init__(plan.buffer, root, source, target, buffers)  # type: ignore[arg-type]
+        self.plan = plan
+        self.domains: dict[Var, Range] = {}
+
+    def visit_For(self, node: For) -> For:
+        self.domains[node.loop_var] = Range(node.min, node.extent)
+        result = super().visit_For(node)
+        del self.domains[node.loop_var]
+        return result
+
+    def visit_SBlockRealize(self, node: SBlockRealize) -> SBlockRealize:
+        new: SBlockRealize = self.generic_visit(node)  # type: ignore[assignment]
+        guard = self.plan.guard
+        if node.block is not self.plan.producer or guard is None:
+            return new
+        bindings = {
+            iv.var: value for iv, value in zip(node.block.iter_vars, node.iter_values, strict=True)
+        }
+        analyzer = Analyzer()
+        for var, dom in self.domains.items():
+            analyzer.bind(var, dom)
+        condition = _constants_left(analyzer.simplify(substitute(guard, bindings)))
+        return dataclasses.replace(new, predicate=conjoin(new.predicate, condition))
+
+    def visit_BufferStore(self, node: BufferStore) -> Stmt:
+        store: BufferStore = self.generic_visit(node)  # type: ignore[assignment]
+        if store.buffer is not self.buffer:
+            return store
+        return _ConsumerRewrite(self.plan, store.value).visit(self.plan.store)
+
+
+def _constants_left(condition: PrimExpr) -> PrimExpr:
+    """`0 <= i - 1` as `1 <= i`: a lower bound keeps its constant on the left (the form
+    TVM's simplifier leaves, so that results compare equal)."""
+    if isinstance(condition, E.And):
+        return E.And(_constants_left(condition.a), _constants_left(condition.b))
+    if isinstance(condition, E.LE) and isinstance(condition.a, IntImm):
+        offset = condition.b
+        if isinstance(offset, (E.Add, E.Sub)) and isinstance(offset.b, IntImm):
+            shift = offset.b.value if isinstance(offset, E.Sub) else -offset.b.value
+            return E.LE(IntImm(condition.a.value + shift, condition.a.dtype), offset.a)
+    return condition
+
+
+class _ConsumerRewrite(Substituter):
+    """The consumer's store over the producer's indices, its loads of the buffer replaced by
+    the producer's value."""
+
+    def __init__(self, plan: _Plan, value: PrimExpr):
+        super().__init__(plan.mapping)
+        self.plan, self.value = plan, value
+
+    def visit_BufferLoad(self, node: BufferLoad) -> PrimExpr:
+        if node.buffer is self.plan.buffer:
+            return self.value
+        return self.generic_visit(node)  # type: ignore[return-value]
