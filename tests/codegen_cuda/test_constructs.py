@@ -1,0 +1,104 @@
+"""Single constructs through the CUDA C backend (text checked, then nvcc where installed) and
+through the NVPTX backend (ptxas where installed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.codegen_cuda.helpers import nvcc_accepts, ptxas_accepts
+from tirc.codegen.cuda import emit_cuda
+from tirc.codegen.nvptx import emit_ptx
+from tirc.text import parse
+
+HEADER = "@I.ir_module\nclass Module:\n"
+
+PROGRAMS = {
+    "floordiv_signed": """
+    @T.prim_func
+    def main(A: T.Buffer((64,), "int32"), B: T.Buffer((64,), "int32")):
+        with T.launch_thread("threadIdx.x", 64) as tx:
+            B[tx] = A[tx] // 3 + A[tx] % 5
+""",
+    "half_math": """
+    @T.prim_func
+    def main(A: T.Buffer((64,), "float16"), B: T.Buffer((64,), "float16")):
+        with T.launch_thread("threadIdx.x", 64) as tx:
+            B[tx] = T.exp(A[tx]) + T.max(A[tx], T.float16(0.0))
+""",
+    "vector_copy": """
+    @T.prim_func
+    def main(A: T.Buffer((256,), "float32"), B: T.Buffer((256,), "float32")):
+        with T.launch_thread("threadIdx.x", 64) as tx:
+            B[T.Ramp(tx * 4, 1, 4)] = A[T.Ramp(tx * 4, 1, 4)]
+""",
+    "dynamic_shape": """
+    @T.prim_func
+    def main(a: T.handle, b: T.handle):
+        n = T.int32()
+        A = T.match_buffer(a, (n,))
+        B = T.match_buffer(b, (n,))
+        with T.launch_thread("blockIdx.x", (n + 63) // 64) as bx:
+            tx = T.launch_thread("threadIdx.x", 64)
+            if bx * 64 + tx < n:
+                B[bx * 64 + tx] = A[bx * 64 + tx] * T.float32(2.0)
+""",
+    "shared_and_sync": """
+    @T.prim_func
+    def main(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+        with T.launch_thread("threadIdx.x", 64) as tx:
+            S = T.alloc_shared((64,))
+            S[tx] = A[tx]
+            T.tvm_storage_sync("shared")
+            B[tx] = S[63 - tx]
+""",
+}
+
+
+def module(name: str):  # type: ignore[no-untyped-def]
+    return parse(HEADER + PROGRAMS[name], name=name)
+
+
+def test_signed_floor_division_uses_the_helper() -> None:
+    text = emit_cuda(module("floordiv_signed"))
+    assert "tirc_floordiv(A[tx], 3)" in text and "tirc_floormod(A[tx], 5)" in text
+
+
+def test_half_math_goes_through_float() -> None:
+    text = emit_cuda(module("half_math"))
+    assert "#include <cuda_fp16.h>" in text
+    assert "(half)expf((float)A[tx])" in text and "__hmax(" in text
+
+
+def test_aligned_vector_copy_uses_float4() -> None:
+    text = emit_cuda(module("vector_copy"))
+    assert "*(float4*)(B + tx * 4) = *(float4*)(A + tx * 4);" in text
+
+
+def test_launcher_takes_shape_variables_and_computes_the_grid() -> None:
+    text = emit_cuda(module("dynamic_shape"))
+    assert (
+        'extern "C" int main_launch(float* A, float* B, int64_t n_arg, cudaStream_t stream)' in text
+    )
+    assert "int n = (int)n_arg;" in text
+    assert "dim3 main_kernel_grid((unsigned int)((n + 63) / 64), 1, 1);" in text
+
+
+def test_barrier_is_syncthreads() -> None:
+    text = emit_cuda(module("shared_and_sync"))
+    assert "__shared__ __align__(16) float S[64];" in text and "__syncthreads();" in text
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_cuda_c_compiles(name: str, tmp_path: Path) -> None:
+    complaint = nvcc_accepts(emit_cuda(module(name)), tmp_path)
+    assert not complaint, complaint
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_llvm_ptx_assembles(name: str, tmp_path: Path) -> None:
+    ptx = emit_ptx(module(name), arch="sm_90")
+    assert ".target sm_90" in ptx and ".entry main_kernel" in ptx
+    complaint = ptxas_accepts(ptx, tmp_path)
+    assert not complaint, complaint

@@ -1,0 +1,91 @@
+"""Device helpers the generated code may call, each included only where it is used.
+
+Keyed by function name; `helpers_used` finds the calls in emitted text.
+"""
+
+from __future__ import annotations
+
+import re
+
+FLOOR = """\
+// Floor division and modulo for signed integers (C's / and % truncate toward zero).
+template <typename T>
+__host__ __device__ __forceinline__ T tirc_floordiv(T a, T b) {
+    T q = a / b;
+    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+template <typename T>
+__host__ __device__ __forceinline__ T tirc_floormod(T a, T b) {
+    T r = a % b;
+    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+"""
+
+Q_MULTIPLY_SHIFT = """\
+// round(x * y * 2^(s - q)), half up: a fixed-point multiply, exact in 128 bits.
+template <typename T>
+__device__ __forceinline__ T tirc_q_multiply_shift(T x, T y, int q, int s) {
+    int left = s > 0 ? s : 0;
+    int right = (s < 0 ? -s : 0) + q;
+    __int128 product = ((__int128)x << left) * (__int128)y;
+    if (right > 0) product = (product + ((__int128)1 << (right - 1))) >> right;
+    return (T)product;
+}
+"""
+
+WMMA = """\
+// tvm_*_matrix_sync on memory that is not a fragment: the interpreter's definition, one
+// thread at a time (fragments row-major, fragment `index` at element index * size).
+template <typename T, typename V>
+__device__ void tirc_fill_fragment(T* f, int size, long long index, V value) {
+    for (int e = 0; e < size; ++e) f[index * size + e] = (T)value;
+}
+template <typename T, typename P>
+__device__ void tirc_load_matrix_sync(T* f, int rows, int cols, long long index, const P* p,
+                                      long long stride, bool row_major) {
+    for (int r = 0; r < rows; ++r)
+        for (int c = 0; c < cols; ++c)
+            f[index * rows * cols + r * cols + c] =
+                (T)p[row_major ? r * stride + c : c * stride + r];
+}
+template <typename T, typename P>
+__device__ void tirc_store_matrix_sync(const T* f, int m, int n, long long index, P* p,
+                                       long long stride, bool row_major) {
+    for (int r = 0; r < m; ++r)
+        for (int c = 0; c < n; ++c)
+            p[row_major ? r * stride + c : c * stride + r] = (P)f[index * m * n + r * n + c];
+}
+template <typename D, typename A, typename B, typename C>
+__device__ void tirc_mma_sync(D* d, long long di, const A* a, long long ai, const B* b,
+                              long long bi, const C* c, long long ci) {
+    const int m = 16, n = 16, k = 16;
+    for (int r = 0; r < m; ++r)
+        for (int col = 0; col < n; ++col) {
+            C sum = c[ci * m * n + r * n + col];
+            for (int x = 0; x < k; ++x)
+                sum += (C)a[ai * m * k + r * k + x] * (C)b[bi * k * n + x * n + col];
+            d[di * m * n + r * n + col] = (D)sum;
+        }
+}
+"""
+
+ALLOCA = """\
+// Per-thread memory whose size only the launch knows, from the thread's stack. PTX's alloca,
+// as NVRTC has no alloca().
+#define TIRC_ALLOCA(pointer, bytes) \\
+    asm volatile("{\\n\\t.reg .u64 tirc_p;\\n\\talloca.u64 tirc_p, %1, 16;\\n\\t" \\
+                 "cvta.local.u64 %0, tirc_p;\\n\\t}" \\
+                 : "=l"(pointer) : "l"((unsigned long long)(bytes)))
+"""
+
+# the first helper whose name a piece of code calls brings in its whole text
+_HELPERS: tuple[tuple[str, str], ...] = (
+    (r"tirc_floor(div|mod)\(", FLOOR),
+    (r"tirc_q_multiply_shift\(", Q_MULTIPLY_SHIFT),
+    (r"TIRC_ALLOCA\(", ALLOCA),
+    (r"tirc_(fill_fragment|load_matrix_sync|store_matrix_sync|mma_sync)\(", WMMA),
+)
+
+
+def helpers_used(code: str) -> list[str]:
+    return [text for pattern, text in _HELPERS if re.search(pattern, code)]

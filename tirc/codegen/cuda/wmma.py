@@ -1,0 +1,131 @@
+"""Tensor-core fragments (`wmma.*` scopes) and the `tvm_*_matrix_sync` calls as nvcuda::wmma.
+
+Fragment shape and layout come from the calls on each fragment buffer. A call on memory that
+is not a fragment (a global or local array) is written out as the loops that define it in the
+interpreter: fragments row-major, fragment `index` at element index * size.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tirc.codegen.cuda import types
+from tirc.codegen.cuda.expr import PRIMARY, Code, ExprPrinter
+from tirc.diagnostics import DiagnosticError
+from tirc.ir import expr as E
+from tirc.ir import stmt as S
+from tirc.ir.functor import walk
+
+if TYPE_CHECKING:
+    from tirc.codegen.cuda.stmt import KernelWriter
+
+WMMA = "nvcuda::wmma"
+_ROLE = {
+    "wmma.matrix_a": "matrix_a",
+    "wmma.matrix_b": "matrix_b",
+    "wmma.accumulator": "accumulator",
+}
+_SHAPED_CALLS = ("tvm_fill_fragment", "tvm_load_matrix_sync", "tvm_store_matrix_sync")
+MMA_SHAPE = (16, 16, 16)  # what the interpreter assumes for tvm_mma_sync on plain memory
+
+
+def fragment_shapes(body: S.Stmt) -> dict[E.Var, tuple[int, int, int, str]]:
+    """(m, n, k, layout) of each fragment, from the calls that name it."""
+    shapes: dict[E.Var, tuple[int, int, int, str]] = {}
+
+    def visit(node: object) -> None:
+        if not (isinstance(node, E.Call) and node.op in _SHAPED_CALLS):
+            return
+        target, m, n, k = node.args[0], node.args[1], node.args[2], node.args[3]
+        if not all(isinstance(v, E.IntImm) for v in (m, n, k)) or not isinstance(target, E.Var):
+            return
+        layout = "row_major"
+        if node.op == "tvm_load_matrix_sync" and isinstance(node.args[-1], E.StringImm):
+            layout = node.args[-1].value
+        shapes.setdefault(target, (m.value, n.value, k.value, layout))  # type: ignore[attr-defined]
+
+    walk(body, visit)
+    return shapes
+
+
+def declare_fragment(w: KernelWriter, node: S.AllocBuffer) -> None:
+    buffer = node.buffer
+    shapes = getattr(w, "fragment_shapes", None)
+    if shapes is None:
+        shapes = fragment_shapes(w.kernel.body)
+        w.fragment_shapes = shapes  # type: ignore[attr-defined]
+    shape = shapes.get(buffer.data)
+    if shape is None:
+        raise DiagnosticError.at(
+            node.span, f"CUDA codegen: no wmma call says the shape of fragment {buffer.name}"
+        )
+    m, n, k, layout = shape
+    role = _ROLE[buffer.scope]
+    rows_cols = {"matrix_a": m * k, "matrix_b": k * n, "accumulator": m * n}[role]
+    from tirc.codegen.cuda.stmt import allocation_size
+
+    size = allocation_size(buffer)
+    if not isinstance(size, E.IntImm):
+        raise DiagnosticError.at(node.span, f"fragment {buffer.name} needs a constant size")
+    count = max(1, size.value // rows_cols)
+    element = types.scalar_type(buffer.dtype)
+    layout_arg = "" if role == "accumulator" else f", {WMMA}::{layout}"
+    fragment = f"{WMMA}::fragment<{WMMA}::{role}, {m}, {n}, {k}, {element}{layout_arg}>"
+    w.p.fragments.add(buffer.data)
+    if role == "accumulator":
+        w.p.accumulators.add(buffer.data)
+    w.out.line(f"{fragment} {w.p.names(buffer.data)}[{count}];")
+
+
+def print_wmma_call(p: ExprPrinter, call: E.Call) -> Code:
+    fragments = p.fragments
+    args = call.args
+    if not (isinstance(args[0], E.Var) and args[0] in fragments):
+        return _plain(p, call)
+    if call.op == "tvm_fill_fragment":
+        target, index, value = args[0], args[4], args[5]
+        element = types.scalar_type(p.pointer_types[target])
+        return f"{WMMA}::fill_fragment({p(target)}[{p(index)}], ({element}){p(value)})", PRIMARY
+    if call.op == "tvm_load_matrix_sync":
+        target, index, pointer, stride = args[0], args[4], args[5], args[6]
+        layout = ""
+        if target in p.accumulators:
+            layout = f", {WMMA}::mem_{_layout(args[7])}"
+        return (
+            f"{WMMA}::load_matrix_sync({p(target)}[{p(index)}], {p(pointer)}, {p(stride)}{layout})",
+            PRIMARY,
+        )
+    if call.op == "tvm_store_matrix_sync":
+        source, index, pointer, stride = args[0], args[4], args[5], args[6]
+        return (
+            f"{WMMA}::store_matrix_sync({p(pointer)}, {p(source)}[{p(index)}], {p(stride)}, "
+            f"{WMMA}::mem_{_layout(args[7])})",
+            PRIMARY,
+        )
+    d, di, a, ai, b, bi, c, ci = args
+    return (
+        f"{WMMA}::mma_sync({p(d)}[{p(di)}], {p(a)}[{p(ai)}], {p(b)}[{p(bi)}], {p(c)}[{p(ci)}])",
+        PRIMARY,
+    )
+
+
+def _layout(arg: object) -> str:
+    return arg.value if isinstance(arg, E.StringImm) else "row_major"
+
+
+def _plain(p: ExprPrinter, call: E.Call) -> Code:
+    args = call.args
+    if call.op == "tvm_fill_fragment":
+        m, n = args[1].value, args[2].value  # type: ignore[attr-defined]
+        return f"tirc_fill_fragment({p(args[0])}, {m * n}, {p(args[4])}, {p(args[5])})", PRIMARY
+    if call.op in ("tvm_load_matrix_sync", "tvm_store_matrix_sync"):
+        m, n, k = (a.value for a in args[1:4])  # type: ignore[attr-defined]
+        row_major = "true" if _layout(args[7]) == "row_major" else "false"
+        name = call.op.replace("tvm_", "tirc_")
+        rows, cols = m, n
+        return (
+            f"{name}({p(args[0])}, {rows}, {cols}, {p(args[4])}, {p(args[5])}, {p(args[6])}, "
+            f"{row_major})",
+            PRIMARY,
+        )
+    return f"tirc_mma_sync({', '.join(p(arg) for arg in args)})", PRIMARY

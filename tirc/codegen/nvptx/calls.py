@@ -1,0 +1,193 @@
+"""Intrinsic calls as LLVM IR for NVPTX: PTX instructions where one exists, libdevice otherwise.
+
+Vector math runs lane by lane through the scalar function.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import llvmlite.ir as ir
+
+from tirc.codegen.nvptx import types
+from tirc.codegen.nvptx.values import _INTRINSIC_MATH, _LIBDEVICE_MATH, ValueBuilder
+from tirc.diagnostics import DiagnosticError
+from tirc.ir import expr as E
+from tirc.ir.dtype import DataType
+
+CallLowering = Callable[[ValueBuilder, E.Call], ir.Value]
+
+
+def _per_lane(
+    v: ValueBuilder,
+    dtype: DataType,
+    args: list[ir.Value],
+    scalar: Callable[[list[ir.Value]], ir.Value],
+) -> ir.Value:
+    if not dtype.is_vector:
+        return scalar(args)
+    result: ir.Value = ir.Constant(types.value_type(dtype), ir.Undefined)
+    for lane in range(dtype.lanes):
+        index = ir.Constant(types.I32, lane)
+        lanes = [
+            v.b.extract_element(a, index) if isinstance(a.type, ir.VectorType) else a for a in args
+        ]
+        result = v.b.insert_element(result, scalar(lanes), index)
+    return result
+
+
+def _instruction_math(v: ValueBuilder, call: E.Call) -> ir.Value:
+    return v.intrinsic(_INTRINSIC_MATH[call.op], call.dtype, [v(a) for a in call.args])
+
+
+def _libdevice(v: ValueBuilder, name: str, dtype: DataType, args: list[ir.Value]) -> ir.Value:
+    """`__nv_<name>[f]` on float or double; half computes in float."""
+    element = dtype.element
+    if element.bits == 16:
+        wide = [v.b.fpext(a, types.scalar_type(DataType("float", 32))) for a in args]
+        result = _libdevice(v, name, DataType("float", 32), wide)
+        return v.b.fptrunc(result, types.scalar_type(element))
+    llvm_type = types.scalar_type(element)
+    function = v.function(
+        f"__nv_{name}{'f' if element.bits == 32 else ''}", llvm_type, [llvm_type] * len(args)
+    )
+    v.uses_libdevice = True
+    return v.b.call(function, args)
+
+
+def _library_math(v: ValueBuilder, call: E.Call) -> ir.Value:
+    args = [v(a) for a in call.args]
+    return _per_lane(v, call.dtype, args, lambda lanes: _libdevice(v, call.op, call.dtype, lanes))
+
+
+def _sigmoid(v: ValueBuilder, call: E.Call) -> ir.Value:
+    def scalar(lanes: list[ir.Value]) -> ir.Value:
+        x = lanes[0]
+        one = ir.Constant(x.type, 1.0)
+        exponential = _libdevice(v, "exp", call.dtype, [v.b.fneg(x)])
+        return v.b.fdiv(one, v.b.fadd(one, exponential))
+
+    return _per_lane(v, call.dtype, [v(call.args[0])], scalar)
+
+
+_BITWISE = {"bitwise_and": "and_", "bitwise_or": "or_", "bitwise_xor": "xor", "shift_left": "shl"}
+
+
+def _bitwise(v: ValueBuilder, call: E.Call) -> ir.Value:
+    a, b = v(call.args[0]), v(call.args[1])
+    if call.op == "shift_right":
+        return v.b.ashr(a, b) if call.dtype.is_int else v.b.lshr(a, b)
+    return getattr(v.b, _BITWISE[call.op])(a, b)
+
+
+def _bitwise_not(v: ValueBuilder, call: E.Call) -> ir.Value:
+    return v.b.not_(v(call.args[0]))
+
+
+def _bit_count(v: ValueBuilder, call: E.Call) -> ir.Value:
+    value = v(call.args[0])
+    bits = call.dtype.bits
+    if call.op == "popcount":
+        function = v.function(f"llvm.ctpop.i{bits}", value.type, [value.type])
+        return v.b.call(function, [value])
+    function = v.function(f"llvm.ctlz.i{bits}", value.type, [value.type, types.I1])
+    return v.b.call(function, [value, ir.Constant(types.I1, 0)])
+
+
+def _if_then_else(v: ValueBuilder, call: E.Call) -> ir.Value:
+    condition = v(call.args[0])
+    then_block = v.b.append_basic_block("if_then")
+    else_block = v.b.append_basic_block("if_else")
+    join = v.b.append_basic_block("if_join")
+    v.b.cbranch(condition, then_block, else_block)
+    v.b.position_at_end(then_block)
+    then_value = v(call.args[1])
+    then_end = v.b.block
+    v.b.branch(join)
+    v.b.position_at_end(else_block)
+    else_value = v(call.args[2])
+    else_end = v.b.block
+    v.b.branch(join)
+    v.b.position_at_end(join)
+    phi = v.b.phi(then_value.type)
+    phi.add_incoming(then_value, then_end)
+    phi.add_incoming(else_value, else_end)
+    return phi
+
+
+def _first(v: ValueBuilder, call: E.Call) -> ir.Value:
+    return v(call.args[0])
+
+
+def _reinterpret(v: ValueBuilder, call: E.Call) -> ir.Value:
+    return v.b.bitcast(v(call.args[-1]), types.value_type(call.dtype))
+
+
+def _storage_sync(v: ValueBuilder, call: E.Call) -> ir.Value:
+    scope = call.args[0]
+    if isinstance(scope, E.StringImm) and scope.value not in ("shared", "shared.dyn"):
+        raise DiagnosticError.at(call.span, f"--ptx-via llvm: cannot synchronize '{scope.value}'")
+    v.b.call(v.function("llvm.nvvm.barrier0", ir.VoidType(), []), [])
+    return ir.Constant(types.I32, 0)
+
+
+def _access_ptr(v: ValueBuilder, call: E.Call) -> ir.Value:
+    annotation, data, offset = call.args[0], call.args[1], call.args[2]
+    element = types.memory_type(annotation.dtype)  # type: ignore[attr-defined]
+    return v.b.gep(v(data), [v(offset)], source_etype=element)
+
+
+def _address_of(v: ValueBuilder, call: E.Call) -> ir.Value:
+    load = call.args[0]
+    if not isinstance(load, E.BufferLoad) or len(load.indices) != 1:
+        raise DiagnosticError.at(call.span, "--ptx-via llvm: address_of needs a flat load")
+    return v.element_pointer(load.buffer, v(load.indices[0]))
+
+
+# CUDA's device functions that are one NVVM intrinsic
+_EXTERN_INTRINSICS = {"__dp4a": "llvm.nvvm.idp4a.s.s"}
+
+
+def _extern(v: ValueBuilder, call: E.Call) -> ir.Value:
+    name = call.args[0]
+    if not isinstance(name, E.StringImm):
+        raise DiagnosticError.at(call.span, f"{call.op}: the function name must be a string")
+    args = [v(a) for a in call.args[1:]]
+    intrinsic = _EXTERN_INTRINSICS.get(name.value)
+    if intrinsic is not None:
+        # packed operands (int8x4) travel as one 32-bit integer
+        args = [v.b.bitcast(a, types.I32) if isinstance(a.type, ir.VectorType) else a for a in args]
+        function = v.function(intrinsic, types.value_type(call.dtype), [a.type for a in args])
+        return v.b.call(function, args)
+    result = ir.VoidType() if call.dtype.is_void else types.value_type(call.dtype)
+    function = v.function(name.value, result, [a.type for a in args])
+    value = v.b.call(function, args)
+    return value if not call.dtype.is_void else ir.Constant(types.I32, 0)
+
+
+_LOWERINGS: dict[str, CallLowering] = {
+    **{name: _instruction_math for name in _INTRINSIC_MATH},
+    **{name: _library_math for name in _LIBDEVICE_MATH},
+    **{name: _bitwise for name in (*_BITWISE, "shift_right")},
+    "bitwise_not": _bitwise_not,
+    "popcount": _bit_count,
+    "clz": _bit_count,
+    "sigmoid": _sigmoid,
+    "if_then_else": _if_then_else,
+    "likely": _first,
+    "reinterpret": _reinterpret,
+    "tvm_storage_sync": _storage_sync,
+    "tvm_access_ptr": _access_ptr,
+    "address_of": _address_of,
+    "call_extern": _extern,
+    "call_pure_extern": _extern,
+}
+
+
+def lower_call(v: ValueBuilder, call: E.Call) -> ir.Value:
+    lowering = _LOWERINGS.get(call.op)
+    if lowering is None:
+        raise DiagnosticError.at(
+            call.span, f"--ptx-via llvm does not support T.{call.op}; use --ptx-via nvrtc"
+        )
+    return lowering(v, call)

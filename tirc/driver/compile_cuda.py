@@ -1,0 +1,121 @@
+"""`tirc compile --target cuda`: CUDA C, PTX (through NVRTC or LLVM's NVPTX target) and cubin.
+
+`--target cuda -arch=sm_80` picks the architecture (default sm_90). PTX goes through NVRTC
+when cuda-python is installed and through llvmlite otherwise, or as `ptx_via` says.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from tirc.diagnostics import DiagnosticError, Note
+from tirc.driver.defines import parse_defines
+from tirc.driver.exit_code import ExitCode
+from tirc.driver.output import write_output
+from tirc.driver.source import STDIN, check_stdin_once, read_source
+
+if TYPE_CHECKING:
+    from tirc.ir.function import IRModule
+
+EMITS = ("cu", "ptx", "cubin", "ll")
+PTX_PATHS = ("nvrtc", "llvm")
+ARCHES = ("sm_70", "sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120")
+
+
+def compile_cuda_file(
+    path: str,
+    *,
+    plan: str | None = None,
+    target: str = "cuda",
+    emit: str = "cu",
+    output: str,
+    defines: Sequence[str] = (),
+    arch: str = "sm_90",
+    ptx_via: str | None = None,
+) -> int:
+    """Parse, schedule with `plan`, lower for cuda, and write `emit` to `output`."""
+    check_stdin_once([p for p in (path, plan) if p is not None])
+    arch = target_arch(target, arch)
+    if emit not in EMITS:
+        raise DiagnosticError.at(
+            None, f"--target cuda cannot emit '{emit}'", Note(f"choose one of {', '.join(EMITS)}")
+        )
+    from tirc.driver.commands import parse_source
+
+    source = read_source(path)
+    module = parse_source(source, parse_defines(defines))
+    if plan is not None:
+        from tirc.driver.schedule import apply_plan_file
+
+        module, _ = apply_plan_file(module, plan)
+    from tirc.driver.lower import lower_module
+
+    lowered = lower_module(module, target="cuda")
+    name = "<stdin>" if path == STDIN else os.path.basename(path)
+    write_output(output, cuda_artifact(lowered, emit, arch=arch, ptx_via=ptx_via, source_name=name))
+    return ExitCode.OK
+
+
+def cuda_artifact(
+    lowered: IRModule,
+    emit: str,
+    *,
+    arch: str = "sm_90",
+    ptx_via: str | None = None,
+    source_name: str = "",
+) -> str | bytes:
+    """The text or bytes of one CUDA output kind for a lowered module."""
+    from tirc.codegen.cuda import emit_cuda
+
+    if emit == "cu":
+        return emit_cuda(lowered, source_name=source_name)
+    if emit == "ll":
+        from tirc.codegen.nvptx import emit_nvvm_ir
+
+        return emit_nvvm_ir(lowered, arch=arch)
+    ptx = module_ptx(lowered, arch=arch, via=ptx_via, source_name=source_name)
+    if emit == "ptx":
+        return ptx
+    from tirc.driver.cuda_toolchain import cubin_from_ptx
+
+    return cubin_from_ptx(ptx, arch)
+
+
+def module_ptx(lowered: IRModule, *, arch: str, via: str | None, source_name: str = "") -> str:
+    from tirc.driver.cuda_toolchain import has_nvrtc, ptx_from_cuda
+
+    if via not in (None, *PTX_PATHS):
+        raise DiagnosticError.at(None, f"unknown --ptx-via '{via}'", Note("choose nvrtc or llvm"))
+    if via is None:
+        via = "nvrtc" if has_nvrtc() else "llvm"
+    if via == "nvrtc":
+        from tirc.codegen.cuda import emit_cuda
+
+        return ptx_from_cuda(
+            emit_cuda(lowered, source_name=source_name), arch, source_name or "kernel.cu"
+        )
+    from tirc.codegen.nvptx import emit_ptx
+
+    return emit_ptx(lowered, arch=arch)
+
+
+def target_arch(target: str, default: str) -> str:
+    """The `-arch=sm_XX` of a target string such as `cuda -arch=sm_80`."""
+    words = target.split()
+    if not words or words[0] not in ("cuda", "nvptx"):
+        raise DiagnosticError.at(None, f"'{target}' is not a CUDA target")
+    arch = default
+    for word in words[1:]:
+        if word.startswith(("-arch=", "-mcpu=")):
+            arch = word.split("=", 1)[1]
+        else:
+            raise DiagnosticError.at(
+                None, f"unknown CUDA target option '{word}'", Note("known: -arch=sm_XX")
+            )
+    if arch not in ARCHES:
+        raise DiagnosticError.at(
+            None, f"unknown CUDA architecture '{arch}'", Note(f"known: {', '.join(ARCHES)}")
+        )
+    return arch

@@ -1,0 +1,186 @@
+"""thread-sync: a `T.tvm_storage_sync("shared")` wherever a statement in a kernel may read
+shared memory that an earlier statement wrote (other threads' writes must be visible) or write
+shared memory that an earlier one read (other threads must have read it first), counting the
+previous iteration of a loop as earlier.
+
+Expects flat tir with thread launches; leaves the same. Conservative: buffers, not elements,
+are compared, so a sync may be more than needed, never fewer.
+
+    with T.launch_thread("threadIdx.x", 32) as tx:           ... as tx:
+        S[tx] = A[tx]                                 ->          S[tx] = A[tx]
+        B[tx] = S[31 - tx]                                        T.tvm_storage_sync("shared")
+                                                                  B[tx] = S[31 - tx]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from tirc.ir import dtype as dt
+from tirc.ir import expr as E
+from tirc.ir import stmt as S
+from tirc.ir.function import PrimFunc
+from tirc.ir.functor import Mutator, Visitor
+from tirc.transform.pass_base import Dialect, FunctionPass
+
+SHARED_SCOPES = ("shared", "shared.dyn")
+# spelled as the parser completes `T.tvm_storage_sync("shared")`
+SYNC = S.Evaluate(
+    E.Call(
+        dt.INT32,
+        "tvm_storage_sync",
+        (E.StringImm("shared"), E.IntImm(0, dt.BOOL), E.IntImm(-1, dt.INT32)),
+    )
+)
+
+
+@dataclass
+class _Accesses:
+    """Shared buffers (by data handle) read and written since the last barrier."""
+
+    reads: set[E.Var] = field(default_factory=set)
+    writes: set[E.Var] = field(default_factory=set)
+
+    def conflicts(self, later: _Accesses) -> bool:
+        return bool(later.reads & self.writes or later.writes & self.reads)
+
+    def merged(self, other: _Accesses) -> _Accesses:
+        return _Accesses(self.reads | other.reads, self.writes | other.writes)
+
+
+class _Collector(Visitor):
+    """The shared accesses of a statement; `synced` when it holds a barrier of its own."""
+
+    def __init__(self) -> None:
+        self.accesses = _Accesses()
+        self.synced = False
+
+    def visit_BufferLoad(self, node: E.BufferLoad) -> None:
+        if node.buffer.scope in SHARED_SCOPES:
+            self.accesses.reads.add(node.buffer.data)
+        self.generic_visit(node)
+
+    def visit_BufferStore(self, node: S.BufferStore) -> None:
+        if node.buffer.scope in SHARED_SCOPES:
+            self.accesses.writes.add(node.buffer.data)
+        self.generic_visit(node)
+
+    def visit_Call(self, node: E.Call) -> None:
+        if node.op == "tvm_storage_sync":
+            self.synced = True
+        elif node.op == "tvm_access_ptr" and isinstance(node.args[1], E.Var):
+            data, mask = node.args[1], node.args[4]
+            if data.pointer is not None and data.pointer.scope in SHARED_SCOPES:
+                flags = mask.value if isinstance(mask, E.IntImm) else 3
+                if flags & 1:
+                    self.accesses.reads.add(data)
+                if flags & 2:
+                    self.accesses.writes.add(data)
+        self.generic_visit(node)
+
+
+def _accesses(stmt: S.Stmt) -> tuple[_Accesses, bool]:
+    collector = _Collector()
+    collector.visit(stmt)
+    return collector.accesses, collector.synced
+
+
+class _Planner(Mutator):
+    """Rewrites statement lists inside kernels, threading through them the shared accesses
+    made since the last barrier."""
+
+    def __init__(self) -> None:
+        self.state = _Accesses()
+        self.in_kernel = False
+
+    def visit_AttrStmt(self, node: S.AttrStmt) -> S.Stmt:
+        entering = node.key == "thread_extent" and not self.in_kernel
+        if entering:
+            self.in_kernel, self.state = True, _Accesses()
+        body = self.body(node.body)
+        if entering:
+            self.in_kernel = False
+        return node if body is node.body else dataclasses.replace(node, body=body)
+
+    def visit_SeqStmt(self, node: S.SeqStmt) -> S.Stmt:
+        return self.body(node)
+
+    def body(self, stmt: S.Stmt) -> S.Stmt:
+        """A statement list (or one statement) with the barriers it needs."""
+        if not self.in_kernel:
+            visited = self.generic_visit(stmt) if isinstance(stmt, S.SeqStmt) else self.visit(stmt)
+            return visited  # type: ignore[return-value]
+        old = stmt.stmts if isinstance(stmt, S.SeqStmt) else (stmt,)
+        new: list[S.Stmt] = []
+        for child in old:
+            accesses, synced = _accesses(child)
+            if self.state.conflicts(accesses) and not _starts_with_sync(child):
+                new.append(SYNC)
+                self.state = _Accesses()
+            if synced or isinstance(child, _COMPOUND):
+                new.append(self.visit(child))  # barriers inside: let it track the state
+            else:
+                new.append(child)
+                self.state = self.state.merged(accesses)
+        if len(new) == len(old) and all(a is b for a, b in zip(new, old, strict=True)):
+            return stmt
+        return S.seq(*new)
+
+    def visit_For(self, node: S.For) -> S.Stmt:
+        if not self.in_kernel:
+            return self.generic_visit(node)  # type: ignore[return-value]
+        before = self.state
+        self.body(node.body)  # a first pass finds what an iteration leaves for the next
+        self.state = before.merged(self.state)
+        body = self.body(node.body)
+        self.state = before.merged(self.state)  # the loop may run no iteration
+        return node if body is node.body else dataclasses.replace(node, body=body)
+
+    def visit_While(self, node: S.While) -> S.Stmt:
+        if not self.in_kernel:
+            return self.generic_visit(node)  # type: ignore[return-value]
+        before = self.state
+        self.body(node.body)
+        self.state = before.merged(self.state)
+        body = self.body(node.body)
+        self.state = before.merged(self.state)
+        return node if body is node.body else dataclasses.replace(node, body=body)
+
+    def visit_IfThenElse(self, node: S.IfThenElse) -> S.Stmt:
+        if not self.in_kernel:
+            return self.generic_visit(node)  # type: ignore[return-value]
+        before = self.state
+        then = self.body(node.then_case)
+        after_then, self.state = self.state, before
+        otherwise = self.body(node.else_case) if node.else_case is not None else None
+        self.state = after_then.merged(self.state)
+        if then is node.then_case and otherwise is node.else_case:
+            return node
+        return S.IfThenElse(node.condition, then, otherwise, span=node.span)
+
+    def visit_PrimExpr(self, node: E.PrimExpr) -> E.PrimExpr:
+        return node
+
+
+_COMPOUND = (S.For, S.While, S.IfThenElse, S.AttrStmt, S.SeqStmt)
+
+
+def _starts_with_sync(stmt: S.Stmt) -> bool:
+    first = stmt.stmts[0] if isinstance(stmt, S.SeqStmt) else stmt
+    return (
+        isinstance(first, S.Evaluate)
+        and isinstance(first.value, E.Call)
+        and first.value.op == "tvm_storage_sync"
+    )
+
+
+@dataclass(frozen=True)
+class ThreadSync(FunctionPass):
+    name = "thread-sync"
+    expects = Dialect.TIR
+    leaves = Dialect.TIR
+
+    def run_function(self, func: PrimFunc) -> PrimFunc:
+        body = _Planner().visit(func.body)
+        return func if body is func.body else dataclasses.replace(func, body=body)
