@@ -61,7 +61,14 @@ def test_cuda_c_compiles(case: Path, tmp_path: Path) -> None:
 def test_ptx_assembles(case: Path, tmp_path: Path) -> None:
     require_tool("ptxas")
     _known(case)
-    ptx = module_ptx(lowered(case), arch="sm_90", via=None)
+    try:
+        ptx = module_ptx(lowered(case), arch="sm_90", via=None)
+    except DiagnosticError as error:
+        # without cuda-python the default path is LLVM, which declines tensor-core code
+        text = (case / "expected.tir").read_text()
+        if any(word in text for word in LLVM_DECLINES) and "nvrtc" in str(error):
+            pytest.skip("tensor-core code needs NVRTC (pip install '.[cuda]')")
+        raise
     complaint = ptxas_accepts(ptx, tmp_path)
     assert not complaint, complaint[:2000]
 
