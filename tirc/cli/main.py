@@ -1,7 +1,8 @@
 """The `tirc` command: options and arguments, handed to tirc.driver.commands.
 
 Only click is imported up front, so `tirc --version` and `tirc --help` start fast; each
-command imports the driver (and through it numpy, lark, rich...) when it runs.
+command imports the driver (and through it what it needs: numpy, rich, llvmlite...) when
+it runs.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The text layer: the Lark grammar, the parser (text -> IR) and the printer (IR -> text).
 
 `print_module(parse(text))` is a fixed point, and `parse(print_module(m))` is structurally
-equal to `m`. Heavy imports (lark) happen on first use, not at `import tirc.text`.
+equal to `m`. The parser runs parse tables shipped with the package (tirc/text/syntax/
+tables.json); lark is imported only to rebuild them after the grammar changes.
 """
 
 from __future__ import annotations
