@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 
 from tirc.analysis.arith import Analyzer
+from tirc.analysis.arith.compare import normal_comparisons
 from tirc.analysis.arith.int_set import relax
 from tirc.ir import dtype as dt
 from tirc.ir import expr as E
@@ -282,7 +283,11 @@ def _loop_nest(
             upper = fold("<", value, fold("+", bound.max, IntImm(1, bound.max.dtype)))  # type: ignore[attr-defined]
             if not analyzer.can_prove(upper):
                 predicate = upper if predicate is None else E.And(predicate, upper)
-    condition = IntImm(1, dt.BOOL) if predicate is None else analyzer.simplify(predicate)
+    condition = (
+        IntImm(1, dt.BOOL)
+        if predicate is None
+        else normal_comparisons(analyzer.simplify(predicate))
+    )
     nest: Stmt = SBlockRealize(tuple(values), condition, block)
     for var, extent in reversed(loop_vars):
         nest = For(var, IntImm(0, var.dtype), extent, ForKind.SERIAL, nest)

@@ -14,6 +14,7 @@ from tirc.analysis.arith.iter_inverse import inverse_iter_map
 from tirc.analysis.arith.iter_map import Level, detect_iter_map
 from tirc.diagnostics import Diagnostic, DiagnosticError, Source, Span
 from tirc.ir import dtype as dt
+from tirc.ir import expr as E
 from tirc.ir.buffer import Range
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import IntImm, PrimExpr, Var
@@ -75,11 +76,15 @@ class IndexMap:
         projection = self._projection_inverse(ranges)
         if projection is not None:
             return projection
+        if not all(isinstance(extent, IntImm) for extent in shape):
+            split = self._split_inverse(ranges)
+            if split is not None:
+                return split
         domains = dict(zip(self.initial, ranges, strict=True))
         found = detect_iter_map(list(self.final), domains, None, Level.BIJECTIVE)
         if found.errors:
             raise IndexMapError(f"it is not a bijective affine map: {found.errors[0]}")
-        outputs = tuple(self._output_var(position) for position in range(len(self.final)))
+        outputs = tuple(self.output_var(position) for position in range(len(self.final)))
         solved = inverse_iter_map(found.sums, outputs)
         analyzer = Analyzer()  # knows nothing of the outputs' ranges, as TVM's does not
         results = []
@@ -114,7 +119,7 @@ class IndexMap:
         """The inverse of a map whose indices are distinct initial variables or constants,
         dropping only unit dimensions: no arithmetic needed, so symbolic extents are fine."""
         analyzer = Analyzer()
-        outputs = tuple(self._output_var(position) for position in range(len(self.final)))
+        outputs = tuple(self.output_var(position) for position in range(len(self.final)))
         solved: dict[Var, PrimExpr] = {}
         for index, output in zip(self.final, outputs, strict=True):
             if isinstance(index, Var) and index in self.initial and index not in solved:
@@ -131,7 +136,51 @@ class IndexMap:
                 raise IndexMapError(f"the map drops {var.name}, whose extent is not 1")
         return IndexMap(outputs, tuple(results))
 
-    def _output_var(self, position: int) -> Var:
+    def _split_inverse(self, ranges: Sequence[Range]) -> IndexMap | None:
+        """The inverse of a map whose indices are initial variables, constants, or pairs
+        `i // c, i % c` with c dividing i's extent: what symbolic extents allow (the affine
+        detector wants constant ones). None when the map has another form."""
+        analyzer = Analyzer()
+        outputs = tuple(self.output_var(position) for position in range(len(self.final)))
+        whole: dict[Var, PrimExpr] = {}
+        parts: dict[Var, dict[str, tuple[int, Var]]] = {}
+        for index, output in zip(self.final, outputs, strict=True):
+            if isinstance(index, Var) and index in self.initial:
+                if index in whole or index in parts:
+                    return None
+                whole[index] = output
+            elif isinstance(index, (E.FloorDiv, E.FloorMod)):
+                var, factor = index.a, index.b
+                if not (
+                    isinstance(var, Var) and var in self.initial and isinstance(factor, IntImm)
+                ):
+                    return None
+                kind = "div" if isinstance(index, E.FloorDiv) else "mod"
+                found = parts.setdefault(var, {})
+                if var in whole or kind in found:
+                    return None
+                found[kind] = (factor.value, output)
+            elif not isinstance(index, IntImm):
+                return None
+        results: list[PrimExpr] = []
+        for var, domain in zip(self.initial, ranges, strict=True):
+            if var in whole:
+                results.append(whole[var])
+                continue
+            found = parts.get(var, {})
+            if set(found) == {"div", "mod"} and found["div"][0] == found["mod"][0] > 0:
+                factor = IntImm(found["div"][0], var.dtype)
+                divides = E.EQ(E.FloorMod(domain.extent, factor), IntImm(0, var.dtype))
+                if not (analyzer.can_prove(divides) and E.is_const_int(domain.min, 0)):
+                    return None
+                results.append(E.Add(E.Mul(found["div"][1], factor), found["mod"][1]))
+            elif not found and analyzer.can_prove_equal(domain.extent, IntImm(1, var.dtype)):
+                results.append(domain.min)
+            else:
+                return None
+        return IndexMap(outputs, tuple(results))
+
+    def output_var(self, position: int) -> Var:
         """An output that is an input variable as it is keeps its name (TVM's naming)."""
         index = self.final[position]
         name = index.name if isinstance(index, Var) and index in self.initial else f"axis{position}"

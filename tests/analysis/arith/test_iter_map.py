@@ -53,10 +53,40 @@ def test_reordered_split() -> None:
     assert result.ok and result.sums[0].extent == 30
 
 
-def test_overlap_is_rejected() -> None:
+def test_overlap_is_surjective_not_bijective() -> None:
+    # `i + j` covers [0, 7) (TVM's surjective maps accept it, as in `h * 2 + rh`)
     v, domains = loops(i=4, j=4)
-    result = detect_iter_map([E.Add(v["i"], v["j"])], domains)
+    result = detect_iter_map([E.Add(v["i"], v["j"])], domains, level=Level.BIJECTIVE)
     assert not result.ok and "fuse" in result.errors[0]
+    result = detect_iter_map([E.Add(v["i"], v["j"])], domains, level=Level.SURJECTIVE)
+    assert result.ok and result.sums[0].extent == 7
+
+
+def test_overlap_extent_and_order() -> None:
+    # i * 6 + j * 2 + k: k first, then the largest smaller scale each time, the extent
+    # growing by each shortfall (TVM gives 53); i * 5 + k + j lists k, i, j (TVM's order)
+    v, domains = loops(i=8, j=5, k=3)
+    index = E.Add(E.Add(E.Mul(v["i"], c(6)), E.Mul(v["j"], c(2))), v["k"])
+    result = detect_iter_map([index], domains)
+    assert result.ok and result.sums[0].extent == 53
+    index = E.Add(E.Add(E.Mul(v["i"], c(5)), v["k"]), v["j"])
+    result = detect_iter_map([index], domains)
+    assert result.ok and [s.mark.source for s in result.sums[0].splits] == [
+        v["k"], v["i"], v["j"]
+    ]
+
+
+def test_gap_is_rejected() -> None:
+    # i * 4 + k with k in [0, 3): the value 3 is never taken
+    v, domains = loops(i=8, k=3)
+    result = detect_iter_map([E.Add(E.Mul(v["i"], c(4)), v["k"])], domains)
+    assert not result.ok and "fuse" in result.errors[0]
+
+
+def test_overlapping_indices_are_not_independent() -> None:
+    v, domains = loops(i=8, k=3)
+    result = detect_iter_map([E.Add(v["i"], v["k"]), v["k"]], domains)
+    assert not result.ok and "twice" in result.errors[0]
 
 
 def test_product_of_iterators_is_not_affine() -> None:

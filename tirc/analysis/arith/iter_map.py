@@ -69,9 +69,16 @@ class _NotAffine(Exception):
 
 
 class _Detector:
-    def __init__(self, domains: Mapping[Var, Range], analyzer: Analyzer, padded: bool = False):
+    def __init__(
+        self,
+        domains: Mapping[Var, Range],
+        analyzer: Analyzer,
+        padded: bool = False,
+        overlap: bool = False,
+    ):
         self.analyzer = analyzer
         self.padded = padded  # accept divisions that do not divide an extent (NO_CHECK)
+        self.overlap = overlap  # accept sums whose terms overlap (`h * 2 + rh`; not BIJECTIVE)
         self.extents: dict[Var, int] = {}
         for var, domain in domains.items():
             if not (isinstance(domain.min, IntImm) and domain.min.value == 0):
@@ -155,27 +162,62 @@ class _Detector:
         """Splits that read as one iterator: one unscaled split, or a fused group."""
         if len(splits) == 1 and splits[0].scale == 1:
             return splits[0]
-        key, extent = self.fuse_key(splits)
+        key, extent, ordered = self.fuse_order(splits)
         self.used.add(_iterators(splits))
         mark = self.fused_marks.get(key)
         if mark is None:
-            ordered = tuple(sorted(splits, key=lambda s: -s.scale))
             mark = self.fused_marks[key] = IterMark(ordered, self.limits.get(key, extent))
         return IterSplit(mark, 1, mark.extent, 1)
 
     def fuse_key(self, splits: list[IterSplit]) -> tuple[Hashable, int]:
-        """Checks that `splits` fuse (scales 1, e1, e1*e2, ...) and gives their key and extent."""
-        expected = 1
-        for split in sorted(splits, key=lambda s: s.scale):
-            if split.extent == 1:
-                continue  # a unit iterator kept as a variable fits at any scale
-            if split.scale != expected:
-                raise _NotAffine(
-                    f"scales do not fuse: expected a term scaled by {expected}, found {split.scale}"
-                )
-            expected *= split.extent
+        """Checks that `splits` fuse and gives their key and extent (see fuse_order)."""
+        key, extent, _ = self.fuse_order(splits)
+        return key, extent
+
+    def fuse_order(self, splits: list[IterSplit]) -> tuple[Hashable, int, tuple[IterSplit, ...]]:
+        """Checks that `splits` fuse into one iterator; gives its key, extent and the splits
+        in the order the fused iterator lists them (highest first).
+
+        Scales must run 1, e1, e1*e2, ...: starting from the last-written split of the
+        smallest scale, the next is the last-written one of exactly the expected scale.
+        Unless `overlap` is off (bijective maps), where none has that scale the one of the
+        largest smaller scale is taken: the terms overlap (`h * 2 + rh` with `rh` in
+        [0, 3)), the extent grows by the overlap, and the fused iterator lists the splits
+        in the reverse of the order taken (TVM's surjective maps).
+        """
         key = tuple(sorted((id(s.mark), s.lower, s.extent, s.scale) for s in splits))
-        return key, expected
+        units = [s for s in splits if s.extent == 1]  # a unit iterator fits at any scale
+        rest = [s for s in splits if s.extent != 1]
+        if not rest:
+            return key, 1, tuple(sorted(splits, key=lambda s: -s.scale))
+        smallest = min(s.scale for s in rest)
+        base = max(i for i, s in enumerate(rest) if s.scale == smallest)
+        if smallest != 1:
+            raise _NotAffine(f"scales do not fuse: expected a term scaled by 1, found {smallest}")
+        taken = [rest.pop(base)]
+        expected, tail, overlapped = taken[0].extent, 0, False
+        while rest:
+            exact = [i for i, s in enumerate(rest) if s.scale == expected]
+            if exact:
+                index = exact[-1]
+            else:
+                smaller = [s.scale for s in rest if s.scale < expected]
+                if not self.overlap or not smaller:
+                    found = min(s.scale for s in rest)
+                    raise _NotAffine(
+                        f"scales do not fuse: expected a term scaled by {expected}, found {found}"
+                    )
+                index = max(i for i, s in enumerate(rest) if s.scale == max(smaller))
+                tail += expected - rest[index].scale
+                overlapped = True
+            split = rest.pop(index)
+            taken.append(split)
+            expected = split.scale * split.extent
+        if overlapped:
+            ordered = tuple(reversed(taken)) + tuple(units)
+        else:
+            ordered = tuple(sorted(splits, key=lambda s: -s.scale))
+        return key, expected + tail, ordered
 
     # -- the predicate -----------------------------------------------------------------------
 
@@ -203,9 +245,8 @@ class _Detector:
         splits, base = self.splits_of(expr)
         if not splits:
             return IterSum((), base, 1)
-        key, extent = self.fuse_key(splits)
+        key, extent, ordered = self.fuse_order(splits)
         self.used.add(_iterators(splits))
-        ordered = tuple(sorted(splits, key=lambda s: -s.scale))
         return IterSum(ordered, base, self.limits.get(key, extent))
 
     def check_predicate_used(self) -> None:
@@ -292,7 +333,12 @@ def detect_iter_map(
     reason = ""
     for prepare in (lambda index: index, analyzer.simplify):
         try:
-            detector = _Detector(domains, analyzer, padded=level is Level.NO_CHECK)
+            detector = _Detector(
+                domains,
+                analyzer,
+                padded=level is Level.NO_CHECK,
+                overlap=level is Level.SURJECTIVE,
+            )
             detector.add_predicate(predicate)
             sums = [detector.index_sum(prepare(index)) for index in indices]
             if level is not Level.NO_CHECK:
@@ -336,7 +382,7 @@ def normalize_iter_map(
     for var, domain in domains.items():
         analyzer.bind(var, domain)
     try:
-        detector = _Detector(domains, analyzer)
+        detector = _Detector(domains, analyzer, overlap=True)
         detector.add_predicate(predicate)
         sums = [detector.index_sum(index) for index in indices]
         detector.check_predicate_used()

@@ -1,13 +1,16 @@
 """bind: run a loop's iterations on the GPU threads or blocks of one thread axis.
 
 Besides the conditions of parallel (reductions allowed on threadIdx.* only), the thread must
-be a known one, the loop not bound to another thread, and no loop around it or inside it
-bound to the same thread. `for i in range(128):` →
-`for i in T.thread_binding(128, thread="threadIdx.x"):`
+be a known one. As in TVM, a loop already bound is rebound, and a loop may be bound to the
+thread of a loop around or inside it (a cooperative fetch under the compute's threadIdx.x
+loop): both then name one thread index, so their extents must be the same.
+`for i in range(128):` → `for i in T.thread_binding(128, thread="threadIdx.x"):`
 """
 
 from __future__ import annotations
 
+from tirc.analysis.arith import Analyzer
+from tirc.ir.expr import PrimExpr
 from tirc.ir.functor import walk
 from tirc.ir.stmt import For, ForKind
 from tirc.schedule.errors import ScheduleError
@@ -38,12 +41,7 @@ def bind(sch: Schedule, loop: SRef, thread: str) -> None:
             "vthread, vthread.x/y/z)",
             loop,
         )
-    bound = _thread_of(loop.loop)
-    if bound is not None and bound != thread:
-        raise ScheduleError(
-            f"{describe(loop)} is already bound to {bound}; a loop runs on one thread axis", loop
-        )
-    _check_no_duplicate(sch, loop, thread)
+    _check_one_extent(sch, loop, thread)
     check_parallelizable(sch, loop, ForKind.THREAD_BINDING, thread)
     set_kind(sch, loop, ForKind.THREAD_BINDING, thread)
 
@@ -52,23 +50,37 @@ def _thread_of(loop: For) -> str | None:
     return loop.thread_binding.thread_tag if loop.thread_binding is not None else None
 
 
-def _check_no_duplicate(sch: Schedule, loop: SRef, thread: str) -> None:
-    """A thread index nested in itself would mean two extents for one index of a kernel."""
+def _check_one_extent(sch: Schedule, loop: SRef, thread: str) -> None:
+    """Nested loops on one thread share its index: two extents for it would contradict."""
+    extent = loop.loop.extent
     for outer in loop.ancestors():
         if outer.is_loop and _thread_of(outer.loop) == thread:
-            raise ScheduleError(
-                f"{describe(outer)} around {describe(loop)} is already bound to {thread}; "
-                "a thread axis can be bound once on a path of nested loops",
-                loop,
-                outer,
-            )
+            if not _same_extent(outer.loop.extent, extent):
+                raise ScheduleError(
+                    f"{describe(outer)} around {describe(loop)} is already bound to {thread} "
+                    f"with extent {_text(outer.loop.extent)}, not {_text(extent)}; nested loops "
+                    "on one thread axis must have one extent",
+                    loop,
+                    outer,
+                )
     inner: list[For] = []
     walk(loop.loop.body, lambda n: inner.append(n) if isinstance(n, For) else None)
     for node in inner:
-        if _thread_of(node) == thread:
+        if _thread_of(node) == thread and not _same_extent(node.extent, extent):
             raise ScheduleError(
                 f"loop {node.loop_var.name} inside {describe(loop)} is already bound to "
-                f"{thread}; a thread axis can be bound once on a path of nested loops",
+                f"{thread} with extent {_text(node.extent)}, not {_text(extent)}; nested "
+                "loops on one thread axis must have one extent",
                 loop,
                 sch.state_owning(loop).get_sref(node),
             )
+
+
+def _same_extent(a: PrimExpr, b: PrimExpr) -> bool:
+    return Analyzer().can_prove_equal(a, b)
+
+
+def _text(expr: PrimExpr) -> str:
+    from tirc.text import script
+
+    return script(expr)

@@ -14,6 +14,7 @@ from tirc.analysis.arith import Analyzer
 from tirc.ir import expr as E
 from tirc.ir.buffer import Range
 from tirc.ir.expr import IntImm, PrimExpr, Var
+from tirc.schedule.block_var_domain import fold
 from tirc.schedule.errors import ScheduleError
 from tirc.schedule.primitives import primitive
 from tirc.schedule.primitives.split import check_plain_loop
@@ -48,19 +49,21 @@ def fuse(sch: Schedule, loops: list[SRef], preserve_unit_iters: bool = True) -> 
         total = analyzer.simplify(E.Mul(total, extent))
     fused = Var("_".join(node.loop_var.name for node in nodes) + "_fused", dtype)
     analyzer.bind(fused, Range(IntImm(0, dtype), total))
+    # Each old variable is `fused // lower % extent`, built with constant folding only and
+    # not simplified: a binding the iterator map cannot normalize keeps this form (so
+    # `x % 48 // 16` stays even where `x < 48`), as TVM leaves it. A unit loop is 0.
     mapping: dict[Var, PrimExpr] = {}
     lower: PrimExpr = IntImm(1, dtype)
     for index in range(len(nodes) - 1, -1, -1):
         node, extent = nodes[index], extents[index]
-        if index == 0:
-            value: PrimExpr = E.FloorDiv(fused, lower)
+        if isinstance(extent, IntImm) and extent.value == 1:
+            value: PrimExpr = IntImm(0, dtype)
+        elif index == 0:
+            value = fold("floordiv", fused, lower)
         else:
-            value = E.FloorDiv(E.FloorMod(fused, analyzer.simplify(E.Mul(lower, extent))), lower)
-            lower = analyzer.simplify(E.Mul(lower, extent))
-        is_unit = isinstance(extent, IntImm) and extent.value == 1
-        if is_unit and not preserve_unit_iters:
-            value = IntImm(0, dtype)
-        mapping[node.loop_var] = _as_dtype(analyzer.simplify(value), node.loop_var.dtype)
+            value = fold("floordiv", fold("floormod", fused, fold("*", lower, extent)), lower)
+        lower = fold("*", lower, extent)
+        mapping[node.loop_var] = _as_dtype(value, node.loop_var.dtype)
     domains = outer_domains(loops[0])
     domains[fused] = Range(IntImm(0, dtype), total)
     body, reuse = rebind(nodes[-1].body, mapping, domains, bool(preserve_unit_iters))

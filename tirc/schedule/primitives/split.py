@@ -21,6 +21,7 @@ from tirc.schedule.rebind import const_value, outer_domains, rebind, serial_loop
 from tirc.schedule.schedule import Schedule, describe
 from tirc.schedule.signature import Kind, Param, Signature, optional
 from tirc.schedule.sref import SRef
+from tirc.text.builder.arith import arithmetic
 
 
 @primitive(
@@ -118,6 +119,7 @@ def _rewrite(
     analyzer, prover = Analyzer(), Analyzer()
     new_vars = [Var(f"{old_var.name}_{index}", dtype) for index in range(len(extents))]
     combined: PrimExpr = IntImm(0, dtype)
+    written: PrimExpr = IntImm(0, dtype)  # the same sum, unsimplified, for the predicate
     for var, extent in zip(new_vars, extents, strict=False):
         unit = isinstance(extent, IntImm) and extent.value == 1
         prover.bind(var, Range(IntImm(0, dtype), extent))
@@ -125,10 +127,11 @@ def _rewrite(
             analyzer.bind(var, Range(IntImm(0, dtype), extent))
         part: PrimExpr = IntImm(0, dtype) if unit and not preserve_unit_iters else var
         combined = E.Add(E.Mul(combined, extent), part)
+        written = arithmetic("+", arithmetic("*", written, extent), part)
     combined = analyzer.simplify(combined)
     guard = None
     if not disable_predication and not prover.can_prove(E.LT(combined, node.extent)):
-        guard = E.LT(combined, node.extent)
+        guard = E.LT(written, node.extent)  # as TVM writes it: `(i_0 * 4 + i_1) * 16 + i_2`
     domains = outer_domains(loop)
     for var, extent in zip(new_vars, extents, strict=False):
         domains[var] = Range(IntImm(0, dtype), extent)

@@ -3,7 +3,8 @@ in the scope where it is defined (the function, for a parameter) goes through th
 
 The buffer is the `buffer_index`-th read (type 0) or write (type 1) of the block. The map must
 be invertible over the buffer's shape, unless `assume_injective_transform`; a map whose image
-is larger than the buffer (padding) needs a `pad_value`, which tirc does not support yet.
+is larger than the buffer (padding) needs a `pad_value`: a block after the buffer's producer
+then stores it into the padding (`buffer_A_padding`, predicated on the padded elements).
 
     A = T.alloc_buffer((64,))                 A = T.alloc_buffer((16, 4))
     A[vi] = ...                        →      A[vi // 4, vi % 4] = ...
@@ -22,9 +23,10 @@ from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var
 from tirc.ir.function import PrimFunc
 from tirc.ir.functor import Mutator, walk
-from tirc.ir.stmt import BufferStore, For, SBlock
+from tirc.ir.stmt import BufferStore, For, SBlock, SeqStmt, Stmt
 from tirc.schedule.errors import ScheduleError
 from tirc.schedule.index_map import IndexMap, IndexMapError, parse_index_map
+from tirc.schedule.layout_padding import pad_in_producer, padded_shape, padding_fill
 from tirc.schedule.primitives import primitive
 from tirc.schedule.schedule import Schedule, describe
 from tirc.schedule.signature import Kind, Param, Signature, optional
@@ -69,13 +71,64 @@ def transform_layout(
     _check_pad_value(padding, buffer, block)
     scope = _defining_scope(state, block, buffer)
     new_shape = _new_shape(mapping, buffer, block)
+    pads = False
     if not assume_injective_transform:
-        _check_invertible(mapping, buffer, new_shape, padding, block)
+        pads = _check_invertible(mapping, buffer, new_shape, padding, block)
     new_buffer = dataclasses.replace(buffer, shape=new_shape)
+    source = scope.block
+    reuse: dict[SBlock, SBlock] = {}
+    if pads:
+        assert padding is not None
+        source = _padded(source, buffer, new_buffer, mapping, padding, reuse, scope, block)
     rewriter = _Rewriter(buffer, new_buffer, mapping)
-    new_scope = rewriter.visit(scope.block)
-    state.replace(scope, new_scope, rewriter.reuse)
+    new_scope = rewriter.visit(source)
+    reuse = {old: rewriter.reuse.get(new, new) for old, new in reuse.items()} | rewriter.reuse
+    state.replace(scope, new_scope, reuse)
     _rebind_parameter(state, buffer, new_buffer)
+
+
+def _padded(
+    scope: SBlock,
+    old: Buffer,
+    new: Buffer,
+    mapping: IndexMap,
+    padding: IndexMap,
+    reuse: dict[SBlock, SBlock],
+    scope_ref: SRef,
+    block: SRef,
+) -> SBlock:
+    """The scope with the padding filled: the statement that writes the buffer (a loop nest
+    at the scope's top level) iterates over the new shape when it can (TVM's first choice),
+    else a padding block follows it."""
+    body = scope.body
+    stmts = list(body.stmts) if isinstance(body, SeqStmt) else [body]
+    writers = [index for index, stmt in enumerate(stmts) if _writes(stmt, old)]
+    if len(writers) != 1:
+        raise ScheduleError(
+            f"padding buffer {old.name} with a pad_value needs one statement of "
+            f"{describe(scope_ref)} that writes it, found {len(writers)}",
+            block,
+        )
+    position = writers[0]
+    producer = stmts[position]
+    rewritten = None
+    if isinstance(producer, For):
+        rewritten = pad_in_producer(producer, old, new, mapping, old.shape, padding)
+    if rewritten is not None:
+        stmts[position], old_block, new_block = rewritten
+        reuse[old_block] = new_block
+    else:
+        stmts.insert(position + 1, padding_fill(new, mapping, old.shape, padding))
+    return dataclasses.replace(scope, body=SeqStmt(tuple(stmts)))
+
+
+def _writes(stmt: Stmt, buffer: Buffer) -> bool:
+    found: list[BufferStore] = []
+    walk(
+        stmt,
+        lambda n: found.append(n) if isinstance(n, BufferStore) and n.buffer is buffer else None,
+    )
+    return bool(found)
 
 
 def access_buffer(block: SRef, index: int, kind: int) -> Buffer:
@@ -158,10 +211,11 @@ def _check_invertible(
     new_shape: tuple,
     padding: IndexMap | None,
     block: SRef,
-) -> None:
+) -> bool:
+    """True when the map pads the buffer (and a pad value was given to fill the padding)."""
     try:
         mapping.inverse(buffer.shape)
-        return
+        return False
     except IndexMapError as error:
         reason = str(error)
     old_size, new_size = _size(buffer.shape), _size(new_shape)
@@ -173,9 +227,16 @@ def _check_invertible(
                 "would introduce padding; give a pad_value (or assume_injective_transform)",
                 block,
             )
+        padded = padded_shape(mapping, buffer.shape)
+        try:
+            if padded is not None and _size(padded) == new_size:
+                mapping.inverse(padded)
+                return True
+        except IndexMapError:
+            pass
         raise ScheduleError(
-            f"padding buffer {buffer.name} with a pad_value (shape {shapes}) is not supported "
-            "by tirc yet",
+            f"padding buffer {buffer.name} (shape {shapes}) with a pad_value is supported for "
+            "maps made of its indices and pairs `i // c, i % c` only",
             block,
         )
     raise ScheduleError(

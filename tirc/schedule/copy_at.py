@@ -1,0 +1,186 @@
+"""What read_at and write_at share: a copy block between a buffer and a cache of it in
+another storage scope, placed in a loop's body and covering what one block under the loop
+accesses over one iteration of it; the block then accesses the cache.
+
+The copy block is named after the cache (`A_shared`), annotated `auto_copy`, and iterates
+over the loops (up to and including the chosen one) its region depends on, in the order the
+region mentions them; its body copies the region element by element.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+
+from tirc.ir import dtype as dt
+from tirc.ir.buffer import Buffer, BufferRegion, Range
+from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var
+from tirc.ir.functor import Mutator, walk
+from tirc.ir.stmt import (
+    Attrs,
+    BufferStore,
+    For,
+    IterType,
+    IterVar,
+    SBlock,
+    SBlockRealize,
+    Stmt,
+)
+from tirc.ir.substitute import substitute
+from tirc.schedule.buffer_access import AccessKind, nth_buffer, region_of
+from tirc.schedule.cache_stage import with_stage_inserted
+from tirc.schedule.errors import ScheduleError
+from tirc.schedule.rebind import serial_loop
+from tirc.schedule.region_bound import relax_block_region
+from tirc.schedule.schedule import Schedule, describe
+from tirc.schedule.sref import SRef
+from tirc.schedule.storage_scope import check_storage_scope, with_scope
+from tirc.text.builder.arith import arithmetic
+
+
+class Direction(enum.Enum):
+    READ = "read"  # copy in before the loop's body
+    WRITE = "write"  # copy out after it
+
+
+def copy_at(
+    sch: Schedule,
+    loop: SRef,
+    block: SRef,
+    buffer_index: int,
+    storage_scope: str,
+    direction: Direction,
+) -> SRef:
+    state = sch.state_owning(block)
+    check_storage_scope(storage_scope, block)
+    scope = block.enclosing_block()
+    assert scope is not None, "the root block is under no loop"
+    if not any(node is loop for node in block.ancestors()) or _scope_of(loop) is not scope:
+        raise ScheduleError(
+            f"{describe(loop)} is not a loop around {describe(block)} in its scope", loop, block
+        )
+    kind = AccessKind.READ if direction is Direction.READ else AccessKind.WRITE
+    buffer = nth_buffer(block, buffer_index, kind)
+    regions = block.block.reads if kind is AccessKind.READ else block.block.writes
+    region = region_of(regions, buffer)
+    assert region is not None
+    relaxed = relax_block_region(region, block, loop)
+    for item in relaxed.region:
+        if not isinstance(item.extent, IntImm):
+            raise ScheduleError(
+                f"the region of {buffer.name} that {describe(block)} accesses in one iteration "
+                f"of {describe(loop)} has a non-constant extent",
+                loop,
+                block,
+            )
+    cache = with_scope(buffer, storage_scope)
+    copy = _copy_nest(relaxed, cache, _outer_loops(loop, scope), direction)
+    new_block = _Redirect(buffer, cache).visit(block.block)
+    position = 0 if direction is Direction.READ else _length(loop.loop.body)
+    new_loop = with_stage_inserted(_Swap(block.block, new_block).visit(loop.loop), position, copy)
+    root = scope.block
+    replaced = _Swap(loop.loop, new_loop).visit(root)
+    new_root = dataclasses.replace(replaced, alloc_buffers=root.alloc_buffers + (cache,))
+    state.replace(scope, new_root, {block.block: new_block})
+    return state.get_sref(_first_block(copy))
+
+
+def _scope_of(loop: SRef) -> SRef | None:
+    node = loop.parent
+    while node is not None and node.is_loop:
+        node = node.parent
+    return node
+
+
+def _outer_loops(loop: SRef, scope: SRef) -> list[For]:
+    """The loops from the scope down to `loop`, outermost first."""
+    found: list[For] = []
+    node: SRef | None = loop
+    while node is not None and node is not scope:
+        if node.is_loop:
+            found.append(node.loop)
+        node = node.parent
+    return list(reversed(found))
+
+
+def _copy_nest(region: BufferRegion, cache: Buffer, loops: list[For], direction: Direction) -> Stmt:
+    by_var = {node.loop_var: node for node in loops}
+    used: list[Var] = []
+
+    def look(node: object) -> None:
+        if isinstance(node, Var) and node in by_var and node not in used:
+            used.append(node)
+
+    for item in region.region:
+        walk(item.min, look)
+    block_vars = [Var(f"v{position}", var.dtype) for position, var in enumerate(used)]
+    renamed = substitute(region, dict(zip(used, block_vars, strict=True)))
+    axes = [Var(f"ax{position}", item.extent.dtype) for position, item in enumerate(renamed.region)]  # type: ignore[attr-defined]
+    indices = tuple(
+        arithmetic("+", item.min, axis) for item, axis in zip(renamed.region, axes, strict=True)
+    )
+    source, target = (
+        (region.buffer, cache) if direction is Direction.READ else (cache, region.buffer)
+    )
+    body: Stmt = BufferStore(target, BufferLoad(source, indices), indices)
+    for axis, item in reversed(list(zip(axes, renamed.region, strict=True))):
+        body = serial_loop(axis, item.extent, body)
+    iter_vars = tuple(
+        IterVar(var, Range(by_var[loop_var].min, by_var[loop_var].extent), IterType.SPATIAL)
+        for var, loop_var in zip(block_vars, used, strict=True)
+    )
+    block = SBlock(
+        cache.name,
+        iter_vars,
+        (BufferRegion(source, renamed.region),),
+        (BufferRegion(target, renamed.region),),
+        body,
+        annotations=Attrs((("auto_copy", True),)),
+    )
+    return SBlockRealize(tuple(used), IntImm(1, dt.BOOL), block)
+
+
+def _length(body: Stmt) -> int:
+    from tirc.ir.stmt import SeqStmt
+
+    return len(body.stmts) if isinstance(body, SeqStmt) else 1
+
+
+def _first_block(stmt: Stmt) -> SBlock:
+    found: list[SBlock] = []
+    walk(stmt, lambda node: found.append(node) if isinstance(node, SBlock) else None)
+    return found[0]
+
+
+class _Redirect(Mutator):
+    """The block's accesses to `old` (body, init, regions) go to `new` instead."""
+
+    def __init__(self, old: Buffer, new: Buffer):
+        self.old, self.new = old, new
+
+    def visit_BufferLoad(self, node: BufferLoad) -> PrimExpr:
+        new: BufferLoad = self.generic_visit(node)  # type: ignore[assignment]
+        return dataclasses.replace(new, buffer=self.new) if new.buffer is self.old else new
+
+    def visit_BufferStore(self, node: BufferStore) -> Stmt:
+        new: BufferStore = self.generic_visit(node)  # type: ignore[assignment]
+        return dataclasses.replace(new, buffer=self.new) if new.buffer is self.old else new
+
+    def visit_BufferRegion(self, node: BufferRegion) -> BufferRegion:
+        new: BufferRegion = self.generic_visit(node)  # type: ignore[assignment]
+        return dataclasses.replace(new, buffer=self.new) if new.buffer is self.old else new
+
+
+class _Swap(Mutator):
+    def __init__(self, old: For | SBlock, new: For | SBlock):
+        self.old, self.new = old, new
+
+    def visit_For(self, node: For) -> For:
+        if node is self.old:
+            return self.new  # type: ignore[return-value]
+        return self.generic_visit(node)  # type: ignore[return-value]
+
+    def visit_SBlock(self, node: SBlock) -> SBlock:
+        if node is self.old:
+            return self.new  # type: ignore[return-value]
+        return self.generic_visit(node)  # type: ignore[return-value]

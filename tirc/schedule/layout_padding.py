@@ -1,0 +1,262 @@
+"""Padding of a layout transformation: where an index map's image is larger than the buffer
+(`lambda i: (i // 4, i % 4)` over 14 elements covers 16), which new elements are padding,
+and the block that fills them with the pad value.
+
+The maps handled are those of splits: each final index is an initial variable, a constant, or
+one of a pair `i // c`, `i % c`; dimension i then pads from N to ceil(N / c) * c elements.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from tirc.ir import dtype as dt
+from tirc.ir import expr as E
+from tirc.ir.buffer import Buffer, BufferRegion, Range
+from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var
+from tirc.ir.functor import walk
+from tirc.ir.stmt import BufferStore, For, IterType, IterVar, SBlock, SBlockRealize, Stmt
+from tirc.ir.structural import expr_key
+from tirc.ir.substitute import Substituter
+from tirc.schedule.index_map import IndexMap
+from tirc.schedule.rebind import serial_loop
+
+
+def _splits(mapping: IndexMap) -> dict[Var, tuple[int, int, int]] | None:
+    """For each initial variable split by the map: (factor, position of i // c, of i % c).
+    None when the map is not made of variables, constants and such pairs."""
+    parts: dict[Var, dict[str, tuple[int, int]]] = {}
+    plain: set[Var] = set()
+    for position, index in enumerate(mapping.final):
+        if _variable(index, mapping) is not None:
+            plain.add(_variable(index, mapping))  # type: ignore[arg-type]
+        elif isinstance(index, (E.FloorDiv, E.FloorMod)):
+            var, factor = _variable(index.a, mapping), index.b
+            if var is None or not (isinstance(factor, IntImm) and factor.value > 0):
+                return None
+            kind = "div" if isinstance(index, E.FloorDiv) else "mod"
+            parts.setdefault(var, {})[kind] = (factor.value, position)
+        elif not isinstance(index, IntImm):
+            return None
+    result = {}
+    for var, found in parts.items():
+        if var in plain or set(found) != {"div", "mod"} or found["div"][0] != found["mod"][0]:
+            return None
+        result[var] = (found["div"][0], found["div"][1], found["mod"][1])
+    return result
+
+
+def _variable(expr: PrimExpr, mapping: IndexMap) -> Var | None:
+    """The initial variable `expr` is, through the cast a legalized map may add."""
+    if isinstance(expr, E.Cast):
+        expr = expr.value
+    return expr if isinstance(expr, Var) and expr in mapping.initial else None
+
+
+def padded_shape(mapping: IndexMap, shape: Sequence[PrimExpr]) -> tuple[PrimExpr, ...] | None:
+    """The buffer's shape rounded up so that the map is a bijection onto its image, or None
+    when the map is not a split map over constant extents."""
+    splits = _splits(mapping)
+    if splits is None:
+        return None
+    result: list[PrimExpr] = []
+    for var, extent in zip(mapping.initial, shape, strict=True):
+        if var not in splits:
+            result.append(extent)
+            continue
+        if not isinstance(extent, IntImm):
+            return None
+        factor = splits[var][0]
+        result.append(IntImm(-(-extent.value // factor) * factor, extent.dtype))
+    return tuple(result)
+
+
+def padding_condition(
+    mapping: IndexMap, shape: Sequence[PrimExpr], outputs: Sequence[PrimExpr]
+) -> PrimExpr | None:
+    """Where the new indices `outputs` address padding: for a dimension of N elements split
+    by c into Q = ceil(N / c) rows, the last row past its N - (Q - 1) * c first elements.
+    None when nothing is padding."""
+    splits = _splits(mapping) or {}
+    condition: PrimExpr | None = None
+    for var, extent in zip(mapping.initial, shape, strict=True):
+        if var not in splits or not isinstance(extent, IntImm):
+            continue
+        factor, outer, inner = splits[var]
+        rows = -(-extent.value // factor)
+        if rows * factor == extent.value:
+            continue
+        dtype = outputs[outer].dtype  # type: ignore[attr-defined]
+        last = E.EQ(outputs[outer], IntImm(rows - 1, dtype))
+        kept = extent.value - (rows - 1) * factor
+        part = E.And(last, E.LE(IntImm(kept, dtype), outputs[inner]))
+        condition = part if condition is None else E.Or(condition, part)
+    return condition
+
+
+def padding_fill(
+    buffer: Buffer, mapping: IndexMap, shape: Sequence[PrimExpr], pad_value: IndexMap
+) -> Stmt:
+    """`buffer_<name>_padding`: loops over the new shape, the block predicated on the
+    padding condition, storing the pad value (a map of the new indices)."""
+    loop_vars = tuple(
+        Var(mapping.output_var(position).name, extent.dtype)  # type: ignore[attr-defined]
+        for position, extent in enumerate(buffer.shape)
+    )
+    block_vars = tuple(Var(f"v_{var.name}", var.dtype) for var in loop_vars)
+    condition = padding_condition(mapping, shape, loop_vars)
+    assert condition is not None, "a padding fill for a map that pads nothing"
+    value = pad_value.map(block_vars)
+    store = BufferStore(buffer, value[0], block_vars)
+    region = BufferRegion(buffer, tuple(Range(var, IntImm(1, var.dtype)) for var in block_vars))
+    iter_vars = tuple(
+        IterVar(var, Range(IntImm(0, var.dtype), extent), IterType.SPATIAL)
+        for var, extent in zip(block_vars, buffer.shape, strict=True)
+    )
+    block = SBlock(f"buffer_{buffer.name}_padding", iter_vars, (), (region,), store)
+    nest: Stmt = SBlockRealize(loop_vars, condition, block)
+    for var, extent in reversed(list(zip(loop_vars, buffer.shape, strict=True))):
+        nest = serial_loop(var, extent, nest)
+    return nest
+
+
+def pad_in_producer(
+    loop: For,
+    old: Buffer,
+    buffer: Buffer,
+    mapping: IndexMap,
+    shape: Sequence[PrimExpr],
+    pad_value: IndexMap,
+) -> tuple[For, SBlock, SBlock] | None:
+    """TVM's first choice: when `loop` heads a perfect nest whose loops bind, in order, the
+    iterators of the one block under it, and that block's leading iterators are the (new)
+    buffer's pre-map indices over its old shape, the block iterates over the new shape
+    instead and stores the pad value on the padding (accesses to `old`, the buffer before
+    the map, become accesses to `buffer` after it):
+
+        for i in range(14): B[vi // 4, vi % 4] = f(vi)     →
+        for axis0, axis1 in T.grid(4, 4):
+            B[v_axis0, v_axis1] = T.if_then_else(pad(v_axis0, v_axis1), 0, f(v_axis0 * 4 + v_axis1))
+
+    Returns (new loop, old block, new block), or None when the nest has another form."""
+    loops: list[For] = [loop]
+    while isinstance(loops[-1].body, For):
+        loops.append(loops[-1].body)
+    realize = loops[-1].body
+    if not isinstance(realize, SBlockRealize) or not E.is_const_int(realize.predicate, 1):
+        return None
+    block = realize.block
+    if len(realize.iter_values) != len(loops) or any(
+        value is not node.loop_var or not E.is_const_int(node.min, 0)
+        for value, node in zip(realize.iter_values, loops, strict=True)
+    ):
+        return None
+    ndim = len(shape)
+    leading = block.iter_vars[:ndim]
+    if len(leading) != ndim or any(
+        iv.iter_type is not IterType.SPATIAL
+        or iv.dom is None
+        or not E.is_const_int(iv.dom.min, 0)
+        or not _same(iv.dom.extent, extent)
+        or not _same(node.extent, extent)
+        for iv, extent, node in zip(leading, shape, loops[:ndim], strict=True)
+    ):
+        return None
+    old_vars = tuple(iv.var for iv in leading)
+    accesses: list[BufferStore | BufferLoad] = []
+    walk(
+        block,
+        lambda n: (
+            accesses.append(n)
+            if isinstance(n, (BufferStore, BufferLoad)) and n.buffer is old
+            else None
+        ),
+    )
+    if not accesses or any(expr_key(n.indices) != expr_key(old_vars) for n in accesses):
+        return None
+    inverse = mapping.inverse(padded_shape(mapping, shape))  # type: ignore[arg-type]
+    loop_vars = tuple(
+        Var(mapping.output_var(position).name, extent.dtype)  # type: ignore[attr-defined]
+        for position, extent in enumerate(buffer.shape)
+    )
+    new_vars = tuple(Var(f"v_{var.name}", var.dtype) for var in loop_vars)
+    old_values = inverse.map(new_vars)
+    condition = padding_condition(mapping, shape, new_vars)
+    pad = pad_value.map(new_vars)[0]
+    rewrite = _ProducerRewrite(
+        dict(zip(old_vars, old_values, strict=True)), old, buffer, new_vars, condition, pad
+    )
+    rest = block.iter_vars[ndim:]
+    iter_vars = tuple(
+        IterVar(var, Range(IntImm(0, var.dtype), extent), IterType.SPATIAL)
+        for var, extent in zip(new_vars, buffer.shape, strict=True)
+    ) + tuple(rewrite.visit(iv) for iv in rest)
+    writes = tuple(
+        BufferRegion(buffer, tuple(Range(var, IntImm(1, var.dtype)) for var in new_vars))
+        if region.buffer is old
+        else rewrite.visit(region)
+        for region in block.writes
+    )
+    reads = tuple(
+        BufferRegion(buffer, tuple(Range(var, IntImm(1, var.dtype)) for var in new_vars))
+        if region.buffer is old
+        else rewrite.visit(region)
+        for region in block.reads
+    )
+    new_block = dataclasses.replace(
+        block,
+        iter_vars=iter_vars,
+        reads=reads,
+        writes=writes,
+        body=rewrite.visit(block.body),
+        init=None if block.init is None else rewrite.visit(block.init),
+    )
+    outer = loops[ndim:]
+    new_realize = SBlockRealize(
+        loop_vars + tuple(node.loop_var for node in outer), IntImm(1, dt.BOOL), new_block
+    )
+    nest: Stmt = new_realize
+    for node in reversed(outer):
+        nest = dataclasses.replace(node, body=nest)
+    for var, extent in reversed(list(zip(loop_vars, buffer.shape, strict=True))):
+        nest = serial_loop(var, extent, nest)
+    assert isinstance(nest, For)
+    return nest, block, new_block
+
+
+def _same(a: PrimExpr, b: PrimExpr) -> bool:
+    return expr_key(a) == expr_key(b) or (
+        isinstance(a, IntImm) and isinstance(b, IntImm) and a.value == b.value
+    )
+
+
+class _ProducerRewrite(Substituter):
+    """Old iterators become their values over the new ones; the buffer's element is
+    addressed by the new iterators and its stores keep the pad value on the padding."""
+
+    def __init__(
+        self,
+        mapping: dict[Var, PrimExpr],
+        old: Buffer,
+        buffer: Buffer,
+        new_vars: tuple[Var, ...],
+        condition: PrimExpr | None,
+        pad: PrimExpr,
+    ):
+        super().__init__(mapping)
+        self.old, self.buffer, self.new_vars = old, buffer, new_vars
+        self.condition, self.pad = condition, pad
+
+    def visit_BufferLoad(self, node: BufferLoad) -> PrimExpr:
+        if node.buffer is self.old:
+            return dataclasses.replace(node, buffer=self.buffer, indices=self.new_vars)
+        return self.generic_visit(node)  # type: ignore[return-value]
+
+    def visit_BufferStore(self, node: BufferStore) -> Stmt:
+        if node.buffer is not self.old:
+            return self.generic_visit(node)  # type: ignore[return-value]
+        value = self.visit(node.value)
+        if self.condition is not None:
+            value = E.Call(value.dtype, "if_then_else", (self.condition, self.pad, value))
+        return dataclasses.replace(node, buffer=self.buffer, value=value, indices=self.new_vars)
