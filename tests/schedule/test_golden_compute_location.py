@@ -83,7 +83,8 @@ def test_interpreter_agrees(before: Path) -> None:
     original = parse(before.read_text(), name=str(before))
     scheduled = _apply(before)
     func, new_func = original["main"], scheduled["main"]
-    inputs = random_inputs(func, seed=7)
+    sizes = json.loads(_header(before.read_text(), "sizes") or "{}")  # shape variables
+    inputs = random_inputs(func, seed=7, sizes=sizes)
     want = {name: np.copy(value) for name, value in inputs.items()}
     got = {name: np.copy(value) for name, value in inputs.items()}
     run(func, want)

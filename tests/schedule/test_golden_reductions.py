@@ -102,15 +102,19 @@ def test_golden(before: Path) -> None:
     replayed, _ = apply_plan(_module(before), read_plan(applied.to_json(), "<trace>"))
     _assert_equal(replayed, got, "first application")
     compared = _header(text, "compare")
-    _assert_same_results(_module(before), got, compared.split(",") if compared else None)
+    sizes = json.loads(_header(text, "sizes") or "{}")  # shape variables
+    _assert_same_results(_module(before), got, compared.split(",") if compared else None, sizes)
 
 
-def _assert_same_results(before: IRModule, after: IRModule, only: list[str] | None) -> None:
+def _assert_same_results(
+    before: IRModule, after: IRModule, only: list[str] | None, sizes: dict[str, int]
+) -> None:
     """The interpreter gives the same outputs before and after (floats within a tolerance:
     a factored reduction adds in another order). A `# compare:` header names the outputs to
-    compare where others may legitimately differ (the index an argmax picks among ties)."""
+    compare where others may legitimately differ (the index an argmax picks among ties); a
+    `# sizes:` header gives the shape variables."""
     name = before.names()[0]
-    inputs = random_inputs(before[name], 0)
+    inputs = random_inputs(before[name], 0, sizes=sizes)
     results = []
     for module in (before, after):
         args = {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in inputs.items()}

@@ -9,7 +9,7 @@ becomes a predicate where the loops cannot express it. TVM's rules, so that the 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from tirc.analysis.arith import Analyzer
@@ -17,6 +17,7 @@ from tirc.analysis.arith.iter_map import IterSplit, IterSum, Level, detect_iter_
 from tirc.ir import expr as E
 from tirc.ir.buffer import Buffer, Range
 from tirc.ir.expr import IntImm, PrimExpr, Var
+from tirc.schedule.symbolic_dims import is_constant, lone_symbolic_dims
 from tirc.ir.stmt import IterVar
 from tirc.text.builder.arith import arithmetic
 
@@ -208,13 +209,20 @@ def _solve_affine(
     if not all(_is_single_point(interval, analyzer) for interval in have):
         return False
     var_ranges = {iv.var: iv.dom for iv in iter_vars if iv.dom is not None}
-    if not all(
-        isinstance(r.min, IntImm) and isinstance(r.extent, IntImm) for r in var_ranges.values()
-    ):
-        return False
     indices = [interval.min for interval in have]
-    result = detect_iter_map(indices, var_ranges, None, Level.BIJECTIVE)  # type: ignore[arg-type]
-    if not result.ok or not result.sums:
+    lone = lone_symbolic_dims(indices, var_ranges)
+    if lone is None:
+        return False
+    affine_dims = [dim for dim in range(len(indices)) if dim not in lone]
+    constant_ranges = {var: dom for var, dom in var_ranges.items() if is_constant(dom)}
+    sums: list[IterSum] = []
+    if affine_dims:
+        picked = [indices[dim] for dim in affine_dims]
+        result = detect_iter_map(picked, constant_ranges, None, Level.BIJECTIVE)  # type: ignore[arg-type]
+        if not result.ok or not result.sums:
+            return False
+        sums = result.sums
+    elif not lone:
         return False
     if not all(interval.is_bounded for interval in want):
         return False
@@ -222,8 +230,17 @@ def _solve_affine(
         Interval(IntImm(0, buffer.shape[dim].dtype), _last_index(buffer, dim))  # type: ignore[attr-defined]
         for dim in range(buffer.ndim)
     ]
-    inverse_want = _inverse_intervals(result.sums, want, analyzer)
-    inverse_whole = _inverse_intervals(result.sums, whole, analyzer)
+
+    def invert(region: Region) -> dict[Var, PrimExpr] | None:
+        found = inverse_iter_map(sums, [region[dim] for dim in affine_dims])  # type: ignore[misc]
+        if found is None:
+            return None
+        for dim, (var, base) in lone.items():
+            found[var] = fold("-", region[dim], base)  # type: ignore[arg-type]
+        return found
+
+    inverse_want = _inverse_intervals(invert, want, analyzer)
+    inverse_whole = _inverse_intervals(invert, whole, analyzer)
     if inverse_want is None or inverse_whole is None:
         return False
     for var, dom in inverse_want.items():
@@ -232,10 +249,12 @@ def _solve_affine(
 
 
 def _inverse_intervals(
-    sums: list[IterSum], region: Region, analyzer: Analyzer
+    invert: Callable[[list[PrimExpr]], dict[Var, PrimExpr] | None],
+    region: Region,
+    analyzer: Analyzer,
 ) -> dict[Var, Interval] | None:
-    low = inverse_iter_map(sums, [interval.min for interval in region])  # type: ignore[misc]
-    high = inverse_iter_map(sums, [interval.max for interval in region])  # type: ignore[misc]
+    low = invert([interval.min for interval in region])  # type: ignore[misc]
+    high = invert([interval.max for interval in region])  # type: ignore[misc]
     if low is None or high is None:
         return None
     result = {}

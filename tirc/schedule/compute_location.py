@@ -35,6 +35,7 @@ from tirc.schedule.insertion_point import find_split, loop_children
 from tirc.schedule.properties import not_complete, not_reduction, realize_of
 from tirc.schedule.schedule import Schedule, describe
 from tirc.schedule.scope import BlockScope, DepKind
+from tirc.schedule.shape_bounds import mark_shape_vars
 from tirc.schedule.sref import SRef
 from tirc.schedule.state import ScheduleState
 
@@ -56,6 +57,7 @@ def move_block_under_loop(
     consumers = related_blocks(scope, block, upstream=False)
     _check_complete_or_reduction(scope, block)
     analyzer = Analyzer()
+    mark_shape_vars(analyzer, state.func)
     _check_same_scope(block, loop, root, analyzer)
     if is_compute_at:
         _check_not_output(block, root)
@@ -277,11 +279,11 @@ def _loop_nest(
         value = values[-1]
         if bound.min is not None:
             lower = fold(">=", value, bound.min)
-            if not analyzer.can_prove(lower):
+            if not analyzer.can_prove(lower, symbolic=True):
                 predicate = lower if predicate is None else E.And(predicate, lower)
         if bound.max is not None:
             upper = fold("<", value, fold("+", bound.max, IntImm(1, bound.max.dtype)))  # type: ignore[attr-defined]
-            if not analyzer.can_prove(upper):
+            if not analyzer.can_prove(upper, symbolic=True):
                 predicate = upper if predicate is None else E.And(predicate, upper)
     condition = (
         IntImm(1, dt.BOOL)

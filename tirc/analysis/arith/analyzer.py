@@ -11,12 +11,17 @@ from tirc.ir.expr import IntImm, PrimExpr, Var
 class Analyzer:
     """Bounds of variables, and simplification and proofs under them.
 
-    `bind(var, Range)` records `min <= var < min + extent` when both are constant (the usual
-    case for loops and block iteration variables); symbolic ranges are not yet used.
+    `bind(var, Range)` records the constant bounds of `min <= var < min + extent` (`i` in
+    `[0, n)` is at least 0) and the Range itself, which symbolic proofs relax over:
+
+        bind(i, Range(0, n)); can_prove(i < n, symbolic=True)    ->  True  (n - i >= 1)
+
+    `mark_non_negative(n)` records what a schedule knows of its buffers' shape variables.
     """
 
     def __init__(self) -> None:
         self.ranges: dict[Var, Bound] = {}
+        self.domains: dict[Var, Range] = {}
 
     def bind(self, var: Var, domain: Range | Bound) -> None:
         if isinstance(domain, Range):
@@ -26,9 +31,15 @@ class Analyzer:
                 bound = Bound(low.min, None)
             else:
                 bound = Bound(low.min, low.max + extent.max - 1)
+            self.domains[var] = domain
         else:
             bound = domain
+            self.domains.pop(var, None)
         self.ranges[var] = bound
+
+    def mark_non_negative(self, var: Var) -> None:
+        """Record `var >= 0` (a shape variable), keeping what else is known of it."""
+        self.ranges[var] = self.ranges.get(var, Bound(None, None)).intersect(Bound(0, None))
 
     def const_bound(self, expr: PrimExpr) -> Bound:
         return const_bound(expr, self.ranges)
@@ -37,10 +48,45 @@ class Analyzer:
         result: PrimExpr = Simplifier(self.ranges).visit(expr)
         return result
 
-    def can_prove(self, condition: PrimExpr) -> bool:
-        """True only when `condition` holds for every value of the known variables."""
+    def can_prove(self, condition: PrimExpr, symbolic: bool = False) -> bool:
+        """True only when `condition` holds for every value of the known variables.
+
+        With `symbolic`, an integer comparison the simplifier leaves open is tried once more
+        as `b - a >= 1` (for `a < b`; likewise <=, >, >=) by relaxing the difference over the
+        bound ranges, symbolic ends included, and bounding the relaxed least value:
+
+            i in [0, n):  n - i  relaxes to  [n - (n - 1), n],  least value 1  ->  i < n
+        """
         result = self.simplify(condition)
-        return isinstance(result, IntImm) and result.value != 0
+        if isinstance(result, IntImm):
+            return result.value != 0
+        if not symbolic:
+            return False
+        return self._prove_by_relaxing(condition)
+
+    def _prove_by_relaxing(self, condition: PrimExpr) -> bool:
+        from tirc.analysis.arith.int_set import relax
+        from tirc.ir import expr as E
+
+        shapes = {
+            E.LT: lambda a, b: (b, a, 1),
+            E.LE: lambda a, b: (b, a, 0),
+            E.GT: lambda a, b: (a, b, 1),
+            E.GE: lambda a, b: (a, b, 0),
+        }
+        shape = shapes.get(type(condition))
+        if shape is None:
+            return False
+        a, b = condition.a, condition.b  # type: ignore[attr-defined]
+        if not (a.dtype.is_integer and a.dtype.is_scalar):
+            return False
+        upper, lower, least = shape(a, b)
+        difference = self.simplify(E.Sub(upper, lower))
+        relaxed = relax(difference, self.domains, self)
+        if relaxed.min is None:
+            return False
+        low = self.const_bound(self.simplify(relaxed.min)).min
+        return low is not None and low >= least
 
     def can_prove_equal(self, a: PrimExpr, b: PrimExpr) -> bool:
         from tirc.ir.expr import Sub

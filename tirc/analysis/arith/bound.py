@@ -79,13 +79,40 @@ def _mul(a: Bound, b: Bound) -> Bound:
 
 
 def _floordiv(a: Bound, divisor: Bound) -> Bound:
+    if not divisor.is_const and divisor.min is not None and divisor.min >= 0:
+        return _floordiv_by_positive(a, max(divisor.min, 1), divisor.max)
     if not divisor.is_const or divisor.min is None or divisor.min <= 0:
         return EVERYTHING
     d = divisor.min
     return Bound(None if a.min is None else a.min // d, None if a.max is None else a.max // d)
 
 
+def _floordiv_by_positive(a: Bound, low: int, high: int | None) -> Bound:
+    """`a // d` for a divisor d in [low, high] (high None: unbounded), low >= 1.
+
+    For a fixed dividend v the quotient moves monotonically towards 0 (v >= 0) or -1 (v < 0)
+    as d grows, and for a fixed d it grows with v, so the corners bound it:
+
+        [-1, 5] // [1, inf)   ->   [-1, 5]
+    """
+
+    def far(v: int) -> int:  # v // d for the largest d
+        if high is not None:
+            return v // high
+        return 0 if v >= 0 else -1
+
+    least = None if a.min is None else min(a.min // low, far(a.min))
+    most = None if a.max is None else max(a.max // low, far(a.max))
+    return Bound(least, most)
+
+
 def _floormod(a: Bound, divisor: Bound) -> Bound:
+    if not divisor.is_const and divisor.min is not None and divisor.min >= 0:
+        # x % d with 1 <= d: in [0, d - 1], and no more than x when x is non-negative
+        high = None if divisor.max is None else divisor.max - 1
+        if a.min is not None and a.min >= 0 and a.max is not None:
+            high = a.max if high is None else min(high, a.max)
+        return Bound(0, high)
     if not divisor.is_const or divisor.min is None or divisor.min <= 0:
         return EVERYTHING
     d = divisor.min

@@ -110,8 +110,20 @@ def _mul(relaxer: _Relaxer, expr: E.Mul) -> IntervalSet:
     return relaxer.combine(lambda v, _: E.Mul(v, factor), (x.max, factor), (x.min, factor))
 
 
+def _symbolic_divisor(relaxer: _Relaxer, divisor: PrimExpr) -> bool:
+    """A divisor that is one value as the domains range (a shape variable) and is never
+    negative: floor division by it is monotone, floor modulo lies in [0, divisor - 1]."""
+    if _const(divisor) is not None or relaxer._depends(divisor):
+        return False
+    low = relaxer.analyzer.const_bound(divisor).min
+    return low is not None and low >= 0
+
+
 def _floordiv(relaxer: _Relaxer, expr: E.FloorDiv) -> IntervalSet:
     divisor = _const(expr.b)
+    if _symbolic_divisor(relaxer, expr.b):
+        a = relaxer.relax(expr.a)
+        return relaxer.combine(E.FloorDiv, (a.min, expr.b), (a.max, expr.b))
     if divisor is None or divisor <= 0:
         return _by_bounds(relaxer, expr)
     a = relaxer.relax(expr.a)
@@ -120,6 +132,9 @@ def _floordiv(relaxer: _Relaxer, expr: E.FloorDiv) -> IntervalSet:
 
 def _floormod(relaxer: _Relaxer, expr: E.FloorMod) -> IntervalSet:
     divisor = _const(expr.b)
+    if _symbolic_divisor(relaxer, expr.b):
+        last = relaxer.simplify(E.Sub(expr.b, IntImm(1, expr.dtype)))
+        return IntervalSet(IntImm(0, expr.dtype), last)
     if divisor is None or divisor <= 0:
         return _by_bounds(relaxer, expr)
     a = relaxer.relax(expr.a)

@@ -63,6 +63,10 @@ class Simplifier(Mutator):
         if not _is_index(rebuilt):  # type: ignore[arg-type]
             return rebuilt  # type: ignore[return-value]
         divisor = _const(b)
+        if divisor is None:
+            symbolic = self._symbolic_division(a, b, is_mod)
+            if symbolic is not None:
+                return symbolic
         if divisor is None or divisor <= 0:
             if _const(a) is not None and divisor is not None and divisor != 0:
                 value = (
@@ -118,6 +122,40 @@ class Simplifier(Mutator):
         if is_mod:
             return E.FloorMod(rest_expr, b)
         quotient.add_term(E.FloorDiv(rest_expr, b), 1)
+        return from_sum(quotient)
+
+    def _symbolic_division(self, a: PrimExpr, b: PrimExpr, is_mod: bool) -> PrimExpr | None:
+        """Multiples of a non-negative divisor `d` leave the dividend:
+
+            (x * d + y) // d  ->  x + y // d        (x * d + y) % d  ->  y % d
+            (d * 32 - 1) // d ->  -1 // d + 32      (d * 4) % d      ->  0
+        """
+        bound = self.bound(b)
+        if bound.min is None or bound.min < 0:
+            return None
+        dtype = a.dtype  # type: ignore[attr-defined]
+        divisor_key = expr_key(b)
+        total = to_sum(a)
+        quotient, rest = Sum(dtype), Sum(dtype)
+        rest.const = total.const
+        for atom, coeff in total.terms.values():
+            if expr_key(atom) == divisor_key:
+                quotient.const += coeff
+            elif isinstance(atom, E.Mul) and expr_key(atom.b) == divisor_key:
+                quotient.add_term(atom.a, coeff)
+            elif isinstance(atom, E.Mul) and expr_key(atom.a) == divisor_key:
+                quotient.add_term(atom.b, coeff)
+            else:
+                rest.add_term(atom, coeff)
+        if quotient.is_const and quotient.const == 0:
+            return None
+        rest_expr = from_sum(rest)
+        if is_mod:
+            if rest.is_const and rest.const == 0:
+                return IntImm(0, dtype)
+            return self.visit(E.FloorMod(rest_expr, b))
+        if not (rest.is_const and rest.const == 0):
+            quotient.add_term(E.FloorDiv(rest_expr, b), 1)
         return from_sum(quotient)
 
     def _common_factor(self, rest: Sum, divisor: int) -> tuple[int, PrimExpr, PrimExpr] | None:
@@ -195,6 +233,9 @@ class Simplifier(Mutator):
             return rebuilt  # type: ignore[return-value]
         if expr_key(a) == expr_key(b):
             return a  # type: ignore[no-any-return]
+        absorbed = _absorbed(a, b, E.Max if pick_min else E.Min)
+        if absorbed is not None:
+            return absorbed
         difference = self.bound(self.visit(E.Sub(a, b)))
         if difference.max is not None and difference.max <= 0:
             return a if pick_min else b  # type: ignore[no-any-return]
@@ -277,6 +318,16 @@ class Simplifier(Mutator):
         if bound is not None and bound.is_const and _is_index(node):
             return IntImm(bound.min, node.dtype)  # type: ignore[arg-type]
         return node
+
+
+def _absorbed(a: PrimExpr, b: PrimExpr, inner: type) -> PrimExpr | None:
+    """The absorption laws: min(max(x, y), x) -> x and max(min(x, y), y) -> y, either side."""
+    for outer_arg, other in ((a, b), (b, a)):
+        if isinstance(outer_arg, inner):
+            key = expr_key(other)
+            if key in (expr_key(outer_arg.a), expr_key(outer_arg.b)):  # type: ignore[attr-defined]
+                return other
+    return None
 
 
 def _decide_lt(d: Bound) -> bool | None:

@@ -35,6 +35,8 @@ from tirc.schedule.schedule import Schedule, describe
 from tirc.schedule.signature import Kind, Param, Signature
 from tirc.schedule.sref import SRef
 from tirc.schedule.state import ScheduleState
+from tirc.schedule.symbolic_dims import is_constant, lone_symbolic_dims
+from tirc.schedule.block_var_domain import fold
 
 
 @primitive(
@@ -129,9 +131,7 @@ def _plan(block: SRef, producer: SRef, buffer: Buffer) -> _Plan:
     producer_store = producer.block.body
     if not isinstance(producer_store, BufferStore):
         raise refuse("the producer's body is not a single BufferStore")
-    domains = {iv.var: iv.dom for iv in consumer.iter_vars if iv.dom is not None}
-    detected = detect_iter_map(indices, domains, level=Level.NO_CHECK)
-    inverse = None if detected.errors else inverse_iter_map(detected.sums, producer_store.indices)
+    inverse = _invert_indices(consumer, indices, producer_store.indices)
     if inverse is None:
         raise refuse(
             f"the indices of {buffer.name} are not a bijective affine map of the consumer's "
@@ -149,6 +149,29 @@ def _plan(block: SRef, producer: SRef, buffer: Buffer) -> _Plan:
     if guard is False:
         raise refuse("the producer does not compute everything the consumer reads")
     return _Plan(buffer, consumer, store, mapping, producer.block, guard)  # type: ignore[arg-type]
+
+
+def _invert_indices(
+    consumer: SBlock, indices: tuple[PrimExpr, ...], values: tuple[PrimExpr, ...]
+) -> dict[Var, PrimExpr] | None:
+    """The consumer's iterators in terms of the producer's store indices `values`, where the
+    consumer's `indices` are a bijective affine map of them (dimensions read by a lone
+    iterator of symbolic extent are inverted directly); None when they are not."""
+    domains = {iv.var: iv.dom for iv in consumer.iter_vars if iv.dom is not None}
+    lone = lone_symbolic_dims(list(indices), domains)
+    if lone is None:
+        return None
+    rest = [dim for dim in range(len(indices)) if dim not in lone]
+    constant = {var: dom for var, dom in domains.items() if is_constant(dom)}
+    detected = detect_iter_map([indices[dim] for dim in rest], constant, level=Level.NO_CHECK)
+    if detected.errors:
+        return None
+    inverse = inverse_iter_map(detected.sums, [values[dim] for dim in rest])
+    if inverse is None:
+        return None
+    for dim, (var, base) in lone.items():
+        inverse[var] = fold("-", values[dim], base)
+    return inverse
 
 
 def _is_unit(dom: Range | None) -> bool:
@@ -192,8 +215,14 @@ def _guard(
             E.LT(interval.max, E.Sub(high, IntImm(1, high.dtype)))
         ):
             return False
-        for condition in (E.LE(low, value), E.LT(value, high)):
-            if not analyzer.can_prove(condition):
+        # each end holds where the analyzer proves it of the value, or of the value's range
+        # (which also settles symbolic ends: `v < n` for v in [0, n - 1])
+        ends = (
+            (E.LE(low, value), E.LE(low, interval.min)),
+            (E.LT(value, high), E.LT(interval.max, high)),
+        )
+        for condition, of_range in ends:
+            if not analyzer.can_prove(condition) and not analyzer.can_prove(of_range):
                 guard = condition if guard is None else E.And(guard, condition)
     return guard
 
