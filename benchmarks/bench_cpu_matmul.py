@@ -65,6 +65,8 @@ def child(threads: int, kernel: str, plan: str, n: int) -> dict[str, float]:
 
 
 def compile_time() -> float:
+    from bench_kernels import matmul_sample_plan
+
     """Whole-process `tirc compile` of the matmul sample with its plan (best of 3)."""
     tirc = [sys.executable, "-m", "tirc"]
     probe = subprocess.run([*tirc, "compile", "--help"], capture_output=True, text=True)
@@ -79,7 +81,7 @@ def compile_time() -> float:
                 "compile",
                 str(ROOT / "samples/matmul.tir"),
                 "--plan",
-                str(ROOT / "samples/matmul.plan.json"),
+                matmul_sample_plan(),
                 "-o",
                 os.devnull,
             ],
@@ -91,10 +93,12 @@ def compile_time() -> float:
 
 
 def main() -> None:
+    from bench_kernels import matmul_sample_plan
+
     cores = os.cpu_count() or 1
     print(f"{cores} CPUs; medians; GFLOP/s (tirc / numpy)")
     for kernel, plan, n in (
-        ("matmul.tir", "matmul.plan.json", 128),
+        ("matmul.tir", Path(matmul_sample_plan()).name, 128),
         ("bench/matmul1024.tir", "bench/matmul1024.plan.json", 1024),
     ):
         for threads in sorted({1, cores}):

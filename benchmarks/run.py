@@ -1,7 +1,7 @@
 """`make bench`: tirc's benchmarks, each printed as one line.
 
-Whole-process start-up (`tirc --version`, `tirc print`), text throughput, scheduling; kernel
-benchmarks against numpy and TVM join the BENCHMARKS list as they land.
+Whole-process start-up (`tirc --version`, `tirc print`), text throughput, scheduling, and the
+CPU kernels against numpy and TVM (bench_kernels.py, several lines).
 """
 
 from __future__ import annotations
@@ -96,12 +96,21 @@ def schedule_plan() -> str:
     return summary()
 
 
+def cpu_kernels() -> str:
+    """matmul, conv2d, add and softmax compiled for the CPU against numpy and TVM 0.27 with
+    the same plans, and whole-process compile time against TVM's (bench_kernels.py)."""
+    from bench_kernels import report
+
+    return "\n".join(report(quick=True))
+
+
 BENCHMARKS: list[Callable[[], str]] = [
     version_startup,
     print_sample,
     parse_print,
     interp_matmul,
     schedule_plan,
+    cpu_kernels,
 ]
 
 

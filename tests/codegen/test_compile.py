@@ -17,7 +17,7 @@ from tirc.diagnostics import DiagnosticError
 from tirc.driver.compile import compile_file, depfile_path
 
 MATMUL = str(SAMPLES / "matmul.tir")
-PLAN = str(SAMPLES / "matmul.plan.json")
+PLAN = str(SAMPLES / "matmul.cpu.plan.json")
 SNAPSHOT = Path(__file__).parent / "snapshots" / "elementwise.ll"
 REGENERATE = os.environ.get("TIRC_REGENERATE") == "1"
 

@@ -14,7 +14,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tirc.diagnostics import DiagnosticError
+from tirc.diagnostics import DiagnosticError, Note
 from tirc.driver.defines import parse_defines
 from tirc.driver.exit_code import ExitCode
 from tirc.driver.output import STDOUT, write_output
@@ -50,8 +50,14 @@ def compile_file(
             None, f"unknown --emit kind '{emit}' (expected one of: {', '.join(EMIT_SUFFIXES)})"
         )
     if not target.split() or target.split()[0] not in ("cpu", "llvm"):
+        import difflib
+
+        kinds = ("cpu", "llvm", "cuda", "nvptx")
+        close = difflib.get_close_matches(target.split()[0] if target.split() else "", kinds, n=1)
         raise DiagnosticError.at(
-            None, f"target '{target}' cannot be compiled yet (the CPU backend takes 'cpu')"
+            None,
+            f"target '{target}' cannot be compiled yet (the CPU backend takes 'cpu')",
+            *([Note(f"did you mean '{close[0]}'?")] if close else []),
         )
     check_stdin_once([p for p in (path, plan, pipeline, intrinsics) if p is not None])
     output = output if output is not None else default_output(path, emit)

@@ -1,7 +1,9 @@
 """`tirc compile --target cuda`: CUDA C, PTX (through NVRTC or LLVM's NVPTX target) and cubin.
 
 `--target cuda -arch=sm_80` picks the architecture (default sm_90). PTX goes through NVRTC
-when cuda-python is installed and through llvmlite otherwise, or as `ptx_via` says.
+when cuda-python is installed and through llvmlite otherwise, or as `ptx_via` says. `prefix`
+renames every function (so kernels `f_kernel` and launchers `f_launch` of several files link
+into one program), and a depfile names every file read, as for the CPU target.
 """
 
 from __future__ import annotations
@@ -34,8 +36,11 @@ def compile_cuda_file(
     defines: Sequence[str] = (),
     arch: str = "sm_90",
     ptx_via: str | None = None,
+    depfile: str | None = None,
+    prefix: str = "",
 ) -> int:
-    """Parse, schedule with `plan`, lower for cuda, and write `emit` to `output`."""
+    """Parse, schedule with `plan`, lower for cuda, and write `emit` to `output` (and the make
+    rule of what it read to `depfile`)."""
     check_stdin_once([p for p in (path, plan) if p is not None])
     arch = target_arch(target, arch)
     if emit not in EMITS:
@@ -52,10 +57,27 @@ def compile_cuda_file(
         module, _ = apply_plan_file(module, plan)
     from tirc.driver.lower import lower_module
 
-    lowered = lower_module(module, target="cuda")
+    lowered = with_prefix(lower_module(module, target="cuda"), prefix)
     name = "<stdin>" if path == STDIN else os.path.basename(path)
-    write_output(output, cuda_artifact(lowered, emit, arch=arch, ptx_via=ptx_via, source_name=name))
+    data = cuda_artifact(lowered, emit, arch=arch, ptx_via=ptx_via, source_name=name)
+    if depfile is not None:
+        from tirc.driver.compile import default_pipeline_file, depfile_text
+
+        inputs = [path, plan, default_pipeline_file("cuda")]
+        write_output(depfile, depfile_text(output, [p for p in inputs if p and p != STDIN]))
+    write_output(output, data)
     return ExitCode.OK
+
+
+def with_prefix(module: IRModule, prefix: str) -> IRModule:
+    """`module` with `prefix` before every function name, which names its kernels and
+    launchers: `main` becomes `softmax_main`, launched by `softmax_main_launch`."""
+    if not prefix:
+        return module
+    from tirc.ir.function import IRModule
+
+    functions = tuple((prefix + name, func) for name, func in module.functions)
+    return IRModule(functions, module.attrs, module.is_bare)
 
 
 def cuda_artifact(

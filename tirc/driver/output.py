@@ -10,7 +10,6 @@ import errno
 import os
 import stat
 import sys
-import tempfile
 
 from tirc.diagnostics import DiagnosticError
 from tirc.driver.source import describe
@@ -48,6 +47,8 @@ def is_special_file(path: str) -> bool:
 
 
 def replace_atomically(path: str, payload: bytes) -> None:
+    import tempfile
+
     directory, name = os.path.split(path)
     descriptor, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
     try:

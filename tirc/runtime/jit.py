@@ -102,6 +102,12 @@ def aligned_array(array: np.ndarray, alignment: int = 64) -> np.ndarray:
     """`array` itself when dense and aligned, else an aligned dense copy."""
     if array.flags.c_contiguous and array.ctypes.data % alignment == 0:
         return array
+    return aligned_copy(array, alignment)
+
+
+def aligned_copy(array: np.ndarray, alignment: int = 64) -> np.ndarray:
+    """A dense copy of `array` at an `alignment`-byte boundary: arguments made once this way
+    are called with no copy per call (numpy's own large arrays are 16-byte aligned)."""
     raw = np.empty(array.nbytes + alignment, dtype=np.uint8)
     start = -raw.ctypes.data % alignment
     copy = raw[start : start + array.nbytes].view(array.dtype).reshape(array.shape)

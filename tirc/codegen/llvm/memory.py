@@ -1,6 +1,10 @@
-"""Buffer loads and stores. A contiguous Ramp index is one vector load or store; any other
-vector index, and any predicated access, goes lane by lane, each masked lane behind a branch
-so that it never touches memory."""
+"""Buffer loads and stores. A contiguous Ramp index is one vector load or store, and with a
+predicate one masked load or store (`llvm.masked.load/store`: masked lanes touch no memory and
+load zero); any other vector index goes lane by lane, a masked lane behind a branch so that it
+never touches memory.
+
+    A[Ramp(b, 1, 16)] if Ramp(b, 1, 16) < 20  ->  llvm.masked.load(&A[b], mask, zeroinitializer)
+"""
 
 from __future__ import annotations
 
@@ -102,6 +106,16 @@ def emit_load(em: Emitter, load: E.BufferLoad) -> ir.Value:
         return _from_memory(em, value, load.dtype)
     if buffer.dtype.lanes != 1:
         raise unsupported(load, "vector indices into buffers of vector elements")
+    typ = T.memory_type(load.dtype)
+    if base is not None and load.predicate is not None and _masked_suffix(typ) is not None:
+        address = _address(em, buffer, em.index(base))
+        mask = _mask(em, em.expr(load.predicate), lanes)
+        intrinsic = em.declare(
+            f"llvm.masked.load.{_masked_suffix(typ)}.p0", typ, [T.POINTER, T.I32, mask.type, typ]
+        )
+        align = ir.Constant(T.I32, _alignment(buffer.dtype))
+        value = em.builder.call(intrinsic, [address, align, mask, ir.Constant(typ, None)])
+        return _from_memory(em, value, load.dtype)
     indices = em.expr(index)
     mask = em.expr(load.predicate) if load.predicate is not None else None
     result: ir.Value = ir.Constant(T.value_type(load.dtype), None)
@@ -146,6 +160,19 @@ def emit_store(
         return
     if buffer.dtype.lanes != 1:
         raise unsupported(value_expr, "vector indices into buffers of vector elements")
+    memory = _to_memory(em, value, dtype)
+    if base is not None and predicate is not None and _masked_suffix(memory.type) is not None:
+        address = _address(em, buffer, em.index(base))
+        mask = _mask(em, em.expr(predicate), lanes)
+        intrinsic = em.declare(
+            f"llvm.masked.store.{_masked_suffix(memory.type)}.p0",
+            ir.VoidType(),
+            [memory.type, T.POINTER, T.I32, mask.type],
+        )
+        em.builder.call(
+            intrinsic, [memory, address, ir.Constant(T.I32, _alignment(buffer.dtype)), mask]
+        )
+        return
     positions = em.expr(index)
     mask = em.expr(predicate) if predicate is not None else None
     for lane in range(lanes):
@@ -163,6 +190,28 @@ def emit_store(
             store_lane()
         else:
             _guarded_effect(em, _lane(em, mask, lane), store_lane)
+
+
+def _masked_suffix(typ: ir.Type) -> str | None:
+    """The overload suffix of a masked intrinsic on vectors of `typ` (`v16f32`), or None for
+    an element type the suffix is not spelled for here."""
+    if not isinstance(typ, ir.VectorType):
+        return None
+    element = typ.element
+    if isinstance(element, ir.IntType):
+        name = f"i{element.width}"
+    elif isinstance(element, (ir.FloatType, ir.DoubleType, ir.HalfType)):
+        name = {ir.FloatType: "f32", ir.DoubleType: "f64", ir.HalfType: "f16"}[type(element)]
+    else:
+        return None
+    return f"v{typ.count}{name}"
+
+
+def _mask(em: Emitter, predicate: ir.Value, lanes: int) -> ir.Value:
+    """The predicate as an `<lanes x i1>` mask (a scalar predicate holds for every lane)."""
+    if not isinstance(predicate.type, ir.VectorType):
+        return broadcast(em, predicate, lanes)
+    return predicate
 
 
 def _lane(em: Emitter, vector: ir.Value, lane: int) -> ir.Value:

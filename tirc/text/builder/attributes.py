@@ -1,5 +1,6 @@
 """`value.name` for the values that have attributes: buffers (`A.data`, `A.shape`,
-`A.elem_offset`, `A.view(...)`), iteration variables (`tx.var`) and expressions (`x.dtype`).
+`A.elem_offset`, `A.view(...)`, `A.vload(...)`, `A.vstore(...)`), iteration variables
+(`tx.var`) and expressions (`x.dtype`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,18 @@ def _scope_method(ev: Any, buffer: Buffer, inv: Any) -> str:
     return buffer.scope
 
 
+def _vload_method(ev: Any, buffer: Buffer, inv: Any) -> Any:
+    from tirc.text.builder.buffers import vload
+
+    return vload(ev, buffer, inv)
+
+
+def _vstore_method(ev: Any, buffer: Buffer, inv: Any) -> Any:
+    from tirc.text.builder.buffers import vstore
+
+    return vstore(ev, buffer, inv)
+
+
 BUFFER_ATTRIBUTES: dict[str, Callable[[Buffer], Any]] = {
     "data": lambda b: b.data,
     "dtype": lambda b: str(b.dtype),
@@ -47,6 +60,8 @@ BUFFER_ATTRIBUTES: dict[str, Callable[[Buffer], Any]] = {
     "data_alignment": lambda b: b.data_alignment,
     "view": lambda b: BoundMethod("view", b, _view_method),
     "scope": lambda b: BoundMethod("scope", b, _scope_method),
+    "vload": lambda b: BoundMethod("vload", b, _vload_method),
+    "vstore": lambda b: BoundMethod("vstore", b, _vstore_method),
 }
 ITER_VAR_ATTRIBUTES: dict[str, Callable[[IterVar], Any]] = {
     "var": lambda iv: iv.var,

@@ -287,6 +287,56 @@ def view(ev: Builder, source: Buffer, inv: Invocation) -> Buffer:
     return buffer
 
 
+VLOAD = Signature("indices", Param("predicate", None, keyword_only=True))
+VSTORE = Signature("indices", "value", Param("predicate", None, keyword_only=True))
+
+
+def vload(ev: Evaluator, buffer: Buffer, inv: Invocation) -> BufferLoad:
+    """`A.vload([T.Ramp(0, 1, 8)], predicate=mask)`: a load whose masked-off lanes read no
+    memory; without a predicate, the same as `A[T.Ramp(0, 1, 8)]`."""
+    bound = VLOAD.bind(ev, inv)
+    indices = _vector_indices(ev, buffer, bound["indices"])
+    load = BufferLoad(buffer, indices, span=inv.span)
+    predicate = _predicate(ev, bound["predicate"], load.dtype.lanes, f"a vload from {buffer.name}")
+    if predicate is None:
+        return load
+    return BufferLoad(buffer, indices, predicate, span=inv.span)
+
+
+def vstore(ev: Builder, buffer: Buffer, inv: Invocation) -> None:
+    """`B.vstore([T.Ramp(0, 1, 8)], value, predicate=mask)`: a store whose masked-off lanes
+    leave memory alone; without a predicate, the same as `B[T.Ramp(0, 1, 8)] = value`."""
+    bound = VSTORE.bind(ev, inv)
+    indices = _vector_indices(ev, buffer, bound["indices"])
+    plain = store(ev, buffer, list(indices), bound.value("value"), inv.span)
+    lanes = plain.value.dtype.lanes  # type: ignore[attr-defined]
+    predicate = _predicate(ev, bound["predicate"], lanes, f"a vstore into {buffer.name}")
+    if predicate is not None:
+        plain = BufferStore(buffer, plain.value, plain.indices, predicate, span=inv.span)
+    ev.emit(plain)
+
+
+def _vector_indices(ev: Evaluator, buffer: Buffer, arg: Arg) -> tuple[PrimExpr, ...]:
+    value = ev.check_value(arg.value)
+    items = value if isinstance(value, (list, tuple)) else [value]
+    indices = tuple(ev.as_expr(item, arg.span) for item in items)
+    check_rank(ev, buffer, len(indices), arg.span)
+    return indices
+
+
+def _predicate(ev: Evaluator, arg: Arg, lanes: int, what: str) -> PrimExpr | None:
+    """The lane mask: bool, or bool with the access's lanes."""
+    value = ev.check_value(arg.value)
+    if value is None:
+        return None
+    predicate = ev.as_expr(value, arg.span)
+    dtype: DataType = predicate.dtype  # type: ignore[attr-defined]
+    if not dtype.element.is_bool or dtype.lanes not in (1, lanes):
+        wanted = "bool" if lanes == 1 else f"bool or boolx{lanes}"
+        raise ev.error(arg.span, f"the predicate of {what} must be {wanted}, not {dtype}")
+    return predicate
+
+
 def check_rank(ev: Evaluator, buffer: Buffer, count: int, span: Span) -> None:
     if count != buffer.ndim:
         plural = "index" if count == 1 else "indices"
