@@ -55,6 +55,15 @@ class _Copier(Mutator):
         self.buffers[id(buffer)] = fresh
         return dataclasses.replace(node, buffer=fresh, data=data)
 
+    def visit_SBlock(self, node: S.SBlock) -> S.Stmt:
+        for iter_var in node.iter_vars:
+            self.vars[iter_var.var] = _renamed(iter_var.var)
+        for buffer in node.alloc_buffers:
+            self.define_buffer(buffer)
+        for match in node.match_buffers:
+            self.define_buffer(match.buffer)
+        return self.generic_visit(node)  # type: ignore[return-value]
+
     def visit_For(self, node: S.For) -> S.Stmt:
         self.vars[node.loop_var] = _renamed(node.loop_var)
         return self.generic_visit(node)  # type: ignore[return-value]

@@ -58,8 +58,11 @@ def default_pipeline(target: str = "cpu") -> Pipeline:
     file = TARGET_PIPELINES.get(kind)
     if file is None:
         known = ", ".join(sorted(TARGET_PIPELINES))
+        close = difflib.get_close_matches(kind, list(TARGET_PIPELINES), n=1)
         raise DiagnosticError.at(
-            None, f"no default pipeline for target '{target}' (known: {known})"
+            None,
+            f"no default pipeline for target '{target}' (known: {known})",
+            *([Note(f"did you mean '{close[0]}'?")] if close else []),
         )
     text = resources.files("tirc.transform.pipelines").joinpath(f"{file}.toml").read_text()
     return read_pipeline(text, name=f"<{file} pipeline>")

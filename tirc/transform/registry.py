@@ -1,7 +1,9 @@
-"""Pass names to pass classes, discovered from the modules of tirc/transform/passes/.
+"""Pass names to pass classes, found by module name in tirc/transform/passes/.
 
 Each module there defines one ModulePass subclass whose `name` is the module's name with
-dashes (`flatten_buffer.py` defines `flatten-buffer`); nothing is listed by hand.
+dashes (`flatten_buffer.py` defines `flatten-buffer`); nothing is listed by hand. Names are
+listed from the file names alone, and a module is imported only when its pass is looked up,
+so a pipeline pays for the passes it runs, and a broken module breaks only those that use it.
 """
 
 from __future__ import annotations
@@ -18,30 +20,37 @@ from tirc.transform import passes as passes_package
 from tirc.transform.pass_base import ModulePass
 
 
-@cache
-def registry() -> dict[str, type[ModulePass]]:
-    found: dict[str, type[ModulePass]] = {}
-    for info in sorted(pkgutil.iter_modules(passes_package.__path__), key=lambda i: i.name):
-        module = importlib.import_module(f"{passes_package.__name__}.{info.name}")
-        expected = info.name.replace("_", "-")
-        for _, klass in inspect.getmembers(module, inspect.isclass):
-            if issubclass(klass, ModulePass) and klass.__module__ == module.__name__:
-                if klass.name == expected:
-                    found[expected] = klass
-        if expected not in found and not info.name.startswith("_"):
-            raise RuntimeError(f"{module.__name__} defines no pass named {expected!r}")
-    return found
-
-
 def pass_names() -> list[str]:
-    return sorted(registry())
+    """Every pass name, from the module names (nothing imported)."""
+    return list(_names())
+
+
+@cache
+def _names() -> tuple[str, ...]:
+    return tuple(
+        sorted(
+            info.name.replace("_", "-")
+            for info in pkgutil.iter_modules(passes_package.__path__)
+            if not info.name.startswith("_")
+        )
+    )
+
+
+@cache
+def _load(name: str) -> type[ModulePass]:
+    """The class of pass `name` (a known name), importing its module."""
+    module = importlib.import_module(f"{passes_package.__name__}.{name.replace('-', '_')}")
+    for _, klass in inspect.getmembers(module, inspect.isclass):
+        if issubclass(klass, ModulePass) and klass.__module__ == module.__name__:
+            if klass.name == name:
+                return klass
+    raise RuntimeError(f"{module.__name__} defines no pass named {name!r}")
 
 
 def lookup_pass(name: str, span: Span | None = None) -> type[ModulePass]:
     """The pass class called `name`; a located error, with the nearest name, otherwise."""
-    klass = registry().get(name)
-    if klass is not None:
-        return klass
+    if name in _names():
+        return _load(name)
     notes = []
     close = difflib.get_close_matches(name, pass_names(), n=1)
     if close:
@@ -49,3 +58,8 @@ def lookup_pass(name: str, span: Span | None = None) -> type[ModulePass]:
     else:
         notes.append(Note(f"known passes: {', '.join(pass_names())}"))
     raise DiagnosticError.at(span, f"unknown pass '{name}'", *notes)
+
+
+def registry() -> dict[str, type[ModulePass]]:
+    """Every pass, each module imported: for listings and for the registry's tests."""
+    return {name: _load(name) for name in pass_names()}

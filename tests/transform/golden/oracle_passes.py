@@ -15,7 +15,22 @@ from pathlib import Path
 import tvm
 from tvm import s_tir, tirx
 
+def _lower_thread_allreduce():  # type: ignore[no-untyped-def]
+    """TVM's pass reads the warp size from the function's target: lower for cuda, then drop
+    the target again."""
+
+    def run(module):  # type: ignore[no-untyped-def]
+        target = tvm.target.Target("cuda")
+        functions = {g: f.with_attr("target", target) for g, f in module.functions.items()}
+        module = s_tir.transform.LowerThreadAllreduce()(tvm.IRModule(functions))
+        return tvm.IRModule({g: f.without_attr("target") for g, f in module.functions.items()})
+
+    return run
+
+
 TVM_PASSES = {
+    "lower-cross-thread-reduction": s_tir.transform.LowerCrossThreadReduction,
+    "lower-thread-allreduce": _lower_thread_allreduce,
     "lower-init-block": s_tir.transform.LowerInitBlock,
     "plan-buffer-allocation": s_tir.transform.PlanAndUpdateBufferAllocationLocation,
     "convert-blocks-to-opaque": s_tir.transform.ConvertBlocksToOpaque,
@@ -24,9 +39,19 @@ TVM_PASSES = {
     "simplify": s_tir.transform.StmtSimplify,
     "lower-opaque-block": s_tir.transform.LowerOpaqueBlock,
     "flatten-buffer": tirx.transform.FlattenBuffer,
+    "canonicalize-loop": s_tir.transform.CanonicalizeLoop,
+    "lift-thread-binding": s_tir.transform.LiftThreadBinding,
+    "unify-thread-binding": s_tir.transform.UnifyThreadBinding,
+    "hoist-if-then-else": s_tir.transform.HoistIfThenElse,
     "vectorize-loop": tirx.transform.VectorizeLoop,
     "unroll-loop": tirx.transform.UnrollLoop,
+    "common-subexpr-elim": tirx.transform.CommonSubexprElim,
     "remove-no-op": tirx.transform.RemoveNoOp,
+    "inject-software-pipeline": s_tir.transform.InjectSoftwarePipeline,
+    "inject-virtual-thread": s_tir.transform.InjectVirtualThread,
+    "inject-double-buffer": s_tir.transform.InjectDoubleBuffer,
+    "storage-rewrite": tirx.transform.StorageRewrite,
+    "merge-shared-memory-allocations": s_tir.transform.MergeSharedMemoryAllocations,
 }
 
 

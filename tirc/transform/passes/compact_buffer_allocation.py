@@ -3,7 +3,10 @@ within one execution of the allocating block, and its indices are rebased onto t
 
 Expects opaque blocks (after plan-buffer-allocation and convert-blocks-to-opaque); leaves them.
 A dimension shrinks only when its extent is a constant smaller than the buffer's; a buffer
-whose data pointer escapes (`tvm_access_ptr`, `B.data`) keeps its shape:
+whose data pointer escapes (`tvm_access_ptr`, `B.data`) keeps its shape. Loops inside the
+allocating block are relaxed; thread loops around it are relaxed too when the buffer's storage
+scope is shared by their threads (a shared buffer over threadIdx and vthread, a global one over
+blockIdx as well, warp memory over threadIdx.x, a local one over none), wherever those loops sit:
 
     for i in range(4):                              for i in range(4):
         with T.sblock(""):                              with T.sblock(""):
@@ -23,6 +26,7 @@ from tirc.ir import stmt as S
 from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.function import PrimFunc
 from tirc.ir.functor import Mutator, Visitor
+from tirc.schedule.storage_scope import can_relax_under_thread
 from tirc.transform.pass_base import Dialect, FunctionPass
 
 Box = list[tuple[E.PrimExpr | None, E.PrimExpr | None]]  # inclusive ends per dimension
@@ -31,19 +35,32 @@ Box = list[tuple[E.PrimExpr | None, E.PrimExpr | None]]  # inclusive ends per di
 class _Touched(Visitor):
     """The bounding box of every access to the given buffers, inner loops relaxed."""
 
-    def __init__(self, buffers: tuple[Buffer, ...]):
+    def __init__(self, buffers: tuple[Buffer, ...], outer: dict[E.Var, Range], shared: set[E.Var]):
+        """`outer`: the loops around the allocation; `shared`: those of them relaxed too."""
         self.boxes: dict[int, Box] = {}
         self.wanted = {id(b): b for b in buffers}
         self.data = {b.data: b for b in buffers}
         self.escaped: set[int] = set()
-        self.domains: dict[E.Var, Range] = {}
+        self.domains: dict[E.Var, Range] = {v: r for v, r in outer.items() if v in shared}
         self.analyzer = Analyzer()
+        for var, domain in outer.items():
+            self.analyzer.bind(var, domain)
 
     def visit_For(self, node: S.For) -> None:
         self.domains[node.loop_var] = Range(node.min, node.extent)
         self.analyzer.bind(node.loop_var, Range(node.min, node.extent))
         self.generic_visit(node)
         del self.domains[node.loop_var]
+
+    def visit_AttrStmt(self, node: S.AttrStmt) -> None:
+        if not (isinstance(node.node, S.IterVar) and node.key in _THREAD_KEYS):
+            self.generic_visit(node)
+            return
+        var = node.node.var
+        self.domains[var] = Range(E.IntImm(0, node.value.dtype), node.value)  # type: ignore[attr-defined]
+        self.analyzer.bind(var, self.domains[var])
+        self.generic_visit(node)
+        del self.domains[var]
 
     def visit_SBlock(self, node: S.SBlock) -> None:
         for match in node.match_buffers:
@@ -216,27 +233,52 @@ class _Planner(Visitor):
     def __init__(self) -> None:
         self.plans: dict[int, tuple[Buffer, list[E.PrimExpr | None]]] = {}
         self.outer: dict[E.Var, Range] = {}
+        self.threads: dict[E.Var, str] = {}  # thread tags of the outer thread loops
 
     def visit_For(self, node: S.For) -> None:
         self.outer[node.loop_var] = Range(node.min, node.extent)
+        if node.thread_binding is not None:
+            self.threads[node.loop_var] = node.thread_binding.thread_tag
         self.generic_visit(node)
         del self.outer[node.loop_var]
+        self.threads.pop(node.loop_var, None)
+
+    def visit_AttrStmt(self, node: S.AttrStmt) -> None:
+        launched = isinstance(node.node, S.IterVar) and node.key in _THREAD_KEYS
+        if not launched:
+            self.generic_visit(node)
+            return
+        var = node.node.var  # type: ignore[attr-defined]
+        self.outer[var] = Range(E.IntImm(0, node.value.dtype), node.value)  # type: ignore[attr-defined]
+        self.threads[var] = node.node.thread_tag or var.name  # type: ignore[attr-defined]
+        self.generic_visit(node)
+        del self.outer[var]
+        del self.threads[var]
 
     def visit_SBlock(self, node: S.SBlock) -> None:
-        if node.alloc_buffers:
-            touched = _Touched(node.alloc_buffers)
-            for var, domain in self.outer.items():
-                touched.analyzer.bind(var, domain)
+        groups: dict[frozenset[E.Var], list[Buffer]] = {}
+        for buffer in node.alloc_buffers:
+            shared = frozenset(
+                var
+                for var, tag in self.threads.items()
+                if can_relax_under_thread(buffer.scope, tag)
+            )
+            groups.setdefault(shared, []).append(buffer)
+        for shared, buffers in groups.items():
+            touched = _Touched(tuple(buffers), self.outer, set(shared))
             touched.visit(node.body)
             if node.init is not None:
                 touched.visit(node.init)
-            for buffer in node.alloc_buffers:
+            for buffer in buffers:
                 if id(buffer) in touched.escaped:
                     continue
                 plan = _compacted(buffer, touched.boxes.get(id(buffer)), touched.analyzer)
                 if plan is not None:
                     self.plans[id(buffer)] = plan
         self.generic_visit(node)
+
+
+_THREAD_KEYS = ("thread_extent", "virtual_thread")
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from tirc.ir import stmt as S
 from tirc.ir.buffer import Buffer
 from tirc.ir.function import PrimFunc
 from tirc.ir.functor import Mutator
+from tirc.text.builder.arith import match_types
 from tirc.transform.pass_base import Dialect, FunctionPass
 from tirc.transform.passes.lower_match_buffer import strides_of
 
@@ -40,18 +41,22 @@ def flat_buffer(buffer: Buffer, analyzer: Analyzer) -> Buffer:
 
 
 def linear_index(buffer: Buffer, indices: tuple[E.PrimExpr, ...], analyzer: Analyzer) -> E.PrimExpr:
-    """The one index of `buffer[indices]` into its flat form, vector lanes kept."""
+    """The one index of `buffer[indices]` into its flat form, vector lanes kept.
+
+    Operands of different integer types meet as in any arithmetic (`match_types`): the wider
+    type wins, unsigned at equal width, so a uint32 index into an int64-shaped buffer is cast
+    to int64 and an int32 loop variable times an int64 stride too.
+    """
     if not indices:
         return E.IntImm(0, buffer.index_dtype)
     lanes = max(index.dtype.lanes for index in indices)  # type: ignore[attr-defined]
     total: E.PrimExpr | None = None
     for index, stride in zip(indices, strides_of(buffer), strict=False):
-        stride = _as_scalar(stride, index)
         term = index if E.is_const_int(stride, 1) else _mul(index, stride)
         total = term if total is None else _add(total, term)
     assert total is not None
     if buffer.elem_offset is not None and not E.is_const_int(buffer.elem_offset, 0):
-        total = _add(total, _as_scalar(buffer.elem_offset, total))
+        total = _add(total, buffer.elem_offset)
     if lanes == 1:
         return analyzer.simplify(total)
     if isinstance(total, E.Ramp):
@@ -59,35 +64,26 @@ def linear_index(buffer: Buffer, indices: tuple[E.PrimExpr, ...], analyzer: Anal
     return total
 
 
-def _as_scalar(expr: E.PrimExpr, like: E.PrimExpr) -> E.PrimExpr:
-    element = like.dtype.element  # type: ignore[attr-defined]
-    return expr if expr.dtype == element else E.Cast(element, expr)  # type: ignore[attr-defined]
-
-
 def _add(a: E.PrimExpr, b: E.PrimExpr) -> E.PrimExpr:
     """a + b, keeping a Ramp a Ramp when the other side is scalar."""
     if isinstance(a, E.Ramp) and b.dtype.is_scalar:  # type: ignore[attr-defined]
-        return E.Ramp(E.Add(a.base, b), a.stride, a.lanes)
+        return _ramp(_add(a.base, b), a.stride, a.lanes)
     if isinstance(b, E.Ramp) and a.dtype.is_scalar:  # type: ignore[attr-defined]
-        return E.Ramp(E.Add(a, b.base), b.stride, b.lanes)
+        return _ramp(_add(a, b.base), b.stride, b.lanes)
     if isinstance(a, E.Ramp) and isinstance(b, E.Ramp) and a.lanes == b.lanes:
-        return E.Ramp(E.Add(a.base, b.base), E.Add(a.stride, b.stride), a.lanes)
-    return E.Add(*_widen(a, b))
+        return _ramp(_add(a.base, b.base), _add(a.stride, b.stride), a.lanes)
+    return E.Add(*match_types(a, b))
 
 
 def _mul(a: E.PrimExpr, stride: E.PrimExpr) -> E.PrimExpr:
     if isinstance(a, E.Ramp):
-        return E.Ramp(E.Mul(a.base, stride), E.Mul(a.stride, stride), a.lanes)
-    return E.Mul(*_widen(a, stride))
+        return _ramp(_mul(a.base, stride), _mul(a.stride, stride), a.lanes)
+    return E.Mul(*match_types(a, stride))
 
 
-def _widen(a: E.PrimExpr, b: E.PrimExpr) -> tuple[E.PrimExpr, E.PrimExpr]:
-    la, lb = a.dtype.lanes, b.dtype.lanes  # type: ignore[attr-defined]
-    if la == lb:
-        return a, b
-    if la == 1:
-        return E.Broadcast(a, lb), b
-    return a, E.Broadcast(b, la)
+def _ramp(base: E.PrimExpr, stride: E.PrimExpr, lanes: int) -> E.Ramp:
+    base, stride = match_types(base, stride)
+    return E.Ramp(base, stride, lanes)
 
 
 class _Flattener(Mutator):

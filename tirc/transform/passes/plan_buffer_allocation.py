@@ -4,7 +4,8 @@ its uses, so that later passes allocate it as late as possible and compact it pe
 Expects s-tir; leaves s-tir. A use is a load, a store, a match_buffer source or an opaque use
 of the data pointer; a block whose non-spatial (reduce, scan, opaque) iteration variables are
 bound to loops keeps the buffers it writes above those loops, across which their values carry
-(a reduction's accumulator, a rolling buffer).
+(a reduction's accumulator, a rolling buffer). A global buffer stays above every blockIdx loop
+of the function (at most just inside the innermost one), since all blocks of a grid share it.
 When the ancestor is a loop, its body is wrapped in a new opaque block that allocates:
 
     A_local = T.sblock_alloc_buffer((8,))     for i in range(4):
@@ -26,6 +27,8 @@ from tirc.ir.buffer import Buffer
 from tirc.ir.function import PrimFunc
 from tirc.ir.functor import Mutator, Visitor, walk
 from tirc.ir.node import Node
+from tirc.schedule.storage_scope import GLOBAL, scope_rank
+from tirc.transform.parsed_regions import parsed_region
 from tirc.transform.pass_base import Dialect, FunctionPass
 
 Path = tuple[Node, ...]  # the scopes (blocks and loops) from the root down
@@ -50,6 +53,7 @@ class _UseFinder(Visitor):
         self.allocated: dict[int, Buffer] = {}  # id -> buffer, in allocation order
         self.by_data: dict[E.Var, Buffer] = {}
         self.lca: dict[int, Path] = {}
+        self.grid_loops: list[Path] = []  # each blockIdx loop, as the path ending at it
 
     def use(self, buffer: Buffer, path: Path | None = None) -> None:
         if id(buffer) in self.allocated:
@@ -58,6 +62,10 @@ class _UseFinder(Visitor):
 
     def visit_For(self, node: S.For) -> None:
         self.scopes.append(node)
+        if node.thread_binding is not None and node.thread_binding.thread_tag.startswith(
+            "blockIdx"
+        ):
+            self.grid_loops.append(tuple(self.scopes))
         self.generic_visit(node)
         self.scopes.pop()
 
@@ -152,7 +160,9 @@ class _Mover(Mutator):
             return loop
         inner = S.SBlock(self.fresh_name(), (), (), (), loop.body, alloc_buffers=tuple(arriving))
         reads, writes = infer_access_regions(inner)
-        inner = dataclasses.replace(inner, reads=reads, writes=writes)
+        inner = dataclasses.replace(
+            inner, reads=tuple(map(parsed_region, reads)), writes=tuple(map(parsed_region, writes))
+        )
         realize = S.SBlockRealize((), E.IntImm(1, dt.BOOL), inner)
         return dataclasses.replace(loop, body=realize)
 
@@ -171,6 +181,9 @@ class PlanBufferAllocation(FunctionPass):
         owner = _owners(func.body)
         for key, buffer in finder.allocated.items():
             path = finder.lca.get(key)
+            if path is not None and scope_rank(buffer.scope) == GLOBAL:
+                for grid_loop in finder.grid_loops:
+                    path = _common(path, grid_loop)
             home = owner.get(key)
             if not path or path[-1] is home or not any(s is home for s in path):
                 continue  # unused, already where it belongs, or needed above its owner

@@ -17,9 +17,10 @@ from tirc.analysis.arith.analyzer import Analyzer
 from tirc.analysis.arith.bound import Bound
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
-from tirc.ir.buffer import Range
+from tirc.ir.buffer import BufferRegion, Range
 from tirc.ir.function import PrimFunc
 from tirc.ir.functor import Mutator
+from tirc.transform.parsed_regions import parsed_region
 from tirc.transform.pass_base import Dialect, FunctionPass
 
 NO_OP = S.Evaluate(E.IntImm(0))
@@ -49,6 +50,9 @@ class _Simplifier(Mutator):
 
     def visit_IterVar(self, node: S.IterVar) -> S.IterVar:
         return node  # a definition, not a use
+
+    def visit_BufferRegion(self, node: BufferRegion) -> BufferRegion:
+        return parsed_region(self.generic_visit(node))  # type: ignore[arg-type]
 
     def visit_Bind(self, node: S.Bind) -> S.Stmt:
         value = self.visit(node.value)

@@ -1,13 +1,20 @@
-"""vectorize-loop: a vectorized loop with a constant extent becomes one vector statement per
-statement of its body, the loop variable a `T.Ramp`, loop-invariant values `T.Broadcast`.
+"""vectorize-loop: a vectorized loop with a constant extent becomes vector statements, the loop
+variable a `T.Ramp`, loop-invariant values `T.Broadcast`.
 
-Expects tir; leaves tir without vectorized loops. Where the body is not a sequence of stores
-with vector indices over pure elementwise expressions (a nested loop, an `if`, an
-allocation, a store of a vector value to one location), the loop becomes serial, which
-computes the same:
+Expects tir; leaves tir without vectorized loops. The body is rewritten statement by
+statement: stores with vector indices over elementwise expressions become vector stores;
+an `if` (or `T.if_then_else`) whose condition does not depend on the lane stays a scalar
+`if` around vector code; loops inside keep their scalar iteration and get a vector body; a
+`Bind` of a lane-dependent value binds a vector variable. A statement with no vector form
+(a lane-dependent condition, a store of a vector value to one location, a call with effects)
+becomes a serial loop over the lanes on its own, as TVM 0.27 does; a body with allocations
+becomes serial as a whole:
 
-    for j in T.vectorized(4):              A_1[T.Ramp(i * 4, 1, 4)] = (
-        A_1[i * 4 + j] = B_1[i * 4 + j] * 2.0    ->  B_1[T.Ramp(i * 4, 1, 4)] * T.Broadcast(2.0, 4))
+    for j in T.vectorized(4):              if k == 0:
+        if k == 0:                             A_1[T.Ramp(i * 4, 1, 4)] = T.Broadcast(0.0, 4)
+            A_1[i * 4 + j] = 0.0     ->    for j_s in range(4):
+        if i * 4 + j < 30:                     if i * 4 + j_s < 30:
+            A_1[i * 4 + j] = 1.0                   A_1[i * 4 + j_s] = 1.0
 """
 
 from __future__ import annotations
@@ -21,11 +28,16 @@ from tirc.ir import intrinsics
 from tirc.ir import stmt as S
 from tirc.ir.function import PrimFunc
 from tirc.ir.functor import Mutator
+from tirc.ir.substitute import substitute
 from tirc.transform.pass_base import Dialect, FunctionPass
 
 
 class NotVectorizable(Exception):
-    """The body has something without a vector form; the loop stays scalar."""
+    """An expression or statement has no vector form; that statement runs lane by lane."""
+
+
+class _SerialLoop(Exception):
+    """The body cannot be split into vector and per-lane statements; the loop stays serial."""
 
 
 def _lanes(expr: E.PrimExpr) -> int:
@@ -42,8 +54,9 @@ def _widen(expr: E.PrimExpr, lanes: int) -> E.PrimExpr:
 
 class _Vectorizer:
     def __init__(self, var: E.Var, start: E.PrimExpr, lanes: int):
-        self.var, self.lanes = var, lanes
+        self.var, self.start, self.lanes = var, start, lanes
         self.ramp = E.Ramp(start, E.IntImm(1, var.dtype), lanes)
+        self.vector_vars: dict[E.Var, E.Var] = {}  # Binds of lane-dependent values
 
     def expr(self, node: E.PrimExpr) -> E.PrimExpr:
         rule = _EXPR_RULES.get(type(node))
@@ -51,22 +64,87 @@ class _Vectorizer:
             raise NotVectorizable
         return rule(self, node)
 
+    def scalar(self, node: E.PrimExpr) -> E.PrimExpr:
+        """`node`, which must not depend on the lane."""
+        result = self.expr(node)
+        if result is not node and _lanes(result) != 1:
+            raise NotVectorizable
+        return result
+
     def stmt(self, node: S.Stmt) -> S.Stmt:
-        if isinstance(node, S.SeqStmt):
-            return S.SeqStmt(tuple(self.stmt(s) for s in node.stmts), span=node.span)
-        if isinstance(node, S.BufferStore) and node.predicate is None:
-            indices = tuple(self.expr(i) for i in node.indices)
-            value = self.expr(node.value)
-            if all(_lanes(i) == 1 for i in indices):
-                raise NotVectorizable  # every lane would store to one place
-            if len(indices) != 1 and any(_lanes(i) != 1 for i in indices[:-1]):
+        rule = _STMT_RULES.get(type(node))
+        try:
+            if rule is None:
                 raise NotVectorizable
-            return dataclasses.replace(node, indices=indices, value=_widen(value, self.lanes))
+            return rule(self, node)
+        except NotVectorizable:
+            return self.per_lane(node)
+
+    def per_lane(self, node: S.Stmt) -> S.Stmt:
+        """`node` in a serial loop over the lanes."""
+        if self.vector_vars or isinstance(node, (S.AllocBuffer, S.DeclBuffer, S.Bind)):
+            raise _SerialLoop  # a definition must stay visible to the statements after it
+        lane = E.Var(f"{self.var.name}_s", self.var.dtype)
+        value = lane if E.is_const_int(self.start, 0) else E.Add(lane, self.start)
+        body = substitute(node, {self.var: value})
+        extent = E.IntImm(self.lanes, self.var.dtype)
+        return S.For(lane, E.IntImm(0, self.var.dtype), extent, S.ForKind.SERIAL, body)
+
+
+def _seq_stmt(v: _Vectorizer, node: S.SeqStmt) -> S.Stmt:
+    return S.SeqStmt(tuple(v.stmt(s) for s in node.stmts), span=node.span)
+
+
+def _store(v: _Vectorizer, node: S.BufferStore) -> S.Stmt:
+    if node.predicate is not None:
         raise NotVectorizable
+    indices = tuple(v.expr(i) for i in node.indices)
+    value = v.expr(node.value)
+    if all(_lanes(i) == 1 for i in indices):
+        raise NotVectorizable  # every lane would store to one place
+    if len(indices) != 1 and any(_lanes(i) != 1 for i in indices[:-1]):
+        raise NotVectorizable
+    return dataclasses.replace(node, indices=indices, value=_widen(value, v.lanes))
+
+
+def _if(v: _Vectorizer, node: S.IfThenElse) -> S.Stmt:
+    condition = v.scalar(node.condition)  # a lane-dependent condition: per lane
+    then = v.stmt(node.then_case)
+    other = None if node.else_case is None else v.stmt(node.else_case)
+    return dataclasses.replace(node, condition=condition, then_case=then, else_case=other)
+
+
+def _for(v: _Vectorizer, node: S.For) -> S.Stmt:
+    if node.kind not in (S.ForKind.SERIAL, S.ForKind.UNROLLED) or node.step is not None:
+        raise NotVectorizable
+    start, extent = v.scalar(node.min), v.scalar(node.extent)
+    return dataclasses.replace(node, min=start, extent=extent, body=v.stmt(node.body))
+
+
+def _bind(v: _Vectorizer, node: S.Bind) -> S.Stmt:
+    value = v.expr(node.value)
+    if value is node.value:
+        return node
+    var = node.var
+    if _lanes(value) != _lanes(var):
+        var = E.Var(var.name, value.dtype, var.pointer, var.is_size_var, span=var.span)  # type: ignore[attr-defined]
+        v.vector_vars[node.var] = var
+    return dataclasses.replace(node, var=var, value=value)
+
+
+_STMT_RULES: dict[type, Callable[[_Vectorizer, S.Stmt], S.Stmt]] = {
+    S.SeqStmt: _seq_stmt,  # type: ignore[dict-item]
+    S.BufferStore: _store,  # type: ignore[dict-item]
+    S.IfThenElse: _if,  # type: ignore[dict-item]
+    S.For: _for,  # type: ignore[dict-item]
+    S.Bind: _bind,  # type: ignore[dict-item]
+}
 
 
 def _leaf(v: _Vectorizer, node: E.PrimExpr) -> E.PrimExpr:
-    return v.ramp if node is v.var else node
+    if node is v.var:
+        return v.ramp
+    return v.vector_vars.get(node, node)  # type: ignore[call-overload]
 
 
 def _binary(v: _Vectorizer, node: E.PrimExpr) -> E.PrimExpr:
@@ -125,6 +203,8 @@ def _cast(v: _Vectorizer, node: E.Cast) -> E.PrimExpr:
 
 
 def _call(v: _Vectorizer, node: E.Call) -> E.PrimExpr:
+    if node.op == "if_then_else":
+        return _if_then_else(v, node)
     args = tuple(v.expr(a) if isinstance(a, E.PrimExpr) else a for a in node.args)
     if all(a is b for a, b in zip(args, node.args, strict=False)):
         return node
@@ -138,6 +218,19 @@ def _call(v: _Vectorizer, node: E.Call) -> E.PrimExpr:
     if not elementwise or not all(isinstance(a, E.PrimExpr) for a in args):
         raise NotVectorizable
     return E.Call(node.dtype.with_lanes(v.lanes), node.op, tuple(_widen(a, v.lanes) for a in args))  # type: ignore[arg-type]
+
+
+def _if_then_else(v: _Vectorizer, node: E.Call) -> E.PrimExpr:
+    """A scalar condition selects between vector branches; a lane-dependent one would evaluate
+    both branches in some lane, so that statement runs per lane."""
+    condition, then, other = node.args
+    new_condition = v.scalar(condition)  # type: ignore[arg-type]
+    new_then, new_other = v.expr(then), v.expr(other)  # type: ignore[arg-type]
+    if new_condition is condition and new_then is then and new_other is other:
+        return node
+    lanes = max(_lanes(new_then), _lanes(new_other))
+    branches = (_widen(new_then, lanes), _widen(new_other, lanes))
+    return E.Call(node.dtype.with_lanes(lanes), node.op, (new_condition, *branches))  # type: ignore[attr-defined]
 
 
 def _load(v: _Vectorizer, node: E.BufferLoad) -> E.PrimExpr:
@@ -177,7 +270,7 @@ class _Loops(Mutator):
             return serial
         try:
             return _Vectorizer(loop.loop_var, loop.min, loop.extent.value).stmt(loop.body)
-        except NotVectorizable:
+        except _SerialLoop:
             return serial
 
 

@@ -1,0 +1,127 @@
+"""lift-thread-binding: in each kernel, one loop per thread tag, at the top of the kernel.
+
+A kernel is an outermost `T.thread_binding` loop and everything under it. Every thread loop
+inside it (`vthread` excepted) is removed where it stands and its variable replaced by one
+variable per tag (named like TVM: `threadIdx_x`); the loops for those variables, in the order
+their tags first appear, wrap the kernel's body. Each thread runs the statements around its
+old loop, which is what the loops computed when they were spread over the threads. A kernel
+whose loops of one tag differ in extent or start is left as it is.
+
+Expects s-tir with opaque blocks or later; leaves the same dialect:
+
+    for bx in T.thread_binding(8, "blockIdx.x"):     for blockIdx_x in T.thread_binding(8, ...):
+        for tx in T.thread_binding(32, ...):              for threadIdx_x in T.thread_binding(32, ...):
+            B[bx, tx] = A[bx, tx]               ->            B[blockIdx_x, threadIdx_x] = ...
+        for k in range(4):                                    for k in range(4):
+            for tx in T.thread_binding(32, ...):                  C[blockIdx_x, threadIdx_x] = ...
+                C[bx, tx] = B[k, tx]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from tirc.ir import expr as E
+from tirc.ir import stmt as S
+from tirc.ir.function import PrimFunc
+from tirc.ir.functor import Mutator, walk
+from tirc.ir.structural import structural_equal
+from tirc.ir.substitute import substitute
+from tirc.transform.pass_base import Dialect, FunctionPass
+
+
+def is_lifted(loop: S.For) -> bool:
+    """Whether `loop` is a thread loop that lifting moves."""
+    return _tag(loop) is not None
+
+
+def _tag(loop: S.For) -> str | None:
+    """The thread tag of a loop that lifting moves; None for other loops."""
+    if loop.kind is not S.ForKind.THREAD_BINDING or loop.thread_binding is None:
+        return None
+    tag = loop.thread_binding.thread_tag
+    return None if tag.startswith("vthread") else tag
+
+
+def _thread_loops(stmt: S.Stmt) -> list[S.For]:
+    found: list[S.For] = []
+
+    def visit(node: object) -> None:
+        if isinstance(node, S.For) and _tag(node) is not None:
+            found.append(node)
+
+    walk(stmt, visit)
+    return found
+
+
+class _Strip(Mutator):
+    """The kernel body without its thread loops, their variables replaced."""
+
+    def __init__(self, mapping: dict[E.Var, E.PrimExpr]):
+        self.mapping = mapping
+
+    def visit_SeqStmt(self, node: S.SeqStmt) -> S.Stmt:
+        stmts = tuple(self.visit(stmt) for stmt in node.stmts)
+        if all(a is b for a, b in zip(stmts, node.stmts)):
+            return node
+        return S.seq(*stmts)  # a stripped loop's sequence joins the one around it
+
+    def visit_For(self, node: S.For) -> S.Stmt:
+        body = self.visit(node.body)
+        if _tag(node) is not None:
+            return body  # type: ignore[no-any-return]
+        return node if body is node.body else dataclasses.replace(node, body=body)
+
+
+def lift_kernel(kernel: S.For) -> S.For:
+    """`kernel` with one loop per thread tag at its top; itself when the loops disagree."""
+    loops = _thread_loops(kernel)
+    order: dict[str, S.For] = {}
+    for loop in loops:
+        tag = _tag(loop)
+        assert tag is not None
+        first = order.setdefault(tag, loop)
+        if not E.is_const_int(loop.min, 0) or not structural_equal(loop.extent, first.extent):
+            return kernel
+    if len(order) == len(loops) and _is_chain(kernel, len(loops)):
+        return kernel  # already one loop per tag, at the top
+    unified: dict[str, E.Var] = {}
+    mapping: dict[E.Var, E.PrimExpr] = {}
+    for tag, first in order.items():
+        var = E.Var(tag.replace(".", "_"), first.loop_var.dtype)
+        unified[tag] = var
+    for loop in loops:
+        mapping[loop.loop_var] = unified[_tag(loop)]  # type: ignore[index]
+    body: S.Stmt = substitute(_Strip(mapping).visit(kernel), mapping)
+    for tag, first in reversed(order.items()):
+        var = unified[tag]
+        body = dataclasses.replace(first, loop_var=var, body=body, span=first.span)
+    return body  # type: ignore[return-value]
+
+
+def _is_chain(loop: S.Stmt, count: int) -> bool:
+    """The first `count` statements from `loop` down are thread loops, each the body of the last."""
+    for _ in range(count):
+        if not isinstance(loop, S.For) or _tag(loop) is None:
+            return False
+        loop = loop.body
+    return True
+
+
+class _Kernels(Mutator):
+    def visit_For(self, node: S.For) -> S.Stmt:
+        if is_lifted(node):
+            return lift_kernel(node)
+        return self.generic_visit(node)
+
+
+@dataclass(frozen=True)
+class LiftThreadBinding(FunctionPass):
+    name = "lift-thread-binding"
+    expects = Dialect.OPAQUE_BLOCKS
+    leaves = Dialect.OPAQUE_BLOCKS
+
+    def run_function(self, func: PrimFunc) -> PrimFunc:
+        body = _Kernels().visit(func.body)
+        return func if body is func.body else dataclasses.replace(func, body=body)

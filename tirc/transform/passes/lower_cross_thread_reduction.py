@@ -1,0 +1,400 @@
+"""lower-cross-thread-reduction: a reduction block whose reduce loops are (partly) bound to
+threadIdx.* becomes an in-thread pre-reduction, a `T.tvm_thread_allreduce` over the bound
+loops, and a write-back by the first thread of each group.
+
+Expects s-tir with `T.init()` still in place (runs before lower-init-block); leaves s-tir. The
+reduction loops of such a block (the loops its reduce bindings use) must be the innermost
+loops around it. New `local` buffers `in_thread_<B>` / `cross_thread_<B>` go to the root
+block. The in-thread part exists when some reduce loop is not thread-bound or the block has a
+predicate:
+
+    for k1 in T.thread_binding(64, "threadIdx.x"):     for k1 in T.thread_binding(64, ...):
+        for k0 in range(4):                                 B_in_thread_init: in_B[0] = 0
+            with T.sblock("B"):                             for k0 in range(4):
+                vi, vk = S(i), R(k0 * 64 + k1)      ->          B_in_thread: in_B[0] += A[vi, vk]
+                with T.init(): B[vi] = 0                    B_cross_thread: T.tvm_thread_allreduce(
+                B[vi] = B[vi] + A[vi, vk]                       1, in_B[0], True, cross_B[0], k1)
+                                                            B_write_back (where k1 == 0):
+                                                                B[vi] = cross_B[0]
+
+(`in_B`, `cross_B` stand for `in_thread_B`, `cross_thread_B`.) Where every written buffer is
+`local`, every thread writes back its own copy, without the condition.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tirc.diagnostics import DiagnosticError
+from tirc.ir import dtype as dt
+from tirc.ir import expr as E
+from tirc.ir import stmt as S
+from tirc.ir.buffer import Buffer, BufferRegion, Range, make_buffer
+from tirc.ir.function import PrimFunc
+from tirc.ir.functor import Mutator, walk
+from tirc.ir.substitute import substitute
+from tirc.schedule.reducer import Match, Reducer, match_reducer
+from tirc.transform.pass_base import Dialect, FunctionPass
+
+
+def _vars_in(node: object) -> set[E.Var]:
+    found: set[E.Var] = set()
+    walk(node, lambda n: found.add(n) if isinstance(n, E.Var) else None)
+    return found
+
+
+def _is_thread_bound(loop: S.For) -> bool:
+    binding = loop.thread_binding
+    return binding is not None and binding.thread_tag.startswith("threadIdx")
+
+
+def _conjuncts(expr: E.PrimExpr) -> list[E.PrimExpr]:
+    if isinstance(expr, E.And):
+        return _conjuncts(expr.a) + _conjuncts(expr.b)
+    return [expr]
+
+
+def _all_of(exprs: Sequence[E.PrimExpr]) -> E.PrimExpr:
+    if not exprs:
+        return E.const(True, dt.BOOL)
+    result = exprs[0]
+    for expr in exprs[1:]:
+        result = E.And(result, expr)
+    return result
+
+
+def _is_true(expr: E.PrimExpr) -> bool:
+    return isinstance(expr, E.IntImm) and expr.value != 0
+
+
+@dataclass
+class _Update:
+    """A reduction block's init values and update stores, one per reduced buffer."""
+
+    inits: list[E.PrimExpr]
+    stores: list[S.BufferStore]  # with `T.let` bindings substituted into the values
+
+
+def _update_of(block: S.SBlock) -> _Update | None:
+    init = block.init
+    inits = init.stmts if isinstance(init, S.SeqStmt) else (init,)
+    body = block.body.stmts if isinstance(block.body, S.SeqStmt) else (block.body,)
+    if not all(isinstance(stmt, S.BufferStore) for stmt in inits):
+        return None
+    lets: dict[E.Var, E.PrimExpr] = {}
+    stores: list[S.BufferStore] = []
+    for stmt in body:
+        if isinstance(stmt, S.Bind) and not stores:
+            lets[stmt.var] = substitute(stmt.value, lets)
+        elif isinstance(stmt, S.BufferStore):
+            stores.append(dataclasses.replace(stmt, value=substitute(stmt.value, lets)))
+        else:
+            return None
+    values: list[E.PrimExpr] = []
+    for store in stores:
+        found = [s for s in inits if s.buffer is store.buffer]  # type: ignore[union-attr]
+        if len(found) != 1:
+            return None
+        values.append(found[0].value)  # type: ignore[union-attr]
+    return _Update(values, stores)
+
+
+@dataclass(frozen=True)
+class _Tuple:
+    """Independent reducers side by side: `(x0 + y0, max(x1, y1))`."""
+
+    parts: tuple[Reducer, ...]
+
+    def combine(self, x: Sequence[E.PrimExpr], y: Sequence[E.PrimExpr]) -> list[E.PrimExpr]:
+        return [p.combine([a], [b])[0] for p, a, b in zip(self.parts, x, y, strict=True)]
+
+
+def _match(update: _Update, loads: list[E.BufferLoad]) -> Match | None:
+    values = [store.value for store in update.stores]
+    match = match_reducer(update.inits, values, loads)
+    if match is not None or len(values) == 1:
+        return match
+    parts = [
+        match_reducer([i], [v], [load])
+        for i, v, load in zip(update.inits, values, loads, strict=False)
+    ]
+    if any(part is None for part in parts):
+        return None
+    reducer = _Tuple(tuple(p.reducer for p in parts))  # type: ignore[union-attr]
+    rhs = [p.rhs[0] for p in parts]  # type: ignore[union-attr]
+    return Match(reducer, list(loads), rhs)  # type: ignore[arg-type]
+
+
+class _Lowering(Mutator):
+    def __init__(self) -> None:
+        self.loops: list[S.For] = []
+        self.new_buffers: list[Buffer] = []
+
+    def visit_SBlock(self, block: S.SBlock) -> S.SBlock:
+        saved, self.loops = self.loops, []
+        try:
+            return self.generic_visit(block)  # type: ignore[return-value]
+        finally:
+            self.loops = saved
+
+    def visit_For(self, loop: S.For) -> S.Stmt:
+        chain = [loop]
+        while isinstance(chain[-1].body, S.For):
+            chain.append(chain[-1].body)
+        realize = chain[-1].body
+        if isinstance(realize, S.SBlockRealize):
+            reduction = self.cross_thread_loops(realize, self.loops + chain)
+            if loop in reduction:
+                # the chain of loops from here down is all reduction loops: rebuild it
+                return self.lower(realize, chain, reduction)
+        self.loops.append(loop)
+        try:
+            return self.generic_visit(loop)  # type: ignore[return-value]
+        finally:
+            self.loops.pop()
+
+    def visit_SBlockRealize(self, realize: S.SBlockRealize) -> S.Stmt:
+        if self.cross_thread_loops(realize, self.loops):
+            return self.lower(realize, [], self.cross_thread_loops(realize, self.loops))
+        return self.generic_visit(realize)  # type: ignore[return-value]
+
+    def cross_thread_loops(self, realize: S.SBlockRealize, loops: list[S.For]) -> list[S.For]:
+        """The reduction loops of a cross-thread reduction block, or none. They must be the
+        innermost loops above it (loops above them may hold other statements)."""
+        reduction = _reduction_loops(realize, loops)
+        if not any(map(_is_thread_bound, reduction)):
+            return []
+        first = loops.index(reduction[0])
+        if any(loop not in reduction for loop in loops[first:]):
+            raise _not_deepest(realize)
+        return reduction
+
+    def lower(self, realize: S.SBlockRealize, chain: list[S.For], loops: list[S.For]) -> S.Stmt:
+        """`chain` (the loops from the replaced statement down) are rebuilt: its thread-bound
+        loops around the new blocks, the others around the in-thread update; `loops` are all
+        the reduction loops, some of them above the chain."""
+        block = realize.block
+        update = _update_of(block)
+        loads = [E.BufferLoad(s.buffer, s.indices) for s in update.stores] if update else []
+        match = update and _match(update, loads)
+        if not update or not match:
+            raise DiagnosticError.at(
+                block.span,
+                f"cannot lower the cross-thread reduction of block '{block.name}': its update "
+                "matches no known commutative reducer (sum, product, min, max, argmax, argmin) "
+                "with its init as identity",
+            )
+        reduced = [store.buffer for store in update.stores]
+        threads = [loop for loop in loops if _is_thread_bound(loop)]
+        serial = [loop for loop in chain if not _is_thread_bound(loop)]
+        rebuilt_threads = [loop for loop in chain if _is_thread_bound(loop)]
+        if any(not _is_thread_bound(loop) and loop not in chain for loop in loops):
+            raise _not_deepest(realize)
+        in_thread_needed = bool(serial) or not _is_true(realize.predicate)
+        cross = [self.scratch(f"cross_thread_{b.name}", b.dtype) for b in reduced]
+        inner = [self.scratch(f"in_thread_{b.name}", b.dtype) for b in reduced if in_thread_needed]
+        zero = (E.IntImm(0, dt.INT32),)
+        others = tuple(r for r in block.reads if r.buffer not in reduced)
+        steps: list[S.Stmt] = []
+        if in_thread_needed:
+            init_stores = [
+                S.BufferStore(b, v, zero) for b, v in zip(inner, update.inits, strict=False)
+            ]
+            steps.append(
+                _realize(_block(f"{block.name}_in_thread_init", (), inner, S.seq(*init_stores)))
+            )
+            replaced = _replace_buffers(block.body, dict(zip(reduced, inner, strict=False)))
+            in_block = dataclasses.replace(
+                block,
+                name=f"{block.name}_in_thread",
+                reads=others,
+                writes=tuple(_point(b) for b in inner),
+                body=replaced,
+                init=None,
+            )
+            nest: S.Stmt = dataclasses.replace(realize, block=in_block)
+            for loop in reversed(serial):
+                nest = dataclasses.replace(loop, body=nest)
+            steps.append(nest)
+            values: list[E.PrimExpr] = [E.BufferLoad(b, zero) for b in inner]
+            cross_block = _block(
+                f"{block.name}_cross_thread", inner, cross, S.Evaluate(E.IntImm(0, dt.INT32))
+            )
+            cross_realize = _realize(cross_block)
+        else:
+            values = list(match.rhs)
+            cross_block = dataclasses.replace(
+                block,
+                name=f"{block.name}_cross_thread",
+                reads=others,
+                writes=tuple(_point(b) for b in cross),
+                init=None,
+            )
+            cross_realize = dataclasses.replace(realize, block=cross_block)
+        allreduce = _allreduce(match.reducer, update.inits, values, cross, threads)
+        cross_realize = dataclasses.replace(
+            cross_realize, block=dataclasses.replace(cross_realize.block, body=allreduce)
+        )
+        steps.append(cross_realize)
+        steps.append(self.write_back(realize, reduced, cross, loops, threads))
+        body: S.Stmt = S.seq(*steps)
+        for loop in reversed(rebuilt_threads):
+            body = dataclasses.replace(loop, body=body)
+        return body
+
+    def scratch(self, name: str, dtype: dt.DataType) -> Buffer:
+        buffer = make_buffer(
+            name, (E.IntImm(1, dt.INT32),), dtype, "local", strides=(E.IntImm(1, dt.INT32),)
+        )
+        self.new_buffers.append(buffer)
+        return buffer
+
+    def write_back(
+        self,
+        realize: S.SBlockRealize,
+        reduced: list[Buffer],
+        cross: list[Buffer],
+        loops: list[S.For],
+        threads: list[S.For],
+    ) -> S.Stmt:
+        block = realize.block
+        loop_vars = {loop.loop_var for loop in loops}
+        kept = [
+            (iv, value)
+            for iv, value in zip(block.iter_vars, realize.iter_values, strict=False)
+            if iv.iter_type is not S.IterType.REDUCE
+        ]
+        conditions = [c for c in _conjuncts(realize.predicate) if not _is_true(c)]
+        conditions = [c for c in conditions if not (_vars_in(c) & loop_vars)]
+        conditions += [E.EQ(t.loop_var, E.const(0, t.loop_var.dtype)) for t in threads]
+        if all(b.scope == "local" for b in reduced):
+            conditions = []  # each thread keeps its own copy of the result
+        stores = [
+            S.BufferStore(b, E.BufferLoad(c, (E.IntImm(0, dt.INT32),)), _store_indices(block, b))
+            for b, c in zip(reduced, cross, strict=False)
+        ]
+        fresh = {iv.var: E.Var(iv.var.name, iv.var.dtype) for iv, _ in kept}
+        new = S.SBlock(
+            f"{block.name}_write_back",
+            tuple(dataclasses.replace(iv, var=fresh[iv.var]) for iv, _ in kept),
+            tuple(_point(c) for c in cross),
+            substitute(tuple(block.writes), fresh),
+            substitute(S.seq(*stores), fresh),
+            span=block.span,
+        )
+        return S.SBlockRealize(tuple(v for _, v in kept), _all_of(conditions), new)
+
+
+def _store_indices(block: S.SBlock, buffer: Buffer) -> tuple[E.PrimExpr, ...]:
+    found: list[tuple[E.PrimExpr, ...]] = []
+    walk(
+        block.body,
+        lambda n: (
+            found.append(n.indices) if isinstance(n, S.BufferStore) and n.buffer is buffer else None
+        ),
+    )
+    return found[-1]
+
+
+def _allreduce(
+    reducer: object,
+    inits: list[E.PrimExpr],
+    values: list[E.PrimExpr],
+    cross: list[Buffer],
+    threads: list[S.For],
+) -> S.Stmt:
+    dtypes = [v.dtype for v in values]  # type: ignore[attr-defined]
+    x = tuple(E.Var(f"x{i}", t) for i, t in enumerate(dtypes))
+    y = tuple(E.Var(f"y{i}", t) for i, t in enumerate(dtypes))
+    comm = E.CommReducer(x, y, tuple(reducer.combine(x, y)), tuple(inits))  # type: ignore[attr-defined]
+    zero = (E.IntImm(0, dt.INT32),)
+    args = (
+        E.IntImm(len(values), dt.UINT32),
+        *values,
+        E.const(True, dt.BOOL),
+        *(E.BufferLoad(c, zero) for c in cross),
+        *(t.loop_var for t in threads),
+    )
+    call = E.Call(dt.HANDLE, "tvm_thread_allreduce", args)
+    return S.AttrStmt(comm, "reduce_scope", E.IntImm(0, dt.INT32), S.Evaluate(call))
+
+
+def _reduction_loops(realize: S.SBlockRealize, loops: list[S.For]) -> list[S.For]:
+    """The loops whose variables the block's reduce bindings use, outermost first; none
+    unless the block is a reduction with an init."""
+    block = realize.block
+    if block.init is None:
+        return []
+    used: set[E.Var] = set()
+    for iv, value in zip(block.iter_vars, realize.iter_values, strict=False):
+        if iv.iter_type is S.IterType.REDUCE:
+            used |= _vars_in(value)
+    return [loop for loop in loops if loop.loop_var in used]
+
+
+def _not_deepest(realize: S.SBlockRealize) -> DiagnosticError:
+    return DiagnosticError.at(
+        realize.block.span,
+        f"cannot lower the cross-thread reduction of block '{realize.block.name}': the loops "
+        "its reduce iteration variables use must be the innermost loops around it",
+    )
+
+
+def _point(buffer: Buffer) -> BufferRegion:
+    return BufferRegion(buffer, (Range(E.IntImm(0, dt.INT32), E.IntImm(1, dt.INT32)),))
+
+
+def _block(name: str, reads: Sequence[Buffer], writes: Sequence[Buffer], body: S.Stmt) -> S.SBlock:
+    return S.SBlock(
+        name, (), tuple(_point(b) for b in reads), tuple(_point(b) for b in writes), body
+    )
+
+
+def _realize(block: S.SBlock) -> S.SBlockRealize:
+    return S.SBlockRealize((), E.const(True, dt.BOOL), block)
+
+
+class _BufferReplacer(Mutator):
+    """Accesses of the reduced buffers become accesses of element 0 of their scratch."""
+
+    def __init__(self, mapping: dict[Buffer, Buffer]):
+        self.mapping = mapping
+
+    def visit_BufferLoad(self, load: E.BufferLoad) -> E.PrimExpr:
+        load = self.generic_visit(load)  # type: ignore[assignment]
+        target = self.mapping.get(load.buffer)
+        return load if target is None else E.BufferLoad(target, (E.IntImm(0, dt.INT32),))
+
+    def visit_BufferStore(self, store: S.BufferStore) -> S.Stmt:
+        store = self.generic_visit(store)  # type: ignore[assignment]
+        target = self.mapping.get(store.buffer)
+        if target is None:
+            return store
+        return S.BufferStore(target, store.value, (E.IntImm(0, dt.INT32),), span=store.span)
+
+
+def _replace_buffers(body: S.Stmt, mapping: dict[Buffer, Buffer]) -> S.Stmt:
+    result: S.Stmt = _BufferReplacer(mapping).visit(body)
+    return result
+
+
+@dataclass(frozen=True)
+class LowerCrossThreadReduction(FunctionPass):
+    name = "lower-cross-thread-reduction"
+    expects = Dialect.S_TIR
+    leaves = Dialect.S_TIR
+
+    def run_function(self, func: PrimFunc) -> PrimFunc:
+        root = func.body
+        if not isinstance(root, S.SBlockRealize):
+            return func
+        lowering = _Lowering()
+        block = lowering.visit(root.block)
+        if not lowering.new_buffers:
+            return func
+        block = dataclasses.replace(
+            block, alloc_buffers=block.alloc_buffers + tuple(lowering.new_buffers)
+        )
+        return dataclasses.replace(func, body=dataclasses.replace(root, block=block))

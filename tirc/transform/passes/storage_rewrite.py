@@ -1,0 +1,176 @@
+"""storage-rewrite: allocations of one statement list whose lifetimes do not overlap share
+storage, so that a kernel asks for less local and shared memory.
+
+Expects flat tir; leaves flat tir. Conservative: only one-dimensional allocations of constant
+size, of one dtype and scope (`local`, or `shared` where a `tvm_storage_sync` separates the
+last use of one from the first use of the next, so no thread still reads what another
+overwrites), made in the same statement list and used only through loads and stores. A later
+allocation takes over the storage of an earlier one whose last use comes before its first; the
+kept allocation grows to the larger size.
+
+    A = T.alloc_local((4,))                   A = T.alloc_local((8,))
+    A[0] = ...                                A[0] = ...
+    x = A[0]                        ->        x = A[0]
+    B = T.alloc_local((8,))                   A[7] = ...
+    B[7] = ...
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from tirc.ir import expr as E
+from tirc.ir import stmt as S
+from tirc.ir.buffer import Buffer
+from tirc.ir.function import PrimFunc
+from tirc.ir.functor import Mutator, Visitor
+from tirc.transform.pass_base import Dialect, FunctionPass
+
+SCOPES = ("local", "shared")
+
+
+class _Handles(Visitor):
+    """Data handles a statement uses: through accesses (`accessed`) and otherwise (`other`)."""
+
+    def __init__(self) -> None:
+        self.accessed: set[E.Var] = set()
+        self.other: set[E.Var] = set()
+
+    def visit_Var(self, node: E.Var) -> None:
+        self.other.add(node)
+
+    def visit_BufferLoad(self, node: E.BufferLoad) -> None:
+        self.accessed.add(node.buffer.data)
+        self.generic_visit(node)
+
+    def visit_BufferStore(self, node: S.BufferStore) -> None:
+        self.accessed.add(node.buffer.data)
+        self.generic_visit(node)
+
+    def visit_AllocBuffer(self, node: S.AllocBuffer) -> None:
+        pass
+
+
+def _handles(node: object) -> _Handles:
+    found = _Handles()
+    found.visit(node)
+    return found
+
+
+def _is_sync(stmt: S.Stmt) -> bool:
+    return (
+        isinstance(stmt, S.Evaluate)
+        and isinstance(stmt.value, E.Call)
+        and stmt.value.op == "tvm_storage_sync"
+    )
+
+
+def _candidate(buffer: Buffer) -> bool:
+    return (
+        buffer.scope in SCOPES
+        and len(buffer.shape) == 1
+        and isinstance(buffer.shape[0], E.IntImm)
+        and not buffer.strides
+        and buffer.elem_offset is None
+    )
+
+
+class _Redirect(Mutator):
+    def __init__(self, targets: dict[E.Var, Buffer]) -> None:
+        self.targets = targets
+
+    def visit_BufferLoad(self, node: E.BufferLoad) -> E.PrimExpr:
+        node = self.generic_visit(node)  # type: ignore[assignment]
+        target = self.targets.get(node.buffer.data)
+        return node if target is None else dataclasses.replace(node, buffer=target)
+
+    def visit_BufferStore(self, node: S.BufferStore) -> S.Stmt:
+        node = self.generic_visit(node)  # type: ignore[assignment]
+        target = self.targets.get(node.buffer.data)
+        return node if target is None else dataclasses.replace(node, buffer=target)
+
+
+def plan(stmts: tuple[S.Stmt, ...]) -> dict[E.Var, Buffer]:
+    """For each allocation of `stmts` that takes over another's storage: its data handle ->
+    the allocation it joins (by that one's data handle, in the returned buffer)."""
+    uses = [_handles(stmt) for stmt in stmts]
+    escaping = set().union(*(u.other for u in uses)) if uses else set()
+    syncs = [k for k, stmt in enumerate(stmts) if _is_sync(stmt)]
+    lives: list[tuple[int, int, int, Buffer]] = []  # first use, last use, position, buffer
+    for position, stmt in enumerate(stmts):
+        if not isinstance(stmt, S.AllocBuffer) or not _candidate(stmt.buffer):
+            continue
+        buffer = stmt.buffer
+        if buffer.data in escaping:
+            continue
+        touched = [k for k in range(position + 1, len(stmts)) if buffer.data in uses[k].accessed]
+        if touched:
+            lives.append((touched[0], touched[-1], position, buffer))
+    # groups of buffers sharing one storage: (owner, last use of the group)
+    groups: list[list[object]] = []
+    joined: dict[E.Var, Buffer] = {}
+    for first, last, _, buffer in sorted(lives, key=lambda item: (item[0], item[2])):
+        for group in groups:
+            owner, group_last = group[0], group[1]
+            assert isinstance(owner, Buffer) and isinstance(group_last, int)
+            if owner.scope != buffer.scope or owner.dtype != buffer.dtype or group_last >= first:
+                continue
+            if buffer.scope == "shared" and not any(group_last < s < first for s in syncs):
+                continue
+            joined[buffer.data] = owner
+            group[1] = last
+            break
+        else:
+            groups.append([buffer, last])
+    return joined
+
+
+class _Rewriter(Mutator):
+    def visit_SeqStmt(self, node: S.SeqStmt) -> S.Stmt:
+        visited: S.SeqStmt = self.generic_visit(node)  # type: ignore[assignment]
+        stmts = visited.stmts if isinstance(visited, S.SeqStmt) else (visited,)
+        joined = plan(stmts)
+        if not joined:
+            return visited
+        sizes: dict[E.Var, int] = {}
+        for data, owner in joined.items():
+            buffer = next(
+                s.buffer for s in stmts if isinstance(s, S.AllocBuffer) and s.buffer.data is data
+            )
+            size = max(buffer.shape[0].value, owner.shape[0].value)  # type: ignore[attr-defined]
+            sizes[owner.data] = max(sizes.get(owner.data, 0), size)
+        grown: dict[E.Var, Buffer] = {}
+        for stmt in stmts:
+            if isinstance(stmt, S.AllocBuffer) and stmt.buffer.data in sizes:
+                buffer = stmt.buffer
+                extent = E.IntImm(sizes[buffer.data], buffer.shape[0].dtype)  # type: ignore[attr-defined]
+                grown[buffer.data] = (
+                    dataclasses.replace(buffer, shape=(extent,))
+                    if extent.value != buffer.shape[0].value  # type: ignore[attr-defined]
+                    else buffer
+                )
+        targets = {data: grown[owner.data] for data, owner in joined.items()}
+        targets.update(grown)
+        kept: list[S.Stmt] = []
+        for stmt in stmts:
+            if isinstance(stmt, S.AllocBuffer):
+                if stmt.buffer.data in joined:
+                    continue
+                if stmt.buffer.data in grown:
+                    kept.append(dataclasses.replace(stmt, buffer=grown[stmt.buffer.data]))
+                    continue
+            kept.append(stmt)
+        result: S.Stmt = _Redirect(targets).visit(S.seq(*kept))
+        return result
+
+
+@dataclass(frozen=True)
+class StorageRewrite(FunctionPass):
+    name = "storage-rewrite"
+    expects = Dialect.FLAT
+    leaves = Dialect.FLAT
+
+    def run_function(self, func: PrimFunc) -> PrimFunc:
+        body = _Rewriter().visit(func.body)
+        return func if body is func.body else dataclasses.replace(func, body=body)

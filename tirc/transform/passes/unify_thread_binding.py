@@ -1,0 +1,45 @@
+"""unify-thread-binding: one variable per thread tag in each kernel.
+
+TVM 0.27 runs it after compact-buffer-allocation, with lift-thread-binding before it; in 0.27
+both leave each kernel with one loop per tag at its top, so this pass applies the same
+rewrite (see lift_thread_binding.py), and after lift-thread-binding it changes nothing.
+Where one tag's loops differ in extent TVM stops with an error; tirc leaves that kernel as
+it is and lets the backends launch the largest extent.
+
+Expects s-tir with opaque blocks or later; leaves the same dialect:
+
+    for bx in T.thread_binding(8, "blockIdx.x"):     for blockIdx_x in T.thread_binding(8, ...):
+        for tx in T.thread_binding(32, ...):  ->          for threadIdx_x in T.thread_binding(32, ...):
+            ...                                                ...
+        for tx in T.thread_binding(32, ...):                  ...
+            ...
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from tirc.ir import stmt as S
+from tirc.ir.function import PrimFunc
+from tirc.ir.functor import Mutator
+from tirc.transform.pass_base import Dialect, FunctionPass
+from tirc.transform.passes.lift_thread_binding import is_lifted, lift_kernel
+
+
+class _Kernels(Mutator):
+    def visit_For(self, node: S.For) -> S.Stmt:
+        if is_lifted(node):
+            return lift_kernel(node)
+        return self.generic_visit(node)
+
+
+@dataclass(frozen=True)
+class UnifyThreadBinding(FunctionPass):
+    name = "unify-thread-binding"
+    expects = Dialect.OPAQUE_BLOCKS
+    leaves = Dialect.OPAQUE_BLOCKS
+
+    def run_function(self, func: PrimFunc) -> PrimFunc:
+        body = _Kernels().visit(func.body)
+        return func if body is func.body else dataclasses.replace(func, body=body)
