@@ -16,7 +16,46 @@ from tirc import __version__
 from tirc.driver.exit_code import ExitCode
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def examples(*lines: str) -> str:
+    """An `Examples:` section for a command's --help, its lines kept as written."""
+    return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines)
+
+
+def complete_passes(
+    context: click.Context, parameter: click.Parameter, incomplete: str
+) -> list[str]:
+    from tirc.driver.explain import pass_names
+
+    return [name for name in pass_names() if name.startswith(incomplete)]
+
+
+def complete_explained(
+    context: click.Context, parameter: click.Parameter, incomplete: str
+) -> list[str]:
+    from tirc.driver.explain import all_names
+
+    return [name for name in all_names() if name.startswith(incomplete)]
+
+
+TARGETS = ["cpu", "interp", "cuda", "llvm", "nvptx"]
+
+
+def complete_targets(
+    context: click.Context, parameter: click.Parameter, incomplete: str
+) -> list[str]:
+    return [name for name in TARGETS if name.startswith(incomplete)]
+
+
+@click.group(
+    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog=examples(
+        "tirc print samples/matmul.tir",
+        "tirc run samples/matmul.tir --plan samples/matmul.plan.json --target cpu --check --bench",
+        "tirc explain split",
+        'eval "$(_TIRC_COMPLETE=bash_source tirc)"    # shell completion (docs/cli.md)',
+        "`tirc COMMAND --help` shows each command's options and examples.",
+    ),
+)
 @click.version_option(__version__, "--version", prog_name="tirc", message="%(prog)s %(version)s")
 @click.option(
     "--traceback",
@@ -37,7 +76,15 @@ def guarded(action: Callable[[], int]) -> int:
     return run_guarded(action, show_traceback=show_traceback)
 
 
-@cli.command("print")
+@cli.command(
+    "print",
+    epilog=examples(
+        "tirc print samples/matmul.tir                 # the canonical spelling",
+        "tirc print samples/matmul.tir -D N=256        # with a module parameter overridden",
+        "tirc print samples/matmul.tir --plan samples/matmul.plan.json",
+        "tirc print --lower samples/matmul.tir --print-after flatten-buffer --time-passes",
+    ),
+)
 @click.argument("file")
 @click.option("-o", "--output", default="-", metavar="OUT", help="Output file ('-': stdout).")
 @click.option(
@@ -45,9 +92,21 @@ def guarded(action: Callable[[], int]) -> int:
 )
 @click.option("--plan", default=None, metavar="PLAN.json", help="Schedule with this plan first.")
 @click.option("--lower", is_flag=True, help="Print the module lowered to tir.")
-@click.option("--target", default="cpu", show_default=True, help="Target whose pipeline lowers.")
+@click.option(
+    "--target",
+    default="cpu",
+    show_default=True,
+    shell_complete=complete_targets,
+    help="Target whose pipeline lowers.",
+)
 @click.option("--pipeline", default=None, metavar="P.toml", help="Lower with this pipeline.")
-@click.option("--print-after", multiple=True, metavar="PASS", help="Show the module after PASS.")
+@click.option(
+    "--print-after",
+    multiple=True,
+    metavar="PASS",
+    shell_complete=complete_passes,
+    help="Show the module after PASS.",
+)
 @click.option("--print-after-all", is_flag=True, help="Show the module after every pass.")
 @click.option("--time-passes", is_flag=True, help="Report the time each pass took.")
 @click.option("--verify-each", is_flag=True, help="Verify the module after every pass.")
@@ -81,12 +140,16 @@ def print_command(
             "time_passes": time_passes,
             "verify_each": verify_each,
         }
-    return guarded(
-        lambda: commands.print_file(file, output, defines, plan=plan, lowering=lowering)
-    )
+    return guarded(lambda: commands.print_file(file, output, defines, plan=plan, lowering=lowering))
 
 
-@cli.command("check")
+@cli.command(
+    "check",
+    epilog=examples(
+        "tirc check samples/*.tir                      # silent when all is well",
+        "tirc check -v samples/matmul.tir              # prints `samples/matmul.tir: ok`",
+    ),
+)
 @click.argument("files", nargs=-1, required=True, metavar="FILE...")
 @click.option("-v", "--verbose", is_flag=True, help="Say `ok` for each file without errors.")
 def check_command(files: tuple[str, ...], verbose: bool) -> int:
@@ -96,7 +159,13 @@ def check_command(files: tuple[str, ...], verbose: bool) -> int:
     return guarded(lambda: commands.check_files(files, verbose=verbose))
 
 
-@cli.command("diff")
+@cli.command(
+    "diff",
+    epilog=examples(
+        "tirc diff samples/matmul.tir samples/matmul.tir   # equal: exit 0, no output",
+        "tirc diff before.tir after.tir                    # exit 1 and the first difference",
+    ),
+)
 @click.argument("left", metavar="A")
 @click.argument("right", metavar="B")
 def diff_command(left: str, right: str) -> int:
@@ -106,7 +175,14 @@ def diff_command(left: str, right: str) -> int:
     return guarded(lambda: commands.diff_files(left, right))
 
 
-@cli.command("schedule")
+@cli.command(
+    "schedule",
+    epilog=examples(
+        "tirc schedule samples/matmul.tir --apply samples/matmul.plan.json",
+        "tirc schedule samples/matmul.tir --apply samples/matmul.plan.json --trace applied.json",
+        "tirc schedule k.tir --apply plan.json --intrinsics my_intrinsics.json -o k.sched.tir",
+    ),
+)
 @click.argument("file")
 @click.option(
     "--apply", "plan", required=True, metavar="PLAN.json", help="The plan (either JSON form)."
@@ -114,9 +190,7 @@ def diff_command(left: str, right: str) -> int:
 @click.option(
     "--trace", default=None, metavar="OUT.json", help="Write the plan as applied (readable form)."
 )
-@click.option(
-    "--intrinsics", default=None, metavar="JSON", help="Tensor intrinsics for tensorize."
-)
+@click.option("--intrinsics", default=None, metavar="JSON", help="Tensor intrinsics for tensorize.")
 @click.option("-o", "--output", default="-", metavar="OUT", help="Output file ('-': stdout).")
 @click.option(
     "-D", "defines", multiple=True, metavar="NAME=VALUE", help="Override a module parameter."
@@ -139,10 +213,23 @@ def schedule_command(
     )
 
 
-@cli.command("run")
+@cli.command(
+    "run",
+    epilog=examples(
+        "tirc run samples/matmul.tir                   # in the reference interpreter",
+        "tirc run samples/matmul.tir --plan samples/matmul.plan.json --target cpu --check --bench",
+        "tirc run k.tir --target 'cpu -mcpu=znver4' --inputs in.npz --save out.npz",
+        "tirc run samples/gpu/matmul_fp16_tc.tir --plan samples/gpu/matmul_fp16_tc.plan.json "
+        "--target cuda -D N=4096 --check --bench",
+    ),
+)
 @click.argument("file")
 @click.option(
-    "--target", default="interp", show_default=True, help="interp, cpu, or 'cpu -mcpu=NAME'."
+    "--target",
+    default="interp",
+    show_default=True,
+    shell_complete=complete_targets,
+    help="interp, cpu, 'cpu -mcpu=NAME', cuda or 'cuda -arch=sm_XX' (a GPU here).",
 )
 @click.option("--plan", default=None, metavar="PLAN.json", help="Schedule with this plan first.")
 @click.option("--func", "func", default=None, metavar="NAME", help="Function to run.")
@@ -151,7 +238,14 @@ def schedule_command(
 @click.option("--seed", default=0, show_default=True, help="Seed for arguments not given.")
 @click.option("--check", is_flag=True, help="Compare the results with the interpreter's.")
 @click.option("--bench", is_flag=True, help="Report the median time over repeats.")
-@click.option("-O", "opt_level", type=click.IntRange(0, 3), default=3, show_default=True)
+@click.option(
+    "-O",
+    "opt_level",
+    type=click.IntRange(0, 3),
+    default=3,
+    show_default=True,
+    help="LLVM optimization level.",
+)
 @click.option(
     "-D", "defines", multiple=True, metavar="NAME=VALUE", help="Override a module parameter."
 )
@@ -189,10 +283,26 @@ def run_command(
     )
 
 
-@cli.command("compile")
+@cli.command(
+    "compile",
+    epilog=examples(
+        "tirc compile samples/matmul.tir --plan samples/matmul.plan.json -o mm.o --prefix mm_",
+        "tirc compile samples/matmul.tir --emit header -o mm.h --prefix mm_",
+        "tirc compile k.tir --emit so -o libk.so            # links libgomp itself",
+        "tirc compile k.tir -o k.o -MD                      # and k.o.d for make",
+        "tirc compile k.tir --target cuda --emit cu -o k.cu",
+        "tirc compile k.tir --target cuda --emit ptx --arch sm_80 -o k.ptx",
+    ),
+)
 @click.argument("file")
 @click.option("--plan", default=None, metavar="PLAN.json", help="Schedule with this plan first.")
-@click.option("--target", default="cpu", show_default=True, help="cpu, 'cpu -mcpu=NAME', cuda.")
+@click.option(
+    "--target",
+    default="cpu",
+    show_default=True,
+    shell_complete=complete_targets,
+    help="cpu, 'cpu -mcpu=NAME', cuda.",
+)
 @click.option(
     "--emit",
     type=click.Choice(["obj", "so", "ll", "asm", "header", "cu", "ptx", "cubin"]),
@@ -205,7 +315,14 @@ def run_command(
 )
 @click.option("-MD", "md", is_flag=True, help="Write a make depfile next to the output.")
 @click.option("-MF", "mf", default=None, metavar="DEPFILE", help="Write the depfile here.")
-@click.option("-O", "opt_level", type=click.IntRange(0, 3), default=3, show_default=True)
+@click.option(
+    "-O",
+    "opt_level",
+    type=click.IntRange(0, 3),
+    default=3,
+    show_default=True,
+    help="LLVM optimization level.",
+)
 @click.option("--pipeline", default=None, metavar="P.toml", help="Lower with this pipeline.")
 @click.option("--intrinsics", default=None, metavar="JSON", help="Tensor intrinsics for the plan.")
 @click.option("--prefix", default="", help="Prefix for exported symbols (e.g. matmul_).")
@@ -231,6 +348,7 @@ def compile_command(
 ) -> int:
     """Compile FILE: schedule (--plan), lower, and emit code for --target."""
     if target.split()[0] in ("cuda", "nvptx"):
+        from tirc.driver.compile import depfile_path
         from tirc.driver.compile_cuda import compile_cuda_file
 
         return guarded(
@@ -243,6 +361,8 @@ def compile_command(
                 defines=defines,
                 arch=arch,
                 ptx_via=ptx_via,
+                depfile=depfile_path(output or "-", file, "cu", md, mf),
+                prefix=prefix,
             )
         )
     from tirc.driver.compile import compile_file, depfile_path
@@ -265,7 +385,13 @@ def compile_command(
     )
 
 
-@cli.command("intrinsics")
+@cli.command(
+    "intrinsics",
+    epilog=examples(
+        "tirc intrinsics                               # the built-in library",
+        "tirc intrinsics --intrinsics my_intrinsics.json",
+    ),
+)
 @click.option(
     "--intrinsics", "extra", default=None, metavar="JSON", help="Also list these user intrinsics."
 )
@@ -274,6 +400,26 @@ def intrinsics_command(extra: str | None) -> int:
     from tirc.driver.intrinsics import list_intrinsics
 
     return guarded(lambda: list_intrinsics(extra))
+
+
+@cli.command(
+    "explain",
+    epilog=examples(
+        "tirc explain                                  # every primitive and pass, one line each",
+        "tirc explain compute_at                       # a schedule primitive",
+        "tirc explain ComputeAt                        # the same, by its TVM trace name",
+        "tirc explain flatten-buffer                   # a lowering pass",
+    ),
+)
+@click.argument("name", required=False, shell_complete=complete_explained)
+def explain_command(name: str | None) -> int:
+    """Show what a schedule primitive or a lowering pass does, its parameters or options.
+
+    With no NAME, list every primitive and pass.
+    """
+    from tirc.driver.explain import explain
+
+    return guarded(lambda: explain(name))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

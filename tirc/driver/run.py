@@ -15,14 +15,14 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from tirc.diagnostics import DiagnosticError
+from tirc.diagnostics import DiagnosticError, Note
 from tirc.driver.exit_code import ExitCode
 from tirc.driver.output import STDOUT, write_output
 from tirc.driver.source import read_source
 from tirc.ir.expr import Var
 from tirc.ir.function import IRModule, PrimFunc
 
-TARGETS_AVAILABLE = ("interp", "cpu")
+TARGETS_AVAILABLE = ("interp", "cpu", "cuda")
 
 
 def run_file(
@@ -46,17 +46,23 @@ def run_file(
     if kind == "llvm":
         kind = "cpu"
     if kind not in TARGETS_AVAILABLE:
+        import difflib
+
+        close = difflib.get_close_matches(kind, TARGETS_AVAILABLE, n=1)
         raise DiagnosticError.at(
             None,
             f"target {target} is not available yet (available: {', '.join(TARGETS_AVAILABLE)})",
+            *([Note(f"did you mean '{close[0]}'?")] if close else []),
         )
     if check and kind == "interp":
         raise DiagnosticError.at(
-            None, "--check compares a compiled target with the interpreter; give --target cpu"
+            None,
+            "--check compares a compiled target with the interpreter; give --target cpu or cuda",
         )
     from tirc.driver.commands import parse_source
 
     module = parse_source(read_source(path), defines)
+    original = module
     if plan is not None:
         from tirc.driver.schedule import apply_plan_file
 
@@ -79,6 +85,21 @@ def run_file(
             snapshot = {key: np.array(value, copy=True) for key, value in args.items()}
             timing = time_calls(lambda: run(function, dict(snapshot), module=module), 0.5, 20)
             notes.append(f"bench: {timing.describe(None, _buffer_bytes(args))}")
+    elif kind == "cuda":
+        from tirc.driver.run_cuda import run_cuda_target
+
+        elapsed = run_cuda_target(
+            module,
+            original,
+            name,
+            function,
+            target,
+            args,
+            reference,
+            bench,
+            notes,
+            lambda values: _interpret(module, function, values),
+        )
     else:
         elapsed = _run_on_cpu(
             module, name, function, target, args, reference, bench, opt_level, notes
@@ -140,14 +161,30 @@ def _run_on_cpu(
         notes.append("check: the compiled code agrees with the interpreter")
     if pristine is not None:
         from tirc.driver.lower import lower_module
+        from tirc.runtime.jit import aligned_copy
         from tirc.runtime.throughput import count_flops
 
-        scratch = {key: np.array(value, copy=True) for key, value in pristine.items()}
+        # aligned as the ABI wants them, so that the calls timed copy nothing
+        scratch = {key: aligned_copy(value) for key, value in pristine.items()}
         timing = time_calls(lambda: call(scratch))
         lowered = lower_module(module, target=target)[name]
         notes.append(f"bench: {timing.describe(count_flops(lowered), _buffer_bytes(args))}")
         notes.append(f"bench: {_numpy_baseline(function, args, timing.median)}")
     return elapsed
+
+
+def _interpret(module: IRModule, function: PrimFunc, values: dict[str, np.ndarray]) -> None:
+    """Runs the function in the interpreter on `values` (scalars as Python numbers), in place."""
+    from tirc.interp import run
+
+    scalars = {
+        key: value.item()
+        for key, value in values.items()
+        if value.ndim == 0 and function.buffer_of(_param(function, key)) is None
+    }
+    arguments: dict[str, np.ndarray | int] = {**values, **scalars}
+    run(function, arguments, module=module)
+    values.update({key: value for key, value in arguments.items() if key not in scalars})
 
 
 def _param(function: PrimFunc, name: str) -> Var:

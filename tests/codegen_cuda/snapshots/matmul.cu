@@ -5,26 +5,22 @@
 #endif
 
 extern "C" __global__ void __launch_bounds__(256) main_kernel(float* __restrict__ A, float* __restrict__ B, float* __restrict__ C) {
-    int i_0 = (int)blockIdx.y;
-    int j_0 = (int)blockIdx.x;
+    int blockIdx_y = (int)blockIdx.y;
+    int blockIdx_x = (int)blockIdx.x;
+    int threadIdx_y = (int)threadIdx.y;
+    int threadIdx_x = (int)threadIdx.x;
     for (int k_0 = 0; k_0 < 4; ++k_0) {
         __shared__ __align__(16) float A_shared[256];
         __shared__ __align__(16) float B_shared[256];
         __syncthreads();
-        int ax0 = (int)threadIdx.y;
-        int ax1 = (int)threadIdx.x;
-        A_shared[ax0 * 16 + ax1] = A[i_0 * 1024 + ax0 * 64 + k_0 * 16 + ax1];
-        int ax0_1 = (int)threadIdx.y;
-        int ax1_1 = (int)threadIdx.x;
-        B_shared[ax0_1 * 16 + ax1_1] = B[k_0 * 1024 + ax0_1 * 64 + j_0 * 16 + ax1_1];
+        A_shared[threadIdx_y * 16 + threadIdx_x] = A[blockIdx_y * 1024 + threadIdx_y * 64 + k_0 * 16 + threadIdx_x];
+        B_shared[threadIdx_y * 16 + threadIdx_x] = B[k_0 * 1024 + threadIdx_y * 64 + blockIdx_x * 16 + threadIdx_x];
         __syncthreads();
-        int i_1 = (int)threadIdx.y;
-        int j_1 = (int)threadIdx.x;
         for (int k_1 = 0; k_1 < 16; ++k_1) {
             if (k_0 * 16 + k_1 == 0) {
-                C[i_0 * 1024 + i_1 * 64 + j_0 * 16 + j_1] = 0.0f;
+                C[blockIdx_y * 1024 + threadIdx_y * 64 + blockIdx_x * 16 + threadIdx_x] = 0.0f;
             }
-            C[i_0 * 1024 + i_1 * 64 + j_0 * 16 + j_1] = C[i_0 * 1024 + i_1 * 64 + j_0 * 16 + j_1] + A_shared[i_1 * 16 + k_1] * B_shared[k_1 * 16 + j_1];
+            C[blockIdx_y * 1024 + threadIdx_y * 64 + blockIdx_x * 16 + threadIdx_x] = C[blockIdx_y * 1024 + threadIdx_y * 64 + blockIdx_x * 16 + threadIdx_x] + A_shared[threadIdx_y * 16 + k_1] * B_shared[k_1 * 16 + threadIdx_x];
         }
     }
 }
