@@ -51,7 +51,8 @@ def test_cpu_plan_compiled_agrees_with_the_interpreter(
     assert "check: the compiled code agrees with the interpreter" in out
 
 
-def _cuda_cases() -> list[object]:
+def _cases_by_work() -> list[object]:
+    """Every kernel; those that take the interpreter more than a few seconds marked slow."""
     cases: list[object] = []
     for name in KERNELS:
         module = parse((SAMPLES / f"{name}.tir").read_text(), name=name)
@@ -60,7 +61,7 @@ def _cuda_cases() -> list[object]:
     return cases
 
 
-@pytest.mark.parametrize("name", _cuda_cases())
+@pytest.mark.parametrize("name", _cases_by_work())
 def test_cuda_plan_in_the_thread_model_matches_the_original(name: str) -> None:
     path = SAMPLES / f"{name}.tir"
     original = parse(path.read_text(), name=str(path))
@@ -75,3 +76,21 @@ def test_cuda_plan_in_the_thread_model_matches_the_original(name: str) -> None:
     run(lowered["main"], have)
     for key in want:
         np.testing.assert_allclose(have[key], want[key], rtol=1e-5, atol=1e-5, err_msg=key)
+
+
+@pytest.mark.parametrize("name", _cases_by_work())
+def test_cpu_plan_computes_what_the_unscheduled_kernel_does(name: str) -> None:
+    """The schedule differential: the kernel scheduled by its cpu plan, run in the interpreter
+    (s-tir as the plan leaves it, and lowered for cpu), equals the unscheduled kernel."""
+    path = SAMPLES / f"{name}.tir"
+    original = parse(path.read_text(), name=str(path))
+    scheduled, _ = apply_plan_file(original, str(SAMPLES / f"{name}.cpu.plan.json"))
+    lowered = lower_module(scheduled, target="cpu")
+    inputs = random_inputs(original["main"], 1)
+    want = {key: np.array(value, copy=True) for key, value in inputs.items()}
+    run(original["main"], want)
+    for module in (scheduled, lowered):
+        have = {key: np.array(value, copy=True) for key, value in inputs.items()}
+        run(module["main"], have)
+        for key in want:
+            np.testing.assert_allclose(have[key], want[key], rtol=1e-5, atol=1e-5, err_msg=key)
