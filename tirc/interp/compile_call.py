@@ -15,6 +15,7 @@ from tirc.diagnostics import DiagnosticError
 from tirc.interp import math_functions
 from tirc.interp.context import Code, Context
 from tirc.interp.extensions import EXTERNS, INTRINSICS
+from tirc.interp.threads import WARP_OP, sync_warp
 from tirc.ir.dtype import DataType, parse_dtype
 from tirc.ir.expr import BufferLoad, Call, PrimExpr, StringImm
 from tirc.ir.integer import int_range
@@ -359,9 +360,16 @@ def _address_of(compiler: CallCompiler, call: Call) -> Code:
 
 
 def _storage_sync(compiler: CallCompiler, call: Call) -> Code:
-    """__syncthreads: a barrier between the threads of a block; nothing outside a kernel."""
+    """__syncthreads (or __syncwarp for "warp"): a barrier between the threads of a block (of a
+    warp); nothing outside a kernel."""
     if compiler.ctx.kernel is None:
         return Code("None")
+    scope = call.args[0] if call.args else None
+    if isinstance(scope, StringImm) and scope.value == "warp":
+        # __syncwarp: a collective of the threads of one warp
+        site = compiler.ctx.site(call, "warp barrier")
+        resolve = compiler.ctx.constant(sync_warp, "sync_warp")
+        return Code(f"(yield ({WARP_OP}, {site}, {resolve}, _block))")
     site = compiler.ctx.site(call, "barrier")
     return Code(f"(yield (0, {site}))")
 
@@ -445,3 +453,14 @@ _RULES: dict[str, CallRule] = {
     "vectorhigh": _vector_half(high=True),
     "vectorcombine": _vector_combine,
 }
+
+
+def _add_ptx_rules() -> None:
+    from tirc.interp.compile_ptx import RULES
+    from tirc.interp.compile_wmma import RULES as WMMA_RULES
+
+    _RULES.update(RULES)
+    _RULES.update(WMMA_RULES)
+
+
+_add_ptx_rules()

@@ -6,6 +6,7 @@ with an underscore so that they can never clash with the program's own variable 
 
 from __future__ import annotations
 
+import array
 from functools import cache
 from typing import Any
 
@@ -56,6 +57,14 @@ def lane_offsets(
     mask: Any,
 ) -> tuple[int | None, ...]:
     """The element index of each lane (None where the mask is off), bounds-checked."""
+    if mask is None and element_lanes == 1 and len(parts) == 1:
+        # the common case (a flat buffer's Ramp index): bounds checked once, by extremes;
+        # out of bounds, the lane by lane loop below reports the first bad lane
+        index, stride, extent = parts[0]
+        if isinstance(index, tuple) and index and 0 <= min(index) and max(index) < extent:
+            if stride == 1:
+                return index if base == 0 else tuple([base + value for value in index])
+            return tuple([base + value * stride for value in index])
     offsets: list[int | None] = []
     for lane in range(lanes):
         if mask is not None and not (mask[lane] if isinstance(mask, tuple) else mask):
@@ -72,7 +81,11 @@ def lane_offsets(
 
 
 def vector_load(memory: memoryview, offsets: tuple[int | None, ...], table: Any) -> tuple:
-    values = [0 if offset is None else memory[offset] for offset in offsets]
+    first = _contiguous(offsets)
+    if first is not None:
+        values = memory[first : first + len(offsets)].tolist()
+    else:
+        values = [0 if offset is None else memory[offset] for offset in offsets]
     if table is not None:
         return tuple(table[v] for v in values)
     return tuple(values)
@@ -81,9 +94,33 @@ def vector_load(memory: memoryview, offsets: tuple[int | None, ...], table: Any)
 def vector_store(
     memory: memoryview, offsets: tuple[int | None, ...], values: tuple, encode: Any
 ) -> None:
+    first = _contiguous(offsets)
+    if first is not None and encode is None and memory.format in _ARRAY_CODES:
+        try:
+            packed = array.array(memory.format, values)
+        except (OverflowError, TypeError, ValueError):
+            pass  # stored lane by lane below, which reports what is wrong
+        else:
+            if len(packed) == len(offsets):
+                memory[first : first + len(offsets)] = memoryview(packed)
+                return
     for offset, value in zip(offsets, values, strict=True):
         if offset is not None:
             memory[offset] = value if encode is None else encode(value)
+
+
+# memoryview formats the array module packs alike
+_ARRAY_CODES = frozenset("bBhHiIlLqQfd")
+
+
+def _contiguous(offsets: tuple[int | None, ...]) -> int | None:
+    """The first offset when the offsets are consecutive elements (no masked lane)."""
+    if len(offsets) < 2:
+        return None
+    first, last = offsets[0], offsets[-1]
+    if first is None or last is None or last - first != len(offsets) - 1:
+        return None
+    return first if offsets == tuple(range(first, last + 1)) else None
 
 
 def select(condition: bool, true_value: Any, false_value: Any) -> Any:

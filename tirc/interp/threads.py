@@ -19,6 +19,9 @@ from tirc.ir.dtype import DataType
 
 WARP_SIZE = 32
 BARRIER, SHUFFLE, ACTIVE_MASK, ALLREDUCE = 0, 1, 2, 3
+# a warp instruction (tirc.interp.ptx): (WARP_OP, site, resolve, operands); once the warp is
+# there, resolve({thread: operands}, site) returns each thread's reply
+WARP_OP = 4
 SHUFFLE_INDEX, SHUFFLE_UP, SHUFFLE_DOWN = 0, 1, 2
 
 Thread = Generator[Any, Any, None]
@@ -39,6 +42,15 @@ class RaceTracker:
     def reset(self) -> None:
         self.writers.clear()
         self.readers.clear()
+
+    def forget(self, members: frozenset[int]) -> None:
+        """Drops the accesses made only by `members`."""
+        for address, writer in list(self.writers.items()):
+            if writer[0] in members and writer[3] <= members:
+                del self.writers[address]
+        for readers in self.readers.values():
+            for thread in [t for t in readers if t in members]:
+                del readers[thread]
 
     def read(self, address: int, thread: int, site: int, name: str) -> None:
         writer = self.writers.get(address)
@@ -119,6 +131,12 @@ class BlockContext:
         tracker = RaceTracker(self)
         self.trackers.append(tracker)
         return tracker
+
+    def warp_epoch(self, members: frozenset[int]) -> None:
+        """After __syncwarp: what these threads did no longer races with what they do next
+        (what other warps did still does)."""
+        for tracker in self.trackers:
+            tracker.forget(members)
 
     def new_epoch(self) -> None:
         for tracker in self.trackers:
@@ -243,7 +261,7 @@ def _resolve_warps(waiting: dict[int, tuple], replies: list[Any], live: set[int]
     """Resolves every warp collective whose participants have all arrived; returns them."""
     groups: dict[tuple[int, int], list[int]] = {}
     for thread, request in waiting.items():
-        if request[0] in (SHUFFLE, ACTIVE_MASK):
+        if request[0] in (SHUFFLE, ACTIVE_MASK, WARP_OP):
             groups.setdefault((thread // WARP_SIZE, request[1]), []).append(thread)
     released: list[int] = []
     for (_, _), members in groups.items():
@@ -253,12 +271,24 @@ def _resolve_warps(waiting: dict[int, tuple], replies: list[Any], live: set[int]
             mask = sum(1 << (thread % WARP_SIZE) for thread in members)
             for thread in members:
                 replies[thread] = mask
+        elif kind == WARP_OP:
+            _, site, resolve, _ = requests[members[0]]
+            operands = {thread: requests[thread][3] for thread in members}
+            for thread, reply in resolve(operands, site).items():
+                replies[thread] = reply
         else:
             _shuffle(requests, replies)
         for thread in members:
             del waiting[thread]
         released.extend(members)
     return sorted(released)
+
+
+def sync_warp(operands: dict[int, BlockContext], site: int) -> dict[int, None]:
+    """__syncwarp, resolved once the warp's threads are there (a WARP_OP)."""
+    members = frozenset(operands)
+    next(iter(operands.values())).warp_epoch(members)
+    return {thread: None for thread in members}
 
 
 def _shuffle(requests: dict[int, tuple], replies: list[Any]) -> None:

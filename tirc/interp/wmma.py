@@ -3,6 +3,9 @@
 A fragment buffer holds fragments of m x n (or m x k, k x n) elements, row-major, fragment
 `index` at element index * size. Each thread computes the whole fragment (fragments are
 per-thread memory here), which gives the warp's result without modelling lane ownership.
+Inside a kernel, loads from and stores to shared memory go through its race tracker: each
+thread of the warp reads (or writes) the whole tile, so a tile other threads wrote with no
+barrier in between is a data race, as on a GPU.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import numpy as np
 from tirc.interp.extensions import INTRINSICS
 from tirc.interp.memory import Pointer, Storage, access_type
 from tirc.interp.narrow_float import NARROW
+from tirc.interp.threads import RaceTracker
 from tirc.ir.dtype import DataType
 
 
@@ -33,20 +37,49 @@ def _elements(handle: object, dtype: DataType | None = None) -> tuple[np.ndarray
     return values, start
 
 
-def _write(handle: object, start: int, values: np.ndarray, positions: np.ndarray) -> None:
+def _write(
+    handle: object,
+    start: int,
+    values: np.ndarray,
+    positions: np.ndarray,
+    thread: int = -1,
+    site: int = -1,
+) -> None:
     storage = handle.storage if isinstance(handle, Pointer) else handle
     assert isinstance(storage, Storage)
     element = handle.dtype if isinstance(handle, Pointer) and handle.dtype else storage.dtype
     memory: Any = storage.view(element)  # typeshed's memoryview takes only ints
     narrow = NARROW.get(str(element))
+    tracker = _watched(storage, thread)
+    size = access_type(element).itemsize
     for position, value in zip(positions.ravel(), values.ravel(), strict=True):
-        stored = float(value)
+        stored: Any = float(value)
         if narrow is not None:
-            memory[start + int(position)] = narrow.encode(stored)
+            stored = narrow.encode(stored)
         elif element.is_integer:
-            memory[start + int(position)] = int(value)
-        else:
-            memory[start + int(position)] = stored
+            stored = int(value)
+        where = start + int(position)
+        if tracker is not None:
+            tracker.write(where * size, thread, site, storage.name, stored, memory[where])
+        memory[where] = stored
+
+
+def _watched(storage: Storage, thread: int) -> RaceTracker | None:
+    """The storage's race tracker when a kernel thread accesses watched (shared) memory."""
+    tracker = storage.race
+    return tracker if thread >= 0 and isinstance(tracker, RaceTracker) else None
+
+
+def _track_reads(handle: object, elements: np.ndarray, thread: int, site: int) -> None:
+    storage = handle.storage if isinstance(handle, Pointer) else handle
+    assert isinstance(storage, Storage)
+    tracker = _watched(storage, thread)
+    if tracker is None:
+        return
+    element = handle.dtype if isinstance(handle, Pointer) and handle.dtype else storage.dtype
+    size = access_type(element).itemsize
+    for where in np.unique(elements):
+        tracker.read(int(where) * size, thread, site, storage.name)
 
 
 def fill_fragment(fragment: object, m: int, n: int, k: int, index: int, value: float) -> None:
@@ -55,26 +88,47 @@ def fill_fragment(fragment: object, m: int, n: int, k: int, index: int, value: f
 
 
 def load_matrix_sync(
-    fragment: object, m: int, n: int, k: int, index: int, pointer: object, stride: int, layout: str
+    fragment: object,
+    m: int,
+    n: int,
+    k: int,
+    index: int,
+    pointer: object,
+    stride: int,
+    layout: str,
+    thread: int = -1,
+    site: int = -1,
 ) -> None:
+    """`thread` and `site` (a kernel thread's number, the call's site) race-check the read."""
     rows, cols = _fragment_shape(fragment, m, n, k)
     values, start = _elements(pointer)
     r, c = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
     source = start + (r * stride + c if layout == "row_major" else c * stride + r)
+    _track_reads(pointer, source, thread, site)
     size = rows * cols
     _write(fragment, index * size, values[source], np.arange(size).reshape(rows, cols))
 
 
 def store_matrix_sync(
-    fragment: object, m: int, n: int, k: int, index: int, pointer: object, stride: int, layout: str
+    fragment: object,
+    m: int,
+    n: int,
+    k: int,
+    index: int,
+    pointer: object,
+    stride: int,
+    layout: str,
+    thread: int = -1,
+    site: int = -1,
 ) -> None:
+    """`thread` and `site` (a kernel thread's number, the call's site) race-check the write."""
     values, _ = _elements(fragment)
     size = m * n
     block = values[index * size : (index + 1) * size].reshape(m, n)
     _, start = _elements(pointer)
     r, c = np.meshgrid(np.arange(m), np.arange(n), indexing="ij")
     target = r * stride + c if layout == "row_major" else c * stride + r
-    _write(pointer, start, block, target)
+    _write(pointer, start, block, target, thread, site)
 
 
 def mma_sync(

@@ -250,5 +250,9 @@ _HANDLERS: dict[str, CallHandler] = {
 def print_call(p: ExprPrinter, call: E.Call, lane: int | None) -> Code:
     handler = _HANDLERS.get(call.op)
     if handler is None:
+        from tirc.codegen.cuda.ptx import HANDLERS as PTX_HANDLERS
+
+        handler = PTX_HANDLERS.get(call.op)
+    if handler is None:
         raise DiagnosticError.at(call.span, f"CUDA codegen: no CUDA spelling for T.{call.op}")
     return handler(p, call, lane)

@@ -78,12 +78,37 @@ ALLOCA = """\
                  : "=l"(pointer) : "l"((unsigned long long)(bytes)))
 """
 
+MMA_REGISTERS = """\
+// mma.sync accumulators in registers (T.mma_fill, T.mma_store): lane l of the warp holds
+// elements (l / 4 + 8 * (e / 2), 2 * (l % 4) + e % 2) of each m16n8 tile, e = 0..3.
+__device__ __forceinline__ unsigned tirc_lane_id() {
+    unsigned lane;
+    asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
+    return lane;
+}
+template <typename T>
+__device__ __forceinline__ void tirc_mma_fill(T* registers, int size) {
+    for (int i = 0; i < size; ++i) registers[i] = T(0);
+}
+template <typename T, typename S>
+__device__ __forceinline__ void tirc_mma_store(T* dst, const T* registers, int tiles, S stride) {
+    unsigned lane = tirc_lane_id();
+    for (int i = 0; i < 4 * tiles; ++i) {
+        int e = i % 4;
+        long long row = lane / 4 + 8 * (e / 2);
+        long long col = 8 * (i / 4) + 2 * (lane % 4) + e % 2;
+        dst[row * stride + col] = registers[i];
+    }
+}
+"""
+
 # the first helper whose name a piece of code calls brings in its whole text
 _HELPERS: tuple[tuple[str, str], ...] = (
     (r"tirc_floor(div|mod)\(", FLOOR),
     (r"tirc_q_multiply_shift\(", Q_MULTIPLY_SHIFT),
     (r"TIRC_ALLOCA\(", ALLOCA),
     (r"tirc_(fill_fragment|load_matrix_sync|store_matrix_sync|mma_sync)\(", WMMA),
+    (r"tirc_mma_(fill|store)\(", MMA_REGISTERS),
 )
 
 

@@ -102,6 +102,10 @@ class _Uses(Visitor):
             self.visit(node.node)
         self.visit((node.value, node.body))
 
+    def visit_CommReducer(self, node: E.CommReducer) -> None:
+        self.defined.update(node.lhs + node.rhs)  # the combiner's parameters
+        self.visit((node.result, node.identity))
+
     def visit_AllocBuffer(self, node: S.AllocBuffer) -> None:
         self.defined.add(node.buffer.data)
         self.buffers[node.buffer.data] = node.buffer

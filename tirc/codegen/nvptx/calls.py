@@ -125,10 +125,70 @@ def _reinterpret(v: ValueBuilder, call: E.Call) -> ir.Value:
 
 def _storage_sync(v: ValueBuilder, call: E.Call) -> ir.Value:
     scope = call.args[0]
+    if isinstance(scope, E.StringImm) and scope.value == "warp":
+        every_lane = ir.Constant(types.I32, 0xFFFFFFFF)
+        v.b.call(v.function("llvm.nvvm.bar.warp.sync", ir.VoidType(), [types.I32]), [every_lane])
+        return ir.Constant(types.I32, 0)
     if isinstance(scope, E.StringImm) and scope.value not in ("shared", "shared.dyn"):
         raise DiagnosticError.at(call.span, f"--ptx-via llvm: cannot synchronize '{scope.value}'")
     v.b.call(v.function("llvm.nvvm.barrier0", ir.VoidType(), []), [])
     return ir.Constant(types.I32, 0)
+
+
+_SHUFFLE_MODES = {
+    "tvm_warp_shuffle": "idx",
+    "tvm_warp_shuffle_up": "up",
+    "tvm_warp_shuffle_down": "down",
+}
+
+
+def _warp_shuffle(v: ValueBuilder, call: E.Call) -> ir.Value:
+    """tvm_warp_shuffle[_up|_down](mask, value, lane-or-delta, width, warp size) as
+    `llvm.nvvm.shfl.sync.<mode>.i32/f32`, with CUDA's segment operand for `width`; other
+    scalar types travel as one or two 32-bit words."""
+    mask, value, amount, width, warp = (v(a) for a in call.args)
+    mode = _SHUFFLE_MODES[call.op]
+    segment = v.b.shl(
+        v.b.sub(
+            v.b.trunc(warp, types.I32) if warp.type != types.I32 else warp,
+            width if width.type == types.I32 else v.b.trunc(width, types.I32),
+        ),
+        ir.Constant(types.I32, 8),
+    )
+    clamp = segment if mode == "up" else v.b.or_(segment, ir.Constant(types.I32, 0x1F))
+    amount = amount if amount.type == types.I32 else v.b.trunc(amount, types.I32)
+
+    def shuffle(word: ir.Value) -> ir.Value:
+        suffix = "f32" if isinstance(word.type, ir.FloatType) else "i32"
+        function = v.function(
+            f"llvm.nvvm.shfl.sync.{mode}.{suffix}",
+            word.type,
+            [types.I32, word.type, types.I32, types.I32],
+        )
+        return v.b.call(function, [mask, word, amount, clamp])
+
+    kind = value.type
+    if call.dtype.lanes != 1:
+        raise DiagnosticError.at(call.span, f"--ptx-via llvm: cannot shuffle {call.dtype} vectors")
+    if kind in (types.I32, ir.FloatType()):
+        return shuffle(value)
+    bits = call.dtype.bits
+    if bits <= 32:
+        word = v.b.bitcast(value, ir.IntType(bits)) if not isinstance(kind, ir.IntType) else value
+        word = v.b.zext(word, types.I32) if bits < 32 else word
+        result = v.b.trunc(shuffle(word), ir.IntType(bits)) if bits < 32 else shuffle(word)
+        return result if isinstance(kind, ir.IntType) else v.b.bitcast(result, kind)
+    word = v.b.bitcast(value, types.I64) if not isinstance(kind, ir.IntType) else value
+    low = shuffle(v.b.trunc(word, types.I32))
+    high = shuffle(v.b.trunc(v.b.lshr(word, ir.Constant(types.I64, 32)), types.I32))
+    joined = v.b.or_(
+        v.b.zext(low, types.I64), v.b.shl(v.b.zext(high, types.I64), ir.Constant(types.I64, 32))
+    )
+    return joined if isinstance(kind, ir.IntType) else v.b.bitcast(joined, kind)
+
+
+def _active_mask(v: ValueBuilder, call: E.Call) -> ir.Value:
+    return v.b.call(v.function("llvm.nvvm.activemask", types.I32, []), [])
 
 
 def _access_ptr(v: ValueBuilder, call: E.Call) -> ir.Value:
@@ -177,6 +237,10 @@ _LOWERINGS: dict[str, CallLowering] = {
     "likely": _first,
     "reinterpret": _reinterpret,
     "tvm_storage_sync": _storage_sync,
+    "tvm_warp_shuffle": _warp_shuffle,
+    "tvm_warp_shuffle_up": _warp_shuffle,
+    "tvm_warp_shuffle_down": _warp_shuffle,
+    "tvm_warp_activemask": _active_mask,
     "tvm_access_ptr": _access_ptr,
     "address_of": _address_of,
     "call_extern": _extern,
@@ -186,6 +250,10 @@ _LOWERINGS: dict[str, CallLowering] = {
 
 def lower_call(v: ValueBuilder, call: E.Call) -> ir.Value:
     lowering = _LOWERINGS.get(call.op)
+    if lowering is None:
+        from tirc.codegen.nvptx.ptx import LOWERINGS as PTX_LOWERINGS
+
+        lowering = PTX_LOWERINGS.get(call.op)
     if lowering is None:
         raise DiagnosticError.at(
             call.span, f"--ptx-via llvm does not support T.{call.op}; use --ptx-via nvrtc"

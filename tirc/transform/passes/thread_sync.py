@@ -4,7 +4,11 @@ shared memory that an earlier one read (other threads must have read it first), 
 previous iteration of a loop as earlier.
 
 Expects flat tir with thread launches; leaves the same. Conservative: buffers, not elements,
-are compared, so a sync may be more than needed, never fewer.
+are compared, so a sync may be more than needed, never fewer. Intrinsics that move shared
+memory through pointers count as accesses: `T.tvm_access_ptr` by its read/write mask,
+`T.address_of(S[i])` as a read, and a shared buffer's data passed to a call as the call uses
+it (ptx_cp_async writes its destination, ptx_ldmatrix reads its source, mma_store and
+tvm_store_matrix_sync write, tvm_load_matrix_sync reads; any other call reads and writes).
 
     with T.launch_thread("threadIdx.x", 32) as tx:           ... as tx:
         S[tx] = A[tx]                                 ->          S[tx] = A[tx]
@@ -70,14 +74,37 @@ class _Collector(Visitor):
         if node.op == "tvm_storage_sync":
             self.synced = True
         elif node.op == "tvm_access_ptr" and isinstance(node.args[1], E.Var):
-            data, mask = node.args[1], node.args[4]
-            if data.pointer is not None and data.pointer.scope in SHARED_SCOPES:
-                flags = mask.value if isinstance(mask, E.IntImm) else 3
-                if flags & 1:
-                    self.accesses.reads.add(data)
-                if flags & 2:
-                    self.accesses.writes.add(data)
+            mask = node.args[4]
+            self.touch(node.args[1], mask.value if isinstance(mask, E.IntImm) else _READ_WRITE)
+        elif node.op != "address_of":  # address_of(S[i]): its load is the read
+            modes = _POINTER_ARGS.get(node.op, {})
+            for index, arg in enumerate(node.args):
+                if isinstance(arg, E.Var):
+                    self.touch(arg, modes.get(index, _READ_WRITE))
         self.generic_visit(node)
+
+    def touch(self, data: E.Var, flags: int) -> None:
+        """Records an access through a pointer to `data` (flags: 1 read, 2 write)."""
+        if data.pointer is None or data.pointer.scope not in SHARED_SCOPES:
+            return
+        if flags & _READ:
+            self.accesses.reads.add(data)
+        if flags & _WRITE:
+            self.accesses.writes.add(data)
+
+
+_READ, _WRITE, _READ_WRITE = 1, 2, 3
+# how intrinsics use the buffers whose data they take (argument index -> flags), the dtype
+# argument not counted; a shared buffer's data elsewhere in a call is read and written
+_POINTER_ARGS: dict[str, dict[int, int]] = {
+    "ptx_cp_async": {0: _WRITE, 2: _READ},
+    "ptx_ldmatrix": {3: _WRITE, 5: _READ},
+    "mma_store": {2: _WRITE, 3: _READ},
+    "tvm_load_matrix_sync": {0: _WRITE, 5: _READ},
+    "tvm_store_matrix_sync": {0: _READ, 5: _WRITE},
+    "tvm_fill_fragment": {0: _WRITE},
+    "tvm_mma_sync": {0: _WRITE, 2: _READ, 4: _READ, 6: _READ},
+}
 
 
 def _accesses(stmt: S.Stmt) -> tuple[_Accesses, bool]:

@@ -1,0 +1,43 @@
+"""Calls of the wmma loads and stores (semantics in tirc.interp.wmma), race-checked in kernels.
+
+Inside a GPU kernel the built-in implementations also get the thread's number and the call's
+site, so that a tile read from (or written to) shared memory goes through the race tracker;
+an implementation registered in its place gets the call's arguments only.
+
+    T.tvm_load_matrix_sync(F.data, 16, 16, 16, i, p, 16, "row_major")
+    -> _wmma_load(F, 16, 16, 16, i, p, 16, 'row_major', _tid, site)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from tirc.diagnostics import DiagnosticError
+from tirc.interp import wmma
+from tirc.interp.context import Code
+from tirc.interp.extensions import INTRINSICS
+from tirc.ir.expr import Call
+
+if TYPE_CHECKING:
+    from tirc.interp.compile_call import CallCompiler, CallRule
+
+_TRACKED: dict[str, Callable[..., None]] = {
+    "tvm_load_matrix_sync": wmma.load_matrix_sync,
+    "tvm_store_matrix_sync": wmma.store_matrix_sync,
+}
+
+
+def _tracked(compiler: CallCompiler, call: Call) -> Code:
+    function = INTRINSICS.get(call.op)
+    if function is None:
+        raise DiagnosticError.at(call.span, f"the interpreter has no implementation of T.{call.op}")
+    if function is not _TRACKED[call.op] or compiler.ctx.kernel is None:
+        return compiler.runtime_call(call, function, call.op)
+    name = compiler.ctx.constant(function, call.op)
+    site = compiler.ctx.site(call, call.op)
+    args = ", ".join(code.text for code in compiler.args(call))
+    return Code(f"{name}({args}, _tid, {site})")
+
+
+RULES: dict[str, CallRule] = {op: _tracked for op in _TRACKED}

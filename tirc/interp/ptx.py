@@ -1,0 +1,206 @@
+"""The warp-level PTX intrinsics, lane by lane: mma.sync, ldmatrix, mma_store; and cp.async.
+
+mma.sync, ldmatrix and mma_store are warp collectives: each lane of a warp arrives with its
+own operands (its register arrays, its row address), and once all 32 are there the resolver
+below moves the elements between lanes as PTX defines (see tirc.ir.ptx for the fragment
+layouts). cp.async copies at once (the data is there when the wait returns, as on a GPU);
+commit and wait need nothing more.
+
+    ldmatrix .x4: lane 8j + r names row r of matrix j; lane t receives word j =
+                  (row t / 4, columns 2(t % 4), 2(t % 4) + 1) of matrix j (.trans: transposed)
+    mma m16n8k16: D = A x B + C on the fragments of the 32 lanes, in float64, rounded once
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tirc.interp.fault import Fault
+from tirc.interp.memory import access_type, storage_of, view_of
+from tirc.interp.narrow_float import NARROW
+from tirc.interp.threads import WARP_SIZE, shared_load, shared_store
+from tirc.ir.dtype import DataType, parse_dtype
+from tirc.ir.ptx import ELEMENT_DTYPES, MmaShape, a_element, b_element, c_element
+
+_U16 = parse_dtype("uint16")
+
+
+class Registers:
+    """Elements of one dtype through a handle, starting `offset` elements in; shared memory
+    goes through the race tracker as `thread`."""
+
+    def __init__(self, handle: object, offset: int, dtype: DataType, thread: int, site: int):
+        self.memory, base = view_of(handle, dtype)
+        self.handle = handle
+        self.base = base + offset
+        self.size = access_type(dtype).itemsize
+        self.narrow = NARROW.get(str(dtype))
+        self.thread, self.site = thread, site
+        self.watched = getattr(storage_of(handle), "race", None) is not None
+        self.dtype = dtype
+
+    def raw(self, index: int) -> Any:
+        where = self.base + index
+        self._check(where)
+        if self.watched:
+            return shared_load(self.memory, self.handle, where, self.size, self.thread, self.site)
+        return self.memory[where]
+
+    def set_raw(self, index: int, value: Any) -> None:
+        where = self.base + index
+        self._check(where)
+        if self.watched:
+            shared_store(self.memory, self.handle, where, self.size, value, self.thread, self.site)
+        else:
+            self.memory[where] = value
+
+    def __getitem__(self, index: int) -> float | int:
+        value = self.raw(index)
+        return self.narrow.values[value] if self.narrow is not None else value
+
+    def __setitem__(self, index: int, value: float | int) -> None:
+        if self.narrow is not None:
+            self.set_raw(index, self.narrow.encode(float(value)))
+        elif self.dtype.is_float:
+            self.set_raw(index, float(np.float32(value)) if self.dtype.bits == 32 else value)
+        else:
+            self.set_raw(index, int(value))
+
+    def _check(self, where: int) -> None:
+        if not 0 <= where < len(self.memory):
+            name = storage_of(self.handle).name
+            raise Fault(
+                self.site,
+                f"out of bounds: element {where} of '{name}' ({len(self.memory)} {self.dtype})",
+            )
+
+
+def _lanes(requests: dict[int, tuple], site: int, what: str) -> dict[int, tuple]:
+    """The requests by lane; a warp instruction needs every lane of the warp."""
+    by_lane = {thread % WARP_SIZE: request for thread, request in requests.items()}
+    if len(by_lane) != WARP_SIZE:
+        raise Fault(
+            site,
+            f"{what} is executed by {len(by_lane)} lanes of a warp; it needs all {WARP_SIZE} "
+            "(launch whole warps and reach it in every lane)",
+        )
+    return by_lane
+
+
+def _thread_of(requests: dict[int, tuple]) -> dict[int, int]:
+    return {thread % WARP_SIZE: thread for thread in requests}
+
+
+def ldmatrix(requests: dict[int, tuple], site: int) -> dict[int, None]:
+    """requests: thread -> (trans, num, local, local_off, shared, shared_off), the offsets
+    in 16-bit elements."""
+    by_lane = _lanes(requests, site, "ldmatrix")
+    threads = _thread_of(requests)
+    trans, num = by_lane[0][0], by_lane[0][1]
+    # rows[j][r]: the 8 elements of row r of matrix j, from the address lane 8j + r gave
+    rows = []
+    for j in range(num):
+        matrix = []
+        for r in range(8):
+            lane = 8 * j + r
+            _, _, _, _, shared, shared_off = by_lane[lane]
+            source = Registers(shared, shared_off, _U16, threads[lane], site)
+            matrix.append([source.raw(i) for i in range(8)])
+        rows.append(matrix)
+    for lane, (_, _, local, local_off, _, _) in by_lane.items():
+        target = Registers(local, local_off, _U16, threads[lane], site)
+        g, c = divmod(lane, 4)
+        for j in range(num):
+            for i in range(2):
+                value = rows[j][2 * c + i][g] if trans else rows[j][g][2 * c + i]
+                target.set_raw(2 * j + i, value)
+    return dict.fromkeys(requests)
+
+
+def mma(requests: dict[int, tuple], site: int) -> dict[int, None]:
+    """requests: thread -> (shape, a, a_off, b, b_off, c, c_off, saturate)."""
+    by_lane = _lanes(requests, site, "mma.sync")
+    threads = _thread_of(requests)
+    shape: MmaShape = by_lane[0][0]
+    a_type = parse_dtype(ELEMENT_DTYPES[shape.a_type])
+    b_type = parse_dtype(ELEMENT_DTYPES[shape.b_type])
+    c_type = parse_dtype(ELEMENT_DTYPES[shape.c_type])
+    integer = c_type.is_integer
+    kind = object if integer else np.float64
+    left = np.zeros((shape.m, shape.k), dtype=kind)
+    right = np.zeros((shape.k, shape.n), dtype=kind)
+    accumulator = np.zeros((shape.m, shape.n), dtype=kind)
+    a_count = shape.a_words * shape.per_word
+    b_count = shape.b_words * shape.per_word
+    outputs = {}
+    for lane, (_, a, a_off, b, b_off, c, c_off, _) in by_lane.items():
+        thread = threads[lane]
+        a_regs = Registers(a, a_off, a_type, thread, site)
+        b_regs = Registers(b, b_off, b_type, thread, site)
+        c_regs = Registers(c, c_off, c_type, thread, site)
+        for index in range(a_count):
+            left[a_element(shape, lane, index)] = a_regs[index]
+        for index in range(b_count):
+            right[b_element(shape, lane, index)] = b_regs[index]
+        for index in range(shape.c_elements):
+            accumulator[c_element(lane, index)] = c_regs[index]
+        outputs[lane] = c_regs
+    result = left.dot(right) + accumulator
+    saturate = bool(by_lane[0][7])
+    for lane, c_regs in outputs.items():
+        for index in range(shape.c_elements):
+            value = result[c_element(lane, index)]
+            c_regs[index] = _int32(int(value), saturate) if integer else value
+    return dict.fromkeys(requests)
+
+
+def _int32(value: int, saturate: bool) -> int:
+    if saturate:
+        return max(-(1 << 31), min((1 << 31) - 1, value))
+    return ((value + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+
+
+def mma_store(requests: dict[int, tuple], site: int) -> dict[int, None]:
+    """requests: thread -> (n, dst, local, offset, stride, dtype): each lane writes its
+    elements of the n / 8 m16n8 tiles side by side to dst[row * stride + column]."""
+    by_lane = _lanes(requests, site, "mma_store")
+    threads = _thread_of(requests)
+    for lane, (n, dst, local, offset, stride, dtype) in by_lane.items():
+        source = Registers(local, offset, dtype, threads[lane], site)
+        target = Registers(dst, 0, dtype, threads[lane], site)
+        for index in range(4 * (n // 8)):
+            row, column = c_element(lane, index % 4)
+            column += 8 * (index // 4)
+            target.set_raw(row * stride + column, source.raw(index))
+    return dict.fromkeys(requests)
+
+
+def mma_fill(size: int, local: object, offset: int, dtype: DataType, site: int) -> None:
+    registers = Registers(local, offset, dtype, -1, site)
+    for index in range(size):
+        registers[index] = 0
+
+
+def cp_async(
+    shared: object,
+    shared_off: int,
+    source: object,
+    source_off: int,
+    size: int,
+    predicate: bool,
+    dtype: DataType,
+    thread: int,
+    site: int,
+) -> None:
+    """Copies `size` bytes (zeros where the predicate is false), a byte at a time."""
+    count = size // (dtype.bits // 8)
+    into = Registers(shared, shared_off, dtype, thread, site)
+    if not predicate:
+        for index in range(count):
+            into.set_raw(index, 0)
+        return
+    start = Registers(source, source_off, dtype, thread, site)
+    for index in range(count):
+        into.set_raw(index, start.raw(index))
