@@ -1,6 +1,7 @@
 """The benchmark kernels of samples/bench with their plans, compiled for the CPU, equal the
-interpreter. The kernels are too large to interpret, so each runs shrunk: its sizes rewritten
-in the text to sizes its plan's factors still divide (the same schedule, smaller loops)."""
+interpreter and the unscheduled kernel. The kernels are too large to interpret, so each runs
+shrunk: its sizes rewritten in the text to sizes its plan's factors still divide (the same
+schedule, smaller loops)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.codegen.helpers import SAMPLES, run_both
 from tirc.driver.schedule import apply_plan_file
+from tirc.interp import random_inputs, run
 from tirc.ir.functor import Visitor
 from tirc.ir.stmt import For, ForKind
 from tirc.text import parse
@@ -52,8 +55,15 @@ def test_bench_kernel_with_its_plan_matches_the_interpreter(name: str, tmp_path:
     kernel.write_text(shrunk(name))
     plan = BENCH / f"{name}.plan.json"
     json.loads(plan.read_text())  # the plan is plain JSON, as TVM's side of the bench reads it
-    scheduled, _ = apply_plan_file(parse(kernel.read_text(), name=kernel.name), str(plan))
+    original = parse(kernel.read_text(), name=kernel.name)
+    scheduled, _ = apply_plan_file(original, str(plan))
     loops = _LoopKinds()
     loops.visit(scheduled["main"].body)
     assert ForKind.PARALLEL in loops.kinds and ForKind.VECTORIZED in loops.kinds
-    run_both(scheduled)
+    inputs = random_inputs(original["main"], 0)
+    compiled = run_both(scheduled, {k: np.array(v, copy=True) for k, v in inputs.items()})
+    # and the schedule kept the meaning: the unscheduled kernel, interpreted, agrees
+    want = {k: np.array(v, copy=True) for k, v in inputs.items()}
+    run(original["main"], want)
+    for key, value in want.items():
+        np.testing.assert_allclose(compiled[key], value, rtol=1e-5, atol=1e-5, err_msg=key)
