@@ -25,6 +25,10 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tirc.driver.progress import Meter
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "samples" / "bench"
@@ -365,27 +369,52 @@ def compile_times(runs: int) -> str:
     )
 
 
-def report(quick: bool = False) -> Iterator[str]:
-    """The lines of the comparison, one workload and thread count at a time."""
+def thread_counts() -> list[int]:
+    return sorted({1, os.cpu_count() or 1})
+
+
+def steps() -> int:
+    """The measurements `report` makes: tirc and TVM per workload and thread count, and the
+    compile times."""
+    return 2 * len(WORKLOADS) * len(thread_counts()) + 1
+
+
+def report(quick: bool = False, meter: Meter | None = None) -> Iterator[str]:
+    """The lines of the comparison, one workload and thread count at a time; `meter` (of
+    `steps()`) names each measurement while it runs and advances after it."""
+    from tirc.driver.progress import Meter
+
+    meter = meter or Meter(None)
     seconds = 0.5 if quick else 2.0
-    cores = os.cpu_count() or 1
     yield (
-        f"{cores} CPUs; medians after a warm-up; tirc/TVM > 1: tirc is faster (by wall time, "
-        "and by CPU time, which the load of a shared machine disturbs less)"
+        f"{os.cpu_count() or 1} CPUs; medians after a warm-up; tirc/TVM > 1: tirc is faster "
+        "(by wall time, and by CPU time, which the load of a shared machine disturbs less)"
     )
     for workload in WORKLOADS:
-        for threads in sorted({1, cores}):
+        for threads in thread_counts():
+            where = f"{workload.title}, {threads} thr"
+            meter.describe(f"{where}: tirc and numpy")
             tirc = run_tirc(workload.name, threads, seconds)
+            meter.advance()
+            meter.describe(f"{where}: TVM")
             tvm = run_tvm(workload.name, threads, seconds)
+            meter.advance()
             yield line(workload, threads, tirc, tvm)
             if workload.name.startswith("matmul") and threads == 1:
                 yield peak_fraction(workload, tirc)
+    meter.describe("compile times: tirc and TVM")
     yield compile_times(3 if quick else 5)
+    meter.advance()
 
 
 def main() -> None:
-    for text in report(quick="--quick" in sys.argv):
-        print(text, flush=True)
+    """The report on stdout; on a terminal, the measurement under way and a bar of all of
+    them on stderr (nothing there in a pipe or a log)."""
+    from tirc.driver.progress import meter_for
+
+    with meter_for(total=steps()) as meter:
+        for text in report(quick="--quick" in sys.argv, meter=meter):
+            meter.print(text)
 
 
 if __name__ == "__main__":

@@ -61,6 +61,9 @@ def test_every_stage_computes_the_same(path: Path) -> None:
 def test_pass_computes_the_same(path: Path) -> None:
     """The pass a golden input names computes what the input did."""
     text = path.read_text()
+    for line in text.splitlines():
+        if line.startswith("# differential:"):  # the golden says why it cannot run here
+            pytest.skip(line.split(":", 1)[1].strip())
     module = parse(text, name=str(path))
     if estimate_work(_main(module)) > CHEAP_WORK:
         pytest.skip("a long run; the sample tests cover this program")

@@ -12,7 +12,7 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from tirc.diagnostics import DiagnosticError, Note
+from tirc.diagnostics import DiagnosticError, Note, Span
 from tirc.driver.defines import parse_defines
 from tirc.driver.exit_code import ExitCode
 from tirc.driver.output import write_output
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 EMITS = ("cu", "ptx", "cubin", "ll")
 PTX_PATHS = ("nvrtc", "llvm")
+EXTERN_CALLS = ("call_extern", "call_pure_extern")
 ARCHES = ("sm_70", "sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120")
 
 
@@ -102,10 +103,13 @@ def cuda_artifact(
         return ptx
     from tirc.driver.cuda_toolchain import cubin_from_ptx
 
-    return cubin_from_ptx(ptx, arch)
+    return cubin_from_ptx(ptx, arch, extern_calls(lowered))
 
 
 def module_ptx(lowered: IRModule, *, arch: str, via: str | None, source_name: str = "") -> str:
+    """PTX through NVRTC (from the CUDA C) or LLVM. A function the program calls with
+    `T.call_extern` that NVRTC cannot find is an error at the call; through LLVM it stays
+    an `.extern` declaration, for ptxas or the user's link step to resolve."""
     from tirc.driver.cuda_toolchain import has_nvrtc, ptx_from_cuda
 
     if via not in (None, *PTX_PATHS):
@@ -115,12 +119,37 @@ def module_ptx(lowered: IRModule, *, arch: str, via: str | None, source_name: st
     if via == "nvrtc":
         from tirc.codegen.cuda import emit_cuda
 
+        # NVRTC's messages name lines of the CUDA C, which `--emit cu` writes
+        stem = os.path.splitext(source_name)[0] if source_name else "kernel"
         return ptx_from_cuda(
-            emit_cuda(lowered, source_name=source_name), arch, source_name or "kernel.cu"
+            emit_cuda(lowered, source_name=source_name),
+            arch,
+            f"{stem}.cu",
+            extern_calls(lowered),
         )
     from tirc.codegen.nvptx import emit_ptx
 
     return emit_ptx(lowered, arch=arch)
+
+
+def extern_calls(module: IRModule) -> dict[str, Span | None]:
+    """The functions the module calls with `call_extern` / `call_pure_extern`, each with the
+    span of its first call."""
+    from tirc.ir import expr as E
+    from tirc.ir.functor import walk
+    from tirc.ir.node import Node
+
+    found: dict[str, Span | None] = {}
+
+    def visit(node: Node) -> None:
+        if isinstance(node, E.Call) and node.op in EXTERN_CALLS and node.args:
+            name = node.args[0]
+            if isinstance(name, E.StringImm) and name.value not in found:
+                found[name.value] = node.span
+
+    for _, func in module.functions:
+        walk(func.body, visit)
+    return found
 
 
 def target_arch(target: str, default: str) -> str:

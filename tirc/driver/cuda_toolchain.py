@@ -1,15 +1,23 @@
 """NVIDIA's tools as tirc uses them: NVRTC (from cuda-python) for CUDA C -> PTX, ptxas for
 PTX -> cubin. Each raises DiagnosticError naming what to install when it is missing.
+
+When a tool rejects the code, whose fault it is decides the message. A function the program
+calls with `T.call_extern` that the tool cannot find (`identifier "f" is undefined`,
+`Unresolved extern function 'f'`) is the program's: an error at that call, naming `f`. The
+callers pass the program's extern calls (`externs`: name -> span of the first call). Anything
+else is tirc's own code failing to compile, reported as a tirc bug with the tool's log.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Mapping
 
-from tirc.diagnostics import DiagnosticError, Note
+from tirc.diagnostics import Diagnostic, DiagnosticError, Note, Span
 
 NVRTC_INSTALL = "pip install 'tirc[cuda]' (cuda-bindings and nvidia-cuda-nvrtc==13.0.*)"
 
@@ -22,8 +30,14 @@ def has_nvrtc() -> bool:
     return True
 
 
-def ptx_from_cuda(source: str, arch: str, name: str = "kernel.cu") -> str:
-    """PTX for `arch` (sm_90, ...) from CUDA C, through NVRTC."""
+def ptx_from_cuda(
+    source: str,
+    arch: str,
+    name: str = "kernel.cu",
+    externs: Mapping[str, Span | None] | None = None,
+) -> str:
+    """PTX for `arch` (sm_90, ...) from CUDA C, through NVRTC; `externs` are the functions
+    the program calls (see the module's docstring)."""
     try:
         from cuda.bindings import nvrtc
     except ImportError:
@@ -52,11 +66,7 @@ def ptx_from_cuda(source: str, arch: str, name: str = "kernel.cu") -> str:
                     Note(text.strip()[:1000]),
                     Note("set CUDA_HOME to a CUDA toolkit, or pip install nvidia-cuda-runtime"),
                 )
-            raise DiagnosticError.at(
-                None,
-                "NVRTC rejected the generated CUDA C (a tirc bug)",
-                Note(log.decode(errors="replace").strip()[:4000]),
-            )
+            raise rejection("NVRTC", "the generated CUDA C", text, externs or {})
         error, size = nvrtc.nvrtcGetPTXSize(program)
         _check(nvrtc, error, "nvrtcGetPTXSize")
         ptx = b" " * size
@@ -99,8 +109,9 @@ def _check(nvrtc: object, error: object, what: str) -> None:
         raise DiagnosticError.at(None, f"NVRTC failed in {what}: {error}")
 
 
-def cubin_from_ptx(ptx: str, arch: str) -> bytes:
-    """A cubin for `arch` from PTX, through ptxas from the CUDA toolkit."""
+def cubin_from_ptx(ptx: str, arch: str, externs: Mapping[str, Span | None] | None = None) -> bytes:
+    """A cubin for `arch` from PTX, through ptxas from the CUDA toolkit; `externs` are the
+    functions the program calls (see the module's docstring)."""
     ptxas = shutil.which("ptxas")
     if ptxas is None:
         raise DiagnosticError.at(
@@ -117,10 +128,67 @@ def cubin_from_ptx(ptx: str, arch: str) -> bytes:
             [ptxas, f"-arch={arch}", source, "-o", target], capture_output=True, text=True
         )
         if done.returncode != 0:
-            raise DiagnosticError.at(
-                None,
-                "ptxas rejected the generated PTX (a tirc bug)",
-                Note(done.stderr.strip()[:4000]),
-            )
+            raise rejection("ptxas", "the generated PTX", done.stderr, externs or {})
         with open(target, "rb") as file:
             return file.read()
+
+
+# how the tools say that a function is not declared (NVRTC and nvcc) or not defined (ptxas)
+_MISSING = (
+    re.compile(r'identifier "([A-Za-z_]\w*)" is undefined'),
+    re.compile(r"Unresolved extern function '([A-Za-z_]\w*)'"),
+)
+
+_LINK_HINT = {
+    "NVRTC": "`--emit cu` writes the call as it is: compile that file with a declaration of "
+    "'{name}' and link its definition (nvcc -rdc=true)",
+    "ptxas": "`--emit ptx --ptx-via llvm` declares '{name}' `.extern`: link that PTX with "
+    "its definition (nvcc -rdc=true, or nvJitLink)",
+}
+
+
+def missing_functions(log: str) -> list[str]:
+    """The functions a tool's log says are undeclared or unresolved, in order, once each."""
+    names: list[str] = []
+    for line in log.splitlines():
+        for pattern in _MISSING:
+            for name in pattern.findall(line):
+                if name not in names:
+                    names.append(name)
+    return names
+
+
+def rejection(
+    tool: str, what: str, log: str, externs: Mapping[str, Span | None]
+) -> DiagnosticError:
+    """The error for `tool` rejecting `what`: at each extern call of the program that the
+    tool cannot find, or, when the log names none of them, a tirc bug."""
+    text = log.strip()
+    blamed = [name for name in missing_functions(text) if name in externs]
+    if not blamed:
+        return DiagnosticError.at(None, f"{tool} rejected {what} (a tirc bug)", Note(text[:4000]))
+    return DiagnosticError(
+        [
+            Diagnostic.error(
+                f"the program calls '{name}', which is not a CUDA built-in and is not defined "
+                "in the program",
+                externs[name],
+                Note(_line_naming(text, name, tool)),
+                Note(_LINK_HINT[tool].format(name=name)),
+            )
+            for name in blamed
+        ]
+    )
+
+
+def _line_naming(log: str, name: str, tool: str) -> str:
+    """The log's line about `name`, said to come from `tool`."""
+    line = next(
+        (
+            line.strip()
+            for line in log.splitlines()
+            if any(name in p.findall(line) for p in _MISSING)
+        ),
+        log[:400],
+    )
+    return line if line.startswith(tool) else f"{tool}: {line}"

@@ -18,6 +18,7 @@ import numpy as np
 from tirc.diagnostics import DiagnosticError, Note
 from tirc.driver.exit_code import ExitCode
 from tirc.driver.output import STDOUT, write_output
+from tirc.driver.progress import Meter, meter_for
 from tirc.driver.source import read_source
 from tirc.ir.expr import Var
 from tirc.ir.function import IRModule, PrimFunc
@@ -59,50 +60,11 @@ def run_file(
             None,
             "--check compares a compiled target with the interpreter; give --target cpu or cuda",
         )
-    from tirc.driver.commands import parse_source
-
-    module = parse_source(read_source(path), defines)
-    original = module
-    if plan is not None:
-        from tirc.driver.schedule import apply_plan_file
-
-        module, _ = apply_plan_file(module, plan)
-    name, function = pick_function(module, func)
-    given = load_inputs(inputs) if inputs is not None else {}
-    args = complete_arguments(function, given, seed, inputs or "")
-    reference = {key: np.array(value, copy=True) for key, value in args.items()} if check else None
-    notes: list[str] = []
-
-    if kind == "interp":
-        from tirc.interp import run
-
-        start = time.perf_counter()
-        run(function, args, module=module)
-        elapsed = time.perf_counter() - start
-        if bench:
-            from tirc.driver.run_cpu import bench as time_calls
-
-            snapshot = {key: np.array(value, copy=True) for key, value in args.items()}
-            timing = time_calls(lambda: run(function, dict(snapshot), module=module), 0.5, 20)
-            notes.append(f"bench: {timing.describe(None, _buffer_bytes(args))}")
-    elif kind == "cuda":
-        from tirc.driver.run_cuda import run_cuda_target
-
-        elapsed = run_cuda_target(
-            module,
-            original,
-            name,
-            function,
-            target,
-            args,
-            reference,
-            bench,
-            notes,
-            lambda values: _interpret(module, function, values),
-        )
-    else:
-        elapsed = _run_on_cpu(
-            module, name, function, target, args, reference, bench, opt_level, notes
+    # with --bench (which takes a while) a transient progress line on a terminal's stderr
+    meter = meter_for() if bench else Meter(None)
+    with meter:
+        name, function, args, given, elapsed, notes = _execute(
+            path, target, kind, func, inputs, seed, defines, plan, check, bench, opt_level, meter
         )
     buffers = {
         param.name: args[param.name]
@@ -119,6 +81,77 @@ def run_file(
     return ExitCode.OK
 
 
+def _execute(
+    path: str,
+    target: str,
+    kind: str,
+    func: str | None,
+    inputs: str | None,
+    seed: int,
+    defines: Mapping[str, str],
+    plan: str | None,
+    check: bool,
+    bench: bool,
+    opt_level: int,
+    meter: Meter,
+) -> tuple[str, PrimFunc, dict[str, np.ndarray | int], dict[str, np.ndarray], float, list[str]]:
+    """Parses, schedules and runs the function on `kind`: its name, the function, the
+    arguments after the run, the inputs given, the seconds of the run and the bench notes."""
+    from tirc.driver.commands import parse_source
+
+    meter.stage("parsing")
+    module = parse_source(read_source(path), defines)
+    original = module
+    if plan is not None:
+        from tirc.driver.schedule import apply_plan_file
+
+        meter.stage("applying the plan")
+        module, _ = apply_plan_file(module, plan)
+    name, function = pick_function(module, func)
+    given = load_inputs(inputs) if inputs is not None else {}
+    args = complete_arguments(function, given, seed, inputs or "")
+    reference = {key: np.array(value, copy=True) for key, value in args.items()} if check else None
+    notes: list[str] = []
+
+    if kind == "interp":
+        from tirc.interp import run
+
+        meter.stage(f"running {name} in the interpreter")
+        start = time.perf_counter()
+        run(function, args, module=module)
+        elapsed = time.perf_counter() - start
+        if bench:
+            from tirc.driver.run_cpu import bench as time_calls
+
+            snapshot = {key: np.array(value, copy=True) for key, value in args.items()}
+            meter.stage(f"timing {name} in the interpreter", total=1.0)
+            timing = time_calls(
+                lambda: run(function, dict(snapshot), module=module), 0.5, 20, meter
+            )
+            notes.append(f"bench: {timing.describe(None, _buffer_bytes(args))}")
+    elif kind == "cuda":
+        from tirc.driver.run_cuda import run_cuda_target
+
+        meter.stage(f"compiling and running {name} on {target}")
+        elapsed = run_cuda_target(
+            module,
+            original,
+            name,
+            function,
+            target,
+            args,
+            reference,
+            bench,
+            notes,
+            lambda values: _interpret(module, function, values),
+        )
+    else:
+        elapsed = _run_on_cpu(
+            module, name, function, target, args, reference, bench, opt_level, notes, meter
+        )
+    return name, function, args, given, elapsed, notes
+
+
 def _run_on_cpu(
     module: IRModule,
     name: str,
@@ -129,13 +162,16 @@ def _run_on_cpu(
     bench: bool,
     opt_level: int,
     notes: list[str],
+    meter: Meter,
 ) -> float:
     """Compiles and calls the function on `args`; checks and times it as asked."""
     from tirc.driver.run_cpu import bench as time_calls
     from tirc.driver.run_cpu import compare, jit_function
 
+    meter.stage(f"compiling {name} for {target}")
     call = jit_function(module, name, target, opt_level)
     pristine = {key: np.array(value, copy=True) for key, value in args.items()} if bench else None
+    meter.stage(f"running {name}")
     start = time.perf_counter()
     status = call(args)
     elapsed = time.perf_counter() - start
@@ -152,6 +188,7 @@ def _run_on_cpu(
             )
             for key, value in reference.items()
         }
+        meter.stage("checking against the interpreter")
         run(function, interp_args, module=module)
         problems = compare(function, args, interp_args)
         if problems:
@@ -166,10 +203,12 @@ def _run_on_cpu(
 
         # aligned as the ABI wants them, so that the calls timed copy nothing
         scratch = {key: aligned_copy(value) for key, value in pristine.items()}
-        timing = time_calls(lambda: call(scratch))
+        meter.stage(f"timing {name}", total=1.0)
+        timing = time_calls(lambda: call(scratch), meter=meter)
         lowered = lower_module(module, target=target)[name]
         notes.append(f"bench: {timing.describe(count_flops(lowered), _buffer_bytes(args))}")
-        notes.append(f"bench: {_numpy_baseline(function, args, timing.median)}")
+        meter.stage("timing a numpy copy of the buffers", total=1.0)
+        notes.append(f"bench: {_numpy_baseline(function, args, timing.median, meter)}")
     return elapsed
 
 
@@ -195,7 +234,9 @@ def _buffer_bytes(args: Mapping[str, object]) -> int:
     return sum(value.nbytes for value in args.values() if isinstance(value, np.ndarray))
 
 
-def _numpy_baseline(function: PrimFunc, args: Mapping[str, object], median: float) -> str:
+def _numpy_baseline(
+    function: PrimFunc, args: Mapping[str, object], median: float, meter: Meter | None = None
+) -> str:
     """A copy of every argument through numpy, as a memory-bandwidth yardstick."""
     from tirc.driver.run_cpu import bench as time_calls
 
@@ -206,7 +247,7 @@ def _numpy_baseline(function: PrimFunc, args: Mapping[str, object], median: floa
         for source, target in zip(arrays, targets, strict=True):
             np.copyto(target, source)
 
-    timing = time_calls(copy_all)
+    timing = time_calls(copy_all, meter=meter)
     return f"numpy copy of the same buffers takes {timing.median * 1e3:.4f} ms"
 
 

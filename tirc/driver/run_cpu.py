@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tirc.driver.progress import Meter
 from tirc.ir.function import IRModule, PrimFunc
 
 FLOAT_RTOL = 1e-4
@@ -74,8 +75,14 @@ class Timing:
         return f"{text}, {nbytes / self.median / 1e9:.2f} GB/s"
 
 
-def bench(call: Callable[[], object], min_time: float = 0.2, max_repeats: int = 1000) -> Timing:
-    """The median of repeated calls after one warm-up, repeating up to about `min_time`."""
+def bench(
+    call: Callable[[], object],
+    min_time: float = 0.2,
+    max_repeats: int = 1000,
+    meter: Meter | None = None,
+) -> Timing:
+    """The median of repeated calls after one warm-up, repeating up to about `min_time`.
+    `meter` (a stage with total 1) fills as the repeats or the time run out, between calls."""
     call()
     samples: list[float] = []
     started = time.perf_counter()
@@ -84,5 +91,8 @@ def bench(call: Callable[[], object], min_time: float = 0.2, max_repeats: int = 
     ):
         begin = time.perf_counter()
         call()
-        samples.append(time.perf_counter() - begin)
+        end = time.perf_counter()
+        samples.append(end - begin)
+        if meter is not None:
+            meter.update(min(1.0, max(len(samples) / max_repeats, (end - started) / min_time)))
     return Timing(statistics.median(samples), len(samples))

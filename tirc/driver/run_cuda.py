@@ -122,12 +122,12 @@ def module_image(lowered: IRModule, arch: str) -> bytes:
     """A cubin (through ptxas) or, without ptxas, NUL-terminated PTX for the driver's JIT."""
     import shutil
 
-    from tirc.driver.compile_cuda import module_ptx
+    from tirc.driver.compile_cuda import extern_calls, module_ptx
     from tirc.driver.cuda_toolchain import cubin_from_ptx
 
     ptx = module_ptx(lowered, arch=arch, via=None)
     if shutil.which("ptxas") is not None:
-        return cubin_from_ptx(ptx, arch)
+        return cubin_from_ptx(ptx, arch, extern_calls(lowered))
     return ptx.encode() + b"\0"
 
 

@@ -139,6 +139,12 @@ class _Lowering(Mutator):
         finally:
             self.loops = saved
 
+    def visit_SeqStmt(self, node: S.SeqStmt) -> S.Stmt:
+        # a loop lowered into several statements joins the sequence it sat in, as the
+        # parser would read it back
+        new = self.generic_visit(node)
+        return new if new is node else S.seq(*new.stmts)  # type: ignore[attr-defined]
+
     def visit_For(self, loop: S.For) -> S.Stmt:
         chain = [loop]
         while isinstance(chain[-1].body, S.For):
