@@ -3,8 +3,9 @@
     /work/tvm-venv/bin/python tests/transform/golden/oracle_passes.py
 
 For each `<pass>/<name>.before.tir` whose `.after.tir` is not marked `# by hand`, applies
-TVM's pass of the same meaning and writes what TVM prints. Options are not translated:
-pairs with options are written by hand.
+TVM's pass of the same meaning and writes what TVM prints. A header may name several passes
+(`a,b`); options are translated only for passes TVM configures through its PassContext
+(`PASS_CONFIGS`); other pairs with options are written by hand.
 """
 
 from __future__ import annotations
@@ -52,7 +53,31 @@ TVM_PASSES = {
     "inject-double-buffer": s_tir.transform.InjectDoubleBuffer,
     "storage-rewrite": tirx.transform.StorageRewrite,
     "merge-shared-memory-allocations": s_tir.transform.MergeSharedMemoryAllocations,
+    "loop-partition": s_tir.transform.LoopPartition,
 }
+
+# passes whose options are TVM PassContext settings: the config key they live under
+PASS_CONFIGS = {"loop-partition": "s_tir.LoopPartition"}
+
+
+def _apply(spelled, module):  # type: ignore[no-untyped-def]
+    """`module` after the passes spelled `a,b{opt=true}` in a header."""
+    items, depth, current = [], 0, ""
+    for char in spelled + ",":
+        if char == "," and depth == 0:
+            items.append(current.strip())
+            current = ""
+            continue
+        depth += {"{": 1, "}": -1}.get(char, 0)
+        current += char
+    for item in filter(None, items):
+        name, _, options = item.partition("{")
+        pairs = [pair.split("=") for pair in options.rstrip("}").split(",") if pair]
+        values = {key.strip(): {"true": True, "false": False}.get(v.strip(), v) for key, v in pairs}
+        config = {PASS_CONFIGS[name]: values} if values else {}
+        with tvm.transform.PassContext(config=config):
+            module = TVM_PASSES[name]()(module)
+    return module
 
 
 def main() -> int:
@@ -67,7 +92,7 @@ def main() -> int:
             for line in text.splitlines()
             if line.startswith("# pass:")
         )
-        module = TVM_PASSES[name]()(tvm.script.from_source(text))
+        module = _apply(name, tvm.script.from_source(text))
         header = f"# {before.name} after {name}, as Apache TVM 0.27 prints it\n"
         after.write_text(header + module.script() + "\n")
         print(f"wrote {after.relative_to(root)}")
