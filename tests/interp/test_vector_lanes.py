@@ -43,3 +43,25 @@ def test_float32_lanes_round_as_scalar_stores_do() -> None:
     vector_store(array.data, (0, 1, 2, 3), (0.1, 1e300, -1e300, 1 / 3), None)
     expected = np.array([0.1, np.inf, -np.inf, 1 / 3], np.float64).astype(np.float32)
     assert array.tobytes() == expected.tobytes()
+
+
+def test_a_checked_scalar_load_inside_a_vector_operand_compiles() -> None:
+    """A bounds-checked load (the check binds its index with `:=`) broadcast into a vector op:
+    Python forbids `:=` in a comprehension's iterable, so the lanes are bound first."""
+    from tirc.interp import run
+    from tirc.text import parse
+
+    text = """
+@T.prim_func
+def main(a: T.handle, B: T.Buffer((8,), "float32"), j: T.int32):
+    n = T.int32()
+    A = T.match_buffer(a, (n,))
+    B[T.Ramp(0, 1, 8)] = B[T.Ramp(0, 1, 8)] + T.Broadcast(A[j], 8) * T.Broadcast(A[j + 1], 8)
+"""
+    func = parse(text)["main"]
+    a = np.array([1.0, 2.0, 3.0, 4.0], np.float32)
+    b = np.arange(8, dtype=np.float32)
+    run(func, {"a": a, "B": b, "j": 1})
+    assert b.tolist() == [float(v) + 6.0 for v in range(8)]
+    with pytest.raises(Exception, match="out-of-bounds load from A"):
+        run(func, {"a": a, "B": np.zeros(8, np.float32), "j": 3})

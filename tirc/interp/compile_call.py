@@ -76,7 +76,7 @@ class CallCompiler:
         ]
         inner = lane([Code(n) for n in names], arg_types[0].element)
         targets = ", ".join(names) + ("," if len(names) == 1 else "")
-        return Code(f"tuple([{inner.text} for {targets} in zip({', '.join(sources)})])")
+        return Code(self.ctx.lanes_of(inner.text, targets, f"zip({', '.join(sources)})"))
 
 
 def _float_unary(name: str) -> CallRule:
@@ -223,7 +223,11 @@ def _if_then_else(compiler: CallCompiler, call: Call) -> Code:
         code.text if arg.dtype.is_vector else f"({code.text},) * {lanes}"  # type: ignore[attr-defined]
         for code, arg in zip((condition, true_value, false_value), call.args, strict=True)
     ]
-    return Code(f"tuple([({t} if {c} else {f}) for {c}, {t}, {f} in zip({', '.join(sources)})])")
+    return Code(
+        compiler.ctx.lanes_of(
+            f"({t} if {c} else {f})", f"{c}, {t}, {f}", f"zip({', '.join(sources)})"
+        )
+    )
 
 
 def _identity(compiler: CallCompiler, call: Call) -> Code:

@@ -142,7 +142,7 @@ def _binary(rule: BinaryRule) -> Callable[[ExprCompiler, PrimExpr], Code]:
             return replace(result, pure=pure, slot=slot if pure else None)
         x, y = compiler.ctx.temp(), compiler.ctx.temp()
         lane = rule(compiler, Code(x), Code(y), operand_type.element, expr)
-        return Code(f"tuple([{lane.text} for {x}, {y} in zip({a.text}, {b.text})])")
+        return Code(compiler.ctx.lanes_of(lane.text, f"{x}, {y}", f"zip({a.text}, {b.text})"))
 
     return compile_binary
 
@@ -258,7 +258,7 @@ def _not(compiler: ExprCompiler, expr: PrimExpr) -> Code:
     a = compiler.compile(expr.a)
     if expr.dtype.is_vector:
         x = compiler.ctx.temp()
-        return Code(f"tuple([not {x} for {x} in {a.text}])")
+        return Code(compiler.ctx.lanes_of(f"not {x}", x, a.text))
     return Code(f"(not {a.text})", 0, 1, pure=a.pure, slot=a.slot)
 
 
@@ -277,8 +277,11 @@ def _select(compiler: ExprCompiler, expr: PrimExpr) -> Code:
     if expr.condition.dtype.is_scalar:  # type: ignore[attr-defined]
         condition_lanes = f"({condition.text},) * {expr.dtype.lanes}"
     return Code(
-        f"tuple([({f}, {t})[{c}] for {c}, {t}, {f} in "
-        f"zip({condition_lanes}, {true_value.text}, {false_value.text})])"
+        compiler.ctx.lanes_of(
+            f"({f}, {t})[{c}]",
+            f"{c}, {t}, {f}",
+            f"zip({condition_lanes}, {true_value.text}, {false_value.text})",
+        )
     )
 
 
@@ -294,7 +297,7 @@ def _cast(compiler: ExprCompiler, expr: PrimExpr) -> Code:
         return replace(result, pure=pure, slot=value.slot if pure else None)
     x = compiler.ctx.temp()
     lane = compile_cast(compiler, Code(x), source.element, expr.dtype.element, expr)
-    return Code(f"tuple([{lane.text} for {x} in {value.text}])")
+    return Code(compiler.ctx.lanes_of(lane.text, x, value.text))
 
 
 def _ramp(compiler: ExprCompiler, expr: PrimExpr) -> Code:

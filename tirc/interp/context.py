@@ -219,6 +219,14 @@ class Context:
     def temp(self) -> str:
         return self.fresh("_t")
 
+    def lanes_of(self, element: str, targets: str, iterable: str) -> str:
+        """`tuple([element for targets in iterable])`. Python forbids `:=` (our bounds-checked
+        indices use it) in a comprehension's iterable, so such an iterable is bound first."""
+        if ":=" not in iterable:
+            return f"tuple([{element} for {targets} in {iterable}])"
+        source = self.temp()
+        return f"(({source} := {iterable}), tuple([{element} for {targets} in {source}]))[1]"
+
     def bind(self, var: Var, low: int | None = None, high: int | None = None) -> str:
         """A Python name for var (the same one if var was bound before), with its bounds."""
         name = self.names.get(var)
