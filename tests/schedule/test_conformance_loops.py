@@ -5,18 +5,17 @@ stop with a diagnostic. Cases needing a primitive not yet registered are expecte
 
 from __future__ import annotations
 
-import difflib
 import json
 from pathlib import Path
 
 import pytest
 
+from tests.schedule.golden_runner import assert_equal
 from tirc.diagnostics import DiagnosticError
-from tirc.ir.structural import find_difference
 from tirc.schedule import primitives
 from tirc.schedule.apply import apply_plan
 from tirc.schedule.plan import read_plan
-from tirc.text import parse, print_module
+from tirc.text import parse
 
 CASES_DIR = Path(__file__).resolve().parents[3] / "shared" / "conformance" / "cases"
 LOOP_LEVEL = {
@@ -57,15 +56,4 @@ def test_conformance(case: Path) -> None:
         return
     got, _ = apply_plan(module, plan)
     want = parse((case / "expected.tir").read_text(), name=str(case / "expected.tir"))
-    difference = find_difference(got, want)
-    if difference is not None:
-        diff = "\n".join(
-            difflib.unified_diff(
-                print_module(want).splitlines(),
-                print_module(got).splitlines(),
-                "expected.tir",
-                "tirc",
-                lineterm="",
-            )
-        )
-        pytest.fail(f"{difference.message} at {difference.path}\n{diff}")
+    assert_equal(got, want, "expected.tir")

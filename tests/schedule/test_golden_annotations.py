@@ -11,99 +11,18 @@ also replayed from the trace tirc writes, which must give the same module.
 
 from __future__ import annotations
 
-import difflib
-import json
 from pathlib import Path
 
-import pytest
+from tests.schedule.golden import groups
+from tests.schedule.golden_runner import GOLDEN, cases, check_golden, golden, header
 
-from tirc.diagnostics import DiagnosticError
-from tirc.ir.function import IRModule
-from tirc.ir.structural import find_difference
-from tirc.schedule.apply import apply_plan
-from tirc.schedule.plan import Plan, read_plan
-from tirc.text import parse, print_module
-
-GOLDEN = Path(__file__).parent / "golden"
-FOLDERS = (
-    "parallel",
-    "vectorize",
-    "unroll",
-    "bind",
-    "annotate",
-    "unannotate",
-    "sample_perfect_tile",
-    "sample_categorical",
-    "sample_compute_location",
-    "enter_postproc",
-)
-CASES = [path for folder in FOLDERS for path in sorted((GOLDEN / folder).glob("*.before.tir"))]
-MARK = "# error:"
+FOLDERS = groups.ANNOTATIONS
+CASES = cases(FOLDERS)
 
 
-def _header(text: str, key: str) -> str | None:
-    for line in text.splitlines():
-        if line.startswith(f"# {key}:"):
-            return line.split(":", 1)[1].strip()
-    return None
-
-
-def _marked_line(text: str) -> int | None:
-    """The 1-based line whose code ends in an `# error:` comment, if one does."""
-    for number, line in enumerate(text.splitlines(), start=1):
-        if MARK in line and not line.startswith(MARK):
-            return number
-    return None
-
-
-def _plan(before: Path) -> Plan:
-    text = before.read_text()
-    plan_text = _header(text, "plan")
-    assert plan_text is not None, f"{before} has no '# plan:' header"
-    decisions = json.loads(_header(text, "decisions") or "[]")
-    return read_plan(json.dumps([json.loads(plan_text), decisions]), name=str(before))
-
-
-def _module(before: Path) -> IRModule:
-    return parse(before.read_text(), name=str(before))
-
-
-def _assert_equal(got: IRModule, want: IRModule, what: str) -> None:
-    difference = find_difference(got, want)
-    if difference is None:
-        return
-    diff = "\n".join(
-        difflib.unified_diff(
-            print_module(want).splitlines(),
-            print_module(got).splitlines(),
-            what,
-            "tirc",
-            lineterm="",
-        )
-    )
-    pytest.fail(f"{difference.message} at {difference.path}\n{diff}")
-
-
-@pytest.mark.parametrize("before", CASES, ids=lambda p: f"{p.parent.name}/{p.name[:-11]}")
+@golden("before", CASES)
 def test_golden(before: Path) -> None:
-    text = before.read_text()
-    error = _header(text, "error")
-    if error is not None:
-        with pytest.raises(DiagnosticError) as caught:
-            apply_plan(_module(before), _plan(before))
-        (diagnostic,) = caught.value.diagnostics
-        assert error in diagnostic.message, diagnostic.message
-        line = _marked_line(text)
-        if line is not None:
-            noted = [n.span.line for n in diagnostic.notes if n.span is not None]
-            assert line in noted, f"no note points at line {line}: {diagnostic.notes}"
-        return
-    after = before.with_name(before.name.replace(".before.", ".after."))
-    got, applied = apply_plan(_module(before), _plan(before))
-    _assert_equal(got, parse(after.read_text(), name=str(after)), "expected (TVM)")
-    assert find_difference(parse(print_module(got)), got) is None, "the result does not round-trip"
-    replayed, _ = apply_plan(_module(before), read_plan(applied.to_json(), "<trace>"))
-    _assert_equal(replayed, got, "first application")
+    check_golden(before, replay=True, one_diagnostic=True, marked=True)
 
 
 def test_every_primitive_has_goldens() -> None:
@@ -111,5 +30,5 @@ def test_every_primitive_has_goldens() -> None:
         cases = list((GOLDEN / folder).glob("*.before.tir"))
         assert cases, folder
         if folder not in ("sample_compute_location", "enter_postproc"):
-            rejected = [c for c in cases if _header(c.read_text(), "error") is not None]
+            rejected = [c for c in cases if header(c.read_text(), "error") is not None]
             assert rejected or folder == "unroll", f"{folder} has no rejection case"

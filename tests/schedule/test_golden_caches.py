@@ -11,74 +11,18 @@ diagnostic must contain: the plan's last step must be refused (TVM refuses it to
 
 from __future__ import annotations
 
-import difflib
-import json
 from pathlib import Path
 
-import pytest
+from tests.schedule.golden import groups
+from tests.schedule.golden_runner import GOLDEN, cases, check_golden, golden
 
-from tirc.diagnostics import DiagnosticError
-from tirc.ir.structural import find_difference
-from tirc.schedule.apply import apply_plan
-from tirc.schedule.plan import read_plan
-from tirc.text import parse, print_module
-
-GOLDEN = Path(__file__).parent / "golden"
-FOLDERS = (
-    "cache_read",
-    "cache_write",
-    "cache_inplace",
-    "set_scope",
-    "storage_align",
-    "unsafe_set_dtype",
-    "reindex",
-    "reindex_cache_read",
-    "reindex_cache_write",
-    "annotate_buffer_access",
-    "unsafe_hide_buffer_access",
-)
-CASES = [path for folder in FOLDERS for path in sorted((GOLDEN / folder).glob("*.before.tir"))]
+FOLDERS = groups.CACHES
+CASES = cases(FOLDERS)
 
 
-def _header(text: str, key: str) -> str | None:
-    for line in text.splitlines():
-        if line.startswith(f"# {key}:"):
-            return line.split(":", 1)[1].strip()
-    return None
-
-
-def _apply(before: Path):  # type: ignore[no-untyped-def]
-    text = before.read_text()
-    plan_text = _header(text, "plan")
-    assert plan_text is not None, f"{before} has no '# plan:' header"
-    plan = read_plan(json.dumps([json.loads(plan_text), []]), name=str(before))
-    return apply_plan(parse(text, name=str(before)), plan)[0]
-
-
-@pytest.mark.parametrize("before", CASES, ids=lambda p: f"{p.parent.name}/{p.name[:-11]}")
+@golden("before", CASES)
 def test_golden(before: Path) -> None:
-    error = _header(before.read_text(), "error")
-    if error is not None:
-        with pytest.raises(DiagnosticError) as caught:
-            _apply(before)
-        assert error in str(caught.value), str(caught.value)
-        return
-    after = before.with_name(before.name.replace(".before.", ".after."))
-    got = _apply(before)
-    want = parse(after.read_text(), name=str(after))
-    difference = find_difference(got, want)
-    if difference is not None:
-        diff = "\n".join(
-            difflib.unified_diff(
-                print_module(want).splitlines(),
-                print_module(got).splitlines(),
-                "expected (TVM)",
-                "tirc",
-                lineterm="",
-            )
-        )
-        pytest.fail(f"{difference.message} at {difference.path}\n{diff}")
-    assert find_difference(parse(print_module(got)), got) is None, "the result does not round-trip"
+    check_golden(before)
 
 
 def test_every_primitive_has_goldens_and_rejections() -> None:

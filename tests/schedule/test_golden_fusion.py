@@ -6,64 +6,23 @@ partial sums never cross) compute the same.
 
 from __future__ import annotations
 
-import difflib
-import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tirc.diagnostics import DiagnosticError
+from tests.schedule.golden import groups
+from tests.schedule.golden_runner import GOLDEN, accepted, apply_text, cases, check_golden, golden
 from tirc.interp import random_inputs, run
-from tirc.ir.structural import find_difference
-from tirc.schedule.apply import apply_plan
-from tirc.schedule.plan import read_plan
 from tirc.text import parse, print_module
 
-GOLDEN = Path(__file__).parent / "golden"
-FOLDERS = ("fuse_reduction_epilogue", "cache_index", "read_at", "write_at")
-CASES = [path for folder in FOLDERS for path in sorted((GOLDEN / folder).glob("*.before.tir"))]
+FOLDERS = groups.FUSION
+CASES = cases(FOLDERS)
 
 
-def _header(text: str, key: str) -> str | None:
-    for line in text.splitlines():
-        if line.startswith(f"# {key}:"):
-            return line.split(":", 1)[1].strip()
-    return None
-
-
-def _apply(text: str, name: str = "<test>"):  # type: ignore[no-untyped-def]
-    plan_text = _header(text, "plan")
-    assert plan_text is not None, f"{name} has no '# plan:' header"
-    plan = read_plan(json.dumps([json.loads(plan_text), []]), name=name)
-    return apply_plan(parse(text, name=name), plan)[0]
-
-
-@pytest.mark.parametrize("before", CASES, ids=lambda p: f"{p.parent.name}/{p.name[:-11]}")
+@golden("before", CASES)
 def test_golden(before: Path) -> None:
-    text = before.read_text()
-    error = _header(text, "error")
-    if error is not None:
-        with pytest.raises(DiagnosticError) as caught:
-            _apply(text, str(before))
-        assert error in str(caught.value), str(caught.value)
-        return
-    after = before.with_name(before.name.replace(".before.", ".after."))
-    got = _apply(text, str(before))
-    want = parse(after.read_text(), name=str(after))
-    difference = find_difference(got, want)
-    if difference is not None:
-        diff = "\n".join(
-            difflib.unified_diff(
-                print_module(want).splitlines(),
-                print_module(got).splitlines(),
-                "expected (TVM)",
-                "tirc",
-                lineterm="",
-            )
-        )
-        pytest.fail(f"{difference.message} at {difference.path}\n{diff}")
-    assert find_difference(parse(print_module(got)), got) is None, "the result does not round-trip"
+    check_golden(before)
 
 
 def _outputs(module, inputs):  # type: ignore[no-untyped-def]
@@ -74,7 +33,7 @@ def _outputs(module, inputs):  # type: ignore[no-untyped-def]
 
 def _check_same_results(text: str, nonnegative: bool = False) -> None:
     module = parse(text)
-    fused = _apply(text)
+    fused = apply_text(text)
     for seed in range(3):
         inputs = random_inputs(module["main"], seed)
         if nonnegative:
@@ -83,18 +42,13 @@ def _check_same_results(text: str, nonnegative: bool = False) -> None:
         assert np.allclose(after["D"], before["D"], rtol=1e-5, atol=1e-5), print_module(fused)
 
 
-COPYING = [
-    path
-    for folder in ("cache_index", "read_at", "write_at")
-    for path in sorted((GOLDEN / folder).glob("*.before.tir"))
-    if _header(path.read_text(), "error") is None
-]
+COPYING = accepted(cases(("cache_index", "read_at", "write_at")))
 
 
-@pytest.mark.parametrize("before", COPYING, ids=lambda p: f"{p.parent.name}/{p.name[:-11]}")
+@golden("before", COPYING)
 def test_copies_and_cached_indices_compute_the_same(before: Path) -> None:
     text = before.read_text()
-    module, scheduled = parse(text), _apply(text)
+    module, scheduled = parse(text), apply_text(text)
     inputs = random_inputs(module["main"], 3)
     want, got = _outputs(module, inputs), _outputs(scheduled, inputs)
     for name, value in want.items():
@@ -120,7 +74,7 @@ def test_transposed_epilogue_maps_through_the_buffer_indices() -> None:
         "D[vi, vj] = temp[vi, vj] + C[vi, vj]", "D[vi, vj] = temp[vj, vi] + C[vi, vj]"
     )
     assert "temp[vj, vi] + C" in text
-    printed = print_module(_apply(text))
+    printed = print_module(apply_text(text))
     assert "D[vj, vi] = C[vj, vi]" in printed
     _check_same_results(text)
 
@@ -128,6 +82,6 @@ def test_transposed_epilogue_maps_through_the_buffer_indices() -> None:
 def test_the_epilogue_goes_and_temp_keeps_its_allocation() -> None:
     """As in TVM, temp stays allocated (another consumer would keep reading it)."""
     text = (GOLDEN / "fuse_reduction_epilogue" / "bias.before.tir").read_text()
-    printed = print_module(_apply(text))
+    printed = print_module(apply_text(text))
     assert "temp = T.sblock_alloc_buffer((16, 16))" in printed
     assert 'T.sblock("epilogue")' not in printed

@@ -10,40 +10,17 @@ a phrase the diagnostic must contain (the line TVM's block is on carries it too)
 
 from __future__ import annotations
 
-import difflib
-import json
 from pathlib import Path
 
 import numpy as np
-import pytest
 
-from tirc.diagnostics import DiagnosticError
+from tests.schedule.golden import groups
+from tests.schedule.golden_runner import GOLDEN, cases, check_golden, golden, header
 from tirc.interp import random_inputs, run
 from tirc.ir.function import IRModule
-from tirc.ir.structural import find_difference
-from tirc.schedule.apply import apply_plan
-from tirc.schedule.plan import read_plan
-from tirc.text import parse, print_module
 
-GOLDEN = Path(__file__).parent / "golden"
-FOLDERS = ("transform_block_layout", "transform_layout", "pad_einsum", "decompose_padding")
-CASES = [path for folder in FOLDERS for path in sorted((GOLDEN / folder).glob("*.before.tir"))]
-
-
-def _header(text: str, key: str) -> str | None:
-    for line in text.splitlines():
-        if line.startswith(f"# {key}:"):
-            return line.split(":", 1)[1].strip()
-    return None
-
-
-def _apply(before: Path) -> tuple[IRModule, IRModule]:
-    text = before.read_text()
-    plan_text = _header(text, "plan")
-    assert plan_text is not None, f"{before} has no '# plan:' header"
-    plan = read_plan(json.dumps([json.loads(plan_text), []]), name=str(before))
-    module = parse(text, name=str(before))
-    return module, apply_plan(module, plan)[0]
+FOLDERS = groups.LAYOUTS
+CASES = cases(FOLDERS)
 
 
 def _same_results(before: IRModule, after: IRModule) -> None:
@@ -67,32 +44,14 @@ def print_module_shape(buffer: object) -> str:
     return ", ".join(script(extent) for extent in buffer.shape)  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize("before", CASES, ids=lambda p: f"{p.parent.name}/{p.name[:-11]}")
+@golden("before", CASES)
 def test_golden(before: Path) -> None:
-    error = _header(before.read_text(), "error")
+    error = header(before.read_text(), "error")
     if error is not None:
         assert f"# error: {error}" in before.read_text().split("\n", 3)[3], "mark the line too"
-        with pytest.raises(DiagnosticError) as caught:
-            _apply(before)
-        assert error in str(caught.value), str(caught.value)
-        return
-    after = before.with_name(before.name.replace(".before.", ".after."))
-    original, got = _apply(before)
-    want = parse(after.read_text(), name=str(after))
-    difference = find_difference(got, want)
-    if difference is not None:
-        diff = "\n".join(
-            difflib.unified_diff(
-                print_module(want).splitlines(),
-                print_module(got).splitlines(),
-                "expected (TVM)",
-                "tirc",
-                lineterm="",
-            )
-        )
-        pytest.fail(f"{difference.message} at {difference.path}\n{diff}")
-    assert find_difference(parse(print_module(got)), got) is None, "the result does not round-trip"
-    _same_results(original, got)
+    result = check_golden(before)
+    if result is not None:
+        _same_results(*result)
 
 
 def test_every_layout_primitive_has_goldens_and_rejections() -> None:

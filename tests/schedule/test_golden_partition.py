@@ -11,83 +11,37 @@ tirc writes. loop_partition's structural check also runs in test_golden_loops.
 
 from __future__ import annotations
 
-import difflib
-import json
 from pathlib import Path
 
 import numpy as np
-import pytest
 
-from tirc.diagnostics import DiagnosticError
+from tests.schedule.golden import groups
+from tests.schedule.golden_runner import (
+    GOLDEN,
+    cases,
+    check_golden,
+    golden,
+    header,
+    module_of,
+    plan_of,
+)
 from tirc.interp import random_inputs, run
-from tirc.ir.function import IRModule
-from tirc.ir.structural import find_difference
 from tirc.schedule.apply import apply_plan
-from tirc.schedule.plan import Plan, read_plan
-from tirc.text import parse, print_module
 
-GOLDEN = Path(__file__).parent / "golden"
-FOLDERS = ("loop_partition", "rolling_buffer", "blockize_blocks")
-CASES = [path for folder in FOLDERS for path in sorted((GOLDEN / folder).glob("*.before.tir"))]
+FOLDERS = ("loop_partition", *groups.PARTITION)
+CASES = cases(FOLDERS)
 ACCEPTED = [case for case in CASES if "# error:" not in case.read_text()]
 
 
-def _header(text: str, key: str) -> str | None:
-    for line in text.splitlines():
-        if line.startswith(f"# {key}:"):
-            return line.split(":", 1)[1].strip()
-    return None
-
-
-def _plan(before: Path) -> Plan:
-    text = before.read_text()
-    plan_text = _header(text, "plan")
-    assert plan_text is not None, f"{before} has no '# plan:' header"
-    return read_plan(json.dumps([json.loads(plan_text), []]), name=str(before))
-
-
-def _module(before: Path) -> IRModule:
-    return parse(before.read_text(), name=str(before))
-
-
-def _assert_equal(got: IRModule, want: IRModule, what: str) -> None:
-    difference = find_difference(got, want)
-    if difference is None:
-        return
-    diff = "\n".join(
-        difflib.unified_diff(
-            print_module(want).splitlines(), print_module(got).splitlines(), what, "tirc",
-            lineterm="",
-        )
-    )  # fmt: skip
-    pytest.fail(f"{difference.message} at {difference.path}\n{diff}")
-
-
-def _case_id(path: Path) -> str:
-    return f"{path.parent.name}/{path.name[: -len('.before.tir')]}"
-
-
-@pytest.mark.parametrize("before", CASES, ids=_case_id)
+@golden("before", CASES)
 def test_golden(before: Path) -> None:
-    error = _header(before.read_text(), "error")
-    if error is not None:
-        with pytest.raises(DiagnosticError) as caught:
-            apply_plan(_module(before), _plan(before))
-        (diagnostic,) = caught.value.diagnostics
-        assert error in diagnostic.message, diagnostic.message
-        return
-    after = before.with_name(before.name.replace(".before.", ".after."))
-    got, applied = apply_plan(_module(before), _plan(before))
-    _assert_equal(got, parse(after.read_text(), name=str(after)), "expected (TVM)")
-    assert find_difference(parse(print_module(got)), got) is None, "the result does not round-trip"
-    replayed, _ = apply_plan(_module(before), read_plan(applied.to_json(), "<trace>"))
-    _assert_equal(replayed, got, "first application")
+    check_golden(before, replay=True, one_diagnostic=True)
 
 
-@pytest.mark.parametrize("before", ACCEPTED, ids=_case_id)
+@golden("before", ACCEPTED)
 def test_same_results(before: Path) -> None:
-    module = _module(before)
-    after, _ = apply_plan(module, _plan(before))
+    module = module_of(before)
+    after, _ = apply_plan(module, plan_of(before.read_text(), str(before)))
     inputs = random_inputs(module["main"], seed=3)
     results = []
     for candidate in (module, after):
@@ -102,4 +56,4 @@ def test_every_primitive_has_goldens() -> None:
     for folder in FOLDERS:
         cases = list((GOLDEN / folder).glob("*.before.tir"))
         assert cases, folder
-        assert any(_header(c.read_text(), "error") for c in cases), f"{folder}: no rejection"
+        assert any(header(c.read_text(), "error") for c in cases), f"{folder}: no rejection"

@@ -10,95 +10,34 @@ end of a program line marks the loop or block the diagnostic must point at.
 
 from __future__ import annotations
 
-import difflib
 import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tirc.diagnostics import DiagnosticError, Source
+from tests.schedule.golden import groups
+from tests.schedule.golden_runner import GOLDEN, cases, check_golden, golden, header, module_of
+from tirc.diagnostics import Source
 from tirc.driver.schedule import read_intrinsics
 from tirc.ir.function import IRModule
-from tirc.ir.structural import find_difference
-from tirc.schedule.apply import apply_plan
 from tirc.schedule.intrinsics import builtin_intrinsics, lookup
-from tirc.schedule.plan import Plan, read_plan
-from tirc.text import parse, print_module
+from tirc.text import print_module
 
-GOLDEN = Path(__file__).parent / "golden"
-FOLDERS = ("blockize", "tensorize")
-CASES = [path for folder in FOLDERS for path in sorted((GOLDEN / folder).glob("*.before.tir"))]
-MARK = "# error:"
+FOLDERS = groups.TENSORIZE
+CASES = cases(FOLDERS)
 
 
-def _header(text: str, key: str) -> str | None:
-    for line in text.splitlines():
-        if line.startswith(f"# {key}:"):
-            return line.split(":", 1)[1].strip()
-    return None
-
-
-def _marked_line(text: str) -> int | None:
-    for number, line in enumerate(text.splitlines(), start=1):
-        if MARK in line and not line.startswith(MARK):
-            return number
-    return None
-
-
-def _plan(before: Path) -> Plan:
-    plan_text = _header(before.read_text(), "plan")
-    assert plan_text is not None, f"{before} has no '# plan:' header"
-    return read_plan(json.dumps([json.loads(plan_text), []]), name=str(before))
-
-
-def _module(path: Path) -> IRModule:
-    return parse(path.read_text(), name=str(path))
-
-
-def _assert_equal(got: IRModule, want: IRModule, what: str) -> None:
-    difference = find_difference(got, want)
-    if difference is None:
-        return
-    diff = "\n".join(
-        difflib.unified_diff(
-            print_module(want).splitlines(),
-            print_module(got).splitlines(),
-            what,
-            "tirc",
-            lineterm="",
-        )
-    )
-    pytest.fail(f"{difference.message} at {difference.path}\n{diff}")
-
-
-@pytest.mark.parametrize("before", CASES, ids=lambda p: f"{p.parent.name}/{p.name[:-11]}")
+@golden("before", CASES)
 def test_golden(before: Path) -> None:
-    text = before.read_text()
-    error = _header(text, "error")
-    if error is not None:
-        with pytest.raises(DiagnosticError) as caught:
-            apply_plan(_module(before), _plan(before))
-        (diagnostic,) = caught.value.diagnostics
-        assert error in diagnostic.message, diagnostic.message
-        line = _marked_line(text)
-        if line is not None:
-            noted = [n.span.line for n in diagnostic.notes if n.span is not None]
-            assert line in noted, f"no note points at line {line}: {diagnostic.notes}"
-        return
-    after = before.with_name(before.name.replace(".before.", ".after."))
-    got, applied = apply_plan(_module(before), _plan(before))
-    _assert_equal(got, _module(after), "expected (TVM)")
-    assert find_difference(parse(print_module(got)), got) is None, "the result does not round-trip"
-    replayed, _ = apply_plan(_module(before), read_plan(applied.to_json(), "<trace>"))
-    _assert_equal(replayed, got, "first application")
+    check_golden(before, replay=True, one_diagnostic=True, marked=True)
 
 
 def test_every_primitive_has_goldens_and_rejections() -> None:
     for folder in FOLDERS:
         cases = list((GOLDEN / folder).glob("*.before.tir"))
-        assert [c for c in cases if _header(c.read_text(), "error") is None], folder
-        assert [c for c in cases if _header(c.read_text(), "error") is not None], folder
+        assert [c for c in cases if header(c.read_text(), "error") is None], folder
+        assert [c for c in cases if header(c.read_text(), "error") is not None], folder
 
 
 def test_every_library_family_is_tensorized() -> None:
@@ -151,8 +90,8 @@ def test_tensorized_program_runs_like_the_original(name: str) -> None:
     import tirc.interp.llvm_intrinsics  # noqa: F401  (registers vpdpbusd)
     from tirc.interp import run
 
-    before = _module(GOLDEN / "tensorize" / f"{name}.before.tir")["main"]
-    after = _module(GOLDEN / "tensorize" / f"{name}.after.tir")["main"]
+    before = module_of(GOLDEN / "tensorize" / f"{name}.before.tir")["main"]
+    after = module_of(GOLDEN / "tensorize" / f"{name}.after.tir")["main"]
     expected = _random(before, 7)
     got = {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in expected.items()}
     run(before, expected)

@@ -1,14 +1,20 @@
 """Regenerate the expected halves of the golden pairs of rolling_buffer and blockize of a list
 of blocks with Apache TVM 0.27 (the oracle), by the rules of
-oracle_reductions.py, whose loop this reuses.
+oracle_reductions.py (oracle_common.regenerate).
 
 Run under a Python that has TVM: `/work/tvm-venv/bin/python
 tests/schedule/golden/oracle_partition.py`. (loop_partition's pairs come from oracle_loops.py.)
 """
 
-import oracle_reductions
+import groups
+from oracle_common import regenerate
 
-oracle_reductions.FOLDERS = ("rolling_buffer", "blockize_blocks")
+FOLDERS = groups.PARTITION
+
+
+def main() -> None:
+    regenerate(FOLDERS)
+
 
 if __name__ == "__main__":
-    oracle_reductions.main()
+    main()

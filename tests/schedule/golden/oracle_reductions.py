@@ -8,55 +8,14 @@ writes `<name>.after.tir`: TVM's result. Cases tirc refuses but TVM accepts are 
 (tirc is stricter on purpose there). Kept free of tirc imports.
 """
 
-import json
-import pathlib
+import groups
+from oracle_common import regenerate
 
-import tvm
-from tvm import s_tir
-from tvm.s_tir.schedule import Trace
-
-HERE = pathlib.Path(__file__).resolve().parent
-FOLDERS = (
-    "compute_inline",
-    "reverse_compute_inline",
-    "decompose_reduction",
-    "rfactor",
-)
-
-
-def header(text: str, key: str) -> str | None:
-    for line in text.splitlines():
-        if line.startswith(f"# {key}:"):
-            return line.split(":", 1)[1].strip()
-    return None
+FOLDERS = groups.REDUCTIONS
 
 
 def main() -> None:
-    for folder in FOLDERS:
-        for before in sorted((HERE / folder).glob("*.before.tir")):
-            text = before.read_text()
-            plan = json.loads(header(text, "plan") or "[]")
-            decisions = json.loads(header(text, "decisions") or "[]")
-            mod = tvm.script.from_source(text)
-            if not isinstance(mod, tvm.IRModule):
-                mod = tvm.IRModule({"main": mod})
-            sch = s_tir.Schedule(mod)
-            try:
-                Trace.apply_json_to_schedule([plan, decisions], sch)
-                accepted = True
-            except Exception:  # noqa: BLE001 - any refusal counts
-                accepted = False
-            refused_by_tirc = header(text, "error") is not None
-            if refused_by_tirc:
-                if accepted:
-                    print(f"{folder}/{before.name}: TVM accepts what tirc refuses")
-                continue
-            if not accepted:
-                print(f"{folder}/{before.name}: TVM refuses the plan; no after file written")
-                continue
-            after = before.with_name(before.name.replace(".before.", ".after."))
-            note = f"# {before.name} after its plan, as Apache TVM 0.27 prints it\n"
-            after.write_text(note + sch.mod.script())
+    regenerate(FOLDERS)
 
 
 if __name__ == "__main__":

@@ -9,26 +9,14 @@ names tirc's library uses. TVM 0.27 spells the PTX builtins of the mma family
 (`T.ptx_mma("float32", ...)`); those calls are rewritten here. Kept free of tirc imports.
 """
 
-import json
-import pathlib
 import re
-import sys
 
-import tvm
+import groups
 import tvm.s_tir.tensor_intrin  # noqa: F401  (registers TVM's intrinsics)
-from tvm import s_tir
-from tvm.s_tir.schedule import Trace
+from oracle_common import regenerate_accepted
 
-HERE = pathlib.Path(__file__).resolve().parent
-FOLDERS = ("blockize", "tensorize")
+FOLDERS = groups.TENSORIZE
 ACCUMULATOR = {"fp32": "float32", "fp16": "float16"}
-
-
-def header(text: str, key: str) -> str | None:
-    for line in text.splitlines():
-        if line.startswith(f"# {key}:"):
-            return line.split(":", 1)[1].strip()
-    return None
 
 
 def older_spelling(text: str) -> str:
@@ -59,21 +47,7 @@ def older_spelling(text: str) -> str:
 
 
 def main() -> None:
-    befores = [path for folder in FOLDERS for path in sorted(HERE.glob(f"{folder}/*.before.tir"))]
-    for before in befores:
-        text = before.read_text()
-        plan = header(text, "plan")
-        if plan is None or header(text, "error") is not None:
-            continue
-        mod = tvm.script.from_source(text)
-        if not isinstance(mod, tvm.IRModule):
-            mod = tvm.IRModule({"main": mod})
-        sch = s_tir.Schedule(mod)
-        Trace.apply_json_to_schedule([json.loads(plan), []], sch)
-        after = before.with_name(before.name.replace(".before.", ".after."))
-        note = f"# {before.name} after its plan, as Apache TVM 0.27 prints it\n"
-        after.write_text(note + older_spelling(sch.mod.script()))
-        print(after.relative_to(HERE), file=sys.stderr)
+    regenerate_accepted(FOLDERS, older_spelling)
 
 
 if __name__ == "__main__":
