@@ -30,6 +30,7 @@ from tirc.ir import stmt as S
 from tirc.ir.buffer import Buffer
 from tirc.ir.function import PrimFunc
 from tirc.ir.functor import Mutator, Visitor
+from tirc.transform.flat_offset import FlatOffsetRewriter
 from tirc.transform.fresh_copy import fresh_copy
 from tirc.transform.pass_base import Dialect, FunctionPass
 
@@ -166,42 +167,14 @@ def _widened(buffer: Buffer, count: int) -> Buffer | None:
     return dataclasses.replace(buffer, data=data, shape=(size,))
 
 
-class _Widen(Mutator):
+class _Widen(FlatOffsetRewriter):
     """Allocations of widened buffers, and their accesses offset by thread * size."""
 
-    def __init__(self, widened: dict[E.Var, tuple[Buffer, PrimExpr]]) -> None:
-        self.widened = widened
-
-    def index(
-        self, buffer: Buffer, indices: tuple[PrimExpr, ...]
-    ) -> tuple[Buffer, tuple[PrimExpr, ...]]:
-        new, offset = self.widened[buffer.data]
-        (index,) = indices
-        lanes = index.dtype.lanes  # type: ignore[attr-defined]
-        element = index.dtype.element  # type: ignore[attr-defined]
-        if offset.dtype != element:  # type: ignore[attr-defined]
-            offset = E.Cast(element, offset)
-        if lanes > 1:
-            offset = E.Broadcast(offset, lanes)
-        return new, (E.Add(offset, index),)
+    offset_first = True
 
     def visit_AllocBuffer(self, node: S.AllocBuffer) -> S.Stmt:
-        found = self.widened.get(node.buffer.data)
+        found = self.moves.get(node.buffer.data)
         return node if found is None else dataclasses.replace(node, buffer=found[0])
-
-    def visit_BufferLoad(self, node: E.BufferLoad) -> E.PrimExpr:
-        node = self.generic_visit(node)  # type: ignore[assignment]
-        if node.buffer.data not in self.widened:
-            return node
-        buffer, indices = self.index(node.buffer, node.indices)
-        return dataclasses.replace(node, buffer=buffer, indices=indices)
-
-    def visit_BufferStore(self, node: S.BufferStore) -> S.Stmt:
-        node = self.generic_visit(node)  # type: ignore[assignment]
-        if node.buffer.data not in self.widened:
-            return node
-        buffer, indices = self.index(node.buffer, node.indices)
-        return dataclasses.replace(node, buffer=buffer, indices=indices)
 
 
 PrimExpr = E.PrimExpr

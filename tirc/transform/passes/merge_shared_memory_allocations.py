@@ -29,6 +29,7 @@ from tirc.ir.buffer import Buffer
 from tirc.ir.expr import PointerType
 from tirc.ir.function import PrimFunc
 from tirc.ir.functor import Mutator, Visitor
+from tirc.transform.flat_offset import FlatOffsetRewriter
 from tirc.transform.pass_base import Dialect, FunctionPass
 
 ALIGNMENT = 16  # bytes: the widest vector access
@@ -156,51 +157,21 @@ def plan(buffers: list[Buffer], units: list[S.Stmt]) -> tuple[list[_Placed], int
     return placed, total
 
 
-class _Rewriter(Mutator):
+class _Rewriter(FlatOffsetRewriter):
     """Allocations dropped; accesses moved to the views, offset by their element offset."""
-
-    def __init__(self, views: dict[E.Var, tuple[Buffer, int]]) -> None:
-        self.views = views
 
     def visit_SeqStmt(self, node: S.SeqStmt) -> S.Stmt:
         kept = [
             self.visit(stmt)
             for stmt in node.stmts
-            if not (isinstance(stmt, S.AllocBuffer) and stmt.buffer.data in self.views)
+            if not (isinstance(stmt, S.AllocBuffer) and stmt.buffer.data in self.moves)
         ]
         return S.seq(*kept) if kept else S.Evaluate(E.IntImm(0))
 
     def visit_AllocBuffer(self, node: S.AllocBuffer) -> S.Stmt:
-        if node.buffer.data in self.views:
+        if node.buffer.data in self.moves:
             return S.Evaluate(E.IntImm(0))
         return node
-
-    def moved(
-        self, buffer: Buffer, indices: tuple[PrimExpr, ...]
-    ) -> tuple[Buffer, tuple[PrimExpr, ...]]:
-        view, offset = self.views[buffer.data]
-        if offset == 0:
-            return view, indices
-        (index,) = indices
-        dtype = index.dtype  # type: ignore[attr-defined]
-        shift: PrimExpr = E.IntImm(offset, dtype.element)
-        if dtype.lanes > 1:
-            shift = E.Broadcast(shift, dtype.lanes)
-        return view, (E.Add(index, shift),)
-
-    def visit_BufferLoad(self, node: E.BufferLoad) -> E.PrimExpr:
-        node = self.generic_visit(node)  # type: ignore[assignment]
-        if node.buffer.data not in self.views:
-            return node
-        buffer, indices = self.moved(node.buffer, node.indices)
-        return dataclasses.replace(node, buffer=buffer, indices=indices)
-
-    def visit_BufferStore(self, node: S.BufferStore) -> S.Stmt:
-        node = self.generic_visit(node)  # type: ignore[assignment]
-        if node.buffer.data not in self.views:
-            return node
-        buffer, indices = self.moved(node.buffer, node.indices)
-        return dataclasses.replace(node, buffer=buffer, indices=indices)
 
 
 PrimExpr = E.PrimExpr

@@ -87,7 +87,8 @@ class _Narrower(Mutator):
     def visit_BufferLoad(self, node: E.BufferLoad) -> E.PrimExpr:
         indices = tuple(self.index(i) for i in node.indices)
         predicate = None if node.predicate is None else self.visit(node.predicate)
-        if predicate is node.predicate and all(a is b for a, b in zip(indices, node.indices)):
+        unchanged = all(a is b for a, b in zip(indices, node.indices, strict=True))
+        if predicate is node.predicate and unchanged:
             return node
         return dataclasses.replace(node, indices=indices, predicate=predicate)
 
@@ -100,7 +101,7 @@ class _Narrower(Mutator):
         if (
             value is node.value
             and predicate is node.predicate
-            and all(a is b for a, b in zip(indices, node.indices))
+            and all(a is b for a, b in zip(indices, node.indices, strict=True))
         ):
             return node
         return dataclasses.replace(node, indices=indices, value=value, predicate=predicate)

@@ -9,7 +9,7 @@ it is and lets the backends launch the largest extent.
 Expects s-tir with opaque blocks or later; leaves the same dialect:
 
     for bx in T.thread_binding(8, "blockIdx.x"):     for blockIdx_x in T.thread_binding(8, ...):
-        for tx in T.thread_binding(32, ...):  ->          for threadIdx_x in T.thread_binding(32, ...):
+        for tx in T.thread_binding(32, ...):  ->          for threadIdx_x in T.thread_binding(32):
             ...                                                ...
         for tx in T.thread_binding(32, ...):                  ...
             ...
@@ -17,21 +17,11 @@ Expects s-tir with opaque blocks or later; leaves the same dialect:
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
-from tirc.ir import stmt as S
 from tirc.ir.function import PrimFunc
-from tirc.ir.functor import Mutator
 from tirc.transform.pass_base import Dialect, FunctionPass
-from tirc.transform.passes.lift_thread_binding import is_lifted, lift_kernel
-
-
-class _Kernels(Mutator):
-    def visit_For(self, node: S.For) -> S.Stmt:
-        if is_lifted(node):
-            return lift_kernel(node)
-        return self.generic_visit(node)
+from tirc.transform.passes.lift_thread_binding import lift_kernels
 
 
 @dataclass(frozen=True)
@@ -41,5 +31,4 @@ class UnifyThreadBinding(FunctionPass):
     leaves = Dialect.OPAQUE_BLOCKS
 
     def run_function(self, func: PrimFunc) -> PrimFunc:
-        body = _Kernels().visit(func.body)
-        return func if body is func.body else dataclasses.replace(func, body=body)
+        return lift_kernels(func)
