@@ -39,9 +39,19 @@ def jit_function(
     return call
 
 
-def compare(func: PrimFunc, got: Mapping[str, object], want: Mapping[str, object]) -> list[str]:
-    """One line per buffer whose values differ: integers exactly, floats within
-    FLOAT_RTOL/FLOAT_ATOL (NaN equal to NaN)."""
+def compare(
+    func: PrimFunc,
+    got: Mapping[str, object],
+    want: Mapping[str, object],
+    *,
+    label: str = "cpu",
+    rtol: float = FLOAT_RTOL,
+    atol: float = FLOAT_ATOL,
+    relative_atol: bool = False,
+) -> list[str]:
+    """One line per buffer whose values differ: integers exactly, floats within rtol/atol
+    (NaN equal to NaN); with relative_atol, atol is scaled by the largest finite magnitude
+    expected in the buffer (at least 1). `label` names what `got` came from."""
     problems = []
     for param in func.params:
         buffer = func.buffer_of(param)
@@ -50,7 +60,11 @@ def compare(func: PrimFunc, got: Mapping[str, object], want: Mapping[str, object
         have, expect = np.asarray(got[param.name]), np.asarray(want[param.name])
         if buffer.dtype.is_float:
             a, b = have.astype(np.float64), expect.astype(np.float64)
-            close = np.isclose(a, b, rtol=FLOAT_RTOL, atol=FLOAT_ATOL, equal_nan=True)
+            absolute = atol
+            if relative_atol:
+                finite = np.abs(b[np.isfinite(b)])
+                absolute = atol * max(float(finite.max()) if finite.size else 1.0, 1.0)
+            close = np.isclose(a, b, rtol=rtol, atol=absolute, equal_nan=True)
         else:
             close = have == expect
         if not np.all(close):
@@ -58,7 +72,7 @@ def compare(func: PrimFunc, got: Mapping[str, object], want: Mapping[str, object
             first = tuple(int(i) for i in np.argwhere(~close)[0])
             problems.append(
                 f"{param.name}: {bad} of {np.size(close)} values differ; first at {list(first)}: "
-                f"cpu {have[first]!r}, interpreter {expect[first]!r}"
+                f"{label} {have[first]!r}, interpreter {expect[first]!r}"
             )
     return problems
 

@@ -404,27 +404,11 @@ GPU_ATOL = 1e-5
 def compare(func: PrimFunc, got: Mapping[str, object], want: Mapping[str, object]) -> list[str]:
     """One line per buffer whose values differ: integers exactly, floats within GPU_RTOL
     and GPU_ATOL times the buffer's largest magnitude (NaN equal to NaN)."""
-    problems = []
-    for param in func.params:
-        buffer = func.buffer_of(param)
-        if buffer is None:
-            continue
-        have, expect = np.asarray(got[param.name]), np.asarray(want[param.name])
-        if buffer.dtype.is_float:
-            a, b = have.astype(np.float64), expect.astype(np.float64)
-            finite = np.abs(b[np.isfinite(b)])
-            scale = float(finite.max()) if finite.size else 1.0
-            close = np.isclose(a, b, rtol=GPU_RTOL, atol=GPU_ATOL * max(scale, 1.0), equal_nan=True)
-        else:
-            close = have == expect
-        if not np.all(close):
-            bad = int(np.size(close) - np.count_nonzero(close))
-            first = tuple(int(i) for i in np.argwhere(~close)[0])
-            problems.append(
-                f"{param.name}: {bad} of {np.size(close)} values differ; first at {list(first)}: "
-                f"cuda {have[first]!r}, interpreter {expect[first]!r}"
-            )
-    return problems
+    from tirc.driver.run_cpu import compare as compare_values
+
+    return compare_values(
+        func, got, want, label="cuda", rtol=GPU_RTOL, atol=GPU_ATOL, relative_atol=True
+    )
 
 
 def describe(timing: CudaTiming, flops: int | None, nbytes: int) -> str:
