@@ -4,8 +4,9 @@ What a cache stage must copy: the block's region, seen through its bindings, rel
 loops from the block's parent up to (not including) the insertion point, and over the thread
 loops further up that share the buffer's memory level. Where the block's predicate bounds a
 fused iterator (an imperfect split), the bound is taken from the iterator map, as TVM does;
-otherwise each dimension is relaxed as an interval. A dimension left unbounded is the
-buffer's whole extent.
+otherwise each dimension is relaxed as an interval, and what of that interval lies outside the
+buffer is cut off (no iteration the predicate lets run reaches it). A dimension left unbounded
+is the buffer's whole extent.
 """
 
 from __future__ import annotations
@@ -120,7 +121,34 @@ def relax_block_region(
         predicate = conjoin(predicate, extra_predicate)
     predicate = substitute(predicate, binding)
     domains = loop_domains(block.parent, high, region.buffer.scope)
-    return estimate_region(substituted, domains, predicate)
+    return clamp_to_buffer(estimate_region(substituted, domains, predicate))
+
+
+def clamp_to_buffer(region: BufferRegion) -> BufferRegion:
+    """`region` cut to the buffer's bounds where a dimension provably passes them.
+
+    Relaxing each loop of a split of a split on its own covers iterations the predicate skips:
+
+        i_0 * 5 + (i_1_0 * 3 + i_1_1), i_0 in [0, 205), i_1_0 in [0, 2), i_1_1 in [0, 3)
+        relaxes to [0, 1026); in a buffer of 1024 that is [0, 1024)
+
+    The iterations past the buffer are the ones the block's predicate rules out (any other
+    would access out of bounds), so the cut loses nothing the block touches."""
+    analyzer = Analyzer()
+    ranges = []
+    changed = False
+    for item, extent in zip(region.region, region.buffer.shape, strict=True):
+        low: PrimExpr = item.min
+        high: PrimExpr = E.Add(item.min, item.extent)
+        zero = IntImm(0, item.min.dtype)  # type: ignore[attr-defined]
+        if analyzer.can_prove(E.LT(low, zero)):
+            low, changed = zero, True
+        if analyzer.can_prove(E.GT(high, extent)):
+            high, changed = extent, True
+        ranges.append(Range(low, analyzer.simplify(E.Sub(high, low))))
+    if not changed:
+        return region
+    return BufferRegion(region.buffer, tuple(ranges))
 
 
 def or_predicates(items: list[PrimExpr]) -> PrimExpr:

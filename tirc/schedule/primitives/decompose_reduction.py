@@ -52,6 +52,7 @@ def decompose_reduction(sch: Schedule, block: SRef, loop: SRef) -> SRef:
     if reason is not None:
         raise ScheduleError(f"{describe(block)} is not a reduction block: {reason}", block)
     _check_above_reduction_loops(block, realize, loops, loop)
+    _check_no_repeating_loop_below(block, realize, loops, loop)
     init = _init_nest(block.block, realize, loops, loop)
     update = _update_block(block.block)
     new_loop = _BlockSwap(block.block, update).visit(loop.loop)
@@ -87,6 +88,31 @@ def _check_above_reduction_loops(
                     loop,
                     block,
                 )
+
+
+def _check_no_repeating_loop_below(
+    block: SRef, realize: SBlockRealize, loops: list[SRef], loop: SRef
+) -> None:
+    """No loop from `loop` down may feed none of the block's iterators (a unit loop aside):
+    the block repeats its whole reduction in each of its iterations, T.init() included, and
+    the init taken out of it would run once, so the repetitions would add up.
+
+        for k_0, k_1 in T.grid(2, 16):      # "C" under k_0 repeats, each time from its init
+            C[vi] += A[vi, vk]   (vk = k_1) decompose at k_0 -> C = 2 * sum: refused"""
+    start = next(index for index, item in enumerate(loops) if item is loop)
+    for item in loops[start:]:
+        node = item.loop
+        if isinstance(node.extent, IntImm) and node.extent.value == 1:
+            continue
+        if not any(uses_var(value, node.loop_var) for value in realize.iter_values):
+            raise ScheduleError(
+                f"cannot decompose the reduction of {describe(block)} at {describe(loop)}: "
+                f"{describe(item)} feeds none of its iterators, so the block repeats its "
+                "reduction in every iteration of it, each starting from its init; taken out "
+                "of that loop, the init would run once and the repetitions would add up",
+                item,
+                block,
+            )
 
 
 def _init_nest(block: SBlock, realize: SBlockRealize, loops: list[SRef], loop: SRef) -> Stmt:

@@ -15,6 +15,7 @@ from tirc.ir.node import Node
 from tirc.ir.stmt import IterType, SBlock, SBlockRealize, Stmt
 from tirc.schedule.errors import ScheduleError
 from tirc.schedule.primitives import primitive
+from tirc.schedule.properties import uses_var
 from tirc.schedule.rebind import outer_domains
 from tirc.schedule.schedule import Schedule, describe
 from tirc.schedule.signature import Kind, Param, Signature
@@ -40,6 +41,7 @@ def reorder(sch: Schedule, ordered_loops: list[SRef]) -> None:
     listed = {id(sref) for sref in ordered_loops}
     order = iter(ordered_loops)
     placed = [next(order) if id(sref) in listed else sref for sref in path]
+    _check_init_stays_first(state, path, placed)
     body: Stmt = path[-1].loop.body
     for sref in reversed(placed):
         body = dataclasses.replace(sref.loop, body=body)
@@ -111,6 +113,70 @@ def _check_blocks(state: ScheduleState, bottom: SRef) -> None:
             raise ScheduleError(
                 f"cannot reorder around {describe(block)}: its binding is not an affine "
                 "function of the loops around it",
+                block,
+            )
+
+
+_MOVES_INIT = "feeds both a data-parallel and a reduction iterator"
+_REPEATS = "feeds none of the iterators"
+
+
+def _role(realize: SBlockRealize, loop: SRef) -> str:
+    """'S' / 'R' / 'M' (both) / '' for the iterator types `loop` feeds; '' also for a unit
+    loop, which neither reorders nor repeats anything."""
+    node = loop.loop
+    if isinstance(node.extent, IntImm) and node.extent.value == 1:
+        return ""
+    types = {
+        iter_var.iter_type
+        for iter_var, value in zip(realize.block.iter_vars, realize.iter_values, strict=True)
+        if uses_var(value, node.loop_var)
+    }
+    spatial, reduce = IterType.SPATIAL in types, IterType.REDUCE in types
+    return "M" if spatial and reduce else "S" if spatial else "R" if reduce else "-"
+
+
+def _check_init_stays_first(state: ScheduleState, path: list[SRef], placed: list[SRef]) -> None:
+    """A block with T.init() runs its init in the iteration where its reduction iterators
+    start, which must stay the first of the iterations that reduce into one element. Two
+    swapped loops break that when both feed a reduction iterator and one of them a
+    data-parallel iterator too (a fused `i * 512 + k` split in two: a row's k == 0 no longer
+    comes first), or when one feeds a reduction iterator and the other feeds none (the block
+    repeats its reduction in each iteration of that loop, init first; inside the reduction,
+    the init would run again midway and the other iterations would add more than once)."""
+    position = {id(sref): index for index, sref in enumerate(placed)}
+    swapped = [
+        (outer, inner)
+        for index, outer in enumerate(path)
+        for inner in path[index + 1 :]
+        if position[id(outer)] > position[id(inner)]
+    ]
+    if not swapped:
+        return
+    for realize in _realizes_below(path[-1].loop.body):
+        if realize.block.init is None:
+            continue
+        block = state.get_sref(realize.block)
+        for outer, inner in swapped:
+            roles = {outer: _role(realize, outer), inner: _role(realize, inner)}
+            culprit = next(
+                (
+                    loop
+                    for loop, other in ((outer, inner), (inner, outer))
+                    if roles[loop] in {"M", "-"} and roles[other] in {"R", "M"}
+                ),
+                None,
+            )
+            if culprit is None:
+                continue
+            other = inner if culprit is outer else outer
+            why = _MOVES_INIT if roles[culprit] == "M" else _REPEATS
+            raise ScheduleError(
+                f"cannot swap {describe(outer)} and {describe(inner)}: {describe(culprit)} "
+                f"{why} of {describe(block)}, and {describe(other)} feeds a reduction "
+                "iterator; in the new order the iteration that runs T.init() would no "
+                "longer come first among those that reduce into one element",
+                culprit,
                 block,
             )
 

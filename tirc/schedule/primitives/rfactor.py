@@ -13,7 +13,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+from tirc.analysis.arith import Analyzer
 from tirc.ir import dtype as dt
+from tirc.ir import expr as E
 from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var
 from tirc.ir.functor import Mutator, walk
@@ -34,12 +36,13 @@ from tirc.ir.stmt import (
 from tirc.ir.substitute import substitute
 from tirc.schedule.errors import ScheduleError
 from tirc.schedule.primitives import primitive
-from tirc.schedule.properties import not_reduction, realize_of
+from tirc.schedule.properties import not_reduction, realize_of, uses_var
 from tirc.schedule.reducer import Match, match_reducer, same
 from tirc.schedule.schedule import Schedule, describe
 from tirc.schedule.signature import Kind, Param, Signature
 from tirc.schedule.sref import SRef
 from tirc.schedule.state import ScheduleState, children
+from tirc.text import script
 
 
 @primitive(
@@ -66,6 +69,7 @@ def rfactor(sch: Schedule, loop: SRef, factor_axis: int) -> SRef:
     loops = sch.loops_above(block)
     spatial, reduce = _touched_loop_vars(realize)
     _check_loops(state, loops, loop, block, spatial, reduce)
+    _check_every_slot_written(loops, loop, block, realize.predicate, reduce)
     inits, stores = _inits_and_updates(block)
     loads = [BufferLoad(store.buffer, store.indices) for store in stores]
     match = match_reducer(inits, [store.value for store in stores], loads)
@@ -167,6 +171,62 @@ def _check_loops(
         raise ScheduleError(
             f"{describe(loop)} feeds no reduction iterator of {describe(block)}: only a "
             "reduction loop can be factored",
+            loop,
+            block,
+        )
+
+
+def _conjuncts(expr: PrimExpr) -> list[PrimExpr]:
+    if isinstance(expr, E.And):
+        return _conjuncts(expr.a) + _conjuncts(expr.b)
+    return [expr]
+
+
+def _check_every_slot_written(
+    loops: list[SRef], loop: SRef, block: SRef, predicate: PrimExpr, reduce: set[Var]
+) -> None:
+    """Refuse when some slot of the rf buffer, which the final block reads, is provably never
+    written: the rf block's init runs under the block's predicate, so a slot is written only
+    if some iteration of the other reduction loops passes it.
+
+    The slot checked is the last one: every loop that picks the slot (the factored loop, the
+    data-parallel ones) at its last value, the predicate then false for every value of the
+    other reduction loops. An uneven split of the factored loop itself does that:
+
+        k_0 * 25 + (k_1_0 * 3 + k_1_1) < 256, rfactor k_1_0: at k_0 = 10, k_1_0 = 8 no k_1_1
+        passes, so the slot B_rf_rf[8, 10, vi] is never written
+
+    A symbolic bound is let through (TVM's GPU schedules factor a loop of `n` split by 16 and
+    then decompose the reduction, which takes the init out of the predicate); so is a
+    predicate on the data-parallel loops alone, which a later reverse_compute_at of the final
+    block bounds."""
+    if isinstance(predicate, IntImm) and predicate.value != 0:
+        return
+    last: dict[Var, PrimExpr] = {}
+    analyzer = Analyzer()
+    for item in loops:
+        var = item.loop.loop_var
+        if var in reduce and item is not loop:
+            analyzer.bind(var, Range(item.loop.min, item.loop.extent))
+        else:
+            one = IntImm(1, item.loop.extent.dtype)  # type: ignore[attr-defined]
+            last[var] = E.Sub(E.Add(item.loop.min, item.loop.extent), one)
+    witnesses = {item.loop.loop_var for item in loops} - set(last)
+    for conjunct in _conjuncts(predicate):
+        if not uses_var(conjunct, {loop.loop.loop_var, *witnesses}):
+            continue
+        at_last = analyzer.simplify(substitute(conjunct, last))
+        if not analyzer.can_prove(E.Not(at_last)):
+            continue
+        slot = ", ".join(
+            f"{var.name} = {script(analyzer.simplify(value))}"
+            for var, value in last.items()
+            if uses_var(conjunct, var)
+        )
+        raise ScheduleError(
+            f"cannot factor {describe(loop)}: at {slot} no iteration passes the predicate "
+            f"`{script(conjunct)}` of {describe(block)}, so a slot of the rf buffer that the "
+            "final block reads would never be written",
             loop,
             block,
         )
