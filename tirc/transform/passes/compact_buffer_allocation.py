@@ -2,7 +2,9 @@
 within one execution of the allocating block, and its indices are rebased onto that region.
 
 Expects opaque blocks (after plan-buffer-allocation and convert-blocks-to-opaque); leaves them.
-A dimension shrinks only when its extent is a constant smaller than the buffer's; a buffer
+A dimension shrinks only when its extent is a constant smaller than the buffer's (a symbolic
+extent counts as the least value it can take, every variable in it at least 1: `v` holds one
+element, `v * 32` thirty-two); a buffer
 whose data pointer escapes (`tvm_access_ptr`, `B.data`) keeps its shape. Loops inside the
 allocating block are relaxed; thread loops around it are relaxed too when the buffer's storage
 scope is shared by their threads (a shared buffer over threadIdx and vthread, a global one over
@@ -152,12 +154,7 @@ def _compacted(
         size = None
         if low is not None and high is not None:
             size = analyzer.simplify(E.Add(E.Sub(high, low), E.IntImm(1, low.dtype)))  # type: ignore[attr-defined]
-        fits = (
-            isinstance(size, E.IntImm)
-            and isinstance(extent, E.IntImm)
-            and 0 < size.value < extent.value
-        )
-        if fits:
+        if isinstance(size, E.IntImm) and _fits(size.value, extent):
             shape.append(E.IntImm(size.value, extent.dtype))  # type: ignore[union-attr,attr-defined]
             offsets.append(None if E.is_const_int(low, 0) else low)
         else:
@@ -166,6 +163,33 @@ def _compacted(
     if all(o is None for o in offsets) and list(buffer.shape) == shape:
         return None
     return dataclasses.replace(buffer, shape=tuple(shape)), offsets
+
+
+def _fits(size: int, extent: E.PrimExpr) -> bool:
+    """Whether a dimension of `extent` shrinks to a constant `size`: a constant extent when
+    `size` is smaller, a symbolic one when `size` is at most the least value it can take."""
+    if isinstance(extent, E.IntImm):
+        return 0 < size < extent.value
+    return 0 < size <= _least(extent)
+
+
+def _least(extent: E.PrimExpr) -> int:
+    """The least value a symbolic extent can take, each variable in it taken as at least 1 (a
+    buffer with an empty dimension has nothing to keep, whatever it shrinks to):
+
+        n -> 1      n * 32 -> 32      n + 8 -> 9      n - 1 -> 0 (unknown)
+    """
+    if isinstance(extent, E.IntImm):
+        return extent.value
+    if isinstance(extent, E.Var):
+        return 1
+    if isinstance(extent, E.Mul):
+        return _least(extent.a) * _least(extent.b)
+    if isinstance(extent, E.Add):
+        return _least(extent.a) + _least(extent.b)
+    if isinstance(extent, E.Cast):
+        return _least(extent.value)
+    return 0
 
 
 class _Rebase(Mutator):
@@ -181,7 +205,7 @@ class _Rebase(Mutator):
             elif index.dtype.is_vector:  # type: ignore[attr-defined]
                 out.append(E.Sub(index, E.Broadcast(offset, index.dtype.lanes)))  # type: ignore[attr-defined]
             else:
-                out.append(E.Sub(index, _cast(offset, index.dtype)))  # type: ignore[attr-defined]
+                out.append(_minus(index, _cast(offset, index.dtype)))  # type: ignore[attr-defined]
         return tuple(out)
 
     def visit_BufferLoad(self, node: E.BufferLoad) -> E.PrimExpr:
@@ -210,7 +234,7 @@ class _Rebase(Mutator):
             return self.generic_visit(node)  # type: ignore[return-value]
         new, offsets = self.plans[id(node.buffer)]
         region = tuple(
-            r if o is None else Range(E.Sub(r.min, _cast(o, r.min.dtype)), r.extent)  # type: ignore[attr-defined]
+            r if o is None else Range(_minus(r.min, _cast(o, r.min.dtype)), r.extent)  # type: ignore[attr-defined]
             for r, o in zip(node.region, offsets, strict=False)
         )
         return BufferRegion(new, region, span=node.span)
@@ -223,6 +247,13 @@ class _Rebase(Mutator):
         if all(a is b for a, b in zip(allocs, block.alloc_buffers, strict=False)):
             return block
         return dataclasses.replace(block, alloc_buffers=allocs)
+
+
+def _minus(index: E.PrimExpr, offset: E.PrimExpr) -> E.PrimExpr:
+    """`index - offset`, folded when both are constants (as TVM's `-` folds them)."""
+    if isinstance(index, E.IntImm) and isinstance(offset, E.IntImm):
+        return E.IntImm(index.value - offset.value, index.dtype)
+    return E.Sub(index, offset)
 
 
 def _cast(expr: E.PrimExpr, dtype: object) -> E.PrimExpr:
