@@ -718,16 +718,10 @@ def test_cache_stage_of_a_buffer_under_a_split_of_a_split(primitive: str) -> Non
     _interpreted_agrees("elementwise", CACHE_STAGES[primitive])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="cache_read of a buffer whose writer has a predicate, with the cache stage inside "
-    "the loops that predicate bounds (data_local under h, guarded by 1 <= h < 15): the copy "
-    "block is relaxed over its own loops only and gets no predicate, so at h = 0 it copies "
-    "data_local[.., -1, ..]; TVM 0.27 makes the same program (tirc/schedule/primitives/"
-    "cache_read.py: it would need the writer's guard, or a refusal)",
-    raises=DiagnosticError,
-)
 def test_cache_read_inside_the_loops_a_writers_predicate_bounds() -> None:
+    """A cache of data_local (whose writer runs under `1 <= h < 15`) placed under h copies
+    data_local[.., h - 1, ..]: the copy gets the guard that keeps h - 1 inside the buffer,
+    so at h = 0 it reads nothing (TVM 0.27 leaves it unguarded and reads row -1)."""
     _interpreted_agrees(
         "conv2d",
         [

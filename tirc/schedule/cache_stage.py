@@ -9,8 +9,11 @@ between them (TVM's placement, so that plans that name later loops still find th
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from tirc.analysis.arith import Analyzer
+from tirc.ir import expr as E
 from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.dtype import BOOL
 from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var
@@ -46,12 +49,19 @@ class CacheStage:
     stmt: Stmt | None = None  # the loop nest, once made
 
 
-def make_cache_stage(stage: CacheStage, scope_name: str, full_region: bool) -> SBlock:
+def make_cache_stage(
+    stage: CacheStage,
+    scope_name: str,
+    full_region: bool,
+    outer: Mapping[Var, Range] | None = None,
+) -> SBlock:
     """Build the copy loop nest into `stage.stmt`; returns its block.
 
     With `full_region` the cache has the original buffer's shape and the copy indexes both
     alike; else the cache has the region's shape and the original buffer is offset by the
-    region's start.
+    region's start. Given the ranges of the loops `outer` to the stage, a full-region copy
+    whose bindings cannot be shown to stay in the buffer gets the predicate that keeps them
+    there (see in_bounds_guard).
     """
     region = stage.region
     loop_vars: list[Var] = []
@@ -89,11 +99,43 @@ def make_cache_stage(stage: CacheStage, scope_name: str, full_region: bool) -> S
             tuple(write_indices),
         ),
     )
-    body: Stmt = SBlockRealize(tuple(bindings), IntImm(1, BOOL), block)
+    guard: PrimExpr = IntImm(1, BOOL)
+    if full_region and outer is not None:
+        guard = in_bounds_guard(bindings, region, loop_vars, outer)
+    body: Stmt = SBlockRealize(tuple(bindings), guard, block)
     for var, axis in reversed(list(zip(loop_vars, region.region, strict=True))):
         body = For(var, IntImm(0, var.dtype), axis.extent, ForKind.SERIAL, body)
     stage.stmt = body
     return block
+
+
+def in_bounds_guard(
+    bindings: list[PrimExpr],
+    region: BufferRegion,
+    loop_vars: list[Var],
+    outer: Mapping[Var, Range],
+) -> PrimExpr:
+    """`0 <= b and b < extent` for each binding `b` of a full-region copy that the loops'
+    ranges do not keep inside the buffer, else True.
+
+    A region relaxed only over the stage's own loops can start outside the buffer at some
+    iterations of the loops around it: a writer guarded by `1 <= h < 15` writes `A[h - 1]`,
+    and a copy of it placed under `h` would read `A[-1]` at h = 0. The copy's iterators
+    range over the buffer's shape, so the copy runs only where they do (TVM 0.27 leaves the
+    copy unguarded, which reads out of bounds).
+    """
+    analyzer = Analyzer()
+    for var, domain in outer.items():
+        analyzer.bind(var, domain)
+    for var, axis in zip(loop_vars, region.region, strict=True):
+        analyzer.bind(var, Range(IntImm(0, var.dtype), axis.extent))
+    guard: PrimExpr = IntImm(1, BOOL)
+    for binding, extent in zip(bindings, region.buffer.shape, strict=True):
+        zero = IntImm(0, binding.dtype)  # type: ignore[attr-defined]
+        for condition in (E.LE(zero, binding), E.LT(binding, extent)):
+            if not analyzer.can_prove(condition):
+                guard = condition if isinstance(guard, IntImm) else E.And(guard, condition)
+    return guard
 
 
 def point_region(buffer: Buffer, indices: list[PrimExpr]) -> BufferRegion:

@@ -166,11 +166,42 @@ def test_normal_form_unit_iterators_kept_or_dropped() -> None:
     assert _normal([index], domains, keep_unit_iters=False) == ["i0 * 64 + i2"]
 
 
-def test_normal_form_refuses_non_affine_and_symbolic() -> None:
+def test_normal_form_refuses_non_affine() -> None:
     v, domains = loops(i=16)
     assert _normal([E.Mul(v["i"], v["i"])], domains) is None
-    n = Var("n")
-    assert _normal([n], {n: Range(c(0), Var("m"))}) is None
+
+
+def test_normal_form_of_a_loop_of_symbolic_extent_read_whole() -> None:
+    # a loop of symbolic extent may be the highest digit, never divided or below another
+    m = Var("m")
+    v, domains = loops(i1=32)
+    i0 = Var("i0")
+    domains[i0] = Range(c(0), E.FloorDiv(E.Add(m, c(31)), c(32)))
+    assert _normal([E.Add(E.Mul(i0, c(32)), v["i1"])], domains) == ["i0 * 32 + i1"]
+    assert _normal([E.Add(E.Mul(v["i1"], m), i0)], domains) is None
+    assert _normal([E.FloorDiv(i0, c(4))], domains) is None
+    assert not detect_iter_map([i0], domains).ok  # detection proper keeps constant extents
+
+
+def test_normal_form_of_a_symbolic_modulus_of_its_own_extent() -> None:
+    # fuse of a unit loop with one of extent n leaves `fused % n` and `fused // n`
+    n, fused = Var("n"), Var("fused")
+    domains = {fused: Range(c(0), n)}
+    assert _normal([E.FloorMod(fused, n), E.FloorDiv(fused, n)], domains) == ["fused", "0"]
+    assert _normal([E.FloorMod(fused, Var("k"))], domains) is None
+
+
+def test_a_bounded_fused_iterator_as_the_top_digits_of_an_index() -> None:
+    v, domains = loops(i0=11, i1=128, u=1, j=8)
+    bounded = E.Add(E.Mul(v["i0"], c(128)), v["i1"])
+    guard = E.LT(bounded, c(1376))
+    index = E.Add(E.Mul(bounded, c(8)), E.Add(E.Mul(v["u"], c(8)), v["j"]))
+    result = detect_iter_map([index], domains, guard)
+    assert result.ok and result.sums[0].extent == 1376 * 8
+    assert _normal([index], domains, guard) == ["(i0 * 128 + i1) * 8 + u * 8 + j"]
+    # below another digit the bound would leave holes: not read as one iterator
+    low = E.Add(E.Mul(v["j"], c(1408)), bounded)
+    assert _normal([low], domains, guard) is None
 
 
 def test_predicate_over_iterators_no_index_fuses_is_not_affine() -> None:

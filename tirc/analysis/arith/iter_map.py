@@ -5,7 +5,9 @@ of them, a split takes digits `[lower, lower * extent)` of a mark scaled by `sca
 of indices is a valid map when each index reads as one fused iterator (its splits' scales
 are 1, e1, e1*e2, ...) and, for each mark, its splits tile the mark without overlap
 (bijective: and cover it whole). This is the check behind "the block's binding is affine",
-and what split/fuse/reorder preserve. Extents must be constant.
+and what split/fuse/reorder preserve. Extents must be constant, except in `normalize_iter_map`,
+where a loop of symbolic extent may appear whole, as the highest digit of an index
+(`i_0 * 32 + i_1` with `i_0` in `[0, (n + 31) // 32)`).
 """
 
 from __future__ import annotations
@@ -29,10 +31,11 @@ class Level(enum.Enum):
 
 @dataclass(frozen=True, eq=False)
 class IterMark:
-    """An iterator over [0, extent): a loop variable, or a fused group of splits."""
+    """An iterator over [0, extent): a loop variable, or a fused group of splits. The extent
+    is an expression only for a loop of symbolic extent (normalize_iter_map's)."""
 
     source: Var | tuple[IterSplit, ...]
-    extent: int
+    extent: int | PrimExpr
 
 
 @dataclass(frozen=True)
@@ -41,7 +44,7 @@ class IterSplit:
 
     mark: IterMark
     lower: int
-    extent: int
+    extent: int | PrimExpr
     scale: int
 
 
@@ -51,7 +54,7 @@ class IterSum:
 
     splits: tuple[IterSplit, ...]
     base: PrimExpr
-    extent: int
+    extent: int | PrimExpr
 
 
 @dataclass
@@ -75,20 +78,25 @@ class _Detector:
         analyzer: Analyzer,
         padded: bool = False,
         overlap: bool = False,
+        symbolic: bool = False,
     ):
         self.analyzer = analyzer
         self.padded = padded  # accept divisions that do not divide an extent (NO_CHECK)
         self.overlap = overlap  # accept sums whose terms overlap (`h * 2 + rh`; not BIJECTIVE)
-        self.extents: dict[Var, int] = {}
+        self.extents: dict[Var, int | PrimExpr] = {}
         for var, domain in domains.items():
             if not (isinstance(domain.min, IntImm) and domain.min.value == 0):
                 raise _NotAffine(f"loop {var.name} does not start at 0")
-            if not isinstance(domain.extent, IntImm):
+            if isinstance(domain.extent, IntImm):
+                self.extents[var] = domain.extent.value
+            elif symbolic:
+                self.extents[var] = domain.extent
+            else:
                 raise _NotAffine(f"loop {var.name} has a non-constant extent")
-            self.extents[var] = domain.extent.value
         self.var_marks: dict[Var, IterMark] = {}
         self.fused_marks: dict[Hashable, IterMark] = {}
         self.limits: dict[Hashable, int] = {}  # fused key -> extent bound by the predicate
+        self.groups: dict[Hashable, tuple[IterSplit, ...]] = {}  # bounded key -> its splits
         self.used: set[frozenset[int]] = set()  # iterators of the sums indices read whole
         self.bounded: list[frozenset[int]] = []  # iterators of the sums the predicate bounds
 
@@ -136,6 +144,8 @@ class _Detector:
         if isinstance(atom, Var):
             mark = self.mark_of(atom)
             return [IterSplit(mark, 1, mark.extent, 1)]
+        if isinstance(atom, (E.FloorDiv, E.FloorMod)) and not isinstance(atom.b, IntImm):
+            return self.symbolic_division(atom)
         if isinstance(atom, (E.FloorDiv, E.FloorMod)) and isinstance(atom.b, IntImm):
             divisor = atom.b.value
             if divisor <= 0:
@@ -144,6 +154,8 @@ class _Detector:
             if not (isinstance(base, IntImm) and base.value == 0):
                 raise _NotAffine("division of an iterator with an offset")
             source = self.as_single(inner)
+            if not isinstance(source.extent, int):
+                raise _NotAffine("division of an iterator of symbolic extent")
             if isinstance(atom, E.FloorDiv):
                 if source.extent % divisor and source.extent > divisor and not self.padded:
                     raise _NotAffine(f"extent {source.extent} is not divisible by {divisor}")
@@ -157,6 +169,20 @@ class _Detector:
                 raise _NotAffine(f"extent {source.extent} is not divisible by {divisor}")
             return [IterSplit(source.mark, source.lower, divisor, 1)]
         raise _NotAffine(f"{type(atom).__name__} of iterators is not affine")
+
+    def symbolic_division(self, atom: E.FloorDiv | E.FloorMod) -> list[IterSplit]:
+        """`x % e` and `x // e` where `x` runs over exactly [0, e) for a symbolic `e`: `x`
+        and nothing (what fuse leaves for a unit loop fused with one of symbolic extent:
+        `fused % n` with `fused` in [0, n))."""
+        inner, base = self.splits_of(atom.a)
+        if not (isinstance(base, IntImm) and base.value == 0) or not inner:
+            raise _NotAffine("division of an iterator with an offset")
+        source = self.as_single(inner)
+        if isinstance(source.extent, int) or source.lower != 1:
+            raise _NotAffine("division of an iterator by a symbolic divisor")
+        if not self.analyzer.can_prove(E.EQ(source.extent, atom.b)):
+            raise _NotAffine("division of an iterator by a symbolic divisor")
+        return [source] if isinstance(atom, E.FloorMod) else []
 
     def as_single(self, splits: list[IterSplit]) -> IterSplit:
         """Splits that read as one iterator: one unscaled split, or a fused group."""
@@ -185,9 +211,9 @@ class _Detector:
         [0, 3)), the extent grows by the overlap, and the fused iterator lists the splits
         in the reverse of the order taken (TVM's surjective maps).
         """
-        key = tuple(sorted((id(s.mark), s.lower, s.extent, s.scale) for s in splits))
-        units = [s for s in splits if s.extent == 1]  # a unit iterator fits at any scale
-        rest = [s for s in splits if s.extent != 1]
+        key = tuple(sorted((id(s.mark), s.lower, _extent_key(s.extent), s.scale) for s in splits))
+        units = [s for s in splits if _is_unit(s)]  # a unit iterator fits at any scale
+        rest = [s for s in splits if not _is_unit(s)]
         if not rest:
             return key, 1, tuple(sorted(splits, key=lambda s: -s.scale))
         smallest = min(s.scale for s in rest)
@@ -197,6 +223,8 @@ class _Detector:
         taken = [rest.pop(base)]
         expected, tail, overlapped = taken[0].extent, 0, False
         while rest:
+            if not isinstance(expected, int):
+                raise _NotAffine("a term above an iterator of symbolic extent")
             exact = [i for i, s in enumerate(rest) if s.scale == expected]
             if exact:
                 index = exact[-1]
@@ -212,12 +240,12 @@ class _Detector:
                 overlapped = True
             split = rest.pop(index)
             taken.append(split)
-            expected = split.scale * split.extent
+            expected = _scaled(split.extent, split.scale)
         if overlapped:
             ordered = tuple(reversed(taken)) + tuple(units)
         else:
             ordered = tuple(sorted(splits, key=lambda s: -s.scale))
-        return key, expected + tail, ordered
+        return key, expected + tail if tail else expected, ordered
 
     # -- the predicate -----------------------------------------------------------------------
 
@@ -231,8 +259,9 @@ class _Detector:
             elif isinstance(item, E.LT) and isinstance(item.b, IntImm):
                 splits, base = self.splits_of(item.a)
                 if splits and isinstance(base, IntImm) and base.value == 0:
-                    key, _ = self.fuse_key(splits)
+                    key, _, ordered = self.fuse_order(splits)
                     self.limits[key] = item.b.value
+                    self.groups[key] = ordered
                     self.bounded.append(_iterators(splits))
             elif isinstance(item, IntImm) and item.value:
                 continue
@@ -247,7 +276,64 @@ class _Detector:
             return IterSum((), base, 1)
         key, extent, ordered = self.fuse_order(splits)
         self.used.add(_iterators(splits))
+        if key not in self.limits:
+            bounded = self.bounded_top(ordered)
+            if bounded is not None:
+                return IterSum(bounded[0], base, bounded[1])
         return IterSum(ordered, base, self.limits.get(key, extent))
+
+    def bounded_top(
+        self, ordered: tuple[IterSplit, ...]
+    ) -> tuple[tuple[IterSplit, ...], int] | None:
+        """The splits of a sum whose highest digits are an iterator the predicate bounds,
+        with those digits read as that one iterator, and the sum's extent.
+
+        `(i_0 * 128 + i_1) * 8 + j` under `i_0 * 128 + i_1 < 1376` is the bounded iterator
+        times 8 plus `j`, of extent 1376 * 8 (TVM reads a constrained sum inside a larger one
+        the same way). Only the top digits qualify: below others, the bound would leave holes.
+        """
+        for key, group in self.groups.items():
+            scale = min(split.scale for split in group)
+            if scale != 1:
+                continue
+            found = [self._find(ordered, split) for split in group]
+            if any(index is None for index in found):
+                continue
+            factor = ordered[found[-1]].scale  # type: ignore[index]
+            if any(
+                ordered[index].scale != split.scale * factor  # type: ignore[index]
+                for index, split in zip(found, group, strict=True)
+            ):
+                continue
+            rest = [split for i, split in enumerate(ordered) if i not in found]
+            if any(
+                not isinstance(split.extent, int) or split.scale * split.extent > factor
+                for split in rest
+                if not _is_unit(split)
+            ):
+                continue
+            mark = self.fused_marks.get(key)
+            if mark is None:
+                mark = self.fused_marks[key] = IterMark(group, self.limits[key])
+            self.used.add(_iterators(list(group)))
+            first = min(found)  # type: ignore[type-var]
+            merged = IterSplit(mark, 1, mark.extent, factor)
+            result = [split for i, split in enumerate(ordered) if i not in found and i < first]
+            result.append(merged)
+            result += [split for i, split in enumerate(ordered) if i not in found and i > first]
+            return tuple(result), mark.extent * factor
+        return None
+
+    @staticmethod
+    def _find(ordered: tuple[IterSplit, ...], split: IterSplit) -> int | None:
+        for index, candidate in enumerate(ordered):
+            if (candidate.mark, candidate.lower, candidate.extent) == (
+                split.mark,
+                split.lower,
+                split.extent,
+            ):
+                return index
+        return None
 
     def check_predicate_used(self) -> None:
         """A predicate bounds a fused iterator; unless an index reads that iterator whole,
@@ -273,6 +359,10 @@ class _Detector:
                 collect(split)
         for mark_id, splits in uses.items():
             mark = marks[mark_id]
+            if not isinstance(mark.extent, int):  # a symbolic loop is only ever read whole
+                if len(splits) > 1:
+                    raise _NotAffine(f"iterator {_name(mark)} is used twice")
+                continue
             covered = 1
             for split in sorted(splits, key=lambda s: s.lower):
                 if split.lower < covered or split.lower % covered:
@@ -284,13 +374,27 @@ class _Detector:
                 raise _NotAffine(f"iterator {_name(mark)} is not covered whole")
         if level is Level.BIJECTIVE:
             for var, extent in self.extents.items():
-                if extent > 1 and var not in self.var_marks:
+                if (not isinstance(extent, int) or extent > 1) and var not in self.var_marks:
                     raise _NotAffine(f"loop {var.name} is not used by any index")
 
 
 def _iterators(splits: Sequence[IterSplit]) -> frozenset[int]:
     """The iterators a sum reads, unit ones aside (they may be kept or dropped alike)."""
-    return frozenset(id(split.mark) for split in splits if split.extent != 1)
+    return frozenset(id(split.mark) for split in splits if not _is_unit(split))
+
+
+def _is_unit(split: IterSplit) -> bool:
+    return isinstance(split.extent, int) and split.extent == 1
+
+
+def _scaled(extent: int | PrimExpr, scale: int) -> int | PrimExpr:
+    if isinstance(extent, int):
+        return extent * scale
+    return extent if scale == 1 else E.Mul(extent, IntImm(scale, extent.dtype))  # type: ignore[attr-defined]
+
+
+def _extent_key(extent: int | PrimExpr) -> Hashable:
+    return extent if isinstance(extent, int) else id(extent)
 
 
 def _merge_adjacent(splits: list[IterSplit]) -> list[IterSplit]:
@@ -300,6 +404,8 @@ def _merge_adjacent(splits: list[IterSplit]) -> list[IterSplit]:
         last = result[-1] if result else None
         if (
             last is not None
+            and isinstance(last.extent, int)
+            and isinstance(split.extent, int)
             and last.mark is split.mark
             and split.lower == last.lower * last.extent
             and split.scale == last.scale * last.extent
@@ -368,13 +474,13 @@ def normalize_iter_map(
     from tirc.ir.substitute import substitute
 
     for domain in domains.values():
-        if not (isinstance(domain.min, IntImm) and isinstance(domain.extent, IntImm)):
+        if not isinstance(domain.min, IntImm):
             return None
     if not keep_unit_iters:
         zeros: dict[Var, PrimExpr] = {
             var: IntImm(0, var.dtype)
             for var, domain in domains.items()
-            if domain.extent.value == 1  # type: ignore[attr-defined]
+            if isinstance(domain.extent, IntImm) and domain.extent.value == 1
         }
         indices = [substitute(index, zeros) for index in indices]
         predicate = None if predicate is None else substitute(predicate, zeros)
@@ -382,7 +488,7 @@ def normalize_iter_map(
     for var, domain in domains.items():
         analyzer.bind(var, domain)
     try:
-        detector = _Detector(domains, analyzer, overlap=True)
+        detector = _Detector(domains, analyzer, overlap=True, symbolic=True)
         detector.add_predicate(predicate)
         sums = [detector.index_sum(index) for index in indices]
         detector.check_predicate_used()

@@ -26,7 +26,7 @@ from tirc.schedule.cache_common import (
 from tirc.schedule.cache_rewrite import CacheReadRewriter
 from tirc.schedule.cache_stage import CacheStage, detect_location, make_cache_stage
 from tirc.schedule.primitives import primitive
-from tirc.schedule.region_bound import relax_block_region
+from tirc.schedule.region_bound import loop_domains, relax_block_region
 from tirc.schedule.schedule import Schedule
 from tirc.schedule.scope import DepKind
 from tirc.schedule.signature import Kind, Param, Signature, optional
@@ -77,7 +77,8 @@ def cache_read(
     if not full_region:
         cache = dataclasses.replace(cache, shape=tuple(axis.extent for axis in region.region))
     stage = CacheStage(buffer, cache, cache, location, position, region, consumers)
-    new_block = make_cache_stage(stage, storage_scope, full_region)
+    outer = loop_domains(state.get_sref(location), None, "global") if writer is not None else None
+    new_block = make_cache_stage(stage, storage_scope, full_region, outer)
     rewriter = CacheReadRewriter(scope.block, stage, full_region)
     new_scope = rewriter.visit(scope.block)
     state.replace(scope, new_scope, rewriter.reuse)

@@ -130,7 +130,7 @@ def _rewrite(
         written = arithmetic("+", arithmetic("*", written, extent), part)
     combined = analyzer.simplify(combined)
     guard = None
-    if not disable_predication and not prover.can_prove(E.LT(combined, node.extent)):
+    if not disable_predication and not _covers_exactly(prover, combined, extents, node.extent):
         guard = E.LT(written, node.extent)  # as TVM writes it: `(i_0 * 4 + i_1) * 16 + i_2`
     domains = outer_domains(loop)
     for var, extent in zip(new_vars, extents, strict=False):
@@ -147,6 +147,23 @@ def _rewrite(
         outputs.append(state.get_sref(current))  # type: ignore[attr-defined]
         current = current.body
     return outputs
+
+
+def _covers_exactly(
+    prover: Analyzer, combined: PrimExpr, extents: list[PrimExpr], extent: PrimExpr
+) -> bool:
+    """Whether the new loops stay inside the old one, so that no predicate is needed.
+
+    The combined value of loops of extents e1, ..., en runs over [0, e1 * ... * en), so
+    `e1 * ... * en <= extent` suffices; this settles symbolic extents that bounds of the
+    combined value cannot (`ceildiv(n, 4) * 4` split by 4: `i_0 * 4 + i_1 < (n + 3) // 4 * 4`).
+    """
+    if prover.can_prove(E.LT(combined, extent)):
+        return True
+    product = extents[0]
+    for factor in extents[1:]:
+        product = E.Mul(product, factor)
+    return prover.can_prove(E.LE(product, extent))
 
 
 def _text(expr: PrimExpr) -> str:
