@@ -151,3 +151,66 @@ def test_unknown_variable_keeps_dtype_range() -> None:
     n = Var("n", dt.INT64)
     bound = Analyzer().const_bound(E.FloorMod(n, IntImm(32, dt.INT64)))
     assert bound == Bound(0, 31)
+
+
+class _Counting:
+    """A Simplifier that counts the comparisons it simplifies."""
+
+    @staticmethod
+    def make(ranges):  # noqa: ANN001, ANN205
+        from tirc.analysis.arith.simplify import Simplifier
+
+        class Counting(Simplifier):
+            compares = 0
+
+            def visit_CompareOp(self, node):  # noqa: ANN001, ANN202
+                Counting.compares += 1
+                return super().visit_CompareOp(node)
+
+        return Counting(ranges)
+
+
+def _chain(links: int, taken: int) -> PrimExpr:
+    """Select(3 == 0, 0.0, Select(3 == 1, 1.0, ...)): link `taken` holds."""
+    result: PrimExpr = E.FloatImm(-1.0, dt.FLOAT32)
+    for link in reversed(range(links)):
+        condition = E.And(E.EQ(c(taken), c(link)), E.LT(VI, c(100)))
+        result = E.Select(condition, E.FloatImm(float(link), dt.FLOAT32), result)
+    return result
+
+
+def test_select_chain_folds_up_to_its_taken_link() -> None:
+    simplifier = _Counting.make(analyzer().ranges)
+    result = simplifier.visit(_chain(200, 3))
+    assert isinstance(result, E.FloatImm) and result.value == 3.0
+    # links 0..3 test `taken == link`; only link 3 goes on to `i < 100`; the tail is not visited
+    assert type(simplifier).compares == 5
+
+
+def test_and_or_decided_by_their_left_operand() -> None:
+    simplifier = _Counting.make(analyzer().ranges)
+    false, true = E.EQ(c(1), c(2)), E.EQ(c(2), c(2))
+    assert simplifier.visit(E.And(false, E.LT(VI, VJ))).value == 0
+    assert simplifier.visit(E.Or(true, E.LT(VI, VJ))).value == 1
+    assert type(simplifier).compares == 2
+    undecided = analyzer().simplify(E.And(E.LT(VI, VJ), true))
+    assert isinstance(undecided, E.LT)
+
+
+def test_shared_subtree_simplified_once() -> None:
+    shared = E.LT(E.Add(VI, c(0)), VJ)
+    simplifier = _Counting.make(analyzer().ranges)
+    result = simplifier.visit(E.Select(E.Or(shared, shared), c(1), c(2)))
+    assert type(simplifier).compares == 1
+    assert isinstance(result, E.Select) and result.condition.a is result.condition.b
+
+
+def test_constant_comparisons_do_not_wrap() -> None:
+    a, b = IntImm(100, dt.INT8), IntImm(-100, dt.INT8)
+    assert analyzer().simplify(E.LT(a, b)).value == 0  # 100 - (-100) does not fit in int8
+    assert analyzer().simplify(E.GT(a, b)).value == 1
+
+
+def test_unchanged_sum_is_the_same_object() -> None:
+    expr = E.Add(E.Mul(VI, c(8)), VJ)
+    assert analyzer().simplify(expr) is expr

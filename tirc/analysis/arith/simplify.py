@@ -8,15 +8,20 @@ when nothing changed.
 
 from __future__ import annotations
 
+import dataclasses
+import operator
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from tirc.analysis.arith.bound import Bound, const_bound
 from tirc.analysis.arith.canonical import Sum, from_sum, to_sum
 from tirc.ir import dtype as dt
 from tirc.ir import expr as E
 from tirc.ir import integer
+from tirc.ir.buffer import Buffer
 from tirc.ir.expr import IntImm, PrimExpr, Var
-from tirc.ir.functor import Mutator
+from tirc.ir.functor import Mutator, child_fields
+from tirc.ir.node import Node
 from tirc.ir.structural import expr_key
 
 
@@ -34,8 +39,27 @@ def _bool(value: bool) -> IntImm:
 
 
 class Simplifier(Mutator):
+    """One simplification under fixed variable bounds (a new instance per query).
+
+    Each expression object is simplified once: a subtree met again (shared by two parents,
+    or rebuilt into the `a - b` whose bound decides a comparison) reuses its result, and a
+    result counts as simplified already, so that a deep sum is not canonicalized again at
+    every comparison above it."""
+
     def __init__(self, ranges: Mapping[Var, Bound]):
         self.ranges = ranges
+        self.done: dict[int, tuple[PrimExpr, PrimExpr]] = {}  # id -> (expr, its result)
+
+    def visit(self, node: Any) -> Any:
+        if not isinstance(node, PrimExpr) or isinstance(node, (Var, IntImm)):
+            return super().visit(node)
+        known = self.done.get(id(node))
+        if known is not None:
+            return known[1]
+        result = super().visit(node)
+        self.done[id(node)] = (node, result)  # the entry keeps `node` alive: ids stay unique
+        self.done.setdefault(id(result), (result, result))
+        return result
 
     def bound(self, expr: PrimExpr) -> Bound:
         return const_bound(expr, self.ranges)
@@ -46,12 +70,14 @@ class Simplifier(Mutator):
         rebuilt = self.generic_visit(node)
         if not _is_index(rebuilt):  # type: ignore[arg-type]
             return rebuilt  # type: ignore[return-value]
-        if isinstance(rebuilt, E.Mul) and _const(rebuilt.a) is None and _const(rebuilt.b) is None:
+        a, b = _const(rebuilt.a), _const(rebuilt.b)  # type: ignore[attr-defined]
+        if a is not None and b is not None:  # folded at once, as the canonical sum would
+            value = _FOLD[type(rebuilt)](a, b)
+            return IntImm(integer.wrap(value, rebuilt.dtype), rebuilt.dtype)  # type: ignore[attr-defined]
+        if isinstance(rebuilt, E.Mul) and a is None and b is None:
             return rebuilt
         result = from_sum(to_sum(rebuilt))  # type: ignore[arg-type]
-        if expr_key(result) == expr_key(node):
-            return node
-        return result
+        return node if _same(result, node) else result
 
     visit_Add = visit_Sub = visit_Mul = _sum
 
@@ -63,6 +89,10 @@ class Simplifier(Mutator):
         if not _is_index(rebuilt):  # type: ignore[arg-type]
             return rebuilt  # type: ignore[return-value]
         divisor = _const(b)
+        if divisor and _const(a) is not None:
+            fold = integer.floormod if is_mod else integer.floordiv
+            value = fold(a.value, divisor)
+            return IntImm(integer.wrap(value, a.dtype), a.dtype)
         if divisor is None:
             symbolic = self._symbolic_division(a, b, is_mod)
             if symbolic is not None:
@@ -257,15 +287,32 @@ class Simplifier(Mutator):
         if not _is_index(a):
             return rebuilt  # type: ignore[return-value]
         decide = _DECIDE[type(node)]
-        difference = self.bound(self.visit(E.Sub(a, b)))
+        if isinstance(a, IntImm) and isinstance(b, IntImm):
+            difference = Bound(a.value - b.value, a.value - b.value)
+        else:
+            difference = self.bound(self.visit(E.Sub(a, b)))
         verdict = decide(difference)
         if verdict is None:
             return rebuilt  # type: ignore[return-value]
         return _bool(verdict)
 
+    def _logical(self, node: E.And | E.Or, absorbing: int) -> PrimExpr:
+        """`node` with its operands simplified, or its left operand alone when that decides a
+        scalar `and` / `or`: the right one is then never simplified, so long guarded chains
+        fold without visiting their tails."""
+        a = self.visit(node.a)
+        if _const(a) == absorbing and a.dtype.is_scalar and node.dtype.is_scalar:
+            return a  # type: ignore[no-any-return]
+        b = self.visit(node.b)
+        if a is node.a and b is node.b:
+            return node
+        return dataclasses.replace(node, a=a, b=b)
+
     def visit_And(self, node: E.And) -> PrimExpr:
-        rebuilt = self.generic_visit(node)
-        a, b = rebuilt.a, rebuilt.b  # type: ignore[attr-defined]
+        rebuilt = self._logical(node, absorbing=0)
+        if not isinstance(rebuilt, E.And):
+            return rebuilt
+        a, b = rebuilt.a, rebuilt.b
         for one, other in ((a, b), (b, a)):
             if _const(one) == 0 and one.dtype.is_scalar:
                 return one  # type: ignore[no-any-return]
@@ -274,8 +321,10 @@ class Simplifier(Mutator):
         return rebuilt  # type: ignore[return-value]
 
     def visit_Or(self, node: E.Or) -> PrimExpr:
-        rebuilt = self.generic_visit(node)
-        a, b = rebuilt.a, rebuilt.b  # type: ignore[attr-defined]
+        rebuilt = self._logical(node, absorbing=1)
+        if not isinstance(rebuilt, E.Or):
+            return rebuilt
+        a, b = rebuilt.a, rebuilt.b
         for one, other in ((a, b), (b, a)):
             if _const(one) == 1 and one.dtype.is_scalar:
                 return one  # type: ignore[no-any-return]
@@ -293,11 +342,21 @@ class Simplifier(Mutator):
         return rebuilt  # type: ignore[return-value]
 
     def visit_Select(self, node: E.Select) -> PrimExpr:
-        rebuilt = self.generic_visit(node)
-        condition = rebuilt.condition  # type: ignore[attr-defined]
+        # the condition first: when it is decided only the chosen value is simplified, so a
+        # chain `Select(c1, v1, Select(c2, v2, ...))` costs up to its taken link, not its length
+        condition = self.visit(node.condition)
         if _const(condition) is not None and condition.dtype.is_scalar:
-            return rebuilt.true_value if condition.value else rebuilt.false_value  # type: ignore[attr-defined,no-any-return]
-        return rebuilt  # type: ignore[return-value]
+            return self.visit(node.true_value if condition.value else node.false_value)  # type: ignore[no-any-return]
+        true_value, false_value = self.visit(node.true_value), self.visit(node.false_value)
+        if (condition, true_value, false_value) == (
+            node.condition,
+            node.true_value,
+            node.false_value,
+        ):
+            return node
+        return dataclasses.replace(
+            node, condition=condition, true_value=true_value, false_value=false_value
+        )
 
     def visit_Cast(self, node: E.Cast) -> PrimExpr:
         rebuilt = self.generic_visit(node)
@@ -318,6 +377,31 @@ class Simplifier(Mutator):
         if bound is not None and bound.is_const and _is_index(node):
             return IntImm(bound.min, node.dtype)  # type: ignore[arg-type]
         return node
+
+
+_FOLD: dict[type, Callable[[int, int], int]] = {
+    E.Add: operator.add,
+    E.Sub: operator.sub,
+    E.Mul: operator.mul,
+}
+
+
+def _same(x: object, y: object) -> bool:
+    """`expr_key(x) == expr_key(y)`, without building either key: shared subtrees compare by
+    identity and the first difference ends the walk."""
+    if x is y:
+        return True
+    if type(x) is not type(y):
+        return False
+    if isinstance(x, Node):
+        if isinstance(x, (Var, Buffer)):
+            return False
+        return all(_same(getattr(x, name), getattr(y, name)) for name in child_fields(type(x)))
+    if isinstance(x, tuple):
+        return len(x) == len(y) and all(map(_same, x, y))  # type: ignore[arg-type]
+    if isinstance(x, float):
+        return repr(x) == repr(y)
+    return x == y  # type: ignore[no-any-return]
 
 
 def _absorbed(a: PrimExpr, b: PrimExpr, inner: type) -> PrimExpr | None:
