@@ -78,8 +78,9 @@ def test_aligned_vector_copy_uses_float4() -> None:
 
 def test_launcher_takes_shape_variables_and_computes_the_grid() -> None:
     text = emit_cuda(module("dynamic_shape"))
+    # named after the function's parameters (a, b: `A = T.match_buffer(a, ...)`), as in C headers
     assert (
-        'extern "C" int main_launch(float* A, float* B, int64_t n_arg, cudaStream_t stream)' in text
+        'extern "C" int main_launch(float* a, float* b, int64_t n_arg, cudaStream_t stream)' in text
     )
     assert "int n = (int)n_arg;" in text
     assert "dim3 main_kernel_grid((unsigned int)((n + 63) / 64), 1, 1);" in text

@@ -9,11 +9,13 @@ import numpy as np
 import pytest
 
 from tests.codegen_cuda.helpers import SAMPLE_NAMES, sample
+from tirc.codegen.abi import ParamKind, function_abi
 from tirc.codegen.cuda import emit_cuda
-from tirc.codegen.cuda.kernels import split_function
+from tirc.codegen.cuda.kernels import KernelLaunch, device_programs
 from tirc.codegen.nvptx import emit_ptx
 from tirc.interp import random_inputs, run
 from tirc.ir import expr as E
+from tirc.ir.functor import walk
 
 pytestmark = pytest.mark.gpu
 
@@ -47,27 +49,31 @@ def run_on_gpu(ptx: str, lowered, arrays: dict[str, np.ndarray]) -> None:  # typ
     context = _checked(driver.cuDevicePrimaryCtxRetain(device))
     _checked(driver.cuCtxSetCurrent(context))
     module = _checked(driver.cuModuleLoadData(ptx.encode()))
-    func = lowered["main"]
+    program = dict(device_programs(lowered))["main"]
     device_memory: dict[E.Var, int] = {}
     names: dict[E.Var, str] = {}
-    for param, buffer in func.buffer_map:
+    for param in function_abi(program.func):
+        if param.kind is not ParamKind.BUFFER:
+            continue
         array = arrays[param.name]
         pointer = _checked(driver.cuMemAlloc(array.nbytes))
         _checked(driver.cuMemcpyHtoD(pointer, array.ctypes.data, array.nbytes))
-        device_memory[buffer.data] = int(pointer)
-        names[buffer.data] = param.name
-    program = split_function("main", func)
-    for kernel in program.kernels:
+        device_memory[param.var] = int(pointer)
+        names[param.var] = param.name
+
+    def launch(node: object) -> None:
+        if not isinstance(node, KernelLaunch):
+            return
+        kernel = program.kernels[node.index]
         function = _checked(driver.cuModuleGetFunction(module, kernel.name.encode()))
-        dims = [
-            kernel.dims.get(f"{kind}.{axis}")
-            for kind in ("blockIdx", "threadIdx")
-            for axis in "xyz"
-        ]
-        extents = [1 if d is None else d.value for d in dims]  # type: ignore[attr-defined]
-        values = tuple(device_memory[var] for var in kernel.params)
+        tags = [f"{kind}.{axis}" for kind in ("blockIdx", "threadIdx") for axis in "xyz"]
+        dims = [kernel.dims.get(tag) for tag in tags]
+        extents = [1 if d is None else kernel.at_launch(d, node).value for d in dims]  # type: ignore[attr-defined]
+        values = tuple(device_memory[arg] for arg in node.args)  # type: ignore[index]
         arguments = (values, tuple(ctypes.c_void_p for _ in values))
         _checked(driver.cuLaunchKernel(function, *extents, 0, 0, arguments, 0))
+
+    walk(program.host, launch)
     _checked(driver.cuCtxSynchronize())
     for var, pointer in device_memory.items():
         array = arrays[names[var]]

@@ -39,7 +39,8 @@ def test_tensorized_sample_computes_the_product() -> None:
     a = rng.uniform(-1, 1, (N, N)).astype(np.float16)
     b = rng.uniform(-1, 1, (N, N)).astype(np.float16)
     args = {"A": a, "B": b, "C": np.full((N, N), np.nan, np.float32)}
-    run(lowered()["main"], args)
+    module = lowered()
+    run(module["main"], args, module=module)
     want = a.astype(np.float64) @ b.astype(np.float64)
     np.testing.assert_allclose(args["C"], want, rtol=1e-5, atol=1e-5)
 
@@ -52,7 +53,7 @@ def test_warp_buffers_become_eight_registers_a_lane() -> None:
             (size,) = node.buffer.shape
             scopes[node.buffer.name] = (node.buffer.scope, size.value)  # type: ignore[attr-defined]
 
-    walk(lowered()["main"].body, look)
+    walk(lowered(), look)  # the kernel's allocations
     assert scopes == {name: ("local", 8) for name in ("C_warp", "A_shared_warp", "B_shared_warp")}
 
 

@@ -35,7 +35,8 @@ def test_tensorized_sample_computes_the_product() -> None:
     a = rng.uniform(-1, 1, (64, 64)).astype(np.float16)
     b = rng.uniform(-1, 1, (64, 64)).astype(np.float16)
     args = {"A": a, "B": b, "C": np.full((64, 64), np.nan, np.float32)}
-    run(lowered()["main"], args)
+    module = lowered()
+    run(module["main"], args, module=module)
     want = a.astype(np.float64) @ b.astype(np.float64)
     np.testing.assert_allclose(args["C"], want, rtol=1e-5, atol=1e-5)
 

@@ -23,7 +23,7 @@ def test_lowered_sample_matches_the_original(name: str) -> None:
     expected = {key: np.array(value, copy=True) for key, value in inputs.items()}
     got = {key: np.array(value, copy=True) for key, value in inputs.items()}
     run(original["main"], expected)
-    run(lowered["main"], got)
+    run(lowered["main"], got, module=lowered)
     for key in expected:
         np.testing.assert_allclose(got[key], expected[key], rtol=1e-5, atol=1e-6, err_msg=key)
 

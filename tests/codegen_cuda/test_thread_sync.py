@@ -3,8 +3,6 @@ the interpreter's thread model reports the race a GPU would run into."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 
@@ -28,15 +26,15 @@ def lowered_matmul(with_sync: bool):  # type: ignore[no-untyped-def]
 
 
 def test_without_barriers_the_matmul_races() -> None:
-    func = lowered_matmul(with_sync=False)["main"]
+    module = lowered_matmul(with_sync=False)
     with pytest.raises(DiagnosticError, match="data race on shared memory"):
-        run(func, random_inputs(func, 0))
+        run(module["main"], random_inputs(module["main"], 0), module=module)
 
 
 def test_with_barriers_it_does_not() -> None:
-    func = lowered_matmul(with_sync=True)["main"]
-    args = random_inputs(func, 0)
-    run(func, args)
+    module = lowered_matmul(with_sync=True)
+    args = random_inputs(module["main"], 0)
+    run(module["main"], args, module=module)
     assert np.isfinite(args["C"]).all()
 
 
@@ -46,7 +44,7 @@ def lowered_tensor_core_matmul(with_sync: bool):  # type: ignore[no-untyped-def]
     module = parse(path.read_text(), defines={"N": "32"})
     scheduled, _ = apply_plan_file(module, str(GPU_SAMPLES / "matmul_fp16_tc.plan.json"))
     passes = [p for p in default_pipeline("cuda").passes if with_sync or p.name != "thread-sync"]
-    return run_pipeline(scheduled, passes)["main"]
+    return run_pipeline(scheduled, passes)
 
 
 class _DropBarrier(Mutator):
@@ -75,9 +73,9 @@ def _is_barrier(stmt: S.Stmt) -> bool:
 
 
 def test_tensor_core_matmul_is_race_free_and_right() -> None:
-    func = lowered_tensor_core_matmul(with_sync=True)
-    args = random_inputs(func, 0)
-    run(func, args)
+    module = lowered_tensor_core_matmul(with_sync=True)
+    args = random_inputs(module["main"], 0)
+    run(module["main"], args, module=module)
     expected = args["A"].astype(np.float32) @ args["B"].astype(np.float32)
     np.testing.assert_allclose(args["C"], expected, rtol=1e-3, atol=1e-3)
 
@@ -86,10 +84,9 @@ def test_tensor_core_matmul_is_race_free_and_right() -> None:
 def test_dropping_a_barrier_before_a_wmma_load_is_a_race(which: int) -> None:
     """wmma loads read their tile from shared memory through the race tracker: without the
     barrier after the threads' stores, a thread's load reads what others wrote."""
-    func = lowered_tensor_core_matmul(with_sync=True)
+    module = lowered_tensor_core_matmul(with_sync=True)
     dropper = _DropBarrier(which)
-    body = dropper.visit(func.body)
+    broken = dropper.visit(module)  # the barriers are in the kernel function
     assert dropper.seen == 2, "the tensor-core matmul has two barriers"
-    broken = dataclasses.replace(func, body=body)
     with pytest.raises(DiagnosticError, match="data race on shared memory '[AB]_shared'"):
-        run(broken, random_inputs(broken, 0))
+        run(broken["main"], random_inputs(broken["main"], 0), module=broken)

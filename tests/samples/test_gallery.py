@@ -73,7 +73,7 @@ def test_cuda_plan_in_the_thread_model_matches_the_original(name: str) -> None:
     want = {key: np.array(value, copy=True) for key, value in inputs.items()}
     have = {key: np.array(value, copy=True) for key, value in inputs.items()}
     run(original["main"], want)
-    run(lowered["main"], have)
+    run(lowered["main"], have, module=lowered)  # the host launches the kernel functions
     for key in want:
         np.testing.assert_allclose(have[key], want[key], rtol=1e-5, atol=1e-5, err_msg=key)
 

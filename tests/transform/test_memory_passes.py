@@ -38,7 +38,8 @@ def _main(module: IRModule):  # type: ignore[no-untyped-def]
 
 def _nodes(module: IRModule, kind: type) -> list[object]:
     found: list[object] = []
-    walk(_main(module).body, lambda node: found.append(node) if isinstance(node, kind) else None)
+    # every function: the host and the kernels split-host-device made
+    walk(module, lambda node: found.append(node) if isinstance(node, kind) else None)
     return found
 
 
@@ -48,7 +49,7 @@ def test_lowered_pipelined_matmul_matches_the_original() -> None:
     expected = {key: np.array(value, copy=True) for key, value in inputs.items()}
     got = {key: np.array(value, copy=True) for key, value in inputs.items()}
     run(_main(original), expected)
-    run(_main(lowered), got)
+    run(_main(lowered), got, module=lowered)
     for key in expected:
         np.testing.assert_allclose(got[key], expected[key], rtol=1e-5, atol=1e-5, err_msg=key)
 
@@ -81,7 +82,7 @@ def test_lowered_dynamic_shared_program_computes_its_formula() -> None:
     the lowered one is checked against what it means, C = 2 * (A + B)."""
     _, lowered = _program("dynamic_shared_stages")
     args = random_inputs(_main(lowered), 5)
-    run(_main(lowered), args)
+    run(_main(lowered), args, module=lowered)
     want = 2 * (args["A"] + args["B"].astype(np.float32))  # type: ignore[union-attr]
     np.testing.assert_allclose(args["C"], want, rtol=1e-5, atol=1e-5)
 

@@ -131,7 +131,7 @@ def _check_against_original(
     expected = {key: np.array(value, copy=True) for key, value in inputs.items()}
     got = {key: np.array(value, copy=True) for key, value in inputs.items()}
     run(original["main"], expected)
-    run(lowered["main"], got)
+    run(lowered["main"], got, module=lowered)
     for key in expected:
         np.testing.assert_allclose(got[key], expected[key], rtol=1e-5, atol=1e-5, err_msg=key)
 

@@ -25,7 +25,7 @@ def test_shared_tile_spans_the_threads_and_computes_the_same() -> None:
     expected = {key: np.array(value, copy=True) for key, value in inputs.items()}
     got = {key: np.array(value, copy=True) for key, value in inputs.items()}
     run(original["main"], expected)
-    run(lowered["main"], got)  # the thread model: a race would be an error
+    run(lowered["main"], got, module=lowered)  # the thread model: a race would be an error
     for key in expected:
         np.testing.assert_array_equal(got[key], expected[key], err_msg=key)
     shapes: dict[str, tuple[int, ...]] = {}
@@ -34,5 +34,5 @@ def test_shared_tile_spans_the_threads_and_computes_the_same() -> None:
         if isinstance(node, S.AllocBuffer):
             shapes[node.buffer.name] = tuple(int(e.value) for e in node.buffer.shape)  # type: ignore[attr-defined]
 
-    walk(lowered["main"].body, record)
+    walk(lowered, record)  # the host function and its kernel
     assert shapes == {"A_shared": (256,), "T_local": (1,)}

@@ -1,7 +1,11 @@
-"""The C ABI of a compiled function (docs/abi.md): one pointer per buffer parameter, one
-value per scalar parameter (int64 for integers and bools, float or double for floats), then
-one int64 per shape variable that no parameter gives (`n` in `T.match_buffer(a, (n,))`), in
-order of first appearance; the result is an int32 status, 0 on success.
+"""The C ABI of a compiled function (docs/abi.md), read off the signature that make-c-abi
+writes out: one pointer per typed handle parameter (a buffer the body declares over it), one
+value per scalar parameter (int64 for integers and bools, float or double for floats), `void *`
+for an untyped handle; the result is an int32 status, 0 on success. A scalar parameter that a
+parameter buffer's shape, strides or offset use is a shape: a caller with arrays can tell it.
+
+A function that has not been through make-c-abi (a custom pipeline) is read as it would be
+after it.
 """
 
 from __future__ import annotations
@@ -15,8 +19,8 @@ from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import Var
 from tirc.ir.function import PrimFunc
-from tirc.ir.functor import walk
-from tirc.ir.node import Node
+from tirc.transform.passes.make_c_abi import c_abi_function, parameter_buffers
+from tirc.transform.passes.split_host_device import layout_vars
 
 
 class ParamKind(enum.Enum):
@@ -49,37 +53,17 @@ class AbiParam:
 
 
 def function_abi(func: PrimFunc) -> list[AbiParam]:
+    func = c_abi_function(func)
+    buffers = parameter_buffers(func)
+    shapes = {var for buffer in buffers.values() for var in layout_vars(buffer)}
     params: list[AbiParam] = []
-    given: set[Var] = set(func.params)
     for param in func.params:
-        buffer = func.buffer_of(param)
+        buffer = buffers.get(param)
         if buffer is not None:
             params.append(AbiParam(param.name, ParamKind.BUFFER, param, buffer.dtype, buffer))
         elif param.dtype.is_handle:
             params.append(AbiParam(param.name, ParamKind.HANDLE, param, param.dtype))
         else:
-            params.append(AbiParam(param.name, ParamKind.SCALAR, param, param.dtype))
-    names = {param.name for param in params}
-    for _, buffer in func.buffer_map:
-        given.add(buffer.data)
-        for var in _free_shape_vars(buffer):
-            if var in given:
-                continue
-            given.add(var)
-            name = var.name if var.name not in names else f"{buffer.name}_{var.name}"
-            names.add(name)
-            params.append(AbiParam(name, ParamKind.SHAPE, var, var.dtype))
+            kind = ParamKind.SHAPE if param in shapes else ParamKind.SCALAR
+            params.append(AbiParam(param.name, kind, param, param.dtype))
     return params
-
-
-def _free_shape_vars(buffer: Buffer) -> list[Var]:
-    found: dict[Var, None] = {}
-
-    def visit(node: Node) -> None:
-        if isinstance(node, Var):
-            found.setdefault(node, None)
-
-    for part in (*buffer.shape, *buffer.strides, buffer.elem_offset):
-        if part is not None:
-            walk(part, visit)
-    return list(found)

@@ -8,6 +8,7 @@ import re
 from tirc.codegen.abi import AbiParam, ParamKind, function_abi
 from tirc.ir.dtype import DataType
 from tirc.ir.function import IRModule
+from tirc.transform.passes.split_host_device import is_kernel
 
 _C_SCALARS = {
     "int8": "int8_t",
@@ -38,8 +39,13 @@ def c_parameter(param: AbiParam) -> str:
 
 
 def exported_functions(module: IRModule, prefix: str = "") -> list[tuple[str, str]]:
-    """(symbol, function name) of every public function, in module order."""
-    return [(prefix + name, name) for name, func in module.functions if not func.is_private]
+    """(symbol, function name) of every public function, in module order; kernels (which
+    only their host function launches) are not among them."""
+    return [
+        (prefix + name, name)
+        for name, func in module.functions
+        if not func.is_private and not is_kernel(func)
+    ]
 
 
 def header_text(module: IRModule, guard_name: str, prefix: str = "") -> str:

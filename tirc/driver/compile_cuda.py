@@ -58,7 +58,8 @@ def compile_cuda_file(
         module, _ = apply_plan_file(module, plan)
     from tirc.driver.lower import lower_module
 
-    lowered = with_prefix(lower_module(module, target="cuda"), prefix)
+    # named before lowering, so that split-host-device names the kernels after the prefixed names
+    lowered = lower_module(with_prefix(module, prefix), target="cuda")
     name = "<stdin>" if path == STDIN else os.path.basename(path)
     data = cuda_artifact(lowered, emit, arch=arch, ptx_via=ptx_via, source_name=name)
     if depfile is not None:
@@ -149,7 +150,7 @@ def extern_calls(module: IRModule) -> dict[str, Span | None]:
 
     for _, func in module.functions:
         walk(func.body, visit)
-    return found
+    return {name: span for name, span in found.items() if name not in module}  # not launches
 
 
 def target_arch(target: str, default: str) -> str:

@@ -20,6 +20,7 @@ from tirc.driver.exit_code import ExitCode
 from tirc.driver.output import STDOUT, write_output
 from tirc.driver.progress import Meter, meter_for
 from tirc.driver.source import read_source
+from tirc.ir.buffer import Buffer
 from tirc.ir.expr import Var
 from tirc.ir.function import IRModule, PrimFunc
 
@@ -69,7 +70,7 @@ def run_file(
     buffers = {
         param.name: args[param.name]
         for param in function.params
-        if function.buffer_of(param) is not None
+        if _buffer_of(function, param) is not None
     }
     if save is not None:
         write_output(save, npz_bytes(buffers))  # type: ignore[arg-type]
@@ -183,7 +184,7 @@ def _run_on_cpu(
         interp_args: dict[str, np.ndarray | int] = {
             key: (
                 value.item()
-                if value.ndim == 0 and function.buffer_of(_param(function, key)) is None
+                if value.ndim == 0 and _buffer_of(function, _param(function, key)) is None
                 else value
             )
             for key, value in reference.items()
@@ -219,7 +220,7 @@ def _interpret(module: IRModule, function: PrimFunc, values: dict[str, np.ndarra
     scalars = {
         key: value.item()
         for key, value in values.items()
-        if value.ndim == 0 and function.buffer_of(_param(function, key)) is None
+        if value.ndim == 0 and _buffer_of(function, _param(function, key)) is None
     }
     arguments: dict[str, np.ndarray | int] = {**values, **scalars}
     run(function, arguments, module=module)
@@ -303,7 +304,7 @@ def complete_arguments(
         if param.name not in by_param:
             continue
         value = by_param[param.name]
-        buffer = func.buffer_of(param)
+        buffer = _buffer_of(func, param)
         if buffer is None:
             args[param.name] = value.item() if value.ndim == 0 else value
             if value.ndim == 0 and np.issubdtype(value.dtype, np.integer):
@@ -351,7 +352,7 @@ def summary(
 ) -> str:
     lines = [f"ran {name} on {target} in {elapsed:.3f} s"]
     for param in func.params:
-        buffer = func.buffer_of(param)
+        buffer = _buffer_of(func, param)
         value = args[param.name]
         origin = (
             "given"
@@ -364,6 +365,14 @@ def summary(
             lines.append(f"  {param.name} = {value} ({origin})")
     if save is not None:
         lines.append(
-            f"saved {sum(func.buffer_of(p) is not None for p in func.params)} buffers to {save}"
+            f"saved {sum(_buffer_of(func, p) is not None for p in func.params)} buffers to {save}"
         )
     return "\n".join(lines)
+
+
+def _buffer_of(func: PrimFunc, param: Var) -> Buffer | None:
+    """The buffer over a parameter: its buffer_map entry, or in a lowered function (make-c-abi)
+    the buffer its body declares over the pointer."""
+    from tirc.transform.passes.make_c_abi import parameter_buffers
+
+    return parameter_buffers(func).get(param)

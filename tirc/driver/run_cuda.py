@@ -1,12 +1,12 @@
 """`tirc run --target cuda`: compile for the GPU of this machine, launch, check and time.
 
-The module is lowered for cuda and split as the CUDA backends split it (host statements with
-kernel launches, tirc/codegen/cuda/kernels.py). The kernels become one cubin (NVRTC or LLVM
-for PTX, ptxas for the cubin; without ptxas the driver compiles the PTX), loaded with the
-CUDA driver API (cuda-python's `cuda.bindings.driver`). The host statements run here, in
-order: each launch gets its grid and block extents and its dynamic shared memory evaluated
-from the function's scalar arguments. `--bench` times all the launches of one call with
-CUDA events: the median after a warm-up, as GFLOP/s of the source program or GB/s.
+The module is lowered for cuda, which splits it into host and kernel functions (the
+split-host-device pass; tirc/codegen/cuda/kernels.py reads the host's launches). The kernels
+become one cubin (NVRTC or LLVM for PTX, ptxas for the cubin; without ptxas the driver
+compiles the PTX), loaded with the CUDA driver API (cuda-python's `cuda.bindings.driver`).
+The host statements run here, in order: each launch gets its grid and block extents and its
+dynamic shared memory evaluated from its arguments. `--bench` times all the launches of one
+call with CUDA events: the median after a warm-up, as GFLOP/s of the source program or GB/s.
 
     tirc run samples/gpu/matmul_fp16_tc.tir --plan samples/gpu/matmul_fp16_tc.plan.json \\
         --target cuda -D N=4096 --check --bench
@@ -165,7 +165,7 @@ class HostRun:
             for child in stmt.stmts:
                 self.run(child, stream)
         elif type(stmt).__name__ == "KernelLaunch":
-            self.launch(stmt.index, stream)  # type: ignore[attr-defined]
+            self.launch(stmt, stream)
         elif isinstance(stmt, S.Bind):
             self.values[stmt.var] = self.evaluate(stmt.value, f"'{stmt.var.name}'")
         elif isinstance(stmt, S.AssertStmt):
@@ -196,17 +196,24 @@ class HostRun:
                 stmt.span, f"--target cuda: cannot run a {type(stmt).__name__} on the host"
             )
 
-    def launch(self, index: int, stream: Any) -> None:
+    def launch(self, node: Any, stream: Any) -> None:
+        """Launches a KernelLaunch: its kernel, with its arguments evaluated here."""
         from tirc.codegen.cuda.kernel import dynamic_shared_layout
 
-        kernel = self.program.kernels[index]
-        grid = [self._extent(kernel.dims.get(f"blockIdx.{axis}"), kernel.name) for axis in "xyz"]
-        block = [self._extent(kernel.dims.get(f"threadIdx.{axis}"), kernel.name) for axis in "xyz"]
+        kernel = self.program.kernels[node.index]
+
+        def extent(tag: str) -> int:
+            value = kernel.dims.get(tag)
+            return 1 if value is None else self._extent(kernel.at_launch(value, node), kernel.name)
+
+        grid = [extent(f"blockIdx.{axis}") for axis in "xyz"]
+        block = [extent(f"threadIdx.{axis}") for axis in "xyz"]
         if 0 in grid:
             return  # an empty grid: nothing to do
         _, shared_bytes = dynamic_shared_layout(kernel)
+        shared_bytes = kernel.at_launch(shared_bytes, node)
         shared = int(self.evaluate(shared_bytes, f"the shared memory of {kernel.name}"))
-        function = self.functions[index]
+        function = self.functions[node.index]
         if shared > STATIC_SHARED_LIMIT:
             attribute = self.device.driver.CUfunction_attribute
             self.device.call(
@@ -216,13 +223,15 @@ class HostRun:
                 shared,
             )
         values, kinds = [], []
-        for var in kernel.params:
-            if var not in self.values:
+        for var, arg in zip(kernel.params, node.args, strict=True):
+            if isinstance(arg, E.Var) and arg in self.values:
+                value = self.values[arg]
+            elif var.dtype.is_handle:
                 raise DiagnosticError.at(
-                    var.span,
-                    f"--target cuda: {kernel.name} uses '{var.name}', which the host lacks",
+                    arg.span, f"--target cuda: {kernel.name} gets a pointer the host lacks"
                 )
-            value = self.values[var]
+            else:
+                value = self.evaluate(arg, f"an argument of {kernel.name}")
             if isinstance(value, _Pointer):
                 values.append(int(value.address))
                 kinds.append(ctypes.c_void_p)
@@ -302,7 +311,7 @@ def run_on_cuda(
     the results). Returns (seconds of the first call, the timing with --bench, the arch)."""
     import time
 
-    from tirc.codegen.cuda.kernels import split_function
+    from tirc.codegen.cuda.kernels import device_programs
     from tirc.driver.lower import lower_module
 
     device = Device()
@@ -311,13 +320,13 @@ def run_on_cuda(
     image = module_image(lowered, arch)
     cu_module = device.call("cuModuleLoadData", image)
     try:
-        program = split_function(name, lowered[name])
+        program = dict(device_programs(lowered))[name]
         functions = [
             device.call("cuModuleGetFunction", cu_module, kernel.name.encode())
             for kernel in program.kernels
         ]
         host = HostRun(device, program, functions)
-        arrays = _bind_arguments(host, lowered[name], args)
+        arrays = _bind_arguments(host, program.func, args)
         try:
             for buffer in program.host_allocations:
                 size = int(host.evaluate(_allocation_bytes(buffer), f"the size of {buffer.name}"))
@@ -347,24 +356,31 @@ def run_on_cuda(
 def _bind_arguments(
     host: HostRun, func: PrimFunc, args: Mapping[str, np.ndarray | int]
 ) -> dict[str, tuple[Any, np.ndarray]]:
-    """Device copies of the buffer arguments, and the scalar arguments, in `host.values`."""
+    """Device copies of the buffer arguments, and the scalar arguments, in `host.values`; a
+    shape variable with no argument of its own takes its value from the arrays' shapes."""
+    from tirc.codegen.abi import ParamKind, function_abi
+
     arrays: dict[str, tuple[Any, np.ndarray]] = {}
-    for param in func.params:
-        value = args[param.name]
-        buffer = func.buffer_of(param)
-        if buffer is None:
-            host.values[param] = value
+    abi = function_abi(func)
+    for param in abi:
+        if param.kind is not ParamKind.BUFFER or param.buffer is None:
             continue
-        array = np.array(value, copy=True, order="C")
+        array = np.array(args[param.name], copy=True, order="C")
         pointer = host.device.allocate(array.nbytes)
         if array.nbytes:
             host.device.call("cuMemcpyHtoD", pointer, array.ctypes.data, array.nbytes)
         arrays[param.name] = (pointer, array)
-        host.values[buffer.data] = _Pointer(pointer)
-        host.values[param] = _Pointer(pointer)
-        for extent, actual in zip(buffer.shape, array.shape, strict=False):
+        host.values[param.var] = _Pointer(pointer)
+        for extent, actual in zip(param.buffer.shape, array.shape, strict=False):
             if isinstance(extent, E.Var):
                 host.values.setdefault(extent, int(actual))
+    for param in abi:
+        if param.kind is ParamKind.BUFFER:
+            continue
+        if param.name in args:
+            host.values[param.var] = args[param.name]
+        elif param.var not in host.values:
+            raise DiagnosticError.at(None, f"--target cuda: no value for {param.name}")
     return arrays
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from tirc.diagnostics import DiagnosticError
 from tirc.interp import math_functions
+from tirc.interp.compile_launch import compile_launch, launched_kernel
 from tirc.interp.context import Code, Context
 from tirc.interp.extensions import EXTERNS, INTRINSICS
 from tirc.interp.threads import WARP_OP, sync_warp
@@ -282,13 +283,17 @@ def _q_multiply_shift_per_axis(compiler: CallCompiler, call: Call) -> Code:
 
 
 def _extern(compiler: CallCompiler, call: Call) -> Code:
-    """call_extern("float32", "expf", x): C math by name, or a registered Python function."""
+    """call_extern("float32", "expf", x): C math by name, a registered Python function, or
+    the launch of a kernel function of the module (see compile_launch)."""
     name_arg = call.args[0]
     if not isinstance(name_arg, StringImm):
         raise DiagnosticError.at(
             call.span, "the first argument of an extern call must name the function"
         )
     name = name_arg.value
+    kernel = launched_kernel(compiler, name)
+    if kernel is not None:
+        return compile_launch(compiler, call, name, kernel)
     args = [compiler.exprs.compile(a) for a in call.args[1:]]  # type: ignore[arg-type]
     if name in EXTERNS:
         function = compiler.ctx.constant(EXTERNS[name], name)

@@ -21,9 +21,10 @@ from tirc.interp.runtime import base_namespace
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import Var
-from tirc.ir.function import PrimFunc
+from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.functor import walk
 from tirc.ir.node import Node
+from tirc.transform.passes.split_host_device import is_kernel
 
 _serial = count()
 
@@ -40,9 +41,12 @@ class CompiledFunction:
 
 
 @lru_cache(maxsize=64)
-def compile_function(func: PrimFunc, name: str = "main") -> CompiledFunction:
-    """Python code for func; raises DiagnosticError for what the interpreter cannot run."""
-    ctx = Context(name, namespace=dict(base_namespace()))
+def compile_function(
+    func: PrimFunc, name: str = "main", module: IRModule | None = None
+) -> CompiledFunction:
+    """Python code for func; raises DiagnosticError for what the interpreter cannot run.
+    `module` holds the kernels a host function launches (split-host-device's)."""
+    ctx = Context(name, namespace=dict(base_namespace()), module=module)
     ctx.data_types = _data_types(func)
     ctx.serial_threads = func.is_s_tir
     compiler = StmtCompiler(ctx)
@@ -87,7 +91,9 @@ def _prologue(compiler: StmtCompiler, func: PrimFunc) -> None:
         if func.buffer_of(param) is not None:
             continue
         if param.dtype.is_handle:
-            compiler.bind_handle(param, f"_inputs[{index}]", "global", is_storage=True)
+            # a kernel's host may pass a pointer into memory, not only a whole storage
+            whole = not is_kernel(func)
+            compiler.bind_handle(param, f"_inputs[{index}]", "global", is_storage=whole)
         else:
             name = ctx.bind(param)
             ctx.emit(f"{name} = _inputs[{index}]")

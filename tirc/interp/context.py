@@ -17,6 +17,7 @@ from tirc.interp.fault import Site
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import Var
+from tirc.ir.function import IRModule
 from tirc.ir.node import Node
 
 _ATOM = re.compile(r"^(?:[A-Za-z_][A-Za-z_0-9]*|-?[0-9][0-9.e+-]*|True|False)$")
@@ -110,6 +111,7 @@ class Context:
     constants: set[Var] = field(default_factory=set)  # variables standing for literals
     removable: set[str] = field(default_factory=set)  # names of pure values (see dead_code)
     kernel: KernelState | None = None
+    module: IRModule | None = None  # the functions a call_extern may launch as kernels
     serial_threads: bool = False  # s-tir: thread-bound loops mean serial loops
     current_node: Node | None = None
     loops: int = 0  # loops (and kernels) around the code being emitted

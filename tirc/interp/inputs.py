@@ -16,6 +16,7 @@ from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.function import PrimFunc
+from tirc.transform.passes.make_c_abi import parameter_buffers
 
 
 def random_inputs(
@@ -35,7 +36,7 @@ def random_argument(
     func: PrimFunc, index: int, seed: int, known: Mapping[str, int]
 ) -> np.ndarray | int:
     param = func.params[index]
-    buffer = func.buffer_of(param)
+    buffer = parameter_buffers(func).get(param)  # make-c-abi's pointers have one too
     if buffer is None:
         if param.name not in known:
             raise DiagnosticError.at(param.span, f"give a value for scalar parameter {param.name}")

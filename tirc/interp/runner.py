@@ -36,7 +36,7 @@ _PYTHON_FAULT_TYPES = tuple(_PYTHON_FAULTS)
 def run(func: PrimFunc, args: Mapping[str, Argument], *, module: IRModule | None = None) -> None:
     """Runs func on args (keyed by parameter name, or a buffer parameter's buffer name),
     updating buffer arguments in place; raises DiagnosticError for errors in the program."""
-    compiled = compile_function(func, _function_name(func, module))
+    compiled = compile_function(func, _function_name(func, module), module)
     inputs, write_backs = bind_arguments(func, args)
     execute(compiled, inputs)
     for original, copy in write_backs:
@@ -90,7 +90,7 @@ def bind_arguments(
     func: PrimFunc, args: Mapping[str, Argument]
 ) -> tuple[list[object], list[tuple[np.ndarray, np.ndarray]]]:
     """The compiled function's inputs, and (array, copy) pairs to write back after the run."""
-    given = dict(args)
+    given = {**_shape_arguments(func, args), **args}
     inputs: list[object] = []
     write_backs: list[tuple[np.ndarray, np.ndarray]] = []
     missing: list[str] = []
@@ -125,6 +125,24 @@ def bind_arguments(
             func.span, f"unknown argument(s) {names}: not parameters of the function"
         )
     return inputs, write_backs
+
+
+def _shape_arguments(func: PrimFunc, args: Mapping[str, Argument]) -> dict[str, Argument]:
+    """Shape parameters (make-c-abi's `n` of a pointer declared `(n,)`) the arrays tell."""
+    from tirc.transform.passes.make_c_abi import parameter_buffers
+
+    if func.buffer_map:
+        return {}
+    params = set(func.params)
+    found: dict[str, Argument] = {}
+    for param, buffer in parameter_buffers(func).items():
+        value = args.get(param.name)
+        if not isinstance(value, np.ndarray):
+            continue
+        for extent, actual in zip(buffer.shape, value.shape, strict=False):
+            if isinstance(extent, Var) and extent in params:
+                found.setdefault(extent.name, int(actual))
+    return found
 
 
 def _argument_key(param: Var, buffer: Buffer | None, given: Mapping[str, object]) -> str | None:

@@ -46,3 +46,27 @@ def substitute(node: T, mapping: Mapping[Var, PrimExpr]) -> T:
         return node
     result: T = Substituter(mapping).visit(node)
     return result
+
+
+class _Rebinder(Substituter):
+    """A Substituter that also gives buffers over a renamed handle the new handle."""
+
+    def visit_Buffer(self, node: Buffer) -> Buffer:
+        done = self.buffers.get(id(node))
+        if done is not None:
+            return done
+        result = super().visit_Buffer(node)
+        data = self.mapping.get(node.data)
+        if isinstance(data, Var) and data is not node.data:
+            result = dataclasses.replace(result, data=data)
+            self.buffers[id(node)] = result
+        return result
+
+
+def rebind(node: T, mapping: Mapping[Var, Var]) -> T:
+    """`node` with each variable in `mapping` replaced by another variable, data handles of
+    buffers included (a function's parameters renamed, say); the same object if none occurs."""
+    if not mapping:
+        return node
+    result: T = _Rebinder(mapping).visit(node)
+    return result

@@ -13,7 +13,7 @@ from tirc.codegen.abi import ParamKind, function_abi
 from tirc.codegen.cuda import types
 from tirc.codegen.cuda.expr import ExprPrinter
 from tirc.codegen.cuda.kernel import STATIC_SHARED_LIMIT, dynamic_shared_layout, shape_bound
-from tirc.codegen.cuda.kernels import DeviceProgram, KernelLaunch, uses_of
+from tirc.codegen.cuda.kernels import DeviceProgram, Kernel, KernelLaunch, uses_of
 from tirc.codegen.cuda.names import NameTable
 from tirc.codegen.cuda.stmt import allocation_size
 from tirc.codegen.cuda.writer import Writer
@@ -115,20 +115,17 @@ def _seq(h: HostWriter, node: S.SeqStmt) -> None:
 
 def _launch(h: HostWriter, node: KernelLaunch) -> None:
     kernel = h.program.kernels[node.index]
-    grid = [kernel.dims.get(f"blockIdx.{axis}") for axis in "xyz"]
-    block = [kernel.dims.get(f"threadIdx.{axis}") for axis in "xyz"]
+    grid = [_at_launch(kernel, node, f"blockIdx.{axis}") for axis in "xyz"]
+    block = [_at_launch(kernel, node, f"threadIdx.{axis}") for axis in "xyz"]
     for extent in (*grid, *block):
         if extent is not None:
             h.check_known(extent, f"the launch of {kernel.name}")
     _, shared_bytes = dynamic_shared_layout(kernel)
+    shared_bytes = kernel.at_launch(shared_bytes, node)
     h.check_known(shared_bytes, f"the shared memory of {kernel.name}")
-    arguments = []
-    for var in kernel.params:
-        if var not in h.known:
-            raise DiagnosticError.at(
-                var.span, f"CUDA codegen: {kernel.name} uses '{var.name}', which the host lacks"
-            )
-        arguments.append(h.p.names(var))
+    for arg in node.args:
+        h.check_known(arg, f"the launch of {kernel.name}")
+    arguments = [h.p(arg) for arg in node.args]
     grid_name = h.p.names.fresh(f"{kernel.name}_grid")
     block_name = h.p.names.fresh(f"{kernel.name}_block")
     if not (isinstance(shared_bytes, E.IntImm) and shared_bytes.value <= STATIC_SHARED_LIMIT):
@@ -145,6 +142,11 @@ def _launch(h: HostWriter, node: KernelLaunch) -> None:
     )
     # an empty grid is a launch error in CUDA, and nothing to do for tirc
     h.out.line(f"if ({grid_name}.x * {grid_name}.y * {grid_name}.z != 0) {launch}")
+
+
+def _at_launch(kernel: Kernel, node: KernelLaunch, tag: str) -> E.PrimExpr | None:
+    extent = kernel.dims.get(tag)
+    return None if extent is None else kernel.at_launch(extent, node)
 
 
 def _dims(h: HostWriter, extents: list[E.PrimExpr | None]) -> str:

@@ -46,6 +46,9 @@ class Emitter:
     in_parallel: bool = False
     symbol: str = ""
     outlined: int = 0
+    alignment: dict[Var, int] = field(default_factory=dict)  # known alignment of pointers
+    streaming: frozenset[Var] = frozenset()  # buffers whose stores stream (see streaming.py)
+    streamed: bool = False  # whether a streaming store was emitted: the function needs a fence
 
     def expr(self, expr: PrimExpr) -> ir.Value:
         from tirc.codegen.llvm.expr import EXPR_RULES

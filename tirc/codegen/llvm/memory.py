@@ -16,6 +16,7 @@ from llvmlite import ir
 from tirc.codegen.llvm import types as T
 from tirc.codegen.llvm.emitter import unsupported
 from tirc.codegen.llvm.expr import broadcast
+from tirc.codegen.llvm.streaming import mark_streaming
 from tirc.ir import expr as E
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType
@@ -154,9 +155,12 @@ def emit_store(
     base = _contiguous_base(index)
     if lanes == 1 or (base is not None and buffer.dtype.lanes == 1 and predicate is None):
         at = em.index(base if base is not None else index)
-        em.builder.store(
+        store = em.builder.store(
             _to_memory(em, value, dtype), _address(em, buffer, at), align=_alignment(buffer.dtype)
         )
+        if lanes > 1 and buffer.data in em.streaming:
+            mark_streaming(em.module, store)
+            em.streamed = True
         return
     if buffer.dtype.lanes != 1:
         raise unsupported(value_expr, "vector indices into buffers of vector elements")

@@ -43,7 +43,7 @@ def build_ir(
     symbols = []
     for name, func in module.functions:
         symbol = next((s for s, n in exported.items() if n == name), prefix + name)
-        emit_function(result, symbol, func, exported=symbol in exported)
+        emit_function(result, symbol, func, symbol in exported, target.cache_bytes)
         if symbol in exported:
             symbols.append(symbol)
     return result, symbols

@@ -12,6 +12,7 @@ from llvmlite import ir
 from tirc.codegen.llvm import types as T
 from tirc.codegen.llvm.emitter import Emitter
 from tirc.codegen.llvm.stmt import emit_counted_loop, free_all
+from tirc.codegen.llvm.streaming import emit_fence
 from tirc.ir import stmt as S
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import Var
@@ -80,13 +81,16 @@ def _outline(
     builder = ir.IRBuilder(function.append_basic_block("start"))
     context = function.args[0]
 
-    def field(position: int) -> ir.Value:
+    def field(position: int, align: int = 0) -> ir.Value:
         slot = builder.gep(
             context,
             [ir.Constant(T.I32, 0), ir.Constant(T.I32, position)],
             source_etype=context_type,
         )
-        return builder.load(slot, typ=context_type.elements[position])
+        value = builder.load(slot, typ=context_type.elements[position])
+        if align:  # the pointer's alignment, which the parent knew, for LLVM to use here
+            value.set_metadata("align", em.module.add_metadata([ir.Constant(T.I64, align)]))
+        return value
 
     begin, extent, status = field(0), field(1), field(2)
 
@@ -95,8 +99,9 @@ def _outline(
         child.builder.ret_void()
 
     child = Emitter(em.module, function, builder, fail, in_parallel=True, symbol=name)
+    child.streaming, child.alignment = em.streaming, dict(em.alignment)
     for position, var in enumerate(captured):
-        child.env[var] = field(3 + position)
+        child.env[var] = field(3 + position, em.alignment.get(var, 0))
     counter_type = begin.type
     threads = builder.call(em.declare("omp_get_num_threads", T.I32, []), [])
     thread = builder.call(em.declare("omp_get_thread_num", T.I32, []), [])
@@ -113,6 +118,8 @@ def _outline(
     free_all(child, child.frees.pop())
     if not builder.block.is_terminated:
         builder.ret_void()
+    if child.streamed:
+        emit_fence(em.module, function)
     child.finish()
     return function
 

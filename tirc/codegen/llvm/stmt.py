@@ -157,6 +157,7 @@ def _alloc(em: Emitter, stmt: S.AllocBuffer) -> None:
             constant = False
     align = max(buffer.data_alignment, 16)
     size_bytes = count * T.element_bytes(buffer.dtype)
+    em.alignment[buffer.data] = align
     if constant and size_bytes <= STACK_LIMIT_BYTES:
         em.env[buffer.data] = em.entry_alloca(element, max(count, 1), align)
         return

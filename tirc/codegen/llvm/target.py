@@ -6,6 +6,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 
 import llvmlite.binding as llvm
 
@@ -17,6 +18,7 @@ class CpuTarget:
     triple: str
     cpu: str
     features: str
+    cache_bytes: int = 0  # the last-level cache (the host's), 0 when unknown: no streaming stores
 
     def describe(self) -> str:
         return f"{self.triple} -mcpu={self.cpu}"
@@ -30,7 +32,9 @@ def initialize_llvm() -> None:
 
 
 def parse_target(text: str) -> CpuTarget:
-    """`cpu`, `llvm` or `cpu -mcpu=NAME [-mtriple=T] [-mattr=+a,-b]`."""
+    """`cpu`, `llvm` or `cpu -mcpu=NAME [-mtriple=T] [-mattr=+a,-b] [-llc=SIZE]`: `-llc` is the
+    last-level cache, above which outputs written and never read stream around the cache
+    (tirc.codegen.llvm.streaming); it defaults to the host's for host targets, else 0 (off)."""
     initialize_llvm()
     words = shlex.split(text)
     if not words or words[0] not in ("cpu", "llvm"):
@@ -40,9 +44,10 @@ def parse_target(text: str) -> CpuTarget:
     options: dict[str, str] = {}
     for word in words[1:]:
         key, equals, value = word.partition("=")
-        if not equals or key not in ("-mcpu", "-mtriple", "-mattr"):
+        if not equals or key not in ("-mcpu", "-mtriple", "-mattr", "-llc"):
             raise DiagnosticError.at(
-                None, f"unknown target option '{word}' (known: -mcpu=, -mtriple=, -mattr=)"
+                None,
+                f"unknown target option '{word}' (known: -mcpu=, -mtriple=, -mattr=, -llc=)",
             )
         options[key] = value
     triple = options.get("-mtriple", llvm.get_process_triple())
@@ -57,7 +62,40 @@ def parse_target(text: str) -> CpuTarget:
         llvm.Target.from_triple(triple)
     except RuntimeError as error:
         raise DiagnosticError.at(None, f"unknown target triple '{triple}': {error}") from None
-    return CpuTarget(triple, cpu, features)
+    host = "-mcpu" not in options and triple == llvm.get_process_triple()
+    cache = host_cache_bytes() if host else 0
+    if "-llc" in options:
+        cache = _size(options["-llc"])
+    x86 = triple.split("-")[0] in ("x86_64", "i386", "i686")
+    return CpuTarget(triple, cpu, features, cache if x86 else 0)
+
+
+def _size(text: str) -> int:
+    """`32M`, `512K`, `1G` or a number of bytes (`-llc=`: the last-level cache)."""
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:].upper(), 1)
+    digits = text[:-1] if scale != 1 else text
+    if not digits.isdigit():
+        raise DiagnosticError.at(
+            None,
+            f"-llc wants a size in bytes, like 32M or 512K (0: no streaming stores), not '{text}'",
+        )
+    return int(digits) * scale
+
+
+@cache
+def host_cache_bytes() -> int:
+    """The size of this machine's largest cache (Linux sysfs), 0 when it cannot be read."""
+    largest = 0
+    for entry in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
+        try:
+            text = entry.read_text().strip()
+        except OSError:
+            continue
+        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+        digits = text.rstrip("KMG")
+        if digits.isdigit():
+            largest = max(largest, int(digits) * scale)
+    return largest
 
 
 def target_machine(target: CpuTarget, opt_level: int) -> llvm.TargetMachine:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
-from tirc.codegen.cuda.kernels import split_function
+from tirc.codegen.cuda.kernels import module_kernels, split_module
 from tirc.codegen.nvptx.kernel import KernelBuilder
 from tirc.codegen.nvptx.libdevice import find_libdevice
 from tirc.diagnostics import DiagnosticError, Note
@@ -37,13 +37,12 @@ def build_module(module: IRModule) -> tuple[ir.Module, bool]:
     llvm_module.triple = TRIPLE
     llvm_module.data_layout = DATA_LAYOUT
     uses_libdevice = False
-    for name, func in module.functions:
-        program = split_function(name, func)
-        noalias = bool(func.attrs.get("tirx.noalias", False))
-        for kernel in program.kernels:
-            builder = KernelBuilder(llvm_module, kernel, noalias=noalias)
-            builder.build()
-            uses_libdevice |= builder.v.uses_libdevice
+    module = split_module(module)
+    for kernel in module_kernels(module):
+        noalias = bool(module[kernel.name].attrs.get("tirx.noalias", False))
+        builder = KernelBuilder(llvm_module, kernel, noalias=noalias)
+        builder.build()
+        uses_libdevice |= builder.v.uses_libdevice
     return llvm_module, uses_libdevice
 
 
