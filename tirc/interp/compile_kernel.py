@@ -119,7 +119,9 @@ def _launch_kernel(compiler: StmtCompiler, stmt: Stmt) -> None:
             ctx.affine = saved_affine
     grid = ", ".join(extents[tag].text for tag in GRID)
     block = ", ".join(extents[tag].text for tag in BLOCK)
-    ctx.emit(f"_launch({name}, ({grid}), ({block}), {site})")
+    from tirc.interp.lockstep import launch_line  # the lockstep mode's hook
+
+    ctx.emit(launch_line(compiler, stmt, name, grid, block, site))
 
 
 def _launch_extents(compiler: StmtCompiler, stmt: Stmt) -> dict[str, Code]:

@@ -33,12 +33,25 @@ _PYTHON_FAULTS: dict[type[Exception], str] = {
 _PYTHON_FAULT_TYPES = tuple(_PYTHON_FAULTS)
 
 
-def run(func: PrimFunc, args: Mapping[str, Argument], *, module: IRModule | None = None) -> None:
+def run(
+    func: PrimFunc,
+    args: Mapping[str, Argument],
+    *,
+    module: IRModule | None = None,
+    gpu_model: str = "threads",
+) -> None:
     """Runs func on args (keyed by parameter name, or a buffer parameter's buffer name),
-    updating buffer arguments in place; raises DiagnosticError for errors in the program."""
+    updating buffer arguments in place; raises DiagnosticError for errors in the program.
+
+    gpu_model: how GPU kernels run: "threads" (each thread a coroutine; catches data races),
+    "lockstep" (all threads as numpy lanes; fast, for race-free kernels) or "auto" (lockstep
+    for large launches); see tirc.interp.lockstep."""
+    from tirc.interp.lockstep import gpu_model as use_gpu_model
+
     compiled = compile_function(func, _function_name(func, module), module)
     inputs, write_backs = bind_arguments(func, args)
-    execute(compiled, inputs)
+    with use_gpu_model(gpu_model):
+        execute(compiled, inputs)
     for original, copy in write_backs:
         original[...] = copy.reshape(original.shape)
 

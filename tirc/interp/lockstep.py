@@ -1,0 +1,141 @@
+"""The lockstep GPU mode: every thread of a chunk of blocks is a numpy lane, and statements
+run for all lanes at once. For a race-free kernel this is a legal schedule (barriers become
+no-ops; blocks never communicate), and it is orders of magnitude faster than the thread model
+(tirc.interp.threads), which stays the default because it catches data races.
+
+Which model runs a launch is chosen at run time (`gpu_model`: "threads", "lockstep", or
+"auto": lockstep from AUTO_THREADS threads on); whether a kernel can run in lockstep at all is
+decided when it is compiled: one that uses anything the lockstep rules lack (wmma, ptx,
+all-reduce, pointers...) always runs in the thread model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from tirc.interp import lockstep_values as V
+from tirc.interp.lockstep_expr import Unsupported
+from tirc.interp.lockstep_memory import Lanes, outer_memory
+from tirc.interp.lockstep_stmt import Frame, Run, StmtCompiler
+from tirc.interp.memory import Pointer, Storage
+from tirc.interp.threads import Kernel, launch
+from tirc.ir.buffer import Buffer
+from tirc.ir.expr import Var
+from tirc.ir.functor import walk
+from tirc.ir.node import Node
+from tirc.ir.stmt import Stmt
+
+if TYPE_CHECKING:
+    from tirc.interp.compile_stmt import StmtCompiler as ThreadCompiler
+
+GPU_MODELS = ("threads", "lockstep", "auto")
+AUTO_THREADS = 4096  # "auto" runs launches of at least this many threads in lockstep
+CHUNK_LANES = 1 << 15  # lanes per chunk of blocks, to bound memory
+
+_MODEL: ContextVar[str] = ContextVar("tirc_gpu_model", default="threads")
+
+
+@contextmanager
+def gpu_model(model: str) -> Iterator[None]:
+    """Runs the GPU kernels launched inside in the given model."""
+    if model not in GPU_MODELS:
+        raise ValueError(f"unknown GPU model {model!r}: expected one of {', '.join(GPU_MODELS)}")
+    token = _MODEL.set(model)
+    try:
+        yield
+    finally:
+        _MODEL.reset(token)
+
+
+@dataclass(frozen=True)
+class LockstepKernel:
+    body: Run
+    free: tuple[Var, ...]  # variables from outside the kernel, in the order of their values
+    scopes: tuple[str | None, ...]  # for handles, the scope of their memory
+
+    def launch(self, grid: tuple[int, int, int], dims: tuple[int, int, int], values: tuple) -> None:
+        per_block = dims[0] * dims[1] * dims[2]
+        blocks = grid[0] * grid[1] * grid[2]
+        if per_block == 0 or blocks == 0:
+            return
+        per_chunk = max(1, CHUNK_LANES // per_block)
+        with np.errstate(all="ignore"):
+            for first in range(0, blocks, per_chunk):
+                lanes = Lanes(first, min(per_chunk, blocks - first), grid, dims)
+                frame = Frame(lanes)
+                for var, scope, value in zip(self.free, self.scopes, values, strict=True):
+                    if scope is not None:
+                        frame.memory[var] = outer_memory(value, scope, lanes)
+                    else:
+                        frame.values[var] = V.constant(value, var.dtype)
+                self.body(frame)
+
+    def accepts(self, values: tuple) -> bool:
+        """Whether every handle argument is memory the lockstep mode can reach."""
+        return all(
+            scope is None or isinstance(value, Storage | Pointer)
+            for scope, value in zip(self.scopes, values, strict=True)
+        )
+
+
+def compile_lockstep(compiler: ThreadCompiler, stmt: Stmt) -> LockstepKernel | None:
+    """The kernel whose outermost thread binding is stmt, or None if it needs the threads."""
+    ctx = compiler.ctx
+    free: list[Var] = []
+
+    def collect(node: Node) -> None:
+        if isinstance(node, Var) and node in ctx.names and node not in free:
+            free.append(node)
+        elif isinstance(node, Buffer):
+            collect(node.data)
+            for part in (*node.shape, *node.strides, node.elem_offset):
+                if part is not None:
+                    walk(part, collect)
+
+    walk(stmt, collect)
+    known = {var for var in free if not var.dtype.is_handle}
+    handles = {var for var in free if var.dtype.is_handle}
+    scopes = tuple(ctx.scopes.get(var, "global") if var in handles else None for var in free)
+    try:
+        body = StmtCompiler(ctx, known, handles, ctx.serial_threads).compile(stmt)
+    except Unsupported:
+        return None
+    return LockstepKernel(body, tuple(free), scopes)
+
+
+def launch_line(
+    compiler: ThreadCompiler, stmt: Stmt, kernel: str, grid: str, block: str, site: int
+) -> str:
+    """The generated line that launches a kernel: in either model when it can run in
+    lockstep, else always in the thread model."""
+    ctx = compiler.ctx
+    lockstep = compile_lockstep(compiler, stmt)
+    if lockstep is None:
+        return f"_launch({kernel}, ({grid}), ({block}), {site})"
+    name = ctx.constant(lockstep, "lockstep")
+    launcher = ctx.constant(launch_gpu, "launch_gpu")
+    values = "".join(f"{ctx.names[var]}, " for var in lockstep.free)
+    return f"{launcher}({kernel}, {name}, ({grid}), ({block}), {site}, ({values}))"
+
+
+def launch_gpu(
+    kernel: Kernel,
+    lockstep: LockstepKernel,
+    grid: tuple[int, int, int],
+    dims: tuple[int, int, int],
+    site: int,
+    values: tuple,
+) -> None:
+    model = _MODEL.get()
+    threads = grid[0] * grid[1] * grid[2] * dims[0] * dims[1] * dims[2]
+    wanted = model == "lockstep" or (model == "auto" and threads >= AUTO_THREADS)
+    if min(grid) < 0 or min(dims) < 0 or not wanted or not lockstep.accepts(values):
+        launch(kernel, grid, dims, site)
+        return
+    lockstep.launch(grid, dims, values)

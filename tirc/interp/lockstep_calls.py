@@ -1,0 +1,349 @@
+"""Intrinsic calls in the lockstep GPU mode, one rule per name (see lockstep_expr).
+
+Math functions, bit counts and fixed-point multiplies apply the scalar interpreter's own
+helpers to each element, so that results are identical; warp shuffles gather within each warp
+of 32 threads from the lanes that execute the call; barriers do nothing (lockstep order is a
+legal schedule of a race-free kernel). Calls not listed here (wmma, ptx, atomics, all-reduce,
+pointers) make the kernel fall back to the thread model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from tirc.interp import lockstep_values as V
+from tirc.interp import math_functions, numeric
+from tirc.interp.extensions import EXTERNS
+from tirc.interp.lockstep_expr import (
+    SHUFFLE_DOWN,
+    SHUFFLE_INDEX,
+    SHUFFLE_UP,
+    Eval,
+    ExprCompiler,
+    Mask,
+    Unsupported,
+    narrow,
+)
+from tirc.interp.lockstep_memory import WARP_SIZE, fault_in_lane, first_lane
+from tirc.ir.dtype import DataType
+from tirc.ir.expr import Call, PrimExpr, StringImm
+
+if TYPE_CHECKING:
+    from tirc.interp.lockstep_stmt import Frame
+
+CallRule = Callable[[ExprCompiler, Call], Eval]
+
+
+def compile_call(compiler: ExprCompiler, call: Call) -> Eval:
+    rule = _RULES.get(call.op)
+    if rule is None:
+        raise Unsupported(f"T.{call.op}")
+    return rule(compiler, call)
+
+
+def _operands(compiler: ExprCompiler, call: Call) -> list[Eval]:
+    if not all(isinstance(arg, PrimExpr) for arg in call.args):
+        raise Unsupported(f"arguments of T.{call.op}")
+    return [compiler.compile(arg) for arg in call.args]  # type: ignore[arg-type]
+
+
+def _each(function: Callable[..., object], result: DataType, args: list[Eval]) -> Eval:
+    apply = V.elementwise(function, V.value_type(result))
+    return lambda frame, mask: apply(*[arg(frame, mask) for arg in args])
+
+
+def _float_unary(name: str) -> CallRule:
+    function = math_functions.FLOAT_UNARY[name]
+
+    def rule(compiler: ExprCompiler, call: Call) -> Eval:
+        args = _operands(compiler, call)
+        source: DataType = call.args[0].dtype  # type: ignore[attr-defined]
+        if source.is_integer and name == "fabs":
+            return lambda frame, mask: np.abs(args[0](frame, mask))
+        if not source.is_float:
+            raise Unsupported(f"{name} of {source}")
+        each = _each(function, call.dtype, args)
+        return lambda frame, mask: V.round_to(each(frame, mask), call.dtype)
+
+    return rule
+
+
+def _float_binary(name: str) -> CallRule:
+    function = math_functions.FLOAT_BINARY[name]
+
+    def rule(compiler: ExprCompiler, call: Call) -> Eval:
+        args = _operands(compiler, call)
+        if not call.dtype.is_float:
+            raise Unsupported(f"{name} of {call.dtype}")
+        each = _each(function, call.dtype, args)
+        return lambda frame, mask: V.round_to(each(frame, mask), call.dtype)
+
+    return rule
+
+
+def _predicate(name: str) -> CallRule:
+    function = math_functions.FLOAT_PREDICATES[name]
+
+    def rule(compiler: ExprCompiler, call: Call) -> Eval:
+        args = _operands(compiler, call)
+        source: DataType = call.args[0].dtype  # type: ignore[attr-defined]
+        if not source.is_float:
+            answer = V.constant(name == "isfinite", call.dtype)
+            return lambda frame, mask: np.broadcast_to(answer, args[0](frame, mask).shape)
+        return _each(function, call.dtype, args)
+
+    return rule
+
+
+def _fmod(compiler: ExprCompiler, call: Call) -> Eval:
+    a, b = _operands(compiler, call)
+    source: DataType = call.args[0].dtype  # type: ignore[attr-defined]
+    if source.is_integer:
+        from tirc.interp.lockstep_expr import _checked_division
+
+        return _checked_division(a, b, V.truncmod, "%", compiler.site(call, "fmod"))
+    return lambda frame, mask: V.round_to(V.fmod(a(frame, mask), b(frame, mask)), call.dtype)
+
+
+def _bit_count(function: Callable[[int, int], int]) -> CallRule:
+    def rule(compiler: ExprCompiler, call: Call) -> Eval:
+        args = _operands(compiler, call)
+        bits = call.args[0].dtype.bits  # type: ignore[attr-defined]
+        return _each(lambda x: function(x, bits), call.dtype, args)
+
+    return rule
+
+
+def _shift(left: bool) -> CallRule:
+    def rule(compiler: ExprCompiler, call: Call) -> Eval:
+        a, b = _operands(compiler, call)
+        dtype: DataType = call.args[0].dtype.element  # type: ignore[attr-defined]
+        if not dtype.is_integer:
+            raise Unsupported(f"shift of {dtype}")
+        site = compiler.site(call, "shift")
+        kind = V.value_type(dtype)
+
+        def shift(frame: Frame, mask: Mask) -> np.ndarray:
+            x, amount = a(frame, mask), b(frame, mask)
+            bad = (amount < 0) | (amount >= dtype.bits)
+            if bad.any():
+                found = first_lane(bad, frame.lanes, mask)
+                if found is not None:
+                    message = f"shift by an amount outside [0, {dtype.bits})"
+                    raise fault_in_lane(site, message, frame.lanes, found[0])
+                amount = np.where(bad, 0, amount)
+            amount = amount.astype(kind)
+            return np.left_shift(x, amount) if left else np.right_shift(x, amount)
+
+        return shift
+
+    return rule
+
+
+def _bitwise(op: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> CallRule:
+    def rule(compiler: ExprCompiler, call: Call) -> Eval:
+        a, b = _operands(compiler, call)
+        return lambda frame, mask: op(a(frame, mask), b(frame, mask))
+
+    return rule
+
+
+def _bitwise_not(compiler: ExprCompiler, call: Call) -> Eval:
+    (a,) = _operands(compiler, call)
+    return lambda frame, mask: np.invert(a(frame, mask))
+
+
+def _if_then_else(compiler: ExprCompiler, call: Call) -> Eval:
+    """Only the branch a lane takes is evaluated for it (as in the scalar interpreter)."""
+    c, t, f = _operands(compiler, call)
+    if call.dtype.lanes > 1 or call.args[0].dtype.lanes > 1:  # type: ignore[attr-defined]
+        return lambda frame, mask: np.where(c(frame, mask), t(frame, mask), f(frame, mask))
+    kind = V.value_type(call.dtype)
+
+    def choose(frame: Frame, mask: Mask) -> np.ndarray:
+        condition = c(frame, mask)
+        if condition.shape[0] == 1:
+            return t(frame, mask) if condition[0, 0] else f(frame, mask)
+        count = frame.lanes.count
+        taken = narrow(mask, condition, count)
+        skipped = narrow(mask, ~condition, count)
+        yes = t(frame, taken) if taken.any() else np.zeros((1, 1), kind)
+        no = f(frame, skipped) if skipped.any() else np.zeros((1, 1), kind)
+        return np.where(condition, yes, no)
+
+    return choose
+
+
+def _first(compiler: ExprCompiler, call: Call) -> Eval:
+    return _operands(compiler, call)[0]
+
+
+def _constant(value: object) -> CallRule:
+    def rule(compiler: ExprCompiler, call: Call) -> Eval:
+        result = V.constant(value, call.dtype)
+        return lambda frame, mask: result
+
+    return rule
+
+
+def _reinterpret(compiler: ExprCompiler, call: Call) -> Eval:
+    value = compiler.compile(call.args[-1])  # type: ignore[arg-type]
+    source: DataType = call.args[-1].dtype  # type: ignore[attr-defined]
+    target = call.dtype
+    if source.is_handle or target.is_handle:
+        raise Unsupported("pointer reinterpret")
+    from tirc.interp.memory import access_type
+
+    kind = access_type(target)
+
+    def reinterpret(frame: Frame, mask: Mask) -> np.ndarray:
+        raw = np.ascontiguousarray(V.encode(value(frame, mask), source))
+        rows = raw.shape[0]
+        return V.decode(raw.view(np.uint8).reshape(rows, -1).view(kind), target)
+
+    return reinterpret
+
+
+def _fixed_point(function: Callable[..., int]) -> CallRule:
+    def rule(compiler: ExprCompiler, call: Call) -> Eval:
+        args = _operands(compiler, call)
+        bits = call.dtype.element.bits
+        return _each(lambda *values: function(*values, bits), call.dtype, args)
+
+    return rule
+
+
+def _extern(compiler: ExprCompiler, call: Call) -> Eval:
+    from tirc.interp.compile_call import _c_math_name
+
+    name_arg = call.args[0]
+    if not isinstance(name_arg, StringImm):
+        raise Unsupported("extern call")
+    args = [compiler.compile(a) for a in call.args[1:]]  # type: ignore[arg-type]
+    if any(a.dtype.lanes > 1 or a.dtype.is_handle for a in call.args[1:]):  # type: ignore[attr-defined]
+        raise Unsupported("extern call on vectors or pointers")
+    name = name_arg.value
+    if name in EXTERNS:
+        function: Callable[..., object] = EXTERNS[name]
+    else:
+        core = _c_math_name(name)
+        if core in math_functions.FLOAT_UNARY and len(args) == 1:
+            function = math_functions.FLOAT_UNARY[core]
+        elif core in math_functions.FLOAT_BINARY and len(args) == 2:
+            function = math_functions.FLOAT_BINARY[core]
+        elif core == "fmod" and len(args) == 2:
+            function = numeric.fmod
+        else:
+            raise Unsupported(f"extern {name}")
+    each = _each(function, call.dtype, args)
+    if call.dtype.is_float:
+        return lambda frame, mask: V.round_to(each(frame, mask), call.dtype)
+    return each
+
+
+def _nextafter(compiler: ExprCompiler, call: Call) -> Eval:
+    a, b = _operands(compiler, call)
+    kind = {"float64": np.float64, "float32": np.float32, "float16": np.float16}.get(
+        str(call.dtype.element)
+    )
+    if kind is None:
+        raise Unsupported(f"nextafter of {call.dtype}")
+    return lambda frame, mask: np.nextafter(
+        a(frame, mask).astype(kind), b(frame, mask).astype(kind)
+    ).astype(np.float64)
+
+
+def _barrier(compiler: ExprCompiler, call: Call) -> Eval:
+    nothing = np.zeros((1, 1), np.int32)
+    return lambda frame, mask: nothing
+
+
+def _warp_shuffle(kind: int) -> CallRule:
+    """As threads._shuffle: the source lane within segments of `width` lanes; a source that is
+    not executing the call (or not there) gives the thread its own value."""
+
+    def rule(compiler: ExprCompiler, call: Call) -> Eval:
+        _, value, amount, width, _ = _operands(compiler, call)
+
+        def shuffle(frame: Frame, mask: Mask) -> np.ndarray:
+            lanes = frame.lanes
+            values = np.broadcast_to(value(frame, mask), (lanes.count, call.dtype.lanes))
+            delta = np.broadcast_to(amount(frame, mask)[:, 0].astype(np.int64), (lanes.count,))
+            size = np.broadcast_to(width(frame, mask)[:, 0].astype(np.int64), (lanes.count,))
+            lane = lanes.tid % WARP_SIZE
+            base = lane - lane % size
+            if kind == SHUFFLE_INDEX:
+                source = base + delta % size
+            elif kind == SHUFFLE_UP:
+                source = np.where(lane - delta >= base, lane - delta, lane)
+            else:
+                source = np.where(lane + delta < base + size, lane + delta, lane)
+            thread = lanes.tid - lane + source
+            valid = (source >= 0) & (source < WARP_SIZE) & (thread < lanes.per_block)
+            origin = np.where(valid, lanes.index - lane + source, lanes.index)
+            if mask is not None:
+                valid &= mask[origin]
+            return np.where(valid[:, None], values[origin], values)
+
+        return shuffle
+
+    return rule
+
+
+def _active_mask(compiler: ExprCompiler, call: Call) -> Eval:
+    """Each thread's warp's executing threads, one bit per lane of the warp."""
+
+    def active_mask(frame: Frame, mask: Mask) -> np.ndarray:
+        lanes = frame.lanes
+        warps_per_block = -(-lanes.per_block // WARP_SIZE)
+        warp = lanes.block_row * warps_per_block + lanes.tid // WARP_SIZE
+        bits = np.left_shift(np.uint64(1), (lanes.tid % WARP_SIZE).astype(np.uint64))
+        if mask is not None:
+            bits = np.where(mask, bits, np.uint64(0))
+        totals = np.zeros(lanes.blocks * warps_per_block, dtype=np.uint64)
+        np.add.at(totals, warp, bits)
+        return totals[warp][:, None].astype(V.value_type(call.dtype))
+
+    return active_mask
+
+
+_RULES: dict[str, CallRule] = {
+    **{name: _float_unary(name) for name in math_functions.FLOAT_UNARY},
+    **{name: _float_binary(name) for name in math_functions.FLOAT_BINARY},
+    **{name: _predicate(name) for name in math_functions.FLOAT_PREDICATES},
+    "fmod": _fmod,
+    "nextafter": _nextafter,
+    "popcount": _bit_count(math_functions.popcount),
+    "clz": _bit_count(math_functions.clz),
+    "shift_left": _shift(True),
+    "shift_right": _shift(False),
+    "bitwise_and": _bitwise(np.bitwise_and),
+    "bitwise_or": _bitwise(np.bitwise_or),
+    "bitwise_xor": _bitwise(np.bitwise_xor),
+    "bitwise_not": _bitwise_not,
+    "if_then_else": _if_then_else,
+    "likely": _first,
+    "assume": _constant(True),
+    "undef": _constant(0),
+    "reinterpret": _reinterpret,
+    "call_extern": _extern,
+    "call_pure_extern": _extern,
+    "tvm_storage_sync": _barrier,
+    "tvm_warp_shuffle": _warp_shuffle(SHUFFLE_INDEX),
+    "tvm_warp_shuffle_up": _warp_shuffle(SHUFFLE_UP),
+    "tvm_warp_shuffle_down": _warp_shuffle(SHUFFLE_DOWN),
+    "tvm_warp_activemask": _active_mask,
+}
+
+
+def _add_fixed_point() -> None:
+    from tirc.interp.bits import q_multiply_shift, q_multiply_shift_per_axis
+
+    _RULES["q_multiply_shift"] = _fixed_point(q_multiply_shift)
+    _RULES["q_multiply_shift_per_axis"] = _fixed_point(q_multiply_shift_per_axis)
+
+
+_add_fixed_point()
