@@ -7,13 +7,14 @@
 extern "C" __global__ void __launch_bounds__(128) main_kernel(float* __restrict__ A, float* __restrict__ B) {
     int i_j_fused_0 = (int)blockIdx.x;
     int i_j_fused_1 = (int)threadIdx.x;
-    float4 A_vec = *(float4*)(A + i_j_fused_0 * 512 + i_j_fused_1 / 64 * 256 + i_j_fused_1 % 64 * 4);
+    int cse_v1 = i_j_fused_0 * 512 + i_j_fused_1 / 64 * 256 + i_j_fused_1 % 64 * 4;
+    float4 A_vec = *(float4*)(A + cse_v1);
     float4 B_vec;
     B_vec.x = A_vec.x * 2.0f + 1.0f;
     B_vec.y = A_vec.y * 2.0f + 1.0f;
     B_vec.z = A_vec.z * 2.0f + 1.0f;
     B_vec.w = A_vec.w * 2.0f + 1.0f;
-    *(float4*)(B + i_j_fused_0 * 512 + i_j_fused_1 / 64 * 256 + i_j_fused_1 % 64 * 4) = B_vec;
+    *(float4*)(B + cse_v1) = B_vec;
 }
 
 #if !defined(__CUDACC_RTC__)

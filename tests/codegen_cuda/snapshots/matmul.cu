@@ -12,15 +12,22 @@ extern "C" __global__ void __launch_bounds__(256) main_kernel(float* __restrict_
     for (int k_0 = 0; k_0 < 4; ++k_0) {
         __shared__ __align__(16) float A_shared[256];
         __shared__ __align__(16) float B_shared[256];
+        int cse_v1 = threadIdx_y * 64;
+        int cse_v6 = blockIdx_y * 1024 + cse_v1;
+        int cse_v3 = threadIdx_y * 16;
+        int cse_v5 = cse_v3 + threadIdx_x;
+        int cse_v2 = k_0 * 16;
         __syncthreads();
-        A_shared[threadIdx_y * 16 + threadIdx_x] = A[blockIdx_y * 1024 + threadIdx_y * 64 + k_0 * 16 + threadIdx_x];
-        B_shared[threadIdx_y * 16 + threadIdx_x] = B[k_0 * 1024 + threadIdx_y * 64 + blockIdx_x * 16 + threadIdx_x];
+        A_shared[cse_v5] = A[cse_v6 + cse_v2 + threadIdx_x];
+        int cse_v4 = blockIdx_x * 16;
+        B_shared[cse_v5] = B[k_0 * 1024 + cse_v1 + cse_v4 + threadIdx_x];
         __syncthreads();
         for (int k_1 = 0; k_1 < 16; ++k_1) {
-            if (k_0 * 16 + k_1 == 0) {
-                C[blockIdx_y * 1024 + threadIdx_y * 64 + blockIdx_x * 16 + threadIdx_x] = 0.0f;
+            int cse_v7 = cse_v6 + cse_v4 + threadIdx_x;
+            if (cse_v2 + k_1 == 0) {
+                C[cse_v7] = 0.0f;
             }
-            C[blockIdx_y * 1024 + threadIdx_y * 64 + blockIdx_x * 16 + threadIdx_x] = C[blockIdx_y * 1024 + threadIdx_y * 64 + blockIdx_x * 16 + threadIdx_x] + A_shared[threadIdx_y * 16 + k_1] * B_shared[k_1 * 16 + threadIdx_x];
+            C[cse_v7] = C[cse_v7] + A_shared[cse_v3 + k_1] * B_shared[k_1 * 16 + threadIdx_x];
         }
     }
 }

@@ -61,6 +61,9 @@ class ExprPrinter:
         self.accumulators: set[E.Var] = set()
         # loads already held in a vector register: their lanes print as `name.x`, ...
         self.held_loads: dict[int, str] = {}
+        # scalar integer Binds (common-subexpr-elim's cse_vN): their values, in terms of
+        # variables bound otherwise, for proofs such as alignment
+        self.bound_values: dict[E.Var, E.PrimExpr] = {}
 
     def __call__(self, expr: object, lane: int | None = None) -> str:
         return self.code(expr, lane)[0]
@@ -112,9 +115,8 @@ class ExprPrinter:
         if not isinstance(index, E.Ramp):
             return False
         lanes = E.IntImm(index.lanes, index.base.dtype)  # type: ignore[attr-defined]
-        return self.analyzer.can_prove(
-            E.EQ(E.FloorMod(index.base, lanes), E.IntImm(0, lanes.dtype))
-        )
+        base = substitute(index.base, self.bound_values) if self.bound_values else index.base
+        return self.analyzer.can_prove(E.EQ(E.FloorMod(base, lanes), E.IntImm(0, lanes.dtype)))
 
     def is_non_negative(self, expr: E.PrimExpr) -> bool:
         zero = E.IntImm(0, expr.dtype)  # type: ignore[attr-defined]

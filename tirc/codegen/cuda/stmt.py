@@ -23,6 +23,7 @@ from tirc.ir.buffer import Buffer, Range
 from tirc.ir.dtype import DataType
 from tirc.ir.functor import walk
 from tirc.ir.structural import structural_equal
+from tirc.ir.substitute import substitute
 
 StmtHandler = Callable[["KernelWriter", S.Stmt], None]
 WMMA_SCOPES = ("wmma.matrix_a", "wmma.matrix_b", "wmma.accumulator")
@@ -315,6 +316,9 @@ def _bind(w: KernelWriter, node: S.Bind) -> None:
         w.out.line(f"{ctype} {w.p.names(var)} = ({ctype})({w.p(value)});")
         return
     w.out.line(f"{w.declare(var)} = {w.p(value)};")
+    if var.dtype.is_integer:
+        known = w.p.bound_values
+        w.p.bound_values[var] = substitute(value, known) if known else value
     bound = w.p.analyzer.const_bound(value)
     if bound.min is not None or bound.max is not None:
         w.p.analyzer.ranges[var] = Bound(bound.min, bound.max)

@@ -12,6 +12,20 @@ first appearance breaking ties, as TVM 0.27 numbers them. Expects tir; leaves th
     for i, j in T.grid(8, 8):                       for i, j in T.grid(8, 8):
         A[i * 64 + j] = B[i * 64 + j]       ->          cse_v1: T.let[T.int32] = i * 64 + j
                                                         A[cse_v1] = B[cse_v1]
+
+A thread launch's extent counts once (its iteration variable's domain repeats it). A
+computation used in a launch extent is bound above the outermost launch around it, where the
+host computes it, and not at all when it needs a variable defined inside that launch:
+
+    by = T.launch_thread("blockIdx.y", 4)            cse_v1: T.let[T.int32] = (n + 31) // 32
+    bx = T.launch_thread("blockIdx.x",       ->      by = T.launch_thread("blockIdx.y", 4)
+                         (n + 31) // 32)             bx = T.launch_thread("blockIdx.x", cse_v1)
+    A[bx] = (n + 31) // 32 * 2                       A[bx] = cse_v1 * 2
+
+One walk records every use and every statement position; the choices are then made on that
+record (the statement tree grows by the new bindings, the uses inside a replaced computation
+drop out) and one rewrite applies them all, so the pass is linear in the program times its
+depth rather than in the program times the number of variables made.
 """
 
 from __future__ import annotations
@@ -19,6 +33,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Hashable
 from dataclasses import dataclass
+from typing import Any
 
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
@@ -28,58 +43,40 @@ from tirc.ir.structural import expr_key
 from tirc.transform.pass_base import Dialect, FunctionPass
 
 _ARITHMETIC = (E.Add, E.Sub, E.Mul, E.Div, E.Mod, E.FloorDiv, E.FloorMod, E.Min, E.Max)
+_LAUNCH_KEYS = ("thread_extent", "virtual_thread")
 
 
-def _size(expr: E.PrimExpr) -> int:
-    """Nodes in `expr`, or 0 when it is not an eligible computation."""
-    if isinstance(expr, (E.Var, E.IntImm)):
-        return 1
-    if isinstance(expr, _ARITHMETIC) and expr.dtype.is_scalar and expr.dtype.is_integer:  # type: ignore[attr-defined]
-        a, b = _size(expr.a), _size(expr.b)  # type: ignore[attr-defined]
-        return 0 if a == 0 or b == 0 else 1 + a + b
-    return 0
+def _is_launch(stmt: S.Stmt) -> bool:
+    return isinstance(stmt, S.AttrStmt) and stmt.key in _LAUNCH_KEYS
 
 
-@dataclass
-class _Uses:
-    expr: E.PrimExpr
-    size: int
-    first: int  # order of first appearance
-    paths: list[tuple[S.Stmt, ...]]  # the statements from the root to each use
-
-
-class _Collector(Visitor):
-    """Every eligible computation with the statement path of each of its uses."""
+class _Facts:
+    """Per expression object, computed once from its operands' (so a collection is linear in
+    the program, not in the program times its depth): its size in nodes (0 when it is not an
+    eligible computation), its `expr_key`, and whether a banned variable occurs in it."""
 
     def __init__(self, banned: set[E.Var]):
-        self.path: list[S.Stmt] = []
-        self.uses: dict[Hashable, _Uses] = {}
         self.banned = banned
-        self.seen = 0
+        self.memo: dict[int, tuple[object, tuple[int, Hashable, bool]]] = {}
 
-    def visit(self, node: object) -> None:
-        if isinstance(node, S.Stmt):
-            self.path.append(node)
-            super().visit(node)
-            self.path.pop()
-            return
-        if isinstance(node, E.PrimExpr) and not isinstance(node, (E.Var, E.IntImm)):
-            self.seen += 1
-            size = _size(node)
-            if size and not self.uses_banned(node):
-                key = expr_key(node)
-                entry = self.uses.setdefault(key, _Uses(node, size, self.seen, []))
-                entry.paths.append(tuple(self.path))
-        super().visit(node)
-
-    def uses_banned(self, expr: E.PrimExpr) -> bool:
+    def of(self, expr: object) -> tuple[int, Hashable, bool]:
+        known = self.memo.get(id(expr))
+        if known is not None:
+            return known[1]
+        facts: tuple[int, Hashable, bool]
         if isinstance(expr, E.Var):
-            return expr in self.banned
-        return any(
-            self.uses_banned(getattr(expr, name))
-            for name in child_fields(type(expr))
-            if isinstance(getattr(expr, name), E.PrimExpr)
-        )
+            facts = (1, expr_key(expr), expr in self.banned)
+        elif isinstance(expr, E.IntImm):
+            facts = (1, expr_key(expr), False)
+        elif isinstance(expr, _ARITHMETIC) and expr.dtype.is_scalar and expr.dtype.is_integer:
+            size_a, key_a, banned_a = self.of(expr.a)
+            size_b, key_b, banned_b = self.of(expr.b)
+            size = 0 if size_a == 0 or size_b == 0 else 1 + size_a + size_b
+            facts = (size, (type(expr).__name__, key_a, key_b), banned_a or banned_b)
+        else:
+            facts = (0, None, False)
+        self.memo[id(expr)] = (expr, facts)  # the entry keeps `expr` alive: ids stay unique
+        return facts
 
 
 def _let_vars(body: S.Stmt) -> set[E.Var]:
@@ -94,63 +91,274 @@ def _let_vars(body: S.Stmt) -> set[E.Var]:
     return found
 
 
-class _Replace(Mutator):
-    def __init__(self, key: Hashable, var: E.Var):
-        self.key, self.var = key, var
+def _holds_exprs(value: object) -> bool:
+    """Whether a statement's field is walked for expressions (not a name, kind or None)."""
+    return isinstance(value, (E.PrimExpr, tuple)) or dataclasses.is_dataclass(value)
 
-    def visit_Bind(self, node: S.Bind) -> S.Bind:
-        return node if node.var is self.var else self.generic_visit(node)  # type: ignore[return-value]
 
-    def visit(self, node: object) -> object:
-        if isinstance(node, E.PrimExpr) and _size(node) > 1 and expr_key(node) == self.key:
-            return self.var
+class _Slot:
+    """A statement position: `kids` are the statements under it, in order (a sequence's
+    items, or a For's body, an if's branches...). Bindings become slots of their own, and a
+    statement that is not in a sequence gets one around it (a `wrapper`) to take them."""
+
+    __slots__ = ("bind", "kids", "parent", "stmt")
+
+    def __init__(self, stmt: S.Stmt | None, parent: _Slot | None):
+        self.stmt = stmt  # None: a new sequence (a wrapper) or the root holder
+        self.parent = parent
+        self.kids: list[_Slot] = []
+        self.bind: tuple[Hashable, E.PrimExpr] | None = None  # (key, value): a new binding
+
+    @property
+    def is_seq(self) -> bool:
+        if self.stmt is None:  # a wrapper; not the root holder, not a binding
+            return self.parent is not None and self.bind is None
+        return isinstance(self.stmt, S.SeqStmt)
+
+
+@dataclass
+class _Use:
+    key: Hashable
+    slot: _Slot
+    kids: list[int]  # the uses directly inside this one
+    in_extent: bool  # in a launch extent
+    live: bool = True
+
+
+class _Record(Visitor):
+    """One walk: the statement slots, and every eligible computation's uses in order of
+    appearance, each under its statement and nested in the use it is part of."""
+
+    def __init__(self, facts: _Facts):
+        self.facts = facts
+        self.uses: list[_Use] = []
+        self.by_key: dict[Hashable, list[int]] = {}
+        self.first: dict[Hashable, tuple[int, int, E.PrimExpr]] = {}  # key: (size, first, expr)
+        self.seen = 0
+        self.slot: _Slot | None = None
+        self.enclosing: list[int] = []  # the uses being walked, innermost last
+        self.in_extent = False
+
+    def record(self, stmt: S.Stmt, parent: _Slot) -> _Slot:
+        slot = _Slot(stmt, parent)
+        saved = self.slot
+        for name in child_fields(type(stmt)):  # type: ignore[arg-type]
+            value = getattr(stmt, name)
+            if _is_launch(stmt) and name == "node":
+                continue  # the iteration variable's domain repeats the extent
+            if isinstance(value, S.Stmt):
+                slot.kids.append(self.record(value, slot))
+            elif isinstance(stmt, S.SeqStmt):
+                slot.kids.extend(self.record(item, slot) for item in value)
+            elif _holds_exprs(value):
+                self.slot, self.in_extent = slot, _is_launch(stmt) and name == "value"
+                self.visit(value)
+                self.slot, self.in_extent = saved, False
+        return slot
+
+    def add(self, key: Hashable, slot: _Slot, in_extent: bool) -> int:
+        index = len(self.uses)
+        self.uses.append(_Use(key, slot, [], in_extent))
+        self.by_key.setdefault(key, []).append(index)
+        if self.enclosing:
+            self.uses[self.enclosing[-1]].kids.append(index)
+        return index
+
+    def visit(self, node: object) -> None:
+        if isinstance(node, E.PrimExpr) and not isinstance(node, (E.Var, E.IntImm)):
+            self.seen += 1
+            size, key, banned = self.facts.of(node)
+            if size and not banned:
+                self.first.setdefault(key, (size, self.seen, node))
+                assert self.slot is not None
+                self.enclosing.append(self.add(key, self.slot, self.in_extent))
+                super().visit(node)
+                self.enclosing.pop()
+                return
+        super().visit(node)
+
+    def copy_parts(self, expr: E.PrimExpr, slot: _Slot) -> None:
+        """Records the computations inside `expr` (not itself) as uses at `slot`."""
+        for operand in (expr.a, expr.b):  # type: ignore[attr-defined]
+            size, key, _ = self.facts.of(operand)
+            if size > 1:
+                self.enclosing.append(self.add(key, slot, False))
+                self.copy_parts(operand, slot)
+                self.enclosing.pop()
+
+
+def _ancestors(slot: _Slot) -> list[_Slot]:
+    chain = []
+    node: _Slot | None = slot
+    while node is not None:
+        chain.append(node)
+        node = node.parent
+    chain.reverse()
+    return chain  # root first
+
+
+def _common(slots: list[_Slot]) -> list[_Slot]:
+    """The path from the root to the innermost slot enclosing all of `slots`."""
+    path = _ancestors(slots[0])
+    depth = {id(s): i for i, s in enumerate(path)}
+    keep = len(path)
+    for slot in slots[1:]:
+        node: _Slot | None = slot
+        while node is not None and id(node) not in depth:
+            node = node.parent
+        assert node is not None
+        keep = min(keep, depth[id(node)] + 1)
+    return path[:keep]
+
+
+def _defined_in(stmt: S.Stmt) -> set[E.Var]:
+    found: set[E.Var] = set()
+
+    class _Defs(Visitor):
+        def visit(self, node: object) -> None:
+            if isinstance(node, S.For):
+                found.add(node.loop_var)
+            elif isinstance(node, S.Bind):
+                found.add(node.var)
+            elif isinstance(node, S.IterVar):
+                found.add(node.var)
+            elif isinstance(node, S.AllocBuffer):
+                found.add(node.buffer.data)
+            elif isinstance(node, E.Let):
+                found.add(node.var)
+            super().visit(node)
+
+    _Defs().visit(stmt)
+    return found
+
+
+def _free_vars(expr: object, out: set[E.Var]) -> set[E.Var]:
+    if isinstance(expr, E.Var):
+        out.add(expr)
+    elif isinstance(expr, _ARITHMETIC):
+        _free_vars(expr.a, out)
+        _free_vars(expr.b, out)
+    return out
+
+
+def _insert_before(target: _Slot, bind: _Slot) -> None:
+    parent = target.parent
+    assert parent is not None
+    if not parent.is_seq:  # give the statement a sequence of its own to take the binding
+        wrapper = _Slot(None, parent)
+        parent.kids[parent.kids.index(target)] = wrapper
+        wrapper.kids.append(target)
+        target.parent = parent = wrapper
+    bind.parent = parent
+    parent.kids.insert(parent.kids.index(target), bind)
+
+
+class _Plan:
+    """Decides every binding on the record of one walk."""
+
+    def __init__(self, body: S.Stmt, facts: _Facts):
+        self.record = _Record(facts)
+        self.root = _Slot(None, None)  # holds the body
+        self.root.kids.append(self.record.record(body, self.root))
+        self.defined: dict[int, set[E.Var]] = {}
+        self.made: list[tuple[int, int, Hashable]] = []  # (size, first appearance, key)
+
+    def decide(self) -> list[tuple[int, int, Hashable]]:
+        record = self.record
+        for key, (size, first, expr) in sorted(
+            record.first.items(), key=lambda item: (-item[1][0], item[1][1])
+        ):
+            live = [i for i in record.by_key[key] if record.uses[i].live]
+            if len(live) < 2:
+                continue
+            path = _common([record.uses[i].slot for i in live])
+            target = self._target(path, live, expr)
+            if target is None:
+                continue
+            bind = _Slot(None, None)
+            bind.bind = (key, expr)
+            _insert_before(target, bind)
+            for index in live:
+                self._drop(index)
+            record.copy_parts(expr, bind)
+            self.made.append((size, first, key))
+        return self.made
+
+    def _target(self, path: list[_Slot], live: list[int], expr: E.PrimExpr) -> _Slot | None:
+        """The slot the binding goes before, or None when it cannot be made."""
+        uses = self.record.uses
+        if any(uses[i].in_extent for i in live):
+            launch = next((s for s in path if s.stmt is not None and _is_launch(s.stmt)), None)
+            if launch is not None:  # the host computes launch extents: bind above the kernel
+                assert launch.stmt is not None
+                inside = self.defined.get(id(launch))
+                if inside is None:
+                    inside = self.defined[id(launch)] = _defined_in(launch.stmt)
+                if _free_vars(expr, set()) & inside:
+                    return None
+                return launch
+        home = path[-1]
+        if not home.is_seq:
+            return home
+        below = len(path)
+        firsts = {}
+        for index in live:
+            chain = _ancestors(uses[index].slot)
+            firsts[id(chain[below])] = chain[below]
+        return next(kid for kid in home.kids if id(kid) in firsts)
+
+    def _drop(self, index: int) -> None:
+        """The use is replaced: it and the uses inside it are gone."""
+        pending = [index]
+        while pending:
+            use = self.record.uses[pending.pop()]
+            if use.live:
+                use.live = False
+                pending.extend(use.kids)
+
+
+class _Rewrite(Mutator):
+    """Every computation bound replaced by its variable, outermost first."""
+
+    def __init__(self, facts: _Facts, variables: dict[Hashable, E.Var]):
+        self.facts, self.variables = facts, variables
+
+    def visit(self, node: Any) -> Any:
+        if isinstance(node, E.PrimExpr) and not isinstance(node, (E.Var, E.IntImm)):
+            size, key, _ = self.facts.of(node)
+            if size > 1:
+                var = self.variables.get(key)
+                if var is not None:
+                    return var
         return super().visit(node)
 
-
-class _Insert(Mutator):
-    """Puts `bind` before the child of `home` that holds the first use, or before `home`
-    itself when it is not a sequence (spliced into the sequence around it, if any)."""
-
-    def __init__(self, home: S.Stmt, first_child: S.Stmt | None, bind: S.Bind):
-        self.home, self.first_child, self.bind = home, first_child, bind
-
-    def visit(self, node: object) -> object:
-        if isinstance(node, S.SeqStmt) and not isinstance(self.home, S.SeqStmt):
-            at = next((i for i, s in enumerate(node.stmts) if s is self.home), None)
-            if at is not None:
-                return S.SeqStmt(node.stmts[:at] + (self.bind,) + node.stmts[at:])
-        if node is self.home:
-            if isinstance(node, S.SeqStmt):
-                at = next(i for i, s in enumerate(node.stmts) if s is self.first_child)
-                return S.SeqStmt(node.stmts[:at] + (self.bind,) + node.stmts[at:])
-            return S.SeqStmt((self.bind, node))  # type: ignore[arg-type]
-        return super().visit(node)
-
-
-def _eliminate_once(
-    body: S.Stmt, banned: set[E.Var], order: dict[Hashable, int], made: list[tuple[int, int, E.Var]]
-) -> S.Stmt | None:
-    """`body` with its largest repeated computation bound once, or None when none repeats."""
-    collector = _Collector(banned)
-    collector.visit(body)
-    repeated = [u for u in collector.uses.values() if len(u.paths) > 1]
-    if not repeated:
-        return None
-    chosen = max(repeated, key=lambda u: (u.size, -order.get(expr_key(u.expr), u.first)))
-    common = list(chosen.paths[0])
-    for path in chosen.paths[1:]:
-        length = 0
-        for a, b in zip(common, path, strict=False):
-            if a is not b:
-                break
-            length += 1
-        del common[length:]
-    home = common[-1]
-    first_child = chosen.paths[0][len(common)] if len(chosen.paths[0]) > len(common) else None
-    var = E.Var("cse_v", chosen.expr.dtype)  # type: ignore[attr-defined]
-    made.append((chosen.size, order.get(expr_key(chosen.expr), len(order)), var))
-    inserted = _Insert(home, first_child, S.Bind(var, chosen.expr)).visit(body)
-    return _Replace(expr_key(chosen.expr), var).visit(inserted)  # type: ignore[no-any-return]
+    def emit(self, slot: _Slot) -> S.Stmt:
+        if slot.bind is not None:
+            key, value = slot.bind
+            return S.Bind(self.variables[key], self.generic_visit(value))  # type: ignore[arg-type]
+        kids = [self.emit(kid) for kid in slot.kids]
+        stmt = slot.stmt
+        if stmt is None:
+            return S.SeqStmt(tuple(kids))
+        if isinstance(stmt, S.SeqStmt):  # its items, with the bindings put among them
+            same = len(kids) == len(stmt.stmts) and all(
+                a is b for a, b in zip(kids, stmt.stmts, strict=True)
+            )
+            return stmt if same else dataclasses.replace(stmt, stmts=tuple(kids))
+        changes: dict[str, object] = {}
+        at = 0
+        for name in child_fields(type(stmt)):  # type: ignore[arg-type]
+            value = getattr(stmt, name)
+            if isinstance(value, S.Stmt):  # a statement under it: its slot, in field order
+                new: object = kids[at]
+                at += 1
+            elif _holds_exprs(value):
+                new = self.visit(value)
+            else:
+                continue
+            if new is not value:
+                changes[name] = new
+        return dataclasses.replace(stmt, **changes) if changes else stmt  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -160,27 +368,14 @@ class CommonSubexprElim(FunctionPass):
     leaves = Dialect.TIR
 
     def run_function(self, func: PrimFunc) -> PrimFunc:
-        banned = _let_vars(func.body)
-        original = _Collector(banned)
-        original.visit(func.body)
-        order = {key: uses.first for key, uses in original.uses.items()}
-        body: S.Stmt = func.body
-        made: list[tuple[int, int, E.Var]] = []  # (size, first appearance, variable)
-        while (new := _eliminate_once(body, banned, order, made)) is not None:
-            body = new
+        facts = _Facts(_let_vars(func.body))
+        plan = _Plan(func.body, facts)
+        made = plan.decide()
         if not made:
             return func
-        renames = {
-            var: E.Var(f"cse_v{number}", var.dtype)
-            for number, (_, _, var) in enumerate(sorted(made, key=lambda m: m[:2]), start=1)
+        variables = {
+            key: E.Var(f"cse_v{number}", plan.record.first[key][2].dtype)  # type: ignore[attr-defined]
+            for number, (_, _, key) in enumerate(sorted(made, key=lambda m: m[:2]), start=1)
         }
-        body = _Rename(renames).visit(body)
+        body = _Rewrite(facts, variables).emit(plan.root.kids[0])
         return dataclasses.replace(func, body=body)
-
-
-class _Rename(Mutator):
-    def __init__(self, renames: dict[E.Var, E.Var]):
-        self.renames = renames
-
-    def visit_Var(self, node: E.Var) -> E.Var:
-        return self.renames.get(node, node)
