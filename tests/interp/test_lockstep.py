@@ -205,3 +205,37 @@ def test_auto_model_and_unknown_model() -> None:
     assert args["B"][0] == 31
     with pytest.raises(ValueError, match="unknown GPU model"), gpu_model("fast"):
         pass
+
+
+# each thread copies two floats; the last thread's pair lies past the end of A, and the one
+# condition of T.if_then_else (not per vector lane) skips it: the load must not be evaluated
+GUARDED_VECTOR_LOAD = """
+@T.prim_func
+def main(A: T.Buffer((62,), "float32"), B: T.Buffer((64,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 32)
+    B[T.Ramp(tx * 2, 1, 2)] = T.if_then_else(
+        tx * 2 + 2 <= 62, A[T.Ramp(tx * 2, 1, 2)], T.Broadcast(T.float32(-1.0), 2)
+    )
+"""
+
+
+def test_a_vector_if_then_else_with_one_condition_evaluates_only_its_branch() -> None:
+    a = np.arange(62, dtype=np.float32)
+    result = check_source(GUARDED_VECTOR_LOAD, A=a, B=np.zeros(64, np.float32))
+    assert np.array_equal(result["B"], np.concatenate([a, [-1.0, -1.0]]).astype(np.float32))
+
+
+def test_a_scalar_if_then_else_guards_a_vector_load_outside_kernels() -> None:
+    source = """
+@T.prim_func
+def main(A: T.Buffer((62,), "float32"), B: T.Buffer((64,), "float32")):
+    for i in range(32):
+        B[T.Ramp(i * 2, 1, 2)] = T.if_then_else(
+            i * 2 + 2 <= 62, A[T.Ramp(i * 2, 1, 2)], T.Broadcast(T.float32(-1.0), 2)
+        )
+"""
+    module = parse(source)
+    a = np.arange(62, dtype=np.float32)
+    args = {"A": a, "B": np.zeros(64, np.float32)}
+    run(module["main"], args, module=module)
+    assert np.array_equal(args["B"], np.concatenate([a, [-1.0, -1.0]]).astype(np.float32))

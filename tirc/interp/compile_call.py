@@ -217,13 +217,17 @@ def _if_then_else(compiler: CallCompiler, call: Call) -> Code:
             else max(true_value.high, false_value.high)
         )
         return Code(f"({true_value.text} if {condition.text} else {false_value.text})", low, high)
-    # per lane, a vector if_then_else still needs both vectors: evaluated whole, then picked
-    c, t, f = compiler.ctx.temp(), compiler.ctx.temp(), compiler.ctx.temp()
     lanes = call.dtype.lanes
     sources = [
         code.text if arg.dtype.is_vector else f"({code.text},) * {lanes}"  # type: ignore[attr-defined]
         for code, arg in zip((condition, true_value, false_value), call.args, strict=True)
     ]
+    if call.args[0].dtype.is_scalar:  # type: ignore[attr-defined]
+        # one condition for every lane: only the vector it picks is evaluated (its loads may
+        # be out of bounds exactly when it is not picked)
+        return Code(f"({sources[1]} if {condition.text} else {sources[2]})")
+    # per lane, a vector if_then_else still needs both vectors: evaluated whole, then picked
+    c, t, f = compiler.ctx.temp(), compiler.ctx.temp(), compiler.ctx.temp()
     return Code(
         compiler.ctx.lanes_of(
             f"({t} if {c} else {f})", f"{c}, {t}, {f}", f"zip({', '.join(sources)})"

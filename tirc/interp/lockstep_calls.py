@@ -159,7 +159,8 @@ def _bitwise_not(compiler: ExprCompiler, call: Call) -> Eval:
 def _if_then_else(compiler: ExprCompiler, call: Call) -> Eval:
     """Only the branch a lane takes is evaluated for it (as in the scalar interpreter)."""
     c, t, f = _operands(compiler, call)
-    if call.dtype.lanes > 1 or call.args[0].dtype.lanes > 1:  # type: ignore[attr-defined]
+    if call.args[0].dtype.lanes > 1:  # type: ignore[attr-defined]
+        # per vector lane: both vectors evaluated whole, then picked
         return lambda frame, mask: np.where(c(frame, mask), t(frame, mask), f(frame, mask))
     kind = V.value_type(call.dtype)
 
