@@ -41,3 +41,29 @@ def test_masked_lanes_touch_no_memory() -> None:
     args = {"A": np.arange(20, dtype=np.float32), "B": np.full(20, -1.0, dtype=np.float32)}
     result = run_both(parse_text(KERNEL), args)
     assert np.array_equal(result["B"], np.arange(20, dtype=np.float32) * 2)
+
+
+# the last pair lies past the end of A; the one condition of T.if_then_else skips it
+GUARDED_PAIR = """
+# from tvm.script import ir as I
+# from tvm.script import tirx as T
+
+@I.ir_module
+class Module:
+    @T.prim_func
+    def main(A: T.Buffer((62,), "float32"), B: T.Buffer((64,), "float32")):
+        T.func_attr({"tirx.noalias": True})
+        for i in range(32):
+            B[T.Ramp(i * 2, 1, 2)] = T.if_then_else(
+                i * 2 + 2 <= 62, A[T.Ramp(i * 2, 1, 2)], T.Broadcast(T.float32(-1.0), 2)
+            )
+"""
+
+
+def test_a_vector_if_then_else_with_one_condition_branches_around_the_load() -> None:
+    lowered = lower_module(parse_text(GUARDED_PAIR), target="cpu")
+    text = compile_module(lowered, parse_target("cpu"), 0).llvm_ir()
+    assert "phi <2 x float>" in text  # a branch per value, not a select of both loads
+    a = np.arange(62, dtype=np.float32)
+    result = run_both(parse_text(GUARDED_PAIR), {"A": a, "B": np.zeros(64, np.float32)})
+    assert np.array_equal(result["B"], np.concatenate([a, [-1.0, -1.0]]).astype(np.float32))

@@ -13,7 +13,7 @@ from tirc.codegen.llvm import types as T
 from tirc.codegen.llvm import vector_math
 from tirc.codegen.llvm.casts import emit_cast, reinterpret
 from tirc.codegen.llvm.emitter import unsupported
-from tirc.codegen.llvm.expr import FLOAT_FLAGS, broadcast
+from tirc.codegen.llvm.expr import FLOAT_FLAGS
 from tirc.ir import dtype as dt
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import Call
@@ -171,14 +171,13 @@ def _pass_through(em: Emitter, call: Call) -> ir.Value:
 
 
 def _if_then_else(em: Emitter, call: Call) -> ir.Value:
-    """Evaluates only the chosen value, so a guarded load cannot fault. A vector condition
-    selects between both values: the vectorizer only produces it over pure operands."""
+    """Evaluates only the chosen value, so a guarded load cannot fault; with one condition
+    that holds for vector values too. A vector condition selects between both values: the
+    vectorizer only produces it over pure operands."""
     condition_expr, true_expr, false_expr = call.args
     condition = em.expr(condition_expr)  # type: ignore[arg-type]
-    if isinstance(condition.type, ir.VectorType) or call.dtype.lanes > 1:
+    if isinstance(condition.type, ir.VectorType):
         true_value, false_value = em.expr(true_expr), em.expr(false_expr)  # type: ignore[arg-type]
-        if not isinstance(condition.type, ir.VectorType):
-            condition = broadcast(em, condition, call.dtype.lanes)
         return em.builder.select(condition, true_value, false_value)
     builder = em.builder
     then_block, else_block, done = em.new_block("then"), em.new_block("else"), em.new_block("endif")
