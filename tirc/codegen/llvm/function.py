@@ -12,7 +12,6 @@ from tirc.codegen.llvm.casts import emit_cast
 from tirc.codegen.llvm.emitter import Emitter
 from tirc.codegen.llvm.stmt import free_all
 from tirc.codegen.llvm.streaming import emit_fence, streaming_buffers
-from tirc.ir.expr import IntImm
 from tirc.ir.function import PrimFunc
 from tirc.transform.passes.make_c_abi import c_abi_function
 
@@ -46,7 +45,7 @@ def emit_function(
                 arg.add_attribute("noalias")
             arg.attributes.align = param.buffer.data_alignment
             em.alignment[param.buffer.data] = param.buffer.data_alignment
-            size = _constant_bytes(param.buffer)
+            size = T.constant_bytes(param.buffer)
             if size:
                 arg.attributes.dereferenceable = size
             em.env[param.var] = arg
@@ -64,17 +63,3 @@ def emit_function(
         emit_fence(module, function)
     em.finish()
     return function
-
-
-def _constant_bytes(buffer: object) -> int:
-    from tirc.ir.buffer import Buffer
-
-    assert isinstance(buffer, Buffer)
-    if buffer.strides or buffer.elem_offset is not None:
-        return 0
-    count = 1
-    for extent in buffer.shape:
-        if not isinstance(extent, IntImm):
-            return 0
-        count *= extent.value
-    return count * T.element_bytes(buffer.dtype)

@@ -42,8 +42,7 @@ def streaming_buffers(func: PrimFunc, cache_bytes: int) -> frozenset[Var]:
         return frozenset()
     large = set()
     for buffer in parameter_buffers(func).values():
-        size = _constant_bytes(buffer.shape, buffer.dtype)
-        if size is not None and size >= cache_bytes:
+        if T.constant_bytes(buffer) >= cache_bytes:
             large.add(buffer.data)
     if not large:
         return frozenset()
@@ -94,15 +93,6 @@ def _whole_lines(store: S.BufferStore) -> bool:
         return False
     lanes = index.dtype.lanes  # type: ignore[attr-defined]
     return lanes * T.element_bytes(store.buffer.dtype) % CACHE_LINE_BYTES == 0
-
-
-def _constant_bytes(shape: tuple[E.PrimExpr, ...], dtype: object) -> int | None:
-    count = 1
-    for extent in shape:
-        if not isinstance(extent, E.IntImm):
-            return None
-        count *= extent.value
-    return count * T.element_bytes(dtype)  # type: ignore[arg-type]
 
 
 def mark_streaming(module: ir.Module, store: ir.Instruction) -> None:

@@ -91,10 +91,10 @@ def host_cache_bytes() -> int:
             text = entry.read_text().strip()
         except OSError:
             continue
-        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
-        digits = text.rstrip("KMG")
-        if digits.isdigit():
-            largest = max(largest, int(digits) * scale)
+        try:
+            largest = max(largest, _size(text))
+        except DiagnosticError:
+            continue
     return largest
 
 

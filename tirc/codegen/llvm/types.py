@@ -10,7 +10,9 @@ import llvmlite.ir.types
 from llvmlite import ir
 
 from tirc.diagnostics import DiagnosticError
+from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType
+from tirc.ir.expr import IntImm
 
 # LLVM 22 reads opaque pointers only: have llvmlite print every pointer as `ptr` (what its
 # LLVMLITE_ENABLE_IR_LAYER_TYPED_POINTERS=0 does), whatever the environment says.
@@ -54,6 +56,19 @@ def memory_type(dtype: DataType) -> ir.Type:
 def element_bytes(dtype: DataType) -> int:
     """Bytes one element of a buffer of `dtype` takes (bools take a byte)."""
     return max(1, dtype.bits // 8) * dtype.lanes
+
+
+def constant_bytes(buffer: Buffer) -> int:
+    """The bytes a dense buffer of constant shape spans; 0 when its shape is not constant or it
+    has strides or an element offset."""
+    if buffer.strides or buffer.elem_offset is not None:
+        return 0
+    count = 1
+    for extent in buffer.shape:
+        if not isinstance(extent, IntImm):
+            return 0
+        count *= extent.value
+    return count * element_bytes(buffer.dtype)
 
 
 def zero(dtype: DataType) -> ir.Constant:
