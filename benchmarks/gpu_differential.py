@@ -33,7 +33,7 @@ def check(case: str, model: str) -> str:
 
     from tirc.diagnostics import DiagnosticError
     from tirc.driver.lower import lower_module
-    from tirc.interp import run
+    from tirc.interp import random_inputs, run
     from tirc.text import parse
 
     folder = Path(case)
@@ -43,7 +43,7 @@ def check(case: str, model: str) -> str:
     name = "main" if "main" in original else original.functions[0][0]
     func = original[name]
     sizes = {v.name: SIZES for v in _shape_vars(func)}
-    inputs = _random_inputs(func, sizes)
+    inputs = random_inputs(func, 0, sizes=sizes)
     want = _copy(inputs)
     have = _copy(inputs)
     reference = "interp" if _work(func.body, sizes) <= INTERPRETER_WORK else "cpu"
@@ -134,14 +134,16 @@ def _difference(have: object, want: object) -> str:
 
 
 def _run_cpu(module: object, name: str, args: dict) -> None:
-    """The unscheduled function compiled for this CPU, called on args in place."""
+    """The unscheduled function compiled for this CPU, called on args in place. Its loops bound
+    to GPU threads run as serial loops: in s-tir a thread binding only says where a loop runs,
+    and the blocks under it mean the same either way (as the interpreter runs them)."""
     from dataclasses import replace
 
     from tirc.driver.run_cpu import jit_function
     from tirc.ir.function import IRModule
 
     functions = tuple(
-        (n, replace(f, is_private=False) if n == name else f)
+        (n, replace(_serial(f), is_private=False) if n == name else f)
         for n, f in module.functions  # type: ignore[attr-defined]
     )
     assert isinstance(module, IRModule)
@@ -150,6 +152,23 @@ def _run_cpu(module: object, name: str, args: dict) -> None:
     status = call(args)
     if status != 0:
         raise RuntimeError(f"the CPU reference returned {status}")
+
+
+def _serial(func: object) -> object:
+    """func with every thread-bound loop made a serial loop."""
+    from dataclasses import replace
+
+    from tirc.ir import stmt as S
+    from tirc.ir.functor import Mutator
+
+    class Unbind(Mutator):
+        def visit_For(self, node: S.For) -> S.Stmt:
+            loop: S.For = self.generic_visit(node)  # type: ignore[assignment]
+            if loop.kind is not S.ForKind.THREAD_BINDING:
+                return loop
+            return replace(loop, kind=S.ForKind.SERIAL, thread_binding=None)
+
+    return replace(func, body=Unbind().visit(func.body))  # type: ignore[attr-defined]
 
 
 def _copy(values: dict) -> dict:
@@ -193,66 +212,14 @@ def _shape_vars(func: object) -> list:
     return found
 
 
-def _random_inputs(func: object, sizes: dict[str, int]) -> dict:
-    """random_inputs, with shapes that are expressions of the size variables evaluated."""
-    from tirc.interp import random_inputs
-    from tirc.interp.inputs import random_array
-    from tirc.ir.expr import IntImm
-
-    try:
-        return random_inputs(func, 0, sizes=sizes or None)  # type: ignore[arg-type]
-    except Exception:
-        pass
-    import numpy as np
-
-    arguments: dict = {}
-    for index, param in enumerate(func.params):  # type: ignore[attr-defined]
-        buffer = func.buffer_of(param)  # type: ignore[attr-defined]
-        if buffer is None:
-            arguments[param.name] = sizes[param.name]
-            continue
-        shape = tuple(
-            d.value if isinstance(d, IntImm) else _evaluate(d, sizes) for d in buffer.shape
-        )
-        rng = np.random.default_rng([0, index])
-        arguments[param.name] = random_array(rng, shape, buffer.dtype)
-    return arguments
-
-
-def _evaluate(expr: object, sizes: dict[str, int]) -> int:
-    from tirc.ir import expr as E
-
-    if isinstance(expr, E.IntImm):
-        return expr.value
-    if isinstance(expr, E.Var):
-        return sizes.get(expr.name, SIZES)
-    if isinstance(expr, E.Cast):
-        return _evaluate(expr.value, sizes)
-    operations = {
-        E.Add: lambda a, b: a + b,
-        E.Sub: lambda a, b: a - b,
-        E.Mul: lambda a, b: a * b,
-        E.FloorDiv: lambda a, b: a // b,
-        E.FloorMod: lambda a, b: a % b,
-        E.Min: min,
-        E.Max: max,
-    }
-    operation = operations.get(type(expr))
-    if operation is None:
-        raise ValueError(f"cannot size {type(expr).__name__}")
-    return int(operation(_evaluate(expr.a, sizes), _evaluate(expr.b, sizes)))  # type: ignore[attr-defined]
-
-
 def _work(stmt: object, sizes: dict[str, int]) -> int:
     """About how many statement runs the unscheduled function takes (loops multiplied)."""
+    from tirc.interp.inputs import evaluate_size
     from tirc.ir import stmt as S
 
     if isinstance(stmt, S.For):
-        try:
-            extent = _evaluate(stmt.extent, sizes)
-        except ValueError:
-            extent = SIZES
-        return max(extent, 1) * _work(stmt.body, sizes)
+        extent = evaluate_size(stmt.extent, sizes)
+        return max(SIZES if extent is None else extent, 1) * _work(stmt.body, sizes)
     if isinstance(stmt, S.SeqStmt):
         return sum(_work(item, sizes) for item in stmt.stmts)
     if isinstance(stmt, S.SBlockRealize):

@@ -10,12 +10,15 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from tirc.analysis.arith import Analyzer
 from tirc.diagnostics import DiagnosticError
 from tirc.interp.memory import array_type
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.function import PrimFunc
+from tirc.ir.functor import walk
+from tirc.ir.substitute import substitute
 from tirc.transform.passes.make_c_abi import parameter_buffers
 
 
@@ -46,14 +49,38 @@ def random_argument(
 
 
 def shape_value(extent: PrimExpr, known: Mapping[str, int], buffer: Buffer) -> int:
-    if isinstance(extent, IntImm):
-        return extent.value
-    if isinstance(extent, Var) and extent.name in known:
-        return int(known[extent.name])
+    """A dimension's size: a constant, or an expression of variables whose values are known
+    (`n * 2`, `(n + 7) // 8`), evaluated."""
+    value = evaluate_size(extent, known)
+    if value is not None:
+        return value
+    missing = sorted({v.name for v in free_vars(extent) if v.name not in known})
     raise DiagnosticError.at(
         buffer.span,
-        f"the shape of {buffer.name} depends on a variable; give it as an input (or its size)",
+        f"the shape of {buffer.name} depends on {', '.join(missing) or 'a value'}; "
+        "give it as an input (or its size)",
     )
+
+
+def evaluate_size(extent: PrimExpr, known: Mapping[str, int]) -> int | None:
+    """The integer an expression of known variables (by name) comes to; None if it depends
+    on an unknown one or does not simplify to a constant."""
+    if isinstance(extent, IntImm):
+        return extent.value
+    if isinstance(extent, Var):
+        return int(known[extent.name]) if extent.name in known else None
+    free = free_vars(extent)
+    if any(v.name not in known for v in free):
+        return None
+    values = {v: IntImm(int(known[v.name]), v.dtype) for v in free}
+    value = Analyzer().simplify(substitute(extent, values))
+    return value.value if isinstance(value, IntImm) else None
+
+
+def free_vars(expr: PrimExpr) -> list[Var]:
+    found: list[Var] = []
+    walk(expr, lambda node: found.append(node) if isinstance(node, Var) else None)
+    return found
 
 
 def random_array(rng: np.random.Generator, shape: tuple[int, ...], dtype: DataType) -> np.ndarray:
