@@ -102,3 +102,26 @@ def test_function_choice(tmp_path: Path) -> None:
     assert run(path, func="second") == 0
     with pytest.raises(DiagnosticError, match="no function 'third'"):
         run(path, func="third")
+
+
+RACY_KERNEL = """
+@T.prim_func
+def main(A: T.Buffer((32,), "float32")):
+    with T.launch_thread("blockIdx.x", 1) as bx:
+        tx = T.launch_thread("threadIdx.x", 32)
+        S = T.alloc_shared((1,), "float32")
+        S[0] = T.Cast("float32", tx)
+        A[tx] = S[0]
+"""
+
+
+def test_gpu_model_reaches_the_interpreter(tmp_path: Path) -> None:
+    """`--gpu-model`: the thread model (the default) finds the race on S; lockstep, which
+    trusts the kernel to be race-free, runs it (every lane stores, the last one wins)."""
+    path = tmp_path / "racy.tir"
+    path.write_text(RACY_KERNEL)
+    with pytest.raises(DiagnosticError, match="data race on shared memory 'S'"):
+        run(path)
+    save = tmp_path / "out.npz"
+    assert run(path, gpu_model="lockstep", save=str(save)) == 0
+    np.testing.assert_array_equal(np.load(save)["A"], np.full(32, 31, np.float32))

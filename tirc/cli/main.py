@@ -249,6 +249,15 @@ def schedule_command(
 @click.option(
     "-D", "defines", multiple=True, metavar="NAME=VALUE", help="Override a module parameter."
 )
+@click.option(
+    "--gpu-model",
+    type=click.Choice(["threads", "lockstep", "auto"]),
+    default="threads",
+    show_default=True,
+    help="How the interpreter runs GPU kernels: one thread at a time, checking for data races "
+    "(threads), or every thread as a numpy lane, far faster (lockstep); auto picks lockstep "
+    "for large launches.",
+)
 def run_command(
     file: str,
     target: str,
@@ -261,6 +270,7 @@ def run_command(
     bench: bool,
     opt_level: int,
     defines: tuple[str, ...],
+    gpu_model: str,
 ) -> int:
     """Run a function of FILE on given or random inputs and summarize the result."""
     from tirc.driver.defines import parse_defines
@@ -279,6 +289,7 @@ def run_command(
             check=check,
             bench=bench,
             opt_level=opt_level,
+            gpu_model=gpu_model,
         )
     )
 

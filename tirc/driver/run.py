@@ -40,10 +40,12 @@ def run_file(
     check: bool = False,
     bench: bool = False,
     opt_level: int = 3,
+    gpu_model: str = "threads",
 ) -> int:
     """Runs `func` (default: the only function, or `main`) of the file at `path`, scheduled
     by `plan`; writes every buffer parameter to `save` (an npz, atomically) and prints a
-    summary. Returns 0; a failed `check` is a DiagnosticError."""
+    summary. Returns 0; a failed `check` is a DiagnosticError. `gpu_model` is how the
+    interpreter runs GPU kernels (tirc.interp.lockstep.GPU_MODELS)."""
     kind = target.split()[0] if target.split() else ""
     if kind == "llvm":
         kind = "cpu"
@@ -63,7 +65,9 @@ def run_file(
         )
     # with --bench (which takes a while) a transient progress line on a terminal's stderr
     meter = meter_for() if bench else Meter(None)
-    with meter:
+    from tirc.interp.lockstep import gpu_model as model
+
+    with meter, model(gpu_model):
         name, function, args, given, elapsed, notes = _execute(
             path, target, kind, func, inputs, seed, defines, plan, check, bench, opt_level, meter
         )

@@ -38,19 +38,22 @@ def run(
     args: Mapping[str, Argument],
     *,
     module: IRModule | None = None,
-    gpu_model: str = "threads",
+    gpu_model: str | None = None,
 ) -> None:
     """Runs func on args (keyed by parameter name, or a buffer parameter's buffer name),
     updating buffer arguments in place; raises DiagnosticError for errors in the program.
 
     gpu_model: how GPU kernels run: "threads" (each thread a coroutine; catches data races),
     "lockstep" (all threads as numpy lanes; fast, for race-free kernels) or "auto" (lockstep
-    for large launches); see tirc.interp.lockstep."""
+    for large launches); None (the default) keeps the model a surrounding
+    `tirc.interp.lockstep.gpu_model(...)` block chose, else "threads"."""
+    from contextlib import nullcontext
+
     from tirc.interp.lockstep import gpu_model as use_gpu_model
 
     compiled = compile_function(func, _function_name(func, module), module)
     inputs, write_backs = bind_arguments(func, args)
-    with use_gpu_model(gpu_model):
+    with use_gpu_model(gpu_model) if gpu_model is not None else nullcontext():
         execute(compiled, inputs)
     for original, copy in write_backs:
         original[...] = copy.reshape(original.shape)
