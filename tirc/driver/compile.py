@@ -88,9 +88,11 @@ def generate(
     module: IRModule, target: str, emit: str, opt_level: int, pipeline: str | None, prefix: str
 ) -> str | bytes:
     from tirc.codegen.llvm import compile_module, parse_target
+    from tirc.driver.host_threads import check_runs_on_cpu
     from tirc.driver.lower import lower_module
 
     cpu = parse_target(target)
+    check_runs_on_cpu(module)
     lowered = lower_module(module, target=target, pipeline_path=pipeline)
     compiled = compile_module(lowered, cpu, opt_level, prefix)
     if emit == "ll":

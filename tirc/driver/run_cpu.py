@@ -23,9 +23,11 @@ def jit_function(
     """The function `name` of the (scheduled) `module`, compiled and loaded; the returned
     callable keeps the JIT alive."""
     from tirc.codegen.llvm import compile_module, parse_target
+    from tirc.driver.host_threads import check_runs_on_cpu
     from tirc.driver.lower import lower_module
     from tirc.runtime.jit import JitModule
 
+    check_runs_on_cpu(module)
     lowered = lower_module(module, target=target)
     compiled = compile_module(lowered, parse_target(target), opt_level)
     public = {n: f for n, f in lowered.functions if not f.is_private}

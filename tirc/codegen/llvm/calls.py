@@ -1,6 +1,7 @@
 """Calls of registry intrinsics: math through LLVM intrinsics (or inline float32 polynomials
 for exp/tanh/log, which the loop vectorizer can widen), bit operations, branches that
-evaluate one side (`if_then_else`), and calls of external C functions."""
+evaluate one side (`if_then_else`), fixed-point multiplies (fixed_point.py), and calls of
+external C functions."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from tirc.codegen.llvm import vector_math
 from tirc.codegen.llvm.casts import emit_cast, reinterpret
 from tirc.codegen.llvm.emitter import unsupported
 from tirc.codegen.llvm.expr import FLOAT_FLAGS
+from tirc.codegen.llvm.fixed_point import emit_q_multiply_shift, emit_q_multiply_shift_per_axis
 from tirc.ir import dtype as dt
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import Call
@@ -255,6 +257,8 @@ CALL_RULES: dict[str, CallRule] = {
     "undef": _undef,
     "call_extern": _extern,
     "call_pure_extern": _extern,
+    "q_multiply_shift": emit_q_multiply_shift,
+    "q_multiply_shift_per_axis": emit_q_multiply_shift_per_axis,
 }
 # math with an LLVM intrinsic of the same meaning (lowered to an instruction or to libm)
 for _name, _llvm in {
