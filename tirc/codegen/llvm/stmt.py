@@ -1,8 +1,9 @@
 """Statements to control flow, one rule per IR class (`STMT_RULES`).
 
 Loops are counted with a phi in a header block; `T.parallel` loops go to `parallel` to be
-outlined. An allocation lives on the stack when it is small and of constant size, otherwise
-on the heap until the end of its enclosing sequence.
+outlined, adjacent ones of a sequence into one OpenMP region. An allocation lives on the
+stack when it is small and of constant size, otherwise on the heap until the end of its
+enclosing sequence.
 """
 
 from __future__ import annotations
@@ -25,9 +26,14 @@ STACK_LIMIT_BYTES = 32 * 1024
 
 
 def _seq(em: Emitter, stmt: S.SeqStmt) -> None:
+    from tirc.codegen.llvm.parallel import emit_parallel_loops, parallel_runs
+
     em.frees.append([])
-    for child in stmt.stmts:
-        em.stmt(child)
+    for child in stmt.stmts if em.in_parallel else parallel_runs(stmt.stmts):
+        if isinstance(child, tuple):  # adjacent parallel loops: one OpenMP region
+            emit_parallel_loops(em, child)
+        else:
+            em.stmt(child)
     free_all(em, em.frees.pop())
 
 

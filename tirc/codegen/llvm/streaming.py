@@ -99,14 +99,17 @@ def mark_streaming(module: ir.Module, store: ir.Instruction) -> None:
     store.set_metadata("nontemporal", module.add_metadata([ir.Constant(T.I32, 1)]))
 
 
+def sfence(module: ir.Module) -> ir.Function:
+    """The store fence intrinsic, declared in `module` on first use."""
+    existing = module.globals.get("llvm.x86.sse.sfence")
+    if isinstance(existing, ir.Function):
+        return existing
+    return ir.Function(module, ir.FunctionType(ir.VoidType(), []), "llvm.x86.sse.sfence")
+
+
 def emit_fence(module: ir.Module, function: ir.Function) -> None:
     """A store fence before every return of `function`."""
-    existing = module.globals.get("llvm.x86.sse.sfence")
-    fence = (
-        existing
-        if isinstance(existing, ir.Function)
-        else ir.Function(module, ir.FunctionType(ir.VoidType(), []), "llvm.x86.sse.sfence")
-    )
+    fence = sfence(module)
     for block in function.blocks:
         terminator = block.instructions[-1] if block.is_terminated else None
         if isinstance(terminator, ir.Ret):
