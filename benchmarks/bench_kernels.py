@@ -415,10 +415,17 @@ def report(quick: bool = False, meter: Meter | None = None) -> Iterator[str]:
 def main() -> None:
     """The report on stdout; on a terminal, the measurement under way and a bar of all of
     them on stderr (nothing there in a pipe or a log)."""
+    import argparse
+
     from tirc.driver.progress import meter_for
 
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="fewer repeats, for a first look")
+    quick = parser.parse_args().quick
     with meter_for(total=steps()) as meter:
-        for text in report(quick="--quick" in sys.argv, meter=meter):
+        for text in report(quick=quick, meter=meter):
             meter.print(text)
 
 

@@ -104,4 +104,7 @@ def summary() -> str:
 
 
 if __name__ == "__main__":
+    import argparse
+
+    argparse.ArgumentParser(description=__doc__).parse_args()  # --help; no stray options
     print(summary())

@@ -72,5 +72,8 @@ def measure(repeats: int = 5) -> dict[str, float]:
 
 
 if __name__ == "__main__":
+    import argparse
+
+    argparse.ArgumentParser(description=__doc__).parse_args()  # --help; no stray options
     for key, value in measure().items():
         print(f"{key:>26}: {value:,.0f}")
