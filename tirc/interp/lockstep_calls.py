@@ -105,7 +105,9 @@ def _fmod(compiler: ExprCompiler, call: Call) -> Eval:
         from tirc.interp.lockstep_expr import _checked_division
 
         return _checked_division(a, b, V.truncmod, "%", compiler.site(call, "fmod"))
-    return lambda frame, mask: V.round_to(V.fmod(a(frame, mask), b(frame, mask)), call.dtype)
+    return lambda frame, mask: V.round_to(
+        V.fmod(V.wide(a(frame, mask)), V.wide(b(frame, mask))), call.dtype
+    )
 
 
 def _bit_count(function: Callable[[int, int], int]) -> CallRule:
@@ -252,9 +254,10 @@ def _nextafter(compiler: ExprCompiler, call: Call) -> Eval:
     )
     if kind is None:
         raise Unsupported(f"nextafter of {call.dtype}")
+    held = V.value_type(call.dtype)
     return lambda frame, mask: np.nextafter(
         a(frame, mask).astype(kind), b(frame, mask).astype(kind)
-    ).astype(np.float64)
+    ).astype(held)
 
 
 def _barrier(compiler: ExprCompiler, call: Call) -> Eval:

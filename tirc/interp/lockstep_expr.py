@@ -15,7 +15,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tirc.interp import lockstep_values as V
-from tirc.interp.lockstep_memory import RowMemory, fault_in_lane, first_lane, pick
+from tirc.interp.lockstep_memory import (
+    LaneMemory,
+    Memory,
+    RowMemory,
+    fault_in_lane,
+    first_lane,
+    pick,
+)
+from tirc.interp.memory import access_type
 from tirc.interp.runtime import describe_shape, round_to
 from tirc.ir import expr as E
 from tirc.ir.buffer import Buffer
@@ -29,6 +37,7 @@ if TYPE_CHECKING:
 
 Mask = np.ndarray | None
 Eval = Callable[["Frame", Mask], np.ndarray]
+Located = tuple["Memory", "np.ndarray | int", "np.ndarray | None", int]
 
 SHUFFLE_INDEX, SHUFFLE_UP, SHUFFLE_DOWN = 0, 1, 2
 
@@ -39,7 +48,11 @@ class Unsupported(Exception):
 
 def narrow(mask: Mask, condition: np.ndarray, lanes: int) -> np.ndarray:
     """mask & condition (a (rows, 1) bool value) as an (L,) lane mask."""
-    column = np.broadcast_to(condition[:, 0], (lanes,))
+    if condition.shape[0] != lanes:  # the same in every lane
+        if mask is None:
+            return np.full(lanes, bool(condition[0, 0]))
+        return mask.copy() if condition[0, 0] else np.zeros(lanes, bool)
+    column = condition[:, 0]
     return column.copy() if mask is None else mask & column
 
 
@@ -67,25 +80,31 @@ class ExprCompiler:
         predicate: PrimExpr | None,
         node: object,
         verb: str,
-    ) -> Callable[[Frame, Mask], tuple[object, np.ndarray, np.ndarray | None, int]]:
-        """(memory, element offsets (rows, width), active elements or None, site)."""
+    ) -> Callable[[Frame, Mask], Located]:
+        """(memory, element offsets (rows, width) or one lane-uniform element (an int),
+        active elements or None, site)."""
         if buffer.data not in self.handles:
             raise Unsupported(f"memory of {buffer.name}")
         if buffer.axis_separators or len(indices) != len(buffer.shape):
             raise Unsupported("indexing")
         site = self.site(node, f"{verb} {buffer.name}{describe_shape(buffer)}", True)
         index_codes = [self.compile(index) for index in indices]
-        extents = [self.compile(extent) for extent in buffer.shape]
+        extents = [self.static(extent) for extent in buffer.shape]
         if buffer.strides:
-            strides = [self.compile(stride) for stride in buffer.strides]
+            strides = [self.static(stride) for stride in buffer.strides]
         else:
             strides = _row_major(extents)
-        offset_code = self.compile(buffer.elem_offset) if buffer.elem_offset is not None else None
+        offset = self.static(buffer.elem_offset) if buffer.elem_offset is not None else 0
         guard = self.compile(predicate) if predicate is not None else None
+        dims = tuple(zip(range(len(indices)), index_codes, extents, strides, strict=True))
         data = buffer.data
         element_lanes = buffer.dtype.lanes
+        if len(dims) == 1 and offset == 0 and guard is None and element_lanes == 1:
+            limit, stride = extents[0], strides[0]
+            if isinstance(limit, int) and isinstance(stride, int) and stride == 1:
+                return _locate_flat(data, index_codes[0], limit, site)
 
-        def locate(frame: Frame, mask: Mask) -> tuple[object, np.ndarray, np.ndarray | None, int]:
+        def locate(frame: Frame, mask: Mask) -> Located:
             active: np.ndarray | None = None
             if guard is not None:
                 active = guard(frame, mask)
@@ -93,32 +112,48 @@ class ExprCompiler:
                     active = active & np.broadcast_to(mask[:, None], (mask.size, active.shape[1]))
             elif mask is not None:
                 active = mask[:, None]
-            total: np.ndarray = (
-                np.zeros((1, 1), np.int64)
-                if offset_code is None
-                else offset_code(frame, mask).astype(np.int64, copy=False)
-            )
-            for dim, (index, extent, stride) in enumerate(
-                zip(index_codes, extents, strides, strict=True)
-            ):
-                value = index(frame, mask).astype(np.int64, copy=False)
-                limit = extent(frame, mask).astype(np.int64, copy=False)
-                bad = (value < 0) | (value >= limit)
-                if bad.any():
-                    found = first_lane(bad, frame.lanes, active)
-                    if found is not None:
-                        lane, column = found
-                        message = (
-                            f"index {pick(value, lane, column)} is outside "
-                            f"[0, {pick(limit, lane, column)}) in dimension {dim}"
-                        )
-                        raise fault_in_lane(site, message, frame.lanes, lane)
-                total = total + value * stride(frame, mask).astype(np.int64, copy=False)
+            scalar = 0  # the lane-uniform part of the offset, and the rest (None: nothing)
+            varying: np.ndarray | None = None
+            if isinstance(offset, int):
+                scalar = offset
+            else:
+                varying = offset(frame, mask).astype(np.int64, copy=False)
+            only = len(dims) == 1 and varying is None  # an index that may be the offset itself
+            for dim, index, extent, stride in dims:
+                value = index(frame, mask)
+                limit = extent if isinstance(extent, int) else extent(frame, mask)
+                step = stride if isinstance(stride, int) else stride(frame, mask)
+                if value.shape == (1, 1) and isinstance(limit, int) and isinstance(step, int):
+                    number = int(value[0, 0])
+                    if not 0 <= number < limit:
+                        _check_bounds(value, limit, dim, frame, active, site)
+                    scalar += number * step
+                    continue
+                if not isinstance(limit, int) or not _below(value, limit):
+                    _check_bounds(value, limit, dim, frame, active, site)
+                if only and step == 1 and value.dtype.kind in "iu":
+                    varying = value
+                    continue
+                term = value.astype(np.int64, copy=False)
+                if not isinstance(step, int):
+                    term = term * step.astype(np.int64, copy=False)
+                elif step != 1:
+                    term = term * step
+                varying = term if varying is None else varying + term
+            if varying is None:
+                if element_lanes == 1:
+                    return frame.memory[data], scalar, active, site
+                total = np.full((1, 1), scalar, np.int64)
+            elif scalar:
+                total = varying.astype(np.int64, copy=False) + scalar
+            else:
+                total = varying
             if element_lanes > 1:
                 rows, width = total.shape
-                total = (total[:, :, None] * element_lanes + np.arange(element_lanes)).reshape(
-                    rows, width * element_lanes
-                )
+                total = (
+                    total.astype(np.int64, copy=False)[:, :, None] * element_lanes
+                    + np.arange(element_lanes)
+                ).reshape(rows, width * element_lanes)
                 if active is not None:
                     active = np.repeat(
                         np.broadcast_to(active, (active.shape[0], width)), element_lanes, axis=1
@@ -127,74 +162,159 @@ class ExprCompiler:
 
         return locate
 
+    def static(self, expr: PrimExpr) -> int | Eval:
+        """An integer known when compiling (a constant), else the code computing it."""
+        if isinstance(expr, E.IntImm) and not expr.dtype.is_bool:
+            return int(_wrapped(expr.value, expr.dtype))
+        return self.compile(expr)
 
-def _row_major(extents: list[Eval]) -> list[Eval]:
-    strides: list[Eval] = []
-    later: list[Eval] = []
+
+def _locate_flat(data: Var, index: Eval, limit: int, site: int) -> Callable[[Frame, Mask], Located]:
+    """locate for the common access: one index into an extent known when compiling (the
+    element offset is the index itself)."""
+
+    def locate(frame: Frame, mask: Mask) -> Located:
+        active = None if mask is None else mask[:, None]
+        value = index(frame, mask)
+        if value.size == 1 and value.ndim == 2:
+            number = int(value[0, 0])
+            if not 0 <= number < limit:
+                _check_bounds(value, limit, 0, frame, active, site)
+            return frame.memory[data], number, active, site
+        if not _below(value, limit):
+            _check_bounds(value, limit, 0, frame, active, site)
+        if value.dtype.kind not in "iu":
+            value = value.astype(np.int64)
+        return frame.memory[data], value, active, site
+
+    return locate
+
+
+_UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def _below(value: np.ndarray, limit: int) -> bool:
+    """Whether every element of an integer array lies in [0, limit), in one pass: a signed
+    array seen as unsigned puts every negative number above any limit."""
+    if limit <= 0:
+        return False
+    kind = value.dtype.kind
+    if kind == "i":
+        return int(value.view(_UNSIGNED[value.dtype.itemsize]).max(initial=0)) < limit
+    if kind == "u":
+        return int(value.max(initial=0)) < limit
+    return False
+
+
+def _check_bounds(
+    value: np.ndarray,
+    limit: int | np.ndarray,
+    dim: int,
+    frame: Frame,
+    active: np.ndarray | None,
+    site: int,
+) -> None:
+    """Faults on the first executing element whose index lies outside [0, limit)."""
+    bounds = np.asarray(limit, dtype=np.int64).reshape(-1, 1) if isinstance(limit, int) else limit
+    index = value.astype(np.int64, copy=False)
+    bad = (index < 0) | (index >= bounds.astype(np.int64, copy=False))
+    if not bad.any():
+        return
+    found = first_lane(bad, frame.lanes, active)
+    if found is not None:
+        lane, column = found
+        message = (
+            f"index {pick(index, lane, column)} is outside "
+            f"[0, {pick(bounds, lane, column)}) in dimension {dim}"
+        )
+        raise fault_in_lane(site, message, frame.lanes, lane)
+
+
+def _row_major(extents: list[int | Eval]) -> list[int | Eval]:
+    """Each dimension's stride: the product of the later extents (an int when all are)."""
+    strides: list[int | Eval] = []
+    later: list[int | Eval] = []
     for extent in reversed(extents):
-        parts = list(later)
-
-        def stride(frame: Frame, mask: Mask, parts: list[Eval] = parts) -> np.ndarray:
-            total = np.ones((1, 1), np.int64)
-            for part in parts:
-                total = total * part(frame, mask).astype(np.int64, copy=False)
-            return total
-
-        strides.append(stride)
+        if all(isinstance(part, int) for part in later):
+            product = 1
+            for part in later:
+                product *= part  # type: ignore[operator]
+            strides.append(product)
+        else:
+            strides.append(_product(list(later)))
         later.append(extent)
     return list(reversed(strides))
 
 
-def load_values(
-    frame: Frame, located: tuple[object, np.ndarray, np.ndarray | None, int], dtype: DataType
+def _product(parts: list[int | Eval]) -> Eval:
+    def stride(frame: Frame, mask: Mask) -> np.ndarray:
+        total = np.ones((1, 1), np.int64)
+        for part in parts:
+            if isinstance(part, int):
+                total = total * part
+            else:
+                total = total * part(frame, mask).astype(np.int64, copy=False)
+        return total
+
+    return stride
+
+
+def load_values(frame: Frame, located: Located, dtype: DataType) -> np.ndarray:
+    return load_raw(frame, located, access_type(dtype), V.value_type(dtype), dtype)
+
+
+def load_raw(
+    frame: Frame, located: Located, kind: np.dtype, held: np.dtype, dtype: DataType
 ) -> np.ndarray:
+    """The values a load reads (held: their value type), for the active lanes (zero in the
+    others)."""
     from tirc.interp.fault import Fault
 
     memory, offsets, active, site = located
-    if active is not None:
-        offsets = np.where(active, offsets, 0)
-        if not active.any():
-            return np.zeros(offsets.shape, dtype=V.value_type(dtype))
+    rows = frame.row_index(memory) if memory.per_lane else None
     try:
-        if isinstance(memory, RowMemory):
-            raw = memory.load(dtype, offsets, frame.row_index(memory))
+        if isinstance(offsets, int):  # one element, checked for an executing lane
+            if active is not None and not active.any():
+                return np.zeros((1, 1), dtype=held)
+            raw = memory.load_one(kind, offsets, rows)
         else:
-            raw = memory.load(dtype, offsets, None)  # type: ignore[attr-defined]
+            if active is not None:
+                if not active.any():
+                    return np.zeros(offsets.shape, dtype=held)
+                if offsets.shape[0] != 1 or active.shape[1] != 1:
+                    # inactive lanes' offsets were not checked; a lane-uniform one was (for an
+                    # executing lane), unless a vector lane is off in every lane
+                    offsets = np.where(active, offsets, 0)
+            raw = memory.load(kind, offsets, rows)
     except IndexError:
         raise Fault(site, "memory access out of bounds") from None
     if active is not None:
         raw = np.where(active, raw, np.zeros((), raw.dtype))
-    return V.decode(raw, dtype)
+    return raw if raw.dtype == held else V.decode(raw, dtype)
 
 
-def store_values(
-    frame: Frame,
-    located: tuple[object, np.ndarray, np.ndarray | None, int],
-    values: np.ndarray,
-    dtype: DataType,
-) -> None:
+def store_values(frame: Frame, located: Located, values: np.ndarray, dtype: DataType) -> None:
+    store_raw(frame, located, V.encode(values, dtype), access_type(dtype))
+
+
+def store_raw(frame: Frame, located: Located, raw: np.ndarray, kind: np.dtype) -> None:
+    """Stores memory's representation of values for the active lanes."""
     from tirc.interp.fault import Fault
 
     memory, offsets, active, site = located
-    raw = V.encode(values, dtype)
-    if (
-        active is None
-        and isinstance(memory, RowMemory)
-        and not memory.per_block
-        and offsets.shape[0] == 1
-        and len(set(offsets[0].tolist())) == offsets.shape[1]
-    ):
-        try:
-            memory.store_columns(dtype, offsets[0], raw)
-        except IndexError:
-            raise Fault(site, "memory access out of bounds") from None
-        return
-    rows = frame.row_index(memory) if isinstance(memory, RowMemory) else None
-    shapes = [offsets, raw] + ([rows] if rows is not None else [])
-    if active is not None:
-        shapes.append(active)
-    shaped = np.broadcast_arrays(*shapes)
     try:
+        if _store_in_rows(memory, offsets, active, raw, kind):
+            return
+        if isinstance(offsets, int):
+            if active is None and not isinstance(memory, LaneMemory):
+                memory.store_one(kind, offsets, raw)
+                return
+            offsets = np.full((1, 1), offsets, np.int64)
+        rows = frame.row_index(memory) if memory.per_lane else None
+        shapes = [offsets, raw] + ([rows] if rows is not None else [])
+        if active is not None:
+            shapes.append(active)
+        shaped = np.broadcast_arrays(*shapes)
         if active is None:
             offsets_b, raw_b = shaped[0], shaped[1]
             rows_b = shaped[2] if rows is not None else None
@@ -204,9 +324,45 @@ def store_values(
                 return
             offsets_b, raw_b = shaped[0][chosen], shaped[1][chosen]
             rows_b = shaped[2][chosen] if rows is not None else None
-        memory.store(dtype, offsets_b, raw_b, rows_b)  # type: ignore[attr-defined]
+        memory.store(kind, offsets_b, raw_b, rows_b)
     except IndexError:
         raise Fault(site, "memory access out of bounds") from None
+
+
+def _store_in_rows(
+    memory: object,
+    offsets: np.ndarray | int,
+    active: np.ndarray | None,
+    raw: np.ndarray,
+    kind: np.dtype,
+) -> bool:
+    """Stores to each lane's own memory at lane-uniform elements without a scatter; False
+    when the store is not of that kind."""
+    if not isinstance(memory, RowMemory | LaneMemory) or memory.per_block:
+        return False
+    if isinstance(offsets, int):
+        column = offsets
+    elif offsets.shape[0] != 1:
+        return False
+    elif active is None:
+        width = offsets.shape[1]
+        if width == 1 or len(set(offsets[0].tolist())) == width:
+            memory.store_columns(kind, offsets[0], raw)
+            return True
+        return False
+    elif offsets.shape[1] != 1:
+        return False
+    else:
+        column = int(offsets[0, 0])
+    if active is None:
+        memory.store_lanes(kind, column, raw, None)
+        return True
+    if active.shape[1] != 1:
+        return False
+    lanes = active[:, 0]
+    if lanes.any():
+        memory.store_lanes(kind, column, raw, lanes)
+    return True
 
 
 # expressions
@@ -246,9 +402,9 @@ def _arith(op: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Callable[..., 
     def rule(compiler: ExprCompiler, expr: PrimExpr) -> Eval:
         a, b = compiler.compile(expr.a), compiler.compile(expr.b)  # type: ignore[attr-defined]
         dtype: DataType = expr.a.dtype  # type: ignore[attr-defined]
-        if dtype.is_float:
+        if dtype.is_float and str(dtype.element) != "float32":
             return lambda frame, mask: V.round_to(op(a(frame, mask), b(frame, mask)), dtype)
-        if dtype.is_integer:
+        if dtype.is_integer or dtype.is_float:  # float32: numpy's own ops round as needed
             return lambda frame, mask: op(a(frame, mask), b(frame, mask))
         raise Unsupported(f"arithmetic on {dtype}")
 
@@ -274,12 +430,32 @@ def _division(compiler: ExprCompiler, expr: PrimExpr) -> Eval:
     dtype: DataType = expr.a.dtype  # type: ignore[attr-defined]
     if dtype.is_float:
         function = _FLOAT_DIVISION[type(expr)]
-        return lambda frame, mask: V.round_to(function(a(frame, mask), b(frame, mask)), dtype)
+        return lambda frame, mask: V.round_to(
+            function(V.wide(a(frame, mask)), V.wide(b(frame, mask))), dtype
+        )
     if not dtype.is_integer:
         raise Unsupported(f"division of {dtype}")
+    divisor = expr.b  # type: ignore[attr-defined]
+    if isinstance(divisor, E.IntImm) and divisor.value > 0 and divisor.dtype.lanes == 1:
+        by = V.constant(divisor.value, divisor.dtype)  # no zero to check, no overflow
+        quick = _BY_POSITIVE[type(expr)]
+        return lambda frame, mask: quick(a(frame, mask), by)
     operation, symbol = _INT_DIVISION[type(expr)]
     site = compiler.site(expr, "division")
     return _checked_division(a, b, operation, symbol, site)
+
+
+def _trunc_by_positive(x: np.ndarray, by: np.ndarray) -> np.ndarray:
+    return (x - np.fmod(x, by)) // by
+
+
+# integer division by a positive constant (the same results as lockstep_values' rules)
+_BY_POSITIVE: dict[type, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    E.FloorDiv: np.floor_divide,
+    E.FloorMod: np.remainder,
+    E.Div: _trunc_by_positive,
+    E.Mod: np.fmod,
+}
 
 
 def _checked_division(
@@ -333,6 +509,8 @@ def _logical(is_and: bool) -> Callable[..., Eval]:
             x = a(frame, mask)
             if vector:
                 y = b(frame, mask)
+            elif x.shape[0] == 1:  # the same in every lane: it decides, or b is the result
+                return x if bool(x[0, 0]) != is_and else b(frame, mask)
             else:
                 decisive = x if not is_and else ~x
                 needed = narrow(mask, ~decisive, frame.lanes.count)
@@ -379,7 +557,7 @@ def _cast(compiler: ExprCompiler, expr: PrimExpr) -> Eval:
         name = str(target)
 
         def to_int(frame: Frame, mask: Mask) -> np.ndarray:
-            x = value(frame, mask)
+            x = V.wide(value(frame, mask))
             bad = ~((x > low - 1) & (x < high + 1))  # NaN compares false: bad
             if bad.any():
                 found = first_lane(bad, frame.lanes, mask)
@@ -401,11 +579,12 @@ def _ramp(compiler: ExprCompiler, expr: PrimExpr) -> Eval:
     assert isinstance(expr, E.Ramp)
     base, stride = compiler.compile(expr.base), compiler.compile(expr.stride)
     dtype = expr.dtype.element
-    steps = np.arange(expr.lanes, dtype=V.value_type(dtype))[None, :]
     if dtype.is_float:
+        wide_steps = np.arange(expr.lanes, dtype=np.float64)[None, :]
         return lambda frame, mask: V.round_to(
-            base(frame, mask) + stride(frame, mask) * steps, dtype
+            V.wide(base(frame, mask)) + V.wide(stride(frame, mask)) * wide_steps, dtype
         )
+    steps = np.arange(expr.lanes, dtype=V.value_type(dtype))[None, :]
     return lambda frame, mask: base(frame, mask) + stride(frame, mask) * steps
 
 
@@ -442,7 +621,7 @@ def _let(compiler: ExprCompiler, expr: PrimExpr) -> Eval:
     var = expr.var
 
     def let(frame: Frame, mask: Mask) -> np.ndarray:
-        frame.values[var] = value(frame, mask)
+        frame.values[var] = V.owned(value(frame, mask))
         return body(frame, mask)
 
     return let
@@ -452,7 +631,8 @@ def _load(compiler: ExprCompiler, expr: PrimExpr) -> Eval:
     assert isinstance(expr, E.BufferLoad)
     locate = compiler.access(expr.buffer, expr.indices, expr.predicate, expr, "load from")
     dtype = expr.buffer.dtype
-    return lambda frame, mask: load_values(frame, locate(frame, mask), dtype)
+    kind, held = access_type(dtype), V.value_type(dtype)
+    return lambda frame, mask: load_raw(frame, locate(frame, mask), kind, held, dtype)
 
 
 def _call(compiler: ExprCompiler, expr: PrimExpr) -> Eval:

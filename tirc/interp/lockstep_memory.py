@@ -2,9 +2,10 @@
 
 A chunk of blocks runs at once; its threads are lanes 0..L-1, block by block, each block's
 threads in thread order (x fastest), as the thread model numbers them. Global memory (and
-shared memory allocated before the kernel) is one flat array; local memory is one row per
-lane; shared memory one row per block. Gathers read nothing for inactive lanes, scatters write
-only active ones.
+shared memory allocated before the kernel) is one flat array; shared memory is one row of
+bytes per block; local memory is a table (elements, lanes), so that the same element of every
+lane (the common case: an index that does not depend on the thread) is one contiguous row.
+Gathers read nothing for inactive lanes, scatters write only active ones.
 """
 
 from __future__ import annotations
@@ -12,8 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from tirc.interp.fault import Fault
-from tirc.interp.memory import Pointer, Storage, access_type
-from tirc.ir.dtype import DataType
+from tirc.interp.memory import Pointer, Storage
 
 WARP_SIZE = 32
 
@@ -87,77 +87,240 @@ def fault_in_lane(site: int, message: str, lanes: Lanes, lane: int) -> Fault:
 
 
 class FlatMemory:
-    """A storage every lane reaches alike (global memory, shared memory from outside)."""
+    """A storage every lane reaches alike (global memory, shared memory from outside).
+
+    Memories take element offsets into a view of their bytes as `kind` (the access type of a
+    dtype, tirc.interp.memory.access_type); `rows` is each lane's row, for memories with rows.
+    """
+
+    per_lane = False
+    per_block = False
 
     def __init__(self, storage: Storage, byte_offset: int = 0):
         self.storage = storage
         self.byte_offset = byte_offset
-        self._views: dict[str, tuple[np.ndarray, int]] = {}
+        self._views: dict[np.dtype, tuple[np.ndarray, int]] = {}
 
-    def view(self, dtype: DataType) -> tuple[np.ndarray, int]:
-        key = str(dtype.element)
-        found = self._views.get(key)
+    def view(self, kind: np.dtype) -> tuple[np.ndarray, int]:
+        found = self._views.get(kind)
         if found is None:
-            kind = access_type(dtype)
             raw = self.storage.array.view(np.uint8)
             flat = raw[: raw.size - raw.size % kind.itemsize].view(kind)
             found = (flat, self.byte_offset // kind.itemsize)
-            self._views[key] = found
+            self._views[kind] = found
         return found
 
-    def load(self, dtype: DataType, offsets: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
-        flat, base = self.view(dtype)
-        return flat[offsets + base]
+    def load(self, kind: np.dtype, offsets: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
+        flat, base = self.view(kind)
+        return np.take(flat, _shift(offsets, base))  # faster than flat[offsets]
+
+    def load_one(self, kind: np.dtype, element: int, rows: np.ndarray | None) -> np.ndarray:
+        flat, base = self.view(kind)
+        return flat[_checked(element + base), None, None]  # a view: see lockstep_values.owned
 
     def store(
-        self, dtype: DataType, offsets: np.ndarray, raw: np.ndarray, rows: np.ndarray | None
+        self, kind: np.dtype, offsets: np.ndarray, raw: np.ndarray, rows: np.ndarray | None
     ) -> None:
-        flat, base = self.view(dtype)
-        flat[offsets + base] = raw
+        flat, base = self.view(kind)
+        flat[_shift(offsets, base)] = raw
+
+    def store_one(self, kind: np.dtype, element: int, raw: np.ndarray) -> None:
+        """Every lane stores raw ((L, 1) or (1, 1)) at one element: the last lane's value
+        stays, as in a scatter."""
+        flat, base = self.view(kind)
+        flat[_checked(element + base)] = raw[-1, 0]
 
 
 class RowMemory:
-    """One row of bytes per lane (local memory) or per block (shared memory)."""
+    """One row of bytes per lane or per block (shared memory)."""
+
+    per_lane = True
 
     def __init__(self, data: np.ndarray, per_block: bool, byte_offset: int = 0):
         self.data = data  # (rows, bytes), uint8
         self.per_block = per_block
         self.byte_offset = byte_offset
-        self._views: dict[str, tuple[np.ndarray, int]] = {}
+        self._views: dict[np.dtype, tuple[np.ndarray, int]] = {}
 
-    def view(self, dtype: DataType) -> tuple[np.ndarray, int]:
-        key = str(dtype.element)
-        found = self._views.get(key)
+    def view(self, kind: np.dtype) -> tuple[np.ndarray, int]:
+        found = self._views.get(kind)
         if found is None:
-            kind = access_type(dtype)
             usable = self.data.shape[1] - self.data.shape[1] % kind.itemsize
             found = (self.data[:, :usable].view(kind), self.byte_offset // kind.itemsize)
-            self._views[key] = found
+            self._views[kind] = found
         return found
 
-    def load(self, dtype: DataType, offsets: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
-        table, base = self.view(dtype)
+    def load(self, kind: np.dtype, offsets: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
+        table, base = self.view(kind)
         if offsets.shape[0] == 1 and not self.per_block:  # the same place in every row
-            return table[:, offsets[0] + base]
-        return table[rows, offsets + base]
+            return table[:, _shift(offsets[0], base)]
+        return table[rows, _shift(offsets, base)]
+
+    def load_one(self, kind: np.dtype, element: int, rows: np.ndarray | None) -> np.ndarray:
+        table, base = self.view(kind)
+        column = table[:, _checked(element + base)]
+        return column[:, None] if not self.per_block else column[rows]  # see LaneMemory.load_one
 
     def store(
-        self, dtype: DataType, offsets: np.ndarray, raw: np.ndarray, rows: np.ndarray | None
+        self, kind: np.dtype, offsets: np.ndarray, raw: np.ndarray, rows: np.ndarray | None
     ) -> None:
-        table, base = self.view(dtype)
-        table[rows, offsets + base] = raw
+        table, base = self.view(kind)
+        table[rows, _shift(offsets, base)] = raw
 
-    def store_columns(self, dtype: DataType, columns: np.ndarray, raw: np.ndarray) -> None:
-        """Every row (lane) stores raw (L, width) at the same columns."""
-        table, base = self.view(dtype)
-        table[:, columns + base] = raw
+    def store_one(self, kind: np.dtype, element: int, raw: np.ndarray) -> None:
+        """Every lane stores raw ((L, 1) or (1, 1)) at one column of its row: in memory per
+        block, the block's last lane's value stays, as in a scatter."""
+        table, base = self.view(kind)
+        values = raw[:, 0]
+        if self.per_block and values.shape[0] != 1:
+            values = values.reshape(table.shape[0], -1)[:, -1]
+        table[:, _checked(element + base)] = values
+
+    def store_columns(self, kind: np.dtype, columns: np.ndarray, raw: np.ndarray) -> None:
+        """Every row (lane) stores raw (L, width) at the same distinct columns."""
+        table, base = self.view(kind)
+        table[:, _shift(columns, base)] = raw
+
+    def store_lanes(
+        self, kind: np.dtype, column: int, raw: np.ndarray, lanes: np.ndarray | None
+    ) -> None:
+        """The rows (lanes) in the (L,) mask `lanes` (None: all) store raw ((L, 1) or (1, 1))
+        at a column."""
+        table, base = self.view(kind)
+        where = True if lanes is None else lanes
+        np.copyto(table[:, _checked(column + base)], raw[:, 0], where=where)
 
 
-Memory = FlatMemory | RowMemory
+def _shift(offsets: np.ndarray, base: int) -> np.ndarray:
+    """Element offsets moved by a base element (in int64, which cannot overflow here)."""
+    return offsets.astype(np.int64, copy=False) + base if base else offsets
 
 
-def allocate_rows(count: int, nbytes: int, per_block: bool) -> RowMemory:
-    return RowMemory(np.zeros((count, max(nbytes, 0)), dtype=np.uint8), per_block)
+def _checked(element: int) -> int:
+    """A non-negative element number (a negative one would count from the end)."""
+    if element < 0:
+        raise IndexError(element)
+    return element
+
+
+class LaneMemory:
+    """Each lane's own memory (local scope), laid out (elements, lanes) for the item size it is
+    first accessed with, so that the same element of every lane is one contiguous row:
+
+        A[i] in every lane        ->  table[i]         (a row, no gather)
+        A[f(lane)] in every lane  ->  table[f, lane]   (a gather)
+
+    Accessed with another item size (a buffer reinterpreted through another dtype), it turns
+    into byte rows (RowMemory) for good, which every item size can view."""
+
+    per_lane = True
+    per_block = False
+
+    def __init__(
+        self, lanes: int, nbytes: int, initial: np.ndarray | None = None, byte_offset: int = 0
+    ):
+        self.lanes = lanes
+        self.nbytes = nbytes
+        self.initial = initial  # the bytes every lane starts with (None: zeros)
+        self.byte_offset = byte_offset
+        self._table: np.ndarray | None = None  # (elements, lanes) of an unsigned type
+        self._views: dict[np.dtype, tuple[np.ndarray, int]] = {}
+        self.rows: RowMemory | None = None  # the byte rows, once it has turned into them
+
+    def view(self, kind: np.dtype) -> tuple[np.ndarray, int] | None:
+        """(table (elements, lanes) of kind, base element), or None once it is byte rows."""
+        found = self._views.get(kind)
+        if found is not None or self.rows is not None:
+            return found
+        size = kind.itemsize
+        if self._table is None:
+            if self.nbytes % size or self.byte_offset % size:
+                self._to_rows()
+                return None
+            unsigned = np.dtype(f"u{size}")
+            if self.initial is None:
+                self._table = np.zeros((self.nbytes // size, self.lanes), unsigned)
+            else:
+                column = self.initial.view(unsigned)[:, None]
+                self._table = np.repeat(column, self.lanes, axis=1)
+        elif self._table.dtype.itemsize != size:
+            self._to_rows()
+            return None
+        found = (self._table.view(kind), self.byte_offset // size)
+        self._views[kind] = found
+        return found
+
+    def _to_rows(self) -> None:
+        if self._table is not None:
+            data = np.ascontiguousarray(self._table.T).view(np.uint8)
+        elif self.initial is not None:
+            data = np.broadcast_to(self.initial, (self.lanes, self.nbytes)).copy()
+        else:
+            data = np.zeros((self.lanes, self.nbytes), np.uint8)
+        self.rows = RowMemory(data, per_block=False, byte_offset=self.byte_offset)
+        self._table = None
+        self._views.clear()
+
+    def load(self, kind: np.dtype, offsets: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
+        found = self.view(kind)
+        if found is None:
+            return self.rows.load(kind, offsets, rows)  # type: ignore[union-attr]
+        table, base = found
+        if offsets.shape[0] == 1:  # the same elements in every lane: rows of the table
+            return table[_shift(offsets[0], base)].T
+        return table[_shift(offsets, base), rows]
+
+    def load_one(self, kind: np.dtype, element: int, rows: np.ndarray | None) -> np.ndarray:
+        found = self.view(kind)
+        if found is None:
+            return self.rows.load_one(kind, element, rows)  # type: ignore[union-attr]
+        table, base = found
+        return table[_checked(element + base)][:, None]  # a view: see lockstep_values.owned
+
+    def store(
+        self, kind: np.dtype, offsets: np.ndarray, raw: np.ndarray, rows: np.ndarray | None
+    ) -> None:
+        found = self.view(kind)
+        if found is None:
+            self.rows.store(kind, offsets, raw, rows)  # type: ignore[union-attr]
+            return
+        table, base = found
+        table[_shift(offsets, base), rows] = raw
+
+    def store_columns(self, kind: np.dtype, columns: np.ndarray, raw: np.ndarray) -> None:
+        """Every lane stores raw (L, width) at the same distinct elements."""
+        found = self.view(kind)
+        if found is None:
+            self.rows.store_columns(kind, columns, raw)  # type: ignore[union-attr]
+            return
+        table, base = found
+        table[_shift(columns, base)] = raw.T
+
+    def store_lanes(
+        self, kind: np.dtype, column: int, raw: np.ndarray, lanes: np.ndarray | None
+    ) -> None:
+        """The lanes in the (L,) mask `lanes` (None: all) store raw ((L, 1) or (1, 1)) at one
+        element."""
+        found = self.view(kind)
+        if found is None:
+            self.rows.store_lanes(kind, column, raw, lanes)  # type: ignore[union-attr]
+            return
+        table, base = found
+        row = table[_checked(column + base)]
+        if lanes is None:
+            row[...] = raw[:, 0]
+        else:
+            np.copyto(row, raw[:, 0], where=lanes)
+
+
+Memory = FlatMemory | RowMemory | LaneMemory
+
+
+def allocate_rows(count: int, nbytes: int, per_block: bool) -> RowMemory | LaneMemory:
+    """Zeroed memory: a row of bytes per block (per_block), else each lane's own."""
+    if per_block:
+        return RowMemory(np.zeros((count, max(nbytes, 0)), dtype=np.uint8), per_block)
+    return LaneMemory(count, max(nbytes, 0))
 
 
 def outer_memory(handle: object, scope: str, lanes: Lanes) -> Memory:
@@ -169,5 +332,4 @@ def outer_memory(handle: object, scope: str, lanes: Lanes) -> Memory:
     if scope in ("global", "shared", "shared.dyn", "warp") or not scope:
         return FlatMemory(storage, offset)
     raw = storage.array.view(np.uint8)
-    rows = np.broadcast_to(raw, (lanes.count, raw.size)).copy()
-    return RowMemory(rows, per_block=False, byte_offset=offset)
+    return LaneMemory(lanes.count, raw.size, initial=raw.copy(), byte_offset=offset)

@@ -23,16 +23,17 @@ from tirc.interp.lockstep_expr import (
     Unsupported,
     load_values,  # noqa: F401  (re-exported for tests)
     narrow,
-    store_values,
+    store_raw,
+    store_values,  # noqa: F401  (re-exported for tests)
 )
 from tirc.interp.lockstep_memory import (
     Lanes,
     Memory,
-    RowMemory,
     allocate_rows,
     fault_in_lane,
     first_lane,
 )
+from tirc.interp.memory import access_type
 from tirc.ir import stmt as S
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import Call, IntImm, PrimExpr, Var
@@ -50,10 +51,11 @@ class Frame:
         self.memory: dict[Var, Memory] = {}
         self.mask: np.ndarray | None = None
         self.lanes = lanes
-        self.broken: list[np.ndarray] = []  # per enclosing loop: lanes that left it
+        # per enclosing loop: the lanes that left it (None: none yet)
+        self.broken: list[np.ndarray | None] = []
         self._rows: dict[bool, np.ndarray] = {}
 
-    def row_index(self, memory: RowMemory) -> np.ndarray:
+    def row_index(self, memory: Memory) -> np.ndarray:
         """Each lane's row of a per-lane or per-block memory, as an (L, 1) column."""
         found = self._rows.get(memory.per_block)
         if found is None:
@@ -138,8 +140,6 @@ class StmtCompiler:
     # memory
 
     def allocate(self, buffer: Buffer) -> Run:
-        from tirc.interp.memory import access_type
-
         count = self.element_count(buffer)
         size = access_type(buffer.dtype).itemsize * buffer.dtype.lanes
         per_block = buffer.scope in SHARED_SCOPES
@@ -193,7 +193,7 @@ def _bind(compiler: StmtCompiler, stmt: S.Stmt) -> Run:
         old = frame.values.get(var)
         if frame.mask is not None and old is not None:
             new = np.where(frame.mask[:, None], new, old)
-        frame.values[var] = new
+        frame.values[var] = V.owned(new)
 
     return bind
 
@@ -242,7 +242,7 @@ def _loop(
         entry = frame.mask
         first, size = low(frame, entry), count(frame, entry)
         by = stride(frame, entry) if stride is not None else np.ones((1, 1), kind)
-        frame.broken.append(np.zeros(frame.lanes.count, dtype=bool))
+        frame.broken.append(None)
         try:
             if first.shape[0] == 1 and size.shape[0] == 1 and by.shape[0] == 1:
                 begin, step_ = int(first[0, 0]), int(by[0, 0])
@@ -264,7 +264,7 @@ def _iteration(frame: Frame, entry: np.ndarray | None, within: np.ndarray | None
     """Sets the mask for the next iteration; False when no lane takes it."""
     broken = frame.broken[-1]
     mask = entry if within is None else (within if entry is None else entry & within)
-    if broken.any():
+    if broken is not None and broken.any():
         mask = ~broken if mask is None else mask & ~broken
     frame.mask = mask
     return mask is None or bool(mask.any())
@@ -302,7 +302,7 @@ def _while(compiler: StmtCompiler, stmt: S.Stmt) -> Run:
 
     def loop(frame: Frame) -> None:
         entry = frame.mask
-        frame.broken.append(np.zeros(frame.lanes.count, dtype=bool))
+        frame.broken.append(None)
         try:
             while True:
                 if not _iteration(frame, entry, None):
@@ -312,7 +312,9 @@ def _while(compiler: StmtCompiler, stmt: S.Stmt) -> Run:
                     if not holds[0, 0]:
                         break
                 else:
-                    frame.broken[-1] |= narrow(frame.mask, ~holds, frame.lanes.count)
+                    leaving = narrow(frame.mask, ~holds, frame.lanes.count)
+                    broken = frame.broken[-1]
+                    frame.broken[-1] = leaving if broken is None else broken | leaving
                     if not _iteration(frame, entry, None):
                         break
                 inner(frame)
@@ -327,7 +329,9 @@ def _break(compiler: StmtCompiler, stmt: S.Stmt) -> Run:
     def leave(frame: Frame) -> None:
         if not frame.broken:
             raise Unsupported("break outside a loop")
-        frame.broken[-1] |= True if frame.mask is None else frame.mask
+        broken = frame.broken[-1]
+        leaving = np.ones(frame.lanes.count, bool) if frame.mask is None else frame.mask
+        frame.broken[-1] = leaving if broken is None else broken | leaving
         frame.mask = np.zeros(frame.lanes.count, dtype=bool)
 
     return leave
@@ -345,10 +349,12 @@ def _store(compiler: StmtCompiler, stmt: S.Stmt) -> Run:
     value = compiler.expr(stmt.value)
     locate = compiler.exprs.access(stmt.buffer, stmt.indices, stmt.predicate, stmt, "store to")
     dtype = stmt.buffer.dtype
+    kind = access_type(dtype)
 
     def store(frame: Frame) -> None:
         values = value(frame, frame.mask)
-        store_values(frame, locate(frame, frame.mask), values, dtype)
+        raw = values if values.dtype == kind else V.encode(values, dtype)
+        store_raw(frame, locate(frame, frame.mask), raw, kind)
 
     return store
 

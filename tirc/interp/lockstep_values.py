@@ -2,9 +2,13 @@
 
 rows is 1 for a value every lane shares and the lane count otherwise; width is the number of
 vector lanes (1 for a scalar). Integers and bools are held in their own numpy type (so
-arithmetic wraps modulo 2**bits as the interpreter's `_wrap_*` does); every float kind is held
-as float64 rounded to its dtype after each operation, exactly as the scalar interpreter rounds
-Python floats (tirc.interp.numeric, narrow_float). Memory holds narrow floats as bit patterns.
+arithmetic wraps modulo 2**bits as the interpreter's `_wrap_*` does). float32 is held as numpy
+float32: its + - * are correctly rounded, which is what the scalar interpreter's "compute in
+float64, round to float32" gives (float64 has more than 2 * 24 + 2 bits, so that double
+rounding is innocuous); every other operation on float32 widens to float64 (`wide`) and rounds
+back. The other float kinds are held as float64 rounded to their dtype after each operation,
+exactly as the scalar interpreter rounds Python floats (tirc.interp.numeric, narrow_float).
+Memory holds narrow floats as bit patterns.
 """
 
 from __future__ import annotations
@@ -24,10 +28,14 @@ _ML_TYPES: dict[str, type] = {
 }
 
 
+_FLOAT32 = np.dtype(np.float32)
+_FLOAT64 = np.dtype(np.float64)
+
+
 def value_type(dtype: DataType) -> np.dtype:
     """The numpy type that holds values of dtype's element kind."""
     if dtype.is_float:
-        return np.dtype(np.float64)
+        return _FLOAT32 if str(dtype.element) == "float32" else _FLOAT64
     if dtype.is_bool:
         return np.dtype(np.bool_)
     return access_type(dtype)
@@ -40,13 +48,25 @@ def constant(value: object, dtype: DataType) -> np.ndarray:
     return array
 
 
+def owned(values: np.ndarray) -> np.ndarray:
+    """values that share no memory with a buffer, to be held past the statement computing
+    them (a load of one element of every lane may be a view of the buffer's row)."""
+    return values if values.base is None else values.copy()
+
+
+def wide(values: np.ndarray) -> np.ndarray:
+    """Float values as float64 (float32 ones widened exactly), for operations computed there."""
+    return values.astype(np.float64) if values.dtype == _FLOAT32 else values
+
+
 def round_to(values: np.ndarray, dtype: DataType) -> np.ndarray:
-    """float64 values rounded to a float kind (ties to even; bfloat16 through float32)."""
+    """float64 values rounded to a float kind and held in its value type (ties to even;
+    bfloat16 through float32)."""
     kind = str(dtype.element)
     if kind == "float64":
         return values
     if kind == "float32":
-        return values.astype(np.float32).astype(np.float64)
+        return values.astype(np.float32, copy=False)
     if kind == "float16":
         return values.astype(np.float16).astype(np.float64)
     if kind == "bfloat16":
@@ -72,8 +92,6 @@ def decode(raw: np.ndarray, dtype: DataType) -> np.ndarray:
         return raw.view(np.float16).astype(np.float64)
     if kind in _ML_TYPES:
         return raw.view(_ML_TYPES[kind]).astype(np.float64)
-    if kind == "float32":
-        return raw.astype(np.float64)
     return raw
 
 
