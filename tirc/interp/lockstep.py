@@ -5,7 +5,7 @@ no-ops; blocks never communicate), and it is orders of magnitude faster than the
 
 Which model runs a launch is chosen at run time (`gpu_model`: "threads", "lockstep", or
 "auto": lockstep from AUTO_THREADS threads on); whether a kernel can run in lockstep at all is
-decided when it is compiled: one that uses anything the lockstep rules lack (wmma, ptx,
+decided when it is compiled: one that uses anything the lockstep rules lack (ptx,
 all-reduce, pointers...) always runs in the thread model.
 """
 

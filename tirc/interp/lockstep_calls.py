@@ -3,8 +3,8 @@
 Math functions, bit counts and fixed-point multiplies apply the scalar interpreter's own
 helpers to each element, so that results are identical; warp shuffles gather within each warp
 of 32 threads from the lanes that execute the call; barriers do nothing (lockstep order is a
-legal schedule of a race-free kernel). Calls not listed here (wmma, ptx, atomics, all-reduce,
-pointers) make the kernel fall back to the thread model.
+legal schedule of a race-free kernel); the wmma calls are in lockstep_wmma. Calls not listed
+here (ptx, atomics, all-reduce, pointers) make the kernel fall back to the thread model.
 """
 
 from __future__ import annotations
@@ -350,4 +350,11 @@ def _add_fixed_point() -> None:
     _RULES["q_multiply_shift_per_axis"] = _fixed_point(q_multiply_shift_per_axis)
 
 
+def _add_wmma() -> None:
+    from tirc.interp.lockstep_wmma import RULES as WMMA_RULES
+
+    _RULES.update(WMMA_RULES)
+
+
 _add_fixed_point()
+_add_wmma()
