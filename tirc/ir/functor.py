@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from functools import cache
-from typing import Any, Callable
+from typing import Any, Callable, ClassVar
 
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import Var
@@ -23,19 +23,38 @@ def child_fields(cls: type) -> tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(cls) if f.init and f.name != "span")
 
 
-@cache
 def _dispatch(visitor_cls: type, node_cls: type) -> Callable[..., Any] | None:
+    """The visitor's `visit_<Class>` method for the node's class or its nearest base, or None;
+    remembered in the visitor class's own table, so a visitor class made inside a function
+    is freed with its table (a global cache would keep every such class alive)."""
+    table: dict[type, Callable[..., Any] | None] = visitor_cls._methods  # type: ignore[attr-defined]
+    try:
+        return table[node_cls]
+    except KeyError:
+        pass
+    found = None
     for klass in node_cls.__mro__:
-        method = getattr(visitor_cls, f"visit_{klass.__name__}", None)
-        if method is not None:
-            return method  # type: ignore[no-any-return]
-    return None
+        found = getattr(visitor_cls, f"visit_{klass.__name__}", None)
+        if found is not None:
+            break
+    table[node_cls] = found
+    return found
+
+
+class _Dispatching:
+    """Gives each subclass its own method table (see _dispatch)."""
+
+    _methods: ClassVar[dict[type, Callable[..., Any] | None]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._methods = {}
 
 
 LEAVES = (Var, Buffer)
 
 
-class Visitor:
+class Visitor(_Dispatching):
     """Walks a tree in field order (definitions before uses in a well-formed program)."""
 
     def visit(self, node: object) -> None:
@@ -56,7 +75,7 @@ class Visitor:
                 self.visit(value)
 
 
-class Mutator:
+class Mutator(_Dispatching):
     """Returns a rewritten tree; the same object where nothing changed."""
 
     def visit(self, node: Any) -> Any:
@@ -89,11 +108,15 @@ class Mutator:
 
 def walk(node: object, callback: Callable[[Node], None]) -> None:
     """Calls `callback` on every node of the tree, parents before children."""
+    _Walker(callback).visit(node)
 
-    class _Walker(Visitor):
-        def visit(self, item: object) -> None:
-            if isinstance(item, Node):
-                callback(item)
-            super().visit(item)
 
-    _Walker().visit(node)
+class _Walker(Visitor):
+    # one class for every walk, rather than a new class (and dispatch table) per call
+    def __init__(self, callback: Callable[[Node], None]):
+        self.callback = callback
+
+    def visit(self, item: object) -> None:
+        if isinstance(item, Node):
+            self.callback(item)
+        super().visit(item)

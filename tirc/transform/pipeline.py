@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import re
 import tomllib
 import typing
@@ -64,6 +65,12 @@ def default_pipeline(target: str = "cpu") -> Pipeline:
             f"no default pipeline for target '{target}' (known: {known})",
             *([Note(f"did you mean '{close[0]}'?")] if close else []),
         )
+    return _shipped(file)
+
+
+@functools.cache
+def _shipped(file: str) -> Pipeline:
+    """A shipped pipeline, read once per process (passes are immutable values)."""
     text = resources.files("tirc.transform.pipelines").joinpath(f"{file}.toml").read_text()
     return read_pipeline(text, name=f"<{file} pipeline>")
 
