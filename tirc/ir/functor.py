@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 from functools import cache
-from typing import Any, Callable, ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import Var
@@ -88,7 +89,7 @@ class Mutator(_Dispatching):
             return self.generic_visit(node)
         if isinstance(node, tuple):
             items = tuple(self.visit(item) for item in node)
-            if all(new is old for new, old in zip(items, node)):
+            if all(new is old for new, old in zip(items, node, strict=True)):
                 return node
             return items
         return node
