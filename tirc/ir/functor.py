@@ -9,8 +9,8 @@ rewriting one is a decision (see `substitute`), not a side effect of walking.
 from __future__ import annotations
 
 import dataclasses
-from functools import cache
 from collections.abc import Callable
+from functools import cache
 from typing import Any, ClassVar
 
 from tirc.ir.buffer import Buffer
