@@ -235,3 +235,47 @@ def main(a: T.handle):
     text = llvm_ir(parse_text(called))
     assert calls(text, "GOMP_parallel") == 2
     assert calls(text, "GOMP_barrier") == 0
+
+
+STEPPED = """
+@T.prim_func
+def main(A: T.Buffer((40,), "float32"), B: T.Buffer((40,), "float32")):
+    for i in T.parallel(1, 38, step=3):
+        A[i] = A[i] + T.float32(1)
+    for j in T.parallel(0, 40, step=7):
+        B[j] = A[j] + T.float32(2)
+"""
+
+# a pipeline that leaves steps alone: the default cpu one without canonicalize-loop
+STEPPED_RUN = """
+import pathlib
+import numpy as np
+from tirc.codegen.llvm import compile_module, parse_target
+from tirc.driver.lower import lower_module
+from tirc.interp import run
+from tirc.runtime.jit import JitModule
+text = (pathlib.Path("tirc/transform/pipelines/cpu.toml").read_text()
+        .replace('name = "canonicalize-loop"', 'name = "remove-no-op"'))
+pathlib.Path(TMP, "steps.toml").write_text(text)
+module = parse_text(STEPPED)
+lowered = lower_module(module, target="cpu", pipeline_path=str(pathlib.Path(TMP, "steps.toml")))
+assert "step=3" in print_module(lowered)
+jit = JitModule(compile_module(lowered, parse_target("cpu"), 3), dict(lowered.functions))
+have = {"A": np.zeros(40, np.float32), "B": np.zeros(40, np.float32)}
+want = {key: value.copy() for key, value in have.items()}
+jit["main"](have)
+run(module["main"], want, module=module)
+assert np.nonzero(have["A"])[0].tolist() == list(range(1, 38, 3))
+for key in have:
+    np.testing.assert_array_equal(have[key], want[key])
+"""
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_a_stepped_parallel_loop_runs_each_thread_on_the_step_grid(
+    threads: int, tmp_path: object
+) -> None:
+    """A parallel loop with a step (kept by a pipeline without canonicalize-loop) gives each
+    thread a chunk that starts on the step grid; it used to run every value in between."""
+    body = f"from tirc.text import print_module\nTMP = {str(tmp_path)!r}\n" + STEPPED_RUN
+    in_threads(threads, "STEPPED", body)

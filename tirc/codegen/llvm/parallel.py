@@ -108,7 +108,9 @@ def emit_parallel_loops(em: Emitter, loops: Sequence[S.For]) -> None:
     extent = em.expr(first.extent)
     loop_vars = {loop.loop_var for loop in loops}
     mentioned = used_vars(
-        first.body, *(part for loop in loops[1:] for part in (loop.min, loop.extent, loop.body))
+        first.body,
+        *(loop.step for loop in loops if loop.step is not None),
+        *(part for loop in loops[1:] for part in (loop.min, loop.extent, loop.body)),
     )
     captured = [var for var in mentioned if var in em.env and var not in loop_vars]
     values = [em.env[var] for var in captured]
@@ -186,9 +188,11 @@ def _outline(
                 builder.cbranch(ok, passed, after[-1])
                 builder.position_at_end(passed)
             begin, extent = child.expr(loop.min), child.expr(loop.extent)
-        low, high = _share(builder, begin, extent, threads, thread)
+        step = child.expr(loop.step) if loop.step is not None else None
+        low, high = _share(builder, begin, extent, step, threads, thread)
         child.frees.append([])
-        emit_counted_loop(child, loop.loop_var, low, high, ir.Constant(begin.type, 1), loop.body)
+        one = ir.Constant(begin.type, 1)
+        emit_counted_loop(child, loop.loop_var, low, high, step or one, loop.body)
         free_all(child, child.frees.pop())
         if not builder.block.is_terminated:
             builder.branch(after[-1])
@@ -205,14 +209,25 @@ def _outline(
 
 
 def _share(
-    builder: ir.IRBuilder, begin: ir.Value, extent: ir.Value, threads: ir.Value, thread: ir.Value
+    builder: ir.IRBuilder,
+    begin: ir.Value,
+    extent: ir.Value,
+    step: ir.Value | None,
+    threads: ir.Value,
+    thread: ir.Value,
 ) -> tuple[ir.Value, ir.Value]:
-    """[low, high): this thread's contiguous chunk of the iterations begin .. begin+extent."""
+    """[low, high): this thread's contiguous chunk of the iterations begin .. begin+extent,
+    taken `step` apart (a loop the pipeline left uncanonicalized): low stays on that grid."""
     counter_type = begin.type
     threads = _resize(builder, threads, counter_type)
     thread = _resize(builder, thread, counter_type)
     one = ir.Constant(counter_type, 1)
-    chunk = builder.sdiv(builder.sub(builder.add(extent, threads), one), threads)
+    if step is None:
+        chunk = builder.sdiv(builder.sub(builder.add(extent, threads), one), threads)
+    else:
+        count = builder.sdiv(builder.sub(builder.add(extent, step), one), step)
+        per_thread = builder.sdiv(builder.sub(builder.add(count, threads), one), threads)
+        chunk = builder.mul(per_thread, step)
     low = builder.add(begin, builder.mul(thread, chunk))
     end = builder.add(begin, extent)
     high = builder.add(low, chunk)
