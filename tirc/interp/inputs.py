@@ -11,13 +11,13 @@ from collections.abc import Mapping
 import numpy as np
 
 from tirc.analysis.arith import Analyzer
+from tirc.analysis.well_formed.loops import free_vars
 from tirc.diagnostics import DiagnosticError
 from tirc.interp.memory import array_type
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.function import PrimFunc
-from tirc.ir.functor import walk
 from tirc.ir.substitute import substitute
 from tirc.transform.passes.make_c_abi import parameter_buffers
 
@@ -75,12 +75,6 @@ def evaluate_size(extent: PrimExpr, known: Mapping[str, int]) -> int | None:
     values = {v: IntImm(int(known[v.name]), v.dtype) for v in free}
     value = Analyzer().simplify(substitute(extent, values))
     return value.value if isinstance(value, IntImm) else None
-
-
-def free_vars(expr: PrimExpr) -> list[Var]:
-    found: list[Var] = []
-    walk(expr, lambda node: found.append(node) if isinstance(node, Var) else None)
-    return found
 
 
 def random_array(rng: np.random.Generator, shape: tuple[int, ...], dtype: DataType) -> np.ndarray:

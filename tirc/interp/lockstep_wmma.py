@@ -293,9 +293,7 @@ def _load(compiler: ExprCompiler, call: Call) -> Eval:
     target = Tiles(_fragment(compiler, fragment, call.op), site, "T.tvm_load_matrix_sync writes")
     source = Tiles(_pointer(compiler, pointer, call.op), site, "T.tvm_load_matrix_sync reads")
     m, n, k = (_constant(arg, call.op) for arg in (m_arg, n_arg, k_arg))
-    rows, cols = {"wmma.matrix_a": (m, k), "wmma.matrix_b": (k, n)}.get(
-        target.operand.scope, (m, n)
-    )
+    rows, cols = wmma.fragment_shape(target.operand.scope, m, n, k)
     index = _integer(compiler, index_arg, call.op)
     stride = _integer(compiler, stride_arg, call.op)
     tile = _grid(rows, cols, _layout(layout, call.op))

@@ -162,7 +162,11 @@ def _storage(handle: object) -> Storage:
 
 
 def _fragment_shape(fragment: object, m: int, n: int, k: int) -> tuple[int, int]:
-    scope = _storage(fragment).scope
+    return fragment_shape(_storage(fragment).scope, m, n, k)
+
+
+def fragment_shape(scope: str | None, m: int, n: int, k: int) -> tuple[int, int]:
+    """(rows, cols) of one fragment of an m x n x k mma in a buffer of this scope."""
     if scope == "wmma.matrix_a":
         return m, k
     if scope == "wmma.matrix_b":
