@@ -2,9 +2,11 @@
 within one execution of the allocating block, and its indices are rebased onto that region.
 
 Expects opaque blocks (after plan-buffer-allocation and convert-blocks-to-opaque); leaves them.
-A dimension shrinks only when its extent is a constant smaller than the buffer's (a symbolic
-extent counts as the least value it can take, every variable in it at least 1: `v` holds one
-element, `v * 32` thirty-two); a buffer
+A dimension is rebased onto its touched region when the region's size is a constant no larger
+than the dimension's extent (a symbolic extent counts as the least value it can take, every
+variable in it at least 1: `v` holds one element, `v * 32` thirty-two): it takes that size,
+and its indices lose the region's start even when the size equals the extent (a `(1, 16)`
+buffer indexed at `[vi, j]` is indexed at `[vi - vi, j]`, as TVM keeps it). A buffer
 whose data pointer escapes (`tvm_access_ptr`, `B.data`) keeps its shape. Loops inside the
 allocating block are relaxed; thread loops around it are relaxed too when the buffer's storage
 scope is shared by their threads (a shared buffer over threadIdx and vthread, a global one over
@@ -155,7 +157,7 @@ def _compacted(
         if low is not None and high is not None:
             size = analyzer.simplify(E.Add(E.Sub(high, low), E.IntImm(1, low.dtype)))  # type: ignore[attr-defined]
         if isinstance(size, E.IntImm) and _fits(size.value, extent):
-            shape.append(E.IntImm(size.value, extent.dtype))  # type: ignore[union-attr,attr-defined]
+            shape.append(E.IntImm(size.value, extent.dtype))  # type: ignore[attr-defined]
             offsets.append(None if E.is_const_int(low, 0) else low)
         else:
             shape.append(extent)
@@ -166,11 +168,11 @@ def _compacted(
 
 
 def _fits(size: int, extent: E.PrimExpr) -> bool:
-    """Whether a dimension of `extent` shrinks to a constant `size`: a constant extent when
-    `size` is smaller, a symbolic one when `size` is at most the least value it can take."""
-    if isinstance(extent, E.IntImm):
-        return 0 < size < extent.value
-    return 0 < size <= _least(extent)
+    """Whether a dimension of `extent` is rebased onto a touched region of constant `size`:
+    when `size` is at most the extent (a symbolic extent counted as the least value it can
+    take). A region as large as the extent still moves its offset to 0."""
+    least = extent.value if isinstance(extent, E.IntImm) else _least(extent)
+    return 0 < size <= least
 
 
 def _least(extent: E.PrimExpr) -> int:
