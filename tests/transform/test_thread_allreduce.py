@@ -26,6 +26,7 @@ from tirc.ir.functor import walk
 from tirc.schedule.apply import apply_plan
 from tirc.schedule.plan import read_plan
 from tirc.text import parse
+from tirc.transform.passes.lower_thread_allreduce import LowerThreadAllreduce
 
 ROW_SUM = """
 @T.prim_func(s_tir=True)
@@ -40,9 +41,9 @@ def main(A: T.Buffer(({rows}, {cols}), "{dtype}"), B: T.Buffer(({rows},), "{dtyp
 
 ARGMAX = """
 @T.prim_func(s_tir=True)
-def main(idx: T.Buffer((8, 100), "int32"), val: T.Buffer((8, 100), "float32"),
-         out_i: T.Buffer((8,), "int32"), out_v: T.Buffer((8,), "float32")):
-    for i, k in T.grid(8, 100):
+def main(idx: T.Buffer(({rows}, {cols}), "int32"), val: T.Buffer(({rows}, {cols}), "float32"),
+         out_i: T.Buffer(({rows},), "int32"), out_v: T.Buffer(({rows},), "float32")):
+    for i, k in T.grid({rows}, {cols}):
         with T.sblock("argmax"):
             vi, vk = T.axis.remap("SR", [i, k])
             with T.init():
@@ -55,10 +56,13 @@ def main(idx: T.Buffer((8, 100), "int32"), val: T.Buffer((8, 100), "float32"),
 """
 
 
-def _plan(rows_per_block: int, threads: int, serial: bool, reduce_y: int = 0) -> str:
+def _plan(
+    rows_per_block: int, threads: int, serial: bool, reduce_y: int = 0, chunks: bool = False
+) -> str:
     """Rows to blockIdx.x (and threadIdx.y when several per block), the reduction split so
     its inner part (of `threads`) goes to threadIdx.x; with `reduce_y`, its outer part to
-    threadIdx.y."""
+    threadIdx.y; with `chunks`, its outer part (of `threads`) to threadIdx.x, each thread
+    taking a run of consecutive iterations."""
     steps: list[dict] = [
         {"op": "get_sblock", "name": "B", "out": "b"},
         {"op": "get_loops", "block": "b", "out": ["i", "k"]},
@@ -76,6 +80,11 @@ def _plan(rows_per_block: int, threads: int, serial: bool, reduce_y: int = 0) ->
             {"op": "split", "loop": "k", "factors": [reduce_y, threads], "out": ["ky", "kx"]},
             {"op": "bind", "loop": "ky", "thread": "threadIdx.y"},
             {"op": "bind", "loop": "kx", "thread": "threadIdx.x"},
+        ]
+    elif chunks:
+        steps += [
+            {"op": "split", "loop": "k", "factors": [threads, None], "out": ["k0", "k1"]},
+            {"op": "bind", "loop": "k0", "thread": "threadIdx.x"},
         ]
     elif serial:
         steps += [
@@ -148,11 +157,49 @@ def test_lowered_allreduce_matches_the_original(name: str) -> None:
 
 
 def test_argmax_allreduce_matches_the_original() -> None:
+    """Threads taking every 64th iteration: only a combiner that commutes can be combined
+    in another order, and argmax keeping the earlier of equal values does not; with
+    distinct values it is exact."""
     plan = _plan(1, 64, True)
-    original, scheduled = _scheduled(ARGMAX, plan, block="argmax")
+    original, scheduled = _scheduled(ARGMAX.format(rows=8, cols=100), plan, block="argmax")
     lowered = lower_module(scheduled, target="cuda")
     assert "tvm_warp_shuffle_down" in _calls(lowered)
     _check_against_original(original, lowered, distinct="val")
+
+
+# (name, rows, cols, rows per block, threads, each thread a run of iterations)
+ARGMAX_CASES = [
+    ("warp_32", 4, 32, 1, 32, False),
+    ("warp_24", 4, 24, 1, 24, False),
+    ("warp_groups_16x4", 8, 16, 4, 16, False),
+    ("two_stage_64", 4, 64, 1, 64, False),
+    ("two_stage_96", 4, 96, 1, 96, False),
+    ("two_stage_groups_64x2", 4, 64, 2, 64, False),
+    ("tree_100", 4, 100, 1, 100, False),
+    ("tree_groups_12x4", 8, 12, 4, 12, False),
+    ("warp_32_runs_of_4", 4, 128, 1, 32, True),
+    ("two_stage_64_runs_of_4", 4, 256, 1, 64, True),
+]
+
+
+@pytest.mark.parametrize("name", [case[0] for case in ARGMAX_CASES])
+def test_argmax_with_ties_matches_the_original(name: str) -> None:
+    """The inputs' values repeat (16 of them), so the index depends on the order in which
+    equal values meet: every strategy combines threads in thread order, as a loop would."""
+    _, rows, cols, per_block, threads, chunks = next(c for c in ARGMAX_CASES if c[0] == name)
+    plan = _plan(per_block, threads, False, chunks=chunks)
+    text = ARGMAX.format(rows=rows, cols=cols)
+    original, scheduled = _scheduled(text, plan, block="argmax")
+    lowered = lower_module(scheduled, target="cuda")
+    assert "tvm_thread_allreduce" not in _calls(lowered)
+    for seed in range(3):
+        inputs = random_inputs(original["main"], seed)
+        expected = {key: np.array(value, copy=True) for key, value in inputs.items()}
+        got = {key: np.array(value, copy=True) for key, value in inputs.items()}
+        run(original["main"], expected)
+        run(lowered["main"], got, module=lowered)
+        for key in ("out_i", "out_v"):
+            np.testing.assert_array_equal(got[key], expected[key], err_msg=f"{key}, seed {seed}")
 
 
 @pytest.mark.parametrize("name", ["warp_32", "two_stage_128", "tree_100", "two_dims_16x4"])
@@ -168,6 +215,20 @@ def test_allreduce_compiles_with_nvcc_and_ptxas(name: str, tmp_path: Path) -> No
     if "tree" not in name:
         assert "shfl.sync.down.b32" in ptx and "activemask.b32" in ptx
     complaint = ptxas_accepts(ptx, tmp_path)
+    assert not complaint, complaint
+
+
+@pytest.mark.parametrize("name", ["warp_24", "two_stage_96", "tree_100"])
+def test_argmax_allreduce_compiles_with_nvcc_and_ptxas(name: str, tmp_path: Path) -> None:
+    """Two values of two types: an int32 index and a float32 value shuffled apart."""
+    _, rows, cols, per_block, threads, chunks = next(c for c in ARGMAX_CASES if c[0] == name)
+    plan = _plan(per_block, threads, False, chunks=chunks)
+    _, scheduled = _scheduled(ARGMAX.format(rows=rows, cols=cols), plan, block="argmax")
+    lowered = lower_module(scheduled, target="cuda")
+    source = emit_cuda(lowered)
+    complaint = nvcc_accepts(source, tmp_path)
+    assert not complaint, complaint
+    complaint = ptxas_accepts(emit_ptx(lowered, arch="sm_90"), tmp_path)
     assert not complaint, complaint
 
 
@@ -188,3 +249,26 @@ def test_reduction_loop_not_innermost_is_rejected() -> None:
     _, scheduled = _scheduled(text, plan)
     with pytest.raises(DiagnosticError, match="must be the innermost loops around it"):
         lower_module(scheduled, target="cuda")
+
+
+def _argmax_loop(values: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's (max, index) as a loop keeping the earlier of equal values finds it."""
+    first = np.argmax(values, axis=1)
+    rows = np.arange(values.shape[0])
+    return values[rows, first], indices[rows, first]
+
+
+def test_value_first_argmax_binds_both_results_before_storing() -> None:
+    """The golden's two all-reduces (shuffles over 12 lanes; a shared-memory tree over
+    groups of 12), lowered and run: the index is the one a loop finds, ties included."""
+    path = Path(__file__).parent / "golden" / "lower_thread_allreduce" / "value_first.before.tir"
+    module = parse(path.read_text(), name=str(path))
+    lowered = LowerThreadAllreduce().run(module)
+    assert "tvm_thread_allreduce" not in _calls(lowered)
+    for name in ("main", "groups"):
+        for seed in range(3):
+            args = random_inputs(lowered[name], seed)
+            run(lowered[name], args)
+            want_v, want_i = _argmax_loop(np.asarray(args["val"]), np.asarray(args["idx"]))
+            np.testing.assert_array_equal(args["out_v"], want_v)
+            np.testing.assert_array_equal(args["out_i"], want_i, err_msg=f"{name}, seed {seed}")

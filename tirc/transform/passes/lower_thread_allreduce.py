@@ -1,5 +1,5 @@
 """lower-thread-allreduce: `T.tvm_thread_allreduce` becomes warp shuffles, shared memory and
-barriers, as TVM 0.27 lowers it for CUDA (warp size 32).
+barriers, with TVM 0.27's strategies for CUDA (warp size 32), combining in thread order.
 
 Expects flat tir inside kernels (after flatten-buffer and thread-sync; it places its own
 barriers); leaves flat tir with no all-reduce calls. The `reduce_scope` attribute stays. The
@@ -12,20 +12,27 @@ thread dimensions; the others form groups (`group_index`). Three strategies:
 - two-stage (n a multiple of 32, up to 32 warps): each warp reduces with shuffles, lane 0
   stores to `red_buf_staging` in shared memory, barrier, the first warp reduces those; the
   result is in `red_result[group_index]` (shared), followed by a barrier.
-- tree (anything else): a shared `red_buf0[group * n + reduce_index]` halved step by step with
-  barriers (warp-synchronous steps below 32 when there is one group).
+- tree (anything else): steps on a shared `red_buf0[group * n + reduce_index]`, a barrier
+  after each.
+
+Every step combines a window of threads with the window just after it (offsets 1, 2, 4, ...,
+where TVM halves from n / 2 down), so the result is v0 . v1 . ... . v(n-1) in thread order,
+as the language defines the all-reduce: a combiner that is associative but not commutative
+(argmax keeping the earlier of equal values) gets the answer of a sequential loop. Where n is
+not a power of two, a step skips windows that would start past n.
 
     T.attr(reducer, "reduce_scope", 0)
     T.tvm_thread_allreduce(1, A[k], True, cross[0], k)       (32 threads k)
         ->
     red_buf0[0] = A[k]
     mask[0] = T.tvm_warp_activemask()
-    t0[0] = T.tvm_warp_shuffle_down(mask[0], red_buf0[0], 16, 32, 32)
-    red_buf0[0] = red_buf0[0] + t0[0]                       (and 8, 4, 2, 1)
+    t0[0] = T.tvm_warp_shuffle_down(mask[0], red_buf0[0], 1, 32, 32)
+    red_buf0[0] = red_buf0[0] + t0[0]                       (and 2, 4, 8, 16)
     red_buf0[0] = T.tvm_warp_shuffle(mask[0], red_buf0[0], 0, 32, 32)
 
-When the output's memory also holds other values (storage rewrite shares it), the result is
-copied into it instead.
+A step's results are stored in order; when a later result reads a value an earlier store
+changed, all are bound to `T.let`s first. When the output's memory also holds other values
+(storage rewrite shares it), the result is copied into it instead.
 """
 
 from __future__ import annotations
@@ -151,10 +158,25 @@ class _Emitter:
         offset = self.group_offset(scale)
         return index if offset is None else E.Add(offset, index)
 
+    def assign(
+        self, targets: Sequence[tuple[Buffer, E.PrimExpr]], values: list[E.PrimExpr], name: str
+    ) -> S.Stmt:
+        """Stores each combined value at its target; when a value reads a target that an
+        earlier store changes (argmax with the value first), every value is bound first."""
+        earlier = [{id(buffer) for buffer, _ in targets[:j]} for j in range(len(targets))]
+        if not any(_reads(value, changed) for value, changed in zip(values, earlier, strict=True)):
+            return S.seq(*(_store(b, v, i) for (b, i), v in zip(targets, values, strict=True)))
+        lets = [E.Var(f"{name}_{i}", t) for i, t in enumerate(self.dtypes)]
+        binds = [S.Bind(var, value) for var, value in zip(lets, values, strict=True)]
+        stores = [_store(b, var, i) for (b, i), var in zip(targets, lets, strict=True)]
+        return S.seq(*binds, *stores)
+
     def warp_reduce(
         self, suffix: str, values: list[E.PrimExpr], n: int, broadcast: bool
     ) -> tuple[list[S.Stmt], list[Buffer]]:
-        """Shuffle-down steps over n lanes into each group's first lane."""
+        """Shuffle-down steps over n lanes into each group's first lane, in lane order: at
+        offset 1, 2, 4, ... each lane combines its own window of lanes with the next one, so
+        the first lane ends with v0 . v1 . ... . v(n-1) (a combiner need not commute)."""
         temps = [_local(f"t{i}{suffix}", t) for i, t in enumerate(self.dtypes)]
         mask = _local(f"mask{suffix}", dt.UINT32)
         tag = self.tag if broadcast else ""
@@ -162,9 +184,9 @@ class _Emitter:
         self.allocs += temps + [mask]
         body: list[S.Stmt] = [_store(b, v) for b, v in zip(bufs, values, strict=False)]
         body.append(_store(mask, E.Call(dt.UINT32, "tvm_warp_activemask", ())))
-        offset = _next_power_of_two(n) // 2
-        first = True
-        while offset >= 1:
+        width = _next_power_of_two(n)
+        offset = 1
+        while offset < width:
             for temp, buf in zip(temps, bufs, strict=False):
                 shuffle = E.Call(
                     buf.dtype,
@@ -173,13 +195,14 @@ class _Emitter:
                 )
                 body.append(_store(temp, shuffle))
             combined = self.combine([_at(b) for b in bufs], [_at(t) for t in temps])
-            steps = S.seq(*(_store(b, c) for b, c in zip(bufs, combined, strict=False)))
+            targets = [(b, _int(0)) for b in bufs]
+            steps = self.assign(targets, combined, f"v{offset}{suffix}")
             k = self.threads.reduce_index
-            if first and offset * 2 != n and n != _next_power_of_two(n):
+            if n != width:
+                # lanes past n hold no value (or another group's): a window stops at n
                 steps = S.IfThenElse(E.LT(E.Add(k, _int(offset, k)), _int(n, k)), steps)
             body.append(steps)
-            first = False
-            offset //= 2
+            offset *= 2
         if broadcast:
             lane = self.group_offset(n)
             lane = _int(0) if lane is None else E.Mul(_int(n, lane), self.threads.group_index)  # type: ignore[arg-type]
@@ -191,6 +214,17 @@ class _Emitter:
                 )
                 body.append(_store(buf, call))
         return body, bufs
+
+
+def _reads(expr: E.PrimExpr, buffers: set[int]) -> bool:
+    found: list[bool] = []
+    walk(
+        expr,
+        lambda n: (
+            found.append(True) if isinstance(n, E.BufferLoad) and id(n.buffer) in buffers else None
+        ),
+    )
+    return bool(found)
 
 
 def _lower_warp(
@@ -254,6 +288,9 @@ def _lower_two_stage(
 def _lower_tree(
     emit: _Emitter, values: list[E.PrimExpr]
 ) -> tuple[list[S.Stmt], list[Buffer], E.PrimExpr]:
+    """Shared-memory steps at offset 1, 2, 4, ...: element k (a multiple of twice the offset)
+    combines its window with the next one, so element 0 ends with the values in thread
+    order; a barrier after each step."""
     threads = emit.threads
     n = threads.reduce_extent
     k = threads.reduce_index
@@ -262,35 +299,21 @@ def _lower_tree(
         for i, t in enumerate(emit.dtypes)
     ]
     here = emit.plus_group(k, n)
-
-    def step(offset: int) -> list[E.PrimExpr]:
-        return emit.combine(
-            [_at(b, here) for b in bufs], [_at(b, E.Add(here, _int(offset, k))) for b in bufs]
-        )
-
     body: list[S.Stmt] = [_sync("shared")]
     body.append(S.seq(*(_store(b, v, here) for b, v in zip(bufs, values, strict=False))))
     body.append(_sync("shared"))
-    offset = _next_power_of_two(n) // 2
-    active = n - offset
-    warp_steps = threads.group_extent == 1 and n > WARP_SIZE
-    while offset >= 1 and not (warp_steps and offset < WARP_SIZE):
-        updates = S.seq(*(_store(b, c, here) for b, c in zip(bufs, step(offset), strict=False)))
-        body.append(S.IfThenElse(E.LT(k, _int(active, k)), updates))
+    offset = 1
+    while offset < n:
+        combined = emit.combine(
+            [_at(b, here) for b in bufs], [_at(b, E.Add(here, _int(offset, k))) for b in bufs]
+        )
+        updates = emit.assign([(b, here) for b in bufs], combined, f"w_{offset}")
+        condition: E.PrimExpr = E.EQ(E.FloorMod(k, _int(2 * offset, k)), _int(0, k))
+        if n % (2 * offset):
+            condition = E.And(condition, E.LT(E.Add(k, _int(offset, k)), _int(n, k)))
+        body.append(S.IfThenElse(condition, updates))
         body.append(_sync("shared"))
-        offset //= 2
-        active = offset
-    if warp_steps:
-        inner: list[S.Stmt] = []
-        while offset >= 1:
-            lets = [E.Var(f"w_{offset}_{i}", t) for i, t in enumerate(emit.dtypes)]
-            inner += [S.Bind(v, c) for v, c in zip(lets, step(offset), strict=False)]
-            inner.append(_sync("warp"))
-            inner += [_store(b, v, here) for b, v in zip(bufs, lets, strict=False)]
-            inner.append(_sync("warp"))
-            offset //= 2
-        body.append(S.IfThenElse(E.LT(k, _int(WARP_SIZE // 2, k)), S.seq(*inner)))
-        body.append(_sync("shared"))
+        offset *= 2
     index = emit.group_offset(n)
     return body, bufs, _int(0, k) if index is None else index
 
@@ -314,6 +337,7 @@ class _Lowering(Mutator):
         # rewrite may have one scratch buffer serve several all-reduces)
         self.current: dict[Buffer, tuple[Buffer, E.PrimExpr]] = {}
         self.results: dict[Buffer, list[Buffer]] = {}
+        self.reducers: list[E.CommReducer] = []  # of the reduce_scope attributes around
 
     def visit_AttrStmt(self, stmt: S.AttrStmt) -> S.Stmt:
         node = stmt.node
@@ -330,10 +354,26 @@ class _Lowering(Mutator):
                 else:
                     self.launched[node.thread_tag] = saved
         if stmt.key == "reduce_scope" and isinstance(node, E.CommReducer):
-            call = stmt.body.value if isinstance(stmt.body, S.Evaluate) else None
-            if isinstance(call, E.Call) and call.op == "tvm_thread_allreduce":
-                return dataclasses.replace(stmt, body=self.lower(node, call))
+            # the call may sit below `T.let`s of its arguments (common-subexpr-elim binds
+            # an index two values share inside the scope)
+            self.reducers.append(node)
+            try:
+                return self.generic_visit(stmt)  # type: ignore[return-value]
+            finally:
+                self.reducers.pop()
         return self.generic_visit(stmt)  # type: ignore[return-value]
+
+    def visit_Evaluate(self, stmt: S.Evaluate) -> S.Stmt:
+        call = stmt.value
+        if isinstance(call, E.Call) and call.op == "tvm_thread_allreduce" and self.reducers:
+            return self.lower(self.reducers[-1], call)
+        return self.generic_visit(stmt)  # type: ignore[return-value]
+
+    def visit_SeqStmt(self, stmt: S.SeqStmt) -> S.Stmt:
+        # an all-reduce lowered to a sequence joins the sequence it sat in, as the parser
+        # would read it back
+        new = self.generic_visit(stmt)
+        return new if new is stmt else S.seq(*new.stmts)  # type: ignore[attr-defined]
 
     def lower(self, reducer: E.CommReducer, call: E.Call) -> S.Stmt:
         args = cast(tuple[E.PrimExpr, ...], call.args)
