@@ -53,6 +53,19 @@ PROGRAMS = {
             T.tvm_storage_sync("shared")
             B[tx] = S[63 - tx]
 """,
+    "dynamic_local_in_loop": """
+    @T.prim_func
+    def main(a: T.handle, b: T.handle):
+        n = T.int32()
+        A = T.match_buffer(a, (64 * n,))
+        B = T.match_buffer(b, (64,))
+        with T.launch_thread("threadIdx.x", 64) as tx:
+            for k in range(1000):
+                L = T.alloc_local((n,))
+                for j in range(n):
+                    L[j] = A[tx * n + j] * T.float32(k)
+                B[tx] = B[tx] + L[0]
+""",
 }
 
 
@@ -89,6 +102,18 @@ def test_launcher_takes_shape_variables_and_computes_the_grid() -> None:
 def test_barrier_is_syncthreads() -> None:
     text = emit_cuda(module("shared_and_sync"))
     assert "__shared__ __align__(16) float S[64];" in text and "__syncthreads();" in text
+
+
+def test_per_thread_array_of_launch_size_is_allocated_once_at_the_kernel_start() -> None:
+    # An alloca lives until the kernel returns: one in the loop body would take new stack
+    # every iteration and overflow it (an illegal address on the GPU).
+    text = emit_cuda(module("dynamic_local_in_loop"))
+    allocation = text.index("TIRC_ALLOCA(L, ")
+    assert text.count("TIRC_ALLOCA(L, ") == 1
+    assert allocation < text.index("for (int k = 0; k < 1000; ++k)")
+    ptx = emit_ptx(module("dynamic_local_in_loop"), arch="sm_90")
+    body = ptx[ptx.index(".entry main_kernel") :]
+    assert body.count("alloca") == 1 and body.index("alloca") < body.index("bra")
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))

@@ -18,7 +18,7 @@ from tirc.ir import expr as E
 from tirc.ir import stmt as S
 from tirc.ir.buffer import Buffer
 from tirc.ir.function import IRModule, PrimFunc
-from tirc.ir.functor import Visitor, walk
+from tirc.ir.functor import Mutator, Visitor, walk
 from tirc.ir.node import Node
 from tirc.ir.structural import structural_equal
 from tirc.ir.substitute import substitute
@@ -72,7 +72,55 @@ def split_module(module: IRModule) -> IRModule:
 
 
 def kernel_of(name: str, func: PrimFunc) -> Kernel:
-    return Kernel(name, func.body, _launch_dims(func.body), list(func.params))
+    body = hoist_dynamic_allocations(func.body, frozenset(func.params))
+    return Kernel(name, body, _launch_dims(func.body), list(func.params))
+
+
+def hoist_dynamic_allocations(body: S.Stmt, params: frozenset[E.Var]) -> S.Stmt:
+    """`body` with its per-thread arrays whose size only the launch knows allocated at the
+    kernel's start. Such an array is a stack allocation (an alloca) that lives until the
+    kernel returns: left in a loop body, every iteration would take new stack, and a long
+    loop overflows it (an illegal address on the GPU). Only arrays whose size is a function
+    of the kernel's parameters move; the others stay where they are.
+
+        for k in range(K):              alloc A[n]
+            alloc A[n]          ->      for k in range(K):
+            ...                             ...
+    """
+    from tirc.codegen.cuda.stmt import allocation_size
+
+    hoisted: list[S.Stmt] = []
+
+    def is_hoistable(stmt: S.Stmt) -> bool:
+        if not isinstance(stmt, S.AllocBuffer) or stmt.buffer.scope != "local":
+            return False
+        size = allocation_size(stmt.buffer)
+        if isinstance(size, E.IntImm):
+            return False
+        used: set[E.Var] = set()
+        walk(size, lambda node: used.add(node) if isinstance(node, E.Var) else None)
+        return used <= params
+
+    class Hoist(Mutator):
+        def visit_SeqStmt(self, node: S.SeqStmt) -> S.Stmt:
+            kept: list[S.Stmt] = []
+            for stmt in node.stmts:
+                if is_hoistable(stmt):
+                    hoisted.append(stmt)
+                else:
+                    kept.append(self.visit(stmt))
+            if not kept:
+                return S.Evaluate(E.IntImm(0), span=node.span)
+            if len(kept) == len(node.stmts) and all(
+                a is b for a, b in zip(kept, node.stmts, strict=True)
+            ):
+                return node
+            return S.SeqStmt(tuple(kept), span=node.span) if len(kept) > 1 else kept[0]
+
+    rewritten = Hoist().visit(body)
+    if not hoisted:
+        return body
+    return S.SeqStmt((*hoisted, rewritten), span=body.span)
 
 
 def module_kernels(module: IRModule) -> list[Kernel]:
