@@ -3,7 +3,7 @@
 VENV ?= .venv
 PYTHON := $(VENV)/bin/python
 
-.PHONY: install test lint bench demo tables
+.PHONY: install test lint bench demo tables gpu-cases gpu-check
 
 install:
 	python3 -m venv $(VENV)
@@ -26,3 +26,21 @@ demo:
 # after editing grammar/tir.lark: recompute the parse tables tirc ships
 tables:
 	.venv/bin/python -m tirc.text.syntax.tables
+
+# On a machine with an NVIDIA GPU: the GPU differential over the conformance cases, the
+# gpu-marked tests, the samples' CUDA client and bench_cuda, into GPU_OUT/report.json. Works
+# from the checkout alone with any Python that has numpy, click, rich, llvmlite, lark,
+# ml_dtypes and cuda-python. `make gpu-cases` first copies the GPU cases into .gpu-cases/,
+# so that they travel with a checkout that lacks ../shared.
+GPU_PYTHON ?= $(if $(wildcard $(PYTHON)),$(PYTHON),python3)
+GPU_OUT ?= gpu-check
+CASES ?= ../shared/conformance/cases
+
+gpu-cases:
+	rm -rf .gpu-cases && mkdir -p .gpu-cases
+	for case in $(CASES)/*; do \
+		if grep -q '"targets": "gpu"' $$case/meta.json; then cp -r $$case .gpu-cases/; fi; \
+	done
+
+gpu-check:
+	$(GPU_PYTHON) benchmarks/gpu_check.py --out $(GPU_OUT)

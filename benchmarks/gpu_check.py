@@ -1,0 +1,178 @@
+"""Everything tirc checks on a real GPU, in one command and one JSON report (`make gpu-check`).
+
+1. the GPU differential (benchmarks/gpu_differential.py --on cuda): each GPU conformance
+   case's scheduled program compiled and run on the GPU by tirc's launcher, against the
+   unscheduled program on the CPU backend (thread loops serial) on the same seeded inputs;
+2. the `gpu`-marked tests (pytest -m gpu);
+3. the samples' CUDA client (make -C samples run-cuda), which links every launcher;
+4. benchmarks/bench_cuda.py (tensor-core GEMM against cuBLAS, elementwise against a copy).
+
+It needs only the checkout and a Python with numpy, click, rich, llvmlite, lark, ml_dtypes
+and cuda-python (no install of tirc, no package registry): it puts the checkout on
+sys.path and PYTHONPATH itself. Each step has its own time limit; a step that fails or
+times out is recorded, and the others still run.
+
+    python benchmarks/gpu_check.py [--out DIR] [--cases DIR] [--jobs N] [--steps LIST]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+STEPS = ("differential", "tests", "samples", "bench")
+CASE_FOLDERS = (ROOT / ".gpu-cases", ROOT.parent / "shared" / "conformance" / "cases")
+
+
+def _environment() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH", "")]))
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def _run(command: list[str], limit: float, log: Path) -> dict:
+    """Runs a command with a time limit; its output goes to `log`; returns rc and seconds."""
+    start = time.monotonic()
+    with log.open("w") as stream:
+        try:
+            done = subprocess.run(
+                command,
+                cwd=ROOT,
+                env=_environment(),
+                stdout=stream,
+                stderr=subprocess.STDOUT,
+                timeout=limit,
+                check=False,
+            )
+            rc = done.returncode
+        except subprocess.TimeoutExpired:
+            rc = 124
+    tail = log.read_text(errors="replace").splitlines()[-40:]
+    return {"rc": rc, "seconds": round(time.monotonic() - start, 1), "tail": tail}
+
+
+def device() -> dict:
+    info: dict = {"python": sys.version.split()[0], "machine": platform.node()}
+    try:
+        query = "name,driver_version,memory.total,clocks.max.sm"
+        out = subprocess.run(
+            ["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+        info["gpu"] = out.stdout.strip()
+    except (OSError, subprocess.TimeoutExpired) as error:
+        info["gpu"] = f"nvidia-smi: {error}"
+    for module in ("numpy", "llvmlite", "lark", "cuda.bindings"):
+        try:
+            imported = __import__(module, fromlist=["_"])
+            info[module] = getattr(imported, "__version__", "present")
+        except ImportError as error:
+            info[module] = f"missing ({error})"
+    return info
+
+
+def differential(cases: Path, jobs: int, timeout: float) -> dict:
+    import gpu_differential
+
+    found = gpu_differential.gpu_cases(cases)
+    start = time.monotonic()
+    results = gpu_differential.run_cases(found, "cuda", "lockstep", jobs, timeout)
+    counts = gpu_differential.summarize(results)
+    return {
+        "cases": len(found),
+        "counts": counts,
+        "seconds": round(time.monotonic() - start, 1),
+        "not_ok": {name: r for name, r in results.items() if r["status"] != "ok"},
+        "results": results,
+    }
+
+
+def tests(out: Path, limit: float) -> dict:
+    result = _run(
+        [sys.executable, "-m", "pytest", "-q", "-m", "gpu", "-p", "no:cacheprovider", "tests"],
+        limit,
+        out / "tests.log",
+    )
+    summary = [line for line in result["tail"] if re.search(r"\d+ (passed|failed)", line)]
+    result["summary"] = summary[-1] if summary else ""
+    result["failures"] = [line for line in result["tail"] if line.startswith("FAILED")]
+    return result
+
+
+def samples(out: Path, limit: float) -> dict:
+    tirc = f"{sys.executable} -m tirc"
+    build = Path("/tmp/tirc-gpu-check-samples")  # many files: not in the report folder
+    return _run(
+        ["make", "-C", "samples", "-j8", "run-cuda", f"TIRC={tirc}", f"BUILD={build}"],
+        limit,
+        out / "samples.log",
+    )
+
+
+def bench(out: Path, limit: float) -> dict:
+    numbers = out / "bench.json"
+    result = _run(
+        [sys.executable, "benchmarks/bench_cuda.py", "--json", str(numbers)],
+        limit,
+        out / "bench.log",
+    )
+    if numbers.exists():
+        result["numbers"] = json.loads(numbers.read_text())
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "gpu-check")
+    parser.add_argument("--cases", type=Path, help="conformance cases (default: .gpu-cases)")
+    parser.add_argument("--jobs", type=int, default=max(1, min(12, (os.cpu_count() or 2) - 2)))
+    parser.add_argument("--timeout", type=float, default=150, help="seconds per case")
+    parser.add_argument("--steps", default=",".join(STEPS), help="comma-separated subset")
+    args = parser.parse_args()
+    steps = [step for step in args.steps.split(",") if step]
+    unknown = sorted(set(steps) - set(STEPS))
+    if unknown:
+        parser.error(f"unknown steps {unknown}; choose from {', '.join(STEPS)}")
+    cases = args.cases or next((c for c in CASE_FOLDERS if c.is_dir()), None)
+    args.out.mkdir(parents=True, exist_ok=True)
+    report: dict = {"device": device(), "steps": steps}
+    start = time.monotonic()
+    if "differential" in steps:
+        if cases is None:
+            report["differential"] = {"error": "no conformance cases (make gpu-cases)"}
+        else:
+            report["differential"] = differential(cases, args.jobs, args.timeout)
+        (args.out / "report.json").write_text(json.dumps(report, indent=1))
+    for step, run in (("tests", tests), ("samples", samples), ("bench", bench)):
+        if step in steps:
+            report[step] = run(args.out, 300)
+            (args.out / "report.json").write_text(json.dumps(report, indent=1))
+            print(f"{step}: rc {report[step]['rc']} in {report[step]['seconds']} s", flush=True)
+    report["seconds"] = round(time.monotonic() - start, 1)
+    (args.out / "report.json").write_text(json.dumps(report, indent=1))
+    if "differential" in report and "counts" in report["differential"]:
+        d = report["differential"]
+        print(f"differential: {d['counts']} of {d['cases']} in {d['seconds']} s")
+    if "tests" in report:
+        print(f"tests: {report['tests']['summary']}")
+    print(f"report: {args.out / 'report.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
