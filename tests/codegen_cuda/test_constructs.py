@@ -13,6 +13,7 @@ from tirc.codegen.nvptx import emit_ptx
 from tirc.text import parse
 
 HEADER = "@I.ir_module\nclass Module:\n"
+KERNELS = Path(__file__).parent / "kernels"
 
 PROGRAMS = {
     "floordiv_signed": """
@@ -114,6 +115,23 @@ def test_per_thread_array_of_launch_size_is_allocated_once_at_the_kernel_start()
     ptx = emit_ptx(module("dynamic_local_in_loop"), arch="sm_90")
     body = ptx[ptx.index(".entry main_kernel") :]
     assert body.count("alloca") == 1 and body.index("alloca") < body.index("bra")
+
+
+def test_warp_wide_tensor_core_call_in_a_block_smaller_than_a_warp_is_refused() -> None:
+    # mma.sync and ldmatrix spread their operands over the 32 lanes of a warp: in a block of
+    # 16 threads half of every fragment is missing, and the GPU computes garbage
+    from tirc.diagnostics import DiagnosticError
+
+    text = (KERNELS / "mma_f16f32.tir").read_text()
+    small = parse(
+        text.replace('T.launch_thread("threadIdx.x", 32)', 'T.launch_thread("threadIdx.x", 16)')
+    )
+    for emit in (emit_cuda, lambda m: emit_ptx(m, arch="sm_90")):
+        with pytest.raises(DiagnosticError) as caught:
+            emit(small)
+        message = str(caught.value)
+        assert "T.ptx_ldmatrix" in message and "16 threads" in message
+        assert "multiple of 32" in message and ":17:5:" in message  # the call
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from tirc.codegen.abi import ParamKind, function_abi
-from tirc.diagnostics import DiagnosticError
+from tirc.diagnostics import DiagnosticError, Note
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
 from tirc.ir.buffer import Buffer
@@ -73,7 +73,66 @@ def split_module(module: IRModule) -> IRModule:
 
 def kernel_of(name: str, func: PrimFunc) -> Kernel:
     body = hoist_dynamic_allocations(func.body, frozenset(func.params))
-    return Kernel(name, body, _launch_dims(func.body), list(func.params))
+    kernel = Kernel(name, body, _launch_dims(func.body), list(func.params))
+    check_whole_warps(kernel)
+    return kernel
+
+
+# Tensor-core operations that the 32 threads of a warp perform together, each thread holding
+# a part of the operands: with fewer threads in a block, part of every fragment is missing.
+WARP_WIDE = frozenset(("ptx_mma", "ptx_ldmatrix", "ptx_mma_sp"))
+FRAGMENT_OPS = frozenset(
+    (
+        "tvm_fill_fragment",
+        "tvm_load_matrix_sync",
+        "tvm_store_matrix_sync",
+        "tvm_mma_sync",
+        "tvm_bmma_sync",
+    )
+)
+
+
+def check_whole_warps(kernel: Kernel) -> None:
+    """A located error when the kernel performs a warp-wide tensor-core operation (mma.sync,
+    ldmatrix, or a wmma call on fragments) but its blocks have a constant number of threads
+    that is not a multiple of 32: such an operation then runs with part of its warp missing,
+    and its result is undefined. (wmma calls on ordinary memory run one thread at a time.)"""
+    threads = 1
+    for axis in "xyz":
+        extent = kernel.dims.get(f"threadIdx.{axis}")
+        if extent is None:
+            continue
+        if not isinstance(extent, E.IntImm):
+            return  # only the launch knows
+        threads *= extent.value
+    if threads % 32 == 0:
+        return
+    fragments: set[E.Var] = set()
+    found: list[E.Call] = []
+
+    def visit(node: Node) -> None:
+        if isinstance(node, S.AllocBuffer) and node.buffer.scope.startswith("wmma."):
+            fragments.add(node.buffer.data)
+        elif isinstance(node, E.Call) and not found:
+            if node.op in WARP_WIDE or (
+                node.op in FRAGMENT_OPS and node.args and node.args[0] in fragments
+            ):
+                found.append(node)
+
+    walk(kernel.body, visit)
+    if found:
+        call = found[0]
+        shape = " x ".join(
+            str(kernel.dims[f"threadIdx.{axis}"].value)  # type: ignore[attr-defined]
+            for axis in "xyz"
+            if f"threadIdx.{axis}" in kernel.dims
+        )
+        raise DiagnosticError.at(
+            call.span,
+            f"{kernel.name} calls T.{call.op}, which the 32 threads of a warp perform together, "
+            f"but its blocks have {threads} threads ({shape}), not a multiple of 32",
+            Note("bind the warp's lanes to a thread axis of extent 32 (e.g. threadIdx.x)"),
+        )
 
 
 def hoist_dynamic_allocations(body: S.Stmt, params: frozenset[E.Var]) -> S.Stmt:
