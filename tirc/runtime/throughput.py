@@ -50,7 +50,11 @@ def _stmt(stmt: S.Stmt | None, known: Mapping[E.Var, int]) -> int:
         return _stmt(stmt.body, known)
     if isinstance(stmt, S.BufferStore):
         return _expr_flops(stmt.value)
-    return 0
+    if isinstance(stmt, S.SBlockRealize):
+        # s-tir: the block's body runs once per binding; its init is a store of a constant
+        return _stmt(stmt.block.body, known)
+    body = getattr(stmt, "body", None)  # let-bindings, allocations, asserts...
+    return _stmt(body, known) if isinstance(body, S.Stmt) else 0
 
 
 def _expr_flops(expr: E.PrimExpr) -> int:
