@@ -80,3 +80,27 @@ def test_a_region_larger_than_the_least_extent_keeps_it() -> None:
     module = parse(SMALL, name="small.tir")
     got = run_passes(module, "convert-blocks-to-opaque,compact-buffer-allocation")
     assert _shapes(got["main"]) == {"L": "n", "M": "T.int64(1), T.int64(8)"}, print_module(got)
+
+
+PADDED = SMALL.replace(
+    'M = T.sblock_alloc_buffer((n * T.int64(4), n + T.int64(8)), scope="local")',
+    "M = T.sblock_alloc_buffer((n * T.int64(4), (n + T.int64(15)) // T.int64(16) * T.int64(16)),"
+    ' scope="local")',
+)
+
+
+def test_a_padded_extent_counts_as_at_least_its_multiple() -> None:
+    """(n + 15) // 16 * 16 is at least 16: 8 columns of it shrink to 8, as TVM does. Kept at
+    its symbolic size, a per-thread buffer became a stack allocation that a dlight matmul
+    indexed past (an illegal address on an H100)."""
+    module = parse(PADDED, name="padded.tir")
+    got = run_passes(module, "convert-blocks-to-opaque,compact-buffer-allocation")
+    assert _shapes(got["main"]) == {"L": "n", "M": "T.int64(1), T.int64(8)"}, print_module(got)
+    lowered = lower_module(module, target="cuda")
+    inputs = random_inputs(module["main"], 1, sizes={"n": 5})
+    want = {
+        k: np.array(v, copy=True) if isinstance(v, np.ndarray) else v for k, v in inputs.items()
+    }
+    run(module["main"], want, module=module)
+    run(lowered["main"], inputs, module=lowered)
+    np.testing.assert_array_equal(inputs["B"], want["B"])

@@ -179,7 +179,8 @@ def _least(extent: E.PrimExpr) -> int:
     """The least value a symbolic extent can take, each variable in it taken as at least 1 (a
     buffer with an empty dimension has nothing to keep, whatever it shrinks to):
 
-        n -> 1      n * 32 -> 32      n + 8 -> 9      n - 1 -> 0 (unknown)
+        n -> 1      n * 32 -> 32      n + 8 -> 9      (n + 15) // 16 * 16 -> 16
+        min(n, 4) -> 1      n - 1 -> 0 (unknown)
     """
     if isinstance(extent, E.IntImm):
         return extent.value
@@ -189,6 +190,12 @@ def _least(extent: E.PrimExpr) -> int:
         return _least(extent.a) * _least(extent.b)
     if isinstance(extent, E.Add):
         return _least(extent.a) + _least(extent.b)
+    if isinstance(extent, E.FloorDiv) and isinstance(extent.b, E.IntImm) and extent.b.value > 0:
+        return _least(extent.a) // extent.b.value  # a padded extent: (n + 15) // 16 * 16
+    if isinstance(extent, E.Min):
+        return min(_least(extent.a), _least(extent.b))
+    if isinstance(extent, E.Max):
+        return max(_least(extent.a), _least(extent.b))
     if isinstance(extent, E.Cast):
         return _least(extent.value)
     return 0
