@@ -86,15 +86,17 @@ def device() -> dict:
     return info
 
 
-def differential(cases: Path, jobs: int, timeout: float) -> dict:
+def differential(cases: Path, jobs: int, timeout: float, sizes: tuple[int, ...]) -> dict:
     import gpu_differential
 
     found = gpu_differential.gpu_cases(cases)
     start = time.monotonic()
-    results = gpu_differential.run_cases(found, "cuda", "lockstep", jobs, timeout)
+    results = gpu_differential.run_cases(found, "cuda", "lockstep", jobs, timeout, sizes=sizes)
     counts = gpu_differential.summarize(results)
     return {
         "cases": len(found),
+        "runs": len(results),
+        "sizes": list(sizes),
         "counts": counts,
         "seconds": round(time.monotonic() - start, 1),
         "not_ok": {name: r for name, r in results.items() if r["status"] != "ok"},
@@ -143,6 +145,11 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=max(1, min(12, (os.cpu_count() or 2) - 2)))
     parser.add_argument("--timeout", type=float, default=150, help="seconds per case")
     parser.add_argument("--steps", default=",".join(STEPS), help="comma-separated subset")
+    parser.add_argument(
+        "--sizes",
+        default="16,100",
+        help="values for the shape variables of symbolic cases, each a run of its own",
+    )
     args = parser.parse_args()
     steps = [step for step in args.steps.split(",") if step]
     unknown = sorted(set(steps) - set(STEPS))
@@ -156,7 +163,8 @@ def main() -> int:
         if cases is None:
             report["differential"] = {"error": "no conformance cases (make gpu-cases)"}
         else:
-            report["differential"] = differential(cases, args.jobs, args.timeout)
+            sizes = tuple(int(size) for size in args.sizes.split(","))
+            report["differential"] = differential(cases, args.jobs, args.timeout, sizes)
         (args.out / "report.json").write_text(json.dumps(report, indent=1))
     for step, run in (("tests", tests), ("samples", samples), ("bench", bench)):
         if step in steps:
@@ -167,7 +175,7 @@ def main() -> int:
     (args.out / "report.json").write_text(json.dumps(report, indent=1))
     if "differential" in report and "counts" in report["differential"]:
         d = report["differential"]
-        print(f"differential: {d['counts']} of {d['cases']} in {d['seconds']} s")
+        print(f"differential: {d['counts']} of {d['runs']} runs in {d['seconds']} s")
     if "tests" in report:
         print(f"tests: {report['tests']['summary']}")
     print(f"report: {args.out / 'report.json'}")

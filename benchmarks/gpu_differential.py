@@ -28,7 +28,7 @@ SIZES = 16  # every shape variable and scalar parameter, so that the interpreter
 INTERPRETER_WORK = 1 << 20  # reference statement runs up to which the interpreter is used
 
 
-def check(case: str, on: str, model: str) -> dict:
+def check(case: str, on: str, model: str, size: int = SIZES) -> dict:
     """The case's verdict: {"status": ok | mismatch | refused | internal, "detail": ...,
     "reference": interp | cpu}. `on` is where the scheduled program runs: "interp" (lowered
     for cuda, in the interpreter's GPU `model`) or "cuda" (compiled and run on this machine's
@@ -44,7 +44,7 @@ def check(case: str, on: str, model: str) -> dict:
     scheduled = parse((folder / "expected.tir").read_text(), name=str(folder / "expected.tir"))
     name = "main" if "main" in original else original.functions[0][0]
     func = original[name]
-    sizes = {v.name: SIZES for v in _shape_vars(func)}
+    sizes = {v.name: size for v in _shape_vars(func)}
     inputs = random_inputs(func, 0, sizes=sizes)
     want = _copy(inputs)
     have = _copy(inputs)
@@ -319,9 +319,9 @@ def _work(stmt: object, sizes: dict[str, int]) -> int:
     return 1
 
 
-def _child(case: str, on: str, model: str, queue: multiprocessing.Queue) -> None:
+def _child(case: str, on: str, model: str, size: int, queue: multiprocessing.Queue) -> None:
     try:
-        queue.put(check(case, on, model))
+        queue.put(check(case, on, model, size))
     except Exception as error:  # a report line per case, whatever went wrong
         import traceback
 
@@ -348,22 +348,45 @@ def gpu_cases(folder: Path, text: str = "") -> list[Path]:
     return found
 
 
+def is_symbolic(case: Path) -> bool:
+    """Whether the case's program has shape variables or scalar parameters (its size is ours
+    to choose)."""
+    from tirc.text import parse
+
+    module = parse((case / "input.tir").read_text(), name=str(case / "input.tir"))
+    name = "main" if "main" in module else module.functions[0][0]
+    return bool(_shape_vars(module[name]))
+
+
 def run_cases(
-    cases: list[Path], on: str, model: str, jobs: int, timeout: float, echo: bool = True
+    cases: list[Path],
+    on: str,
+    model: str,
+    jobs: int,
+    timeout: float,
+    echo: bool = True,
+    sizes: tuple[int, ...] = (SIZES,),
 ) -> dict[str, dict]:
     """Each case in a child process of its own (a fault or a hang stays there), `jobs` at a
-    time, each stopped after `timeout` seconds."""
+    time, each stopped after `timeout` seconds. A case with shape variables runs once per
+    size in `sizes` (named `case@size` after the first)."""
     context = multiprocessing.get_context("fork")
-    pending = list(cases)
+    pending = [(case, sizes[0], case.name) for case in cases]
+    pending += [
+        (case, size, f"{case.name}@{size}")
+        for case in cases
+        if len(sizes) > 1 and is_symbolic(case)
+        for size in sizes[1:]
+    ]
     running: dict[str, tuple] = {}
     results: dict[str, dict] = {}
     while pending or running:
         while pending and len(running) < jobs:
-            case = pending.pop(0)
+            case, size, key = pending.pop(0)
             queue = context.Queue()
-            child = context.Process(target=_child, args=(str(case), on, model, queue))
+            child = context.Process(target=_child, args=(str(case), on, model, size, queue))
             child.start()
-            running[case.name] = (child, queue, time.monotonic())
+            running[key] = (child, queue, time.monotonic())
         time.sleep(0.05)
         for name, (child, queue, start) in list(running.items()):
             seconds = time.monotonic() - start
@@ -405,9 +428,13 @@ def main() -> int:
     parser.add_argument("--model", choices=("auto", "lockstep", "threads"), default="lockstep")
     parser.add_argument("--filter", default="", help="only cases whose name contains this")
     parser.add_argument("--json", type=Path)
+    parser.add_argument(
+        "--sizes", default=str(SIZES), help="comma-separated values for shape variables"
+    )
     args = parser.parse_args()
     cases = gpu_cases(args.cases, args.filter)
-    results = run_cases(cases, args.on, args.model, args.jobs, args.timeout)
+    sizes = tuple(int(size) for size in args.sizes.split(","))
+    results = run_cases(cases, args.on, args.model, args.jobs, args.timeout, sizes=sizes)
     counts = summarize(results)
     print(f"\nGPU differential ({args.on}): {counts.get('ok', 0)}/{len(results)} match; {counts}")
     if args.json:
