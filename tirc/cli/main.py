@@ -332,7 +332,7 @@ def run_command(
     type=click.IntRange(0, 3),
     default=3,
     show_default=True,
-    help="LLVM optimization level.",
+    help="LLVM optimization level (cuda: of --ptx-via llvm).",
 )
 @click.option("--pipeline", default=None, metavar="P.toml", help="Lower with this pipeline.")
 @click.option("--intrinsics", default=None, metavar="JSON", help="Tensor intrinsics for the plan.")
@@ -374,6 +374,9 @@ def compile_command(
                 ptx_via=ptx_via,
                 depfile=depfile_path(output or "-", file, "cu", md, mf),
                 prefix=prefix,
+                opt_level=opt_level,
+                pipeline=pipeline,
+                intrinsics=intrinsics,
             )
         )
     from tirc.driver.compile import compile_file, depfile_path

@@ -1,9 +1,12 @@
 """`tirc compile --target cuda`: CUDA C, PTX (through NVRTC or LLVM's NVPTX target) and cubin.
 
 `--target cuda -arch=sm_80` picks the architecture (default sm_90). PTX goes through NVRTC
-when cuda-python is installed and through llvmlite otherwise, or as `ptx_via` says. `prefix`
-renames every function (so kernels `f_kernel` and launchers `f_launch` of several files link
-into one program), and a depfile names every file read, as for the CPU target.
+when cuda-python is installed and through llvmlite otherwise, or as `ptx_via` says. As for the
+CPU target, `intrinsics` adds tensor intrinsics for the plan's tensorize steps, `pipeline`
+replaces the target's lowering pipeline, `prefix` renames every function (so kernels
+`f_kernel` and launchers `f_launch` of several files link into one program), and a depfile
+names every file read. `opt_level` is LLVM's, on the NVPTX path; NVRTC and ptxas keep their
+own defaults.
 """
 
 from __future__ import annotations
@@ -39,10 +42,14 @@ def compile_cuda_file(
     ptx_via: str | None = None,
     depfile: str | None = None,
     prefix: str = "",
+    opt_level: int = 3,
+    pipeline: str | None = None,
+    intrinsics: str | None = None,
 ) -> int:
-    """Parse, schedule with `plan`, lower for cuda, and write `emit` to `output` (and the make
-    rule of what it read to `depfile`)."""
-    check_stdin_once([p for p in (path, plan) if p is not None])
+    """Parse, schedule with `plan` (and the tensor intrinsics in `intrinsics`), lower for cuda
+    (or by the pipeline in `pipeline`), and write `emit` to `output` (and the make rule of what
+    it read to `depfile`)."""
+    check_stdin_once([p for p in (path, plan, pipeline, intrinsics) if p is not None])
     arch = target_arch(target, arch)
     if emit not in EMITS:
         raise DiagnosticError.at(
@@ -55,17 +62,19 @@ def compile_cuda_file(
     if plan is not None:
         from tirc.driver.schedule import apply_plan_file
 
-        module, _ = apply_plan_file(module, plan)
+        module, _ = apply_plan_file(module, plan, intrinsics)
     from tirc.driver.lower import lower_module
 
     # named before lowering, so that split-host-device names the kernels after the prefixed names
-    lowered = lower_module(with_prefix(module, prefix), target="cuda")
+    lowered = lower_module(with_prefix(module, prefix), target="cuda", pipeline_path=pipeline)
     name = "<stdin>" if path == STDIN else os.path.basename(path)
-    data = cuda_artifact(lowered, emit, arch=arch, ptx_via=ptx_via, source_name=name)
+    data = cuda_artifact(
+        lowered, emit, arch=arch, ptx_via=ptx_via, source_name=name, opt_level=opt_level
+    )
     if depfile is not None:
         from tirc.driver.compile import default_pipeline_file, depfile_text
 
-        inputs = [path, plan, default_pipeline_file("cuda")]
+        inputs = [path, plan, intrinsics, pipeline or default_pipeline_file("cuda")]
         write_output(depfile, depfile_text(output, [p for p in inputs if p and p != STDIN]))
     write_output(output, data)
     return ExitCode.OK
@@ -89,6 +98,7 @@ def cuda_artifact(
     arch: str = "sm_90",
     ptx_via: str | None = None,
     source_name: str = "",
+    opt_level: int = 3,
 ) -> str | bytes:
     """The text or bytes of one CUDA output kind for a lowered module."""
     from tirc.codegen.cuda import emit_cuda
@@ -99,7 +109,7 @@ def cuda_artifact(
         from tirc.codegen.nvptx import emit_nvvm_ir
 
         return emit_nvvm_ir(lowered, arch=arch)
-    ptx = module_ptx(lowered, arch=arch, via=ptx_via, source_name=source_name)
+    ptx = module_ptx(lowered, arch=arch, via=ptx_via, source_name=source_name, opt_level=opt_level)
     if emit == "ptx":
         return ptx
     from tirc.driver.cuda_toolchain import cubin_from_ptx
@@ -107,10 +117,12 @@ def cuda_artifact(
     return cubin_from_ptx(ptx, arch, extern_calls(lowered))
 
 
-def module_ptx(lowered: IRModule, *, arch: str, via: str | None, source_name: str = "") -> str:
-    """PTX through NVRTC (from the CUDA C) or LLVM. A function the program calls with
-    `T.call_extern` that NVRTC cannot find is an error at the call; through LLVM it stays
-    an `.extern` declaration, for ptxas or the user's link step to resolve."""
+def module_ptx(
+    lowered: IRModule, *, arch: str, via: str | None, source_name: str = "", opt_level: int = 3
+) -> str:
+    """PTX through NVRTC (from the CUDA C) or LLVM (optimized at `opt_level`). A function the
+    program calls with `T.call_extern` that NVRTC cannot find is an error at the call; through
+    LLVM it stays an `.extern` declaration, for ptxas or the user's link step to resolve."""
     from tirc.driver.cuda_toolchain import has_nvrtc, ptx_from_cuda
 
     if via not in (None, *PTX_PATHS):
@@ -130,7 +142,7 @@ def module_ptx(lowered: IRModule, *, arch: str, via: str | None, source_name: st
         )
     from tirc.codegen.nvptx import emit_ptx
 
-    return emit_ptx(lowered, arch=arch)
+    return emit_ptx(lowered, arch=arch, opt_level=opt_level)
 
 
 def extern_calls(module: IRModule) -> dict[str, Span | None]:

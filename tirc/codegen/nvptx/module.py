@@ -52,18 +52,20 @@ def emit_nvvm_ir(module: IRModule, *, arch: str = "sm_90") -> str:
     return str(llvm_module)
 
 
-def emit_ptx(module: IRModule, *, arch: str = "sm_90") -> str:
-    """PTX for `arch` of a module lowered for cuda."""
+def emit_ptx(module: IRModule, *, arch: str = "sm_90", opt_level: int = 3) -> str:
+    """PTX for `arch` of a module lowered for cuda, optimized at `opt_level` (0-3; 0 runs no
+    LLVM passes, 2 and 3 its O2 pipeline)."""
     llvm_module, uses_libdevice = build_module(module)
     _initialize()
+    level = min(max(opt_level, 0), 3)
     machine = llvm.Target.from_triple(TRIPLE).create_target_machine(
-        cpu=arch, features=f"+{PTX_VERSIONS[arch]}", opt=3, reloc="pic", codemodel="default"
+        cpu=arch, features=f"+{PTX_VERSIONS[arch]}", opt=level, reloc="pic", codemodel="default"
     )
     parsed = llvm.parse_assembly(str(llvm_module))
     if uses_libdevice:
         _link_libdevice(parsed)
     parsed.verify()
-    _optimize(parsed, machine)
+    _optimize(parsed, machine, min(level, 2))
     return machine.emit_assembly(parsed)
 
 
@@ -95,8 +97,8 @@ def _link_libdevice(parsed: llvm.ModuleRef) -> None:
             function.linkage = llvm.Linkage.internal
 
 
-def _optimize(parsed: llvm.ModuleRef, machine: llvm.TargetMachine) -> None:
-    options = llvm.create_pipeline_tuning_options(speed_level=2)
+def _optimize(parsed: llvm.ModuleRef, machine: llvm.TargetMachine, speed_level: int) -> None:
+    options = llvm.create_pipeline_tuning_options(speed_level=speed_level)
     builder = llvm.create_pass_builder(machine, options)
     manager = builder.getModulePassManager()
     manager.run(parsed, builder)
