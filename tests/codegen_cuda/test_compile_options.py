@@ -75,7 +75,7 @@ def test_plan_tensorizes_with_the_intrinsics_file(tmp_path: Path, capsys: Captur
     assert not out.exists()
     depfile = tmp_path / "dense.d"
     assert main([*argv, "--intrinsics", INTRINSICS, "-MF", str(depfile)]) == 0
-    assert "dp4a" in out.read_text()
+    assert "tirc_dp4a_u32_s32(" in out.read_text()
     rule = depfile.read_text().splitlines()[0]
     assert rule.startswith(f"{out}: ")
     assert INTRINSICS in rule and DENSE_PLAN in rule and rule.endswith("cuda.toml")

@@ -15,7 +15,7 @@ from tirc.diagnostics import DiagnosticError
 from tirc.interp import math_functions
 from tirc.interp.compile_launch import compile_launch, launched_kernel
 from tirc.interp.context import Code, Context
-from tirc.interp.extensions import EXTERNS, INTRINSICS
+from tirc.interp.extensions import INTRINSICS, extern_implementation
 from tirc.interp.threads import WARP_OP, sync_warp
 from tirc.ir.dtype import DataType, parse_dtype
 from tirc.ir.expr import BufferLoad, Call, PrimExpr, StringImm
@@ -299,8 +299,10 @@ def _extern(compiler: CallCompiler, call: Call) -> Code:
     if kernel is not None:
         return compile_launch(compiler, call, name, kernel)
     args = [compiler.exprs.compile(a) for a in call.args[1:]]  # type: ignore[arg-type]
-    if name in EXTERNS:
-        function = compiler.ctx.constant(EXTERNS[name], name)
+    arg_types = [a.dtype for a in call.args[1:]]  # type: ignore[attr-defined]
+    implementation = extern_implementation(name, arg_types, call.dtype)
+    if implementation is not None:
+        function = compiler.ctx.constant(implementation, name)
         text = f"{function}({', '.join(a.text for a in args)})"
         return compiler.exprs.round_float(text, call.dtype) if call.dtype.is_float else Code(text)
     math_name = _c_math_name(name)

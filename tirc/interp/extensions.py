@@ -3,30 +3,71 @@
 Code outside the interpreter adds entries here (the wmma intrinsics do, in interp/wmma.py).
 An implementation receives the call's evaluated arguments: ints, floats, bools, tuples for
 vectors, strings, and Storage or Pointer objects for handles; it returns the call's value.
+An extern whose meaning depends on its operand types (CUDA's overloads) is registered in
+TYPED_EXTERNS instead, as a function of the argument and result dtypes that returns the
+implementation for them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+
+from tirc.diagnostics import DiagnosticError
+from tirc.ir.dtype import DataType
+
+Implementation = Callable[..., object]
 
 # intrinsic name (Call.op) -> implementation
-INTRINSICS: dict[str, Callable[..., object]] = {}
+INTRINSICS: dict[str, Implementation] = {}
 
 # extern function name (the first argument of T.call_extern / T.call_pure_extern) -> implementation
-EXTERNS: dict[str, Callable[..., object]] = {}
+EXTERNS: dict[str, Implementation] = {}
+
+# extern function name -> (argument dtypes, result dtype) -> implementation
+TYPED_EXTERNS: dict[str, Callable[[Sequence[DataType], DataType], Implementation]] = {}
 
 
-def _dp4a(a: tuple[int, ...] | int, b: tuple[int, ...] | int, c: int) -> int:
-    """CUDA's __dp4a: the dot product of four packed 8-bit lanes, plus c (int32 wrap)."""
-    left = a if isinstance(a, tuple) else _bytes(a)
-    right = b if isinstance(b, tuple) else _bytes(b)
-    total = sum(x * y for x, y in zip(left, right, strict=True)) + c
-    return ((total + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+def extern_implementation(
+    name: str, arg_types: Sequence[DataType], result: DataType
+) -> Implementation | None:
+    """The implementation of extern `name` called on `arg_types` for a `result`, or None."""
+    if name in EXTERNS:
+        return EXTERNS[name]
+    typed = TYPED_EXTERNS.get(name)
+    return typed(arg_types, result) if typed is not None else None
 
 
-def _bytes(packed: int) -> tuple[int, ...]:
-    raw = [(packed >> (8 * lane)) & 0xFF for lane in range(4)]
-    return tuple(v - 256 if v >= 128 else v for v in raw)
+def _dp4a(arg_types: Sequence[DataType], result: DataType) -> Implementation:
+    """CUDA's __dp4a(a, b, c), PTX's dp4a.{s32,u32}.{s32,u32}: c plus the dot product of a's
+    and b's four 8-bit lanes, each signed or not as its operand's type says (int8x4 / int32
+    signed, uint8x4 / uint32 not; a 32-bit scalar packs lane i in bits 8i..8i+7). The sum
+    wraps to 32 bits, signed if either operand is, and converts to `result` as C would."""
+    if len(arg_types) != 3:
+        raise DiagnosticError.at(None, "__dp4a takes three arguments: a, b and c")
+    signed_a, signed_b = (t.element.is_int for t in arg_types[:2])
+    signed = signed_a or signed_b
+    bits = result.element.bits
+
+    def dp4a(a: tuple[int, ...] | int, b: tuple[int, ...] | int, c: int) -> int:
+        left = _lanes(a, signed_a)
+        right = _lanes(b, signed_b)
+        total = sum(x * y for x, y in zip(left, right, strict=True)) + int(c)
+        total = _wrap(total, 32, signed)
+        return _wrap(total, bits, result.element.is_int)
+
+    return dp4a
 
 
-EXTERNS.setdefault("__dp4a", _dp4a)
+def _wrap(value: int, bits: int, signed: bool) -> int:
+    low = -(1 << (bits - 1)) if signed else 0
+    return (value - low) % (1 << bits) + low
+
+
+def _lanes(value: tuple[int, ...] | int, signed: bool) -> tuple[int, ...]:
+    if isinstance(value, tuple):
+        return tuple(int(v) for v in value)
+    raw = [(int(value) >> (8 * lane)) & 0xFF for lane in range(4)]
+    return tuple(v - 256 if signed and v >= 128 else v for v in raw)
+
+
+TYPED_EXTERNS.setdefault("__dp4a", _dp4a)

@@ -16,7 +16,7 @@ import numpy as np
 
 from tirc.interp import lockstep_values as V
 from tirc.interp import math_functions, numeric
-from tirc.interp.extensions import EXTERNS
+from tirc.interp.extensions import extern_implementation
 from tirc.interp.lockstep_expr import (
     SHUFFLE_DOWN,
     SHUFFLE_INDEX,
@@ -229,8 +229,10 @@ def _extern(compiler: ExprCompiler, call: Call) -> Eval:
     if any(a.dtype.lanes > 1 or a.dtype.is_handle for a in call.args[1:]):  # type: ignore[attr-defined]
         raise Unsupported("extern call on vectors or pointers")
     name = name_arg.value
-    if name in EXTERNS:
-        function: Callable[..., object] = EXTERNS[name]
+    arg_types = [a.dtype for a in call.args[1:]]  # type: ignore[attr-defined]
+    implementation = extern_implementation(name, arg_types, call.dtype)
+    if implementation is not None:
+        function: Callable[..., object] = implementation
     else:
         core = _c_math_name(name)
         if core in math_functions.FLOAT_UNARY and len(args) == 1:

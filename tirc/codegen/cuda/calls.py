@@ -160,6 +160,10 @@ def _extern(p: ExprPrinter, call: E.Call, lane: int | None) -> Code:
     name = call.args[0]
     if not isinstance(name, E.StringImm):
         raise DiagnosticError.at(call.span, f"{call.op}: the function name must be a string")
+    if name.value == "__dp4a":
+        from tirc.codegen.cuda.dp4a import print_dp4a
+
+        return print_dp4a(p, call, lane)
     args = ", ".join(p(arg, lane) for arg in call.args[1:])
     return f"{name.value}({args})", PRIMARY
 

@@ -69,6 +69,24 @@ __device__ void tirc_mma_sync(D* d, long long di, const A* a, long long ai, cons
 }
 """
 
+DP4A = """\
+// __dp4a for operands of mixed signs, which CUDA does not overload: PTX dp4a.atype.btype
+// d, a, b, c sums c and the products of a's and b's four bytes (d and c are s32).
+__device__ __forceinline__ int tirc_dp4a_s32_u32(int a, unsigned int b, int c) {
+    int d;
+    asm("dp4a.s32.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    return d;
+}
+__device__ __forceinline__ int tirc_dp4a_u32_s32(unsigned int a, int b, int c) {
+    int d;
+    asm("dp4a.u32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    return d;
+}
+// four bytes as one 32-bit word, signed as the bytes are
+__device__ __forceinline__ int tirc_dp4a_word(char4 v) { return *(int*)&v; }
+__device__ __forceinline__ unsigned int tirc_dp4a_word(uchar4 v) { return *(unsigned int*)&v; }
+"""
+
 ALLOCA = """\
 // Per-thread memory whose size only the launch knows, from the thread's stack. PTX's alloca,
 // as NVRTC has no alloca().
@@ -106,6 +124,7 @@ __device__ __forceinline__ void tirc_mma_store(T* dst, const T* registers, int t
 _HELPERS: tuple[tuple[str, str], ...] = (
     (r"tirc_floor(div|mod)\(", FLOOR),
     (r"tirc_q_multiply_shift\(", Q_MULTIPLY_SHIFT),
+    (r"tirc_dp4a_\w+\(", DP4A),
     (r"TIRC_ALLOCA\(", ALLOCA),
     (r"tirc_(fill_fragment|load_matrix_sync|store_matrix_sync|mma_sync)\(", WMMA),
     (r"tirc_mma_(fill|store)\(", MMA_REGISTERS),

@@ -204,21 +204,51 @@ def _address_of(v: ValueBuilder, call: E.Call) -> ir.Value:
     return v.element_pointer(load.buffer, v(load.indices[0]))
 
 
-# CUDA's device functions that are one NVVM intrinsic
-_EXTERN_INTRINSICS = {"__dp4a": "llvm.nvvm.idp4a.s.s"}
+def _dp4a(v: ValueBuilder, call: E.Call) -> ir.Value:
+    """CUDA's __dp4a(a, b, c) (see tirc/codegen/cuda/dp4a.py) as `llvm.nvvm.idp4a.{s,u}.{s,u}`,
+    signed or not as each operand's type says; a vector operand travels as one 32-bit word."""
+    from tirc.codegen.cuda.dp4a import dp4a_operands
+
+    dp4a = dp4a_operands(call)
+    words = []
+    for operand in (dp4a.a, dp4a.b):
+        word = v(operand)
+        words.append(v.b.bitcast(word, types.I32) if isinstance(word.type, ir.VectorType) else word)
+    accumulator = _to_i32(v, v(dp4a.c), dp4a.c.type)
+    signs = "".join(".s" if signed else ".u" for signed in (dp4a.signed_a, dp4a.signed_b))
+    function = v.function(f"llvm.nvvm.idp4a{signs}", types.I32, [types.I32] * 3)
+    result = v.b.call(function, [*words, accumulator])
+    return _from_i32(v, result, dp4a.signed, call.dtype)
+
+
+def _to_i32(v: ValueBuilder, value: ir.Value, dtype: DataType) -> ir.Value:
+    """An integer of any width as the 32 bits dp4a accumulates in."""
+    bits = dtype.bits
+    if bits > 32:
+        return v.b.trunc(value, types.I32)
+    if bits < 32:
+        return v.b.sext(value, types.I32) if dtype.is_int else v.b.zext(value, types.I32)
+    return value
+
+
+def _from_i32(v: ValueBuilder, value: ir.Value, signed: bool, dtype: DataType) -> ir.Value:
+    """dp4a's 32-bit result (signed if either operand is) converted to `dtype`, as C would."""
+    bits = dtype.bits
+    if bits > 32:
+        extend = v.b.sext if signed else v.b.zext
+        return extend(value, ir.IntType(bits))
+    if bits < 32:
+        return v.b.trunc(value, ir.IntType(bits))
+    return value
 
 
 def _extern(v: ValueBuilder, call: E.Call) -> ir.Value:
     name = call.args[0]
     if not isinstance(name, E.StringImm):
         raise DiagnosticError.at(call.span, f"{call.op}: the function name must be a string")
+    if name.value == "__dp4a":
+        return _dp4a(v, call)
     args = [v(a) for a in call.args[1:]]
-    intrinsic = _EXTERN_INTRINSICS.get(name.value)
-    if intrinsic is not None:
-        # packed operands (int8x4) travel as one 32-bit integer
-        args = [v.b.bitcast(a, types.I32) if isinstance(a.type, ir.VectorType) else a for a in args]
-        function = v.function(intrinsic, types.value_type(call.dtype), [a.type for a in args])
-        return v.b.call(function, args)
     result = ir.VoidType() if call.dtype.is_void else types.value_type(call.dtype)
     function = v.function(name.value, result, [a.type for a in args])
     value = v.b.call(function, args)
