@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from tirc.codegen.cuda import types
 from tirc.codegen.cuda.expr import PRIMARY, Code, ExprPrinter
-from tirc.diagnostics import DiagnosticError
+from tirc.diagnostics import Diagnostic, DiagnosticError, Note
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
 from tirc.ir.functor import walk
@@ -48,10 +48,47 @@ def fragment_shapes(body: S.Stmt) -> dict[E.Var, tuple[int, int, int, str]]:
     return shapes
 
 
+def check_fragment_accesses(body: S.Stmt) -> None:
+    """Raises an error at the first element-by-element access (a load or store of one
+    element) of each wmma fragment in `body`: a fragment's layout across the warp is
+    opaque, so only the wmma calls can touch it. Such an access is a tensorize step that
+    was never applied to the block it sits in."""
+    first: dict[E.Var, E.BufferLoad | S.BufferStore] = {}
+
+    def visit(node: object) -> None:
+        if isinstance(node, (E.BufferLoad, S.BufferStore)) and node.buffer.scope in _ROLE:
+            first.setdefault(node.buffer.data, node)
+
+    walk(body, visit)
+    problems = [
+        Diagnostic.error(
+            f"wmma fragment {access.buffer.name} is {_ACCESS[type(access)][0]} element by "
+            "element, which tirc cannot lower",
+            access.span,
+            Note("a fragment is spread over a warp's threads in a layout only wmma calls know"),
+            Note(
+                f"tensorize the block that {_ACCESS[type(access)][1]} it with a wmma intrinsic "
+                "(`tirc intrinsics` lists them: wmma_fill_*, wmma_load_*, wmma_sync_*, "
+                "wmma_store_*), or give the buffer scope 'local'"
+            ),
+        )
+        for access in first.values()
+    ]
+    if problems:
+        raise DiagnosticError(problems)
+
+
+_ACCESS: dict[type, tuple[str, str]] = {
+    E.BufferLoad: ("read", "reads"),
+    S.BufferStore: ("written", "writes"),
+}
+
+
 def declare_fragment(w: KernelWriter, node: S.AllocBuffer) -> None:
     buffer = node.buffer
     shapes = getattr(w, "fragment_shapes", None)
     if shapes is None:
+        check_fragment_accesses(w.kernel.body)
         shapes = fragment_shapes(w.kernel.body)
         w.fragment_shapes = shapes  # type: ignore[attr-defined]
     shape = shapes.get(buffer.data)

@@ -197,6 +197,9 @@ def _alloc(k: KernelBuilder, node: S.AllocBuffer) -> None:
     element = types.memory_type(buffer.dtype)
     size = allocation_size(buffer)
     if buffer.scope.startswith("wmma."):
+        from tirc.codegen.cuda.wmma import check_fragment_accesses
+
+        check_fragment_accesses(k.kernel.body)  # an error of the program's comes first
         raise DiagnosticError.at(node.span, "--ptx-via llvm: wmma fragments need --ptx-via nvrtc")
     if buffer in k.dynamic_offsets:
         base = _dynamic_shared(k)
