@@ -219,6 +219,7 @@ def schedule_command(
         "tirc run samples/matmul.tir                   # in the reference interpreter",
         "tirc run samples/matmul.tir --plan samples/matmul.plan.json --target cpu --check --bench",
         "tirc run k.tir --target 'cpu -mcpu=znver4' --inputs in.npz --save out.npz",
+        "tirc run dynamic.tir --target cpu --size n=1024 --check   # shapes over a variable n",
         "tirc run samples/gpu/matmul_fp16_tc.tir --plan samples/gpu/matmul_fp16_tc.plan.json "
         "--target cuda -D N=4096 --check --bench",
     ),
@@ -236,6 +237,13 @@ def schedule_command(
 @click.option("--inputs", default=None, metavar="IN.npz", help="Arguments by parameter name.")
 @click.option("--save", default=None, metavar="OUT.npz", help="Write every buffer after the run.")
 @click.option("--seed", default=0, show_default=True, help="Seed for arguments not given.")
+@click.option(
+    "--size",
+    "sizes",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="A symbolic shape variable's value, for the arguments drawn at random (repeatable).",
+)
 @click.option("--check", is_flag=True, help="Compare the results with the interpreter's.")
 @click.option("--bench", is_flag=True, help="Report the median time over repeats.")
 @click.option(
@@ -266,6 +274,7 @@ def run_command(
     inputs: str | None,
     save: str | None,
     seed: int,
+    sizes: tuple[str, ...],
     check: bool,
     bench: bool,
     opt_level: int,
@@ -274,7 +283,7 @@ def run_command(
 ) -> int:
     """Run a function of FILE on given or random inputs and summarize the result."""
     from tirc.driver.defines import parse_defines
-    from tirc.driver.run import run_file
+    from tirc.driver.run import parse_sizes, run_file
 
     return guarded(
         lambda: run_file(
@@ -290,6 +299,7 @@ def run_command(
             bench=bench,
             opt_level=opt_level,
             gpu_model=gpu_model,
+            sizes=parse_sizes(sizes),
         )
     )
 

@@ -1,9 +1,12 @@
 """`tirc run`: execute one function of a file on given or random inputs, save the buffers.
 
 Inputs come from an npz keyed by parameter name (buffer parameters, outputs' initial contents
-included; scalars as 0-d arrays); what is not given is drawn at random from the seed. The
-function runs in the interpreter (`interp`) or compiled for this CPU (`cpu`, `cpu -mcpu=...`),
-where `--check` compares it with the interpreter and `--bench` times it.
+included; scalars as 0-d arrays); what is not given is drawn at random from the seed, with
+the sizes of symbolic shapes from `--size n=16` (or 0-d arrays named like the variables in
+the npz). The function runs in the interpreter (`interp`), compiled for this CPU (`cpu`,
+`cpu -mcpu=...`) or on the GPU (`cuda`), where `--check` compares it with the interpreter and
+`--bench` times it. The function run is the one named, else the only one, else `main`,
+private or not.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 import io
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -41,9 +44,11 @@ def run_file(
     bench: bool = False,
     opt_level: int = 3,
     gpu_model: str = "threads",
+    sizes: Mapping[str, int] | None = None,
 ) -> int:
     """Runs `func` (default: the only function, or `main`) of the file at `path`, scheduled
-    by `plan`; writes every buffer parameter to `save` (an npz, atomically) and prints a
+    by `plan`, on inputs from `inputs` and random ones shaped by `sizes` (shape variables by
+    name); writes every buffer parameter to `save` (an npz, atomically) and prints a
     summary. Returns 0; a failed `check` is a DiagnosticError. `gpu_model` is how the
     interpreter runs GPU kernels (tirc.interp.lockstep.GPU_MODELS)."""
     kind = target.split()[0] if target.split() else ""
@@ -69,7 +74,19 @@ def run_file(
 
     with meter, model(gpu_model):
         name, function, args, given, elapsed, notes = _execute(
-            path, target, kind, func, inputs, seed, defines, plan, check, bench, opt_level, meter
+            path,
+            target,
+            kind,
+            func,
+            inputs,
+            seed,
+            defines,
+            plan,
+            check,
+            bench,
+            opt_level,
+            meter,
+            sizes or {},
         )
     buffers = {
         param.name: args[param.name]
@@ -80,7 +97,7 @@ def run_file(
         write_output(save, npz_bytes(buffers))  # type: ignore[arg-type]
     # with `--save -` the npz goes to stdout, so the summary goes to stderr
     stream = sys.stderr if save == STDOUT else sys.stdout
-    print(summary(name, target, elapsed, function, args, given, save), file=stream)
+    print(summary(name, target, elapsed, function, args, given, save, sizes), file=stream)
     for note in notes:
         print(note, file=stream)
     return ExitCode.OK
@@ -99,6 +116,7 @@ def _execute(
     bench: bool,
     opt_level: int,
     meter: Meter,
+    sizes: Mapping[str, int],
 ) -> tuple[str, PrimFunc, dict[str, np.ndarray | int], dict[str, np.ndarray], float, list[str]]:
     """Parses, schedules and runs the function on `kind`: its name, the function, the
     arguments after the run, the inputs given, the seconds of the run and the bench notes."""
@@ -113,8 +131,9 @@ def _execute(
         meter.stage("applying the plan")
         module, _ = apply_plan_file(module, plan)
     name, function = pick_function(module, func)
+    module, function = entry_point(module, name, function)
     given = load_inputs(inputs) if inputs is not None else {}
-    args = complete_arguments(function, given, seed, inputs or "")
+    args = complete_arguments(function, given, seed, inputs or "", sizes)
     reference = {key: np.array(value, copy=True) for key, value in args.items()} if check else None
     notes: list[str] = []
 
@@ -228,7 +247,7 @@ def _interpret(module: IRModule, function: PrimFunc, values: dict[str, np.ndarra
     }
     arguments: dict[str, np.ndarray | int] = {**values, **scalars}
     run(function, arguments, module=module)
-    values.update({key: value for key, value in arguments.items() if key not in scalars})
+    values.update({k: np.asarray(v) for k, v in arguments.items() if k not in scalars})
 
 
 def _param(function: PrimFunc, name: str) -> Var:
@@ -257,6 +276,7 @@ def _numpy_baseline(
 
 
 def pick_function(module: IRModule, name: str | None) -> tuple[str, PrimFunc]:
+    """The function named, else the only one, else `main`; private ones too."""
     names = module.names()
     if name is not None:
         if name not in module:
@@ -273,6 +293,35 @@ def pick_function(module: IRModule, name: str | None) -> tuple[str, PrimFunc]:
     )
 
 
+def entry_point(module: IRModule, name: str, function: PrimFunc) -> tuple[IRModule, PrimFunc]:
+    """The module with the function to run made public: a private function (TVM prints
+    `@T.prim_func(private=True)`) has no symbol a compiled module exports, and running it
+    is what makes it an entry point."""
+    if not function.is_private:
+        return module, function
+    import dataclasses
+
+    public = dataclasses.replace(function, is_private=False)
+    return module.with_function(name, public), public
+
+
+def parse_sizes(items: Sequence[str]) -> dict[str, int]:
+    """`--size NAME=VALUE` items as a dict of non-negative integers; a later one wins."""
+    sizes: dict[str, int] = {}
+    for item in items:
+        name, equals, value = item.partition("=")
+        try:
+            number = int(value)
+        except ValueError:
+            number = -1
+        if not equals or not name.isidentifier() or number < 0:
+            raise DiagnosticError.at(
+                None, f"invalid --size '{item}': expected NAME=VALUE with a whole number VALUE"
+            )
+        sizes[name] = number
+    return sizes
+
+
 def load_inputs(path: str) -> dict[str, np.ndarray]:
     try:
         with np.load(path, allow_pickle=False) as data:
@@ -282,9 +331,14 @@ def load_inputs(path: str) -> dict[str, np.ndarray]:
 
 
 def complete_arguments(
-    func: PrimFunc, given: Mapping[str, np.ndarray], seed: int, source: str
+    func: PrimFunc,
+    given: Mapping[str, np.ndarray],
+    seed: int,
+    source: str,
+    sizes: Mapping[str, int] | None = None,
 ) -> dict[str, np.ndarray | int]:
-    """An argument per parameter: the given ones checked, the rest drawn at random."""
+    """An argument per parameter: the given ones checked, the rest drawn at random, their
+    shapes from `sizes`, the given arrays' shapes and 0-d arrays named like shape variables."""
     from tirc.interp.inputs import random_argument
     from tirc.interp.memory import array_type
     from tirc.ir.expr import Var
@@ -293,7 +347,12 @@ def complete_arguments(
     buffer_names = {
         buffer.name: param.name for param, buffer in func.buffer_map if buffer.name not in names
     }
-    unknown = [key for key in given if key not in names and key not in buffer_names]
+    shape_vars = shape_variables(func)
+    unknown = [
+        key
+        for key in given
+        if key not in names and key not in buffer_names and key not in shape_vars
+    ]
     if unknown:
         raise DiagnosticError.at(
             None,
@@ -301,8 +360,8 @@ def complete_arguments(
             "which are not parameters of the "
             f"function (its parameters: {', '.join(p.name for p in func.params)})",
         )
+    known = _known_sizes(func, given, sizes or {}, shape_vars, source)
     by_param = {buffer_names.get(key, key): value for key, value in given.items()}
-    known: dict[str, int] = {}
     args: dict[str, np.ndarray | int] = {}
     for param in func.params:
         if param.name not in by_param:
@@ -311,8 +370,6 @@ def complete_arguments(
         buffer = _buffer_of(func, param)
         if buffer is None:
             args[param.name] = value.item() if value.ndim == 0 else value
-            if value.ndim == 0 and np.issubdtype(value.dtype, np.integer):
-                known[param.name] = int(value)
             continue
         want = array_type(buffer.dtype)
         if value.dtype.kind == "V" and value.dtype.itemsize == want.itemsize:
@@ -330,13 +387,105 @@ def complete_arguments(
                 f"but {buffer.name} has {len(buffer.shape)} dimensions",
             )
         for extent, actual in zip(buffer.shape, value.shape, strict=False):
-            if isinstance(extent, Var):
-                known.setdefault(extent.name, int(actual))
+            if not isinstance(extent, Var):
+                continue
+            if known.setdefault(extent.name, int(actual)) != int(actual):
+                raise DiagnosticError.at(
+                    None,
+                    f"input {param.name} in '{source}' has shape {value.shape}, so "
+                    f"{extent.name} = {actual}, but it is given as {known[extent.name]}",
+                )
         args[param.name] = np.array(value, copy=True)
     for index, param in enumerate(func.params):
         if param.name not in args:
+            _check_sizes_known(func, param, known)
             args[param.name] = random_argument(func, index, seed, known)
     return args
+
+
+def shape_variables(func: PrimFunc) -> dict[str, Var]:
+    """The variables the shapes of the function's parameter buffers use, by name."""
+    from tirc.analysis.well_formed.loops import free_vars
+    from tirc.transform.passes.make_c_abi import parameter_buffers
+
+    found: dict[str, Var] = {}
+    for buffer in parameter_buffers(func).values():
+        for extent in buffer.shape:
+            for var in sorted(free_vars(extent), key=lambda v: v.name):
+                found.setdefault(var.name, var)
+    return found
+
+
+def _known_sizes(
+    func: PrimFunc,
+    given: Mapping[str, np.ndarray],
+    sizes: Mapping[str, int],
+    shape_vars: Mapping[str, Var],
+    source: str,
+) -> dict[str, int]:
+    """Values of shape variables and integer scalar parameters, by name: from `--size`, and
+    from 0-d integer arrays in the inputs (which must agree)."""
+    scalars = {
+        param.name
+        for param in func.params
+        if _buffer_of(func, param) is None and not param.dtype.is_handle
+    }
+    sizable = sorted(set(shape_vars) | scalars)
+    known: dict[str, int] = {}
+    for name, value in sizes.items():
+        if name not in sizable:
+            raise DiagnosticError.at(
+                None,
+                f"--size {name}={value}: the function has no shape variable {name}",
+                Note(
+                    f"its shape variables: {', '.join(sizable)}"
+                    if sizable
+                    else "its shapes are all constants"
+                ),
+            )
+        known[name] = int(value)
+    for name, array in given.items():
+        if name not in sizable:
+            continue
+        if array.ndim != 0 or not np.issubdtype(array.dtype, np.integer):
+            if name in scalars:
+                continue  # a float scalar parameter, say: its own argument
+            raise DiagnosticError.at(
+                None,
+                f"'{source}' gives shape variable {name} as a {array.dtype} array of shape "
+                f"{array.shape}; give it as a 0-d integer array",
+            )
+        if known.setdefault(name, int(array)) != int(array):
+            raise DiagnosticError.at(
+                None, f"'{source}' gives {name} = {int(array)}, but --size gives {known[name]}"
+            )
+    return known
+
+
+def _check_sizes_known(func: PrimFunc, param: Var, known: Mapping[str, int]) -> None:
+    """A DiagnosticError naming the option to use when a random argument needs a size that
+    nothing gave."""
+    from tirc.analysis.well_formed.loops import free_vars
+
+    buffer = _buffer_of(func, param)
+    if buffer is None:
+        if param.name in known or param.dtype.is_handle:
+            return
+        if param.dtype.is_float:
+            hint = f"give it as a 0-d array '{param.name}' in --inputs"
+        else:
+            hint = f"give it with --size {param.name}=... or as a 0-d array in --inputs"
+        raise DiagnosticError.at(param.span, f"scalar parameter {param.name} has no value: {hint}")
+    missing = sorted(
+        {var.name for extent in buffer.shape for var in free_vars(extent)} - set(known)
+    )
+    if missing:
+        options = " ".join(f"--size {name}=..." for name in missing)
+        raise DiagnosticError.at(
+            buffer.span,
+            f"the shape of {buffer.name} depends on {', '.join(missing)}: give {options} "
+            f"(or the array {param.name} in --inputs)",
+        )
 
 
 def npz_bytes(arrays: Mapping[str, np.ndarray]) -> bytes:
@@ -353,16 +502,20 @@ def summary(
     args: Mapping[str, object],
     given: Mapping[str, object],
     save: str | None,
+    sizes: Mapping[str, int] | None = None,
 ) -> str:
     lines = [f"ran {name} on {target} in {elapsed:.3f} s"]
     for param in func.params:
         buffer = _buffer_of(func, param)
         value = args[param.name]
-        origin = (
-            "given"
-            if param.name in given or (buffer is not None and buffer.name in given)
-            else "random"
-        )
+        if param.name in given or (buffer is not None and buffer.name in given):
+            origin = "given"
+        elif buffer is None and param.name in (sizes or {}):
+            origin = "--size"
+        elif buffer is None:
+            origin = "from the arrays' shapes"  # scalars are never drawn at random
+        else:
+            origin = "random"
         if buffer is not None and isinstance(value, np.ndarray):
             lines.append(f"  {param.name}: {buffer.dtype}{list(value.shape)} ({origin})")
         else:
