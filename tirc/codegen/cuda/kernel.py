@@ -116,12 +116,5 @@ def kernel_text(kernel: Kernel, *, restrict: bool, sizes: frozenset[E.Var] = fro
 
 
 def _launch_bounds(kernel: Kernel) -> str:
-    threads = 1
-    for axis in "xyz":
-        extent = kernel.dims.get(f"threadIdx.{axis}")
-        if extent is None:
-            continue
-        if not isinstance(extent, E.IntImm):
-            return ""
-        threads *= extent.value
-    return f" __launch_bounds__({threads})"
+    threads = kernel.threads_per_block()
+    return "" if threads is None else f" __launch_bounds__({threads})"

@@ -51,6 +51,18 @@ class Kernel:
     dims: dict[str, E.PrimExpr]  # launch extent per thread tag, over params; missing tags are 1
     params: list[E.Var]  # handles and scalars, in order
 
+    def threads_per_block(self) -> int | None:
+        """The block's thread count when its extents are constants, else None."""
+        threads = 1
+        for axis in "xyz":
+            extent = self.dims.get(f"threadIdx.{axis}")
+            if extent is None:
+                continue
+            if not isinstance(extent, E.IntImm):
+                return None
+            threads *= extent.value
+        return threads
+
     def at_launch(self, expr: E.PrimExpr, launch: KernelLaunch) -> E.PrimExpr:
         """`expr`, over the kernel's parameters, in terms of the host's launch arguments."""
         return substitute(expr, dict(zip(self.params, launch.args, strict=True)))
@@ -97,16 +109,9 @@ def check_whole_warps(kernel: Kernel) -> None:
     ldmatrix, or a wmma call on fragments) but its blocks have a constant number of threads
     that is not a multiple of 32: such an operation then runs with part of its warp missing,
     and its result is undefined. (wmma calls on ordinary memory run one thread at a time.)"""
-    threads = 1
-    for axis in "xyz":
-        extent = kernel.dims.get(f"threadIdx.{axis}")
-        if extent is None:
-            continue
-        if not isinstance(extent, E.IntImm):
-            return  # only the launch knows
-        threads *= extent.value
-    if threads % 32 == 0:
-        return
+    threads = kernel.threads_per_block()
+    if threads is None or threads % 32 == 0:
+        return  # only the launch knows, or whole warps
     fragments: set[E.Var] = set()
     found: list[E.Call] = []
 
