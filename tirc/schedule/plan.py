@@ -173,7 +173,9 @@ def _trace_value(value: Any, kind: Kind) -> Any:
         if value == "None":
             return None
         if len(value) >= 2 and value[0] == value[-1] == '"':
-            return json.loads(value)  # TVM keeps quotes on string inputs: "\"shared\""
+            # TVM quotes string inputs without escaping what is inside ("\"shared\"",
+            # "\"{"a": 1}\""), and reads them back by dropping the quotes: so do we.
+            return value[1:-1]
         if kind in (Kind.STR, Kind.INDEX_MAP):
             return value
         if re.fullmatch(r"[blv]\d+", value):

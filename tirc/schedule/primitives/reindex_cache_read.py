@@ -44,12 +44,14 @@ def reindex_cache_read(
     scope = scope_of(block)
     region = region_of(block.block.reads, buffer)
     assert region is not None
+    # A block that reads a region may also be the buffer's writer: refuse it before the stage
+    # is placed between a writer and its readers.
+    check_single_point(block, region, "reindex_cache_read")
     writer = only_writer(state, scope, buffer)
     if writer is not None:
         location, position = detect_location(scope, writer, [block])
     else:
         location, position = scope.block, 0
-    check_single_point(block, region, "reindex_cache_read")
     layout = reindex_layout(
         block, state.get_sref(location), index_map, region, "reindex_cache_read"
     )

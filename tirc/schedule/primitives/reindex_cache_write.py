@@ -46,12 +46,12 @@ def reindex_cache_write(
     only_writer(state, scope, buffer)
     region = region_of(block.block.writes, buffer)
     assert region is not None
+    check_single_point(block, region, "reindex_cache_write")
     related = [d.dst for d in state.scope(scope).deps_from(block) if d.kind is DepKind.RAW]
     location, position = detect_location(scope, block, related)
     layout = reindex_layout(
         block, state.get_sref(location), index_map, region, "reindex_cache_write"
     )
-    check_single_point(block, region, "reindex_cache_write")
     cache = reindex_cache_buffer(buffer, layout, storage_scope)
     stage = CacheStage(cache, buffer, cache, location, position, region)
     new_block, stage.stmt = make_reindex_stage(layout, region, cache, buffer, False, storage_scope)
