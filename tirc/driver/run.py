@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from tirc.diagnostics import DiagnosticError, Note
+from tirc.driver.entry_point import entry_point
 from tirc.driver.exit_code import ExitCode
 from tirc.driver.output import STDOUT, write_output
 from tirc.driver.progress import Meter, meter_for
@@ -291,18 +292,6 @@ def pick_function(module: IRModule, name: str | None) -> tuple[str, PrimFunc]:
     raise DiagnosticError.at(
         None, f"the module has several functions ({', '.join(names)}); choose one with --func"
     )
-
-
-def entry_point(module: IRModule, name: str, function: PrimFunc) -> tuple[IRModule, PrimFunc]:
-    """The module with the function to run made public: a private function (TVM prints
-    `@T.prim_func(private=True)`) has no symbol a compiled module exports, and running it
-    is what makes it an entry point."""
-    if not function.is_private:
-        return module, function
-    import dataclasses
-
-    public = dataclasses.replace(function, is_private=False)
-    return module.with_function(name, public), public
 
 
 def parse_sizes(items: Sequence[str]) -> dict[str, int]:

@@ -23,10 +23,13 @@ def jit_function(
     """The function `name` of the (scheduled) `module`, compiled and loaded; the returned
     callable keeps the JIT alive."""
     from tirc.codegen.llvm import compile_module, parse_target
+    from tirc.driver.entry_point import entry_point
     from tirc.driver.host_threads import check_runs_on_cpu
     from tirc.driver.lower import lower_module
     from tirc.runtime.jit import JitModule
 
+    if name in module:
+        module, _ = entry_point(module, name, module[name])
     check_runs_on_cpu(module)
     lowered = lower_module(module, target=target)
     compiled = compile_module(lowered, parse_target(target), opt_level)
