@@ -23,11 +23,22 @@ NVRTC_INSTALL = "pip install 'tirc[cuda]' (cuda-bindings and nvidia-cuda-nvrtc==
 
 
 def has_nvrtc() -> bool:
+    """Whether NVRTC can be called: cuda-python installed and its libnvrtc loadable."""
+    return _nvrtc_problem() is None
+
+
+def _nvrtc_problem() -> str | None:
+    """Why NVRTC cannot be called, or None. cuda-python loads libnvrtc on the first call,
+    so a wheel without nvidia-cuda-nvrtc imports fine and fails there."""
     try:
-        from cuda.bindings import nvrtc  # noqa: F401
+        from cuda.bindings import nvrtc
     except ImportError:
-        return False
-    return True
+        return "cuda-python is not installed"
+    try:
+        nvrtc.nvrtcVersion()
+    except Exception as error:  # noqa: BLE001  (DynamicLibNotFoundError, RuntimeError...)
+        return f"libnvrtc cannot be loaded ({type(error).__name__}: {error})"
+    return None
 
 
 def ptx_from_cuda(
@@ -38,15 +49,16 @@ def ptx_from_cuda(
 ) -> str:
     """PTX for `arch` (sm_90, ...) from CUDA C, through NVRTC; `externs` are the functions
     the program calls (see the module's docstring)."""
-    try:
-        from cuda.bindings import nvrtc
-    except ImportError:
+    problem = _nvrtc_problem()
+    if problem is not None:
         raise DiagnosticError.at(
             None,
-            "--emit ptx through NVRTC needs cuda-python",
-            Note(f"install it: {NVRTC_INSTALL}"),
+            f"--emit ptx through NVRTC needs cuda-python and its NVRTC library: {problem}",
+            Note(f"install them: {NVRTC_INSTALL}"),
             Note("or use --ptx-via llvm, which needs no CUDA packages"),
-        ) from None
+        )
+    from cuda.bindings import nvrtc
+
     error, program = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
     _check(nvrtc, error, "nvrtcCreateProgram")
     try:
@@ -91,7 +103,8 @@ def cuda_include_dirs() -> list[str]:
         )
     candidates.append("/usr/local/cuda/include")
     try:
-        import nvidia  # type: ignore[import-untyped]  # the pip wheels' namespace package: nvidia/<component>/include
+        # the pip wheels' namespace package: nvidia/<component>/include
+        import nvidia  # type: ignore[import-not-found, unused-ignore]
 
         for root in nvidia.__path__:
             candidates += sorted(os.path.join(root, name, "include") for name in os.listdir(root))
