@@ -15,11 +15,16 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from tirc.diagnostics import DiagnosticError, Note, Span
+from tirc.diagnostics import Diagnostic, DiagnosticError, Note, Severity, Span
 from tirc.driver.defines import parse_defines
 from tirc.driver.exit_code import ExitCode
 from tirc.driver.output import write_output
 from tirc.driver.source import STDIN, check_stdin_once, read_source
+from tirc.ir import expr as E
+from tirc.ir import stmt as S
+from tirc.ir.buffer import Buffer
+from tirc.ir.functor import walk
+from tirc.ir.node import Node
 
 if TYPE_CHECKING:
     from tirc.ir.function import IRModule
@@ -28,6 +33,18 @@ EMITS = ("cu", "ptx", "cubin", "ll")
 PTX_PATHS = ("nvrtc", "llvm")
 EXTERN_CALLS = ("call_extern", "call_pure_extern")
 ARCHES = ("sm_70", "sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120")
+# The most shared memory one block may have on each architecture, after opting in (bytes).
+SHARED_MEMORY_LIMITS = {
+    "sm_70": 96 * 1024,
+    "sm_75": 64 * 1024,
+    "sm_80": 163 * 1024,
+    "sm_86": 99 * 1024,
+    "sm_89": 99 * 1024,
+    "sm_90": 227 * 1024,
+    "sm_100": 227 * 1024,
+    "sm_120": 99 * 1024,
+}
+MAX_THREADS_PER_BLOCK = 1024
 
 
 def compile_cuda_file(
@@ -68,6 +85,11 @@ def compile_cuda_file(
     # named before lowering, so that split-host-device names the kernels after the prefixed names
     lowered = lower_module(with_prefix(module, prefix), target="cuda", pipeline_path=pipeline)
     name = "<stdin>" if path == STDIN else os.path.basename(path)
+    warnings = launch_limit_warnings(lowered, arch)
+    if warnings:
+        from tirc.diagnostics.render import render
+
+        render(warnings)
     data = cuda_artifact(
         lowered, emit, arch=arch, ptx_via=ptx_via, source_name=name, opt_level=opt_level
     )
@@ -78,6 +100,60 @@ def compile_cuda_file(
         write_output(depfile, depfile_text(output, [p for p in inputs if p and p != STDIN]))
     write_output(output, data)
     return ExitCode.OK
+
+
+def launch_limit_warnings(lowered: IRModule, arch: str) -> list[Diagnostic]:
+    """A warning for each kernel whose launch `arch` would refuse whatever its arguments: more
+    shared memory a block (static and constant dynamic) or more threads than it allows. The
+    code still compiles (the CUDA toolchain accepts it); `tirc run --target cuda` refuses it
+    with the device's own limits."""
+    from tirc.codegen.cuda.kernel import dynamic_shared_layout
+    from tirc.codegen.cuda.kernels import module_kernels
+    from tirc.codegen.cuda.stmt import allocation_size
+
+    found: list[Diagnostic] = []
+    for kernel in module_kernels(lowered):
+        offsets, dynamic = dynamic_shared_layout(kernel)
+        static = 0
+        for buffer in _shared_allocations(kernel.body):
+            size = allocation_size(buffer)
+            if buffer not in offsets and isinstance(size, E.IntImm):
+                static += size.value * max(1, buffer.dtype.bits * buffer.dtype.lanes // 8)
+        limit = SHARED_MEMORY_LIMITS.get(arch)
+        dynamic_bytes = dynamic.value if isinstance(dynamic, E.IntImm) else 0
+        if limit is not None and static + dynamic_bytes > limit:
+            found.append(
+                Diagnostic(
+                    Severity.WARNING,
+                    f"kernel {kernel.name} needs {static + dynamic_bytes} bytes of shared "
+                    f"memory a block ({static} static + {dynamic_bytes} dynamic), but {arch} "
+                    f"allows at most {limit}: it cannot be launched there",
+                    None,
+                    (Note("stage smaller tiles in shared memory, or fewer of them"),),
+                )
+            )
+        threads = kernel.threads_per_block()
+        if threads is not None and threads > MAX_THREADS_PER_BLOCK:
+            found.append(
+                Diagnostic(
+                    Severity.WARNING,
+                    f"kernel {kernel.name} has {threads} threads a block, but CUDA allows at "
+                    f"most {MAX_THREADS_PER_BLOCK}: it cannot be launched",
+                    None,
+                )
+            )
+    return found
+
+
+def _shared_allocations(body: S.Stmt) -> list[Buffer]:
+    found: list[Buffer] = []
+
+    def visit(node: Node) -> None:
+        if isinstance(node, S.AllocBuffer) and node.buffer.scope == "shared":
+            found.append(node.buffer)
+
+    walk(body, visit)
+    return found
 
 
 def with_prefix(module: IRModule, prefix: str) -> IRModule:
@@ -148,10 +224,6 @@ def module_ptx(
 def extern_calls(module: IRModule) -> dict[str, Span | None]:
     """The functions the module calls with `call_extern` / `call_pure_extern`, each with the
     span of its first call."""
-    from tirc.ir import expr as E
-    from tirc.ir.functor import walk
-    from tirc.ir.node import Node
-
     found: dict[str, Span | None] = {}
 
     def visit(node: Node) -> None:
