@@ -146,7 +146,8 @@ def _cublas(a: np.ndarray, b: np.ndarray, repeats: int) -> float | str:
 
 
 def bench_elementwise(elements: int, repeats: int) -> dict[str, object]:
-    from tirc.driver.run_cuda import Device, run_on_cuda
+    from tirc.driver.run_cuda import run_on_cuda
+    from tirc.runtime.cuda_driver import Device
 
     module = _schedule(ELEMENTWISE, "elementwise", ELEMENTWISE_PLAN, {"M": str(elements)})
     a = np.random.default_rng(0).standard_normal(elements).astype(np.float32)

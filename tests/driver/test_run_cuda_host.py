@@ -18,8 +18,9 @@ from tirc.cli.main import main
 from tirc.diagnostics import DiagnosticError
 from tirc.driver import run_cuda
 from tirc.driver.run import complete_arguments
-from tirc.driver.run_cuda import Device, run_on_cuda
+from tirc.driver.run_cuda import run_on_cuda
 from tirc.ir.function import IRModule
+from tirc.runtime.cuda_driver import Device
 from tirc.text import parse
 
 # two kernels with a global buffer between them, a host variable, an int and a float scalar

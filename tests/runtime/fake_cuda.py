@@ -668,7 +668,7 @@ def _check_integer(where: str, kind: Any, value: object) -> None:
 
 
 def fake_device(driver: FakeDriver | None = None) -> Any:
-    """A tirc.driver.run_cuda.Device over `driver` (a new FakeDriver by default), given PTX."""
-    from tirc.driver.run_cuda import Device
+    """A tirc.runtime.cuda_driver.Device over `driver` (a new FakeDriver by default), given PTX."""
+    from tirc.runtime.cuda_driver import Device
 
     return Device(FakeDriver() if driver is None else driver, load_ptx=True)
