@@ -43,6 +43,12 @@ CASES = {
     "bad dedent": HEAD + "    A[0] = 1.0\n  A[1] = 2.0  # error@3: unindent does not match\n",
     "unexpected indent": HEAD
     + "    A[0] = 1.0\n        A[1] = 2.0  # error@9: unexpected indent\n",
+    "tab after spaces": HEAD
+    + "    for i in range(4):\n        A[i] = 1.0\n\tA[0] = 2.0  # error@2: inconsistent use of tabs and spaces\n",  # noqa: E501
+    "spaces after tab": HEAD
+    + "\tfor i in range(4):\n\t\tA[i] = 1.0\n        A[0] = 2.0  # error@9: inconsistent use of tabs and spaces\n",  # noqa: E501
+    "buffer as a condition": HEAD
+    + "    if A:  # error@8: expected a bool condition, got the buffer 'A'\n        A[0] = 1.0\n",
     "bracket never closed": HEAD + "    A[0] = T.exp(A[1]  # error@17: '(' was never closed\n",
     "mismatched bracket": HEAD + "    A[0] = T.exp(A[1]]  # error@22: ']' does not match the '('\n",
     "unexpected character": HEAD + "    A[0] = A[1] $ 2.0  # error@17: unexpected character '$'\n",
@@ -80,6 +86,16 @@ CASES = {
 @pytest.mark.parametrize("text", list(CASES.values()), ids=list(CASES))
 def test_error_is_located_and_worded(text: str) -> None:
     check_marked(text)
+
+
+def test_tabs_used_consistently_are_fine() -> None:
+    from tirc.text import parse
+
+    for body in (
+        "\tfor i in range(4):\n\t\tA[i] = 1.0\n\tA[0] = 2.0\n",
+        "\tfor i in range(4):\n\t    A[i] = 1.0\n\tA[0] = 2.0\n",
+    ):
+        parse(HEAD + body)
 
 
 def test_several_errors_are_all_reported() -> None:

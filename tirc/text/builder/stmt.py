@@ -442,6 +442,11 @@ class Builder(Evaluator):
 
     def visit_if(self, node: tree.If) -> None:
         test = self.check_value(self.evaluate(node.test))
+        if not isinstance(test, (PrimExpr, bool, int, float, str, list, tuple, type(None))):
+            # A buffer, block handle or region has no truth value (Python would take any
+            # object as true, and silently keep the branch).
+            what = f"the buffer '{test.name}'" if isinstance(test, Buffer) else arith.describe(test)
+            raise self.error(node.test, f"expected a bool condition, got {what}")
         if not isinstance(test, PrimExpr):
             # A Python condition decides at parse time, and opens no scope.
             chosen = node.body if test else node.orelse

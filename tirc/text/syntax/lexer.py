@@ -12,6 +12,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 TAB_WIDTH = 8
+INCONSISTENT_TABS = (
+    "inconsistent use of tabs and spaces in indentation (the block this line belongs to "
+    "depends on the tab width); indent with spaces only"
+)
 MATCHING = {")": "(", "]": "[", "}": "{"}
 # Regular-expression terminals, in the order they are tried: a string prefix before a name,
 # a float before the integer it starts with, an augmented assignment before its operator.
@@ -93,7 +97,8 @@ class Lexer:
         """The tokens of `text`, then an end-of-file token `$END`."""
         keywords = self.keywords
         operator_names = self.operator_names
-        levels = [0]
+        levels = [0]  # indentation columns with tabs to multiples of TAB_WIDTH
+        narrow_levels = [0]  # the same with a tab as one column
         brackets = state.brackets if state is not None else []
         last_end = 0
         line_has_tokens = False
@@ -124,16 +129,26 @@ class Lexer:
                     line_has_tokens = False
                 if end >= length or text[end] in "\r\n#":
                     continue  # a blank or comment-only line: its indentation means nothing
-                indent = len(value.lstrip("\r\n").expandtabs(TAB_WIDTH))
+                spaces = value.lstrip("\r\n")
+                indent = len(spaces.expandtabs(TAB_WIDTH))
+                # As Python does, the indentation must compare the same way with a tab as
+                # one column: else its meaning depends on the editor's tab width.
+                narrow = len(spaces)
                 if indent > levels[-1]:
+                    if narrow <= narrow_levels[-1]:
+                        raise LexError(end, INCONSISTENT_TABS)
                     levels.append(indent)
+                    narrow_levels.append(narrow)
                     yield Token("_INDENT", "", end, end)
                     continue
                 while indent < levels[-1]:
                     levels.pop()
+                    narrow_levels.pop()
                     yield Token("_DEDENT", "", end, end)
                 if indent != levels[-1]:
                     raise LexError(end, "unindent does not match any outer indentation level")
+                if narrow != narrow_levels[-1]:
+                    raise LexError(end, INCONSISTENT_TABS)
             elif kind == "_BRACKET":
                 start = end - 1
                 if value in "([{":
