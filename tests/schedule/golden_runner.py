@@ -8,6 +8,7 @@ the diagnostic must point at. Each test file names its folders and the checks it
 
     cases(("split", "fuse"))            -> [golden/split/a.before.tir, ...]
     check_golden(before, replay=True)   -> (original, scheduled), or None for a refusal
+    assert_same_results(before, scheduled)  the interpreter agrees on random inputs
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ import difflib
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tirc.diagnostics import DiagnosticError
+from tirc.interp import random_inputs, run
 from tirc.ir.function import IRModule
 from tirc.ir.structural import find_difference
 from tirc.schedule.apply import apply_plan
@@ -137,3 +140,26 @@ def check_golden(
         replayed, _ = apply_plan(parse(text, name=name), read_plan(applied.to_json(), "<trace>"))
         assert_equal(replayed, got, "first application")
     return original, got
+
+
+def assert_same_results(before: Path, after: IRModule) -> None:
+    """The interpreter gives the same outputs for the before half and `after` (floats within
+    a tolerance: a reordered or factored reduction adds in another order). A `# compare:`
+    header names the outputs to compare where others may legitimately differ (the index an
+    argmax picks among ties); a `# sizes:` (or `# differential:`) header gives the shape
+    variables."""
+    text = before.read_text()
+    compared = header(text, "compare")
+    only = compared.split(",") if compared else None
+    sizes = json.loads(header(text, "sizes") or header(text, "differential") or "{}")
+    original = module_of(before)
+    name = original.names()[0]
+    inputs = random_inputs(original[name], 0, sizes=sizes)
+    results = []
+    for module in (original, after):
+        args = {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in inputs.items()}
+        run(module[name], args)
+        results.append(args)
+    for key, want in results[0].items():
+        if isinstance(want, np.ndarray) and (only is None or key in only):
+            assert np.allclose(results[1][key], want, rtol=1e-5, atol=1e-5), f"{key} differs"

@@ -12,15 +12,17 @@ also replayed from the trace tirc writes, which must give the same module.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-import numpy as np
-
 from tests.schedule.golden import groups
-from tests.schedule.golden_runner import GOLDEN, cases, check_golden, golden, header, module_of
-from tirc.interp import random_inputs, run
-from tirc.ir.function import IRModule
+from tests.schedule.golden_runner import (
+    GOLDEN,
+    assert_same_results,
+    cases,
+    check_golden,
+    golden,
+    header,
+)
 
 FOLDERS = groups.REDUCTIONS
 CASES = cases(FOLDERS)
@@ -29,32 +31,8 @@ CASES = cases(FOLDERS)
 @golden("before", CASES)
 def test_golden(before: Path) -> None:
     result = check_golden(before, replay=True, one_diagnostic=True, marked=True)
-    if result is None:
-        return
-    _, got = result
-    text = before.read_text()
-    compared = header(text, "compare")
-    sizes = json.loads(header(text, "sizes") or "{}")  # shape variables
-    _assert_same_results(module_of(before), got, compared.split(",") if compared else None, sizes)
-
-
-def _assert_same_results(
-    before: IRModule, after: IRModule, only: list[str] | None, sizes: dict[str, int]
-) -> None:
-    """The interpreter gives the same outputs before and after (floats within a tolerance:
-    a factored reduction adds in another order). A `# compare:` header names the outputs to
-    compare where others may legitimately differ (the index an argmax picks among ties); a
-    `# sizes:` header gives the shape variables."""
-    name = before.names()[0]
-    inputs = random_inputs(before[name], 0, sizes=sizes)
-    results = []
-    for module in (before, after):
-        args = {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in inputs.items()}
-        run(module[name], args)
-        results.append(args)
-    for key, want in results[0].items():
-        if isinstance(want, np.ndarray) and (only is None or key in only):
-            assert np.allclose(results[1][key], want, rtol=1e-5, atol=1e-5), f"{key} differs"
+    if result is not None:
+        assert_same_results(before, result[1])
 
 
 def test_every_primitive_has_goldens() -> None:

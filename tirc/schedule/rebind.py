@@ -92,13 +92,15 @@ def rebind(
     return result, rebinder.reuse
 
 
-def outer_domains(sref: SRef) -> dict[Var, Range]:
-    """The ranges of the loops above `sref`, up to its block."""
+def outer_domains(sref: SRef, top: SRef | None = None) -> dict[Var, Range]:
+    """The ranges of the loops above `sref`, up to its block (or up to the loop `top`)."""
     domains: dict[Var, Range] = {}
     node = sref.parent
     while node is not None and node.is_loop:
         loop = node.loop
         domains[loop.loop_var] = Range(loop.min, loop.extent)
+        if node is top:
+            break
         node = node.parent
     return domains
 

@@ -1,6 +1,11 @@
 """reorder: permute loops that lie on one line of nesting, each between them the only child
 of the one above; loops not named keep their places.
 
+Preconditions: every block below is data-parallel or a reduction whose binding is affine in
+the loops from it up to the outermost reordered one (loops further out count as constants);
+no loop among those has bounds that use another's variable (`for k in range(i)`), and in the
+new order no loop's bounds use a loop now inside it.
+
     for i, j, k in T.grid(128, 128, 16):    →    for k, j, i in T.grid(16, 128, 128):
         B[vi, vj, vk] = ...     reorder(k, i)         B[vi, vj, vk] = ...
 """
@@ -37,10 +42,11 @@ def reorder(sch: Schedule, ordered_loops: list[SRef]) -> None:
     state = sch.state_owning(ordered_loops[0])
     _check_distinct(ordered_loops)
     path = _chain(ordered_loops)
-    _check_blocks(state, path[-1])
+    _check_blocks(state, path)
     listed = {id(sref) for sref in ordered_loops}
     order = iter(ordered_loops)
     placed = [next(order) if id(sref) in listed else sref for sref in path]
+    _check_no_outer_dependence(placed)
     _check_init_stays_first(state, path, placed)
     body: Stmt = path[-1].loop.body
     for sref in reversed(placed):
@@ -97,11 +103,23 @@ def _chain(loops: list[SRef]) -> list[SRef]:
     return path
 
 
-def _check_blocks(state: ScheduleState, bottom: SRef) -> None:
+def _check_blocks(state: ScheduleState, path: list[SRef]) -> None:
     """Reordering changes the iteration order of the blocks below: they must be data-parallel
-    or reductions over affine bindings, so that every order computes the same."""
-    for realize in _realizes_below(bottom.loop.body):
+    or reductions over affine bindings, so that every order computes the same. A loop of the
+    range whose bounds use another loop of the range (`for k in range(i)`) makes every
+    binding below it non-affine in the range's loops."""
+    for realize in _realizes_below(path[-1].loop.body):
         block = state.get_sref(realize.block)
+        dependent = _dependent_loop(block, path[0])
+        if dependent is not None:
+            inner, outer = dependent
+            raise ScheduleError(
+                f"cannot reorder around {describe(block)}: the bounds of {describe(inner)} "
+                f"depend on {describe(outer)}, so its binding is not an affine function of "
+                "the loops being reordered",
+                inner,
+                outer,
+            )
         for iter_var in realize.block.iter_vars:
             if iter_var.iter_type not in (IterType.SPATIAL, IterType.REDUCE):
                 raise ScheduleError(
@@ -109,12 +127,44 @@ def _check_blocks(state: ScheduleState, bottom: SRef) -> None:
                     f"{iter_var.var.name} is neither data-parallel nor a reduction",
                     block,
                 )
-        if not _is_affine(realize, block):
+        if not _is_affine(realize, block, path[0]):
             raise ScheduleError(
                 f"cannot reorder around {describe(block)}: its binding is not an affine "
                 "function of the loops around it",
                 block,
             )
+
+
+def _dependent_loop(block: SRef, top: SRef) -> tuple[SRef, SRef] | None:
+    """(inner, outer): among the loops from `block` up to `top`, one whose min or extent
+    uses the variable of another."""
+    loops = []
+    node = block.parent
+    while node is not None and node.is_loop:
+        loops.append(node)
+        if node is top:
+            break
+        node = node.parent
+    for inner in loops:
+        for outer in loops:
+            if outer is not inner and uses_var(
+                (inner.loop.min, inner.loop.extent), outer.loop.loop_var
+            ):
+                return inner, outer
+    return None
+
+
+def _check_no_outer_dependence(placed: list[SRef]) -> None:
+    """In the new order no loop's bounds may use the variable of a loop now inside it."""
+    for index, outer in enumerate(placed):
+        for inner in placed[index + 1 :]:
+            if uses_var((outer.loop.min, outer.loop.extent), inner.loop.loop_var):
+                raise ScheduleError(
+                    f"cannot put {describe(outer)} outside {describe(inner)}: its bounds "
+                    f"use the variable of {describe(inner)}",
+                    outer,
+                    inner,
+                )
 
 
 _MOVES_INIT = "feeds both a data-parallel and a reduction iterator"
@@ -181,17 +231,25 @@ def _check_init_stays_first(state: ScheduleState, path: list[SRef], placed: list
             )
 
 
-def _is_affine(realize: SBlockRealize, block: SRef) -> bool:
-    """The bindings, under the predicate, an affine map of the loops (symbolic loops aside).
+def _is_affine(realize: SBlockRealize, block: SRef, top: SRef) -> bool:
+    """The bindings, under the predicate, an affine map of the loops from the block up to
+    `top`, the outermost reordered one (symbolic loops aside); loops above `top` keep their
+    places and count as constants (`vi = v0 * v0 + v1` reorders below v0).
 
     Stricter than ignoring the predicate: a guard over a fused sum that no binding reads
     whole (`T.where(i * 128 + j < 100)` over `vi = i, vj = j`) ties the loops together,
-    and reordering them would change which iterations run."""
-    domains = outer_domains(block)
-    for domain in domains.values():
-        if not (isinstance(domain.min, IntImm) and isinstance(domain.extent, IntImm)):
+    and reordering them would change which iterations run. A binding affine in all the
+    loops around it counts too: an outer loop's part of a fused index (`(i0 * 12 + i1) // 8`)
+    reads as an offset of the inner iterator in TVM, which our iterator maps do not model."""
+    for domains in (outer_domains(block, top), outer_domains(block)):
+        if any(
+            not (isinstance(domain.min, IntImm) and isinstance(domain.extent, IntImm))
+            for domain in domains.values()
+        ):
             return True
-    return not detect_iter_map(realize.iter_values, domains, realize.predicate).errors
+        if not detect_iter_map(realize.iter_values, domains, realize.predicate).errors:
+            return True
+    return False
 
 
 def _realizes_below(stmt: Stmt) -> list[SBlockRealize]:
