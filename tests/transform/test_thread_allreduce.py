@@ -232,6 +232,40 @@ def test_argmax_allreduce_compiles_with_nvcc_and_ptxas(name: str, tmp_path: Path
     assert not complaint, complaint
 
 
+@pytest.mark.parametrize("threads_outer", [False, True])
+def test_load_beside_the_reduction_inside_its_loops(threads_outer: bool) -> None:
+    """cache_read + compute_at put a loop of local loads under the thread-bound reduction
+    loop, beside the block: a sequence between the reduction loops, which stays where it is
+    (it was refused as "not the innermost loops")."""
+    order = ["i", "k1", "k0"] if threads_outer else ["i", "k0", "k1"]
+    plan = json.dumps(
+        {
+            "version": 1,
+            "func": "main",
+            "steps": [
+                {"op": "get_sblock", "name": "B", "out": "b"},
+                {"op": "get_loops", "block": "b", "out": ["i", "k"]},
+                {"op": "split", "loop": "k", "factors": [None, 32], "out": ["k0", "k1"]},
+                {"op": "reorder", "ordered_loops": order},
+                {"op": "bind", "loop": "i", "thread": "blockIdx.x"},
+                {"op": "bind", "loop": "k1", "thread": "threadIdx.x"},
+                {
+                    "op": "cache_read",
+                    "block": "b",
+                    "read_buffer_index": 0,
+                    "storage_scope": "local",
+                    "out": "a_local",
+                },
+                {"op": "compute_at", "block": "a_local", "loop": order[-1]},
+            ],
+        }
+    )
+    original, scheduled = _scheduled(ROW_SUM.format(rows=4, cols=128, dtype="float32"), plan)
+    lowered = lower_module(scheduled, target="cuda")
+    assert "tvm_warp_shuffle_down" in _calls(lowered)
+    _check_against_original(original, lowered)
+
+
 def test_reduction_loop_not_innermost_is_rejected() -> None:
     text = ROW_SUM.format(rows=8, cols=64, dtype="float32")
     plan = json.dumps(

@@ -4,9 +4,13 @@ loops, and a write-back by the first thread of each group.
 
 Expects s-tir with `T.init()` still in place (runs before lower-init-block); leaves s-tir. The
 reduction loops of such a block (the loops its reduce bindings use) must be the innermost
-loops around it. New `local` buffers `in_thread_<B>` / `cross_thread_<B>` go to the root
-block. The in-thread part exists when some reduce loop is not thread-bound or the block has a
-predicate:
+loops around it, with nothing but statement sequences in between, and the block must be the
+last one under the outermost of them. That loop becomes its thread-bound reduction loops
+around the new blocks; inside, it keeps its other statements (a loop of loads beside the
+block, say, which every thread then runs) with the thread-bound loops unwrapped and the block
+replaced by the in-thread update. New `local` buffers `in_thread_<B>` / `cross_thread_<B>` go
+to the root block. The in-thread part exists when some reduce loop is not thread-bound or the
+block has a predicate:
 
     for k1 in T.thread_binding(64, "threadIdx.x"):     for k1 in T.thread_binding(64, ...):
         for k0 in range(4):                                 B_in_thread_init: in_B[0] = 0
@@ -26,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from tirc.diagnostics import DiagnosticError
 from tirc.ir import dtype as dt
@@ -33,7 +38,7 @@ from tirc.ir import expr as E
 from tirc.ir import stmt as S
 from tirc.ir.buffer import Buffer, BufferRegion, Range, make_buffer
 from tirc.ir.function import PrimFunc
-from tirc.ir.functor import Mutator, walk
+from tirc.ir.functor import Mutator, Visitor, walk
 from tirc.ir.substitute import substitute
 from tirc.schedule.reducer import Match, Reducer, match_reducer
 from tirc.transform.pass_base import Dialect, FunctionPass
@@ -129,15 +134,26 @@ def _match(update: _Update, loads: list[E.BufferLoad]) -> Match | None:
 
 class _Lowering(Mutator):
     def __init__(self) -> None:
-        self.loops: list[S.For] = []
+        self.path: list[S.Stmt] = []  # the statements from the nearest block down
         self.new_buffers: list[Buffer] = []
+        # outermost reduction loop -> the block to lower there and all its reduction loops
+        self.plans: dict[int, tuple[S.SBlockRealize, list[S.For]]] = {}
+
+    def visit(self, node: Any) -> Any:
+        if not isinstance(node, S.Stmt) or isinstance(node, S.SBlock):
+            return super().visit(node)
+        self.path.append(node)
+        try:
+            return super().visit(node)
+        finally:
+            self.path.pop()
 
     def visit_SBlock(self, block: S.SBlock) -> S.SBlock:
-        saved, self.loops = self.loops, []
+        saved, self.path = self.path, []
         try:
             return self.generic_visit(block)  # type: ignore[return-value]
         finally:
-            self.loops = saved
+            self.path = saved
 
     def visit_SeqStmt(self, node: S.SeqStmt) -> S.Stmt:
         # a loop lowered into several statements joins the sequence it sat in, as the
@@ -145,42 +161,28 @@ class _Lowering(Mutator):
         new = self.generic_visit(node)
         return new if new is node else S.seq(*new.stmts)  # type: ignore[attr-defined]
 
-    def visit_For(self, loop: S.For) -> S.Stmt:
-        chain = [loop]
-        while isinstance(chain[-1].body, S.For):
-            chain.append(chain[-1].body)
-        realize = chain[-1].body
-        if isinstance(realize, S.SBlockRealize):
-            reduction = self.cross_thread_loops(realize, self.loops + chain)
-            if loop in reduction:
-                # the chain of loops from here down is all reduction loops: rebuild it
-                return self.lower(realize, chain, reduction)
-        self.loops.append(loop)
-        try:
-            return self.generic_visit(loop)  # type: ignore[return-value]
-        finally:
-            self.loops.pop()
-
     def visit_SBlockRealize(self, realize: S.SBlockRealize) -> S.Stmt:
-        if self.cross_thread_loops(realize, self.loops):
-            return self.lower(realize, [], self.cross_thread_loops(realize, self.loops))
-        return self.generic_visit(realize)  # type: ignore[return-value]
-
-    def cross_thread_loops(self, realize: S.SBlockRealize, loops: list[S.For]) -> list[S.For]:
-        """The reduction loops of a cross-thread reduction block, or none. They must be the
-        innermost loops above it (loops above them may hold other statements)."""
+        loops = [stmt for stmt in self.path if isinstance(stmt, S.For)]
         reduction = _reduction_loops(realize, loops)
         if not any(map(_is_thread_bound, reduction)):
-            return []
-        first = loops.index(reduction[0])
-        if any(loop not in reduction for loop in loops[first:]):
-            raise _not_deepest(realize)
-        return reduction
+            return self.generic_visit(realize)  # type: ignore[return-value]
+        _check_placement(realize, self.path[:-1], reduction)
+        # lowered when the visit returns to the outermost reduction loop
+        self.plans[id(reduction[0])] = (realize, reduction)
+        return realize
 
-    def lower(self, realize: S.SBlockRealize, chain: list[S.For], loops: list[S.For]) -> S.Stmt:
-        """`chain` (the loops from the replaced statement down) are rebuilt: its thread-bound
-        loops around the new blocks, the others around the in-thread update; `loops` are all
-        the reduction loops, some of them above the chain."""
+    def visit_For(self, loop: S.For) -> S.Stmt:
+        new: S.For = self.generic_visit(loop)  # type: ignore[assignment]
+        plan = self.plans.pop(id(loop), None)
+        if plan is None:
+            return new
+        return self.lower(new, *plan)
+
+    def lower(self, outermost: S.For, realize: S.SBlockRealize, loops: list[S.For]) -> S.Stmt:
+        """`outermost` (the first of the reduction `loops`, its inner reductions lowered)
+        becomes the thread-bound reduction loops around: the in-thread init, `outermost` with
+        its thread-bound loops unwrapped and the block made the in-thread update, the
+        cross-thread all-reduce and the write-back."""
         block = realize.block
         update = _update_of(block)
         loads = [E.BufferLoad(s.buffer, s.indices) for s in update.stores] if update else []
@@ -194,10 +196,7 @@ class _Lowering(Mutator):
             )
         reduced = [store.buffer for store in update.stores]
         threads = [loop for loop in loops if _is_thread_bound(loop)]
-        serial = [loop for loop in chain if not _is_thread_bound(loop)]
-        rebuilt_threads = [loop for loop in chain if _is_thread_bound(loop)]
-        if any(not _is_thread_bound(loop) and loop not in chain for loop in loops):
-            raise _not_deepest(realize)
+        serial = [loop for loop in loops if not _is_thread_bound(loop)]
         in_thread_needed = bool(serial) or not _is_true(realize.predicate)
         cross = [self.scratch(f"cross_thread_{b.name}", b.dtype) for b in reduced]
         inner = [self.scratch(f"in_thread_{b.name}", b.dtype) for b in reduced if in_thread_needed]
@@ -220,10 +219,7 @@ class _Lowering(Mutator):
                 body=replaced,
                 init=None,
             )
-            nest: S.Stmt = dataclasses.replace(realize, block=in_block)
-            for loop in reversed(serial):
-                nest = dataclasses.replace(loop, body=nest)
-            steps.append(nest)
+            in_place: S.SBlockRealize = dataclasses.replace(realize, block=in_block)
             values: list[E.PrimExpr] = [E.BufferLoad(b, zero) for b in inner]
             cross_block = _block(
                 f"{block.name}_cross_thread", inner, cross, S.Evaluate(E.IntImm(0, dt.INT32))
@@ -243,10 +239,15 @@ class _Lowering(Mutator):
         cross_realize = dataclasses.replace(
             cross_realize, block=dataclasses.replace(cross_realize.block, body=allreduce)
         )
-        steps.append(cross_realize)
+        if not in_thread_needed:
+            in_place = cross_realize
+        unwrapped = _Unwrap({t.loop_var for t in threads}, block, in_place).visit(outermost)
+        steps.append(unwrapped)
+        if in_thread_needed:
+            steps.append(cross_realize)
         steps.append(self.write_back(realize, reduced, cross, loops, threads))
         body: S.Stmt = S.seq(*steps)
-        for loop in reversed(rebuilt_threads):
+        for loop in reversed(threads):
             body = dataclasses.replace(loop, body=body)
         return body
 
@@ -340,12 +341,72 @@ def _reduction_loops(realize: S.SBlockRealize, loops: list[S.For]) -> list[S.For
     return [loop for loop in loops if loop.loop_var in used]
 
 
-def _not_deepest(realize: S.SBlockRealize) -> DiagnosticError:
-    return DiagnosticError.at(
-        realize.block.span,
-        f"cannot lower the cross-thread reduction of block '{realize.block.name}': the loops "
-        "its reduce iteration variables use must be the innermost loops around it",
-    )
+def _check_placement(realize: S.SBlockRealize, path: list[S.Stmt], reduction: list[S.For]) -> None:
+    """The reduction loops are the deepest statements around the block, sequences aside
+    (what sits before the block in them stays where it is), and the block is the last one
+    under the outermost of them."""
+    seen = 0
+    for stmt in reversed(path):
+        if seen == len(reduction):
+            break
+        if isinstance(stmt, S.SeqStmt):
+            continue
+        if not (isinstance(stmt, S.For) and stmt in reduction):
+            raise DiagnosticError.at(
+                realize.block.span,
+                f"cannot lower the cross-thread reduction of block '{realize.block.name}': the "
+                "loops its reduce iteration variables use must be the innermost loops around it, "
+                f"with only statement sequences in between ({_describe(stmt)} is not one)",
+            )
+        seen += 1
+    realizes: list[S.SBlockRealize] = []
+    _Realizes(realizes).visit(reduction[0].body)
+    if realizes[-1].block is not realize.block:
+        raise DiagnosticError.at(
+            realize.block.span,
+            f"cannot lower the cross-thread reduction of block '{realize.block.name}': it must "
+            f"be the last block under its outermost reduction loop "
+            f"'{reduction[0].loop_var.name}', and '{realizes[-1].block.name}' follows it",
+        )
+
+
+def _describe(stmt: S.Stmt) -> str:
+    if isinstance(stmt, S.For):
+        return f"loop {stmt.loop_var.name}"
+    return type(stmt).__name__
+
+
+class _Realizes(Visitor):
+    """The block realizations under a statement, outermost ones only, in program order."""
+
+    def __init__(self, found: list[S.SBlockRealize]):
+        self.found = found
+
+    def visit_SBlockRealize(self, realize: S.SBlockRealize) -> None:
+        self.found.append(realize)
+
+
+class _Unwrap(Mutator):
+    """The loops over `threads` replaced by their bodies, and `block`'s realization by
+    `replacement`."""
+
+    def __init__(self, threads: set[E.Var], block: S.SBlock, replacement: S.Stmt):
+        self.threads = threads
+        self.block = block
+        self.replacement = replacement
+
+    def visit_For(self, loop: S.For) -> S.Stmt:
+        new: S.For = self.generic_visit(loop)  # type: ignore[assignment]
+        return new.body if loop.loop_var in self.threads else new
+
+    def visit_SeqStmt(self, node: S.SeqStmt) -> S.Stmt:
+        new = self.generic_visit(node)
+        return new if new is node else S.seq(*new.stmts)  # type: ignore[attr-defined]
+
+    def visit_SBlockRealize(self, realize: S.SBlockRealize) -> S.Stmt:
+        if realize.block is self.block:
+            return self.replacement
+        return realize
 
 
 def _point(buffer: Buffer) -> BufferRegion:
