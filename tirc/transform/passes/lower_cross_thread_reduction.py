@@ -23,6 +23,14 @@ block has a predicate:
 
 (`in_B`, `cross_B` stand for `in_thread_B`, `cross_thread_B`.) Where every written buffer is
 `local`, every thread writes back its own copy, without the condition.
+
+Order: each thread folds its own iterations in loop order, then the all-reduce folds the
+threads in thread order (threadIdx.x fastest). That is the loop nest's order when the
+thread-bound loops are outside the serial reduction loops (each thread's iterations are
+consecutive) and bound x innermost; otherwise (the sketch above: thread k1 takes every 64th
+iteration) the result is the loop's only for a combiner that commutes. argmax and argmin that
+keep the earlier of equal values (`>=`, `<=`) do not: on ties they may then give another of
+the equal values' indices, as TVM's lowering does.
 """
 
 from __future__ import annotations
