@@ -159,7 +159,17 @@ def expect_shape(ev: Evaluator, arg: Arg) -> tuple[PrimExpr, ...]:
     """A shape: one extent or a tuple or list of them; Python ints become int32 constants."""
     value = ev.check_value(arg.value)
     items = value if isinstance(value, (tuple, list)) else (value,)
-    return tuple(ev.as_expr(item, arg.span) for item in items)
+    return tuple(expect_extent(ev, item, arg.span) for item in items)
+
+
+def expect_extent(ev: Evaluator, value: Any, span: Span) -> PrimExpr:
+    """One dimension of a shape: a scalar integer (a float or vector extent would reach
+    lowering, which has no meaning for it)."""
+    extent = ev.as_expr(value, span)
+    dtype = extent.dtype  # type: ignore[attr-defined]
+    if not (dtype.is_integer and dtype.is_scalar):
+        raise ev.error(span, f"a buffer's shape holds scalar integers, not {dtype}")
+    return extent
 
 
 def expect_list(ev: Evaluator, arg: Arg) -> list[Any]:

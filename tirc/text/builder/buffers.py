@@ -24,6 +24,7 @@ from tirc.text.builder.args import (
     Signature,
     expect_attrs,
     expect_dtype,
+    expect_extent,
     expect_int,
     expect_shape,
     expect_str,
@@ -118,7 +119,7 @@ def build_buffer(
     if byte_offset is not None:
         offset = ev.as_expr(byte_offset, bound["byte_offset"].span)
         elem_offset = arith.arithmetic("floordiv", arith.arithmetic("*", offset, 8), dtype.bits)
-    separators = ev.check_value(bound.value("axis_separators")) or ()
+    separators = axis_separators(ev, bound["axis_separators"])
     try:
         return ev.created(
             Buffer(
@@ -130,13 +131,24 @@ def build_buffer(
                 elem_offset,
                 align if align > 0 else DEFAULT_ALIGNMENT,
                 offset_factor if offset_factor > 0 else 1,
-                tuple(int(s) for s in separators),
+                separators,
                 expect_str(ev, bound["buffer_type"]),
                 span=span,
             )
         )
     except IRError as problem:
         raise ev.error(span, str(problem)) from None
+
+
+def axis_separators(ev: Evaluator, arg: Arg) -> tuple[int, ...]:
+    """`axis_separators=[1]`: a list of integer constants (None or nothing: none)."""
+    value = ev.check_value(arg.value)
+    if value is None:
+        return ()
+    if not isinstance(value, (list, tuple)):
+        what = arith.describe(value)
+        raise ev.error(arg.span, f"axis_separators is a list of integers, not {what}")
+    return tuple(expect_int(ev, Arg(item, arg.span)) for item in value)
 
 
 BUFFER = Signature(Param("shape"), Param("dtype", "float32"), *LAYOUT_PARAMS)
@@ -278,7 +290,7 @@ def view(ev: Builder, source: Buffer, inv: Invocation) -> Buffer:
         dtype = expect_dtype(ev, inv.args[0])
     elif values:
         items = values[0] if len(values) == 1 and isinstance(values[0], (list, tuple)) else values
-        shape = tuple(ev.as_expr(item, inv.span) for item in items)
+        shape = tuple(expect_extent(ev, item, inv.span) for item in items)
     name = target_name(inv, f"{source.name}_view")
     buffer = ev.created(
         Buffer(name, source.data, dtype, shape, data_alignment=source.data_alignment, span=inv.span)
@@ -353,6 +365,9 @@ def region_range(ev: Evaluator, buffer: Buffer, axis: int, index: Index) -> Rang
         lower = index.lower if index.lower is not None else zero
         upper = index.upper if index.upper is not None else buffer.shape[axis]
         try:
+            # One dtype for both ends (`0:4294967296` is int64 throughout), so that
+            # min + extent means the upper bound written.
+            lower, upper = arith.match_types(lower, upper)
             return Range(lower, arith.difference(upper, lower), span=index.span)
         except arith.ArithError as problem:
             raise ev.error(index.span, str(problem)) from None

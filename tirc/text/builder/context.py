@@ -7,6 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tirc.diagnostics import Diagnostic, Note, Source, Span
+from tirc.ir.dtype import DTypeError
+from tirc.ir.node import IRError
+from tirc.text.builder.arith import ArithError
 from tirc.text.syntax import tree
 
 MAX_ERRORS = 50  # stop collecting after this many: the rest are usually consequences
@@ -22,6 +25,13 @@ class BuildError(Exception):
     def with_note(self, note: Note) -> BuildError:
         d = self.diagnostic
         return BuildError(Diagnostic(d.severity, d.message, d.span, d.notes + (note,)))
+
+
+# What IR constructors and operator rules raise when a value breaks an invariant. While the
+# builder builds a node from the user's values that is the user's error at that node:
+# `Evaluator.evaluate` and `Builder.visit_collecting` locate it at the expression or
+# statement being built, so no builtin has to catch it itself.
+CONSTRUCTION_ERRORS: tuple[type[Exception], ...] = (IRError, DTypeError, ArithError)
 
 
 class SilentError(Exception):

@@ -16,7 +16,7 @@ from tirc.ir.buffer import Buffer
 from tirc.ir.expr import PrimExpr
 from tirc.ir.stmt import IterVar
 from tirc.text.builder import arith
-from tirc.text.builder.context import BuildError, Context, SilentError
+from tirc.text.builder.context import CONSTRUCTION_ERRORS, BuildError, Context, SilentError
 from tirc.text.builder.scope import Scope, nearest
 from tirc.text.builder.values import (
     Arg,
@@ -96,9 +96,13 @@ class Evaluator:
 
     def evaluate(self, node: tree.Expr, targets: tuple[str, ...] = ()) -> Any:
         """The value of an expression; `targets` names what it is assigned to, if anything."""
-        if targets and isinstance(node, tree.Call):
-            return self.eval_call(node, targets)
-        return EVALUATORS[type(node)](self, node)
+        try:
+            if targets and isinstance(node, tree.Call):
+                return self.eval_call(node, targets)
+            return EVALUATORS[type(node)](self, node)
+        except CONSTRUCTION_ERRORS as problem:
+            # The innermost expression whose building broke an invariant is the place.
+            raise self.error(node, str(problem)) from None
 
     def evaluate_expr(self, node: tree.Expr) -> PrimExpr:
         """The value of an expression that must be an IR expression (numbers convert)."""
@@ -262,7 +266,11 @@ class Evaluator:
         for index, op in enumerate(node.ops):
             left, right = values[index], values[index + 1]
             if not isinstance(left, PrimExpr) and not isinstance(right, PrimExpr):
-                results.append(PYTHON_COMPARE[op](left, right))
+                try:
+                    results.append(PYTHON_COMPARE[op](left, right))
+                except TypeError:
+                    a, b = arith.describe(left), arith.describe(right)
+                    raise self.error(node, f"cannot compare {a} {op} {b}") from None
                 continue
             try:
                 pair = Span(

@@ -18,9 +18,8 @@ from tirc.ir.buffer import Buffer
 from tirc.ir.expr import IntImm, PointerType, Var
 from tirc.ir.function import PrimFunc
 from tirc.ir.functor import Mutator, Visitor
-from tirc.ir.node import IRError
 from tirc.ir.stmt import Attrs, SBlock, SBlockRealize, Stmt
-from tirc.text.builder.context import BuildError, Context, SilentError
+from tirc.text.builder.context import CONSTRUCTION_ERRORS, BuildError, Context, SilentError
 from tirc.text.builder.decorators import FunctionOptions
 from tirc.text.builder.frames import FunctionFrame
 from tirc.text.builder.scope import Scope
@@ -229,6 +228,9 @@ def build_function(
         except BuildError as error:
             context.report(error)
             builder.scope.bind(param.name, Poison())
+        except CONSTRUCTION_ERRORS as problem:
+            context.report(builder.error(param, str(problem)))
+            builder.scope.bind(param.name, Poison())
         except SilentError:
             builder.scope.bind(param.name, Poison())
     if node.returns is not None:
@@ -239,6 +241,10 @@ def build_function(
     body = builder.build_body(node.body, builder.scope)
     if len(context.diagnostics) > errors_before:
         return None
+    if frame.attrs.get("global_symbol") == node.name:
+        # The function's own name is its symbol anyway; the printer leaves the attribute out,
+        # so keeping it would make parse(print(m)) differ from m.
+        del frame.attrs["global_symbol"]
     try:
         body = finish_body(builder, frame, body)
         return PrimFunc(
@@ -253,7 +259,7 @@ def build_function(
         )
     except BuildError as error:
         context.report(error)
-    except IRError as problem:
+    except CONSTRUCTION_ERRORS as problem:
         context.report(builder.error(span, str(problem)))
     return None
 

@@ -14,7 +14,7 @@ from tirc.diagnostics import Diagnostic, DiagnosticError, Source, Span
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.node import IRError
 from tirc.ir.stmt import EMPTY_ATTRS, Attrs
-from tirc.text.builder.context import BuildError, Context, SilentError
+from tirc.text.builder.context import CONSTRUCTION_ERRORS, BuildError, Context, SilentError
 from tirc.text.builder.decorators import FunctionOptions, MacroOptions, ModuleOptions, options
 from tirc.text.builder.function import build_function
 from tirc.text.builder.namespace import LEGACY_MODULES, SCRIPT_MODULES, ModuleAttrs, global_names
@@ -51,6 +51,8 @@ class ModuleBuilder:
                 self.collect_one(stmt, scope, in_class)
             except BuildError as error:
                 self.context.report(error)
+            except CONSTRUCTION_ERRORS as problem:
+                self.context.report(self.builder.error(stmt, str(problem)))
             except SilentError:
                 pass
 

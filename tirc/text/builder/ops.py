@@ -319,6 +319,10 @@ def intrinsic_call(name: str) -> Callable[[Any, Invocation], PrimExpr]:
             args = args[1:]
         values = [call_argument(ev, arg) for arg in args]
         if name in MATCHED and len(values) == 2:
+            for value, arg in zip(values, args, strict=True):
+                if not isinstance(value, PrimExpr):
+                    what = arith.describe(value)
+                    raise ev.error(arg.span, f"{inv.name} takes expressions, not {what}")
             values = list(located(ev, inv.span, lambda: arith.match_types(values[0], values[1])))  # type: ignore[arg-type]
         if not explicit:
             dtype = result_type(ev, inv, intrinsic, values)
