@@ -34,11 +34,11 @@ from tirc.ir.stmt import (
 )
 from tirc.text.builder import arith
 from tirc.text.builder.buffers import store
-from tirc.text.builder.context import BuildError, Context, SilentError
+from tirc.text.builder.context import CONSTRUCTION_ERRORS, BuildError, Context, SilentError
 from tirc.text.builder.expr import Evaluator
 from tirc.text.builder.frames import Frame, FunctionFrame, InitFrame, LoopFrame, SBlockFrame
 from tirc.text.builder.scope import Scope
-from tirc.text.builder.subscripts import evaluate_indices
+from tirc.text.builder.subscripts import evaluate_indices, is_local_scalar
 from tirc.text.builder.values import (
     DTypeValue,
     HandleType,
@@ -117,7 +117,11 @@ class Builder(Evaluator):
 
     def visit_collecting(self, stmt: tree.Stmt) -> None:
         try:
-            self.visit(stmt)
+            try:
+                self.visit(stmt)
+            except CONSTRUCTION_ERRORS as problem:
+                # A node of the statement itself (a loop, a store) broke an invariant.
+                raise self.error(stmt, str(problem)) from None
         except BuildError as error:
             for macro, call in reversed(self.macro_calls):
                 error = error.with_note(Note(f"in macro '{macro.name}' expanded here", call))
@@ -354,6 +358,8 @@ class Builder(Evaluator):
 
     def store_subscript(self, target: tree.Subscript, value: Any, node: tree.Syntax) -> None:
         buffer = self.check_value(self.evaluate(target.value))
+        if is_local_scalar(self, buffer, target.value):
+            buffer = buffer.buffer  # `x[i] = ...` stores into the local scalar's buffer
         if not isinstance(buffer, Buffer):
             raise self.error(target.value, f"cannot store into {arith.describe(buffer)}")
         indices = evaluate_indices(self, target)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from tirc.diagnostics import Span
 from tirc.ir import dtype as dt
 from tirc.ir.buffer import Buffer
-from tirc.ir.expr import IntImm, PointerType, PrimExpr, Var
+from tirc.ir.expr import BufferLoad, IntImm, PointerType, PrimExpr, Var
 from tirc.text.builder import arith
 from tirc.text.builder.values import DTypeValue, HandleType, LetAnnotation, LocalArray
 from tirc.text.syntax import tree
@@ -118,7 +118,27 @@ SUBSCRIPTS: dict[type, Callable[[Any, Any, tree.Subscript], Any]] = {
 
 def subscript(ev: Evaluator, value: Any, node: tree.Subscript) -> Any:
     value = ev.check_value(value)
+    if is_local_scalar(ev, value, node.value):
+        # `x: T.float32 = ...` names its 1-element buffer's load; `x[0]` is the buffer's
+        # element, as the printer writes it in regions (`T.reads(x[0])`).
+        return _buffer(ev, value.buffer, node)
     handler = SUBSCRIPTS.get(type(value))
     if handler is None:
         raise ev.error(node, f"{arith.describe(value)} cannot be indexed")
     return handler(ev, value, node)
+
+
+def is_local_scalar(ev: Evaluator, value: Any, node: tree.Expr) -> bool:
+    """Whether `node` is the name of a local scalar (`x: T.float32 = ...`), `value` its load."""
+    if not isinstance(value, BufferLoad) or not isinstance(node, tree.Name):
+        return False
+    buffer = value.buffer
+    return (
+        buffer.name == node.id
+        and len(buffer.shape) == 1
+        and isinstance(buffer.shape[0], IntImm)
+        and buffer.shape[0].value == 1
+        and len(value.indices) == 1
+        and isinstance(value.indices[0], IntImm)
+        and value.indices[0].value == 0
+    )
