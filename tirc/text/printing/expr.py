@@ -153,12 +153,20 @@ def _cast(printer: ExprPrinter, node: Cast) -> Rendered:
 def _binary(printer: ExprPrinter, node: PrimExpr) -> Rendered:
     symbol, call = _INFIX[type(node)]
     a, b = node.a, node.b  # type: ignore[attr-defined]
-    if would_fold(node):
+    if would_fold(node) or _refuses_operands(node):
         return prec.ATOM, f"{call}({printer.render(a)[1]}, {printer.render(b)[1]})"
     level = prec.INFIX_PRECEDENCE[symbol]
     # a comparison on the left of a comparison would read as a chain: keep its parentheses
     left_needed = level + 1 if level == prec.COMPARE else level
     return level, f"{printer.operand(a, left_needed)} {symbol} {printer.operand(b, level + 1)}"
+
+
+def _refuses_operands(node: PrimExpr) -> bool:
+    """Floor division and the remainders of floats: `//`, `%` and T.truncmod take integers
+    only (as in TVM), so such a node prints as its constructor, which reads back as itself."""
+    return isinstance(node, (FloorDiv, FloorMod, Mod)) and not (
+        node.a.dtype.is_integer or node.a.dtype.is_bool  # type: ignore[attr-defined]
+    )
 
 
 def _div(printer: ExprPrinter, node: Div) -> Rendered:
@@ -174,6 +182,8 @@ def _call_form(printer: ExprPrinter, node: PrimExpr) -> Rendered:
     function, exact = _CALL_FORM[type(node)]
     a, b = node.a, node.b  # type: ignore[attr-defined]
     name = exact if would_fold(node) else function
+    if _refuses_operands(node):
+        name = "T.Mod"
     return prec.ATOM, f"{name}({printer.render(a)[1]}, {printer.render(b)[1]})"
 
 
