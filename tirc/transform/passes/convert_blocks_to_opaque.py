@@ -14,6 +14,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from tirc.diagnostics import DiagnosticError
+from tirc.ir import expr as E
 from tirc.ir import stmt as S
 from tirc.ir.function import PrimFunc
 from tirc.ir.functor import Mutator
@@ -31,8 +32,12 @@ class _Opaquer(Mutator):
             )
         if not block.iter_vars:
             return realize
+        # A binding may have another integer type than its variable (TVM builds
+        # `T.axis.spatial(T.int64(16), i)` over an int32 `i`): it is cast, so that the
+        # expressions the variable appeared in keep their types.
         mapping = {
-            iv.var: value for iv, value in zip(block.iter_vars, realize.iter_values, strict=False)
+            iv.var: value if value.dtype == iv.var.dtype else E.Cast(iv.var.dtype, value)  # type: ignore[attr-defined]
+            for iv, value in zip(block.iter_vars, realize.iter_values, strict=False)
         }
         opaque = substitute(dataclasses.replace(block, iter_vars=()), mapping)
         return dataclasses.replace(realize, iter_values=(), block=opaque)
