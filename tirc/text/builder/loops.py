@@ -47,16 +47,22 @@ class Loops:
     description: str = "a loop range"
 
 
-def index_type(ev: Builder, values: list[Any], dtype_arg: Arg | None) -> DataType:
-    """The loop variable's dtype: as given, else the common type of the expression bounds."""
-    if dtype_arg is not None and ev.check_value(dtype_arg.value) is not None:
-        return expect_dtype(ev, dtype_arg)
+def index_type(ev: Builder, values: list[Any], dtype_arg: Arg | None, span: Span) -> DataType:
+    """The loop variable's dtype: as given, else the common type of the expression bounds;
+    a scalar integer type either way."""
     result: DataType | None = None
-    for value in values:
-        if isinstance(value, PrimExpr):
-            dtype: DataType = value.dtype  # type: ignore[attr-defined]
-            result = dtype if result is None else arith.common_type(result, dtype)
-    return result if result is not None else dt.INT32
+    if dtype_arg is not None and ev.check_value(dtype_arg.value) is not None:
+        result = expect_dtype(ev, dtype_arg)
+    else:
+        for value in values:
+            if isinstance(value, PrimExpr):
+                dtype: DataType = value.dtype  # type: ignore[attr-defined]
+                result = dtype if result is None else arith.common_type(result, dtype)
+    if result is None:
+        return dt.INT32
+    if not (result.is_integer and result.is_scalar):
+        raise ev.error(span, f"a loop variable must be an integer, not {result}")
+    return result
 
 
 def convert_bound(ev: Builder, value: Any, dtype: DataType, span: Span) -> PrimExpr:
@@ -76,9 +82,8 @@ def loop_bounds(ev: Builder, bound: Bound, kind: ForKind, span: Span) -> LoopSpe
     stop_span = bound["stop"].span
     if stop is None:
         start, stop, stop_span = 0, start, start_span
-    dtype = index_type(ev, [start, stop], bound["dtype"] if "dtype" in bound.values else None)
-    if not (dtype.is_integer and dtype.is_scalar):
-        raise ev.error(span, f"a loop variable must be an integer, not {dtype}")
+    dtype_arg = bound["dtype"] if "dtype" in bound.values else None
+    dtype = index_type(ev, [start, stop], dtype_arg, span)
     low = convert_bound(ev, start, dtype, start_span)
     high = convert_bound(ev, stop, dtype, stop_span)
     extent = arith.difference(high, low)
@@ -155,7 +160,7 @@ def grid(ev: Builder, inv: Invocation) -> Loops:
         start: Any = 0
         if isinstance(value, tuple) and len(value) == 2:
             start, value = value
-        dtype = index_type(ev, [start, value], dtype_arg)
+        dtype = index_type(ev, [start, value], dtype_arg, arg.span)
         low = convert_bound(ev, start, dtype, arg.span)
         extent = convert_bound(ev, value, dtype, arg.span)
         loops.append(LoopSpec(ForKind.SERIAL, low, extent, dtype))
