@@ -183,6 +183,8 @@ def test_error_points_at_a_loop_an_earlier_step_built() -> None:
     with pytest.raises(DiagnosticError) as caught:
         apply_plan(parse(KERNEL, name="k.tir"), plan)
     rendered = format_plain(caught.value.diagnostics[0])
-    assert "loop j_1 inside loop j_0 is already bound to threadIdx.x" in rendered
+    assert (
+        "loop j_1 (plan: l4) inside loop j_0 (plan: l3) is already bound to threadIdx.x" in rendered
+    )
     assert "<the program before step 5>" in rendered
     assert "for i, j_0 in T.grid(128, 4):" in rendered

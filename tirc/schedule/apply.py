@@ -7,6 +7,7 @@ concerns. Nothing is written by a failed run: the caller gets an exception, not 
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from tirc.diagnostics import Diagnostic, DiagnosticError, Note, Source
@@ -55,11 +56,13 @@ def apply_plan(
             result = entry.apply(sch, **args)
             _bind(step, result, env)
         except ScheduleError as error:
-            notes = _subject_notes(sch, error.subjects, number)
-            notes += [Note(text) for text in error.notes]
+            labels = _plan_labels(env)
+            notes = _subject_notes(sch, error.subjects, number, labels)
+            notes += [Note(_with_plan_names(text, labels)) for text in error.notes]
+            message = _with_plan_names(error.message, labels)
             raise DiagnosticError(
                 Diagnostic.error(
-                    f"step {number} ({step.op}) cannot apply: {error.message}", step.span, *notes
+                    f"step {number} ({step.op}) cannot apply: {message}", step.span, *notes
                 )
             ) from None
         except _Failure as failure:
@@ -72,7 +75,36 @@ def apply_plan(
     return sch.module, Plan(applied, sch.default_func, plan.source)
 
 
-def _subject_notes(sch: Schedule, subjects: tuple[SRef, ...], number: int) -> list[Note]:
+def _plan_labels(env: dict[str, Any]) -> dict[str, str]:
+    """How the program calls each loop the plan has named (`loop j`), mapped to that
+    description with the plan's name added (`loop j (plan: mj)`); the latest name a step
+    gave wins, and a name the program already uses adds nothing. (Blocks go by the names the
+    program gives them, which plans look them up by.)"""
+    named: dict[int, tuple[SRef, str]] = {}
+    for name, value in env.items():
+        if isinstance(value, SRef) and value.is_valid and value.is_loop:
+            named[id(value)] = (value, name)
+    texts = [describe(sref) for sref, _ in named.values()]
+    labels: dict[str, str] = {}
+    for text, (sref, name) in zip(texts, named.values(), strict=True):
+        if name != sref.loop.loop_var.name and texts.count(text) == 1:  # two alike: neither
+            labels[text] = f"{text} (plan: {name})"
+    return labels
+
+
+def _with_plan_names(text: str, labels: dict[str, str]) -> str:
+    """`text` with each loop the plan named described with that name too."""
+    if not labels:
+        return text
+    # longest first, and never inside a longer name: `loop j` is not in `loop j_1`
+    spelled = sorted(labels, key=len, reverse=True)
+    pattern = re.compile("|".join(re.escape(item) + r"(?![\w.])" for item in spelled))
+    return pattern.sub(lambda match: labels[match.group(0)], text)
+
+
+def _subject_notes(
+    sch: Schedule, subjects: tuple[SRef, ...], number: int, labels: dict[str, str]
+) -> list[Note]:
     """A note per loop or block the error concerns, pointing at it in the input file, or
     where the input no longer shows it (an earlier step built it), in the program as it was
     printed before this step."""
@@ -93,7 +125,7 @@ def _subject_notes(sch: Schedule, subjects: tuple[SRef, ...], number: int) -> li
                     printed = Source(name, print_module(sch.module))
                 span = printed_span(sref, state, printed)
         where = "is here" if span is not None else "(no location in the program text)"
-        notes.append(Note(f"{describe(sref)} {where}", span))
+        notes.append(Note(f"{_with_plan_names(describe(sref), labels)} {where}", span))
     return notes
 
 

@@ -37,7 +37,7 @@ from tirc.schedule.schedule import Schedule, describe
 from tirc.schedule.scope import BlockScope, DepKind
 from tirc.schedule.shape_bounds import mark_shape_vars
 from tirc.schedule.sref import SRef
-from tirc.schedule.state import ScheduleState
+from tirc.schedule.stage_pipeline import stage_pipeline_root
 
 
 def move_block_under_loop(
@@ -51,7 +51,7 @@ def move_block_under_loop(
 ) -> None:
     """compute_at (`is_compute_at`) or reverse_compute_at of `block` under `loop`."""
     state = sch.state_owning(block)
-    root = scope_root(state, block)
+    root = stage_pipeline_root(state, block)
     scope = state.scope(root)
     producers = related_blocks(scope, block, upstream=True)
     consumers = related_blocks(scope, block, upstream=False)
@@ -68,10 +68,15 @@ def move_block_under_loop(
     seen = split.consumers_seen if is_compute_at else split.producers_seen
     if seen < len(required_blocks):
         relation = "consumer" if is_compute_at else "producer"
+        outside = [other for other in required_blocks if loop not in other.ancestors()]
+        if outside:
+            which = " and ".join(describe(other) for other in outside)
+            missing = f"{which} {'is' if len(outside) == 1 else 'are'} not"
+        else:  # under the loop, but not where the block could go
+            missing = f"{len(required_blocks) - seen} of its {len(required_blocks)} are not"
         raise ScheduleError(
-            f"every {relation} of {describe(block)} must be under {describe(loop)}, but "
-            f"{len(required_blocks) - seen} of its {len(required_blocks)} {relation}(s) are not",
-            *required_blocks,
+            f"every {relation} of {describe(block)} must be under {describe(loop)}, but {missing}",
+            *(outside or required_blocks),
         )
     position = _insert_position(index, split.last_producer, split.first_consumer, loop)
     if check_only:
@@ -90,23 +95,6 @@ def move_block_under_loop(
     old_root = root.block
     new_root = _ScopeRebuilder(removal, loop.loop, new_loop).visit(old_root)
     state.replace(root, new_root, {old_root: new_root})
-
-
-def scope_root(state: ScheduleState, block: SRef) -> SRef:
-    """The block's scope root, which must be a stage pipeline."""
-    root = block.enclosing_block()
-    if root is None:
-        raise ScheduleError("the primitive does not operate on the root block", block)
-    scope = state.scope(root)
-    for deps in scope.deps_by_dst.values():
-        for dep in deps:
-            if dep.kind is DepKind.WAR:
-                raise ScheduleError(
-                    f"the scope {describe(root)} is not a stage pipeline: {describe(dep.dst)} "
-                    f"overwrites what {describe(dep.src)} reads (a write-after-read dependence)",
-                    root,
-                )
-    return root
 
 
 def related_blocks(scope: BlockScope, block: SRef, upstream: bool) -> list[SRef]:

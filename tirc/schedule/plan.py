@@ -2,7 +2,10 @@
 
 TVM's trace: `[[[kind, inputs, attrs, outputs], ...], decisions]`; the readable form:
 `{"version": 1, "func": "main", "steps": [{"op": ..., <param>: ..., "out": ...}]}`. Both
-become the same Steps; errors point at the step in the plan file.
+become the same Steps; errors point at the step in the plan file. A bare list of readable
+steps (as docs/plans.md shows each primitive) reads as the readable form, and a bare list of
+TVM instructions as a trace without decisions. Names from before TVM's sblock rename
+(`GetBlock`, `get_block`) read as today's.
 """
 
 from __future__ import annotations
@@ -78,6 +81,18 @@ def _unref(value: Any) -> Any:
 # -- reading --------------------------------------------------------------------------------
 
 
+# What a plan may be, for the message when it is none of them.
+PLAN_FORMS = (
+    'a plan is {"version": 1, "steps": [{"op": ...}, ...]}, a bare list of such steps, '
+    "TVM's trace [[instruction, ...], decisions], or a bare list of TVM instructions "
+    "[kind, inputs, attrs, outputs]"
+)
+# Primitives TVM renamed when blocks became sblocks: old name -> today's.
+TVM_ALIASES = {"GetBlock": "GetSBlock"}
+OP_ALIASES = {"get_block": "get_sblock"}
+_TOP_LEVEL = r"^\s*\["  # the elements of a plan that is a bare list
+
+
 def read_plan(text: str, name: str = "<plan>") -> Plan:
     source = Source(name, text)
     try:
@@ -85,11 +100,21 @@ def read_plan(text: str, name: str = "<plan>") -> Plan:
     except json.JSONDecodeError as error:
         span = Span(source, error.pos, error.pos + 1)
         raise DiagnosticError.at(span, f"the plan is not valid JSON: {error.msg}") from None
-    if isinstance(data, list):
-        return _read_trace(data, source)
     if isinstance(data, dict):
         return _read_readable(data, source)
-    raise DiagnosticError.at(Span(source, 0, 1), "a plan is a JSON list (TVM's trace) or object")
+    if isinstance(data, list):
+        if all(isinstance(item, dict) for item in data):  # [{"op": ...}, ...]
+            return _read_readable({"version": 1, "steps": data}, source, _TOP_LEVEL)
+        if is_instruction(data[0]):  # [["GetSBlock", [], ["C", "main"], ["b0"]], ...]
+            return _read_trace([data, []], source, _TOP_LEVEL)
+        if isinstance(data[0], list) and (not data[0] or isinstance(data[0][0], list)):
+            return _read_trace(data, source)  # [[instruction, ...], decisions]
+    raise DiagnosticError.at(Span(source, 0, 1), f"not a plan: {PLAN_FORMS}")
+
+
+def is_instruction(value: Any) -> bool:
+    """Whether `value` looks like one TVM trace instruction: [kind, inputs, attrs, outputs]."""
+    return isinstance(value, list) and len(value) == 4 and isinstance(value[0], str)
 
 
 def _step_offsets(text: str, pattern: str) -> list[tuple[int, int]]:
@@ -125,7 +150,10 @@ def _span_for(source: Source, offsets: list[tuple[int, int]], index: int) -> Spa
 def _signature(op: str, span: Span | None, tvm: bool) -> Signature:
     from tirc.schedule import primitives
 
-    entry = primitives.by_tvm_name(op) if tvm else primitives.by_op(op)
+    if tvm:
+        entry = primitives.by_tvm_name(TVM_ALIASES.get(op, op))
+    else:
+        entry = primitives.by_op(OP_ALIASES.get(op, op))
     if entry is None:
         import difflib
 
@@ -138,12 +166,11 @@ def _signature(op: str, span: Span | None, tvm: bool) -> Signature:
     return entry.signature
 
 
-def _read_trace(data: list[Any], source: Source) -> Plan:
-    if not data or not isinstance(data[0], list):
-        raise DiagnosticError.at(Span(source, 0, 1), "a TVM trace is [instructions, decisions]")
+def _read_trace(data: list[Any], source: Source, steps_at: str = r"^\s*\[\s*\[") -> Plan:
+    """`data` is [instructions, decisions]; `steps_at` leads to the instructions' list."""
     instructions = data[0]
     decisions = {int(i): v for i, v in (data[1] if len(data) > 1 else [])}
-    offsets = _step_offsets(source.text, r"^\s*\[\s*\[")
+    offsets = _step_offsets(source.text, steps_at)
     steps = []
     for index, instruction in enumerate(instructions):
         span = _span_for(source, offsets, index)
@@ -207,7 +234,10 @@ def _bind_trace(
     return args
 
 
-def _read_readable(data: dict[str, Any], source: Source) -> Plan:
+def _read_readable(
+    data: dict[str, Any], source: Source, steps_at: str = r'"steps"\s*:\s*\['
+) -> Plan:
+    """`data` is the readable form; `steps_at` leads to its steps' list in the text."""
     steps_data = data.get("steps")
     if not isinstance(steps_data, list):
         raise DiagnosticError.at(Span(source, 0, 1), 'a plan object needs a "steps" list')
@@ -216,7 +246,7 @@ def _read_readable(data: dict[str, Any], source: Source) -> Plan:
         raise DiagnosticError.at(
             Span(source, 0, 1), f"plan version {version} is not supported (1 is)"
         )
-    offsets = _step_offsets(source.text, r'"steps"\s*:\s*\[')
+    offsets = _step_offsets(source.text, steps_at)
     steps = []
     defined: set[str] = set()  # outputs of the steps so far
     for index, item in enumerate(steps_data):
