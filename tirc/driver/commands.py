@@ -90,6 +90,16 @@ def diff_files(left: str, right: str) -> int:
     return ExitCode.USER_ERROR
 
 
+def verify_program(module: IRModule) -> None:
+    """Raise the verifier's errors in `module` (docs/validity.md) as one DiagnosticError;
+    warnings mark valid programs and stop nothing."""
+    from tirc.analysis.well_formed import verify_module
+
+    errors = [d for d in verify_module(module) if d.severity is Severity.ERROR]
+    if errors:
+        raise DiagnosticError(errors)
+
+
 def parse_files(paths: Sequence[str]) -> list[IRModule]:
     """Parse every file, or raise one DiagnosticError with the diagnostics of all of them."""
     modules: list[IRModule] = []

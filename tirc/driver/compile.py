@@ -63,9 +63,10 @@ def compile_file(
     output = output if output is not None else default_output(path, emit)
     if output == STDOUT and emit in BINARY_KINDS and os.isatty(1):
         raise DiagnosticError.at(None, f"refusing to write a binary --emit {emit} to a terminal")
-    from tirc.driver.commands import parse_source
+    from tirc.driver.commands import parse_source, verify_program
 
     module = parse_source(read_source(path), parse_defines(defines))
+    verify_program(module)
     if plan is not None:
         from tirc.driver.schedule import apply_plan_file
 

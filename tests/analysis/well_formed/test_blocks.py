@@ -112,8 +112,9 @@ def main(A: T.Buffer((16,), "float32")):
 def test_binding_checks_follow_split_loops_and_trust_predicates() -> None:
     a, io, ii, vi = buffer("A", 30), Var("io"), Var("ii"), Var("vi")
     fused = Add(Mul(io, i32(8)), ii)
-    exact = realize("B", [(spatial(vi, 32), fused)], copy(a, vi))
-    assert verify_function(function([a], loop(io, 4, loop(ii, 8, exact)), s_tir=True)) == []
+    b = buffer("B", 32)
+    exact = realize("B", [(spatial(vi, 32), fused)], copy(b, vi))
+    assert verify_function(function([b], loop(io, 4, loop(ii, 8, exact)), s_tir=True)) == []
     vj = Var("vj")
     guarded = realize("C", [(spatial(vj, 30), fused)], copy(a, vj), predicate=LT(fused, i32(30)))
     assert verify_function(function([a], loop(io, 4, loop(ii, 8, guarded)), s_tir=True)) == []

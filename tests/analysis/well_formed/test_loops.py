@@ -179,7 +179,7 @@ def test_separate_kernels_may_use_different_extents_and_nesting_may_repeat_one()
 
 
 def test_launch_thread_extents_agree_within_a_kernel() -> None:
-    a, bx, tx, tx2 = buffer("A", 16), Var("bx"), Var("tx"), Var("tx2")
+    a, bx, tx, tx2 = buffer("A", 32), Var("bx"), Var("tx"), Var("tx2")
 
     def launch(var: Var, tag: str, extent: int, body: object) -> AttrStmt:
         thread = IterVar(var, Range(i32(0), i32(extent)), IterType.THREAD, tag)

@@ -83,6 +83,7 @@ def test_rules_are_named_as_in_the_documentation() -> None:
         "threads",
         "types",
         "calls",
+        "accesses",
     ]
 
 

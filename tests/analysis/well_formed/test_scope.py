@@ -60,14 +60,14 @@ def main(A: T.Buffer((16,), "float32")):
 
 def test_bind_scopes_over_the_rest_of_its_sequence_only() -> None:
     text = Listing("""
-def main(A: T.Buffer((16,), "float32")):
+def main(A: T.Buffer((17,), "float32")):
     A[x] = A[0]
     for i in range(16):
         x: T.int32 = i + 1
         A[x] = A[i]
     A[x] = A[0]
 """)
-    a, i, x = buffer("A", 16), Var("i"), Var("x")
+    a, i, x = buffer("A", 17), Var("i"), Var("x")
     early = BufferStore(a, BufferLoad(a, (i32(0),)), (x,), span=text.at(2))
     inside = seq(
         Bind(x, Add(i, i32(1)), span=text.at(4)),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from tirc.analysis.well_formed.accesses import check_accesses
 from tirc.analysis.well_formed.aliasing import check_aliasing
 from tirc.analysis.well_formed.blocks import check_blocks
 from tirc.analysis.well_formed.calls import check_calls
@@ -30,6 +31,7 @@ RULES: dict[str, Rule] = {
     "threads": check_threads,
     "types": check_types,
     "calls": check_calls,
+    "accesses": check_accesses,
 }
 
 

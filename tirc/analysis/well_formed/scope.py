@@ -181,6 +181,7 @@ class ScopeChecker(Checker):
             )
 
     def visit_PrimFunc(self, func: PrimFunc) -> None:
+        self.check_parameter_names(func)
         with self.scope():
             for param in func.params:
                 self.define_var(param, func)
@@ -191,6 +192,26 @@ class ScopeChecker(Checker):
                     self.define_data(buffer, func)
             self.define_shape_vars(buffers, func)
             self.visit(func.body)
+
+    def check_parameter_names(self, func: PrimFunc) -> None:
+        """Parameters have distinct names: they are the C function's parameters, and a name
+        given twice would leave the text's later uses meaning only the last one."""
+        buffers = dict(func.buffer_map)
+        seen: dict[str, Span | None] = {}
+        for param in func.params:
+            buffer = buffers.get(param)
+            name = buffer.name if buffer is not None else param.name
+            span = param.span or (buffer.span if buffer is not None else None)
+            if name in seen:
+                self.diagnostics.append(
+                    Diagnostic.error(
+                        f"two parameters are named '{name}'",
+                        span or func.span,
+                        Note(f"the first '{name}' is here", seen[name]),
+                    )
+                )
+            else:
+                seen[name] = span
 
     def visit_SeqStmt(self, stmt: SeqStmt) -> None:
         with self.scope():
