@@ -210,7 +210,8 @@ def test_diff_shows_the_first_difference_in_both_files(tmp_path: Path, capsys: C
     b = write(tmp_path, "b.tir", "x = 1\ny = 20\nz = 4\n")
     assert main(["diff", a, b]) == 1
     out = capsys.readouterr().out
-    assert out.startswith("error: modules differ at main.body.seq[1]: statements differ\n")
+    assert out.startswith(f"{a} and {b} differ at main.body.seq[1]: statements differ\n")
+    assert "error" not in out
     assert f"note: {a} has `y = 2`\n --> {a}:2:1\n" in out
     assert f"note: {b} has `y = 20`\n --> {b}:2:1\n" in out
 

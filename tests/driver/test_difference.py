@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from tirc.diagnostics import Source, Span
 from tirc.diagnostics.render import format_plain
-from tirc.driver.difference import difference_diagnostic, fragment
+from tirc.driver.difference import difference_report, fragment
 from tirc.ir.structural import Difference
 
 
@@ -28,9 +28,9 @@ def test_both_places_and_both_fragments_are_shown() -> None:
         left_span,
         right_span,
     )
-    text = format_plain(difference_diagnostic(difference, "a.tir", "b.tir"))
+    text = format_plain(difference_report(difference, "a.tir", "b.tir"), label=False)
     assert text == (
-        "error: modules differ at main.body.extent: constants differ\n"
+        "a.tir and b.tir differ at main.body.extent: constants differ\n"
         "note: a.tir has `128`\n"
         " --> a.tir:1:16\n"
         "  |\n"
@@ -48,8 +48,8 @@ def test_plain_values_inside_a_located_node() -> None:
     source = Source("a.tir", 'A = T.Buffer((4,), "float32")')
     span = Span(source, 0, len(source.text))
     difference = Difference("main.params[0].dtype", "float32", "int8", "", span, None)
-    lines = format_plain(difference_diagnostic(difference, "a.tir", "b.tir")).splitlines()
-    assert lines[0] == "error: modules differ at main.params[0].dtype"
+    lines = format_plain(difference_report(difference, "a.tir", "b.tir"), label=False).splitlines()
+    assert lines[0] == "a.tir and b.tir differ at main.params[0].dtype"
     assert lines[1] == "note: a.tir has `'float32'`"
     assert lines[2] == " --> a.tir:1:1"
     assert lines[-1] == "note: b.tir has `'int8'` (no source location)"
@@ -60,3 +60,13 @@ def test_fragments_are_one_short_line() -> None:
     source = Source("a.tir", "x" * 200 + "\nmore")
     text = fragment(Located(Span(source, 0, len(source.text))))
     assert len(text) == 80 and text.endswith("...")
+
+
+def test_a_tuple_of_nodes_prints_item_by_item() -> None:
+    from tirc.ir import dtype as dt
+    from tirc.ir.expr import IntImm
+
+    source = Source("a.tir", "T.Buffer((128, 128))")
+    shared = Span(source, 9, 19)  # the parser gives a shape's items the span of the tuple
+    shape = (IntImm(128, dt.INT32, span=shared), IntImm(64, dt.INT32, span=shared))
+    assert fragment(shape) == "(128, 64)"

@@ -43,9 +43,14 @@ class Snippet:
 
 
 def render(
-    diagnostics: Iterable[Diagnostic], stream: TextIO | None = None, color: bool | None = None
+    diagnostics: Iterable[Diagnostic],
+    stream: TextIO | None = None,
+    color: bool | None = None,
+    *,
+    label: bool = True,
 ) -> None:
-    """Write diagnostics to stream (stderr by default), a blank line between two of them."""
+    """Write diagnostics to stream (stderr by default), a blank line between two of them;
+    without `label`, each message stands alone, as a report rather than an `error:`."""
     from rich.console import Console
 
     stream = sys.stderr if stream is None else stream
@@ -64,14 +69,14 @@ def render(
     for index, diagnostic in enumerate(diagnostics):
         if index:
             console.print()
-        for line in format_lines(diagnostic):
+        for line in format_lines(diagnostic, label=label):
             console.print(line)
     stream.flush()
 
 
-def format_plain(diagnostic: Diagnostic) -> str:
+def format_plain(diagnostic: Diagnostic, *, label: bool = True) -> str:
     """The rendered text of one diagnostic without colour, ending in a newline."""
-    return "".join(line.plain + "\n" for line in format_lines(diagnostic))
+    return "".join(line.plain + "\n" for line in format_lines(diagnostic, label=label))
 
 
 def is_color_wanted(stream: TextIO) -> bool:
@@ -81,7 +86,7 @@ def is_color_wanted(stream: TextIO) -> bool:
     return bool(isatty and isatty())
 
 
-def format_lines(diagnostic: Diagnostic) -> list[Text]:
+def format_lines(diagnostic: Diagnostic, *, label: bool = True) -> list[Text]:
     from rich.text import Text
 
     snippets = [snippet_of(diagnostic.span)]
@@ -89,9 +94,14 @@ def format_lines(diagnostic: Diagnostic) -> list[Text]:
     width = max((len(str(s.line)) for s in snippets if s is not None), default=1)
 
     style = SEVERITY_STYLE[diagnostic.severity]
-    lines = [
-        Text.assemble((f"{diagnostic.severity.value}:", style), (f" {diagnostic.message}", "bold"))
-    ]
+    if label:
+        lines = [
+            Text.assemble(
+                (f"{diagnostic.severity.value}:", style), (f" {diagnostic.message}", "bold")
+            )
+        ]
+    else:
+        lines = [Text(diagnostic.message, "bold")]
     lines += snippet_lines(snippets[0], width, style)
     note_style = SEVERITY_STYLE[Severity.NOTE]
     for note, snippet in zip(diagnostic.notes, snippets[1:], strict=True):

@@ -83,10 +83,10 @@ def diff_files(left: str, right: str) -> int:
     if difference is None:
         return ExitCode.OK
     from tirc.diagnostics.render import render
-    from tirc.driver.difference import difference_diagnostic
+    from tirc.driver.difference import difference_report
 
-    diagnostic = difference_diagnostic(difference, display_name(left), display_name(right))
-    render([diagnostic], stream=sys.stdout)
+    report = difference_report(difference, display_name(left), display_name(right))
+    render([report], stream=sys.stdout, label=False)
     return ExitCode.USER_ERROR
 
 
