@@ -94,3 +94,35 @@ def test_special_files_are_written_in_place_not_replaced(tmp_path: Path) -> None
 def test_dash_writes_stdout(capsys: pytest.CaptureFixture[str]) -> None:
     write_output("-", "to stdout\n")
     assert capsys.readouterr().out == "to stdout\n"
+
+
+def test_an_identical_file_is_left_untouched_when_asked(tmp_path: Path) -> None:
+    target = tmp_path / "k.h"
+    target.write_text("int k(void);\n")
+    os.utime(target, (1_000_000, 1_000_000))
+    inode = target.stat().st_ino
+    write_output(str(target), "int k(void);\n", keep_identical=True)
+    assert target.stat().st_mtime == 1_000_000 and target.stat().st_ino == inode
+    write_output(str(target), "int k(int);\n", keep_identical=True)
+    assert target.read_text() == "int k(int);\n" and target.stat().st_mtime > 1_000_000
+    assert os.listdir(tmp_path) == ["k.h"]
+
+
+def test_an_identical_file_is_rewritten_by_default(tmp_path: Path) -> None:
+    target = tmp_path / "k.o"
+    target.write_bytes(b"\x7fELF")
+    os.utime(target, (1_000_000, 1_000_000))
+    write_output(str(target), b"\x7fELF")
+    assert target.stat().st_mtime > 1_000_000
+
+
+def test_compiling_an_unchanged_header_keeps_its_timestamp(tmp_path: Path) -> None:
+    from tirc.cli.main import main
+
+    sample = Path(__file__).resolve().parents[2] / "samples" / "elementwise.tir"
+    header = tmp_path / "k.h"
+    argv = ["compile", str(sample), "--emit", "header", "-o", str(header)]
+    assert main(argv) == 0
+    os.utime(header, (1_000_000, 1_000_000))
+    assert main(argv) == 0
+    assert header.stat().st_mtime == 1_000_000

@@ -40,7 +40,7 @@ def print_file(
         from tirc.driver.lower import lower_module
 
         module = lower_module(module, **lowering)  # type: ignore[arg-type]
-    write_output(output, module_text(module))
+    write_output(output, module_text(module), keep_identical=True)
     return ExitCode.OK
 
 

@@ -80,8 +80,11 @@ def compile_file(
         data = generate(module, target, emit, opt_level, pipeline, prefix)
     if depfile is not None:
         inputs = [path, plan, intrinsics, pipeline or default_pipeline_file(target)]
-        write_output(depfile, depfile_text(output, [p for p in inputs if p and p != STDIN]))
-    write_output(output, data)
+        depends = depfile_text(output, [p for p in inputs if p and p != STDIN])
+        write_output(depfile, depends, keep_identical=True)
+    # An unchanged header keeps its timestamp, or make would rebuild every file including it;
+    # code is rewritten, since make would otherwise rerun the (slow) compile every time.
+    write_output(output, data, keep_identical=emit == "header")
     return ExitCode.OK
 
 

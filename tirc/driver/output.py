@@ -1,13 +1,16 @@
 """Writing an output (a path, or `-` for stdout) all at once or not at all.
 
 A regular file is written to a temporary file in its directory and renamed into place, so a
-failed or interrupted run never leaves a half-written file for make to trust.
+failed or interrupted run never leaves a half-written file for make to trust. With
+`keep_identical`, a file that already holds exactly the output is left alone, timestamp and
+all, so that what make builds from it is not rebuilt.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 import sys
 
@@ -15,9 +18,13 @@ from tirc.diagnostics import DiagnosticError
 from tirc.driver.source import describe
 
 STDOUT = "-"
+# What follows `.NAME.` in a temporary file's name: the writer's pid and mkstemp's letters.
+TEMPORARY_TAIL = re.compile(r"(\d+)-[a-z0-9_]{8}\.tmp")
 
 
-def write_output(path: str, data: str | bytes) -> None:
+def write_output(path: str, data: str | bytes, *, keep_identical: bool = False) -> None:
+    """Write `data` to `path` ('-': stdout) atomically; with `keep_identical`, leave an
+    existing file that holds the same bytes untouched."""
     payload = data.encode("utf-8") if isinstance(data, str) else data
     if path == STDOUT:
         sys.stdout.flush()
@@ -30,7 +37,7 @@ def write_output(path: str, data: str | bytes) -> None:
             # /dev/null, a fifo: renaming onto it would replace it, so write through.
             with open(target, "wb") as file:
                 file.write(payload)
-        else:
+        elif not (keep_identical and holds(target, payload)):
             replace_atomically(target, payload)
     except OSError as error:
         raise DiagnosticError.at(None, f"cannot write '{path}': {describe(error)}") from None
@@ -46,11 +53,26 @@ def is_special_file(path: str) -> bool:
     return not stat.S_ISREG(mode)
 
 
+def holds(path: str, payload: bytes) -> bool:
+    """Whether the regular file at `path` exists and holds exactly `payload`."""
+    try:
+        if os.path.getsize(path) != len(payload):
+            return False
+        with open(path, "rb") as file:
+            return file.read() == payload
+    except OSError:
+        return False
+
+
 def replace_atomically(path: str, payload: bytes) -> None:
     import tempfile
 
     directory, name = os.path.split(path)
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
+    remove_stale_temporaries(directory, name)
+    # `.NAME.PID-XXXXXXXX.tmp`: hidden, never matching the output's own pattern, and naming
+    # its writer, so that a later run can tell one a killed run left from one being written.
+    prefix = f".{name}.{os.getpid()}-"
+    descriptor, temporary = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=directory)
     try:
         with os.fdopen(descriptor, "wb") as file:
             file.write(payload)
@@ -59,6 +81,36 @@ def replace_atomically(path: str, payload: bytes) -> None:
     except BaseException:
         os.unlink(temporary)
         raise
+
+
+def remove_stale_temporaries(directory: str, name: str) -> None:
+    """Remove the temporary files of `name` whose writer is gone (a run killed while it
+    wrote: SIGKILL runs no cleanup). Those of a live writer stay."""
+    prefix = f".{name}."
+    try:
+        entries = [entry for entry in os.listdir(directory or ".") if entry.startswith(prefix)]
+    except OSError:
+        return
+    for entry in entries:
+        found = TEMPORARY_TAIL.fullmatch(entry[len(prefix) :])
+        if found is None or is_running(int(found.group(1))):
+            continue
+        try:
+            os.unlink(os.path.join(directory, entry))
+        except OSError:
+            pass  # another run removed it first, or the directory is not ours to clean
+
+
+def is_running(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # it exists, owned by someone else
+    return True
 
 
 def current_umask() -> int:

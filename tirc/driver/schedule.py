@@ -40,8 +40,8 @@ def schedule_file(
     # The trace first: if stdout is the output, a failure writing the trace file still
     # leaves nothing written.
     if trace is not None:
-        write_output(trace, applied.to_json())
-    write_output(output, text)
+        write_output(trace, applied.to_json(), keep_identical=True)
+    write_output(output, text, keep_identical=True)
     return ExitCode.OK
 
 
