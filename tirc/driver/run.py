@@ -193,6 +193,12 @@ def _run_on_cpu(
     from tirc.driver.run_cpu import bench as time_calls
     from tirc.driver.run_cpu import compare, jit_function
 
+    if bench:
+        from tirc.driver.openmp_policy import prepare_for_bench
+
+        busy = prepare_for_bench()  # before the JIT loads libgomp, which reads it then
+        if busy is not None:
+            notes.append(f"bench: {busy}")
     meter.stage(f"compiling {name} for {target}")
     call = jit_function(module, name, target, opt_level)
     pristine = {key: np.array(value, copy=True) for key, value in args.items()} if bench else None
@@ -506,7 +512,12 @@ def summary(
         else:
             origin = "random"
         if buffer is not None and isinstance(value, np.ndarray):
-            lines.append(f"  {param.name}: {buffer.dtype}{list(value.shape)} ({origin})")
+            from tirc.driver.value_summary import describe_values
+
+            lines.append(
+                f"  {param.name}: {buffer.dtype}{list(value.shape)} ({origin})  "
+                f"{describe_values(value)}"
+            )
         else:
             lines.append(f"  {param.name} = {value} ({origin})")
     if save is not None:
