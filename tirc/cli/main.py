@@ -21,6 +21,25 @@ def examples(*lines: str) -> str:
     return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines)
 
 
+class Choice(click.Choice):
+    """click.Choice that suggests the closest choice for a misspelt value (`--emit objj`)."""
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> object:
+        try:
+            return super().convert(value, param, ctx)
+        except click.BadParameter as error:
+            import difflib
+
+            close = difflib.get_close_matches(str(value), [str(c) for c in self.choices], n=1)
+            if not close:
+                raise
+            raise click.BadParameter(
+                f"{error.message} Did you mean '{close[0]}'?", ctx, param
+            ) from None
+
+
 def complete_passes(
     context: click.Context, parameter: click.Parameter, incomplete: str
 ) -> list[str]:
@@ -50,7 +69,8 @@ def complete_targets(
     context_settings={"help_option_names": ["-h", "--help"]},
     epilog=examples(
         "tirc print samples/matmul.tir",
-        "tirc run samples/matmul.tir --plan samples/matmul.plan.json --target cpu --check --bench",
+        "tirc run samples/matmul.tir --plan samples/matmul.cpu.plan.json --target cpu "
+        "--check --bench",
         "tirc explain split",
         'eval "$(_TIRC_COMPLETE=bash_source tirc)"    # shell completion (docs/cli.md)',
         "`tirc COMMAND --help` shows each command's options and examples.",
@@ -80,8 +100,8 @@ def guarded(action: Callable[[], int]) -> int:
     "print",
     epilog=examples(
         "tirc print samples/matmul.tir                 # the canonical spelling",
-        "tirc print samples/matmul.tir -D N=256        # with a module parameter overridden",
-        "tirc print samples/matmul.tir --plan samples/matmul.plan.json",
+        "tirc print samples/gpu/matmul_fp16_tc.tir -D N=64   # with its parameter N set to 64",
+        "tirc print samples/matmul.tir --plan samples/matmul.cpu.plan.json",
         "tirc print --lower samples/matmul.tir --print-after flatten-buffer --time-passes",
     ),
 )
@@ -163,7 +183,7 @@ def check_command(files: tuple[str, ...], verbose: bool) -> int:
     "diff",
     epilog=examples(
         "tirc diff samples/matmul.tir samples/matmul.tir   # equal: exit 0, no output",
-        "tirc diff before.tir after.tir                    # exit 1 and the first difference",
+        "tirc diff samples/matmul.tir samples/batch_matmul.tir   # differ: exit 1, where and how",
     ),
 )
 @click.argument("left", metavar="A")
@@ -178,9 +198,11 @@ def diff_command(left: str, right: str) -> int:
 @cli.command(
     "schedule",
     epilog=examples(
-        "tirc schedule samples/matmul.tir --apply samples/matmul.plan.json",
-        "tirc schedule samples/matmul.tir --apply samples/matmul.plan.json --trace applied.json",
-        "tirc schedule k.tir --apply plan.json --intrinsics my_intrinsics.json -o k.sched.tir",
+        "tirc schedule samples/matmul.tir --apply samples/matmul.cpu.plan.json",
+        "tirc schedule samples/matmul.tir --apply samples/matmul.cpu.plan.json "
+        "--trace applied.json",
+        "tirc schedule docs/examples/accumulate.tir --apply docs/examples/accumulate.plan.json "
+        "--intrinsics docs/examples/dot4.intrinsics.json -o accumulate.sched.tir",
     ),
 )
 @click.argument("file")
@@ -217,9 +239,11 @@ def schedule_command(
     "run",
     epilog=examples(
         "tirc run samples/matmul.tir                   # in the reference interpreter",
-        "tirc run samples/matmul.tir --plan samples/matmul.plan.json --target cpu --check --bench",
-        "tirc run k.tir --target 'cpu -mcpu=znver4' --inputs in.npz --save out.npz",
-        "tirc run dynamic.tir --target cpu --size n=1024 --check   # shapes over a variable n",
+        "tirc run samples/matmul.tir --plan samples/matmul.cpu.plan.json --target cpu "
+        "--check --bench",
+        "tirc run samples/matmul.tir --target cpu --save out.npz   # every buffer after the run",
+        "tirc run samples/matmul.tir --target cpu --inputs out.npz # arguments by parameter name",
+        "tirc run docs/examples/scale.tir --target cpu --size n=1024 --check   # shapes over n",
         "tirc run samples/gpu/matmul_fp16_tc.tir --plan samples/gpu/matmul_fp16_tc.plan.json "
         "--target cuda -D N=4096 --check --bench",
     ),
@@ -259,7 +283,7 @@ def schedule_command(
 )
 @click.option(
     "--gpu-model",
-    type=click.Choice(["threads", "lockstep", "auto"]),
+    type=Choice(["threads", "lockstep", "auto"]),
     default="threads",
     show_default=True,
     help="How the interpreter runs GPU kernels: one thread at a time, checking for data races "
@@ -307,12 +331,16 @@ def run_command(
 @cli.command(
     "compile",
     epilog=examples(
-        "tirc compile samples/matmul.tir --plan samples/matmul.plan.json -o mm.o --prefix mm_",
+        "tirc compile samples/matmul.tir --plan samples/matmul.cpu.plan.json -o mm.o --prefix mm_",
         "tirc compile samples/matmul.tir --emit header -o mm.h --prefix mm_",
-        "tirc compile k.tir --emit so -o libk.so            # links libgomp itself",
-        "tirc compile k.tir -o k.o -MD                      # and k.o.d for make",
-        "tirc compile k.tir --target cuda --emit cu -o k.cu",
-        "tirc compile k.tir --target cuda --emit ptx --arch sm_80 -o k.ptx",
+        "tirc compile samples/matmul.tir --target 'cpu -mcpu=znver4' --emit asm -o mm.s",
+        "tirc compile samples/softmax.tir --plan samples/softmax.cpu.plan.json --emit so "
+        "-o libsoftmax.so   # links libgomp itself",
+        "tirc compile samples/softmax.tir -o softmax.o -MD   # and softmax.o.d for make",
+        "tirc compile samples/softmax.tir --plan samples/softmax.cuda.plan.json --target cuda "
+        "--emit cu -o softmax.cu",
+        "tirc compile samples/softmax.tir --plan samples/softmax.cuda.plan.json --target cuda "
+        "--emit ptx --arch sm_80 -o softmax.ptx",
     ),
 )
 @click.argument("file")
@@ -326,7 +354,7 @@ def run_command(
 )
 @click.option(
     "--emit",
-    type=click.Choice(["obj", "so", "ll", "asm", "header", "cu", "ptx", "cubin"]),
+    type=Choice(["obj", "so", "ll", "asm", "header", "cu", "ptx", "cubin"]),
     default=None,
     help="What to write (cpu: obj so ll asm header; cuda: cu ptx cubin).",
 )
@@ -348,9 +376,7 @@ def run_command(
 @click.option("--intrinsics", default=None, metavar="JSON", help="Tensor intrinsics for the plan.")
 @click.option("--prefix", default="", help="Prefix for exported symbols (e.g. matmul_).")
 @click.option("--arch", default="sm_90", show_default=True, help="CUDA architecture.")
-@click.option(
-    "--ptx-via", type=click.Choice(["nvrtc", "llvm"]), default=None, help="How to make PTX."
-)
+@click.option("--ptx-via", type=Choice(["nvrtc", "llvm"]), default=None, help="How to make PTX.")
 def compile_command(
     file: str,
     plan: str | None,
@@ -413,7 +439,7 @@ def compile_command(
     "intrinsics",
     epilog=examples(
         "tirc intrinsics                               # the built-in library",
-        "tirc intrinsics --intrinsics my_intrinsics.json",
+        "tirc intrinsics --intrinsics docs/examples/dot4.intrinsics.json",
     ),
 )
 @click.option(
