@@ -91,9 +91,34 @@ def cli(context: click.Context, traceback: bool) -> None:
 
 def guarded(action: Callable[[], int]) -> int:
     from tirc.driver.guard import run_guarded
+    from tirc.driver.remarks import remark_scope
 
-    show_traceback = bool(click.get_current_context().obj)
-    return run_guarded(action, show_traceback=show_traceback)
+    context = click.get_current_context()
+    show_traceback = bool(context.obj)
+    with remark_scope(as_errors=bool(context.meta.get(REMARKS_AS_ERRORS))):
+        return run_guarded(action, show_traceback=show_traceback)
+
+
+REMARKS_AS_ERRORS = "tirc.remarks_as_errors"
+
+
+def remember_remarks(context: click.Context, parameter: click.Parameter, value: object) -> None:
+    context.meta[REMARKS_AS_ERRORS] = value == "error"
+
+
+# `-W error`, for the commands that lower: a remark (a schedule's request that lowering could
+# not honour) becomes an error. Not passed to the command: `guarded` reads it.
+remarks_option = click.option(
+    "-W",
+    "remarks",
+    type=Choice(["error"]),
+    default=None,
+    expose_value=False,
+    callback=remember_remarks,
+    metavar="error",
+    help="-W error: a remark (a vectorize, unroll or parallel that lowering cannot honour) "
+    "is an error.",
+)
 
 
 @cli.command(
@@ -130,6 +155,7 @@ def guarded(action: Callable[[], int]) -> int:
 @click.option("--print-after-all", is_flag=True, help="Show the module after every pass.")
 @click.option("--time-passes", is_flag=True, help="Report the time each pass took.")
 @click.option("--verify-each", is_flag=True, help="Verify the module after every pass.")
+@remarks_option
 def print_command(
     file: str,
     output: str,
@@ -269,6 +295,7 @@ def schedule_command(
     help="A symbolic shape variable's value, for the arguments drawn at random (repeatable).",
 )
 @click.option("--check", is_flag=True, help="Compare the results with the interpreter's.")
+@remarks_option
 @click.option("--bench", is_flag=True, help="Report the median time over repeats.")
 @click.option(
     "-O",
@@ -363,6 +390,7 @@ def run_command(
     "-D", "defines", multiple=True, metavar="NAME=VALUE", help="Override a module parameter."
 )
 @click.option("-MD", "md", is_flag=True, help="Write a make depfile next to the output.")
+@remarks_option
 @click.option("-MF", "mf", default=None, metavar="DEPFILE", help="Write the depfile here.")
 @click.option(
     "-O",

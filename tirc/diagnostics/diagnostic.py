@@ -16,6 +16,7 @@ class Severity(enum.Enum):
     ERROR = "error"
     WARNING = "warning"
     NOTE = "note"
+    REMARK = "remark"  # what the compiler did, or could not do, with a valid request
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,6 +27,7 @@ SEVERITY_STYLE = {
     Severity.ERROR: "bold red",
     Severity.WARNING: "bold yellow",
     Severity.NOTE: "bold cyan",
+    Severity.REMARK: "bold green",
 }
 GUTTER_STYLE = "bold blue"
 

@@ -12,6 +12,7 @@ from tirc.diagnostics import Diagnostic, DiagnosticError
 
 if TYPE_CHECKING:
     from tirc.ir.function import IRModule
+    from tirc.transform.pass_base import ModulePass
 
 
 def lower_module(
@@ -52,6 +53,48 @@ def lower_module(
         verify_each=verify_each,
         stream=stream,
     )
-    lowered = run_pipeline(module, pipeline.passes, instruments)
+    from tirc.driver import remarks
+
+    if not remarks.is_listening():
+        lowered = run_pipeline(module, pipeline.passes, instruments)
+    else:
+        watch = remarks.LoopWatch(module)
+
+        def hook(pass_: ModulePass, result: IRModule, seconds: float) -> None:
+            instruments(pass_, result, seconds)
+            watch(pass_, result)
+
+        lowered = run_pipeline(module, pipeline.passes, hook)
+        remarks.report(watch.finish(lowered, target))
     instruments.report()
-    return lowered
+    return without_s_tir_mark(lowered)
+
+
+def without_s_tir_mark(module: IRModule) -> IRModule:
+    """`module` with each function that no longer has a block marked tir, not s-tir.
+
+    TVM's passes, and tirc's after them, keep the `s_tir` mark on the functions they lower
+    (the pass goldens are TVM's); a lowered function is no longer schedulable, so the
+    result of a whole pipeline says so (`tirc print --lower` prints `@T.prim_func`).
+    """
+    import dataclasses
+
+    from tirc.ir.functor import walk
+    from tirc.ir.node import Node
+    from tirc.ir.stmt import SBlock
+
+    def has_block(func: object) -> bool:
+        found: list[Node] = []
+
+        def collect(node: Node) -> None:
+            if not found and isinstance(node, SBlock):
+                found.append(node)
+
+        walk(func, collect)
+        return bool(found)
+
+    result = module
+    for name, func in module.functions:
+        if func.is_s_tir and not has_block(func.body):
+            result = result.with_function(name, dataclasses.replace(func, is_s_tir=False))
+    return result
