@@ -21,12 +21,14 @@ def overrun(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize("command", ["check", "compile"])
+@pytest.mark.parametrize(
+    "options", [["check"], ["compile"], ["compile", "--target", "cuda"]], ids=" ".join
+)
 def test_an_overrunning_loop_is_refused(
-    command: str, overrun: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    options: list[str], overrun: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    output = tmp_path / "bmm.o"
-    argv = [command, str(overrun)] + (["-o", str(output)] if command == "compile" else [])
+    output = tmp_path / "bmm.out"
+    argv = [*options, str(overrun)] + (["-o", str(output)] if options[0] == "compile" else [])
     assert main(argv) == 1
     err = capsys.readouterr().err
     assert (

@@ -72,10 +72,11 @@ def compile_cuda_file(
         raise DiagnosticError.at(
             None, f"--target cuda cannot emit '{emit}'", Note(f"choose one of {', '.join(EMITS)}")
         )
-    from tirc.driver.commands import parse_source
+    from tirc.driver.commands import parse_source, verify_program
 
     source = read_source(path)
     module = parse_source(source, parse_defines(defines))
+    verify_program(module)
     if plan is not None:
         from tirc.driver.schedule import apply_plan_file
 
