@@ -120,3 +120,22 @@ def test_calls_name_known_intrinsics_with_their_arity() -> None:
         "unknown intrinsic 'T.expo'",
         "T.exp takes 1 argument, 2 given",
     ]
+
+
+def test_a_handle_is_no_condition() -> None:
+    """What `if A.data:` would build if the parser let it through (it does not)."""
+    a = buffer("A", 16)
+    store = BufferStore(a, BufferLoad(a, (i32(1),)), (i32(0),))
+    choose = Call(dt.FLOAT32, "if_then_else", (a.data, BufferLoad(a, (i32(0),)), FloatImm(0.0)))
+    program = seq(
+        IfThenElse(a.data, store),
+        While(a.data, store),
+        AssertStmt(a.data),
+        BufferStore(a, choose, (i32(2),)),
+    )
+    assert messages(verify_function(function([a], program))) == [
+        "condition of if must be bool, not handle",
+        "condition of while must be bool, not handle",
+        "condition of assert must be bool, not handle",
+        "condition of T.if_then_else must be bool, not handle",
+    ]
