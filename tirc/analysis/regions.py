@@ -141,7 +141,7 @@ class _Collector(Visitor):
             region = source
         ranges = []
         for item in region.region:
-            last = E.Sub(E.Add(item.min, item.extent), IntImm(1, item.extent.dtype))  # type: ignore[attr-defined]
+            last = E.Sub(E.Add(item.min, item.extent), IntImm(1, item.extent.dtype))
             low = relax(item.min, self.domains, self.analyzer).min
             high = relax(self.analyzer.simplify(last), self.domains, self.analyzer).max
             ranges.append((low, high))
@@ -174,12 +174,12 @@ def _region(box: _Box) -> BufferRegion:
     ranges = []
     for dim, extent in enumerate(box.buffer.shape):
         low, high = box.lows[dim], box.highs[dim]
-        dtype = extent.dtype  # type: ignore[attr-defined]
+        dtype = extent.dtype
         if low is None or high is None:
             ranges.append(Range(IntImm(0, dtype), extent))
             continue
         # the index dtype may differ from the shape's (a uint32 index into an int64 shape)
-        size = analyzer.simplify(E.Add(E.Sub(high, low), IntImm(1, low.dtype)))  # type: ignore[attr-defined]
+        size = analyzer.simplify(E.Add(E.Sub(high, low), IntImm(1, low.dtype)))
         ranges.append(Range(low, size))
     return BufferRegion(box.buffer, tuple(ranges))
 

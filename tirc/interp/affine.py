@@ -18,7 +18,7 @@ Affine = tuple[dict[Var, int], int]
 
 def affine_form(ctx: Context, expr: PrimExpr) -> Affine | None:
     rule = _RULES.get(type(expr))
-    if rule is None or not expr.dtype.is_integer or expr.dtype.is_vector:  # type: ignore[attr-defined]
+    if rule is None or not expr.dtype.is_integer or expr.dtype.is_vector:
         return None
     return rule(ctx, expr)
 

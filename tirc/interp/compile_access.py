@@ -216,7 +216,7 @@ class AccessCompiler:
         return (
             predicate is not None
             or buffer.dtype.lanes > 1
-            or any(index.dtype.lanes > 1 for index in indices)  # type: ignore[attr-defined]
+            or any(index.dtype.lanes > 1 for index in indices)
         )
 
     def shared_tracker(self, buffer: Buffer) -> str | None:
@@ -295,7 +295,7 @@ class AccessCompiler:
         parts = []
         lanes = 1
         for index, extent, stride in zip(indices, layout.shape, layout.strides, strict=True):
-            lanes = max(lanes, index.dtype.lanes)  # type: ignore[attr-defined]
+            lanes = max(lanes, index.dtype.lanes)
             parts.append(f"({self.exprs.compile(index).text}, {stride.text}, {extent.text})")
         base = add_terms([view.base, layout.offset]).text
         mask = "None" if predicate is None else self.exprs.compile(predicate).text
@@ -329,7 +329,7 @@ class AccessCompiler:
         kind = str(buffer.dtype.element)
         encoder = f"_encode_{kind}" if kind in NARROW_FLOATS else "None"
         values = value.text
-        if stmt.value.dtype.lanes == 1 and lanes > 1:  # type: ignore[attr-defined]
+        if stmt.value.dtype.lanes == 1 and lanes > 1:
             values = f"({values},) * {lanes}"
         handle = self.shared_tracker(buffer)
         if handle is not None:

@@ -66,7 +66,7 @@ class CallCompiler:
     def lanewise(self, call: Call, lane: Callable[[list[Code], DataType], Code]) -> Code:
         """Applies a scalar rule to each lane when the arguments are vectors."""
         args = self.args(call)
-        arg_types = [a.dtype for a in call.args if isinstance(a, PrimExpr)]  # type: ignore[attr-defined]
+        arg_types = [a.dtype for a in call.args if isinstance(a, PrimExpr)]
         if all(t.is_scalar for t in arg_types):
             return lane(args, arg_types[0] if arg_types else call.dtype)
         names = [self.ctx.temp() for _ in args]

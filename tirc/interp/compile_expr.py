@@ -99,7 +99,7 @@ class ExprCompiler:
         return f"({name} := {code.text})", name
 
     def lanes(self, expr: PrimExpr) -> int:
-        return expr.dtype.lanes  # type: ignore[attr-defined]
+        return expr.dtype.lanes
 
 
 def _var(compiler: ExprCompiler, expr: PrimExpr) -> Code:
@@ -274,7 +274,7 @@ def _select(compiler: ExprCompiler, expr: PrimExpr) -> Code:
         return Code(picked, *value)
     c, t, f = compiler.ctx.temp(), compiler.ctx.temp(), compiler.ctx.temp()
     condition_lanes = condition.text
-    if expr.condition.dtype.is_scalar:  # type: ignore[attr-defined]
+    if expr.condition.dtype.is_scalar:
         condition_lanes = f"({condition.text},) * {expr.dtype.lanes}"
     return Code(
         compiler.ctx.lanes_of(
@@ -290,7 +290,7 @@ def _cast(compiler: ExprCompiler, expr: PrimExpr) -> Code:
     from tirc.interp.compile_cast import compile_cast
 
     value = compiler.compile(expr.value)
-    source: DataType = expr.value.dtype  # type: ignore[attr-defined]
+    source: DataType = expr.value.dtype
     if expr.dtype.is_scalar:
         result = compile_cast(compiler, value, source, expr.dtype, expr)
         pure = value.pure and not (source.is_float and expr.dtype.is_integer)
@@ -333,7 +333,7 @@ def _shuffle(compiler: ExprCompiler, expr: PrimExpr) -> Code:
     parts = []
     for vector in expr.vectors:
         code = compiler.compile(vector)
-        parts.append(code.text if vector.dtype.is_vector else f"({code.text},)")  # type: ignore[attr-defined]
+        parts.append(code.text if vector.dtype.is_vector else f"({code.text},)")
     indices = [compiler.compile(index).text for index in expr.indices]
     concatenated = " + ".join(parts)
     if len(indices) == 1:  # one lane: a scalar

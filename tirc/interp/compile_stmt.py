@@ -283,7 +283,7 @@ def _attr(compiler: StmtCompiler, stmt: S.Stmt) -> None:
 
 def _virtual_thread(compiler: StmtCompiler, var: Var, extent: PrimExpr, body: S.Stmt) -> None:
     """vthread: virtual threads run one after another within each real thread."""
-    start = IntImm(0, extent.dtype)  # type: ignore[attr-defined]
+    start = IntImm(0, extent.dtype)
     serial_loop(compiler, var, start, extent, None, body)
 
 

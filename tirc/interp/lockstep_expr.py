@@ -503,7 +503,7 @@ def _logical(is_and: bool) -> Callable[..., Eval]:
 
     def rule(compiler: ExprCompiler, expr: PrimExpr) -> Eval:
         a, b = compiler.compile(expr.a), compiler.compile(expr.b)  # type: ignore[attr-defined]
-        vector = expr.dtype.lanes > 1  # type: ignore[attr-defined]
+        vector = expr.dtype.lanes > 1
 
         def evaluate(frame: Frame, mask: Mask) -> np.ndarray:
             x = a(frame, mask)
@@ -540,7 +540,7 @@ def _select(compiler: ExprCompiler, expr: PrimExpr) -> Eval:
 def _cast(compiler: ExprCompiler, expr: PrimExpr) -> Eval:
     assert isinstance(expr, E.Cast)
     value = compiler.compile(expr.value)
-    source: DataType = expr.value.dtype.element  # type: ignore[attr-defined]
+    source: DataType = expr.value.dtype.element
     target = expr.dtype.element
     if source.is_handle or target.is_handle:
         raise Unsupported("handle cast")

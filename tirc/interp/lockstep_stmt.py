@@ -389,7 +389,7 @@ def _attr(compiler: StmtCompiler, stmt: S.Stmt) -> Run:
     if stmt.key in ("thread_extent", "virtual_thread") and isinstance(stmt.node, S.IterVar):
         tag = stmt.node.thread_tag
         if stmt.key == "virtual_thread" or tag.startswith("vthread") or tag == "cthread":
-            start = IntImm(0, stmt.value.dtype)  # type: ignore[attr-defined]
+            start = IntImm(0, stmt.value.dtype)
             return _loop(compiler, stmt.node.var, start, stmt.value, None, stmt.body)
         return compiler.thread_binding(tag, stmt.node.var, None, stmt.value, stmt.body)
     return compiler.compile(stmt.body)

@@ -46,7 +46,7 @@ class Buffer(Node):
     def index_dtype(self) -> DataType:
         """The dtype of this buffer's index arithmetic: that of its shape."""
         for extent in self.shape:
-            return extent.dtype  # type: ignore[attr-defined,no-any-return]
+            return extent.dtype
         return dt.INT32
 
 
@@ -78,8 +78,10 @@ class BufferRegion(Node):
 
     @staticmethod
     def full(buffer: Buffer) -> BufferRegion:
-        zero = [IntImm(0, extent.dtype) for extent in buffer.shape]  # type: ignore[attr-defined]
-        return BufferRegion(buffer, tuple(Range(z, e) for z, e in zip(zero, buffer.shape)))
+        zero = [IntImm(0, extent.dtype) for extent in buffer.shape]
+        return BufferRegion(
+            buffer, tuple(Range(z, e) for z, e in zip(zero, buffer.shape, strict=True))
+        )
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -21,9 +21,15 @@ if TYPE_CHECKING:
 class PrimExpr(Node):
     """Base of every expression; `dtype` is a field of each subclass."""
 
+    if TYPE_CHECKING:
+        # Declared for the checker only: a field here would come first in every subclass's
+        # constructor, before the fields that each subclass places ahead of its own `dtype`.
+        @property
+        def dtype(self) -> DataType: ...
+
     @property
     def type(self) -> DataType:  # pragma: no cover - convenience alias
-        return self.dtype  # type: ignore[attr-defined,no-any-return]
+        return self.dtype
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -76,17 +82,15 @@ class Cast(PrimExpr):
     value: PrimExpr
 
     def __post_init__(self) -> None:
-        if self.dtype.lanes != self.value.dtype.lanes:  # type: ignore[attr-defined]
-            raise IRError(
-                f"cannot cast {self.value.dtype} to {self.dtype}: lane counts differ"  # type: ignore[attr-defined]
-            )
+        if self.dtype.lanes != self.value.dtype.lanes:
+            raise IRError(f"cannot cast {self.value.dtype} to {self.dtype}: lane counts differ")
 
 
 def _same_dtype(name: str, a: PrimExpr, b: PrimExpr) -> DataType:
-    a_type, b_type = a.dtype, b.dtype  # type: ignore[attr-defined]
+    a_type, b_type = a.dtype, b.dtype
     if a_type != b_type:
         raise IRError(f"operands of {name} have different types: {a_type} and {b_type}")
-    return a_type  # type: ignore[no-any-return]
+    return a_type
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -220,9 +224,9 @@ class Not(PrimExpr):
     dtype: DataType = field(init=False)
 
     def __post_init__(self) -> None:
-        if not self.a.dtype.is_bool:  # type: ignore[attr-defined]
-            raise IRError(f"operand of Not must be bool, not {self.a.dtype}")  # type: ignore[attr-defined]
-        object.__setattr__(self, "dtype", self.a.dtype)  # type: ignore[attr-defined]
+        if not self.a.dtype.is_bool:
+            raise IRError(f"operand of Not must be bool, not {self.a.dtype}")
+        object.__setattr__(self, "dtype", self.a.dtype)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -261,7 +265,7 @@ class Broadcast(PrimExpr):
     dtype: DataType = field(init=False)
 
     def __post_init__(self) -> None:
-        element: DataType = self.value.dtype  # type: ignore[attr-defined]
+        element: DataType = self.value.dtype
         if element.is_vector or self.lanes < 1:
             raise IRError("Broadcast needs a scalar value and a positive lane count")
         object.__setattr__(self, "dtype", element.with_lanes(self.lanes))
@@ -278,7 +282,7 @@ class Shuffle(PrimExpr):
     def __post_init__(self) -> None:
         if not self.vectors:
             raise IRError("Shuffle needs at least one vector")
-        element: DataType = self.vectors[0].dtype.element  # type: ignore[attr-defined]
+        element: DataType = self.vectors[0].dtype.element
         object.__setattr__(self, "dtype", element.with_lanes(len(self.indices)))
 
 
@@ -292,7 +296,7 @@ class Let(PrimExpr):
     dtype: DataType = field(init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "dtype", self.body.dtype)  # type: ignore[attr-defined]
+        object.__setattr__(self, "dtype", self.body.dtype)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -319,7 +323,7 @@ class BufferLoad(PrimExpr):
 
 def access_dtype(buffer: Buffer, indices: tuple[PrimExpr, ...]) -> DataType:
     """The dtype of `buffer[indices]`: the element type widened by the last index's lanes."""
-    lanes = indices[-1].dtype.lanes if indices else 1  # type: ignore[attr-defined]
+    lanes = indices[-1].dtype.lanes if indices else 1
     element = buffer.dtype
     return element if lanes == 1 else element.with_lanes(element.lanes * lanes)
 

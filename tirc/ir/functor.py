@@ -18,10 +18,14 @@ from tirc.ir.expr import Var
 from tirc.ir.node import Node
 
 
-@cache
-def child_fields(cls: type) -> tuple[str, ...]:
+def _child_fields(cls: type) -> tuple[str, ...]:
     """The constructor fields of an IR class, in order, without `span`."""
     return tuple(f.name for f in dataclasses.fields(cls) if f.init and f.name != "span")
+
+
+# Typed as a function of a class: `functools.cache` takes `*args: Hashable`, and mypy does not
+# see `type[Node]` as Hashable (python/mypy#11470), though every class is.
+child_fields: Callable[[type], tuple[str, ...]] = cache(_child_fields)
 
 
 def _dispatch(visitor_cls: type, node_cls: type) -> Callable[..., Any] | None:
@@ -104,7 +108,7 @@ class Mutator(_Dispatching):
                     changes[name] = new
         if not changes:
             return node
-        return dataclasses.replace(node, **changes)  # type: ignore[type-var]
+        return dataclasses.replace(node, **changes)
 
 
 def walk(node: object, callback: Callable[[Node], None]) -> None:

@@ -118,10 +118,10 @@ def mma_shape(call: E.Call) -> MmaShape:
             "integers, accumulating in 16 or 32 bits)",
         )
     layouts = (args[1], args[2])
-    if any(not isinstance(x, E.StringImm) for x in layouts) or tuple(
-        x.value
-        for x in layouts  # type: ignore[attr-defined]
-    ) != ("row", "col"):
+    if any(not isinstance(x, E.StringImm) for x in layouts) or tuple(x.value for x in layouts) != (
+        "row",
+        "col",
+    ):
         raise DiagnosticError.at(
             call.span, f"T.ptx_mma {name}: A must be 'row' and B 'col' (PTX allows only .row.col)"
         )

@@ -129,7 +129,7 @@ class _Comparer:
         elif isinstance(a, tuple):
             if len(a) != len(b):
                 raise _Mismatch(a, b, f"{len(a)} items vs {len(b)}")
-            for index, (x, y) in enumerate(zip(a, b)):
+            for index, (x, y) in enumerate(zip(a, b, strict=True)):
                 self._field(f"[{index}]", x, y)
         elif isinstance(a, PointerType):
             if a.element != b.element or a.scope != b.scope:
@@ -234,4 +234,4 @@ def expr_key(expr: object) -> Hashable:
         return tuple(expr_key(item) for item in expr)
     if isinstance(expr, float):
         return ("float", repr(expr))
-    return expr  # type: ignore[return-value]
+    return expr

@@ -17,8 +17,8 @@ from tirc.analysis.arith.iter_map import IterSplit, IterSum, Level, detect_iter_
 from tirc.ir import expr as E
 from tirc.ir.buffer import Buffer, Range
 from tirc.ir.expr import IntImm, PrimExpr, Var
-from tirc.schedule.symbolic_dims import is_constant, lone_symbolic_dims
 from tirc.ir.stmt import IterVar
+from tirc.schedule.symbolic_dims import is_constant, lone_symbolic_dims
 from tirc.text.builder.arith import arithmetic
 
 
@@ -90,7 +90,7 @@ def simplified(interval: Interval, analyzer: Analyzer) -> Interval:
 def from_range(region: Range) -> Interval:
     if isinstance(region.extent, IntImm) and region.extent.value == 1:
         return Interval.point(region.min)
-    last = fold("-", fold("+", region.min, region.extent), IntImm(1, region.extent.dtype))  # type: ignore[attr-defined]
+    last = fold("-", fold("+", region.min, region.extent), IntImm(1, region.extent.dtype))
     return Interval(region.min, last)
 
 
@@ -128,7 +128,7 @@ class VarDomain:
         plain = Analyzer()
         low, high = self.dom.min, self.dom.max
         assert low is not None and high is not None
-        extent = fold("-", fold("+", high, IntImm(1, high.dtype)), low)  # type: ignore[attr-defined]
+        extent = fold("-", fold("+", high, IntImm(1, high.dtype)), low)
         return Range(plain.simplify(low), plain.simplify(extent))
 
 
@@ -193,7 +193,7 @@ def _is_single_point(interval: Interval, analyzer: Analyzer) -> bool:
 
 def _last_index(buffer: Buffer, dim: int) -> PrimExpr:
     extent = buffer.shape[dim]
-    return fold("max", fold("-", extent, IntImm(1, extent.dtype)), IntImm(0, extent.dtype))  # type: ignore[attr-defined]
+    return fold("max", fold("-", extent, IntImm(1, extent.dtype)), IntImm(0, extent.dtype))
 
 
 def _solve_affine(
@@ -227,7 +227,7 @@ def _solve_affine(
     if not all(interval.is_bounded for interval in want):
         return False
     whole = [
-        Interval(IntImm(0, buffer.shape[dim].dtype), _last_index(buffer, dim))  # type: ignore[attr-defined]
+        Interval(IntImm(0, buffer.shape[dim].dtype), _last_index(buffer, dim))
         for dim in range(buffer.ndim)
     ]
 
@@ -284,7 +284,7 @@ def inverse_iter_map(sums: list[IterSum], outputs: list[PrimExpr]) -> dict[Var, 
         else:
             for position in range(len(splits) - 1, -1, -1):
                 split = splits[position]
-                dtype = value.dtype  # type: ignore[attr-defined]
+                dtype = value.dtype
                 part = fold("floordiv", value, IntImm(split.scale, dtype))
                 if position > 0:
                     part = fold("floormod", part, IntImm(split.extent, dtype))
@@ -293,7 +293,7 @@ def inverse_iter_map(sums: list[IterSum], outputs: list[PrimExpr]) -> dict[Var, 
             mark = split.mark
             if not isinstance(mark.source, Var):
                 return None
-            dtype = part.dtype  # type: ignore[attr-defined]
+            dtype = part.dtype
             contribution = fold("*", part, IntImm(split.lower, dtype))
             previous = inverse.get(mark.source)
             inverse[mark.source] = (
@@ -332,15 +332,15 @@ def _solve_dimension(
             None if need_low is None else fold("floordiv", need_low, scale),
             None if need_high is None else fold("floordiv", need_high, scale),
         )
-        bound = Interval(IntImm(0, last.dtype), fold("floordiv", last, scale))  # type: ignore[attr-defined]
+        bound = Interval(IntImm(0, last.dtype), fold("floordiv", last, scale))
         return var, VarDomain(dom, bound)
     if analyzer.can_prove_equal(low, high):
         if isinstance(low, Var):
-            bound = Interval(IntImm(0, last.dtype), last)  # type: ignore[attr-defined]
+            bound = Interval(IntImm(0, last.dtype), last)
             return low, VarDomain(Interval(need_low, need_high), bound)
-        if isinstance(low, E.FloorDiv) and analyzer.can_prove(E.GE(low.b, IntImm(1, low.b.dtype))):  # type: ignore[attr-defined]
+        if isinstance(low, E.FloorDiv) and analyzer.can_prove(E.GE(low.b, IntImm(1, low.b.dtype))):
             factor = low.b
-            one = IntImm(1, factor.dtype)  # type: ignore[attr-defined]
+            one = IntImm(1, factor.dtype)
 
             def widen(end: PrimExpr | None) -> PrimExpr | None:
                 if end is None:
@@ -350,7 +350,7 @@ def _solve_dimension(
             scaled_low = None if need_low is None else fold("*", need_low, factor)
             if isinstance(low.a, Var):
                 dom = Interval(scaled_low, widen(need_high))
-                bound = Interval(IntImm(0, last.dtype), widen(last))  # type: ignore[attr-defined]
+                bound = Interval(IntImm(0, last.dtype), widen(last))
                 return low.a, VarDomain(dom, bound)
             return _solve_dimension(
                 Interval.point(low.a), Interval(scaled_low, widen(need_high)), last, analyzer
@@ -358,12 +358,12 @@ def _solve_dimension(
         if isinstance(low, E.FloorMod):
             if isinstance(low.a, Var):
                 return low.a, VarDomain()  # `x % f` says nothing about the range of x
-            one = IntImm(1, low.a.dtype)  # type: ignore[attr-defined]
+            one = IntImm(1, low.a.dtype)
             if (
                 analyzer.can_prove(E.GE(low.a, one))
                 and analyzer.can_prove(E.GE(low.b, one))
                 and need_low is not None
-                and analyzer.can_prove(E.GE(need_low, IntImm(0, need_low.dtype)))  # type: ignore[attr-defined]
+                and analyzer.can_prove(E.GE(need_low, IntImm(0, need_low.dtype)))
             ):
                 return _solve_dimension(
                     Interval.point(low.a), Interval(need_low, None), last, analyzer

@@ -100,8 +100,8 @@ class _StageRewriter(Mutator):
 def _minus(a: PrimExpr, b: PrimExpr) -> PrimExpr:
     from tirc.text.builder.arith import arithmetic
 
-    if isinstance(b, IntImm) and b.dtype != a.dtype:  # type: ignore[attr-defined]
-        b = IntImm(b.value, a.dtype)  # type: ignore[attr-defined]  # a constant takes the index's type
+    if isinstance(b, IntImm) and b.dtype != a.dtype:
+        b = IntImm(b.value, a.dtype)  # a constant takes the index's type
     return arithmetic("-", a, b)
 
 

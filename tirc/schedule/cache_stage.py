@@ -67,7 +67,7 @@ def make_cache_stage(
     loop_vars: list[Var] = []
     bindings: list[PrimExpr] = []
     for axis in region.region:
-        var = Var(f"ax{len(loop_vars)}", axis.extent.dtype)  # type: ignore[attr-defined]
+        var = Var(f"ax{len(loop_vars)}", axis.extent.dtype)
         loop_vars.append(var)
         bindings.append(arithmetic("+", axis.min, var) if full_region else var)
     iter_vars: list[IterVar] = []
@@ -75,11 +75,11 @@ def make_cache_stage(
     write_indices: list[PrimExpr] = []
     reads_cache = region.buffer is not stage.read_buffer  # a cache_write's copy-out
     for dim, axis in enumerate(region.region):
-        dtype = axis.extent.dtype  # type: ignore[attr-defined]
+        dtype = axis.extent.dtype
         var = Var(f"v{dim}", dtype)
         if full_region:
             extent = region.buffer.shape[dim]
-            dom = Range(IntImm(0, extent.dtype), extent)  # type: ignore[attr-defined]
+            dom = Range(IntImm(0, extent.dtype), extent)
             read_indices.append(var)
             write_indices.append(var)
         else:
@@ -131,7 +131,7 @@ def in_bounds_guard(
         analyzer.bind(var, Range(IntImm(0, var.dtype), axis.extent))
     guard: PrimExpr = IntImm(1, BOOL)
     for binding, extent in zip(bindings, region.buffer.shape, strict=True):
-        zero = IntImm(0, binding.dtype)  # type: ignore[attr-defined]
+        zero = IntImm(0, binding.dtype)
         for condition in (E.LE(zero, binding), E.LT(binding, extent)):
             if not analyzer.can_prove(condition):
                 guard = condition if isinstance(guard, IntImm) else E.And(guard, condition)
@@ -142,7 +142,7 @@ def point_region(buffer: Buffer, indices: list[PrimExpr]) -> BufferRegion:
     """`buffer[i, j, ...]` as a region of single points."""
     return BufferRegion(
         buffer,
-        tuple(Range(index, IntImm(1, index.dtype)) for index in indices),  # type: ignore[attr-defined]
+        tuple(Range(index, IntImm(1, index.dtype)) for index in indices),
     )
 
 

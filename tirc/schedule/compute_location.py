@@ -198,7 +198,7 @@ def _relax_range(region: Range, domains: dict[Var, Range]) -> Interval:
         low = relax(region.min, domains)
         return Interval(low.min, low.max)
     last = Analyzer().simplify(
-        fold("-", fold("+", region.min, region.extent), IntImm(1, region.extent.dtype))  # type: ignore[attr-defined]
+        fold("-", fold("+", region.min, region.extent), IntImm(1, region.extent.dtype))
     )
     return Interval(relax(region.min, domains).min, relax(last, domains).max)
 
@@ -254,7 +254,7 @@ def _loop_nest(
         covered = info.cover_range(iter_var.dom)
         is_unit = isinstance(covered.extent, IntImm) and covered.extent.value == 1
         if preserve_unit_loops or not is_unit:
-            bits = max(covered.min.dtype.bits, covered.extent.dtype.bits)  # type: ignore[attr-defined]
+            bits = max(covered.min.dtype.bits, covered.extent.dtype.bits)
             var = Var(f"ax{len(loop_vars)}", dt.make("int", bits))
             loop_vars.append((var, analyzer.simplify(covered.extent)))
             values.append(fold("+", covered.min, var))
@@ -270,7 +270,7 @@ def _loop_nest(
             if not analyzer.can_prove(lower, symbolic=True):
                 predicate = lower if predicate is None else E.And(predicate, lower)
         if bound.max is not None:
-            upper = fold("<", value, fold("+", bound.max, IntImm(1, bound.max.dtype)))  # type: ignore[attr-defined]
+            upper = fold("<", value, fold("+", bound.max, IntImm(1, bound.max.dtype)))
             if not analyzer.can_prove(upper, symbolic=True):
                 predicate = upper if predicate is None else E.And(predicate, upper)
     condition = (

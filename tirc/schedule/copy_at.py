@@ -115,7 +115,7 @@ def _copy_nest(region: BufferRegion, cache: Buffer, loops: list[For], direction:
         walk(item.min, look)
     block_vars = [Var(f"v{position}", var.dtype) for position, var in enumerate(used)]
     renamed = substitute(region, dict(zip(used, block_vars, strict=True)))
-    axes = [Var(f"ax{position}", item.extent.dtype) for position, item in enumerate(renamed.region)]  # type: ignore[attr-defined]
+    axes = [Var(f"ax{position}", item.extent.dtype) for position, item in enumerate(renamed.region)]
     indices = tuple(
         arithmetic("+", item.min, axis) for item, axis in zip(renamed.region, axes, strict=True)
     )

@@ -64,7 +64,7 @@ class IndexMap:
 
     def map_shape(self, shape: Sequence[PrimExpr]) -> tuple[PrimExpr, ...]:
         """The extents of the final indices over a buffer or iteration space of `shape`."""
-        ranges = [Range(IntImm(0, extent.dtype), extent) for extent in shape]  # type: ignore[attr-defined]
+        ranges = [Range(IntImm(0, extent.dtype), extent) for extent in shape]
         return tuple(item.extent for item in self.map_ranges(ranges))
 
     def inverse(self, shape: Sequence[PrimExpr]) -> IndexMap:
@@ -72,7 +72,7 @@ class IndexMap:
         unless the map is a bijection of the box onto its image."""
         if self.given_inverse is not None:
             return self.given_inverse
-        ranges = [Range(IntImm(0, extent.dtype), extent) for extent in shape]  # type: ignore[attr-defined]
+        ranges = [Range(IntImm(0, extent.dtype), extent) for extent in shape]
         projection = self._projection_inverse(ranges)
         if projection is not None:
             return projection
@@ -130,7 +130,7 @@ class IndexMap:
         for var, domain in zip(self.initial, ranges, strict=True):
             if var in solved:
                 results.append(solved[var])
-            elif analyzer.can_prove_equal(domain.extent, IntImm(1, domain.extent.dtype)):  # type: ignore[attr-defined]
+            elif analyzer.can_prove_equal(domain.extent, IntImm(1, domain.extent.dtype)):
                 results.append(domain.min)
             else:
                 raise IndexMapError(f"the map drops {var.name}, whose extent is not 1")
@@ -184,7 +184,7 @@ class IndexMap:
         """An output that is an input variable as it is keeps its name (TVM's naming)."""
         index = self.final[position]
         name = index.name if isinstance(index, Var) and index in self.initial else f"axis{position}"
-        return Var(name, index.dtype)  # type: ignore[attr-defined]
+        return Var(name, index.dtype)
 
     def __str__(self) -> str:
         names = ", ".join(var.name for var in self.initial)
@@ -203,7 +203,7 @@ def _bound(domains: dict[Var, Range]) -> Analyzer:
 def _plus_one(expr: PrimExpr) -> PrimExpr:
     from tirc.ir import expr as E
 
-    return E.Add(expr, IntImm(1, expr.dtype))  # type: ignore[attr-defined]
+    return E.Add(expr, IntImm(1, expr.dtype))
 
 
 def _sub(a: PrimExpr, b: PrimExpr) -> PrimExpr:

@@ -98,7 +98,7 @@ class _Retype(Mutator):
         return node
 
     def visit_Cast(self, node: E.Cast) -> PrimExpr:
-        if node.dtype.is_integer and node.value.dtype.is_integer:  # type: ignore[attr-defined]
+        if node.dtype.is_integer and node.value.dtype.is_integer:
             return self.visit(node.value)
         return self.generic_visit(node)  # type: ignore[return-value]
 
@@ -329,7 +329,7 @@ class _Matcher:
         return _Retype(self.renames, dtype).visit(expr)
 
     def equal_index(self, lhs: PrimExpr, rhs: PrimExpr) -> bool:
-        dtype = rhs.dtype  # type: ignore[attr-defined]
+        dtype = rhs.dtype
         if not dtype.is_integer:
             return False
         return self.analyzer.can_prove_equal(self.retyped(lhs, dtype), rhs)
@@ -356,11 +356,11 @@ class _Matcher:
             self.access(lhs.buffer, lhs.indices, rhs.buffer, rhs.indices, "load of")
             return
         if isinstance(lhs, E.PrimExpr):
-            if lhs.dtype != rhs.dtype:  # type: ignore[attr-defined]
+            if lhs.dtype != rhs.dtype:
                 raise IntrinsicMismatch(
-                    f"{_text(lhs)} is {lhs.dtype}, the intrinsic's {_text(rhs)} is {rhs.dtype}"  # type: ignore[attr-defined]
+                    f"{_text(lhs)} is {lhs.dtype}, the intrinsic's {_text(rhs)} is {rhs.dtype}"
                 )
-        for name in child_fields(type(lhs)):  # type: ignore[arg-type]
+        for name in child_fields(type(lhs)):
             a, b = getattr(lhs, name), getattr(rhs, name)
             if isinstance(a, tuple) and isinstance(b, tuple):
                 if len(a) != len(b):

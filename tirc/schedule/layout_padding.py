@@ -87,7 +87,7 @@ def padding_condition(
         rows = -(-extent.value // factor)
         if rows * factor == extent.value:
             continue
-        dtype = outputs[outer].dtype  # type: ignore[attr-defined]
+        dtype = outputs[outer].dtype
         last = E.EQ(outputs[outer], IntImm(rows - 1, dtype))
         kept = extent.value - (rows - 1) * factor
         part = E.And(last, E.LE(IntImm(kept, dtype), outputs[inner]))
@@ -101,7 +101,7 @@ def padding_fill(
     """`buffer_<name>_padding`: loops over the new shape, the block predicated on the
     padding condition, storing the pad value (a map of the new indices)."""
     loop_vars = tuple(
-        Var(mapping.output_var(position).name, extent.dtype)  # type: ignore[attr-defined]
+        Var(mapping.output_var(position).name, extent.dtype)
         for position, extent in enumerate(buffer.shape)
     )
     block_vars = tuple(Var(f"v_{var.name}", var.dtype) for var in loop_vars)
@@ -177,7 +177,7 @@ def pad_in_producer(
         return None
     inverse = mapping.inverse(padded_shape(mapping, shape))  # type: ignore[arg-type]
     loop_vars = tuple(
-        Var(mapping.output_var(position).name, extent.dtype)  # type: ignore[attr-defined]
+        Var(mapping.output_var(position).name, extent.dtype)
         for position, extent in enumerate(buffer.shape)
     )
     new_vars = tuple(Var(f"v_{var.name}", var.dtype) for var in loop_vars)

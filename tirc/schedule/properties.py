@@ -124,7 +124,7 @@ def realize_of(block: SRef) -> SBlockRealize:
         elif isinstance(node, Node) and not isinstance(node, (For, SBlock)):
             pending.extend(
                 getattr(node, name)
-                for name in child_fields(type(node))  # type: ignore[arg-type]
+                for name in child_fields(type(node))
                 if isinstance(getattr(node, name), (Stmt, tuple))
             )
     raise AssertionError(f"no realize for block {target.name}")

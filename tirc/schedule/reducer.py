@@ -91,7 +91,7 @@ def match_reducer(
 ) -> Match | None:
     """The reducer whose identity is `inits` and whose combiner gives `values` with `x`
     the `loads` (one per stored buffer)."""
-    dtypes = [value.dtype for value in values]  # type: ignore[attr-defined]
+    dtypes = [value.dtype for value in values]
     for reducer in REDUCERS:
         if reducer.arity != len(values):
             continue
@@ -138,5 +138,5 @@ def _equal(a: object, b: object, recurse: Callable[[object, object], bool]) -> b
             return False
         if isinstance(a, (IntImm, FloatImm)):
             return a.value == b.value and a.dtype == b.dtype  # type: ignore[attr-defined]
-        return all(recurse(getattr(a, f), getattr(b, f)) for f in child_fields(type(a)))  # type: ignore[arg-type]
+        return all(recurse(getattr(a, f), getattr(b, f)) for f in child_fields(type(a)))
     return a == b

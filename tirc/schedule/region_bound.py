@@ -73,7 +73,7 @@ def _strict_bound(
         if not total.splits:
             result.append(Range(analyzer.simplify(total.base), item.extent))
             continue
-        dtype = item.extent.dtype  # type: ignore[attr-defined]
+        dtype = item.extent.dtype
         extent = total.extent + item.extent.value - 1  # type: ignore[attr-defined]
         result.append(Range(analyzer.simplify(total.base), IntImm(extent, dtype)))
     return result
@@ -96,7 +96,7 @@ def estimate_region(
             relaxed = relax_range(item, domains, analyzer)
             if relaxed is None:
                 extent = region.buffer.shape[dim]
-                relaxed = Range(IntImm(0, extent.dtype), extent)  # type: ignore[attr-defined]
+                relaxed = Range(IntImm(0, extent.dtype), extent)
             else:
                 relaxed = Range(
                     simplifier.simplify(relaxed.min), simplifier.simplify(relaxed.extent)
@@ -140,7 +140,7 @@ def clamp_to_buffer(region: BufferRegion) -> BufferRegion:
     for item, extent in zip(region.region, region.buffer.shape, strict=True):
         low: PrimExpr = item.min
         high: PrimExpr = E.Add(item.min, item.extent)
-        zero = IntImm(0, item.min.dtype)  # type: ignore[attr-defined]
+        zero = IntImm(0, item.min.dtype)
         if analyzer.can_prove(E.LT(low, zero)):
             low, changed = zero, True
         if analyzer.can_prove(E.GT(high, extent)):

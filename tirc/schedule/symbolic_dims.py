@@ -51,7 +51,7 @@ def lone_symbolic_dims(
 
 
 def _var_plus_base(index: PrimExpr) -> tuple[Var | None, PrimExpr]:
-    dtype = index.dtype  # type: ignore[attr-defined]
+    dtype = index.dtype
     if isinstance(index, Var):
         return index, IntImm(0, dtype)
     if isinstance(index, E.Add):

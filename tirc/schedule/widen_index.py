@@ -80,11 +80,11 @@ class _Widen(Mutator):
     def _promoted(self, node: Any, a: PrimExpr, b: PrimExpr) -> PrimExpr:
         if a is node.a and b is node.b:
             return node
-        if a.dtype != b.dtype:  # type: ignore[attr-defined]
+        if a.dtype != b.dtype:
             a, b = self.widen(a), self.widen(b)
-            if a.dtype != b.dtype:  # type: ignore[attr-defined]
-                a = E.Cast(self.dtype, a) if a.dtype != self.dtype else a  # type: ignore[attr-defined]
-                b = E.Cast(self.dtype, b) if b.dtype != self.dtype else b  # type: ignore[attr-defined]
+            if a.dtype != b.dtype:
+                a = E.Cast(self.dtype, a) if a.dtype != self.dtype else a
+                b = E.Cast(self.dtype, b) if b.dtype != self.dtype else b
         return type(node)(a, b, span=node.span)
 
 

@@ -28,13 +28,13 @@ class FlatOffsetRewriter(Mutator):
     ) -> tuple[Buffer, tuple[E.PrimExpr, ...]]:
         new, offset = self.moves[buffer.data]
         (index,) = indices
-        lanes = index.dtype.lanes  # type: ignore[attr-defined]
-        element = index.dtype.element  # type: ignore[attr-defined]
+        lanes = index.dtype.lanes
+        element = index.dtype.element
         if isinstance(offset, int):
             if offset == 0:
                 return new, indices
             offset = E.IntImm(offset, element)
-        elif offset.dtype != element:  # type: ignore[attr-defined]
+        elif offset.dtype != element:
             offset = E.Cast(element, offset)
         if lanes > 1:
             offset = E.Broadcast(offset, lanes)

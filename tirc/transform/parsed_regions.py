@@ -18,8 +18,8 @@ from tirc.ir.structural import expr_key
 
 def parsed_range(item: Range) -> Range:
     """`item` with its extent as the parser computes it from `min:min + extent`."""
-    dtype = item.extent.dtype  # type: ignore[attr-defined]
-    if item.min.dtype != dtype or not (dtype.is_scalar and dtype.is_integer):  # type: ignore[attr-defined]
+    dtype = item.extent.dtype
+    if item.min.dtype != dtype or not (dtype.is_scalar and dtype.is_integer):
         return item
     extent = canonical.difference(E.Add(item.min, item.extent), item.min, order="written")
     if expr_key(extent) == expr_key(item.extent):

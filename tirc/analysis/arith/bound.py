@@ -175,7 +175,7 @@ def const_bound(expr: PrimExpr, ranges: Mapping[Var, Bound] | None = None) -> Bo
     known = ranges or {}
 
     def bound(node: PrimExpr) -> Bound:
-        dtype = node.dtype  # type: ignore[attr-defined]
+        dtype = node.dtype
         if isinstance(node, E.IntImm):
             return Bound(node.value, node.value)
         if not (dtype.is_integer or dtype.is_bool) or dtype.is_vector:
@@ -187,7 +187,7 @@ def const_bound(expr: PrimExpr, ranges: Mapping[Var, Bound] | None = None) -> Bo
                 return found.intersect(limits)
             return Bound(0, limits.max) if node.is_size_var else limits
         if isinstance(node, E.Cast):
-            inner = node.value.dtype  # type: ignore[attr-defined]
+            inner = node.value.dtype
             if inner.is_integer or inner.is_bool:
                 source = bound(node.value)
                 if source.is_within(*int_range(dtype)):

@@ -63,7 +63,7 @@ class Sum:
 
 def to_sum(expr: PrimExpr) -> Sum:
     """Decompose an integer expression over +, -, and multiplication by constants."""
-    dtype = expr.dtype  # type: ignore[attr-defined]
+    dtype = expr.dtype
     result = Sum(dtype)
     stack: list[tuple[PrimExpr, int]] = [(expr, 1)]
     while stack:

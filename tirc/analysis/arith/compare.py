@@ -37,7 +37,7 @@ def normal_comparisons(expr: PrimExpr) -> PrimExpr:
 
 
 def _comparison(node: E.CompareOp) -> PrimExpr:
-    dtype = node.a.dtype  # type: ignore[attr-defined]
+    dtype = node.a.dtype
     if not (dtype.is_integer and dtype.is_scalar):
         return node
     kind, a, b = type(node), node.a, node.b
@@ -47,7 +47,7 @@ def _comparison(node: E.CompareOp) -> PrimExpr:
         a, b = _move_constant(a, b)
     if kind is type(node) and a is node.a and b is node.b:
         return node
-    return kind(a, b)  # type: ignore[call-arg]
+    return kind(a, b)
 
 
 def _move_constant(a: PrimExpr, b: PrimExpr) -> tuple[PrimExpr, PrimExpr]:

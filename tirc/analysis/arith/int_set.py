@@ -51,7 +51,7 @@ class _Relaxer:
             domain = self.domains.get(expr)
             if domain is None:
                 return IntervalSet.point(expr)
-            last = E.Sub(E.Add(domain.min, domain.extent), IntImm(1, domain.extent.dtype))  # type: ignore[attr-defined]
+            last = E.Sub(E.Add(domain.min, domain.extent), IntImm(1, domain.extent.dtype))
             return IntervalSet(domain.min, self.simplify(last))
         if rule is not None:
             return rule(self, expr)
@@ -168,7 +168,7 @@ def _by_bounds(relaxer: _Relaxer, expr: PrimExpr) -> IntervalSet:
     if not relaxer._depends(expr):
         return IntervalSet.point(expr)
     bound = relaxer.analyzer.const_bound(expr)
-    dtype = expr.dtype  # type: ignore[attr-defined]
+    dtype = expr.dtype
     if not dtype.is_integer:
         return IntervalSet(None, None)
     low, high = int_range(dtype)
@@ -206,10 +206,10 @@ def relax_range(
 ) -> Range | None:
     """The Range covering `[min, min + extent)` as the variables in `domains` range."""
     low = relax(region.min, domains, analyzer)
-    last = E.Sub(E.Add(region.min, region.extent), IntImm(1, region.extent.dtype))  # type: ignore[attr-defined]
+    last = E.Sub(E.Add(region.min, region.extent), IntImm(1, region.extent.dtype))
     high = relax(last, domains, analyzer)
     if low.min is None or high.max is None:
         return None
     helper = analyzer or Analyzer()
-    extent = helper.simplify(E.Add(E.Sub(high.max, low.min), IntImm(1, region.extent.dtype)))  # type: ignore[attr-defined]
+    extent = helper.simplify(E.Add(E.Sub(high.max, low.min), IntImm(1, region.extent.dtype)))
     return Range(helper.simplify(low.min), extent)

@@ -33,8 +33,8 @@ def _minus(value: PrimExpr, base: PrimExpr) -> PrimExpr:
 
 def _as(expr: PrimExpr, like: PrimExpr) -> PrimExpr:
     """`expr` in `like`'s dtype (an iterator map's constants are plain integers)."""
-    dtype = like.dtype  # type: ignore[attr-defined]
-    if expr.dtype == dtype:  # type: ignore[attr-defined]
+    dtype = like.dtype
+    if expr.dtype == dtype:
         return expr
     if isinstance(expr, IntImm):
         return IntImm(expr.value, dtype)
@@ -42,7 +42,7 @@ def _as(expr: PrimExpr, like: PrimExpr) -> PrimExpr:
 
 
 def _const(value: int, like: PrimExpr) -> IntImm:
-    return IntImm(value, like.dtype)  # type: ignore[attr-defined]
+    return IntImm(value, like.dtype)
 
 
 def _add(total: PrimExpr | None, term: PrimExpr) -> PrimExpr:

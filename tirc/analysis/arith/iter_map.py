@@ -133,7 +133,7 @@ class _Detector:
             for split in self.atom_splits(atom):
                 splits.append(IterSplit(split.mark, split.lower, split.extent, split.scale * coeff))
         splits = _merge_adjacent(splits)
-        dtype = expr.dtype  # type: ignore[attr-defined]
+        dtype = expr.dtype
         base: PrimExpr = IntImm(total.const, dtype)
         for atom, coeff in base_terms:
             term = atom if coeff == 1 else E.Mul(atom, IntImm(coeff, dtype))
@@ -390,7 +390,7 @@ def _is_unit(split: IterSplit) -> bool:
 def _scaled(extent: int | PrimExpr, scale: int) -> int | PrimExpr:
     if isinstance(extent, int):
         return extent * scale
-    return extent if scale == 1 else E.Mul(extent, IntImm(scale, extent.dtype))  # type: ignore[attr-defined]
+    return extent if scale == 1 else E.Mul(extent, IntImm(scale, extent.dtype))
 
 
 def _extent_key(extent: int | PrimExpr) -> Hashable:
@@ -495,7 +495,7 @@ def normalize_iter_map(
         detector.check_tiling(sums, Level.SURJECTIVE)
     except _NotAffine:
         return None
-    return [_sum_expr(total, index.dtype) for total, index in zip(sums, indices, strict=False)]  # type: ignore[attr-defined]
+    return [_sum_expr(total, index.dtype) for total, index in zip(sums, indices, strict=False)]
 
 
 def _sum_expr(total: IterSum, dtype: object) -> PrimExpr:

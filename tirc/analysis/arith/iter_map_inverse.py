@@ -49,7 +49,7 @@ def _assemble(mark: IterMark, found: list[tuple[int, int, PrimExpr]]) -> PrimExp
     for lower, extent, digit in sorted(found, key=lambda item: item[0]):
         if lower != covered:
             return None
-        term = digit if lower == 1 else E.Mul(digit, IntImm(lower, digit.dtype))  # type: ignore[attr-defined]
+        term = digit if lower == 1 else E.Mul(digit, IntImm(lower, digit.dtype))
         value = term if value is None else E.Add(value, term)
         covered = lower * extent
     if covered < mark.extent:
@@ -66,7 +66,7 @@ def _read_digits(
     ordered = sorted(splits, key=lambda s: -s.scale)
     if len(ordered) > 1:
         ordered = [s for s in ordered if s.extent != 1]
-    dtype = value.dtype  # type: ignore[attr-defined]
+    dtype = value.dtype
     for position, split in enumerate(ordered):
         digit = value if split.scale == 1 else E.FloorDiv(value, IntImm(split.scale, dtype))
         if position > 0:

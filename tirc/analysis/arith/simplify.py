@@ -26,8 +26,8 @@ from tirc.ir.structural import expr_key
 
 
 def _is_index(expr: PrimExpr) -> bool:
-    dtype = expr.dtype  # type: ignore[attr-defined]
-    return dtype.is_integer and dtype.is_scalar  # type: ignore[no-any-return]
+    dtype = expr.dtype
+    return dtype.is_integer and dtype.is_scalar
 
 
 def _const(expr: PrimExpr) -> int | None:
@@ -157,13 +157,13 @@ class Simplifier(Mutator):
     def _symbolic_division(self, a: PrimExpr, b: PrimExpr, is_mod: bool) -> PrimExpr | None:
         """Multiples of a non-negative divisor `d` leave the dividend:
 
-            (x * d + y) // d  ->  x + y // d        (x * d + y) % d  ->  y % d
-            (d * 32 - 1) // d ->  -1 // d + 32      (d * 4) % d      ->  0
+        (x * d + y) // d  ->  x + y // d        (x * d + y) % d  ->  y % d
+        (d * 32 - 1) // d ->  -1 // d + 32      (d * 4) % d      ->  0
         """
         bound = self.bound(b)
         if bound.min is None or bound.min < 0:
             return None
-        dtype = a.dtype  # type: ignore[attr-defined]
+        dtype = a.dtype
         divisor_key = expr_key(b)
         total = to_sum(a)
         quotient, rest = Sum(dtype), Sum(dtype)
@@ -245,7 +245,7 @@ class Simplifier(Mutator):
             floor = E.FloorMod(a, b) if is_mod else E.FloorDiv(a, b)
             simplified = self.visit(floor)
             if not isinstance(simplified, (E.FloorDiv, E.FloorMod)):
-                return simplified  # type: ignore[no-any-return]
+                return simplified
         return rebuilt  # type: ignore[return-value]
 
     def visit_Div(self, node: E.Div) -> PrimExpr:
@@ -262,15 +262,15 @@ class Simplifier(Mutator):
         if not _is_index(rebuilt):  # type: ignore[arg-type]
             return rebuilt  # type: ignore[return-value]
         if expr_key(a) == expr_key(b):
-            return a  # type: ignore[no-any-return]
+            return a
         absorbed = _absorbed(a, b, E.Max if pick_min else E.Min)
         if absorbed is not None:
             return absorbed
         difference = self.bound(self.visit(E.Sub(a, b)))
         if difference.max is not None and difference.max <= 0:
-            return a if pick_min else b  # type: ignore[no-any-return]
+            return a if pick_min else b
         if difference.min is not None and difference.min >= 0:
-            return b if pick_min else a  # type: ignore[no-any-return]
+            return b if pick_min else a
         return rebuilt  # type: ignore[return-value]
 
     def visit_Min(self, node: E.Min) -> PrimExpr:
@@ -302,7 +302,7 @@ class Simplifier(Mutator):
         fold without visiting their tails."""
         a = self.visit(node.a)
         if _const(a) == absorbing and a.dtype.is_scalar and node.dtype.is_scalar:
-            return a  # type: ignore[no-any-return]
+            return a
         b = self.visit(node.b)
         if a is node.a and b is node.b:
             return node
@@ -315,10 +315,10 @@ class Simplifier(Mutator):
         a, b = rebuilt.a, rebuilt.b
         for one, other in ((a, b), (b, a)):
             if _const(one) == 0 and one.dtype.is_scalar:
-                return one  # type: ignore[no-any-return]
+                return one
             if _const(one) == 1 and one.dtype.is_scalar:
-                return other  # type: ignore[no-any-return]
-        return rebuilt  # type: ignore[return-value]
+                return other
+        return rebuilt
 
     def visit_Or(self, node: E.Or) -> PrimExpr:
         rebuilt = self._logical(node, absorbing=1)
@@ -327,10 +327,10 @@ class Simplifier(Mutator):
         a, b = rebuilt.a, rebuilt.b
         for one, other in ((a, b), (b, a)):
             if _const(one) == 1 and one.dtype.is_scalar:
-                return one  # type: ignore[no-any-return]
+                return one
             if _const(one) == 0 and one.dtype.is_scalar:
-                return other  # type: ignore[no-any-return]
-        return rebuilt  # type: ignore[return-value]
+                return other
+        return rebuilt
 
     def visit_Not(self, node: E.Not) -> PrimExpr:
         rebuilt = self.generic_visit(node)
@@ -338,7 +338,7 @@ class Simplifier(Mutator):
         if _const(inner) is not None:
             return _bool(not inner.value)
         if isinstance(inner, E.Not):
-            return inner.a  # type: ignore[no-any-return]
+            return inner.a
         return rebuilt  # type: ignore[return-value]
 
     def visit_Select(self, node: E.Select) -> PrimExpr:
@@ -346,7 +346,7 @@ class Simplifier(Mutator):
         # chain `Select(c1, v1, Select(c2, v2, ...))` costs up to its taken link, not its length
         condition = self.visit(node.condition)
         if _const(condition) is not None and condition.dtype.is_scalar:
-            return self.visit(node.true_value if condition.value else node.false_value)  # type: ignore[no-any-return]
+            return self.visit(node.true_value if condition.value else node.false_value)
         true_value, false_value = self.visit(node.true_value), self.visit(node.false_value)
         if (condition, true_value, false_value) == (
             node.condition,
@@ -362,7 +362,7 @@ class Simplifier(Mutator):
         rebuilt = self.generic_visit(node)
         value, dtype = rebuilt.value, rebuilt.dtype  # type: ignore[attr-defined]
         if value.dtype == dtype:
-            return value  # type: ignore[no-any-return]
+            return value
         if isinstance(value, IntImm) and dtype.is_scalar:
             if dtype.is_integer or dtype.is_bool:
                 return IntImm(integer.wrap(value.value, dtype), dtype)
@@ -401,7 +401,7 @@ def _same(x: object, y: object) -> bool:
         return len(x) == len(y) and all(map(_same, x, y))  # type: ignore[arg-type]
     if isinstance(x, float):
         return repr(x) == repr(y)
-    return x == y  # type: ignore[no-any-return]
+    return x == y
 
 
 def _absorbed(a: PrimExpr, b: PrimExpr, inner: type) -> PrimExpr | None:

@@ -78,7 +78,7 @@ def divide_subspace(
     inner_parts: list[Part] = []
     for position, (total, index) in enumerate(zip(sums, indices, strict=True)):
         try:
-            outer_part, inner_part = _divide_sum(total, inner, index.dtype)  # type: ignore[attr-defined]
+            outer_part, inner_part = _divide_sum(total, inner, index.dtype)
         except _NotAffine as error:
             raise DivisionError(f"binding {position} does not divide: {error}") from None
         outer.append(outer_part)

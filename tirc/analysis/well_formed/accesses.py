@@ -227,7 +227,7 @@ class AccessChecker(Checker):
         for axis, (index, extent) in enumerate(zip(indices, buffer.shape, strict=True)):
             if not isinstance(extent, IntImm):
                 continue
-            if index.dtype.is_vector and len(indices) > 1:  # type: ignore[attr-defined]
+            if index.dtype.is_vector and len(indices) > 1:
                 continue  # a vector may run on into the following rows (tensor intrinsics do)
             if index_bound(index, self.bounds).is_within(0, extent.value - 1):
                 continue
@@ -259,6 +259,8 @@ class AccessChecker(Checker):
         if any(var not in self.counters for var in counters):
             return None  # depends on a value no loop sets: nothing is provable
         order = [var for var in self.counters if var in counters]  # outermost first
+        if 2 ** len(order) > _MOST_TRIES:
+            return None  # too many loops to try their corners
         ranges = [(self.counters[var].low, self.counters[var].high) for var in order]
         corners = itertools.product(*[sorted({low, high}) for low, high in ranges])
         found = worst(index, order, corners, extent, side)
@@ -376,7 +378,7 @@ def evaluate(expr: PrimExpr, witness: Witness) -> Value | None:
         return expr.value
     if isinstance(expr, Var):
         return witness.get(expr)
-    dtype = expr.dtype  # type: ignore[attr-defined]
+    dtype = expr.dtype
     if not dtype.element.is_integer:
         return None
     if isinstance(expr, Ramp):
@@ -389,7 +391,7 @@ def evaluate(expr: PrimExpr, witness: Witness) -> Value | None:
         return [value] * expr.lanes if isinstance(value, int) else None
     if isinstance(expr, E.Cast):
         inner = evaluate(expr.value, witness)
-        if inner is None or not expr.value.dtype.element.is_integer:  # type: ignore[attr-defined]
+        if inner is None or not expr.value.dtype.element.is_integer:
             return None
         if isinstance(inner, list):
             return [wrap(lane, dtype.element) for lane in inner]

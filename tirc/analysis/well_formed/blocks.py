@@ -68,7 +68,7 @@ class BlockChecker(Checker):
         self, block: SBlock, iter_var: IterVar, value: PrimExpr, is_guarded: bool
     ) -> None:
         name = iter_var.var.name
-        value_type = value.dtype  # type: ignore[attr-defined]
+        value_type = value.dtype
         if not value_type.is_integer or value_type.is_vector:
             self.error(
                 f"iteration variable '{name}' of block '{block.name}' is bound to a value of "

@@ -72,9 +72,9 @@ class LoopChecker(Checker):
             self.error(message, stmt)
             return
         for role, expr in (("start", stmt.min), ("extent", stmt.extent), ("step", stmt.step)):
-            if expr is not None and expr.dtype != var.dtype:  # type: ignore[attr-defined]
+            if expr is not None and expr.dtype != var.dtype:
                 self.error(
-                    f"{role} of loop '{var.name}' has type {expr.dtype}, "  # type: ignore[attr-defined]
+                    f"{role} of loop '{var.name}' has type {expr.dtype}, "
                     f"the loop variable {var.dtype}",
                     expr,
                 )

@@ -88,7 +88,7 @@ def is_same(a: object, b: object) -> bool:
     if type(a) is not type(b) or isinstance(a, (Var, Buffer)):
         return False
     if isinstance(a, Node):
-        fields = child_fields(type(a))  # type: ignore[arg-type]
+        fields = child_fields(type(a))
         return all(is_same(getattr(a, name), getattr(b, name)) for name in fields)
     if isinstance(a, tuple):
         assert isinstance(b, tuple)

@@ -19,7 +19,7 @@ from tirc.ir.stmt import AssertStmt, Bind, BufferStore, IfThenElse, SBlockRealiz
 
 
 def dtype_of(expr: PrimExpr) -> DataType:
-    return expr.dtype  # type: ignore[attr-defined]
+    return expr.dtype
 
 
 class TypeChecker(Checker):

@@ -93,7 +93,7 @@ class ExprPrinter:
 
     def whole_vector(self, expr: E.PrimExpr) -> Code:
         """A vector value as one of CUDA's vector structs, built from its lanes."""
-        dtype: DataType = expr.dtype  # type: ignore[attr-defined]
+        dtype: DataType = expr.dtype
         vector = types.vector_type(dtype)
         if vector is None:
             raise DiagnosticError.at(expr.span, f"CUDA codegen: {dtype} is not a CUDA vector type")
@@ -114,12 +114,12 @@ class ExprPrinter:
         vector access through CUDA's (naturally aligned) vector structs is legal."""
         if not isinstance(index, E.Ramp):
             return False
-        lanes = E.IntImm(index.lanes, index.base.dtype)  # type: ignore[attr-defined]
+        lanes = E.IntImm(index.lanes, index.base.dtype)
         base = substitute(index.base, self.bound_values) if self.bound_values else index.base
         return self.analyzer.can_prove(E.EQ(E.FloorMod(base, lanes), E.IntImm(0, lanes.dtype)))
 
     def is_non_negative(self, expr: E.PrimExpr) -> bool:
-        zero = E.IntImm(0, expr.dtype)  # type: ignore[attr-defined]
+        zero = E.IntImm(0, expr.dtype)
         return self.analyzer.can_prove(E.GE(expr, zero))
 
     def cast(self, dtype: DataType, text: str, source: DataType) -> str:
@@ -157,7 +157,7 @@ def _string(p: ExprPrinter, node: E.StringImm, lane: int | None) -> Code:
 
 
 def _cast(p: ExprPrinter, node: E.Cast, lane: int | None) -> Code:
-    source: DataType = node.value.dtype  # type: ignore[attr-defined]
+    source: DataType = node.value.dtype
     if source.element == node.dtype.element:
         return p.code(node.value, lane)
     return p.cast(node.dtype.element, p.operand(node.value, lane, UNARY), source), UNARY
@@ -244,9 +244,9 @@ def _ramp(p: ExprPrinter, node: E.Ramp, lane: int | None) -> Code:
     if lane == 0:
         return p.code(node.base)
     if isinstance(node.stride, E.IntImm):
-        offset = types.int_literal(node.stride.value * lane, node.base.dtype)  # type: ignore[attr-defined]
+        offset = types.int_literal(node.stride.value * lane, node.base.dtype)
         return f"{p.operand(node.base, None, ADD)} + {offset}", ADD
-    step = types.int_literal(lane, node.base.dtype)  # type: ignore[attr-defined]
+    step = types.int_literal(lane, node.base.dtype)
     return (
         f"{p.operand(node.base, None, ADD)} + {p.operand(node.stride, None, MULTIPLY)} * {step}",
         ADD,
@@ -264,7 +264,7 @@ def _shuffle(p: ExprPrinter, node: E.Shuffle, lane: int | None) -> Code:
         raise DiagnosticError.at(node.span, "CUDA codegen: a shuffle index must be constant")
     position = index.value
     for vector in node.vectors:
-        count = vector.dtype.lanes  # type: ignore[attr-defined]
+        count = vector.dtype.lanes
         if position < count:
             return p.code(vector, position if count > 1 else None)
         position -= count

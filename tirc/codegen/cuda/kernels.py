@@ -295,7 +295,7 @@ def _launch_dims(body: S.Stmt) -> dict[str, E.PrimExpr]:
 def _max_of(values: list[E.PrimExpr]) -> E.PrimExpr:
     result = values[0]
     for value in values[1:]:
-        if value.dtype != result.dtype:  # type: ignore[attr-defined]
-            value = E.Cast(result.dtype, value)  # type: ignore[attr-defined]
+        if value.dtype != result.dtype:
+            value = E.Cast(result.dtype, value)
         result = E.Max(result, value)
     return result

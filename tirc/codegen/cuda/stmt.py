@@ -33,7 +33,7 @@ def allocation_size(buffer: Buffer) -> E.PrimExpr:
     """The number of elements of an allocation, in int64."""
     size: E.PrimExpr = E.IntImm(1, _INT64)
     for extent in buffer.shape:
-        value = extent if extent.dtype == _INT64 else E.Cast(_INT64, extent)  # type: ignore[attr-defined]
+        value = extent if extent.dtype == _INT64 else E.Cast(_INT64, extent)
         size = value if E.is_const_int(size, 1) else E.Mul(size, value)
     return _fold(size)
 
@@ -163,12 +163,12 @@ def _store(w: KernelWriter, node: S.BufferStore) -> None:
         )
     index = node.indices[-1] if node.indices else E.IntImm(0)
     pointer = w.p.pointer(node.buffer)
-    lanes = node.value.dtype.lanes  # type: ignore[attr-defined]
+    lanes = node.value.dtype.lanes
     if lanes == 1 or node.buffer.dtype.is_vector:
         w.out.line(f"{pointer}[{w.p(index)}] = {w.p(node.value)};")
         return
     if _is_vector_copy(w, node, index):
-        vector = types.vector_type(node.value.dtype)  # type: ignore[attr-defined]
+        vector = types.vector_type(node.value.dtype)
         base = w.p(index.base)  # type: ignore[attr-defined]
         w.out.line(f"*({vector}*)({pointer} + {base}) = {w.p(node.value)};")
         return
@@ -180,7 +180,7 @@ def _store(w: KernelWriter, node: S.BufferStore) -> None:
     if reads_itself:
         # every lane reads before any lane writes, as one vector store would
         temporary = w.p.names.fresh(f"{node.buffer.name}_lanes")
-        element = types.scalar_type(node.value.dtype)  # type: ignore[attr-defined]
+        element = types.scalar_type(node.value.dtype)
         w.out.line(f"{element} {temporary}[{lanes}] = {{{', '.join(values)}}};")
         values = [f"{temporary}[{lane}]" for lane in range(lanes)]
     for lane, value in enumerate(values):
@@ -193,7 +193,7 @@ def _store(w: KernelWriter, node: S.BufferStore) -> None:
 def _is_vector_copy(w: KernelWriter, node: S.BufferStore, index: E.PrimExpr) -> bool:
     value = node.value
     return (
-        types.vector_type(value.dtype) is not None  # type: ignore[attr-defined]
+        types.vector_type(value.dtype) is not None
         and node.predicate is None
         and isinstance(value, E.BufferLoad)
         and value.predicate is None
@@ -210,7 +210,7 @@ def _is_vector_copy(w: KernelWriter, node: S.BufferStore, index: E.PrimExpr) -> 
 def _is_vector_map(w: KernelWriter, node: S.BufferStore, index: E.PrimExpr) -> bool:
     """An aligned contiguous store of lane-wise arithmetic whose unconditional loads are all
     aligned and contiguous, in a type CUDA has a vector struct for (float4, int4, ...)."""
-    dtype: DataType = node.value.dtype  # type: ignore[attr-defined]
+    dtype: DataType = node.value.dtype
     if types.vector_type(dtype) is None:
         return False
     if node.predicate is not None or node.buffer.dtype.is_vector:
@@ -252,7 +252,7 @@ def _store_vector_map(w: KernelWriter, node: S.BufferStore, index: E.PrimExpr) -
         held = w.p.names.fresh(f"{load.buffer.name}_vec")
         w.out.line(f"{types.vector_type(load.dtype)} {held} = {w.p(load)};")
         w.p.held_loads[id(load)] = held
-    dtype: DataType = node.value.dtype  # type: ignore[attr-defined]
+    dtype: DataType = node.value.dtype
     vector = types.vector_type(dtype)
     result = w.p.names.fresh(f"{node.buffer.name}_vec")
     w.out.line(f"{vector} {result};")

@@ -47,7 +47,7 @@ def _string_imm(em: Emitter, expr: E.StringImm) -> ir.Value:
 
 
 def _cast(em: Emitter, expr: E.Cast) -> ir.Value:
-    return emit_cast(em.builder, em.expr(expr.value), expr.value.dtype, expr.dtype)  # type: ignore[attr-defined]
+    return emit_cast(em.builder, em.expr(expr.value), expr.value.dtype, expr.dtype)
 
 
 BinaryEmit = Callable[["Emitter", ir.Value, ir.Value, DataType], ir.Value]
@@ -55,7 +55,7 @@ BinaryEmit = Callable[["Emitter", ir.Value, ir.Value, DataType], ir.Value]
 
 def _binary(rule: BinaryEmit) -> ExprRule:
     def emit(em: Emitter, expr: E.BinaryOp) -> ir.Value:
-        return rule(em, em.expr(expr.a), em.expr(expr.b), expr.a.dtype)  # type: ignore[attr-defined]
+        return rule(em, em.expr(expr.a), em.expr(expr.b), expr.a.dtype)
 
     return emit
 
@@ -140,7 +140,7 @@ def _compare_values(
 
 def _compare(symbol: str) -> ExprRule:
     def emit(em: Emitter, expr: E.CompareOp) -> ir.Value:
-        return _compare_values(em, symbol, em.expr(expr.a), em.expr(expr.b), expr.a.dtype)  # type: ignore[attr-defined]
+        return _compare_values(em, symbol, em.expr(expr.a), em.expr(expr.b), expr.a.dtype)
 
     return emit
 
@@ -182,7 +182,7 @@ def _broadcast(em: Emitter, expr: E.Broadcast) -> ir.Value:
 
 def _ramp(em: Emitter, expr: E.Ramp) -> ir.Value:
     base, stride = em.expr(expr.base), em.expr(expr.stride)
-    element = expr.base.dtype  # type: ignore[attr-defined]
+    element = expr.base.dtype
     if isinstance(base, ir.Constant) and isinstance(stride, ir.Constant) and element.is_integer:
         start, step = int(base.constant), int(stride.constant)
         return ir.Constant(T.value_type(expr.dtype), [start + step * i for i in range(expr.lanes)])
@@ -197,7 +197,7 @@ def _shuffle(em: Emitter, expr: E.Shuffle) -> ir.Value:
     sources: list[tuple[ir.Value, int]] = []
     for vector in expr.vectors:
         value = em.expr(vector)
-        for lane in range(vector.dtype.lanes):  # type: ignore[attr-defined]
+        for lane in range(vector.dtype.lanes):
             sources.append((value, lane))
     result: ir.Value = ir.Constant(T.value_type(expr.dtype), None)
     for position, index in enumerate(expr.indices):

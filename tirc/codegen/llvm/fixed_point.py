@@ -193,7 +193,7 @@ def _magnitude(expr: PrimExpr) -> int:
     value = _constant(expr)
     if value is not None:
         return abs(value)
-    dtype: DataType = expr.dtype  # type: ignore[attr-defined]
+    dtype: DataType = expr.dtype
     return (1 << (dtype.bits - 1)) if dtype.is_int else (1 << dtype.bits) - 1
 
 
@@ -204,7 +204,7 @@ def _constant(expr: PrimExpr) -> int | None:
 
 
 def _shift_value(em: Emitter, wide: Wide, expr: PrimExpr) -> ir.Value:
-    signed = not expr.dtype.is_uint  # type: ignore[attr-defined]
+    signed = not expr.dtype.is_uint
     value = em.expr(expr)
     if isinstance(value.type, ir.IntType) and value.type.width == 1:
         signed = False

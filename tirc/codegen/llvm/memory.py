@@ -31,7 +31,7 @@ def flat_index(buffer: Buffer, indices: tuple[E.PrimExpr, ...]) -> E.PrimExpr:
         return indices[0]
     strides = list(buffer.strides)
     if not strides:
-        running: E.PrimExpr = E.IntImm(1, indices[-1].dtype.element)  # type: ignore[attr-defined]
+        running: E.PrimExpr = E.IntImm(1, indices[-1].dtype.element)
         for extent in reversed(buffer.shape):
             strides.insert(0, running)
             running = E.Mul(running, _as(extent, running))
@@ -44,23 +44,23 @@ def flat_index(buffer: Buffer, indices: tuple[E.PrimExpr, ...]) -> E.PrimExpr:
 
 
 def _as(expr: E.PrimExpr, like: E.PrimExpr) -> E.PrimExpr:
-    want = like.dtype.element  # type: ignore[attr-defined]
-    return expr if expr.dtype == want else E.Cast(want, expr)  # type: ignore[attr-defined]
+    want = like.dtype.element
+    return expr if expr.dtype == want else E.Cast(want, expr)
 
 
 def _scaled(index: E.PrimExpr, stride: E.PrimExpr) -> E.PrimExpr:
-    lanes = index.dtype.lanes  # type: ignore[attr-defined]
+    lanes = index.dtype.lanes
     stride = _as(stride, index)
     return E.Mul(index, E.Broadcast(stride, lanes) if lanes > 1 else stride)
 
 
 def _add(a: E.PrimExpr, b: E.PrimExpr) -> E.PrimExpr:
-    lanes_a, lanes_b = a.dtype.lanes, b.dtype.lanes  # type: ignore[attr-defined]
+    lanes_a, lanes_b = a.dtype.lanes, b.dtype.lanes
     if lanes_a != lanes_b:
         a = E.Broadcast(a, lanes_b) if lanes_a == 1 else a
         b = E.Broadcast(b, lanes_a) if lanes_b == 1 else b
-    if a.dtype != b.dtype:  # type: ignore[attr-defined]
-        b = E.Cast(a.dtype, b)  # type: ignore[attr-defined]
+    if a.dtype != b.dtype:
+        b = E.Cast(a.dtype, b)
     return E.Add(a, b)
 
 
@@ -98,7 +98,7 @@ def _to_memory(em: Emitter, value: ir.Value, dtype: DataType) -> ir.Value:
 def emit_load(em: Emitter, load: E.BufferLoad) -> ir.Value:
     buffer = load.buffer
     index = flat_index(buffer, load.indices)
-    lanes = index.dtype.lanes  # type: ignore[attr-defined]
+    lanes = index.dtype.lanes
     base = _contiguous_base(index)
     if lanes == 1 or (base is not None and buffer.dtype.lanes == 1 and load.predicate is None):
         at = em.index(base if base is not None else index)
@@ -147,9 +147,9 @@ def emit_store(
     predicate: E.PrimExpr | None,
 ) -> None:
     index = flat_index(buffer, indices)
-    lanes = index.dtype.lanes  # type: ignore[attr-defined]
+    lanes = index.dtype.lanes
     value = em.expr(value_expr)
-    dtype = value_expr.dtype  # type: ignore[attr-defined]
+    dtype = value_expr.dtype
     if lanes > 1 and not isinstance(value.type, ir.VectorType) and buffer.dtype.lanes == 1:
         value, dtype = broadcast(em, value, lanes), dtype.with_lanes(lanes)
     base = _contiguous_base(index)

@@ -91,7 +91,7 @@ def _whole_lines(store: S.BufferStore) -> bool:
     index = flat_index(store.buffer, store.indices)
     if not (isinstance(index, E.Ramp) and E.is_const_int(index.stride, 1)):
         return False
-    lanes = index.dtype.lanes  # type: ignore[attr-defined]
+    lanes = index.dtype.lanes
     return lanes * T.element_bytes(store.buffer.dtype) % CACHE_LINE_BYTES == 0
 
 

@@ -182,9 +182,9 @@ def _store(k: KernelBuilder, node: S.BufferStore) -> None:
         pointer = k.v.element_pointer(buffer, k.v(index.base))
         typed = k.b.bitcast(pointer, ir.PointerType(value.type))  # a no-op for LLVM
         k.b.store(value, typed, align=alignment)
-    elif index.dtype.is_vector:  # type: ignore[attr-defined]
+    elif index.dtype.is_vector:
         indices = k.v(index)
-        for lane in range(index.dtype.lanes):  # type: ignore[attr-defined]
+        for lane in range(index.dtype.lanes):
             position = ir.Constant(types.I32, lane)
             pointer = k.v.element_pointer(buffer, k.b.extract_element(indices, position))
             k.b.store(k.b.extract_element(value, position), pointer, align=alignment)

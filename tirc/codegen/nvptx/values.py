@@ -125,7 +125,7 @@ def _float(v: ValueBuilder, node: E.FloatImm) -> ir.Value:
 
 
 def _cast(v: ValueBuilder, node: E.Cast) -> ir.Value:
-    return v.cast(v(node.value), node.value.dtype, node.dtype)  # type: ignore[attr-defined]
+    return v.cast(v(node.value), node.value.dtype, node.dtype)
 
 
 _ARITHMETIC = {  # class -> (int signed, int unsigned, float)
@@ -148,7 +148,7 @@ def _arithmetic(v: ValueBuilder, node: E.BinaryOp) -> ir.Value:
 
 def _compare(v: ValueBuilder, node: E.CompareOp) -> ir.Value:
     a, b = v(node.a), v(node.b)
-    operand: DataType = node.a.dtype  # type: ignore[attr-defined]
+    operand: DataType = node.a.dtype
     symbol = _COMPARE[type(node)]
     if operand.is_float:
         if symbol == "!=":
@@ -222,7 +222,7 @@ def _shuffle(v: ValueBuilder, node: E.Shuffle) -> ir.Value:
     lanes = []
     for vector in node.vectors:
         value = v(vector)
-        count = vector.dtype.lanes  # type: ignore[attr-defined]
+        count = vector.dtype.lanes
         lanes += (
             [value]
             if count == 1
@@ -252,10 +252,10 @@ def _load(v: ValueBuilder, node: E.BufferLoad) -> ir.Value:
         pointer = v.element_pointer(buffer, v(index.base))
         vector_type = ir.VectorType(element, index.lanes)
         value = v.b.load(pointer, typ=vector_type, align=alignment)
-    elif index.dtype.is_vector:  # type: ignore[attr-defined]
+    elif index.dtype.is_vector:
         indices = v(index)
-        value = ir.Constant(ir.VectorType(element, index.dtype.lanes), ir.Undefined)  # type: ignore[attr-defined]
-        for lane in range(index.dtype.lanes):  # type: ignore[attr-defined]
+        value = ir.Constant(ir.VectorType(element, index.dtype.lanes), ir.Undefined)
+        for lane in range(index.dtype.lanes):
             lane_index = v.b.extract_element(indices, ir.Constant(types.I32, lane))
             loaded = v.b.load(v.element_pointer(buffer, lane_index), typ=element, align=alignment)
             value = v.b.insert_element(value, loaded, ir.Constant(types.I32, lane))

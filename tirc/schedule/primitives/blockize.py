@@ -157,7 +157,7 @@ def build_blockized(
         init=None,
         match_buffers=substitute(block.match_buffers, mapping),
     )
-    true = IntImm(1, realize.predicate.dtype)  # type: ignore[attr-defined]
+    true = IntImm(1, realize.predicate.dtype)
     inner_realize = SBlockRealize(
         tuple(inner_values), division.inner_predicate or true, inner_block
     )
@@ -198,7 +198,7 @@ def _relax_regions(
             relaxed = relax_range(item, domains, analyzer)
             if relaxed is None:
                 extent = region.buffer.shape[dim]
-                relaxed = Range(IntImm(0, extent.dtype), extent)  # type: ignore[attr-defined]
+                relaxed = Range(IntImm(0, extent.dtype), extent)
             ranges.append(relaxed)
         result.append(BufferRegion(region.buffer, tuple(ranges)))
     return tuple(result)
@@ -284,7 +284,7 @@ def build_blockized_blocks(
     outer_block = SBlock(
         f"outer_{names}_", tuple(outer_vars), _union(reads), _union(writes), seq(*stmts)
     )
-    true = IntImm(1, members[0].realize.predicate.dtype)  # type: ignore[attr-defined]
+    true = IntImm(1, members[0].realize.predicate.dtype)
     outer = SBlockRealize(
         tuple(part.binding for part in first.outer), first.outer_predicate or true, outer_block
     )
@@ -421,7 +421,7 @@ def _inner_block(
         else:
             mapping[var] = E.Add(E.Mul(outer_var.var, IntImm(inner.extent, dtype)), inner_var)
     new_block = dataclasses.replace(substitute(block, mapping), iter_vars=tuple(inner_vars))
-    true = IntImm(1, member.realize.predicate.dtype)  # type: ignore[attr-defined]
+    true = IntImm(1, member.realize.predicate.dtype)
     realize = SBlockRealize(tuple(inner_values), division.inner_predicate or true, new_block)
     domains = {iv.var: iv.dom for iv in inner_vars if iv.dom is not None}
     return (

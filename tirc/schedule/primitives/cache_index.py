@@ -74,8 +74,8 @@ def cache_index(sch: Schedule, block: SRef, storage_scope: str, cse_thresh: int 
         ranges = [domains[var] for var in used]
         shape = tuple(_end(dom) for dom in ranges)
         # TVM gives index buffers strides (1,): right for one dimension, left off for more
-        strides = (IntImm(1, shape[0].dtype),) if len(shape) == 1 else ()  # type: ignore[attr-defined]
-        dtype = expr.dtype  # type: ignore[attr-defined]
+        strides = (IntImm(1, shape[0].dtype),) if len(shape) == 1 else ()
+        dtype = expr.dtype
         buffer = make_buffer(f"index_var_{number}", shape, dtype, storage_scope, strides=strides)
         buffers.append(buffer)
         nests.append(_index_nest(number, buffer, expr, used, ranges))

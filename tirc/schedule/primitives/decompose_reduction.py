@@ -168,7 +168,7 @@ def _kept_conjuncts(predicate: PrimExpr, discarded: set[Var]) -> PrimExpr:
         conjuncts.append(predicate.b)
         predicate = predicate.a
     conjuncts.append(predicate)
-    result: PrimExpr = IntImm(1, predicate.dtype)  # type: ignore[attr-defined]
+    result: PrimExpr = IntImm(1, predicate.dtype)
     for item in conjuncts:
         if isinstance(item, IntImm) or uses_var(item, discarded):
             continue

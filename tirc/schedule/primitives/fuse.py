@@ -106,7 +106,7 @@ def _check_nest(loops: list[SRef]) -> None:
 
 
 def _as_dtype(expr: PrimExpr, dtype: object) -> PrimExpr:
-    if expr.dtype == dtype:  # type: ignore[attr-defined]
+    if expr.dtype == dtype:
         return expr
     if isinstance(expr, IntImm):
         return IntImm(expr.value, dtype)  # type: ignore[arg-type]

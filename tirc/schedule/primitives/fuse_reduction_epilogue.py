@@ -236,7 +236,7 @@ def _iterator_mapping(
             continue
         if iv.dom is not None and analyzer.can_prove_equal(
             iv.dom.extent,
-            IntImm(1, iv.dom.extent.dtype),  # type: ignore[attr-defined]
+            IntImm(1, iv.dom.extent.dtype),
         ):
             mapping[iv.var] = iv.dom.min
         else:

@@ -137,7 +137,7 @@ def _padded_extents(node: SBlock, factors: list[int]) -> list[PrimExpr | None]:
     for iter_var, factor in zip(node.iter_vars, factors, strict=True):
         assert iter_var.dom is not None
         extent = iter_var.dom.extent
-        dtype = extent.dtype  # type: ignore[attr-defined]
+        dtype = extent.dtype
         step = IntImm(factor, dtype)
         rounded = analyzer.simplify(
             E.Mul(E.FloorDiv(E.Add(extent, IntImm(factor - 1, dtype)), step), step)
@@ -249,8 +249,8 @@ def _padded_buffer(buffer: Buffer, shape: tuple[PrimExpr, ...]) -> Buffer:
 
 def _grid(shape: tuple[PrimExpr, ...], build: object) -> Stmt:
     """A spatial block over `shape` (loops i0.., iterators v0..) whose body `build(vars)` makes."""
-    loop_vars = [Var(f"i{k}", extent.dtype) for k, extent in enumerate(shape)]  # type: ignore[attr-defined]
-    block_vars = [Var(f"v{k}", extent.dtype) for k, extent in enumerate(shape)]  # type: ignore[attr-defined]
+    loop_vars = [Var(f"i{k}", extent.dtype) for k, extent in enumerate(shape)]
+    block_vars = [Var(f"v{k}", extent.dtype) for k, extent in enumerate(shape)]
     iter_vars = tuple(
         IterVar(var, Range(IntImm(0, var.dtype), extent), IterType.SPATIAL)
         for var, extent in zip(block_vars, shape, strict=True)

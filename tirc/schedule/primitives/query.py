@@ -32,7 +32,7 @@ def get_sblock(sch: Schedule, name: str, func_name: str | None = None) -> SRef:
         state = sch.state_of(func_name)
         import difflib
 
-        names = [b.name for b in _all_blocks(state.root.stmt)]  # type: ignore[arg-type]
+        names = [b.name for b in _all_blocks(state.root.stmt)]
         close = difflib.get_close_matches(name, names, n=1)
         hint = f"; did you mean '{close[0]}'?" if close else ""
         raise ScheduleError(f"no block named '{name}' in function '{state.func_name}'{hint}")
@@ -94,7 +94,7 @@ def _scope_of(sch: Schedule, block: SRef) -> tuple[object, SRef]:
 )
 def get_producers(sch: Schedule, block: SRef) -> list[SRef]:
     scope, _ = _scope_of(sch, block)
-    return scope.producers(block)  # type: ignore[attr-defined,no-any-return]
+    return scope.producers(block)  # type: ignore[attr-defined]
 
 
 @primitive(
@@ -102,7 +102,7 @@ def get_producers(sch: Schedule, block: SRef) -> list[SRef]:
 )
 def get_consumers(sch: Schedule, block: SRef) -> list[SRef]:
     scope, _ = _scope_of(sch, block)
-    return scope.consumers(block)  # type: ignore[attr-defined,no-any-return]
+    return scope.consumers(block)  # type: ignore[attr-defined]
 
 
 @primitive(

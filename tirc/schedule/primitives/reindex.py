@@ -210,7 +210,7 @@ class _Rewriter(Mutator):
 
     def __init__(self, block: SBlock, old: Buffer, new: Buffer, indices: tuple[PrimExpr, ...]):
         self.block, self.old, self.new, self.indices = block, old, new, indices
-        self.region = BufferRegion(new, tuple(Range(i, IntImm(1, i.dtype)) for i in indices))  # type: ignore[attr-defined]
+        self.region = BufferRegion(new, tuple(Range(i, IntImm(1, i.dtype)) for i in indices))
 
     def visit_BufferLoad(self, node: BufferLoad) -> PrimExpr:
         new: BufferLoad = self.generic_visit(node)  # type: ignore[assignment]

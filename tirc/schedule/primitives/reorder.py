@@ -267,7 +267,7 @@ def _realizes_below(stmt: Stmt) -> list[SBlockRealize]:
         elif isinstance(node, Node) and not isinstance(node, SBlock):
             pending.extend(
                 getattr(node, name)
-                for name in reversed(child_fields(type(node)))  # type: ignore[arg-type]
+                for name in reversed(child_fields(type(node)))
                 if isinstance(getattr(node, name), (Stmt, tuple))
             )
     return found

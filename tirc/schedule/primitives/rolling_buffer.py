@@ -275,7 +275,7 @@ class _Roller(Mutator):
     def fold(self, indices: tuple[PrimExpr, ...]) -> tuple[PrimExpr, ...]:
         axis, window = self.rolling.axis, self.rolling.window
         index = indices[axis]
-        folded = E.FloorMod(index, IntImm(window, index.dtype))  # type: ignore[attr-defined]
+        folded = E.FloorMod(index, IntImm(window, index.dtype))
         return indices[:axis] + (folded,) + indices[axis + 1 :]
 
     def visit_BufferLoad(self, node: E.BufferLoad) -> PrimExpr:
@@ -335,7 +335,7 @@ class _Roller(Mutator):
                 ranges = list(region.region)
                 axis = self.rolling.axis
                 start = ranges[axis].min
-                folded = E.FloorMod(start, IntImm(self.rolling.window, start.dtype))  # type: ignore[attr-defined]
+                folded = E.FloorMod(start, IntImm(self.rolling.window, start.dtype))
                 ranges[axis] = Range(folded, ranges[axis].extent)
                 result.append(BufferRegion(self.rolling.new, tuple(ranges)))
         return tuple(result)

@@ -102,7 +102,7 @@ def _index_bits(block: SBlock) -> int:
     bits = 32
     for region in block.reads + block.writes:
         for item in region.region:
-            bits = max(bits, item.min.dtype.bits)  # type: ignore[attr-defined]
+            bits = max(bits, item.min.dtype.bits)
     return bits
 
 
@@ -131,9 +131,9 @@ def _implemented(
             )
         base = match.bases[program_buffer]
         offset = len(base) - len(impl_region)
-        ranges = [Range(index, IntImm(1, index.dtype)) for index in base[:offset]]  # type: ignore[attr-defined]
+        ranges = [Range(index, IntImm(1, index.dtype)) for index in base[:offset]]
         for index, item in zip(base[offset:], impl_region, strict=True):
-            ranges.append(Range(index, _as_dtype(item.extent, index.dtype)))  # type: ignore[attr-defined]
+            ranges.append(Range(index, _as_dtype(item.extent, index.dtype)))
         views.append(MatchBufferRegion(impl_buffer, BufferRegion(program_buffer, tuple(ranges))))
     annotations = block.annotations
     for key, value in impl_block.annotations.items:
@@ -146,7 +146,7 @@ def _implemented(
 def _as_dtype(expr: PrimExpr, dtype: object) -> PrimExpr:
     from tirc.ir.expr import Cast
 
-    if expr.dtype == dtype:  # type: ignore[attr-defined]
+    if expr.dtype == dtype:
         return expr
     if isinstance(expr, IntImm):
         return IntImm(expr.value, dtype)  # type: ignore[arg-type]

@@ -129,7 +129,7 @@ def _rewrite(
     types = {id(iter_var.var): iter_var.iter_type for iter_var in node.iter_vars}
     new_iters = []
     for position, (expr, extent) in enumerate(zip(transformed, new_extents, strict=True)):
-        var = Var(f"v{position}", expr.dtype)  # type: ignore[attr-defined]
+        var = Var(f"v{position}", expr.dtype)
         if isinstance(extent, IntImm) and extent.value == 1:
             iter_type = IterType.SPATIAL
         else:
@@ -169,7 +169,7 @@ def _iter_type_of(expr: PrimExpr, types: dict[int, IterType]) -> IterType:
 
 
 def _cast_like(extent: PrimExpr, var: Var) -> PrimExpr:
-    if extent.dtype == var.dtype:  # type: ignore[attr-defined]
+    if extent.dtype == var.dtype:
         return extent
     if isinstance(extent, IntImm):
         return IntImm(extent.value, var.dtype)

@@ -158,7 +158,7 @@ def _as_map(text: str | IndexMap, buffer: Buffer) -> IndexMap:
     mapping = (
         text if isinstance(text, IndexMap) else parse_index_map(text, dtype_hint=buffer.index_dtype)
     )
-    return mapping.legalized([extent.dtype for extent in buffer.shape])  # type: ignore[attr-defined]
+    return mapping.legalized([extent.dtype for extent in buffer.shape])
 
 
 def _check_pad_value(padding: IndexMap | None, buffer: Buffer, block: SRef) -> None:
@@ -168,7 +168,7 @@ def _check_pad_value(padding: IndexMap | None, buffer: Buffer, block: SRef) -> N
         raise ScheduleError(
             f"the pad value must give one value, it gives {len(padding.final)}", block
         )
-    dtype = padding.final[0].dtype  # type: ignore[attr-defined]
+    dtype = padding.final[0].dtype
     if dtype != buffer.dtype:
         raise ScheduleError(
             f"buffer {buffer.name} has elements of type {buffer.dtype}, but the pad value "

@@ -166,7 +166,7 @@ def expect_extent(ev: Evaluator, value: Any, span: Span) -> PrimExpr:
     """One dimension of a shape: a scalar integer (a float or vector extent would reach
     lowering, which has no meaning for it)."""
     extent = ev.as_expr(value, span)
-    dtype = extent.dtype  # type: ignore[attr-defined]
+    dtype = extent.dtype
     if not (dtype.is_integer and dtype.is_scalar):
         raise ev.error(span, f"a buffer's shape holds scalar integers, not {dtype}")
     return extent

@@ -51,7 +51,7 @@ def literal(value: object, span: Span | None = None) -> PrimExpr:
 def describe(value: object) -> str:
     """A short phrase naming what kind of value this is, for messages."""
     if isinstance(value, PrimExpr):
-        return f"an expression of type {value.dtype}"  # type: ignore[attr-defined]
+        return f"an expression of type {value.dtype}"
     if value is None:
         return "None"
     if isinstance(value, bool):
@@ -114,7 +114,7 @@ def checked_const(value: int | float | bool, dtype: DataType, span: Span | None 
 def cast(dtype: DataType, value: PrimExpr) -> PrimExpr:
     """An implicit conversion: folds constants, broadcasts a scalar to a vector type. What it
     makes has the span of what it converts."""
-    source: DataType = value.dtype  # type: ignore[attr-defined]
+    source: DataType = value.dtype
     if source is dtype or source == dtype:
         return value
     span = value.span
@@ -154,8 +154,8 @@ def common_type(a: DataType, b: DataType) -> DataType:
 
 def match_types(a: PrimExpr, b: PrimExpr) -> tuple[PrimExpr, PrimExpr]:
     """Both operands converted to their common dtype; a scalar broadcasts to a vector."""
-    a_type: DataType = a.dtype  # type: ignore[attr-defined]
-    b_type: DataType = b.dtype  # type: ignore[attr-defined]
+    a_type: DataType = a.dtype
+    b_type: DataType = b.dtype
     if a_type is b_type:
         return a, b
     element = common_type(a_type, b_type)
@@ -191,7 +191,7 @@ def _both(a: PrimExpr, b: PrimExpr) -> tuple[int | float, int | float] | None:
     x, y = _value(a), _value(b)
     if x is None or y is None:
         return None
-    dtype: DataType = a.dtype  # type: ignore[attr-defined]
+    dtype: DataType = a.dtype
     if dtype.is_float and not _folds_floats(dtype):
         return None
     return x, y
@@ -200,7 +200,7 @@ def _both(a: PrimExpr, b: PrimExpr) -> tuple[int | float, int | float] | None:
 def _fold_add(a: PrimExpr, b: PrimExpr, span: Span | None) -> PrimExpr | None:
     both = _both(a, b)
     if both is not None:
-        return _fold_number(a.dtype, both[0] + both[1], span)  # type: ignore[attr-defined]
+        return _fold_number(a.dtype, both[0] + both[1], span)
     if _is_const(a, 0):
         return b
     if _is_const(b, 0):
@@ -211,7 +211,7 @@ def _fold_add(a: PrimExpr, b: PrimExpr, span: Span | None) -> PrimExpr | None:
 def _fold_sub(a: PrimExpr, b: PrimExpr, span: Span | None) -> PrimExpr | None:
     both = _both(a, b)
     if both is not None:
-        return _fold_number(a.dtype, both[0] - both[1], span)  # type: ignore[attr-defined]
+        return _fold_number(a.dtype, both[0] - both[1], span)
     if _is_const(b, 0):
         return a
     return None
@@ -220,7 +220,7 @@ def _fold_sub(a: PrimExpr, b: PrimExpr, span: Span | None) -> PrimExpr | None:
 def _fold_mul(a: PrimExpr, b: PrimExpr, span: Span | None) -> PrimExpr | None:
     both = _both(a, b)
     if both is not None:
-        return _fold_number(a.dtype, both[0] * both[1], span)  # type: ignore[attr-defined]
+        return _fold_number(a.dtype, both[0] * both[1], span)
     if _is_const(a, 1):
         return b
     if _is_const(b, 1):
@@ -233,14 +233,14 @@ def _fold_mul(a: PrimExpr, b: PrimExpr, span: Span | None) -> PrimExpr | None:
 
 
 def _check_divisor(b: PrimExpr) -> None:
-    if _is_const(b, 0) and not b.dtype.is_float:  # type: ignore[attr-defined]
+    if _is_const(b, 0) and not b.dtype.is_float:
         raise ArithError("division by zero")
 
 
 def _fold_div(a: PrimExpr, b: PrimExpr, span: Span | None) -> PrimExpr | None:
     _check_divisor(b)
     both = _both(a, b)
-    dtype: DataType = a.dtype  # type: ignore[attr-defined]
+    dtype: DataType = a.dtype
     if both is not None:
         x, y = both
         if dtype.is_float:
@@ -260,11 +260,11 @@ def _fold_mod(a: PrimExpr, b: PrimExpr, span: Span | None) -> PrimExpr | None:
     both = _both(a, b)
     if both is not None:
         x, y = int(both[0]), int(both[1])
-        return _fold_number(a.dtype, truncmod(x, y), span)  # type: ignore[attr-defined]
+        return _fold_number(a.dtype, truncmod(x, y), span)
     if _is_const(a, 0):
         return a
     if _is_const(b, 1):
-        return make_const(0, a.dtype, span)  # type: ignore[attr-defined]
+        return make_const(0, a.dtype, span)
     return None
 
 
@@ -272,7 +272,7 @@ def _fold_floordiv(a: PrimExpr, b: PrimExpr, span: Span | None) -> PrimExpr | No
     _check_divisor(b)
     both = _both(a, b)
     if both is not None:
-        return _fold_number(a.dtype, int(both[0]) // int(both[1]), span)  # type: ignore[attr-defined]
+        return _fold_number(a.dtype, int(both[0]) // int(both[1]), span)
     if _is_const(a, 0):
         return a
     if _is_const(b, 1):
@@ -284,25 +284,25 @@ def _fold_floormod(a: PrimExpr, b: PrimExpr, span: Span | None) -> PrimExpr | No
     _check_divisor(b)
     both = _both(a, b)
     if both is not None:
-        return _fold_number(a.dtype, int(both[0]) % int(both[1]), span)  # type: ignore[attr-defined]
+        return _fold_number(a.dtype, int(both[0]) % int(both[1]), span)
     if _is_const(a, 0):
         return a
     if _is_const(b, 1):
-        return make_const(0, a.dtype, span)  # type: ignore[attr-defined]
+        return make_const(0, a.dtype, span)
     return None
 
 
 def _fold_min(a: PrimExpr, b: PrimExpr, span: Span | None) -> PrimExpr | None:
     both = _both(a, b)
     if both is not None:
-        return _fold_number(a.dtype, min(both), span)  # type: ignore[attr-defined]
+        return _fold_number(a.dtype, min(both), span)
     return a if a is b else None
 
 
 def _fold_max(a: PrimExpr, b: PrimExpr, span: Span | None) -> PrimExpr | None:
     both = _both(a, b)
     if both is not None:
-        return _fold_number(a.dtype, max(both), span)  # type: ignore[attr-defined]
+        return _fold_number(a.dtype, max(both), span)
     return a if a is b else None
 
 
@@ -311,7 +311,7 @@ def _compare_folder(test: Callable[[float, float], bool]) -> Callable[..., PrimE
         x, y = _value(a), _value(b)
         if x is None or y is None:
             return None
-        lanes = a.dtype.lanes  # type: ignore[attr-defined]
+        lanes = a.dtype.lanes
         return make_const(test(x, y), dt.BOOL.with_lanes(lanes), span)
 
     return fold
@@ -351,7 +351,7 @@ def arithmetic(op: str, a: object, b: object, span: Span | None = None) -> PrimE
     """`a op b` for an operator key of ARITHMETIC, with TVM's conversions and folding."""
     node, fold, integers_only = ARITHMETIC[op]
     left, right = match_types(as_expr(a, span), as_expr(b, span))
-    dtype: DataType = left.dtype  # type: ignore[attr-defined]
+    dtype: DataType = left.dtype
     if integers_only and not (dtype.is_integer or dtype.is_bool):
         raise ArithError(f"{op} needs integer operands, not {dtype}")
     if dtype.is_handle:
@@ -365,7 +365,7 @@ def arithmetic(op: str, a: object, b: object, span: Span | None = None) -> PrimE
 
 def bitwise(op: str, a: object, b: object, span: Span | None = None) -> PrimExpr:
     left, right = match_types(as_expr(a, span), as_expr(b, span))
-    dtype: DataType = left.dtype  # type: ignore[attr-defined]
+    dtype: DataType = left.dtype
     if not (dtype.is_integer or dtype.is_bool):
         raise ArithError(f"'{op}' needs integer operands, not {dtype}")
     return ir.Call(dtype, BITWISE[op], (left, right), span=span)
@@ -373,7 +373,7 @@ def bitwise(op: str, a: object, b: object, span: Span | None = None) -> PrimExpr
 
 def negate(a: PrimExpr, span: Span | None = None) -> PrimExpr:
     """`-a`: a negated constant, else `a * -1` (as TVM writes it)."""
-    dtype: DataType = a.dtype  # type: ignore[attr-defined]
+    dtype: DataType = a.dtype
     if isinstance(a, IntImm):
         return IntImm(wrap(-a.value, dtype), dtype, span=span)
     if isinstance(a, FloatImm):
@@ -384,7 +384,7 @@ def negate(a: PrimExpr, span: Span | None = None) -> PrimExpr:
 
 
 def invert(a: PrimExpr, span: Span | None = None) -> PrimExpr:
-    dtype: DataType = a.dtype  # type: ignore[attr-defined]
+    dtype: DataType = a.dtype
     if not (dtype.is_integer or dtype.is_bool):
         raise ArithError(f"'~' needs an integer operand, not {dtype}")
     return ir.Call(dtype, "bitwise_not", (a,), span=span)
@@ -393,7 +393,7 @@ def invert(a: PrimExpr, span: Span | None = None) -> PrimExpr:
 def to_bool(value: object, span: Span | None = None) -> PrimExpr:
     """An operand of `and`, `or`, `not`, `T.where` or `if` as a bool expression."""
     expr = as_expr(value, span)
-    dtype: DataType = expr.dtype  # type: ignore[attr-defined]
+    dtype: DataType = expr.dtype
     if dtype.element.is_bool:
         return expr
     if isinstance(expr, IntImm):
@@ -419,7 +419,7 @@ def difference(upper: PrimExpr, lower: PrimExpr) -> PrimExpr:
     integer expressions; anything else is subtracted as it is.
     """
     upper, lower = match_types(upper, lower)
-    dtype: DataType = upper.dtype  # type: ignore[attr-defined]
+    dtype: DataType = upper.dtype
     if not (dtype.is_scalar and dtype.is_integer):
         return arithmetic("-", upper, lower)
     return canonical.difference(upper, lower, order="written")

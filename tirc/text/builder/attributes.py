@@ -69,7 +69,7 @@ ITER_VAR_ATTRIBUTES: dict[str, Callable[[IterVar], Any]] = {
     "thread_tag": lambda iv: iv.thread_tag,
 }
 EXPR_ATTRIBUTES: dict[str, Callable[[PrimExpr], Any]] = {
-    "dtype": lambda e: str(e.dtype),  # type: ignore[attr-defined]
+    "dtype": lambda e: str(e.dtype),
     "name": lambda e: getattr(e, "name", None),
 }
 # `T.handle().ty`, `T.float32.dtype`: TVM prints types this way in a few places.

@@ -96,7 +96,7 @@ def build_buffer(
     span: Span,
 ) -> Buffer:
     """A Buffer from the layout arguments of any buffer-declaring builtin."""
-    index_dtype = shape[0].dtype if shape else dt.INT32  # type: ignore[attr-defined]
+    index_dtype = shape[0].dtype if shape else dt.INT32
     scope = expect_str(ev, bound["scope"])
     data_value = ev.check_value(bound.value("data"))
     if isinstance(data_value, Var):
@@ -176,7 +176,7 @@ def match_buffer(ev: Builder, inv: Invocation) -> Buffer:
     if isinstance(source, BufferLoad):  # a single element: a region of extent 1 everywhere
         source = BufferRegion(
             source.buffer,
-            tuple(Range(i, IntImm(1, i.dtype), span=i.span) for i in source.indices),  # type: ignore[attr-defined]
+            tuple(Range(i, IntImm(1, i.dtype), span=i.span) for i in source.indices),
             span=source.span,
         )
     if isinstance(source, BufferRegion):
@@ -321,7 +321,7 @@ def vstore(ev: Builder, buffer: Buffer, inv: Invocation) -> None:
     bound = VSTORE.bind(ev, inv)
     indices = _vector_indices(ev, buffer, bound["indices"])
     plain = store(ev, buffer, list(indices), bound.value("value"), inv.span)
-    lanes = plain.value.dtype.lanes  # type: ignore[attr-defined]
+    lanes = plain.value.dtype.lanes
     predicate = _predicate(ev, bound["predicate"], lanes, f"a vstore into {buffer.name}")
     if predicate is not None:
         plain = BufferStore(buffer, plain.value, plain.indices, predicate, span=inv.span)
@@ -342,7 +342,7 @@ def _predicate(ev: Evaluator, arg: Arg, lanes: int, what: str) -> PrimExpr | Non
     if value is None:
         return None
     predicate = ev.as_expr(value, arg.span)
-    dtype: DataType = predicate.dtype  # type: ignore[attr-defined]
+    dtype: DataType = predicate.dtype
     if not dtype.element.is_bool or dtype.lanes not in (1, lanes):
         wanted = "bool" if lanes == 1 else f"bool or boolx{lanes}"
         raise ev.error(arg.span, f"the predicate of {what} must be {wanted}, not {dtype}")
@@ -361,7 +361,7 @@ def check_rank(ev: Evaluator, buffer: Buffer, count: int, span: Span) -> None:
 
 def region_range(ev: Evaluator, buffer: Buffer, axis: int, index: Index) -> Range:
     if isinstance(index, SliceValue):
-        zero = IntImm(0, buffer.shape[axis].dtype)  # type: ignore[attr-defined]
+        zero = IntImm(0, buffer.shape[axis].dtype)
         lower = index.lower if index.lower is not None else zero
         upper = index.upper if index.upper is not None else buffer.shape[axis]
         try:
@@ -371,7 +371,7 @@ def region_range(ev: Evaluator, buffer: Buffer, axis: int, index: Index) -> Rang
             return Range(lower, arith.difference(upper, lower), span=index.span)
         except arith.ArithError as problem:
             raise ev.error(index.span, str(problem)) from None
-    return Range(index, IntImm(1, index.dtype), span=index.span)  # type: ignore[attr-defined]
+    return Range(index, IntImm(1, index.dtype), span=index.span)
 
 
 def access(ev: Evaluator, buffer: Buffer, indices: list[Index], span: Span) -> Any:
@@ -389,12 +389,12 @@ def store_index(ev: Evaluator, index: Index) -> PrimExpr:
         return index
     if index.lower is None or index.upper is None:
         raise ev.error(index.span, "a stored slice needs both bounds")
-    step = index.step if index.step is not None else IntImm(1, index.lower.dtype)  # type: ignore[attr-defined]
+    step = index.step if index.step is not None else IntImm(1, index.lower.dtype)
     extent = arith.constant_difference(index.upper, index.lower)
     if extent is None or not isinstance(step, IntImm) or step.value <= 0:
         raise ev.error(index.span, "a stored slice needs constant bounds and step")
     lanes = (extent + step.value - 1) // step.value
-    return Ramp(index.lower, arith.cast(index.lower.dtype, step), lanes, span=index.span)  # type: ignore[attr-defined]
+    return Ramp(index.lower, arith.cast(index.lower.dtype, step), lanes, span=index.span)
 
 
 def store(
@@ -404,7 +404,7 @@ def store(
     check_rank(ev, buffer, len(indices), span)
     flat = tuple(store_index(ev, index) for index in indices)
     expr = ev.as_expr(value, span)
-    lanes = flat[-1].dtype.lanes if flat else 1  # type: ignore[attr-defined]
+    lanes = flat[-1].dtype.lanes if flat else 1
     expected = buffer.dtype.with_lanes(buffer.dtype.lanes * lanes)
     if isinstance(expr, StringImm):
         raise ev.error(span, f"cannot store a string into buffer {buffer.name}")

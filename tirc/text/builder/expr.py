@@ -207,10 +207,10 @@ class Evaluator:
                 )
             if op == "/":
                 a, b = arith.match_types(self.operand(left, node), self.operand(right, node))
-                if not a.dtype.is_float:  # type: ignore[attr-defined]
+                if not a.dtype.is_float:
                     raise self.error(
                         node,
-                        f"'/' between integers ({a.dtype}) is ambiguous: use '//' for floor "  # type: ignore[attr-defined]
+                        f"'/' between integers ({a.dtype}) is ambiguous: use '//' for floor "
                         "division, or T.truncdiv",
                     )
                 return arith.arithmetic("div", a, b, span)

@@ -56,7 +56,7 @@ def index_type(ev: Builder, values: list[Any], dtype_arg: Arg | None, span: Span
     else:
         for value in values:
             if isinstance(value, PrimExpr):
-                dtype: DataType = value.dtype  # type: ignore[attr-defined]
+                dtype: DataType = value.dtype
                 result = dtype if result is None else arith.common_type(result, dtype)
     if result is None:
         return dt.INT32

@@ -83,7 +83,7 @@ def _literal_like(value: Any, other: Any) -> Any:
     """A Python number next to an expression takes the expression's dtype (friendlier than
     TVM's constructors, which insist on one dtype)."""
     if isinstance(value, (bool, int, float)) and isinstance(other, PrimExpr):
-        return arith.make_const(value, other.dtype)  # type: ignore[attr-defined]
+        return arith.make_const(value, other.dtype)
     return value
 
 
@@ -192,7 +192,7 @@ def _ceildiv(ev: Any, inv: Invocation) -> PrimExpr:
 def _abs(ev: Any, inv: Invocation) -> PrimExpr:
     bound = Signature("value").bind(ev, inv)
     value = expect_expr(ev, bound["value"])
-    dtype: DataType = value.dtype  # type: ignore[attr-defined]
+    dtype: DataType = value.dtype
     if dtype.is_float:
         return Call(dtype, "fabs", (value,), span=inv.span)
     if dtype.is_uint or dtype.is_bool:
@@ -247,7 +247,7 @@ def _if_then_else(ev: Any, inv: Invocation) -> PrimExpr:
 
     def build() -> PrimExpr:
         a, b = arith.match_types(arith.as_expr(t), arith.as_expr(f))
-        return Call(a.dtype, "if_then_else", (arith.to_bool(cond), a, b), span=inv.span)  # type: ignore[attr-defined]
+        return Call(a.dtype, "if_then_else", (arith.to_bool(cond), a, b), span=inv.span)
 
     return located(ev, inv.span, build)
 
@@ -345,7 +345,7 @@ def result_type(
     operand = values[position] if len(values) > position else None
     if not isinstance(operand, PrimExpr):
         raise ev.error(inv.span, f"{inv.name} needs an expression as argument {position + 1}")
-    dtype: DataType = operand.dtype  # type: ignore[attr-defined]
+    dtype: DataType = operand.dtype
     if result is Result.BOOL:
         return dt.BOOL.with_lanes(dtype.lanes)
     return dtype

@@ -183,7 +183,7 @@ class Collector(Visitor):
         interval = Relaxer(self.domains).relax(index)
         if interval is None:
             extent = buffer.shape[axis]
-            zero = arith.make_const(0, extent.dtype)  # type: ignore[attr-defined]
+            zero = arith.make_const(0, extent.dtype)
             return Interval(zero, arith.arithmetic("-", extent, 1))
         return interval
 
@@ -269,7 +269,7 @@ def to_regions(table: dict[Buffer, list[list[Interval]]], span: Any) -> tuple[Bu
                 low = union(low, access[axis].low, "min")
                 high = union(high, access[axis].high, "max")
             if low is high or expr_key(low) == expr_key(high):
-                ranges.append(Range(low, arith.make_const(1, low.dtype), span=span))  # type: ignore[attr-defined]
+                ranges.append(Range(low, arith.make_const(1, low.dtype), span=span))
             else:
                 upper = arith.arithmetic("+", high, 1)
                 ranges.append(Range(low, arith.difference(upper, low), span=span))

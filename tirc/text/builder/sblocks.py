@@ -122,7 +122,7 @@ def as_region(builder: Builder, value: Any, span: Span) -> BufferRegion:
     if isinstance(value, BufferRegion):
         return value
     if isinstance(value, BufferLoad):
-        ranges = tuple(Range(i, IntImm(1, i.dtype), span=span) for i in value.indices)  # type: ignore[attr-defined]
+        ranges = tuple(Range(i, IntImm(1, i.dtype), span=span) for i in value.indices)
         return BufferRegion(value.buffer, ranges, span=span)
     if isinstance(value, Buffer):
         return BufferRegion.full(value)
@@ -178,14 +178,14 @@ def domain(builder: Builder, value: Any, span: Span) -> Range:
         except arith.ArithError as problem:
             raise builder.error(span, str(problem)) from None
     extent = builder.as_expr(value, span)
-    return Range(IntImm(0, extent.dtype, span=span), extent, span=span)  # type: ignore[attr-defined]
+    return Range(IntImm(0, extent.dtype, span=span), extent, span=span)
 
 
 def define_axis(
     builder: Builder, inv: Invocation, name: str, dom: Range, binding: PrimExpr, kind: IterType
 ) -> Declared:
     frame = builder.block_frame(inv.span, inv.name)
-    dtype = dom.extent.dtype  # type: ignore[attr-defined]
+    dtype = dom.extent.dtype
     var = Var(name, dtype, span=inv.span)
     frame.iter_vars.append(IterVar(var, dom, kind, span=inv.span))
     frame.iter_values.append(binding)

@@ -265,13 +265,13 @@ class Builder(Evaluator):
             isinstance(value, PrimExpr) and not isinstance(value, StringImm)
         ):
             expr = self.as_expr(value, span)
-            if expr.dtype.is_handle:  # type: ignore[attr-defined]
+            if expr.dtype.is_handle:
                 pointer = expr.pointer if isinstance(expr, Var) else None
-                var = Var(name, expr.dtype, pointer, span=span)  # type: ignore[attr-defined]
+                var = Var(name, expr.dtype, pointer, span=span)
                 self.emit(Bind(var, expr, span=span))
                 self.scope.bind(name, var)
                 return
-            self.scope.bind(name, self.local_scalar(name, expr.dtype, expr, span))  # type: ignore[attr-defined]
+            self.scope.bind(name, self.local_scalar(name, expr.dtype, expr, span))
             return
         if isinstance(value, StringImm):
             var = Var(name, dt.HANDLE, span=span)
@@ -405,9 +405,9 @@ class Builder(Evaluator):
             value = arith.make_const(value, dtype)
         expr = self.as_expr(value, node.value)  # type: ignore[arg-type]
         if dtype is None:
-            dtype = expr.dtype  # type: ignore[attr-defined]
-        elif expr.dtype != dtype:  # type: ignore[attr-defined]
-            found = expr.dtype  # type: ignore[attr-defined]
+            dtype = expr.dtype
+        elif expr.dtype != dtype:
+            found = expr.dtype
             raise self.error(node.value, f"'{name}' is {dtype} but its value is {found}")
         pointer = annotation.pointer
         if pointer is None and isinstance(expr, Var):
@@ -524,7 +524,7 @@ class Builder(Evaluator):
         if node.value is None:
             raise self.error(node, "return needs a value")
         value = self.evaluate_expr(node.value)
-        call = ir_call(value.dtype, "ret", (value,), self.span(node))  # type: ignore[attr-defined]
+        call = ir_call(value.dtype, "ret", (value,), self.span(node))
         self.emit(Evaluate(call, span=self.span(node)))
 
     def visit_pass(self, node: tree.Pass) -> None:

@@ -44,12 +44,12 @@ class LaunchContext(ContextValue):
         self.span = span
 
     def iter_var(self, name: str | None) -> IterVar:
-        dom = Range(IntImm(0, self.extent.dtype), self.extent, span=self.span)  # type: ignore[attr-defined]
+        dom = Range(IntImm(0, self.extent.dtype), self.extent, span=self.span)
         if isinstance(self.thread, IterVar):
             return IterVar(
                 self.thread.var, dom, IterType.THREAD, self.thread.thread_tag, span=self.span
             )
-        var = Var(name or self.thread, self.extent.dtype, span=self.span)  # type: ignore[attr-defined]
+        var = Var(name or self.thread, self.extent.dtype, span=self.span)
         return IterVar(var, dom, IterType.THREAD, self.thread, span=self.span)
 
     def build(self, builder: Builder, target: tree.Expr | None, body: Callable[[], Stmt]) -> Stmt:

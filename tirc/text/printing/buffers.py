@@ -52,7 +52,7 @@ def vars_in(expr: object) -> list[Var]:
                 seen.add(node)
                 found.append(node)
         elif isinstance(node, Node):
-            for name in reversed(child_fields(type(node))):  # type: ignore[arg-type]
+            for name in reversed(child_fields(type(node))):
                 child = getattr(node, name)
                 if isinstance(child, (Node, tuple)):
                     stack.append(child)
@@ -196,7 +196,7 @@ def end_of(start: PrimExpr, extent: PrimExpr) -> PrimExpr:
         return extent
     if isinstance(extent, IntImm) and extent.value == 0:
         return start
-    if start.dtype != extent.dtype:  # type: ignore[attr-defined]
+    if start.dtype != extent.dtype:
         return start  # malformed; print something rather than fail
     return Add(start, extent)
 

@@ -165,7 +165,7 @@ def _refuses_operands(node: PrimExpr) -> bool:
     """Floor division and the remainders of floats: `//`, `%` and T.truncmod take integers
     only (as in TVM), so such a node prints as its constructor, which reads back as itself."""
     return isinstance(node, (FloorDiv, FloorMod, Mod)) and not (
-        node.a.dtype.is_integer or node.a.dtype.is_bool  # type: ignore[attr-defined]
+        node.a.dtype.is_integer or node.a.dtype.is_bool
     )
 
 

@@ -20,7 +20,7 @@ def same_expr(a: object, b: object) -> bool:
     if kind is Var or kind is Buffer:
         return False
     if isinstance(a, Node):
-        names = child_fields(type(a))  # type: ignore[arg-type]
+        names = child_fields(type(a))
         return all(same_expr(getattr(a, name), getattr(b, name)) for name in names)
     if isinstance(a, tuple) and isinstance(b, tuple):
         return len(a) == len(b) and all(same_expr(x, y) for x, y in zip(a, b, strict=True))

@@ -142,7 +142,7 @@ class _Record(Visitor):
     def record(self, stmt: S.Stmt, parent: _Slot) -> _Slot:
         slot = _Slot(stmt, parent)
         saved = self.slot
-        for name in child_fields(type(stmt)):  # type: ignore[arg-type]
+        for name in child_fields(type(stmt)):
             value = getattr(stmt, name)
             if _is_launch(stmt) and name == "node":
                 continue  # the iteration variable's domain repeats the extent
@@ -347,7 +347,7 @@ class _Rewrite(Mutator):
             return stmt if same else dataclasses.replace(stmt, stmts=tuple(kids))
         changes: dict[str, object] = {}
         at = 0
-        for name in child_fields(type(stmt)):  # type: ignore[arg-type]
+        for name in child_fields(type(stmt)):
             value = getattr(stmt, name)
             if isinstance(value, S.Stmt):  # a statement under it: its slot, in field order
                 new: object = kids[at]
@@ -374,7 +374,7 @@ class CommonSubexprElim(FunctionPass):
         if not made:
             return func
         variables = {
-            key: E.Var(f"cse_v{number}", plan.record.first[key][2].dtype)  # type: ignore[attr-defined]
+            key: E.Var(f"cse_v{number}", plan.record.first[key][2].dtype)
             for number, (_, _, key) in enumerate(sorted(made, key=lambda m: m[:2]), start=1)
         }
         body = _Rewrite(facts, variables).emit(plan.root.kids[0])

@@ -61,7 +61,7 @@ class _Touched(Visitor):
             self.generic_visit(node)
             return
         var = node.node.var
-        self.domains[var] = Range(E.IntImm(0, node.value.dtype), node.value)  # type: ignore[attr-defined]
+        self.domains[var] = Range(E.IntImm(0, node.value.dtype), node.value)
         self.analyzer.bind(var, self.domains[var])
         self.generic_visit(node)
         del self.domains[var]
@@ -70,7 +70,7 @@ class _Touched(Visitor):
         for match in node.match_buffers:
             if id(match.source.buffer) in self.wanted:
                 for_region = [
-                    (r.min, E.Sub(E.Add(r.min, r.extent), E.IntImm(1, r.extent.dtype)))  # type: ignore[attr-defined]
+                    (r.min, E.Sub(E.Add(r.min, r.extent), E.IntImm(1, r.extent.dtype)))
                     for r in match.source.region
                 ]
                 self.touch(match.source.buffer, [self.relaxed(lo, hi) for lo, hi in for_region])
@@ -101,10 +101,10 @@ class _Touched(Visitor):
             if isinstance(index, E.Ramp):
                 last = E.Add(
                     index.base,
-                    E.Mul(index.stride, E.IntImm(index.lanes - 1, index.stride.dtype)),  # type: ignore[attr-defined]
+                    E.Mul(index.stride, E.IntImm(index.lanes - 1, index.stride.dtype)),
                 )
                 ends.append(self.relaxed(index.base, last, both=True))
-            elif index.dtype.is_vector:  # type: ignore[attr-defined]
+            elif index.dtype.is_vector:
                 ends.append((None, None))
             else:
                 ends.append(self.relaxed(index, index))
@@ -139,9 +139,9 @@ class _Touched(Visitor):
 
 def _like(expr: E.PrimExpr | None, other: E.PrimExpr | None) -> E.PrimExpr | None:
     """`expr` in the dtype of `other` (index expressions mix int32 and int64)."""
-    if expr is None or other is None or expr.dtype == other.dtype:  # type: ignore[attr-defined]
+    if expr is None or other is None or expr.dtype == other.dtype:
         return expr
-    return E.Cast(other.dtype, expr)  # type: ignore[attr-defined]
+    return E.Cast(other.dtype, expr)
 
 
 def _compacted(
@@ -155,9 +155,9 @@ def _compacted(
     for extent, (low, high) in zip(buffer.shape, box, strict=False):
         size = None
         if low is not None and high is not None:
-            size = analyzer.simplify(E.Add(E.Sub(high, low), E.IntImm(1, low.dtype)))  # type: ignore[attr-defined]
+            size = analyzer.simplify(E.Add(E.Sub(high, low), E.IntImm(1, low.dtype)))
         if isinstance(size, E.IntImm) and _fits(size.value, extent):
-            shape.append(E.IntImm(size.value, extent.dtype))  # type: ignore[attr-defined]
+            shape.append(E.IntImm(size.value, extent.dtype))
             offsets.append(None if E.is_const_int(low, 0) else low)
         else:
             shape.append(extent)
@@ -211,10 +211,10 @@ class _Rebase(Mutator):
         for index, offset in zip(indices, offsets, strict=False):
             if offset is None:
                 out.append(index)
-            elif index.dtype.is_vector:  # type: ignore[attr-defined]
-                out.append(E.Sub(index, E.Broadcast(offset, index.dtype.lanes)))  # type: ignore[attr-defined]
+            elif index.dtype.is_vector:
+                out.append(E.Sub(index, E.Broadcast(offset, index.dtype.lanes)))
             else:
-                out.append(_minus(index, _cast(offset, index.dtype)))  # type: ignore[attr-defined]
+                out.append(_minus(index, _cast(offset, index.dtype)))
         return tuple(out)
 
     def visit_BufferLoad(self, node: E.BufferLoad) -> E.PrimExpr:
@@ -243,7 +243,7 @@ class _Rebase(Mutator):
             return self.generic_visit(node)  # type: ignore[return-value]
         new, offsets = self.plans[id(node.buffer)]
         region = tuple(
-            r if o is None else Range(_minus(r.min, _cast(o, r.min.dtype)), r.extent)  # type: ignore[attr-defined]
+            r if o is None else Range(_minus(r.min, _cast(o, r.min.dtype)), r.extent)
             for r, o in zip(node.region, offsets, strict=False)
         )
         return BufferRegion(new, region, span=node.span)
@@ -266,7 +266,7 @@ def _minus(index: E.PrimExpr, offset: E.PrimExpr) -> E.PrimExpr:
 
 
 def _cast(expr: E.PrimExpr, dtype: object) -> E.PrimExpr:
-    return expr if expr.dtype == dtype else E.Cast(dtype, expr)  # type: ignore[attr-defined,arg-type]
+    return expr if expr.dtype == dtype else E.Cast(dtype, expr)  # type: ignore[arg-type]
 
 
 class _Planner(Visitor):
@@ -289,7 +289,7 @@ class _Planner(Visitor):
             self.generic_visit(node)
             return
         var = node.node.var  # type: ignore[attr-defined]
-        self.outer[var] = Range(E.IntImm(0, node.value.dtype), node.value)  # type: ignore[attr-defined]
+        self.outer[var] = Range(E.IntImm(0, node.value.dtype), node.value)
         self.threads[var] = node.node.thread_tag or var.name  # type: ignore[attr-defined]
         self.generic_visit(node)
         del self.outer[var]

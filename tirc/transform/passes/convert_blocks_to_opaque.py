@@ -36,7 +36,7 @@ class _Opaquer(Mutator):
         # `T.axis.spatial(T.int64(16), i)` over an int32 `i`): it is cast, so that the
         # expressions the variable appeared in keep their types.
         mapping = {
-            iv.var: value if value.dtype == iv.var.dtype else E.Cast(iv.var.dtype, value)  # type: ignore[attr-defined]
+            iv.var: value if value.dtype == iv.var.dtype else E.Cast(iv.var.dtype, value)
             for iv, value in zip(block.iter_vars, realize.iter_values, strict=False)
         }
         opaque = substitute(dataclasses.replace(block, iter_vars=()), mapping)

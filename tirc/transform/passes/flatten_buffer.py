@@ -30,8 +30,8 @@ def flat_buffer(buffer: Buffer, analyzer: Analyzer) -> Buffer:
     for extent in buffer.shape:
         size = (
             E.Mul(size, extent)
-            if size.dtype == extent.dtype  # type: ignore[attr-defined]
-            else E.Mul(size, E.Cast(size.dtype, extent))  # type: ignore[attr-defined]
+            if size.dtype == extent.dtype
+            else E.Mul(size, E.Cast(size.dtype, extent))
         )
     if buffer.strides:  # the memory spans the largest stride times its extent
         size = E.Mul(buffer.strides[0], buffer.shape[0])
@@ -49,7 +49,7 @@ def linear_index(buffer: Buffer, indices: tuple[E.PrimExpr, ...], analyzer: Anal
     """
     if not indices:
         return E.IntImm(0, buffer.index_dtype)
-    lanes = max(index.dtype.lanes for index in indices)  # type: ignore[attr-defined]
+    lanes = max(index.dtype.lanes for index in indices)
     total: E.PrimExpr | None = None
     for index, stride in zip(indices, strides_of(buffer), strict=False):
         term = index if E.is_const_int(stride, 1) else _mul(index, stride)
@@ -66,9 +66,9 @@ def linear_index(buffer: Buffer, indices: tuple[E.PrimExpr, ...], analyzer: Anal
 
 def _add(a: E.PrimExpr, b: E.PrimExpr) -> E.PrimExpr:
     """a + b, keeping a Ramp a Ramp when the other side is scalar."""
-    if isinstance(a, E.Ramp) and b.dtype.is_scalar:  # type: ignore[attr-defined]
+    if isinstance(a, E.Ramp) and b.dtype.is_scalar:
         return _ramp(_add(a.base, b), a.stride, a.lanes)
-    if isinstance(b, E.Ramp) and a.dtype.is_scalar:  # type: ignore[attr-defined]
+    if isinstance(b, E.Ramp) and a.dtype.is_scalar:
         return _ramp(_add(a, b.base), b.stride, b.lanes)
     if isinstance(a, E.Ramp) and isinstance(b, E.Ramp) and a.lanes == b.lanes:
         return _ramp(_add(a.base, b.base), _add(a.stride, b.stride), a.lanes)

@@ -45,8 +45,8 @@ class _Slots(Mutator):
 
     def moved(self, indices: tuple[PrimExpr, ...]) -> tuple[PrimExpr, ...]:
         (index,) = indices
-        dtype = index.dtype  # type: ignore[attr-defined]
-        base = self.base if self.base.dtype == dtype.element else E.Cast(dtype.element, self.base)  # type: ignore[attr-defined]
+        dtype = index.dtype
+        base = self.base if self.base.dtype == dtype.element else E.Cast(dtype.element, self.base)
         if dtype.lanes > 1:
             base = E.Broadcast(base, dtype.lanes)
         return (E.Add(base, index),)

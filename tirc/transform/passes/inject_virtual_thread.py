@@ -159,7 +159,7 @@ def _widened(buffer: Buffer, count: int) -> Buffer | None:
         return None
     data = E.Var(buffer.data.name, buffer.data.dtype, buffer.data.pointer, span=buffer.data.span)
     extent = buffer.shape[0]
-    dtype = extent.dtype  # type: ignore[attr-defined]
+    dtype = extent.dtype
     if isinstance(extent, E.IntImm):
         size: PrimExpr = E.IntImm(extent.value * count, dtype)
     else:
@@ -282,7 +282,7 @@ def inject(node: S.AttrStmt) -> S.Stmt:
         if new is None:
             return node
         size = buffer.shape[0]
-        size_dtype = size.dtype  # type: ignore[attr-defined]
+        size_dtype = size.dtype
         offset = E.Mul(var if var.dtype == size_dtype else E.Cast(size_dtype, var), size)
         widened[buffer.data] = (new, offset)
     others = _OtherUses(set(widened))

@@ -320,7 +320,7 @@ def _allreduce(
     cross: list[Buffer],
     threads: list[S.For],
 ) -> S.Stmt:
-    dtypes = [v.dtype for v in values]  # type: ignore[attr-defined]
+    dtypes = [v.dtype for v in values]
     x = tuple(E.Var(f"x{i}", t) for i, t in enumerate(dtypes))
     y = tuple(E.Var(f"y{i}", t) for i, t in enumerate(dtypes))
     comm = E.CommReducer(x, y, tuple(reducer.combine(x, y)), tuple(inits))  # type: ignore[attr-defined]

@@ -36,7 +36,7 @@ def strides_of(buffer: Buffer) -> list[E.PrimExpr]:
 
 
 def _as(expr: E.PrimExpr, like: E.PrimExpr) -> E.PrimExpr:
-    return expr if expr.dtype == like.dtype else E.Cast(like.dtype, expr)  # type: ignore[attr-defined]
+    return expr if expr.dtype == like.dtype else E.Cast(like.dtype, expr)
 
 
 @dataclass
@@ -122,16 +122,15 @@ class _Lowerer(Mutator):
             for r, inner in zip(region[lead:], node.region, strict=False)
         ]
         ranges = [
-            Range(r.min, E.IntImm(1, r.min.dtype)) if i < lead else r  # type: ignore[attr-defined]
-            for i, r in enumerate(ranges)
+            Range(r.min, E.IntImm(1, r.min.dtype)) if i < lead else r for i, r in enumerate(ranges)
         ]
         return BufferRegion(view.source.buffer, tuple(ranges), span=node.span)
 
 
 def _offset(base: E.PrimExpr, index: E.PrimExpr) -> E.PrimExpr:
-    if E.is_const_int(base, 0) and not index.dtype.is_vector:  # type: ignore[attr-defined]
+    if E.is_const_int(base, 0) and not index.dtype.is_vector:
         return index
-    dtype = index.dtype  # type: ignore[attr-defined]
+    dtype = index.dtype
     if dtype.is_vector:
         return E.Add(E.Broadcast(_as(base, E.IntImm(0, dtype.element)), dtype.lanes), index)
     return E.Add(_as(base, index), index)

@@ -84,7 +84,7 @@ class _Lowerer(Mutator):
             body = substitute(body, {node.loop_var: E.Add(node.loop_var, node.min)})
         iter_var = S.IterVar(
             node.loop_var,
-            Range(E.IntImm(0, node.extent.dtype), node.extent),  # type: ignore[attr-defined]
+            Range(E.IntImm(0, node.extent.dtype), node.extent),
             S.IterType.THREAD,
             binding.thread_tag,
             span=binding.span,

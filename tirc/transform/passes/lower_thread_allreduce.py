@@ -417,7 +417,7 @@ class _Lowering(Mutator):
             values = [
                 E.Select(condition, v, i) for v, i in zip(values, reducer.identity, strict=False)
             ]
-        dtypes = [v.dtype for v in values]  # type: ignore[attr-defined]
+        dtypes = [v.dtype for v in values]
         emit = _Emitter(reducer, dtypes, threads)
         if any(o.buffer not in self.replaceable for o in outputs_):
             # results copied out live in the all-reduce's scope; the parser reads sibling

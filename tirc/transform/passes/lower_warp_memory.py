@@ -80,7 +80,7 @@ class _Warp:
 
 
 def _dtype(expr: E.PrimExpr) -> dt.DataType:
-    return expr.dtype  # type: ignore[attr-defined]
+    return expr.dtype
 
 
 def _uses(node: object, var: E.Var) -> bool:

@@ -40,7 +40,7 @@ class _Narrower(Mutator):
 
     def narrowed(self, expr: E.PrimExpr) -> E.PrimExpr | None:
         """`expr` in the narrow type, or None when it has no narrow form that fits."""
-        if expr.dtype is not self.wide:  # type: ignore[attr-defined]
+        if expr.dtype is not self.wide:
             return None
         if not const_bound(expr, self.ranges).is_within(self.low, self.high):
             return None
@@ -51,18 +51,18 @@ class _Narrower(Mutator):
             return E.IntImm(expr.value, self.narrow)
         if isinstance(expr, E.Var):
             return self.vars.get(expr)
-        if isinstance(expr, E.Cast) and expr.value.dtype is self.narrow:  # type: ignore[attr-defined]
-            return self.visit(expr.value)  # type: ignore[no-any-return]
+        if isinstance(expr, E.Cast) and expr.value.dtype is self.narrow:
+            return self.visit(expr.value)
         if isinstance(expr, _ARITHMETIC):
             a, b = self._rebuild(expr.a), self._rebuild(expr.b)
             if a is None or b is None:
                 return None
-            return type(expr)(a, b)  # type: ignore[call-arg]
+            return type(expr)(a, b)
         return None
 
     def index(self, expr: E.PrimExpr) -> E.PrimExpr:
         found = self.narrowed(expr)
-        return found if found is not None else self.visit(expr)  # type: ignore[no-any-return]
+        return found if found is not None else self.visit(expr)
 
     # -- expressions -------------------------------------------------------------------------
 
@@ -82,7 +82,7 @@ class _Narrower(Mutator):
         a, b = self.narrowed(node.a), self.narrowed(node.b)
         if a is None or b is None:
             return self.generic_visit(node)  # type: ignore[return-value]
-        return type(node)(a, b)  # type: ignore[call-arg]
+        return type(node)(a, b)
 
     def visit_BufferLoad(self, node: E.BufferLoad) -> E.PrimExpr:
         indices = tuple(self.index(i) for i in node.indices)
@@ -109,7 +109,7 @@ class _Narrower(Mutator):
     def visit_For(self, node: S.For) -> S.Stmt:
         var = node.loop_var
         start, extent = self.index(node.min), self.index(node.extent)
-        if var.dtype is self.wide and start.dtype is self.narrow and extent.dtype is self.narrow:  # type: ignore[attr-defined]
+        if var.dtype is self.wide and start.dtype is self.narrow and extent.dtype is self.narrow:
             low = const_bound(node.min, self.ranges)
             high = const_bound(E.Add(node.min, node.extent), self.ranges)
             if low.min is not None and high.max is not None:
@@ -117,7 +117,7 @@ class _Narrower(Mutator):
                 self.vars[var] = E.Var(var.name, self.narrow, span=var.span)
         body = self.visit(node.body)
         new_var = self.vars.get(var, var)
-        if new_var is var and (start.dtype is not var.dtype or extent.dtype is not var.dtype):  # type: ignore[attr-defined]
+        if new_var is var and (start.dtype is not var.dtype or extent.dtype is not var.dtype):
             start, extent = self.visit(node.min), self.visit(node.extent)  # the loop stays wide
         unchanged = new_var is var and start is node.min and extent is node.extent
         if unchanged and body is node.body:

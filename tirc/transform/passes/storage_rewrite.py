@@ -144,7 +144,7 @@ class _Rewriter(Mutator):
         for stmt in stmts:
             if isinstance(stmt, S.AllocBuffer) and stmt.buffer.data in sizes:
                 buffer = stmt.buffer
-                extent = E.IntImm(sizes[buffer.data], buffer.shape[0].dtype)  # type: ignore[attr-defined]
+                extent = E.IntImm(sizes[buffer.data], buffer.shape[0].dtype)
                 grown[buffer.data] = (
                     dataclasses.replace(buffer, shape=(extent,))
                     if extent.value != buffer.shape[0].value  # type: ignore[attr-defined]

@@ -41,7 +41,7 @@ class _SerialLoop(Exception):
 
 
 def _lanes(expr: E.PrimExpr) -> int:
-    return expr.dtype.lanes  # type: ignore[attr-defined]
+    return expr.dtype.lanes
 
 
 def _widen(expr: E.PrimExpr, lanes: int) -> E.PrimExpr:
@@ -127,7 +127,7 @@ def _bind(v: _Vectorizer, node: S.Bind) -> S.Stmt:
         return node
     var = node.var
     if _lanes(value) != _lanes(var):
-        var = E.Var(var.name, value.dtype, var.pointer, var.is_size_var, span=var.span)  # type: ignore[attr-defined]
+        var = E.Var(var.name, value.dtype, var.pointer, var.is_size_var, span=var.span)
         v.vector_vars[node.var] = var
     return dataclasses.replace(node, var=var, value=value)
 
@@ -230,7 +230,7 @@ def _if_then_else(v: _Vectorizer, node: E.Call) -> E.PrimExpr:
         return node
     lanes = max(_lanes(new_then), _lanes(new_other))
     branches = (_widen(new_then, lanes), _widen(new_other, lanes))
-    return E.Call(node.dtype.with_lanes(lanes), node.op, (new_condition, *branches))  # type: ignore[attr-defined]
+    return E.Call(node.dtype.with_lanes(lanes), node.op, (new_condition, *branches))
 
 
 def _load(v: _Vectorizer, node: E.BufferLoad) -> E.PrimExpr:
