@@ -78,7 +78,7 @@ def _widest_element(nodes: tuple[object, ...], *, vectors_only: bool) -> int:
             note(node.buffer.dtype)
         elif isinstance(node, (E.Cast, E.Call)) and isinstance(dtype, DataType):
             operands = (node.value,) if isinstance(node, E.Cast) else node.args
-            types = [dtype] + [a.dtype for a in operands if isinstance(a, E.PrimExpr)]  # type: ignore[attr-defined]
+            types = [dtype] + [a.dtype for a in operands if isinstance(a, E.PrimExpr)]
             if all(t.is_integer or t.is_bool for t in types) and not _loads_anything(operands):
                 return
             for operand_type in types:
@@ -139,7 +139,7 @@ class _Chunker:
 
 
 def _ramp(c: _Chunker, node: E.Ramp) -> E.PrimExpr:
-    dtype = node.base.dtype  # type: ignore[attr-defined]
+    dtype = node.base.dtype
     if isinstance(node.stride, E.IntImm):
         offset = c.offset(dtype, node.stride.value) if node.stride.value else None
     else:
@@ -183,7 +183,7 @@ def _let(c: _Chunker, node: E.Let) -> E.PrimExpr:
     value = c.expr(node.value)
     var = node.var
     if _lanes(node.value) != 1:
-        var = E.Var(var.name, value.dtype, var.pointer, var.is_size_var, span=var.span)  # type: ignore[attr-defined]
+        var = E.Var(var.name, value.dtype, var.pointer, var.is_size_var, span=var.span)
         c.lets[node.var] = var
     return E.Let(var, value, c.expr(node.body))
 
@@ -359,7 +359,7 @@ def _split(node: S.BufferStore, width: int) -> S.Stmt | None:
     lanes = _lanes(node.value)
     if any(_lanes(index) != 1 for index in node.indices[:-1]):
         return None
-    dtype = node.indices[-1].dtype.element  # type: ignore[attr-defined]
+    dtype = node.indices[-1].dtype.element
     chunk = E.Var("c", dtype)
     chunker = _Chunker(lanes, width, chunk)
     try:
@@ -379,7 +379,7 @@ def _split_through_local(node: S.BufferStore, width: int) -> S.Stmt | None:
     """The value chunk by chunk into a local buffer, then the buffer chunk by chunk into place:
     for a store that reads its own buffer at other lanes than it writes."""
     lanes = _lanes(node.value)
-    element: DataType = node.value.dtype.element  # type: ignore[attr-defined]
+    element: DataType = node.value.dtype.element
     staging = make_buffer(f"{node.buffer.name}_staged", (E.IntImm(lanes),), element, "local")
     ramp = _full_ramp(staging, lanes)
     compute = _split(S.BufferStore(staging, node.value, (ramp,), span=node.span), width)
