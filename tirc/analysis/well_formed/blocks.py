@@ -76,6 +76,14 @@ class BlockChecker(Checker):
                 self.first_located(value, iter_var),
             )
             return
+        if value_type != iter_var.var.dtype:
+            # Lowering and the schedule primitives put the binding where the variable was.
+            self.error(
+                f"iteration variable '{name}' of block '{block.name}' is "
+                f"{iter_var.var.dtype} but bound to a value of type {value_type}",
+                self.first_located(value, iter_var),
+            )
+            return
         if is_guarded or iter_var.iter_type not in _DOMAIN_BOUND or iter_var.dom is None:
             return
         domain = range_bound(iter_var.dom)
