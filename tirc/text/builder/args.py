@@ -7,6 +7,7 @@ shape tuple, an annotation dict) or report, at that argument, what was expected 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -187,6 +188,9 @@ def attr_value(ev: Evaluator, value: Any, span: Span) -> Any:
         return expect_attrs_value(ev, value, span)
     if isinstance(value, (list, tuple)):
         return tuple(attr_value(ev, item, span) for item in value)
+    if isinstance(value, float) and not math.isfinite(value):
+        # The printer has no spelling for it that reads back as the same Python number.
+        raise ev.error(span, f"an annotation value must be a finite number, not {value}")
     if value is None or isinstance(value, (bool, int, float, str, PrimExpr, Buffer)):
         return value
     raise ev.error(span, f"{arith.describe(value)} cannot be an annotation value")

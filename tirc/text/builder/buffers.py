@@ -79,9 +79,9 @@ def shape_of(ev: Builder, arg: Arg) -> tuple[PrimExpr, ...]:
     items = value if isinstance(value, (list, tuple)) else (value,)
     if any(isinstance(item, str) for item in items):
         return tuple(
-            ev.shape_variable(item, arg.span)
-            if isinstance(item, str)
-            else ev.as_expr(item, arg.span)
+            expect_extent(
+                ev, ev.shape_variable(item, arg.span) if isinstance(item, str) else item, arg.span
+            )
             for item in items
         )
     return expect_shape(ev, arg)
