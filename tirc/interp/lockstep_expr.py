@@ -426,8 +426,9 @@ _FLOAT_DIVISION = {
 
 
 def _division(compiler: ExprCompiler, expr: PrimExpr) -> Eval:
-    a, b = compiler.compile(expr.a), compiler.compile(expr.b)  # type: ignore[attr-defined]
-    dtype: DataType = expr.a.dtype  # type: ignore[attr-defined]
+    assert isinstance(expr, E.BinaryOp)  # the rules give it Div, Mod, FloorDiv and FloorMod
+    a, b = compiler.compile(expr.a), compiler.compile(expr.b)
+    dtype: DataType = expr.a.dtype
     if dtype.is_float:
         function = _FLOAT_DIVISION[type(expr)]
         return lambda frame, mask: V.round_to(
@@ -435,7 +436,7 @@ def _division(compiler: ExprCompiler, expr: PrimExpr) -> Eval:
         )
     if not dtype.is_integer:
         raise Unsupported(f"division of {dtype}")
-    divisor = expr.b  # type: ignore[attr-defined]
+    divisor = expr.b
     if isinstance(divisor, E.IntImm) and divisor.value > 0 and divisor.dtype.lanes == 1:
         by = V.constant(divisor.value, divisor.dtype)  # no zero to check, no overflow
         quick = _BY_POSITIVE[type(expr)]

@@ -11,11 +11,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from functools import cache
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import Var
 from tirc.ir.node import Node
+
+NodeT = TypeVar("NodeT", bound=Node)
 
 
 def _child_fields(cls: type) -> tuple[str, ...]:
@@ -98,7 +100,7 @@ class Mutator(_Dispatching):
             return items
         return node
 
-    def generic_visit(self, node: Node) -> Node:
+    def generic_visit(self, node: NodeT) -> NodeT:
         changes: dict[str, Any] = {}
         for name in child_fields(type(node)):
             value = getattr(node, name)

@@ -117,11 +117,8 @@ def mma_shape(call: E.Call) -> MmaShape:
             "(tirc does m16n8k8/m16n8k16 on 16-bit types and m16n8k16/m16n8k32 on 8-bit "
             "integers, accumulating in 16 or 32 bits)",
         )
-    layouts = (args[1], args[2])
-    if any(not isinstance(x, E.StringImm) for x in layouts) or tuple(x.value for x in layouts) != (
-        "row",
-        "col",
-    ):
+    layouts = tuple(x.value if isinstance(x, E.StringImm) else None for x in (args[1], args[2]))
+    if layouts != ("row", "col"):
         raise DiagnosticError.at(
             call.span, f"T.ptx_mma {name}: A must be 'row' and B 'col' (PTX allows only .row.col)"
         )

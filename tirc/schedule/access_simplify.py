@@ -43,7 +43,7 @@ class _AccessSimplifier(Mutator):
 
     def visit_For(self, node: For) -> For:
         self.analyzer.bind(node.loop_var, Range(node.min, node.extent))
-        return self.generic_visit(node)  # type: ignore[return-value]
+        return self.generic_visit(node)
 
     def visit_SBlock(self, node: SBlock) -> SBlock:
         # Iterators are known to lie in their domains (what turns `v % 4096 // 128` into
@@ -51,7 +51,7 @@ class _AccessSimplifier(Mutator):
         for iter_var in node.iter_vars if self.bind_iterators else ():
             if iter_var.dom is not None:
                 self.analyzer.bind(iter_var.var, iter_var.dom)
-        new: SBlock = self.generic_visit(node)  # type: ignore[assignment]
+        new: SBlock = self.generic_visit(node)
         reads = tuple(self.region(region) for region in new.reads)
         writes = tuple(self.region(region) for region in new.writes)
         return dataclasses.replace(new, reads=reads, writes=writes)

@@ -209,7 +209,7 @@ def _solve_affine(
     if not all(_is_single_point(interval, analyzer) for interval in have):
         return False
     var_ranges = {iv.var: iv.dom for iv in iter_vars if iv.dom is not None}
-    indices = [interval.min for interval in have]
+    indices = [interval.min for interval in have if interval.min is not None]  # all bounded
     lone = lone_symbolic_dims(indices, var_ranges)
     if lone is None:
         return False
@@ -218,7 +218,7 @@ def _solve_affine(
     sums: list[IterSum] = []
     if affine_dims:
         picked = [indices[dim] for dim in affine_dims]
-        result = detect_iter_map(picked, constant_ranges, None, Level.BIJECTIVE)  # type: ignore[arg-type]
+        result = detect_iter_map(picked, constant_ranges, None, Level.BIJECTIVE)
         if not result.ok or not result.sums:
             return False
         sums = result.sums
@@ -231,12 +231,12 @@ def _solve_affine(
         for dim in range(buffer.ndim)
     ]
 
-    def invert(region: Region) -> dict[Var, PrimExpr] | None:
-        found = inverse_iter_map(sums, [region[dim] for dim in affine_dims])  # type: ignore[misc]
+    def invert(point: list[PrimExpr]) -> dict[Var, PrimExpr] | None:
+        found = inverse_iter_map(sums, [point[dim] for dim in affine_dims])
         if found is None:
             return None
         for dim, (var, base) in lone.items():
-            found[var] = fold("-", region[dim], base)  # type: ignore[arg-type]
+            found[var] = fold("-", point[dim], base)
         return found
 
     inverse_want = _inverse_intervals(invert, want, analyzer)
@@ -253,8 +253,11 @@ def _inverse_intervals(
     region: Region,
     analyzer: Analyzer,
 ) -> dict[Var, Interval] | None:
-    low = invert([interval.min for interval in region])  # type: ignore[misc]
-    high = invert([interval.max for interval in region])  # type: ignore[misc]
+    lows = [interval.min for interval in region if interval.min is not None]
+    highs = [interval.max for interval in region if interval.max is not None]
+    if len(lows) != len(region) or len(highs) != len(region):
+        return None
+    low, high = invert(lows), invert(highs)
     if low is None or high is None:
         return None
     result = {}
@@ -287,6 +290,7 @@ def inverse_iter_map(sums: list[IterSum], outputs: list[PrimExpr]) -> dict[Var, 
                 dtype = value.dtype
                 part = fold("floordiv", value, IntImm(split.scale, dtype))
                 if position > 0:
+                    assert isinstance(split.extent, int)  # detect_iter_map's are constant
                     part = fold("floormod", part, IntImm(split.extent, dtype))
                 parts.append((split, part))
         for split, part in parts:

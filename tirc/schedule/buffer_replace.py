@@ -40,7 +40,7 @@ class BufferReplacer(Mutator):
         return found.data if found is not None else node
 
     def visit_BufferLoad(self, node: BufferLoad) -> PrimExpr:
-        new: BufferLoad = self.generic_visit(node)  # type: ignore[assignment]
+        new: BufferLoad = self.generic_visit(node)
         replacement = self._new(new.buffer)
         if replacement is None:
             return new
@@ -48,7 +48,7 @@ class BufferReplacer(Mutator):
         return self.on_load(load, node.buffer) if self.on_load else load
 
     def visit_BufferStore(self, node: BufferStore) -> BufferStore:
-        new: BufferStore = self.generic_visit(node)  # type: ignore[assignment]
+        new: BufferStore = self.generic_visit(node)
         replacement = self._new(new.buffer)
         if replacement is None:
             return new
@@ -72,7 +72,7 @@ class BufferReplacer(Mutator):
         reads = tuple(self._region(region) for region in node.reads)
         writes = tuple(self._region(region) for region in node.writes)
         allocs = tuple(self._new(buffer) or buffer for buffer in node.alloc_buffers)
-        new: SBlock = self.generic_visit(node)  # type: ignore[assignment]
+        new: SBlock = self.generic_visit(node)
         changed = [
             (a, b)
             for a, b in ((matches, node.match_buffers), (reads, node.reads), (writes, node.writes))

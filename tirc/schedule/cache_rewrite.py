@@ -38,7 +38,7 @@ class _StageRewriter(Mutator):
         self.analyzer = Analyzer()
 
     def visit_For(self, node: For) -> For:
-        new: For = self.generic_visit(node)  # type: ignore[assignment]
+        new: For = self.generic_visit(node)
         if node is self.stage.location:
             assert self.stage.stmt is not None
             new = with_stage_inserted(new, self.stage.position, self.stage.stmt)  # type: ignore[assignment]
@@ -124,7 +124,7 @@ class CacheReadRewriter(_StageRewriter):
         self.consumes = is_consumer
         if node is not self.scope and region_of(node.writes, stage.read_buffer) is not None:
             return node  # the producer of the cached buffer keeps writing it
-        new: SBlock = self.generic_visit(node)  # type: ignore[assignment]
+        new: SBlock = self.generic_visit(node)
         new = self.finish_block(node, new)
         if node is not self.scope and is_consumer:
             reads = self.moved_regions(new.reads, stage.read_buffer, stage.write_buffer)
@@ -139,7 +139,7 @@ class CacheReadRewriter(_StageRewriter):
         if node.buffer is self.stage.read_buffer and self.consumes:
             indices = self.shifted(node.indices)
             return BufferLoad(self.stage.write_buffer, indices, node.predicate, span=node.span)
-        return self.generic_visit(node)  # type: ignore[return-value]
+        return self.generic_visit(node)
 
     def visit_Var(self, node: Var) -> Var:
         return self.stage.write_buffer.data if node is self.stage.read_buffer.data else node
@@ -165,7 +165,7 @@ class CacheWriteRewriter(_StageRewriter):
         stage = self.stage
         cache, original = stage.read_buffer, stage.write_buffer
         if id(node) in stage.consumers:
-            visited: SBlock = self.generic_visit(node)  # type: ignore[assignment]
+            visited: SBlock = self.generic_visit(node)
             writes = self.moved_regions(node.writes, original, cache)
             reads = self.moved_regions(node.reads, original, cache)
             matches = self.moved_matches(node.match_buffers, original, cache)
@@ -180,7 +180,7 @@ class CacheWriteRewriter(_StageRewriter):
             return node
         outer = self.under_writer
         self.under_writer = outer or node is self.writer
-        new: SBlock = self.generic_visit(node)  # type: ignore[assignment]
+        new: SBlock = self.generic_visit(node)
         self.under_writer = outer
         new = self.finish_block(node, new)
         if node is not self.scope:
@@ -198,7 +198,7 @@ class CacheWriteRewriter(_StageRewriter):
         return new
 
     def visit_BufferStore(self, node: BufferStore) -> BufferStore:
-        new: BufferStore = self.generic_visit(node)  # type: ignore[assignment]
+        new: BufferStore = self.generic_visit(node)
         if new.buffer is self.stage.write_buffer:
             indices = self.shifted(new.indices)
             new = dataclasses.replace(new, buffer=self.stage.read_buffer, indices=indices)
@@ -208,7 +208,7 @@ class CacheWriteRewriter(_StageRewriter):
         if node.buffer is self.stage.write_buffer:
             indices = self.shifted(node.indices)
             return BufferLoad(self.stage.read_buffer, indices, node.predicate, span=node.span)
-        return self.generic_visit(node)  # type: ignore[return-value]
+        return self.generic_visit(node)
 
     def visit_Var(self, node: Var) -> Var:
         return self.stage.read_buffer.data if node is self.stage.write_buffer.data else node

@@ -297,11 +297,11 @@ class _ScopeRebuilder(Mutator):
         self.top = False
         if node is self.removal.source.stmt:
             node = self.removal.target  # type: ignore[assignment]
-        return self.generic_visit(node)  # type: ignore[return-value]
+        return self.generic_visit(node)
 
     def visit_For(self, node: For) -> For:
         if node is self.removal.source.stmt:
             node = self.removal.target  # type: ignore[assignment]
         if node is self.loop:
             return self.new_loop
-        return self.generic_visit(node)  # type: ignore[return-value]
+        return self.generic_visit(node)

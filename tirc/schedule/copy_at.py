@@ -159,15 +159,15 @@ class _Redirect(Mutator):
         self.old, self.new = old, new
 
     def visit_BufferLoad(self, node: BufferLoad) -> PrimExpr:
-        new: BufferLoad = self.generic_visit(node)  # type: ignore[assignment]
+        new: BufferLoad = self.generic_visit(node)
         return dataclasses.replace(new, buffer=self.new) if new.buffer is self.old else new
 
     def visit_BufferStore(self, node: BufferStore) -> Stmt:
-        new: BufferStore = self.generic_visit(node)  # type: ignore[assignment]
+        new: BufferStore = self.generic_visit(node)
         return dataclasses.replace(new, buffer=self.new) if new.buffer is self.old else new
 
     def visit_BufferRegion(self, node: BufferRegion) -> BufferRegion:
-        new: BufferRegion = self.generic_visit(node)  # type: ignore[assignment]
+        new: BufferRegion = self.generic_visit(node)
         return dataclasses.replace(new, buffer=self.new) if new.buffer is self.old else new
 
 
@@ -178,9 +178,9 @@ class _Swap(Mutator):
     def visit_For(self, node: For) -> For:
         if node is self.old:
             return self.new  # type: ignore[return-value]
-        return self.generic_visit(node)  # type: ignore[return-value]
+        return self.generic_visit(node)
 
     def visit_SBlock(self, node: SBlock) -> SBlock:
         if node is self.old:
             return self.new  # type: ignore[return-value]
-        return self.generic_visit(node)  # type: ignore[return-value]
+        return self.generic_visit(node)

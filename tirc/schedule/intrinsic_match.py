@@ -100,7 +100,7 @@ class _Retype(Mutator):
     def visit_Cast(self, node: E.Cast) -> PrimExpr:
         if node.dtype.is_integer and node.value.dtype.is_integer:
             return self.visit(node.value)
-        return self.generic_visit(node)  # type: ignore[return-value]
+        return self.generic_visit(node)
 
 
 class _Matcher:

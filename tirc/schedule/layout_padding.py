@@ -251,11 +251,11 @@ class _ProducerRewrite(Substituter):
     def visit_BufferLoad(self, node: BufferLoad) -> PrimExpr:
         if node.buffer is self.old:
             return dataclasses.replace(node, buffer=self.buffer, indices=self.new_vars)
-        return self.generic_visit(node)  # type: ignore[return-value]
+        return self.generic_visit(node)
 
     def visit_BufferStore(self, node: BufferStore) -> Stmt:
         if node.buffer is not self.old:
-            return self.generic_visit(node)  # type: ignore[return-value]
+            return self.generic_visit(node)
         value = self.visit(node.value)
         if self.condition is not None:
             value = E.Call(value.dtype, "if_then_else", (self.condition, self.pad, value))

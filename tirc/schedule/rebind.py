@@ -51,7 +51,7 @@ class Rebinder(Substituter):
 
     def visit_For(self, node: For) -> For:
         self.domains[node.loop_var] = Range(node.min, node.extent)
-        result: For = self.generic_visit(node)  # type: ignore[assignment]
+        result: For = self.generic_visit(node)
         del self.domains[node.loop_var]
         return result
 
@@ -75,8 +75,8 @@ class Rebinder(Substituter):
     def visit_SBlock(self, node: SBlock) -> SBlock:
         new = self.generic_visit(node)
         if new is not node:
-            self.reuse[node] = new  # type: ignore[assignment]
-        return new  # type: ignore[return-value]
+            self.reuse[node] = new
+        return new
 
 
 def rebind(

@@ -166,7 +166,7 @@ class ScheduleState:
             assert parent_old is not None
             parent_new = _ReplaceChild(child_old, child_new).generic_visit(parent_old)
             del self.stmt2ref[id(parent_old)]
-            parent.stmt = parent_new  # type: ignore[assignment]
+            parent.stmt = parent_new
             self.stmt2ref[id(parent_new)] = parent
             child_old, child_new = parent_old, parent_new
             parent = parent.parent
@@ -174,6 +174,7 @@ class ScheduleState:
             func = self.func
             body = func.body
             assert isinstance(body, SBlockRealize) and body.block is child_old
+            assert isinstance(child_new, SBlock)  # the root block's replacement is a block
             new_func = dataclasses.replace(func, body=dataclasses.replace(body, block=child_new))
             self.module = self.module.with_function(self.func_name, new_func)
 

@@ -61,7 +61,7 @@ class _Widen(Mutator):
         return Range(self.widen(node.min), self.widen(node.extent), span=node.span)
 
     def visit_For(self, node: For) -> For:
-        result: For = self.generic_visit(node)  # type: ignore[assignment]
+        result: For = self.generic_visit(node)
         if result.loop_var.dtype == self.dtype:
             result = dataclasses.replace(
                 result, min=self.widen(result.min), extent=self.widen(result.extent)
@@ -69,7 +69,7 @@ class _Widen(Mutator):
         return result
 
     def visit_IterVar(self, node: IterVar) -> IterVar:
-        return self.generic_visit(node)  # type: ignore[return-value]
+        return self.generic_visit(node)
 
     def visit_BinaryOp(self, node: E.BinaryOp) -> PrimExpr:
         return self._promoted(node, self.visit(node.a), self.visit(node.b))

@@ -5,6 +5,7 @@ pool for a kernel's buffers) both do to loads and stores."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
@@ -20,7 +21,7 @@ class FlatOffsetRewriter(Mutator):
 
     offset_first = False
 
-    def __init__(self, moves: dict[E.Var, tuple[Buffer, E.PrimExpr | int]]) -> None:
+    def __init__(self, moves: Mapping[E.Var, tuple[Buffer, E.PrimExpr | int]]) -> None:
         self.moves = moves
 
     def moved(
@@ -41,14 +42,14 @@ class FlatOffsetRewriter(Mutator):
         return new, (E.Add(offset, index) if self.offset_first else E.Add(index, offset),)
 
     def visit_BufferLoad(self, node: E.BufferLoad) -> E.PrimExpr:
-        node = self.generic_visit(node)  # type: ignore[assignment]
+        node = self.generic_visit(node)
         if node.buffer.data not in self.moves:
             return node
         buffer, indices = self.moved(node.buffer, node.indices)
         return dataclasses.replace(node, buffer=buffer, indices=indices)
 
     def visit_BufferStore(self, node: S.BufferStore) -> S.Stmt:
-        node = self.generic_visit(node)  # type: ignore[assignment]
+        node = self.generic_visit(node)
         if node.buffer.data not in self.moves:
             return node
         buffer, indices = self.moved(node.buffer, node.indices)

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from typing import TypeVar
 
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
 from tirc.ir.buffer import Buffer
 from tirc.ir.functor import Mutator
+
+StmtT = TypeVar("StmtT", bound=S.Stmt)
 
 
 def _renamed(var: E.Var) -> E.Var:
@@ -62,11 +65,11 @@ class _Copier(Mutator):
             self.define_buffer(buffer)
         for match in node.match_buffers:
             self.define_buffer(match.buffer)
-        return self.generic_visit(node)  # type: ignore[return-value]
+        return self.generic_visit(node)
 
     def visit_For(self, node: S.For) -> S.Stmt:
         self.vars[node.loop_var] = _renamed(node.loop_var)
-        return self.generic_visit(node)  # type: ignore[return-value]
+        return self.generic_visit(node)
 
     def visit_Bind(self, node: S.Bind) -> S.Stmt:
         value = self.visit(node.value)
@@ -81,7 +84,8 @@ class _Copier(Mutator):
         return E.Let(var, value, self.visit(node.body), span=node.span)
 
 
-def fresh_copy(stmt: S.Stmt, mapping: Mapping[E.Var, E.PrimExpr]) -> S.Stmt:
-    """`stmt` with `mapping` applied and every variable and buffer it defines made new."""
-    result: S.Stmt = _Copier(mapping).visit(stmt)
+def fresh_copy(stmt: StmtT, mapping: Mapping[E.Var, E.PrimExpr]) -> StmtT:
+    """`stmt` with `mapping` applied and every variable and buffer it defines made new (a
+    statement of the same class: only expressions are replaced)."""
+    result: StmtT = _Copier(mapping).visit(stmt)
     return result

@@ -71,9 +71,7 @@ def test_overlap_extent_and_order() -> None:
     assert result.ok and result.sums[0].extent == 53
     index = E.Add(E.Add(E.Mul(v["i"], c(5)), v["k"]), v["j"])
     result = detect_iter_map([index], domains)
-    assert result.ok and [s.mark.source for s in result.sums[0].splits] == [
-        v["k"], v["i"], v["j"]
-    ]
+    assert result.ok and [s.mark.source for s in result.sums[0].splits] == [v["k"], v["i"], v["j"]]
 
 
 def test_gap_is_rejected() -> None:
@@ -181,6 +179,17 @@ def test_normal_form_of_a_loop_of_symbolic_extent_read_whole() -> None:
     assert _normal([E.Add(E.Mul(v["i1"], m), i0)], domains) is None
     assert _normal([E.FloorDiv(i0, c(4))], domains) is None
     assert not detect_iter_map([i0], domains).ok  # detection proper keeps constant extents
+
+
+def test_normal_form_of_overlapping_terms_above_a_loop_of_symbolic_extent() -> None:
+    # `h * 2 + rh` with `rh` in [0, 3) overlaps: the fused extent is n * 2 + 1, an expression
+    # (adding the overlap to it raised TypeError: unsupported operand type(s) for +: 'Mul')
+    n, h = Var("n"), Var("h")
+    v, domains = loops(rh=3)
+    domains[h] = Range(c(0), n)
+    index = E.Add(E.Mul(h, c(2)), v["rh"])
+    assert _normal([index], domains) == ["h * 2 + rh"]
+    assert _normal([E.FloorDiv(index, c(4))], domains) is None
 
 
 def test_normal_form_of_a_symbolic_modulus_of_its_own_extent() -> None:

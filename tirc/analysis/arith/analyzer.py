@@ -74,10 +74,12 @@ class Analyzer:
             E.GT: lambda a, b: (a, b, 1),
             E.GE: lambda a, b: (a, b, 0),
         }
+        if not isinstance(condition, E.CompareOp):
+            return False
         shape = shapes.get(type(condition))
         if shape is None:
             return False
-        a, b = condition.a, condition.b  # type: ignore[attr-defined]
+        a, b = condition.a, condition.b
         if not (a.dtype.is_integer and a.dtype.is_scalar):
             return False
         upper, lower, least = shape(a, b)

@@ -63,6 +63,7 @@ class _Solver:
             if position == 0:  # the outermost digit: nothing above it to cut off
                 part = value if split.scale == 1 else E.FloorDiv(value, _const(split.scale, value))
             else:  # `value % (scale * extent) // scale`: TVM's canonical spelling of the digit
+                assert isinstance(split.extent, int)  # only the outermost digit is symbolic
                 part = E.FloorMod(value, _const(split.scale * split.extent, value))
                 if split.scale != 1:
                     part = E.FloorDiv(part, _const(split.scale, value))

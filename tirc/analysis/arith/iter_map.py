@@ -20,6 +20,7 @@ from tirc.analysis.arith.analyzer import Analyzer
 from tirc.analysis.arith.canonical import to_sum
 from tirc.ir import expr as E
 from tirc.ir.buffer import Range
+from tirc.ir.dtype import DataType
 from tirc.ir.expr import IntImm, PrimExpr, Var
 
 
@@ -195,12 +196,9 @@ class _Detector:
             mark = self.fused_marks[key] = IterMark(ordered, self.limits.get(key, extent))
         return IterSplit(mark, 1, mark.extent, 1)
 
-    def fuse_key(self, splits: list[IterSplit]) -> tuple[Hashable, int]:
-        """Checks that `splits` fuse and gives their key and extent (see fuse_order)."""
-        key, extent, _ = self.fuse_order(splits)
-        return key, extent
-
-    def fuse_order(self, splits: list[IterSplit]) -> tuple[Hashable, int, tuple[IterSplit, ...]]:
+    def fuse_order(
+        self, splits: list[IterSplit]
+    ) -> tuple[Hashable, int | PrimExpr, tuple[IterSplit, ...]]:
         """Checks that `splits` fuse into one iterator; gives its key, extent and the splits
         in the order the fused iterator lists them (highest first).
 
@@ -209,7 +207,8 @@ class _Detector:
         Unless `overlap` is off (bijective maps), where none has that scale the one of the
         largest smaller scale is taken: the terms overlap (`h * 2 + rh` with `rh` in
         [0, 3)), the extent grows by the overlap, and the fused iterator lists the splits
-        in the reverse of the order taken (TVM's surjective maps).
+        in the reverse of the order taken (TVM's surjective maps). The extent is an
+        expression where the highest split is a loop of symbolic extent.
         """
         key = tuple(sorted((id(s.mark), s.lower, _extent_key(s.extent), s.scale) for s in splits))
         units = [s for s in splits if _is_unit(s)]  # a unit iterator fits at any scale
@@ -245,7 +244,7 @@ class _Detector:
             ordered = tuple(reversed(taken)) + tuple(units)
         else:
             ordered = tuple(sorted(splits, key=lambda s: -s.scale))
-        return key, expected + tail if tail else expected, ordered
+        return key, _plus(expected, tail), ordered
 
     # -- the predicate -----------------------------------------------------------------------
 
@@ -296,12 +295,13 @@ class _Detector:
             scale = min(split.scale for split in group)
             if scale != 1:
                 continue
-            found = [self._find(ordered, split) for split in group]
-            if any(index is None for index in found):
+            places = [self._find(ordered, split) for split in group]
+            found = [index for index in places if index is not None]
+            if len(found) != len(places):
                 continue
-            factor = ordered[found[-1]].scale  # type: ignore[index]
+            factor = ordered[found[-1]].scale
             if any(
-                ordered[index].scale != split.scale * factor  # type: ignore[index]
+                ordered[index].scale != split.scale * factor
                 for index, split in zip(found, group, strict=True)
             ):
                 continue
@@ -312,16 +312,17 @@ class _Detector:
                 if not _is_unit(split)
             ):
                 continue
+            extent = self.limits[key]
             mark = self.fused_marks.get(key)
             if mark is None:
-                mark = self.fused_marks[key] = IterMark(group, self.limits[key])
+                mark = self.fused_marks[key] = IterMark(group, extent)
             self.used.add(_iterators(list(group)))
-            first = min(found)  # type: ignore[type-var]
-            merged = IterSplit(mark, 1, mark.extent, factor)
+            first = min(found)
+            merged = IterSplit(mark, 1, extent, factor)
             result = [split for i, split in enumerate(ordered) if i not in found and i < first]
             result.append(merged)
             result += [split for i, split in enumerate(ordered) if i not in found and i > first]
-            return tuple(result), mark.extent * factor
+            return tuple(result), extent * factor
         return None
 
     @staticmethod
@@ -365,6 +366,7 @@ class _Detector:
                 continue
             covered = 1
             for split in sorted(splits, key=lambda s: s.lower):
+                assert isinstance(split.extent, int)  # the digits of a constant extent
                 if split.lower < covered or split.lower % covered:
                     raise _NotAffine(f"iterator {_name(mark)} is used twice")
                 if level is Level.BIJECTIVE and split.lower != covered:
@@ -391,6 +393,12 @@ def _scaled(extent: int | PrimExpr, scale: int) -> int | PrimExpr:
     if isinstance(extent, int):
         return extent * scale
     return extent if scale == 1 else E.Mul(extent, IntImm(scale, extent.dtype))
+
+
+def _plus(extent: int | PrimExpr, offset: int) -> int | PrimExpr:
+    if isinstance(extent, int):
+        return extent + offset
+    return extent if offset == 0 else E.Add(extent, IntImm(offset, extent.dtype))
 
 
 def _extent_key(extent: int | PrimExpr) -> Hashable:
@@ -498,7 +506,7 @@ def normalize_iter_map(
     return [_sum_expr(total, index.dtype) for total, index in zip(sums, indices, strict=False)]
 
 
-def _sum_expr(total: IterSum, dtype: object) -> PrimExpr:
+def _sum_expr(total: IterSum, dtype: DataType) -> PrimExpr:
     result: PrimExpr | None = None
     for split in total.splits:
         term = _split_expr(split, dtype)
@@ -511,20 +519,22 @@ def _sum_expr(total: IterSum, dtype: object) -> PrimExpr:
     return result
 
 
-def _split_expr(split: IterSplit, dtype: object) -> PrimExpr:
+def _split_expr(split: IterSplit, dtype: DataType) -> PrimExpr:
     mark = split.mark
     if isinstance(mark.source, Var):
         source: PrimExpr = mark.source
     else:
-        source = _sum_expr(IterSum(mark.source, IntImm(0, dtype), mark.extent), dtype)  # type: ignore[arg-type]
+        source = _sum_expr(IterSum(mark.source, IntImm(0, dtype), mark.extent), dtype)
     if split.lower == 1 and split.extent == mark.extent:
         result = source
-    elif split.lower * split.extent == mark.extent:
-        result = E.FloorDiv(source, IntImm(split.lower, dtype))  # type: ignore[arg-type]
     else:
-        result = E.FloorMod(source, IntImm(split.lower * split.extent, dtype))  # type: ignore[arg-type]
-        if split.lower != 1:
-            result = E.FloorDiv(result, IntImm(split.lower, dtype))  # type: ignore[arg-type]
+        assert isinstance(split.extent, int)  # an iterator of symbolic extent is read whole
+        if split.lower * split.extent == mark.extent:
+            result = E.FloorDiv(source, IntImm(split.lower, dtype))
+        else:
+            result = E.FloorMod(source, IntImm(split.lower * split.extent, dtype))
+            if split.lower != 1:
+                result = E.FloorDiv(result, IntImm(split.lower, dtype))
     if split.scale != 1:
-        result = E.Mul(result, IntImm(split.scale, dtype))  # type: ignore[arg-type]
+        result = E.Mul(result, IntImm(split.scale, dtype))
     return result

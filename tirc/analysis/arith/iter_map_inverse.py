@@ -46,6 +46,7 @@ def _assemble(mark: IterMark, found: list[tuple[int, int, PrimExpr]]) -> PrimExp
     digits tile the mark whole."""
     covered = 1
     value: PrimExpr | None = None
+    assert isinstance(mark.extent, int)  # detect_iter_map's marks have constant extents
     for lower, extent, digit in sorted(found, key=lambda item: item[0]):
         if lower != covered:
             return None
@@ -68,6 +69,7 @@ def _read_digits(
         ordered = [s for s in ordered if s.extent != 1]
     dtype = value.dtype
     for position, split in enumerate(ordered):
+        assert isinstance(split.extent, int)  # detect_iter_map's splits have constant extents
         digit = value if split.scale == 1 else E.FloorDiv(value, IntImm(split.scale, dtype))
         if position > 0:
             digit = E.FloorMod(digit, IntImm(split.extent, dtype))

@@ -68,15 +68,15 @@ class Simplifier(Mutator):
 
     def _sum(self, node: PrimExpr) -> PrimExpr:
         rebuilt = self.generic_visit(node)
-        if not _is_index(rebuilt):  # type: ignore[arg-type]
-            return rebuilt  # type: ignore[return-value]
+        if not _is_index(rebuilt):
+            return rebuilt
         a, b = _const(rebuilt.a), _const(rebuilt.b)  # type: ignore[attr-defined]
         if a is not None and b is not None:  # folded at once, as the canonical sum would
             value = _FOLD[type(rebuilt)](a, b)
-            return IntImm(integer.wrap(value, rebuilt.dtype), rebuilt.dtype)  # type: ignore[attr-defined]
+            return IntImm(integer.wrap(value, rebuilt.dtype), rebuilt.dtype)
         if isinstance(rebuilt, E.Mul) and a is None and b is None:
             return rebuilt
-        result = from_sum(to_sum(rebuilt))  # type: ignore[arg-type]
+        result = from_sum(to_sum(rebuilt))
         return node if _same(result, node) else result
 
     visit_Add = visit_Sub = visit_Mul = _sum
@@ -86,8 +86,8 @@ class Simplifier(Mutator):
     def _division(self, node: PrimExpr, is_mod: bool) -> PrimExpr:
         rebuilt = self.generic_visit(node)
         a, b = rebuilt.a, rebuilt.b  # type: ignore[attr-defined]
-        if not _is_index(rebuilt):  # type: ignore[arg-type]
-            return rebuilt  # type: ignore[return-value]
+        if not _is_index(rebuilt):
+            return rebuilt
         divisor = _const(b)
         if divisor and _const(a) is not None:
             fold = integer.floormod if is_mod else integer.floordiv
@@ -105,19 +105,15 @@ class Simplifier(Mutator):
                     else integer.floordiv(a.value, divisor)
                 )
                 return IntImm(integer.wrap(value, a.dtype), a.dtype)
-            return rebuilt  # type: ignore[return-value]
+            return rebuilt
         if divisor == 1:
             return IntImm(0, a.dtype) if is_mod else a
         dtype = a.dtype
         # nested division by constants: (x // p) // q == x // (p * q); (x % p) % q == x % q if q | p
-        if not is_mod and isinstance(a, E.FloorDiv) and _const(a.b) is not None and a.b.value > 0:
-            return self.visit(E.FloorDiv(a.a, IntImm(a.b.value * divisor, dtype)))
-        if (
-            is_mod
-            and isinstance(a, E.FloorMod)
-            and _const(a.b) is not None
-            and a.b.value % divisor == 0
-        ):
+        nested = _const(a.b) if isinstance(a, (E.FloorDiv, E.FloorMod)) else None
+        if not is_mod and isinstance(a, E.FloorDiv) and nested is not None and nested > 0:
+            return self.visit(E.FloorDiv(a.a, IntImm(nested * divisor, dtype)))
+        if is_mod and isinstance(a, E.FloorMod) and nested is not None and nested % divisor == 0:
             return self.visit(E.FloorMod(a.a, b))
         total = to_sum(a)
         quotient, rest = Sum(dtype), Sum(dtype)
@@ -148,7 +144,7 @@ class Simplifier(Mutator):
             quotient.add_term(E.FloorDiv(multiple, inner), 1)
             return from_sum(quotient)
         if quotient.is_const and quotient.const == 0:
-            return rebuilt  # type: ignore[return-value]
+            return rebuilt
         if is_mod:
             return E.FloorMod(rest_expr, b)
         quotient.add_term(E.FloorDiv(rest_expr, b), 1)
@@ -227,8 +223,8 @@ class Simplifier(Mutator):
     def _truncated(self, node: PrimExpr, is_mod: bool) -> PrimExpr:
         rebuilt = self.generic_visit(node)
         a, b = rebuilt.a, rebuilt.b  # type: ignore[attr-defined]
-        if not _is_index(rebuilt):  # type: ignore[arg-type]
-            return rebuilt  # type: ignore[return-value]
+        if not _is_index(rebuilt):
+            return rebuilt
         if _const(a) is not None and _const(b) not in (None, 0):
             value = (
                 integer.truncmod(a.value, b.value) if is_mod else integer.truncdiv(a.value, b.value)
@@ -246,7 +242,7 @@ class Simplifier(Mutator):
             simplified = self.visit(floor)
             if not isinstance(simplified, (E.FloorDiv, E.FloorMod)):
                 return simplified
-        return rebuilt  # type: ignore[return-value]
+        return rebuilt
 
     def visit_Div(self, node: E.Div) -> PrimExpr:
         return self._truncated(node, is_mod=False)
@@ -259,8 +255,8 @@ class Simplifier(Mutator):
     def _extremum(self, node: PrimExpr, pick_min: bool) -> PrimExpr:
         rebuilt = self.generic_visit(node)
         a, b = rebuilt.a, rebuilt.b  # type: ignore[attr-defined]
-        if not _is_index(rebuilt):  # type: ignore[arg-type]
-            return rebuilt  # type: ignore[return-value]
+        if not _is_index(rebuilt):
+            return rebuilt
         if expr_key(a) == expr_key(b):
             return a
         absorbed = _absorbed(a, b, E.Max if pick_min else E.Min)
@@ -271,7 +267,7 @@ class Simplifier(Mutator):
             return a if pick_min else b
         if difference.min is not None and difference.min >= 0:
             return b if pick_min else a
-        return rebuilt  # type: ignore[return-value]
+        return rebuilt
 
     def visit_Min(self, node: E.Min) -> PrimExpr:
         return self._extremum(node, pick_min=True)
@@ -283,9 +279,9 @@ class Simplifier(Mutator):
 
     def visit_CompareOp(self, node: E.CompareOp) -> PrimExpr:
         rebuilt = self.generic_visit(node)
-        a, b = rebuilt.a, rebuilt.b  # type: ignore[attr-defined]
+        a, b = rebuilt.a, rebuilt.b
         if not _is_index(a):
-            return rebuilt  # type: ignore[return-value]
+            return rebuilt
         decide = _DECIDE[type(node)]
         if isinstance(a, IntImm) and isinstance(b, IntImm):
             difference = Bound(a.value - b.value, a.value - b.value)
@@ -293,7 +289,7 @@ class Simplifier(Mutator):
             difference = self.bound(self.visit(E.Sub(a, b)))
         verdict = decide(difference)
         if verdict is None:
-            return rebuilt  # type: ignore[return-value]
+            return rebuilt
         return _bool(verdict)
 
     def _logical(self, node: E.And | E.Or, absorbing: int) -> PrimExpr:
@@ -334,12 +330,12 @@ class Simplifier(Mutator):
 
     def visit_Not(self, node: E.Not) -> PrimExpr:
         rebuilt = self.generic_visit(node)
-        inner = rebuilt.a  # type: ignore[attr-defined]
-        if _const(inner) is not None:
+        inner = rebuilt.a
+        if isinstance(inner, IntImm):
             return _bool(not inner.value)
         if isinstance(inner, E.Not):
             return inner.a
-        return rebuilt  # type: ignore[return-value]
+        return rebuilt
 
     def visit_Select(self, node: E.Select) -> PrimExpr:
         # the condition first: when it is decided only the chosen value is simplified, so a
@@ -360,7 +356,7 @@ class Simplifier(Mutator):
 
     def visit_Cast(self, node: E.Cast) -> PrimExpr:
         rebuilt = self.generic_visit(node)
-        value, dtype = rebuilt.value, rebuilt.dtype  # type: ignore[attr-defined]
+        value, dtype = rebuilt.value, rebuilt.dtype
         if value.dtype == dtype:
             return value
         if isinstance(value, IntImm) and dtype.is_scalar:
@@ -368,7 +364,7 @@ class Simplifier(Mutator):
                 return IntImm(integer.wrap(value.value, dtype), dtype)
             if dtype.is_float and not dtype.is_float8 and dtype.kind != "bfloat":
                 return E.FloatImm(float(value.value), dtype)
-        return rebuilt  # type: ignore[return-value]
+        return rebuilt
 
     # -- variables and loads are leaves; everything else recurses ---------------------------
 
@@ -397,8 +393,8 @@ def _same(x: object, y: object) -> bool:
         if isinstance(x, (Var, Buffer)):
             return False
         return all(_same(getattr(x, name), getattr(y, name)) for name in child_fields(type(x)))
-    if isinstance(x, tuple):
-        return len(x) == len(y) and all(map(_same, x, y))  # type: ignore[arg-type]
+    if isinstance(x, tuple) and isinstance(y, tuple):
+        return len(x) == len(y) and all(map(_same, x, y))
     if isinstance(x, float):
         return repr(x) == repr(y)
     return x == y

@@ -23,6 +23,7 @@ from tirc.analysis.arith.iter_map import (
 )
 from tirc.ir import expr as E
 from tirc.ir.buffer import Range
+from tirc.ir.dtype import DataType
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.functor import walk
 from tirc.ir.substitute import substitute
@@ -65,7 +66,7 @@ def divide_subspace(
         zeros = {
             var: IntImm(0, var.dtype)
             for var, domain in domains.items()
-            if domain.extent.value == 1  # type: ignore[attr-defined]
+            if isinstance(domain.extent, IntImm) and domain.extent.value == 1
         }
         indices = [substitute(index, zeros) for index in indices]
         predicate = None if predicate is None else substitute(predicate, zeros)
@@ -132,7 +133,7 @@ def _flatten(split: IterSplit, inner: set[Var]) -> list[IterSplit]:
     raise _NotAffine("a fused iterator mixes the inner and the outer loops")
 
 
-def _divide_sum(total: IterSum, inner: set[Var], dtype: object) -> tuple[Part, Part]:
+def _divide_sum(total: IterSum, inner: set[Var], dtype: DataType) -> tuple[Part, Part]:
     splits = [part for split in total.splits for part in _flatten(split, inner)]
     inner_splits = [s for s in splits if s.extent != 1 and _mark_vars(s.mark) <= inner]
     outer_splits = [s for s in splits if not _mark_vars(s.mark) <= inner]
@@ -140,6 +141,7 @@ def _divide_sum(total: IterSum, inner: set[Var], dtype: object) -> tuple[Part, P
     for split in sorted(inner_splits, key=lambda s: s.scale):
         if split.scale != inner_extent:
             raise _NotAffine("the inner loops are not its lowest digits")
+        assert isinstance(split.extent, int)  # the loops have constant extents (see above)
         inner_extent *= split.extent
     divided = []
     for split in outer_splits:
@@ -153,11 +155,12 @@ def _divide_sum(total: IterSum, inner: set[Var], dtype: object) -> tuple[Part, P
         if not (isinstance(base, IntImm) and base.value % inner_extent == 0):
             raise _NotAffine("its offset is not a multiple of the inner extent")
         base = IntImm(base.value // inner_extent, base.dtype)
+    assert isinstance(total.extent, int)
     outer_extent = max(1, -(-total.extent // inner_extent))
     ordered = tuple(sorted(divided, key=lambda s: -s.scale))
     outer_binding = _sum_expr(IterSum(ordered, base, outer_extent), dtype)
     inner_ordered = tuple(sorted(inner_splits, key=lambda s: -s.scale))
-    zero = IntImm(0, dtype)  # type: ignore[arg-type]
+    zero = IntImm(0, dtype)
     inner_binding = _sum_expr(IterSum(inner_ordered, zero, inner_extent), dtype)
     return Part(outer_binding, outer_extent), Part(inner_binding, inner_extent)
 

@@ -38,9 +38,10 @@ def add_unit_loop(sch: Schedule, block_or_loop: SRef) -> SRef:
         state.replace(block_or_loop, new_loop)
         return state.get_sref(new_loop)
     wrapper = _WrapRealize(block_or_loop.block, unit)
-    new_parent = wrapper.generic_visit(parent.stmt)  # type: ignore[arg-type]
+    assert parent.stmt is not None  # the parent of a live sref is live
+    new_parent = wrapper.generic_visit(parent.stmt)
     assert wrapper.loop is not None, "the block's realize is not in its parent"
-    state.replace(parent, new_parent)  # type: ignore[arg-type]
+    state.replace(parent, new_parent)
     return state.get_sref(wrapper.loop)
 
 

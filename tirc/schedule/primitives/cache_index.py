@@ -203,11 +203,11 @@ class _IndexRewrite(Mutator):
         return tuple(self.caches.get(expr_key(index), index) for index in indices)
 
     def visit_BufferLoad(self, node: BufferLoad) -> PrimExpr:
-        new: BufferLoad = self.generic_visit(node)  # type: ignore[assignment]
+        new: BufferLoad = self.generic_visit(node)
         return dataclasses.replace(new, indices=self._indices(new.indices))
 
     def visit_BufferStore(self, node: BufferStore) -> Stmt:
-        new: BufferStore = self.generic_visit(node)  # type: ignore[assignment]
+        new: BufferStore = self.generic_visit(node)
         return dataclasses.replace(new, indices=self._indices(new.indices))
 
     def visit_SBlock(self, node: SBlock) -> SBlock:

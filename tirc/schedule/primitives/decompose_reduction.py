@@ -62,7 +62,7 @@ def decompose_reduction(sch: Schedule, block: SRef, loop: SRef) -> SRef:
     reuse = {block.block: update}
     if isinstance(parent.stmt, SBlock):
         reuse[parent.stmt] = new_parent  # type: ignore[assignment]
-    state.replace(parent, new_parent, reuse)  # type: ignore[arg-type]
+    state.replace(parent, new_parent, reuse)
     init_block = init
     while not isinstance(init_block, SBlockRealize):
         init_block = init_block.body  # type: ignore[attr-defined]
@@ -192,7 +192,7 @@ class _BlockSwap(Mutator):
     def visit_SBlock(self, node: SBlock) -> SBlock:
         if node is self.old:
             return self.new
-        return self.generic_visit(node)  # type: ignore[return-value]
+        return self.generic_visit(node)
 
 
 class _InsertBefore(Mutator):

@@ -125,7 +125,7 @@ def _replace_tops(
 ) -> None:
     """The merged nest takes the first top loop's place; the other nests are removed."""
     parent = tops[0].parent
-    assert parent is not None and tops[0].stmt is not None
+    assert parent is not None and parent.stmt is not None and tops[0].stmt is not None
     others = {id(sref.stmt) for sref in tops[1:]}
-    new_parent = _Splice(tops[0].stmt, others, nest).generic_visit(parent.stmt)  # type: ignore[arg-type]
-    state.replace(parent, new_parent, reuse)  # type: ignore[arg-type]
+    new_parent = _Splice(tops[0].stmt, others, nest).generic_visit(parent.stmt)
+    state.replace(parent, new_parent, reuse)

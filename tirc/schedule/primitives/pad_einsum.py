@@ -321,12 +321,12 @@ class _BufferSwap(Mutator):
         self.replaced = replaced
 
     def visit_BufferLoad(self, node: BufferLoad) -> BufferLoad:
-        new: BufferLoad = self.generic_visit(node)  # type: ignore[assignment]
+        new: BufferLoad = self.generic_visit(node)
         buffer = self.replaced.get(id(new.buffer))
         return new if buffer is None else dataclasses.replace(new, buffer=buffer)
 
     def visit_BufferStore(self, node: BufferStore) -> BufferStore:
-        new: BufferStore = self.generic_visit(node)  # type: ignore[assignment]
+        new: BufferStore = self.generic_visit(node)
         buffer = self.replaced.get(id(new.buffer))
         return new if buffer is None else dataclasses.replace(new, buffer=buffer)
 

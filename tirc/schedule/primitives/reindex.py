@@ -213,19 +213,19 @@ class _Rewriter(Mutator):
         self.region = BufferRegion(new, tuple(Range(i, IntImm(1, i.dtype)) for i in indices))
 
     def visit_BufferLoad(self, node: BufferLoad) -> PrimExpr:
-        new: BufferLoad = self.generic_visit(node)  # type: ignore[assignment]
+        new: BufferLoad = self.generic_visit(node)
         if new.buffer is self.old:
             return dataclasses.replace(new, buffer=self.new, indices=self.indices)
         return new
 
     def visit_BufferStore(self, node: BufferStore) -> BufferStore:
-        new: BufferStore = self.generic_visit(node)  # type: ignore[assignment]
+        new: BufferStore = self.generic_visit(node)
         if new.buffer is self.old:
             return dataclasses.replace(new, buffer=self.new, indices=self.indices)
         return new
 
     def visit_SBlock(self, node: SBlock) -> SBlock:
-        new: SBlock = self.generic_visit(node)  # type: ignore[assignment]
+        new: SBlock = self.generic_visit(node)
         if node is not self.block:
             return new
 
@@ -248,7 +248,7 @@ class _ReplaceBlock(Mutator):
     def visit_SBlock(self, node: SBlock) -> SBlock:
         if node is self.old:
             return self.new
-        return self.generic_visit(node)  # type: ignore[return-value]
+        return self.generic_visit(node)
 
     def visit_For(self, node: For) -> For:
-        return self.generic_visit(node)  # type: ignore[return-value]
+        return self.generic_visit(node)

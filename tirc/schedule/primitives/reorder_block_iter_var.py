@@ -47,8 +47,9 @@ def reorder_block_iter_var(sch: Schedule, block: SRef, new_order: list[int]) -> 
         iter_vars=tuple(node.iter_vars[index] for index in order),  # type: ignore[index]
     )
     rewriter = _Repermute(node, new_block, order)  # type: ignore[arg-type]
-    new_parent = rewriter.generic_visit(parent.stmt)  # type: ignore[arg-type]
-    state.replace(parent, new_parent, {node: new_block})  # type: ignore[arg-type]
+    assert parent.stmt is not None  # the parent of a live sref is live
+    new_parent = rewriter.generic_visit(parent.stmt)
+    state.replace(parent, new_parent, {node: new_block})
 
 
 class _Repermute(Mutator):

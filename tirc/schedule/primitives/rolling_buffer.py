@@ -279,25 +279,25 @@ class _Roller(Mutator):
         return indices[:axis] + (folded,) + indices[axis + 1 :]
 
     def visit_BufferLoad(self, node: E.BufferLoad) -> PrimExpr:
-        node = self.generic_visit(node)  # type: ignore[assignment]
+        node = self.generic_visit(node)
         if node.buffer is not self.rolling.old:
             return node
         return dataclasses.replace(node, buffer=self.rolling.new, indices=self.fold(node.indices))
 
     def visit_BufferStore(self, node: S.BufferStore) -> S.Stmt:
-        node = self.generic_visit(node)  # type: ignore[assignment]
+        node = self.generic_visit(node)
         if node.buffer is not self.rolling.old:
             return node
         return dataclasses.replace(node, buffer=self.rolling.new, indices=self.fold(node.indices))
 
     def visit_SBlockRealize(self, node: SBlockRealize) -> SBlockRealize:
-        new: SBlockRealize = self.generic_visit(node)  # type: ignore[assignment]
+        new: SBlockRealize = self.generic_visit(node)
         if node.block is self.producer:
             new = dataclasses.replace(new, predicate=self.guard)
         return new
 
     def visit_SBlock(self, node: SBlock, is_owner: bool = False) -> SBlock:
-        new: SBlock = self.generic_visit(node)  # type: ignore[assignment]
+        new: SBlock = self.generic_visit(node)
         changes: dict[str, object] = {}
         if is_owner:
             changes["alloc_buffers"] = tuple(

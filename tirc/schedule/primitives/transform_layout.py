@@ -268,7 +268,7 @@ class _Rewriter(Mutator):
 
     def visit_For(self, node: For) -> For:
         self.domains[node.loop_var] = Range(node.min, node.extent)
-        return self.generic_visit(node)  # type: ignore[return-value]
+        return self.generic_visit(node)
 
     def indices(self, indices: tuple[PrimExpr, ...]) -> tuple[PrimExpr, ...]:
         """The mapped indices, then in iterator-map normal form over the ranges around them
@@ -293,13 +293,13 @@ class _Rewriter(Mutator):
         )
 
     def visit_BufferLoad(self, node: BufferLoad) -> BufferLoad:
-        new: BufferLoad = self.generic_visit(node)  # type: ignore[assignment]
+        new: BufferLoad = self.generic_visit(node)
         if new.buffer is not self.old:
             return new
         return dataclasses.replace(new, buffer=self.new, indices=self.indices(new.indices))
 
     def visit_BufferStore(self, node: BufferStore) -> BufferStore:
-        new: BufferStore = self.generic_visit(node)  # type: ignore[assignment]
+        new: BufferStore = self.generic_visit(node)
         if new.buffer is not self.old:
             return new
         return dataclasses.replace(new, buffer=self.new, indices=self.indices(new.indices))
@@ -308,7 +308,7 @@ class _Rewriter(Mutator):
         for iter_var in node.iter_vars:
             if iter_var.dom is not None:
                 self.domains[iter_var.var] = iter_var.dom
-        new: SBlock = self.generic_visit(node)  # type: ignore[assignment]
+        new: SBlock = self.generic_visit(node)
         changes: dict[str, object] = {}
         if self._mentions(new.reads) or self._mentions(new.writes):
             reads, writes = infer_access_regions(new)

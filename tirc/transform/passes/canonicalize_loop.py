@@ -29,7 +29,7 @@ def _is_one(expr: E.PrimExpr | None) -> bool:
 
 class _Canonicalizer(Mutator):
     def visit_For(self, node: S.For) -> S.Stmt:
-        loop: S.For = self.generic_visit(node)  # type: ignore[assignment]
+        loop: S.For = self.generic_visit(node)
         if E.is_const_int(loop.min, 0) and _is_one(loop.step):
             return dataclasses.replace(loop, step=None) if loop.step is not None else loop
         var, dtype = loop.loop_var, loop.loop_var.dtype

@@ -335,7 +335,7 @@ class _Rewrite(Mutator):
     def emit(self, slot: _Slot) -> S.Stmt:
         if slot.bind is not None:
             key, value = slot.bind
-            return S.Bind(self.variables[key], self.generic_visit(value))  # type: ignore[arg-type]
+            return S.Bind(self.variables[key], self.generic_visit(value))
         kids = [self.emit(kid) for kid in slot.kids]
         stmt = slot.stmt
         if stmt is None:

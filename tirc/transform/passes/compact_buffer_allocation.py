@@ -218,7 +218,7 @@ class _Rebase(Mutator):
         return tuple(out)
 
     def visit_BufferLoad(self, node: E.BufferLoad) -> E.PrimExpr:
-        node = self.generic_visit(node)  # type: ignore[assignment]
+        node = self.generic_visit(node)
         if id(node.buffer) not in self.plans:
             return node
         return E.BufferLoad(
@@ -229,7 +229,7 @@ class _Rebase(Mutator):
         )
 
     def visit_BufferStore(self, node: S.BufferStore) -> S.Stmt:
-        node = self.generic_visit(node)  # type: ignore[assignment]
+        node = self.generic_visit(node)
         if id(node.buffer) not in self.plans:
             return node
         return dataclasses.replace(
@@ -240,7 +240,7 @@ class _Rebase(Mutator):
 
     def visit_BufferRegion(self, node: BufferRegion) -> BufferRegion:
         if id(node.buffer) not in self.plans:
-            return self.generic_visit(node)  # type: ignore[return-value]
+            return self.generic_visit(node)
         new, offsets = self.plans[id(node.buffer)]
         region = tuple(
             r if o is None else Range(_minus(r.min, _cast(o, r.min.dtype)), r.extent)
@@ -249,7 +249,7 @@ class _Rebase(Mutator):
         return BufferRegion(new, region, span=node.span)
 
     def visit_SBlock(self, node: S.SBlock) -> S.SBlock:
-        block: S.SBlock = self.generic_visit(node)  # type: ignore[assignment]
+        block: S.SBlock = self.generic_visit(node)
         allocs = tuple(
             self.plans[id(b)][0] if id(b) in self.plans else b for b in block.alloc_buffers
         )

@@ -24,7 +24,7 @@ from tirc.transform.pass_base import Dialect, FunctionPass
 
 class _Opaquer(Mutator):
     def visit_SBlockRealize(self, realize: S.SBlockRealize) -> S.SBlockRealize:
-        realize = self.generic_visit(realize)  # type: ignore[assignment]
+        realize = self.generic_visit(realize)
         block = realize.block
         if block.init is not None:
             raise DiagnosticError.at(

@@ -48,7 +48,7 @@ def is_invariant(condition: E.PrimExpr, var: E.Var) -> bool:
 
 class _Hoister(Mutator):
     def visit_For(self, node: S.For) -> S.Stmt:
-        loop: S.For = self.generic_visit(node)  # type: ignore[assignment]
+        loop: S.For = self.generic_visit(node)
         branch = loop.body
         if loop.kind is S.ForKind.THREAD_BINDING or not isinstance(branch, S.IfThenElse):
             return loop

@@ -52,13 +52,13 @@ class _Slots(Mutator):
         return (E.Add(base, index),)
 
     def visit_BufferLoad(self, node: E.BufferLoad) -> E.PrimExpr:
-        node = self.generic_visit(node)  # type: ignore[assignment]
+        node = self.generic_visit(node)
         if node.buffer.data is not self.old.data:
             return node
         return dataclasses.replace(node, buffer=self.new, indices=self.moved(node.indices))
 
     def visit_BufferStore(self, node: S.BufferStore) -> S.Stmt:
-        node = self.generic_visit(node)  # type: ignore[assignment]
+        node = self.generic_visit(node)
         if node.buffer.data is not self.old.data:
             return node
         return dataclasses.replace(node, buffer=self.new, indices=self.moved(node.indices))
@@ -71,11 +71,11 @@ class _Simplify(Mutator):
         self.analyzer = Analyzer()
 
     def visit_BufferLoad(self, node: E.BufferLoad) -> E.PrimExpr:
-        node = self.generic_visit(node)  # type: ignore[assignment]
+        node = self.generic_visit(node)
         return dataclasses.replace(node, indices=tuple(map(self.analyzer.simplify, node.indices)))
 
     def visit_BufferStore(self, node: S.BufferStore) -> S.Stmt:
-        node = self.generic_visit(node)  # type: ignore[assignment]
+        node = self.generic_visit(node)
         return dataclasses.replace(node, indices=tuple(map(self.analyzer.simplify, node.indices)))
 
 
@@ -87,7 +87,7 @@ def _strip(stmt: S.Stmt) -> S.Stmt:
 
     class _Strip(Mutator):
         def visit_AttrStmt(self, node: S.AttrStmt) -> S.Stmt:
-            visited: S.AttrStmt = self.generic_visit(node)  # type: ignore[assignment]
+            visited: S.AttrStmt = self.generic_visit(node)
             return visited.body if visited.key == SCOPE else visited
 
     result: S.Stmt = _Strip().visit(stmt)
@@ -159,7 +159,7 @@ class _Injector(Mutator):
 
     def visit_For(self, node: S.For) -> S.Stmt:
         self.analyzer.bind(node.loop_var, Range(node.min, node.extent))
-        loop: S.For = self.generic_visit(node)  # type: ignore[assignment]
+        loop: S.For = self.generic_visit(node)
         result = double_buffer(loop, self.analyzer)
         return result if result is not None else loop
 

@@ -71,7 +71,7 @@ class _Versioner(Mutator):
         self.versions = versions
 
     def visit_BufferLoad(self, node: E.BufferLoad) -> E.PrimExpr:
-        node = self.generic_visit(node)  # type: ignore[assignment]
+        node = self.generic_visit(node)
         found = self.versions.get(node.buffer.data)
         if found is None:
             return node
@@ -79,7 +79,7 @@ class _Versioner(Mutator):
         return dataclasses.replace(node, buffer=buffer, indices=(index, *node.indices))
 
     def visit_BufferStore(self, node: S.BufferStore) -> S.Stmt:
-        node = self.generic_visit(node)  # type: ignore[assignment]
+        node = self.generic_visit(node)
         found = self.versions.get(node.buffer.data)
         if found is None:
             return node
@@ -322,7 +322,7 @@ class _Injector(Mutator):
 
     def visit_For(self, node: S.For) -> S.Stmt:
         self.analyzer.bind(node.loop_var, Range(node.min, node.extent))
-        loop: S.For = self.generic_visit(node)  # type: ignore[assignment]
+        loop: S.For = self.generic_visit(node)
         if not is_pipelined(loop):
             return loop
         result, _ = pipeline(loop, (), self.analyzer)
@@ -330,7 +330,7 @@ class _Injector(Mutator):
 
     def visit_SBlock(self, node: S.SBlock) -> S.SBlock:
         if not is_pipelined(node.body) or not node.alloc_buffers:
-            return self.generic_visit(node)  # type: ignore[return-value]
+            return self.generic_visit(node)
         loop = node.body
         assert isinstance(loop, S.For)
         self.analyzer.bind(loop.loop_var, Range(loop.min, loop.extent))

@@ -238,12 +238,12 @@ class _IndexSimplifier(Mutator):
         self.analyzer = Analyzer()
 
     def visit_BufferLoad(self, node: E.BufferLoad) -> E.PrimExpr:
-        node = self.generic_visit(node)  # type: ignore[assignment]
+        node = self.generic_visit(node)
         indices = tuple(self.analyzer.simplify(index) for index in node.indices)
         return dataclasses.replace(node, indices=indices)
 
     def visit_BufferStore(self, node: S.BufferStore) -> S.Stmt:
-        node = self.generic_visit(node)  # type: ignore[assignment]
+        node = self.generic_visit(node)
         indices = tuple(self.analyzer.simplify(index) for index in node.indices)
         return dataclasses.replace(node, indices=indices)
 
@@ -317,7 +317,7 @@ def _scan_other_uses(body: S.Stmt, others: _OtherUses) -> None:
 
 class _Pass(Mutator):
     def visit_AttrStmt(self, node: S.AttrStmt) -> S.Stmt:
-        visited: S.AttrStmt = self.generic_visit(node)  # type: ignore[assignment]
+        visited: S.AttrStmt = self.generic_visit(node)
         return inject(visited) if is_virtual_thread(visited) else visited
 
 

@@ -264,7 +264,7 @@ class _Legalizer(Mutator):
         return _chunk_lanes(lanes, widest, self.max_bytes)
 
     def visit_For(self, node: S.For) -> S.Stmt:
-        loop: S.For = self.generic_visit(node)  # type: ignore[assignment]
+        loop: S.For = self.generic_visit(node)
         if loop.kind is not S.ForKind.VECTORIZED or not isinstance(loop.extent, E.IntImm):
             return loop
         lanes = loop.extent.value

@@ -159,7 +159,7 @@ class _Lowering(Mutator):
     def visit_SBlock(self, block: S.SBlock) -> S.SBlock:
         saved, self.path = self.path, []
         try:
-            return self.generic_visit(block)  # type: ignore[return-value]
+            return self.generic_visit(block)
         finally:
             self.path = saved
 
@@ -167,20 +167,20 @@ class _Lowering(Mutator):
         # a loop lowered into several statements joins the sequence it sat in, as the
         # parser would read it back
         new = self.generic_visit(node)
-        return new if new is node else S.seq(*new.stmts)  # type: ignore[attr-defined]
+        return new if new is node else S.seq(*new.stmts)
 
     def visit_SBlockRealize(self, realize: S.SBlockRealize) -> S.Stmt:
         loops = [stmt for stmt in self.path if isinstance(stmt, S.For)]
         reduction = _reduction_loops(realize, loops)
         if not any(map(_is_thread_bound, reduction)):
-            return self.generic_visit(realize)  # type: ignore[return-value]
+            return self.generic_visit(realize)
         _check_placement(realize, self.path[:-1], reduction)
         # lowered when the visit returns to the outermost reduction loop
         self.plans[id(reduction[0])] = (realize, reduction)
         return realize
 
     def visit_For(self, loop: S.For) -> S.Stmt:
-        new: S.For = self.generic_visit(loop)  # type: ignore[assignment]
+        new: S.For = self.generic_visit(loop)
         plan = self.plans.pop(id(loop), None)
         if plan is None:
             return new
@@ -404,12 +404,12 @@ class _Unwrap(Mutator):
         self.replacement = replacement
 
     def visit_For(self, loop: S.For) -> S.Stmt:
-        new: S.For = self.generic_visit(loop)  # type: ignore[assignment]
+        new: S.For = self.generic_visit(loop)
         return new.body if loop.loop_var in self.threads else new
 
     def visit_SeqStmt(self, node: S.SeqStmt) -> S.Stmt:
         new = self.generic_visit(node)
-        return new if new is node else S.seq(*new.stmts)  # type: ignore[attr-defined]
+        return new if new is node else S.seq(*new.stmts)
 
     def visit_SBlockRealize(self, realize: S.SBlockRealize) -> S.Stmt:
         if realize.block is self.block:
@@ -438,12 +438,12 @@ class _BufferReplacer(Mutator):
         self.mapping = mapping
 
     def visit_BufferLoad(self, load: E.BufferLoad) -> E.PrimExpr:
-        load = self.generic_visit(load)  # type: ignore[assignment]
+        load = self.generic_visit(load)
         target = self.mapping.get(load.buffer)
         return load if target is None else E.BufferLoad(target, (E.IntImm(0, dt.INT32),))
 
     def visit_BufferStore(self, store: S.BufferStore) -> S.Stmt:
-        store = self.generic_visit(store)  # type: ignore[assignment]
+        store = self.generic_visit(store)
         target = self.mapping.get(store.buffer)
         if target is None:
             return store

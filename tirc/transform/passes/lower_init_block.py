@@ -23,7 +23,7 @@ from tirc.transform.pass_base import Dialect, FunctionPass
 
 class _InitLowerer(Mutator):
     def visit_SBlock(self, block: S.SBlock) -> S.SBlock:
-        block = self.generic_visit(block)  # type: ignore[assignment]
+        block = self.generic_visit(block)
         if block.init is None:
             return block
         condition: E.PrimExpr | None = None

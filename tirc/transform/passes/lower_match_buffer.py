@@ -52,11 +52,11 @@ class _Lowerer(Mutator):
 
     def visit_SBlock(self, node: S.SBlock) -> S.SBlock:
         if not node.match_buffers:
-            return self.generic_visit(node)  # type: ignore[return-value]
+            return self.generic_visit(node)
         for match in node.match_buffers:
             self.bind(match)
         block = dataclasses.replace(node, match_buffers=())
-        return self.generic_visit(block)  # type: ignore[return-value]
+        return self.generic_visit(block)
 
     def bind(self, match: MatchBufferRegion) -> None:
         view, source = match.buffer, self.visit(match.source)
@@ -97,21 +97,21 @@ class _Lowerer(Mutator):
         return view.source.buffer, tuple(out)
 
     def visit_BufferLoad(self, node: E.BufferLoad) -> E.PrimExpr:
-        node = self.generic_visit(node)  # type: ignore[assignment]
+        node = self.generic_visit(node)
         if id(node.buffer) not in self.views:
             return node
         buffer, indices = self.indices(node.buffer, node.indices)
         return E.BufferLoad(buffer, indices, node.predicate, span=node.span)
 
     def visit_BufferStore(self, node: S.BufferStore) -> S.Stmt:
-        node = self.generic_visit(node)  # type: ignore[assignment]
+        node = self.generic_visit(node)
         if id(node.buffer) not in self.views:
             return node
         buffer, indices = self.indices(node.buffer, node.indices)
         return dataclasses.replace(node, buffer=buffer, indices=indices)
 
     def visit_BufferRegion(self, node: BufferRegion) -> BufferRegion:
-        node = self.generic_visit(node)  # type: ignore[assignment]
+        node = self.generic_visit(node)
         view = self.views.get(id(node.buffer))
         if view is None:
             return node

@@ -347,7 +347,7 @@ class _Lowering(Mutator):
             if isinstance(extent, E.IntImm):
                 self.launched[node.thread_tag] = (node.var, extent.value)
             try:
-                return self.generic_visit(stmt)  # type: ignore[return-value]
+                return self.generic_visit(stmt)
             finally:
                 if saved is None:
                     self.launched.pop(node.thread_tag, None)
@@ -358,22 +358,22 @@ class _Lowering(Mutator):
             # an index two values share inside the scope)
             self.reducers.append(node)
             try:
-                return self.generic_visit(stmt)  # type: ignore[return-value]
+                return self.generic_visit(stmt)
             finally:
                 self.reducers.pop()
-        return self.generic_visit(stmt)  # type: ignore[return-value]
+        return self.generic_visit(stmt)
 
     def visit_Evaluate(self, stmt: S.Evaluate) -> S.Stmt:
         call = stmt.value
         if isinstance(call, E.Call) and call.op == "tvm_thread_allreduce" and self.reducers:
             return self.lower(self.reducers[-1], call)
-        return self.generic_visit(stmt)  # type: ignore[return-value]
+        return self.generic_visit(stmt)
 
     def visit_SeqStmt(self, stmt: S.SeqStmt) -> S.Stmt:
         # an all-reduce lowered to a sequence joins the sequence it sat in, as the parser
         # would read it back
         new = self.generic_visit(stmt)
-        return new if new is stmt else S.seq(*new.stmts)  # type: ignore[attr-defined]
+        return new if new is stmt else S.seq(*new.stmts)
 
     def lower(self, reducer: E.CommReducer, call: E.Call) -> S.Stmt:
         args = cast(tuple[E.PrimExpr, ...], call.args)
@@ -446,7 +446,7 @@ class _Lowering(Mutator):
         return S.seq(*allocs, *body)
 
     def visit_BufferLoad(self, load: E.BufferLoad) -> E.PrimExpr:
-        load = self.generic_visit(load)  # type: ignore[assignment]
+        load = self.generic_visit(load)
         found = self.current.get(load.buffer)
         return load if found is None else E.BufferLoad(found[0], (found[1],), span=load.span)
 

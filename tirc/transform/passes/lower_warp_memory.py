@@ -256,7 +256,7 @@ class _Rewriter(Mutator):
     def visit_AttrStmt(self, stmt: S.AttrStmt) -> S.Stmt:
         lane = _launched_lane(stmt, self.lane)
         if lane is self.lane:
-            return self.generic_visit(stmt)  # type: ignore[return-value]
+            return self.generic_visit(stmt)
         extent = stmt.value
         if not (isinstance(extent, E.IntImm) and extent.value == self.warp.width):
             raise DiagnosticError.at(
@@ -267,13 +267,13 @@ class _Rewriter(Mutator):
         saved, self.lane = self.lane, lane
         self._bind(lane)
         try:
-            return self.generic_visit(stmt)  # type: ignore[return-value]
+            return self.generic_visit(stmt)
         finally:
             self.lane = saved
 
     def visit_For(self, stmt: S.For) -> S.Stmt:
         self.analyzer.bind(stmt.loop_var, Range(stmt.min, stmt.extent))
-        return self.generic_visit(stmt)  # type: ignore[return-value]
+        return self.generic_visit(stmt)
 
     def _split(self, index: E.PrimExpr, node: object) -> tuple[E.PrimExpr, E.PrimExpr]:
         if not _dtype(index).is_scalar:
@@ -285,7 +285,7 @@ class _Rewriter(Mutator):
         return self.warp.split(index, self.analyzer)
 
     def visit_BufferStore(self, stmt: S.BufferStore) -> S.Stmt:
-        stmt = self.generic_visit(stmt)  # type: ignore[assignment]
+        stmt = self.generic_visit(stmt)
         if stmt.buffer.data is not self.warp.old.data:
             return stmt
         lane, local = self._split(stmt.indices[0], stmt)
@@ -299,7 +299,7 @@ class _Rewriter(Mutator):
         return dataclasses.replace(stmt, buffer=self.warp.new, indices=(local,))
 
     def visit_BufferLoad(self, load: E.BufferLoad) -> E.PrimExpr:
-        load = self.generic_visit(load)  # type: ignore[assignment]
+        load = self.generic_visit(load)
         if load.buffer.data is not self.warp.old.data:
             return load
         lane, local = self._split(load.indices[0], load)
@@ -321,7 +321,7 @@ class _Rewriter(Mutator):
         )
 
     def visit_Call(self, call: E.Call) -> E.PrimExpr:
-        call = self.generic_visit(call)  # type: ignore[assignment]
+        call = self.generic_visit(call)
         positions = [
             p
             for p in REGISTER_OPERANDS.get(call.op, ())
@@ -364,10 +364,10 @@ class _Lowering(Mutator):
             and isinstance(node, S.IterVar)
             and node.thread_tag == "threadIdx.x"
         ):
-            return self.generic_visit(stmt)  # type: ignore[return-value]
+            return self.generic_visit(stmt)
         saved, self.lane = self.lane, (node.var, stmt.value)
         try:
-            return self.generic_visit(stmt)  # type: ignore[return-value]
+            return self.generic_visit(stmt)
         finally:
             self.lane = saved
 
@@ -379,7 +379,7 @@ class _Lowering(Mutator):
                 rest = S.seq(*items[position + 1 :])
                 alloc, rest = self.lower(item, rest)
                 return S.seq(*before, alloc, self.visit(rest))
-        return self.generic_visit(stmt)  # type: ignore[return-value]
+        return self.generic_visit(stmt)
 
     def visit_AllocBuffer(self, stmt: S.AllocBuffer) -> S.Stmt:
         if stmt.buffer.scope != "warp":

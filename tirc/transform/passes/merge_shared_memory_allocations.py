@@ -217,7 +217,7 @@ class _Kernels(Mutator):
     def visit_AttrStmt(self, node: S.AttrStmt) -> S.Stmt:
         if node.key == "thread_extent":
             return merge_kernel(node, self.scopes)  # the outermost launch: the kernel
-        return self.generic_visit(node)  # type: ignore[return-value]
+        return self.generic_visit(node)
 
 
 @dataclass(frozen=True)

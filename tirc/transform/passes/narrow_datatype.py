@@ -73,7 +73,7 @@ class _Narrower(Mutator):
     def visit_Cast(self, node: E.Cast) -> E.PrimExpr:
         found = self.narrowed(node.value)
         if found is None:
-            return self.generic_visit(node)  # type: ignore[return-value]
+            return self.generic_visit(node)
         if node.dtype is self.narrow:
             return found
         return E.Cast(node.dtype, found)
@@ -81,7 +81,7 @@ class _Narrower(Mutator):
     def visit_CompareOp(self, node: E.CompareOp) -> E.PrimExpr:
         a, b = self.narrowed(node.a), self.narrowed(node.b)
         if a is None or b is None:
-            return self.generic_visit(node)  # type: ignore[return-value]
+            return self.generic_visit(node)
         return type(node)(a, b)
 
     def visit_BufferLoad(self, node: E.BufferLoad) -> E.PrimExpr:

@@ -140,7 +140,7 @@ class _Mover(Mutator):
 
     def visit_SBlock(self, node: S.SBlock) -> S.SBlock:
         arriving = self.targets.get(id(node), [])
-        block: S.SBlock = self.generic_visit(node)  # type: ignore[assignment]
+        block: S.SBlock = self.generic_visit(node)
         kept = tuple(b for b in block.alloc_buffers if id(b) not in self.moved)
         allocs = kept + tuple(arriving)
         if allocs == block.alloc_buffers:
@@ -155,7 +155,7 @@ class _Mover(Mutator):
 
     def visit_For(self, node: S.For) -> S.For:
         arriving = self.targets.get(id(node))
-        loop: S.For = self.generic_visit(node)  # type: ignore[assignment]
+        loop: S.For = self.generic_visit(node)
         if not arriving:
             return loop
         inner = S.SBlock(self.fresh_name(), (), (), (), loop.body, alloc_buffers=tuple(arriving))

@@ -44,18 +44,18 @@ class _Remover(Mutator):
         return node
 
     def visit_For(self, node: S.For) -> S.Stmt:
-        loop: S.For = self.generic_visit(node)  # type: ignore[assignment]
+        loop: S.For = self.generic_visit(node)
         return NO_OP if is_no_op(loop.body) or E.is_const_int(loop.extent, 0) else loop
 
     def visit_While(self, node: S.While) -> S.Stmt:
-        return self.generic_visit(node)  # type: ignore[return-value]
+        return self.generic_visit(node)
 
     def visit_AttrStmt(self, node: S.AttrStmt) -> S.Stmt:
-        attr: S.AttrStmt = self.generic_visit(node)  # type: ignore[assignment]
+        attr: S.AttrStmt = self.generic_visit(node)
         return NO_OP if is_no_op(attr.body) else attr
 
     def visit_IfThenElse(self, node: S.IfThenElse) -> S.Stmt:
-        branch: S.IfThenElse = self.generic_visit(node)  # type: ignore[assignment]
+        branch: S.IfThenElse = self.generic_visit(node)
         other = branch.else_case
         if other is not None and is_no_op(other):
             branch = dataclasses.replace(branch, else_case=None)

@@ -52,7 +52,7 @@ class _Simplifier(Mutator):
         return node  # a definition, not a use
 
     def visit_BufferRegion(self, node: BufferRegion) -> BufferRegion:
-        return parsed_region(self.generic_visit(node))  # type: ignore[arg-type]
+        return parsed_region(self.generic_visit(node))
 
     def visit_Bind(self, node: S.Bind) -> S.Stmt:
         value = self.visit(node.value)
@@ -80,7 +80,7 @@ class _Simplifier(Mutator):
         saved = [
             (iv.var, self.bound(iv.var, iv.dom)) for iv in node.iter_vars if iv.dom is not None
         ]
-        result: S.SBlock = self.generic_visit(node)  # type: ignore[assignment]
+        result: S.SBlock = self.generic_visit(node)
         for var, previous in reversed(saved):
             self.restore(var, previous)
         return result
@@ -90,7 +90,7 @@ class _Simplifier(Mutator):
         if isinstance(condition, E.IntImm):
             taken = node.then_case if condition.value else node.else_case
             return NO_OP if taken is None else self.visit(taken)
-        result: S.IfThenElse = self.generic_visit(node)  # type: ignore[assignment]
+        result: S.IfThenElse = self.generic_visit(node)
         if result.else_case is not None and is_no_op(result.else_case):
             result = dataclasses.replace(result, else_case=None)
         return result

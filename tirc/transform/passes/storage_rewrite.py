@@ -81,12 +81,12 @@ class _Redirect(Mutator):
         self.targets = targets
 
     def visit_BufferLoad(self, node: E.BufferLoad) -> E.PrimExpr:
-        node = self.generic_visit(node)  # type: ignore[assignment]
+        node = self.generic_visit(node)
         target = self.targets.get(node.buffer.data)
         return node if target is None else dataclasses.replace(node, buffer=target)
 
     def visit_BufferStore(self, node: S.BufferStore) -> S.Stmt:
-        node = self.generic_visit(node)  # type: ignore[assignment]
+        node = self.generic_visit(node)
         target = self.targets.get(node.buffer.data)
         return node if target is None else dataclasses.replace(node, buffer=target)
 
@@ -128,7 +128,7 @@ def plan(stmts: tuple[S.Stmt, ...]) -> dict[E.Var, Buffer]:
 
 class _Rewriter(Mutator):
     def visit_SeqStmt(self, node: S.SeqStmt) -> S.Stmt:
-        visited: S.SeqStmt = self.generic_visit(node)  # type: ignore[assignment]
+        visited: S.SeqStmt = self.generic_visit(node)
         stmts = visited.stmts if isinstance(visited, S.SeqStmt) else (visited,)
         joined = plan(stmts)
         if not joined:

@@ -137,7 +137,7 @@ class _Planner(Mutator):
         """A statement list (or one statement) with the barriers it needs."""
         if not self.in_kernel:
             visited = self.generic_visit(stmt) if isinstance(stmt, S.SeqStmt) else self.visit(stmt)
-            return visited  # type: ignore[return-value]
+            return visited
         old = stmt.stmts if isinstance(stmt, S.SeqStmt) else (stmt,)
         new: list[S.Stmt] = []
         for child in old:
@@ -156,7 +156,7 @@ class _Planner(Mutator):
 
     def visit_For(self, node: S.For) -> S.Stmt:
         if not self.in_kernel:
-            return self.generic_visit(node)  # type: ignore[return-value]
+            return self.generic_visit(node)
         before = self.state
         self.body(node.body)  # a first pass finds what an iteration leaves for the next
         self.state = before.merged(self.state)
@@ -166,7 +166,7 @@ class _Planner(Mutator):
 
     def visit_While(self, node: S.While) -> S.Stmt:
         if not self.in_kernel:
-            return self.generic_visit(node)  # type: ignore[return-value]
+            return self.generic_visit(node)
         before = self.state
         self.body(node.body)
         self.state = before.merged(self.state)
@@ -176,7 +176,7 @@ class _Planner(Mutator):
 
     def visit_IfThenElse(self, node: S.IfThenElse) -> S.Stmt:
         if not self.in_kernel:
-            return self.generic_visit(node)  # type: ignore[return-value]
+            return self.generic_visit(node)
         before = self.state
         then = self.body(node.then_case)
         after_then, self.state = self.state, before

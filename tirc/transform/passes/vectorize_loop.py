@@ -262,7 +262,7 @@ _EXPR_RULES: dict[type, Callable[[_Vectorizer, E.PrimExpr], E.PrimExpr]] = {
 
 class _Loops(Mutator):
     def visit_For(self, node: S.For) -> S.Stmt:
-        loop: S.For = self.generic_visit(node)  # type: ignore[assignment]
+        loop: S.For = self.generic_visit(node)
         if loop.kind is not S.ForKind.VECTORIZED:
             return loop
         serial = dataclasses.replace(loop, kind=S.ForKind.SERIAL)
@@ -291,7 +291,7 @@ class VectorizeLoop(FunctionPass):
 
 class _Serial(Mutator):
     def visit_For(self, node: S.For) -> S.Stmt:
-        loop: S.For = self.generic_visit(node)  # type: ignore[assignment]
+        loop: S.For = self.generic_visit(node)
         if loop.kind is S.ForKind.VECTORIZED:
             return dataclasses.replace(loop, kind=S.ForKind.SERIAL)
         return loop
