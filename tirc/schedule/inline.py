@@ -73,7 +73,8 @@ class ScopeInliner(Mutator):
 
     Swaps `source` for `target` (the leaf removal), drops `buffer` from the scope root's
     allocations, re-infers the regions of every other block whose signature mentions it,
-    records each rebuilt block in `reuse`, and notes opaque uses of the buffer's data.
+    records each rebuilt block in `reuse`, and notes opaque uses of the buffer (its data, or a
+    subregion bound by T.match_buffer).
     Subclasses rewrite the accesses (`visit_BufferLoad`, `visit_BufferStore`).
     """
 
@@ -104,6 +105,8 @@ class ScopeInliner(Mutator):
     def visit_SBlock(self, node: SBlock) -> SBlock:
         current = self.target if node is self.source else node
         assert isinstance(current, SBlock)
+        if any(match.source.buffer is self.buffer for match in current.match_buffers):
+            self.has_opaque_access = True  # a matched subregion is read through another name
         new: SBlock = self.generic_visit(current)  # type: ignore[assignment]
         new = self.update_signature(new, is_root=node is self.scope_root)
         if new is not node:

@@ -1,5 +1,7 @@
 """compute_at: move a producer under a loop of its consumers, computing there exactly the
 region the consumers read in one iteration of that loop (loops `ax0, ax1, ...` regenerated).
+The block's scope must be a stage pipeline: no block overwrites what an earlier one reads,
+and each producer writes all that its consumers read from it.
 
     for i, j in T.grid(128, 128): B[i, j] = ...       for i in range(128):
     for i, j in T.grid(128, 128): C[i, j] = B[i, j]  →    for ax0, ax1 in T.grid(1, 128):

@@ -2,7 +2,10 @@
 
 The producer must be a complete block that writes one buffer the scope allocates, as
 `B[v0, v1, ...] = f(v0, v1, ...)` over distinct iteration variables, or more generally
-through indices that are an invertible affine map of them (`B[0, vi * 128 + vj]`).
+through indices that are an invertible affine map of them (`B[0, vi * 128 + vj]`). The
+scope must be a stage pipeline (no block overwrites what an earlier one reads; each producer
+writes all that its consumers read from it), and no block may read the buffer opaquely or
+bind a subregion of it with T.match_buffer.
 
     B[vi, vj] = A[vi, vj] * 2.0                        (gone)
     C[vi, vj] = B[vi, vj] + 1.0            →           C[vi, vj] = A[vi, vj] * 2.0 + 1.0
@@ -25,6 +28,7 @@ from tirc.schedule.properties import not_complete
 from tirc.schedule.schedule import Schedule, describe
 from tirc.schedule.signature import Kind, Param, Signature
 from tirc.schedule.sref import SRef
+from tirc.schedule.stage_pipeline import stage_pipeline_root
 from tirc.schedule.state import ScheduleState
 
 
@@ -41,8 +45,7 @@ def compute_inline(sch: Schedule, block: SRef) -> None:
     producer = block.block
     check_no_init(block)
     buffer = single_write(block)
-    scope_root = block.enclosing_block()
-    assert scope_root is not None, "the root block cannot be inlined"
+    scope_root = stage_pipeline_root(state, block)
     check_not_output(block, scope_root)
     reason = not_complete(state.scope(scope_root).writers, block)
     if reason is not None:
@@ -60,8 +63,9 @@ def compute_inline(sch: Schedule, block: SRef) -> None:
     new_root = inliner.visit(scope_root.block)
     if inliner.has_opaque_access:
         raise ScheduleError(
-            f"the buffer {buffer.name} is accessed opaquely (through its data pointer) in "
-            f"{describe(scope_root)}, so its loads cannot be replaced",
+            f"the buffer {buffer.name} is accessed opaquely (through its data pointer, or "
+            f"a subregion bound by T.match_buffer) in {describe(scope_root)}, so its loads "
+            "cannot be replaced",
             scope_root,
         )
     state.replace(scope_root, new_root, inliner.reuse)

@@ -1,5 +1,7 @@
 """reverse_compute_at: move a consumer under a loop of its producers, consuming there exactly
 the region the producers write in one iteration of that loop (loops `ax0, ...` regenerated).
+The block's scope must be a stage pipeline: no block overwrites what an earlier one reads,
+and each producer writes all that its consumers read from it.
 
     for i, j in T.grid(128, 128): B[i, j] = ...       for i in range(128):
     for i, j in T.grid(128, 128): C[i, j] = B[i, j]  →    for j in range(128): B[i, j] = ...

@@ -4,7 +4,9 @@ stores the consumer's result directly.
 The consumer must be complete, unpredicated, read one buffer produced in its scope through
 indices that are a bijective affine map of its iterators, and its producer complete, with
 no other consumer. Where the producer computes more than the consumer needs, the producer
-gets a predicate.
+gets a predicate. The scope must be a stage pipeline (no block overwrites what an earlier one
+reads; each producer writes all that its consumers read from it), and no block may bind a
+subregion of the buffer with T.match_buffer.
 
     B[vi, vj] = A[vi, vj] * 2.0            →   C[vj, vi] = A[vi, vj] * 2.0 + 1.0
     C[vi, vj] = B[vj, vi] + 1.0                (block "B", the consumer gone)
@@ -25,6 +27,7 @@ from tirc.ir.functor import walk
 from tirc.ir.stmt import BufferStore, For, IterType, SBlock, SBlockRealize, Stmt
 from tirc.ir.structural import find_difference
 from tirc.ir.substitute import Substituter, substitute
+from tirc.schedule.block_var_domain import fold
 from tirc.schedule.errors import ScheduleError
 from tirc.schedule.inline import ScopeInliner, data_buffers, leaf_removal
 from tirc.schedule.primitives import primitive
@@ -34,9 +37,9 @@ from tirc.schedule.rebind import conjoin
 from tirc.schedule.schedule import Schedule, describe
 from tirc.schedule.signature import Kind, Param, Signature
 from tirc.schedule.sref import SRef
+from tirc.schedule.stage_pipeline import stage_pipeline_root
 from tirc.schedule.state import ScheduleState
 from tirc.schedule.symbolic_dims import is_constant, lone_symbolic_dims
-from tirc.schedule.block_var_domain import fold
 
 
 @primitive(
@@ -50,8 +53,7 @@ from tirc.schedule.block_var_domain import fold
 def reverse_compute_inline(sch: Schedule, block: SRef) -> None:
     state = sch.state_owning(block)
     check_no_init(block)
-    scope_root = block.enclosing_block()
-    assert scope_root is not None, "the root block cannot be inlined"
+    scope_root = stage_pipeline_root(state, block)
     scope = state.scope(scope_root)
     buffer = _single_produced_read(block, scope.writers)
     reason = not_complete(scope.writers, block)
@@ -65,8 +67,9 @@ def reverse_compute_inline(sch: Schedule, block: SRef) -> None:
     new_root = inliner.visit(scope_root.block)
     if inliner.has_opaque_access:
         raise ScheduleError(
-            f"the buffer {buffer.name} is accessed opaquely (through its data pointer) in "
-            f"{describe(scope_root)}, so its stores cannot be replaced",
+            f"the buffer {buffer.name} is accessed opaquely (through its data pointer, or "
+            f"a subregion bound by T.match_buffer) in {describe(scope_root)}, so its stores "
+            "cannot be replaced",
             scope_root,
         )
     state.replace(scope_root, new_root, inliner.reuse)

@@ -2,6 +2,12 @@
 buffer `<buffer>_rf` with one slot per iteration of the loop (inserted at `factor_axis`), then
 the original block, which reduces those slots.
 
+Preconditions: the loop holds that one block, a reduction in a scope that is a stage pipeline
+(no block overwrites what an earlier one reads; each producer writes all that its consumers
+read from it); the block's init and update match a commutative reducer, with the buffers it
+reduces into all of one shape and stored at the same indices; the loop feeds reduction
+iterators only.
+
     for i, k0, k1 in T.grid(128, 4, 32):            for i, k0, k1 in T.grid(128, 4, 32):
         C[vi] += A[vi, vk]                  →           C_rf[vk1, vi] += A[vi, vk0 * 32 + vk1]
     (rfactor k1, factor_axis 0)                     for i, k1 in T.grid(128, 32):
@@ -41,6 +47,7 @@ from tirc.schedule.reducer import Match, match_reducer, same
 from tirc.schedule.schedule import Schedule, describe
 from tirc.schedule.signature import Kind, Param, Signature
 from tirc.schedule.sref import SRef
+from tirc.schedule.stage_pipeline import stage_pipeline_root
 from tirc.schedule.state import ScheduleState, children
 from tirc.text import script
 
@@ -58,8 +65,7 @@ from tirc.text import script
 def rfactor(sch: Schedule, loop: SRef, factor_axis: int) -> SRef:
     state = sch.state_owning(loop)
     block = _single_block(state, loop)
-    scope_root = block.enclosing_block()
-    assert scope_root is not None
+    scope_root = stage_pipeline_root(state, block)
     realize = realize_of(block)
     reason = not_reduction(state.scope(scope_root).writers, block, realize)
     if reason is not None:
@@ -83,7 +89,11 @@ def rfactor(sch: Schedule, loop: SRef, factor_axis: int) -> SRef:
     for store in stores:
         axis = _factor_axis(store.buffer, factor_axis, block)
     plan = _Factoring(block.block, realize, loop.loop, loops, stores, inits, match, axis, reduce)
-    rf_nest, wb_nest = plan.rf_nest(), plan.wb_nest()
+    rf_nest = plan.rf_nest()
+    if len(_blocks_under(state, loops[0].loop)) == 1:
+        wb_nest = plan.wb_nest()
+    else:  # the write-back stays among the outermost loop's other children
+        wb_nest = _WriteBack(realize, plan).visit(loops[0].loop)  # type: ignore[assignment]
     root = scope_root.block
     body: Stmt = _SwapLoop(loops[0].loop, SeqStmt((rf_nest, wb_nest))).visit(root.body)  # type: ignore[assignment]
     new_root = dataclasses.replace(
@@ -144,10 +154,12 @@ def _check_loops(
 ) -> None:
     outermost = loops[0]
     blocks = _blocks_under(state, outermost.loop)
-    if blocks[0] is not block.block or len(blocks) != 1:
+    if blocks[0] is not block.block:
+        # the rf nest goes right before the outermost loop: a block under that loop ahead of
+        # the reduction would then run after the rf block, out of order
         raise ScheduleError(
-            f"the outermost loop {outermost.loop.loop_var.name} around {describe(block)} must "
-            "hold that block alone",
+            f"the first block under the outermost loop {outermost.loop.loop_var.name} around "
+            f'{describe(block)} is not that block but block "{blocks[0].name}"',
             outermost,
             block,
         )
@@ -270,6 +282,11 @@ def _inits_and_updates(block: SRef) -> tuple[list[PrimExpr], list[BufferStore]]:
         inits.append(found[0].value)  # type: ignore[union-attr]
         if not same(store.indices, stores[0].indices):
             raise refuse("its update stores its buffers at different indices")
+        if not same(store.buffer.shape, stores[0].buffer.shape):
+            raise refuse(
+                f"the buffers it reduces into differ in shape ({stores[0].buffer.name} and "
+                f"{store.buffer.name}), so one rf buffer layout cannot serve both"
+            )
     return inits, stores
 
 
@@ -458,6 +475,28 @@ def _wrap(realize: SBlockRealize, loops: Sequence[For]) -> Stmt:
     for loop in reversed(loops):
         body = dataclasses.replace(loop, loop_var=fresh[loop.loop_var], body=body)
     return body
+
+
+class _WriteBack(Mutator):
+    """The outermost loop with the reduction block turned into the write-back block and the
+    reduction loops other than the factored one gone (their bodies take their place)."""
+
+    def __init__(self, realize: SBlockRealize, plan: _Factoring):
+        self.realize, self.wb_realize = realize, plan.wb_realize
+        self.dropped = {
+            id(loop)
+            for loop in plan.loops
+            if loop is not plan.rf_loop and loop.loop_var in plan.reduce_vars
+        }
+
+    def visit(self, node: object) -> object:
+        if node is self.realize:
+            return self.wb_realize
+        if isinstance(node, SBlock):
+            return node
+        if isinstance(node, For) and id(node) in self.dropped:
+            return self.visit(node.body)
+        return super().visit(node) if isinstance(node, (Node, tuple)) else node
 
 
 class _SwapLoop(Mutator):
