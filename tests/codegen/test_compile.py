@@ -129,6 +129,20 @@ def test_unknown_target(tmp_path: Path) -> None:
     assert "unknown target option '-march=x'" in caught.value.diagnostics[0].message
 
 
+def test_unknown_cpu_is_an_error_not_an_llvm_abort(tmp_path: Path) -> None:
+    # LLVM only warns that it ignores the name, then aborts the process when it emits code
+    with pytest.raises(DiagnosticError) as caught:
+        compile_file(MATMUL, target="cpu -mcpu=foo", output=str(tmp_path / "x.o"))
+    assert "unknown CPU 'foo'" in caught.value.diagnostics[0].message
+    assert not (tmp_path / "x.o").exists()
+
+
+def test_native_cpu_is_the_host(tmp_path: Path) -> None:
+    compile_file(MATMUL, target="cpu -mcpu=native", output=str(tmp_path / "native.o"))
+    compile_file(MATMUL, target="cpu", output=str(tmp_path / "host.o"))
+    assert (tmp_path / "native.o").read_bytes() == (tmp_path / "host.o").read_bytes()
+
+
 def test_missing_c_compiler_for_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CC", "no-such-compiler-tirc")
     with pytest.raises(DiagnosticError) as caught:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import llvmlite.binding as llvm
 
-from tirc.diagnostics import DiagnosticError
+from tirc.diagnostics import DiagnosticError, Note
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,8 @@ def parse_target(text: str) -> CpuTarget:
             )
         options[key] = value
     triple = options.get("-mtriple", llvm.get_process_triple())
+    if options.get("-mcpu") == "native":  # as clang spells the host
+        del options["-mcpu"]
     if "-mcpu" in options:
         cpu, features = options["-mcpu"], options.get("-mattr", "")
     else:
@@ -62,12 +64,40 @@ def parse_target(text: str) -> CpuTarget:
         llvm.Target.from_triple(triple)
     except RuntimeError as error:
         raise DiagnosticError.at(None, f"unknown target triple '{triple}': {error}") from None
+    if "-mcpu" in options and not is_known_cpu(triple, cpu):
+        raise DiagnosticError.at(
+            None,
+            f"unknown CPU '{cpu}' for {triple}",
+            Note("name one LLVM knows (e.g. skylake-avx512, znver4, neoverse-v2), or native"),
+        )
     host = "-mcpu" not in options and triple == llvm.get_process_triple()
     cache = host_cache_bytes() if host else 0
     if "-llc" in options:
         cache = _size(options["-llc"])
     x86 = triple.split("-")[0] in ("x86_64", "i386", "i686")
     return CpuTarget(triple, cpu, features, cache if x86 else 0)
+
+
+@cache
+def is_known_cpu(triple: str, cpu: str) -> bool:
+    """Whether LLVM knows `cpu` for `triple`. LLVM has no query for it: it warns on stderr
+    that it ignores an unknown processor, then may abort when it emits code, so the warning
+    is caught here, on the process's own stderr, while a target machine is made."""
+    import os
+    import tempfile
+
+    target = llvm.Target.from_triple(triple)
+    with tempfile.TemporaryFile() as capture:
+        saved = os.dup(2)
+        os.dup2(capture.fileno(), 2)
+        try:
+            target.create_target_machine(cpu=cpu)
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        capture.seek(0)
+        said = capture.read().decode(errors="replace")
+    return "not a recognized processor" not in said
 
 
 def _size(text: str) -> int:
