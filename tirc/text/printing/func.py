@@ -93,6 +93,10 @@ def implicit_root(body: Stmt) -> SBlock | None:
     if type(body) is not SBlockRealize or body.iter_values or not blocks.is_true(body.predicate):
         return None
     root = body.block
+    if root.name != "root":
+        # The comment form reads back as a block named "root" (TVM prints any name so and
+        # loses it): print the block itself.
+        return None
     if root.annotations.items or root.match_buffers or root.reads or root.writes:
         return None
     if root.init is not None:
