@@ -107,7 +107,7 @@ class ScopeInliner(Mutator):
         assert isinstance(current, SBlock)
         if any(match.source.buffer is self.buffer for match in current.match_buffers):
             self.has_opaque_access = True  # a matched subregion is read through another name
-        new: SBlock = self.generic_visit(current)  # type: ignore[assignment]
+        new: SBlock = self.generic_visit(current)
         new = self.update_signature(new, is_root=node is self.scope_root)
         if new is not node:
             self.reuse[node] = new

@@ -160,7 +160,7 @@ class _Inliner(ScopeInliner):
         self.producer = producer
 
     def visit_BufferLoad(self, node: BufferLoad) -> PrimExpr:
-        load: BufferLoad = self.generic_visit(node)  # type: ignore[assignment]
+        load: BufferLoad = self.generic_visit(node)
         if load.buffer is not self.buffer:
             return load
         mapping = _index_inverse(self.producer, self.store, load.indices)

@@ -252,7 +252,7 @@ class _Inliner(ScopeInliner):
         return result
 
     def visit_SBlockRealize(self, node: SBlockRealize) -> SBlockRealize:
-        new: SBlockRealize = self.generic_visit(node)  # type: ignore[assignment]
+        new: SBlockRealize = self.generic_visit(node)
         guard = self.plan.guard
         if node.block is not self.plan.producer or guard is None:
             return new
@@ -266,7 +266,7 @@ class _Inliner(ScopeInliner):
         return dataclasses.replace(new, predicate=conjoin(new.predicate, condition))
 
     def visit_BufferStore(self, node: BufferStore) -> Stmt:
-        store: BufferStore = self.generic_visit(node)  # type: ignore[assignment]
+        store: BufferStore = self.generic_visit(node)
         if store.buffer is not self.buffer:
             return store
         return _ConsumerRewrite(self.plan, store.value).visit(self.plan.store)
@@ -296,4 +296,4 @@ class _ConsumerRewrite(Substituter):
     def visit_BufferLoad(self, node: BufferLoad) -> PrimExpr:
         if node.buffer is self.plan.buffer:
             return self.value
-        return self.generic_visit(node)  # type: ignore[return-value]
+        return self.generic_visit(node)

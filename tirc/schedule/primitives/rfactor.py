@@ -221,7 +221,7 @@ def _check_every_slot_written(
         if var in reduce and item is not loop:
             analyzer.bind(var, Range(item.loop.min, item.loop.extent))
         else:
-            one = IntImm(1, item.loop.extent.dtype)  # type: ignore[attr-defined]
+            one = IntImm(1, item.loop.extent.dtype)
             last[var] = E.Sub(E.Add(item.loop.min, item.loop.extent), one)
     witnesses = {item.loop.loop_var for item in loops} - set(last)
     for conjunct in _conjuncts(predicate):
@@ -441,7 +441,7 @@ def _stores(
     """One store per buffer; several go through `T.let` bindings named `v_<buffer>` first."""
     if len(buffers) == 1:
         return BufferStore(buffers[0], values[0], indices)
-    lets = [Var(f"v_{b.name}", v.dtype) for b, v in zip(buffers, values, strict=True)]  # type: ignore[attr-defined]
+    lets = [Var(f"v_{b.name}", v.dtype) for b, v in zip(buffers, values, strict=True)]
     binds: list[Stmt] = [Bind(var, value) for var, value in zip(lets, values, strict=True)]
     stores: list[Stmt] = [
         BufferStore(b, var, indices) for b, var in zip(buffers, lets, strict=True)
@@ -458,7 +458,7 @@ def _plain_stores(
 def _point(load: BufferLoad) -> BufferRegion:
     return BufferRegion(
         load.buffer,
-        tuple(Range(index, IntImm(1, index.dtype)) for index in load.indices),  # type: ignore[attr-defined]
+        tuple(Range(index, IntImm(1, index.dtype)) for index in load.indices),
     )
 
 
