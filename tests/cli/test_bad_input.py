@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tirc.cli.main import main
 from tests.text.parse_helpers import marked_error
 from tests.text.test_parse_errors import CASES
+from tirc.cli.main import main
 
 
 def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
@@ -36,7 +36,9 @@ def test_check_reports_the_place_and_exits_1(
     assert "Traceback" not in output
 
 
-@pytest.mark.parametrize("name", ["unterminated string", "bad dedent", "remap arity", "recursive macro"])
+@pytest.mark.parametrize(
+    "name", ["unterminated string", "bad dedent", "remap arity", "recursive macro"]
+)
 def test_print_writes_nothing_on_error(
     name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -48,7 +50,9 @@ def test_print_writes_nothing_on_error(
 
 def test_bad_define_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     source = tmp_path / "kernel.tir"
-    source.write_text("N = 4\n" + CASES["empty file"].replace("# error@1: no function in file\n", ""))
+    source.write_text(
+        "N = 4\n" + CASES["empty file"].replace("# error@1: no function in file\n", "")
+    )
     code, output = _run(["print", str(source), "-D", "N"], capsys)
     assert code == 1
     assert "invalid -D definition 'N': expected NAME=VALUE" in output

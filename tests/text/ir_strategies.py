@@ -126,7 +126,7 @@ def tir_functions(draw: st.DrawFn) -> PrimFunc:
         bound = Var(draw(NAMES))
         body = seq(Bind(bound, Add(loop_vars[-1], IntImm(1, dt.INT32))), body)
     kinds = [ForKind.SERIAL, ForKind.PARALLEL, ForKind.UNROLLED, ForKind.SERIAL]
-    for var, extent in reversed(list(zip(loop_vars, extents))):
+    for var, extent in reversed(list(zip(loop_vars, extents, strict=True))):
         body = For(
             var, IntImm(0, dt.INT32), IntImm(extent, dt.INT32), draw(st.sampled_from(kinds)), body
         )
@@ -210,7 +210,7 @@ def s_tir_functions(draw: st.DrawFn) -> PrimFunc:
             ),
         )
     root = SBlock("root", (), (), (), stmt)
-    buffer_map = tuple(zip(handles, (a, b, c)))
+    buffer_map = tuple(zip(handles, (a, b, c), strict=True))
     return PrimFunc(tuple(handles), buffer_map, SBlockRealize((), TRUE, root), is_s_tir=True)
 
 

@@ -20,7 +20,6 @@ REQUIRED_RATE = 0.99
 PARSER_GAPS: dict[str, str] = {}
 
 
-
 def _reprint(path: Path) -> tuple[str, str]:
     from tirc.text import parse, print_module
 

@@ -62,8 +62,8 @@ def test_function_order_is_not_meaning() -> None:
 
     module = parse(
         "@I.ir_module\nclass Module:\n"
-        "    @T.prim_func\n    def zeta(A: T.Buffer((4,), \"float32\")):\n        A[0] = T.float32(1.0)\n"
-        "    @T.prim_func\n    def alpha(A: T.Buffer((4,), \"float32\")):\n        A[1] = T.float32(2.0)\n"
+        '    @T.prim_func\n    def zeta(A: T.Buffer((4,), "float32")):\n        A[0] = T.float32(1.0)\n'  # noqa: E501
+        '    @T.prim_func\n    def alpha(A: T.Buffer((4,), "float32")):\n        A[1] = T.float32(2.0)\n'  # noqa: E501
     )
     swapped = IRModule(tuple(reversed(module.functions)))
     assert structural_equal(module, swapped)

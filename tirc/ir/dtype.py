@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 
 class DTypeError(ValueError):
@@ -113,12 +113,12 @@ def make(kind: str, bits: int, lanes: int = 1) -> DataType:
     return _interned(kind, bits, lanes)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _interned(kind: str, bits: int, lanes: int) -> DataType:
     return DataType(kind, bits, lanes)
 
 
-@lru_cache(maxsize=None)
+@cache
 def parse_dtype(text: str) -> DataType:
     """DataType of a TVMScript dtype string; raises DTypeError on anything else."""
     if text in _WORDS:

@@ -15,7 +15,9 @@ if TYPE_CHECKING:
     from tirc.ir.function import IRModule
 
 
-def parse(text: str, *, name: str = "<string>", defines: Mapping[str, str] | None = None) -> IRModule:
+def parse(
+    text: str, *, name: str = "<string>", defines: Mapping[str, str] | None = None
+) -> IRModule:
     """Parse a file's text into an IRModule; raises DiagnosticError with located errors."""
     from tirc.text.parser import parse_module
 

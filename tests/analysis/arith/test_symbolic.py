@@ -20,7 +20,7 @@ from tirc.ir.buffer import Range
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.text import script
 
-N, F, I, AX = (Var(name, dt.INT64) for name in ("n", "f", "i", "ax0"))
+N, F, I, AX = (Var(name, dt.INT64) for name in ("n", "f", "i", "ax0"))  # noqa: E741  (the index i of the program)
 
 
 def c(value: int) -> IntImm:
@@ -65,15 +65,16 @@ def test_multiples_of_a_symbolic_divisor_leave_the_dividend() -> None:
         "T.int64(5) // n + T.int64(32)"
     )
     assert a.const_bound(a.simplify(E.FloorDiv(E.Sub(E.Mul(N, c(7)), c(1)), N))) == Bound(6, 6)
-    assert a.const_bound(a.simplify(E.FloorDiv(E.Add(E.Mul(N, c(32)), c(5)), N))) == Bound(
-        32, 37
-    )
+    assert a.const_bound(a.simplify(E.FloorDiv(E.Add(E.Mul(N, c(32)), c(5)), N))) == Bound(32, 37)
 
 
 def test_divisor_of_unknown_sign_is_left_alone() -> None:
     m = Var("m", dt.INT64)
     dividend = E.Sub(E.Mul(m, c(32)), c(1))
-    assert script(Analyzer().simplify(E.FloorDiv(dividend, m))) == "(m * T.int64(32) - T.int64(1)) // m"
+    assert (
+        script(Analyzer().simplify(E.FloorDiv(dividend, m)))
+        == "(m * T.int64(32) - T.int64(1)) // m"
+    )
 
 
 def test_symbolic_bound_proofs() -> None:

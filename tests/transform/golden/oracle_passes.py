@@ -16,6 +16,7 @@ from pathlib import Path
 import tvm
 from tvm import s_tir, tirx
 
+
 def _lower_thread_allreduce():  # type: ignore[no-untyped-def]
     """TVM's pass reads the warp size from the function's target: lower for cuda, then drop
     the target again."""
