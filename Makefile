@@ -3,14 +3,19 @@
 VENV ?= .venv
 PYTHON := $(VENV)/bin/python
 
-.PHONY: install test lint bench demo tables gpu-cases gpu-check
+.PHONY: install test test-all lint bench demo tables gpu-cases gpu-check
 
 install:
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -e '.[dev]'
 
 test:
-	$(PYTHON) -m pytest -q
+	$(PYTHON) -m pytest -q -n auto -m "not slow"
+
+# what CI runs: lint, types, the tests, then the slower sweeps
+test-all: lint
+	$(PYTHON) -m pytest -q -n auto -m "not slow"
+	$(PYTHON) -m pytest -q -n auto -m slow
 
 lint:
 	$(PYTHON) -m ruff check .
