@@ -170,7 +170,8 @@ class AccessChecker(Checker):
         block = stmt.block
         saved = dict(self.bounds)
         for iter_var, value in zip(block.iter_vars, stmt.iter_values, strict=True):
-            self.values[iter_var.var] = self.resolve(value)
+            if value.dtype == iter_var.var.dtype:  # else the blocks rule reports the binding
+                self.values[iter_var.var] = self.resolve(value)
             dom = iter_var.dom
             if dom is not None and isinstance(dom.min, IntImm) and isinstance(dom.extent, IntImm):
                 if dom.extent.value > 0:
