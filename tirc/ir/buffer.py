@@ -44,10 +44,13 @@ class Buffer(Node):
 
     @property
     def index_dtype(self) -> DataType:
-        """The dtype of this buffer's index arithmetic: that of its shape."""
+        """The dtype of this buffer's index arithmetic: that of its shape, the widest of its
+        extents' when they differ (TVM builds `T.Buffer((T.int64(16), 16))`)."""
+        widest: DataType | None = None
         for extent in self.shape:
-            return extent.dtype
-        return dt.INT32
+            if widest is None or extent.dtype.bits > widest.bits:
+                widest = extent.dtype
+        return widest if widest is not None else dt.INT32
 
 
 @dataclass(frozen=True, slots=True, eq=False)

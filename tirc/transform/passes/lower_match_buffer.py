@@ -31,7 +31,8 @@ def strides_of(buffer: Buffer) -> list[E.PrimExpr]:
     running: E.PrimExpr = E.IntImm(1, buffer.index_dtype)
     for extent in reversed(buffer.shape):
         out.append(running)
-        running = extent if E.is_const_int(running, 1) else E.Mul(running, _as(extent, running))
+        extent = _as(extent, running)  # one index type, though the shape may mix them
+        running = extent if E.is_const_int(running, 1) else E.Mul(running, extent)
     return list(reversed(out))
 
 
@@ -76,7 +77,8 @@ class _Lowerer(Mutator):
         if isinstance(view.elem_offset, E.Var):
             offset: E.PrimExpr = source.buffer.elem_offset or E.IntImm(0, source.buffer.index_dtype)
             for r, stride in zip(source.region, source_strides, strict=False):
-                offset = E.Add(offset, E.Mul(_as(r.min, stride), stride))
+                term = E.Mul(_as(r.min, stride), stride)
+                offset = E.Add(_as(offset, term), term)
             values.append((view.elem_offset, offset))
         for symbol, value in values:
             if isinstance(symbol, E.Var) and symbol not in self.vars:
