@@ -21,6 +21,7 @@ from pathlib import Path
 from types import FrameType
 
 from tirc.diagnostics import Diagnostic, DiagnosticError, Severity
+from tirc.ir.function import IRModule
 
 # Outcomes that break the contract; "ok" and "error" are the two allowed endings.
 FAILURES = frozenset({"crash", "unlocated", "roundtrip", "hang"})
@@ -162,7 +163,7 @@ def stages(text: str, lower: bool, name: str, progress: Progress) -> Outcome:
     if problems:
         return Outcome("verify", "error", problems[0].message, problems[0])
     try:
-        if not structural_equal(module, again):
+        if not structural_equal(module, same_keys(again, module)):
             return Outcome("reparse", "roundtrip", "parse(print(m)) is not structurally equal to m")
         if print_module(again) != printed:
             return Outcome("reparse", "roundtrip", "print(parse(print(m))) differs from print(m)")
@@ -174,6 +175,19 @@ def stages(text: str, lower: bool, name: str, progress: Progress) -> Outcome:
         return Outcome("reparse", "ok")
     progress.stage = "lower"
     return lower_outcome(module)
+
+
+def same_keys(again: IRModule, module: IRModule) -> IRModule:
+    """`again` with the key of `module`'s function when both are one bare private function:
+    the printer names it main, as TVM does (tests/text/test_print_module.py), while the
+    parser keys it by its `def` (which names its kernels), so that name alone does not
+    round-trip, by design."""
+    if not (module.is_bare and again.is_bare and len(module.functions) == 1):
+        return again
+    (key, func), (_, other) = module.functions[0], again.functions[0]
+    if not func.is_private:
+        return again
+    return IRModule(((key, other),), again.attrs, again.is_bare)
 
 
 def lower_outcome(module: object) -> Outcome:
