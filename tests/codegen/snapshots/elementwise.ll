@@ -3,7 +3,8 @@ source_filename = "<string>"
 target datalayout = "e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-i128:128-f80:128-n8:16:32:64-S128"
 target triple = "x86_64-unknown-linux-gnu"
 
-define i32 @main(ptr noalias align 64 dereferenceable(4096) %A, ptr noalias align 64 dereferenceable(4096) %B, ptr noalias align 64 dereferenceable(4096) %C) {
+; Function Attrs: noinline
+define internal i32 @main.aligned(ptr noalias align 64 dereferenceable(4096) %A, ptr noalias align 64 dereferenceable(4096) %B, ptr noalias align 64 dereferenceable(4096) %C) #0 {
 entry:
   %.5 = alloca float, i64 1024, align 64
   br label %start
@@ -61,3 +62,29 @@ for.i.next.1:                                     ; preds = %for.i.body.1
 for.i.end.1:                                      ; preds = %for.i.1
   ret i32 0
 }
+
+define i32 @main(ptr %A, ptr %B, ptr %C) {
+entry:
+  %.5 = ptrtoint ptr %A to i64
+  %.6 = and i64 %.5, 63
+  %.7 = icmp ne i64 %.6, 0
+  %.8 = or i1 false, %.7
+  %.9 = ptrtoint ptr %B to i64
+  %.10 = and i64 %.9, 63
+  %.11 = icmp ne i64 %.10, 0
+  %.12 = or i1 %.8, %.11
+  %.13 = ptrtoint ptr %C to i64
+  %.14 = and i64 %.13, 63
+  %.15 = icmp ne i64 %.14, 0
+  %.16 = or i1 %.12, %.15
+  br i1 %.16, label %misaligned, label %call
+
+misaligned:                                       ; preds = %entry
+  ret i32 -2
+
+call:                                             ; preds = %entry
+  %.19 = call i32 @main.aligned(ptr %A, ptr %B, ptr %C)
+  ret i32 %.19
+}
+
+attributes #0 = { noinline }
