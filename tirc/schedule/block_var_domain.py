@@ -18,6 +18,7 @@ from tirc.ir import expr as E
 from tirc.ir.buffer import Buffer, Range
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.stmt import IterVar
+from tirc.schedule.properties import uses_var
 from tirc.schedule.symbolic_dims import is_constant, lone_symbolic_dims
 from tirc.text.builder.arith import arithmetic
 
@@ -342,6 +343,14 @@ def _solve_dimension(
         if isinstance(low, Var):
             bound = Interval(IntImm(0, last.dtype), last)
             return low, VarDomain(Interval(need_low, need_high), bound)
+        if isinstance(low, E.Sub) and isinstance(low.b, Var) and not uses_var(low.a, low.b):
+            # a reversed index `c - v`: v runs the required interval backwards from c
+            var, base = low.b, low.a
+            dom = Interval(
+                None if need_high is None else fold("-", base, need_high),
+                None if need_low is None else fold("-", base, need_low),
+            )
+            return var, VarDomain(dom, Interval(fold("-", base, last), base))
         if isinstance(low, E.FloorDiv) and analyzer.can_prove(E.GE(low.b, IntImm(1, low.b.dtype))):
             factor = low.b
             one = IntImm(1, factor.dtype)

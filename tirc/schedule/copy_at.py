@@ -1,6 +1,8 @@
 """What read_at and write_at share: a copy block between a buffer and a cache of it in
 another storage scope, placed in a loop's body and covering what one block under the loop
-accesses over one iteration of it; the block then accesses the cache.
+accesses over one iteration of it and over the thread loops above that share the cache (a
+shared cache spans threadIdx and vthread loops); the block then accesses the cache. A read
+copy goes right before the loop's child that holds the block, a write copy right after.
 
 The copy block is named after the cache (`A_shared`), annotated `auto_copy`, and iterates
 over the loops (up to and including the chosen one) its region depends on, in the order the
@@ -64,7 +66,8 @@ def copy_at(
     regions = block.block.reads if kind is AccessKind.READ else block.block.writes
     region = region_of(regions, buffer)
     assert region is not None
-    relaxed = relax_block_region(region, block, loop)
+    # the copy serves every thread that shares the cache: relax the thread loops it spans
+    relaxed = relax_block_region(region, block, loop, scope=storage_scope)
     for item in relaxed.region:
         if not isinstance(item.extent, IntImm):
             raise ScheduleError(
@@ -76,7 +79,10 @@ def copy_at(
     cache = with_scope(buffer, storage_scope)
     copy = _copy_nest(relaxed, cache, _outer_loops(loop, scope), direction)
     new_block = _Redirect(buffer, cache).visit(block.block)
-    position = 0 if direction is Direction.READ else _length(loop.loop.body)
+    # right before (after) the loop's child that holds the block, after (before) any copies
+    # placed there earlier
+    child = _child_index(loop, block)
+    position = child if direction is Direction.READ else child + 1
     new_loop = with_stage_inserted(_Swap(block.block, new_block).visit(loop.loop), position, copy)
     root = scope.block
     replaced = _Swap(loop.loop, new_loop).visit(root)
@@ -140,10 +146,21 @@ def _copy_nest(region: BufferRegion, cache: Buffer, loops: list[For], direction:
     return SBlockRealize(tuple(used), IntImm(1, dt.BOOL), block)
 
 
-def _length(body: Stmt) -> int:
+def _child_index(loop: SRef, block: SRef) -> int:
+    """The position, in the loop's body, of the statement that holds the block."""
     from tirc.ir.stmt import SeqStmt
 
-    return len(body.stmts) if isinstance(body, SeqStmt) else 1
+    node = block
+    while node.parent is not loop:
+        assert node.parent is not None
+        node = node.parent
+    body = loop.loop.body
+    if not isinstance(body, SeqStmt):
+        return 0
+    for index, child in enumerate(body.stmts):
+        if child is node.stmt or (isinstance(child, SBlockRealize) and child.block is node.stmt):
+            return index
+    raise AssertionError("the block's ancestor is a child of the loop")
 
 
 def _first_block(stmt: Stmt) -> SBlock:

@@ -110,9 +110,11 @@ def relax_block_region(
     block: SRef,
     high: SRef | None,
     extra_predicate: PrimExpr | None = None,
+    scope: str | None = None,
 ) -> BufferRegion:
     """The part of `region` (of `block`, over its iterators) that runs under `high`: the
-    bindings substituted, the loops from the block's parent up to `high` relaxed."""
+    bindings substituted, the loops from the block's parent up to `high` relaxed, and the
+    thread loops above that share memory of `scope` (the buffer's own by default)."""
     realize = realize_of(block)
     binding = dict(zip((iv.var for iv in block.block.iter_vars), realize.iter_values, strict=True))
     substituted = substitute(region, binding)
@@ -120,7 +122,7 @@ def relax_block_region(
     if extra_predicate is not None and not _is_true(extra_predicate):
         predicate = conjoin(predicate, extra_predicate)
     predicate = substitute(predicate, binding)
-    domains = loop_domains(block.parent, high, region.buffer.scope)
+    domains = loop_domains(block.parent, high, region.buffer.scope if scope is None else scope)
     return clamp_to_buffer(estimate_region(substituted, domains, predicate))
 
 

@@ -3,8 +3,8 @@
 `i * 128 + (j * 8 + 3) - i * 64` becomes {i: 64, j: 8} + 3. Atoms are anything that is not
 addition or scaling by a constant (variables, floordiv/floormod terms, loads), identified
 structurally with variables by identity (`expr_key`). Printing back orders terms by falling
-scale, first appearance breaking ties, which is how index arithmetic reads (`i * 128 + j * 8 +
-k`), or as first written, for the parser (see `Order`).
+signed scale, first appearance breaking ties, which is how TVM writes index arithmetic
+(`i * 128 + j * 8 + k`, `9 - j - i * 4`), or as first written, for the parser (see `Order`).
 """
 
 from __future__ import annotations
@@ -91,7 +91,9 @@ def from_sum(value: Sum, order: Order = "scale") -> PrimExpr:
     const = wrap(value.const, dtype)
     terms = [(atom, coeff) for atom, coeff in value.terms.values() if coeff != 0]
     if order == "scale":
-        terms.sort(key=lambda term: -abs(term[1]))  # stable: first appearance breaks ties
+        # by falling signed scale, as TVM's canonical form: `9 - j - i * 4`, the subtracted
+        # terms smallest first (stable: first appearance breaks ties)
+        terms.sort(key=lambda term: -term[1])
     positive = [term for term in terms if term[1] > 0]
     negative = [term for term in terms if term[1] < 0]
 
@@ -107,7 +109,9 @@ def from_sum(value: Sum, order: Order = "scale") -> PrimExpr:
             return IntImm(const, dtype)
         if const > 0:
             result = IntImm(const, dtype)
-        else:  # no positive part to subtract from: `x * -2 - 3`
+        elif order == "scale" and not (const == 0 and len(negative) == 1 and negative[0][1] != -1):
+            result = IntImm(0, dtype)  # nothing positive to subtract from: `0 - j - i * 4 - 3`
+        else:  # a lone scaled term, `i * -2` (and the parser's `x * -2 - 3`)
             atom, coeff = negative.pop(0)
             result = E.Mul(atom, IntImm(coeff, dtype))
         const = min(const, 0)

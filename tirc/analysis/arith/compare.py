@@ -6,6 +6,7 @@ added to one side of a comparison with a constant onto that constant:
     x - 3 >= 0 and x - 3 < 200     ->     3 <= x and x < 203
     x + 2 <= 5                     ->     x <= 3
     x > 3                          ->     3 < x
+    12 - x < 10                    ->     2 < x
 
 Comparisons of non-integer operands and comparisons with no constant side other than the
 flip are left alone (`x - k >= 0` becomes `0 <= x - k`). `normal_comparisons` rewrites every
@@ -51,16 +52,32 @@ def _comparison(node: E.CompareOp) -> PrimExpr:
 
 
 def _move_constant(a: PrimExpr, b: PrimExpr) -> tuple[PrimExpr, PrimExpr]:
-    """`x + c1 < c2` -> `x < c2 - c1` and `c2 < x + c1` -> `c2 - c1 < x`."""
+    """`x + c1 < c2` -> `x < c2 - c1` and `c2 < x + c1` -> `c2 - c1 < x`; a negated
+    variable changes sides: `c1 - x < c2` -> `c1 - c2 < x`."""
     if isinstance(b, IntImm) and not isinstance(a, IntImm):
         rest, offset = _split_constant(a)
         if offset:
+            negated = _negated(rest)
+            if negated is not None:
+                return IntImm(offset - b.value, b.dtype), negated
             return rest, IntImm(b.value - offset, b.dtype)
     elif isinstance(a, IntImm) and not isinstance(b, IntImm):
         rest, offset = _split_constant(b)
         if offset:
+            negated = _negated(rest)
+            if negated is not None:
+                return negated, IntImm(offset - a.value, a.dtype)
             return IntImm(a.value - offset, a.dtype), rest
     return a, b
+
+
+def _negated(expr: PrimExpr) -> PrimExpr | None:
+    """`x` where `expr` is `0 - x` (or `x * -1`), else None."""
+    if isinstance(expr, E.Mul) and isinstance(expr.b, IntImm) and expr.b.value == -1:
+        return expr.a
+    if isinstance(expr, E.Sub) and isinstance(expr.a, IntImm) and expr.a.value == 0:
+        return expr.b
+    return None
 
 
 def _split_constant(expr: PrimExpr) -> tuple[PrimExpr, int]:
