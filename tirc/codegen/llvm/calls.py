@@ -18,7 +18,7 @@ from tirc.codegen.llvm.expr import FLOAT_FLAGS
 from tirc.codegen.llvm.fixed_point import emit_q_multiply_shift, emit_q_multiply_shift_per_axis
 from tirc.ir import dtype as dt
 from tirc.ir.dtype import DataType
-from tirc.ir.expr import Call
+from tirc.ir.expr import Call, PrimExpr
 
 if TYPE_CHECKING:
     from tirc.codegen.llvm.emitter import Emitter
@@ -200,7 +200,9 @@ def _if_then_else(em: Emitter, call: Call) -> ir.Value:
 
 
 def _reinterpret(em: Emitter, call: Call) -> ir.Value:
-    return reinterpret(em.builder, em.expr(call.args[-1]), call.dtype)  # type: ignore[arg-type]
+    value = call.args[-1]
+    assert isinstance(value, PrimExpr)
+    return reinterpret(em.builder, em.expr(value), value.dtype, call.dtype)
 
 
 def _assume(em: Emitter, call: Call) -> ir.Value:

@@ -7,7 +7,9 @@ from collections.abc import Callable
 
 from llvmlite import ir
 
+from tirc.codegen.llvm import bfloat
 from tirc.codegen.llvm import types as T
+from tirc.ir import dtype as dt
 from tirc.ir.dtype import DataType
 
 CastRule = Callable[[ir.IRBuilder, ir.Value, DataType, DataType, ir.Type], ir.Value]
@@ -86,6 +88,13 @@ def emit_cast(
 ) -> ir.Value:
     if source == target:
         return value
+    if bfloat.is_bfloat(source.element):  # its register already holds the float32 value
+        source = dt.FLOAT32.with_lanes(source.lanes)
+    if bfloat.is_bfloat(target.element):
+        wide = dt.FLOAT32.with_lanes(target.lanes)
+        return bfloat.round_value(builder, emit_cast(builder, value, source, wide))
+    if source == target:
+        return value
     rule = _RULES.get((_class(source), _class(target)))
     if rule is None:
         from tirc.diagnostics import DiagnosticError
@@ -96,6 +105,12 @@ def emit_cast(
     return rule(builder, value, source.element, target.element, T.value_type(target))
 
 
-def reinterpret(builder: ir.IRBuilder, value: ir.Value, target: DataType) -> ir.Value:
+def reinterpret(
+    builder: ir.IRBuilder, value: ir.Value, source: DataType, target: DataType
+) -> ir.Value:
     """The same bits read as `target` (`T.reinterpret`)."""
+    if bfloat.is_bfloat(source.element):
+        value = bfloat.to_bits(builder, value)
+    if bfloat.is_bfloat(target.element):
+        return bfloat.widen(builder, builder.bitcast(value, T.memory_type(target)))
     return builder.bitcast(value, T.value_type(target))

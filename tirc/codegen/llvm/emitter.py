@@ -7,8 +7,9 @@ class; this module only holds the state they share and dispatches into them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from llvmlite import ir
@@ -51,12 +52,17 @@ class Emitter:
     streamed: bool = False  # whether a streaming store was emitted: the function needs a fence
 
     def expr(self, expr: PrimExpr) -> ir.Value:
-        from tirc.codegen.llvm.expr import EXPR_RULES
+        from tirc.codegen.llvm.bfloat import is_bfloat, round_value
+        from tirc.codegen.llvm.expr import EXPR_RULES, ROUNDED
 
         rule = EXPR_RULES.get(type(expr))
         if rule is None:
             raise unsupported(expr, f"{type(expr).__name__} expressions")
-        return rule(self, expr)
+        with located(expr):
+            value = rule(self, expr)
+            if isinstance(expr, ROUNDED) and is_bfloat(expr.dtype.element):
+                value = round_value(self.builder, value)
+        return value
 
     def stmt(self, stmt: Stmt) -> None:
         from tirc.codegen.llvm.stmt import STMT_RULES
@@ -64,7 +70,8 @@ class Emitter:
         rule = STMT_RULES.get(type(stmt))
         if rule is None:
             raise unsupported(stmt, f"{type(stmt).__name__} statements")
-        rule(self, stmt)
+        with located(stmt):
+            rule(self, stmt)
 
     def lookup(self, var: Var) -> ir.Value:
         try:
@@ -123,6 +130,21 @@ class Emitter:
 
 def _is_zero(expr: PrimExpr) -> bool:
     return getattr(expr, "value", None) == 0
+
+
+@contextmanager
+def located(node: object) -> Iterator[None]:
+    """Gives an error raised without a location (a dtype the backend cannot represent, say)
+    the location of `node`, the innermost expression or statement being emitted that has one."""
+    try:
+        yield
+    except DiagnosticError as error:
+        span = getattr(node, "span", None)
+        if span is None or any(d.span is not None for d in error.diagnostics):
+            raise
+        raise DiagnosticError(
+            [replace(d, span=span) if d.span is None else d for d in error.diagnostics]
+        ) from None
 
 
 def unsupported(node: object, what: str) -> DiagnosticError:

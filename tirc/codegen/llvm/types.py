@@ -1,7 +1,8 @@
 """tir dtypes as LLVM types: the type a value has in a register and the type it has in memory.
 
-They differ only for bool, which is `i1` in registers and one byte (`i8`) in memory, so that a
-vector of bools is not bit-packed and a `bool *` from C or numpy reads as it is stored.
+They differ for bool, which is `i1` in registers and one byte (`i8`) in memory, so that a
+vector of bools is not bit-packed and a `bool *` from C or numpy reads as it is stored, and for
+bfloat16, a `float` in registers and its 16 bits (`i16`) in memory (see `bfloat`).
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ def scalar_type(dtype: DataType) -> ir.Type:
         return I1
     if dtype.kind == "float":
         return _FLOATS[dtype.bits]
+    if dtype.kind == "bfloat":
+        return _FLOATS[32]
     if dtype.kind == "handle":
         return POINTER
     raise DiagnosticError.at(None, f"the CPU backend does not support {dtype} values yet")
@@ -49,7 +52,12 @@ def value_type(dtype: DataType) -> ir.Type:
 
 def memory_type(dtype: DataType) -> ir.Type:
     """The type a `dtype` value has in a buffer."""
-    element = I8 if dtype.is_bool else scalar_type(dtype.element)
+    if dtype.is_bool:
+        element: ir.Type = I8
+    elif dtype.kind == "bfloat":
+        element = ir.IntType(16)
+    else:
+        element = scalar_type(dtype.element)
     return element if dtype.lanes == 1 else ir.VectorType(element, dtype.lanes)
 
 

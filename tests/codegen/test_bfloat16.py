@@ -1,0 +1,157 @@
+# ruff: noqa: E501 -- the programs are written one statement per line, as TVM prints them
+"""bfloat16 on the CPU backend against the interpreter, bit for bit: computed in float32 and
+rounded to nearest even after each operation and on store (NaN stays NaN), as TVM computes
+it; inputs include float32 values halfway between two bfloat16 values. float8 gets a located
+error."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from tests.codegen.helpers import parse_text
+from tirc.diagnostics import DiagnosticError
+from tirc.driver.run_cpu import jit_function
+from tirc.interp import run
+
+ELEMENTWISE = """
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((256,), "bfloat16"), B: T.Buffer((256,), "bfloat16"), W: T.Buffer((256,), "float32"), C: T.Buffer((256,), "bfloat16"), D: T.Buffer((256,), "bfloat16")):
+    T.func_attr({"tirx.noalias": True})
+    for io in range(16):
+        for ii in T.vectorized(16):
+            with T.sblock("C"):
+                vi = T.axis.spatial(256, io * 16 + ii)
+                C[vi] = A[vi] * B[vi] + A[vi] - T.bfloat16(0.1) / B[vi]
+                D[vi] = T.bfloat16(W[vi]) + T.max(A[vi], B[vi])
+    for i in range(256):
+        with T.sblock("D"):
+            vi = T.axis.spatial(256, i)
+            D[vi] = D[vi] * T.bfloat16(W[vi] * T.float32(3))
+"""
+
+REDUCTION = """
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((64, 128), "bfloat16"), B: T.Buffer((128,), "bfloat16"), S: T.Buffer((64,), "float32"), M: T.Buffer((64,), "bfloat16")):
+    T.func_attr({"tirx.noalias": True})
+    for i, k in T.grid(64, 128):
+        with T.sblock("S"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                S[vi] = T.float32(0)
+            S[vi] = S[vi] + T.float32(A[vi, vk]) * T.float32(B[vk])
+    for i, k in T.grid(64, 128):
+        with T.sblock("M"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                M[vi] = T.bfloat16(0)
+            M[vi] = M[vi] + A[vi, vk]
+"""
+
+
+def bfloat16_inputs(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    return rng.standard_normal(shape).astype(np.float32).astype(ml_dtypes.bfloat16)
+
+
+def ties(rng: np.random.Generator, count: int) -> np.ndarray:
+    """float32 values exactly halfway between two bfloat16 values (both parities of the
+    lower one), and a few that are not, with NaN and infinities."""
+    upper = rng.integers(0, 0x7F00, size=count, dtype=np.uint32) << 16
+    bits = upper | np.uint32(0x8000)
+    bits[::3] |= np.uint32(0x0001)  # just above the tie
+    values = bits.view(np.float32).copy()
+    values[::2] *= -1
+    values[:4] = [np.nan, np.inf, -np.inf, 0.0]
+    return values
+
+
+def run_both_exactly(text: str, args: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    module = parse_text(text)
+    compiled = {name: np.array(value, copy=True) for name, value in args.items()}
+    reference = {name: np.array(value, copy=True) for name, value in args.items()}
+    assert jit_function(module, "main", "cpu")(compiled) == 0
+    run(module["main"], reference, module=module)
+    for name, value in compiled.items():
+        want = reference[name]
+        if value.dtype == ml_dtypes.bfloat16:
+            got_bits, want_bits = value.view(np.uint16), want.view(np.uint16)
+            nan = np.isnan(value.astype(np.float32))
+            assert (nan == np.isnan(want.astype(np.float32))).all(), name
+            assert (got_bits[~nan] == want_bits[~nan]).all(), name
+        else:
+            np.testing.assert_allclose(value, want, rtol=1e-6, atol=1e-6)
+    return compiled
+
+
+def test_elementwise_rounds_each_operation_and_ties_to_even() -> None:
+    rng = np.random.default_rng(0)
+    args = {
+        "A": bfloat16_inputs(rng, (256,)),
+        "B": bfloat16_inputs(rng, (256,)),
+        "W": ties(rng, 256),
+        "C": np.zeros(256, ml_dtypes.bfloat16),
+        "D": np.zeros(256, ml_dtypes.bfloat16),
+    }
+    out = run_both_exactly(ELEMENTWISE, args)
+    # the rounding on store of a tie, against ml_dtypes (which rounds to nearest even too)
+    converted = args["W"].astype(ml_dtypes.bfloat16).astype(np.float32)
+    assert np.isnan(out["D"].astype(np.float32)[0]) and np.isnan(converted[0])
+
+
+def test_reduction_into_float32_and_into_bfloat16() -> None:
+    rng = np.random.default_rng(1)
+    args = {
+        "A": bfloat16_inputs(rng, (64, 128)),
+        "B": bfloat16_inputs(rng, (128,)),
+        "S": np.zeros(64, np.float32),
+        "M": np.zeros(64, ml_dtypes.bfloat16),
+    }
+    out = run_both_exactly(REDUCTION, args)
+    want = args["A"].astype(np.float64) @ args["B"].astype(np.float64)
+    np.testing.assert_allclose(out["S"], want, rtol=1e-4, atol=1e-4)
+
+
+CAST_TIES = """
+@T.prim_func(s_tir=True)
+def main(W: T.Buffer((512,), "float32"), C: T.Buffer((512,), "bfloat16"), R: T.Buffer((512,), "int16")):
+    T.func_attr({"tirx.noalias": True})
+    for io in range(32):
+        for ii in T.vectorized(16):
+            with T.sblock("C"):
+                vi = T.axis.spatial(512, io * 16 + ii)
+                C[vi] = T.bfloat16(W[vi])
+                R[vi] = T.reinterpret("int16", T.bfloat16(W[vi]))
+"""
+
+
+def test_store_rounds_float32_to_nearest_even_as_ml_dtypes() -> None:
+    rng = np.random.default_rng(2)
+    args = {
+        "W": ties(rng, 512),
+        "C": np.zeros(512, ml_dtypes.bfloat16),
+        "R": np.zeros(512, np.int16),
+    }
+    out = run_both_exactly(CAST_TIES, args)
+    want = args["W"].astype(ml_dtypes.bfloat16)
+    finite = ~np.isnan(args["W"])
+    assert (out["C"].view(np.uint16)[finite] == want.view(np.uint16)[finite]).all()
+    assert (out["R"].view(np.uint16) == out["C"].view(np.uint16)).all()
+
+
+FLOAT8 = """
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((16,), "float8_e4m3fn"), C: T.Buffer((16,), "float32")):
+    for i in range(16):
+        with T.sblock("C"):
+            vi = T.axis.spatial(16, i)
+            C[vi] = T.float32(A[vi])
+"""
+
+
+def test_float8_gets_a_located_error() -> None:
+    with pytest.raises(DiagnosticError) as caught:
+        jit_function(parse_text(FLOAT8), "main", "cpu")
+    (diagnostic,) = caught.value.diagnostics
+    assert "float8_e4m3fn" in diagnostic.message
+    assert diagnostic.span is not None
