@@ -791,7 +791,7 @@ def test_decompose_reduction_above_a_loop_the_block_repeats_under() -> None:
             {"op": "reverse_compute_at", "block": "b", "loop": "rk1"},
             {"op": "decompose_reduction", "block": "b", "loop": "rk0"},
         ],
-        "loop k_0 feeds none of its iterators",
+        "loop k_0 (plan: rk0) feeds none of its iterators",
     )
 
 
@@ -811,7 +811,7 @@ def test_reorder_of_a_loop_a_reduction_block_repeats_under() -> None:
             {"op": "get_loops", "block": "b", "out": ["bi", "bk0", "bk1"]},
             {"op": "reorder", "ordered_loops": ["bk1", "bk0"]},
         ],
-        "loop k_0 feeds none of the iterators of block",
+        "loop k_0 (plan: bk0) feeds none of the iterators of block",
     )
 
 
