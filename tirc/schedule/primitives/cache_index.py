@@ -3,9 +3,9 @@ one block per expression, placed before the block's loop nest; the block then in
 through them.
 
 Each distinct index of a load that is computed from the block's iterators (not a variable or
-a constant, holding no load) is cached when it occurs at least `cse_thresh` times; its buffer
-`index_var_<k>` has one dimension per iterator it uses. The block keeps the regions it
-declared from its original indices (as in TVM).
+a constant, holding no load) is cached when it occurs at least `cse_thresh` times (in loads and
+stores); its buffer `index_var_<k>` has one dimension per iterator it uses. The block keeps
+the regions it declared from its original indices (as in TVM).
 
     for i, j: B[vi*4 + vj] = A[vi*16 + vj*4]   →   for ax0, ax1: index_var_0[v0, v1] = v0*16 + v1*4
                                                    for i, j: B[vi*4 + vj] = A[index_var_0[vi, vj]]
@@ -104,18 +104,21 @@ def _top_statement(block: SRef, scope: SRef) -> SRef:
 
 
 def _candidates(block: SBlock, iterators: set[Var], threshold: int) -> list[PrimExpr]:
-    """The computed load indices in order of first occurrence, those occurring often enough."""
+    """The computed load indices in order of first occurrence, those occurring often enough;
+    a store's indices count towards the threshold but are not candidates themselves (TVM's
+    rule: `B[vi * 4 + vj] = A[vi * 4 + vj]` uses `vi * 4 + vj` twice)."""
     found: dict[object, PrimExpr] = {}
     counts: dict[object, int] = {}
 
     def look(node: object) -> None:
-        if not isinstance(node, BufferLoad):
+        if not isinstance(node, (BufferLoad, BufferStore)):
             return
         for index in node.indices:
             if not _is_computed(index, iterators):
                 continue
             key = expr_key(index)
-            found.setdefault(key, index)
+            if isinstance(node, BufferLoad):
+                found.setdefault(key, index)
             counts[key] = counts.get(key, 0) + 1
 
     walk(block.body, look)
