@@ -287,6 +287,9 @@ DEFAULT_ARGUMENTS: dict[str, tuple[Callable[[], PrimExpr], ...]] = {
     "tvm_storage_sync": (lambda: IntImm(0, dt.BOOL), lambda: IntImm(-1, dt.INT32)),
 }
 # Intrinsics whose operands meet at one type first, as the arithmetic operators' do.
+INTEGER_ONLY = frozenset(
+    "shift_left shift_right bitwise_and bitwise_or bitwise_xor bitwise_not".split()
+)
 MATCHED = frozenset(
     "atan2 pow fmod hypot copysign nextafter shift_left shift_right bitwise_and bitwise_or "
     "bitwise_xor".split()
@@ -318,6 +321,13 @@ def intrinsic_call(name: str) -> Callable[[Any, Invocation], PrimExpr]:
             dtype = expect_dtype(ev, args[0])
             args = args[1:]
         values = [call_argument(ev, arg) for arg in args]
+        if name in INTEGER_ONLY:  # as its operator (`|`, `~`) does: the printer writes that
+            for value, arg in zip(values, args, strict=True):
+                if isinstance(value, PrimExpr) and not (
+                    value.dtype.is_integer or value.dtype.is_bool
+                ):
+                    message = f"{inv.name} needs integer operands, not {value.dtype}"
+                    raise ev.error(arg.span, message)
         if name in MATCHED and len(values) == 2:
             for value, arg in zip(values, args, strict=True):
                 if not isinstance(value, PrimExpr):

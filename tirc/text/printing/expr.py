@@ -242,7 +242,10 @@ def _call(printer: ExprPrinter, node: Call) -> Rendered:
     op = node.op
     intrinsic = intrinsics.lookup(op)
     args = node.args
-    if intrinsic is not None and intrinsic.infix is not None:
+    # Operators on constants only are Python's arithmetic when read back (`~0` is -1):
+    # such a call keeps its call form.
+    is_constant = all(isinstance(arg, IntImm) for arg in args)
+    if intrinsic is not None and intrinsic.infix is not None and not is_constant:
         symbol = intrinsic.infix
         if len(args) == 1:
             return prec.UNARY, f"{symbol}{printer.operand(args[0], prec.UNARY)}"  # type: ignore[arg-type]
