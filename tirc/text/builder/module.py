@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tirc.diagnostics import Diagnostic, DiagnosticError, Source, Span
+from tirc.diagnostics import Diagnostic, DiagnosticError, Note, Source, Span
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.node import IRError
 from tirc.ir.stmt import EMPTY_ATTRS, Attrs
@@ -92,6 +92,7 @@ class ModuleBuilder:
             builder.scope = saved
         for value, _ in decorations:
             if isinstance(value, FunctionOptions):
+                self.check_unique(stmt)
                 self.unit.functions.append((stmt, value, scope))
                 return
             if isinstance(value, MacroOptions):
@@ -101,6 +102,17 @@ class ModuleBuilder:
             Span(self.context.source, stmt.name_start, stmt.name_start + len(stmt.name)),
             f"function '{stmt.name}' needs a decorator: @T.prim_func or @T.macro",
         )
+
+    def check_unique(self, stmt: tree.FunctionDef) -> None:
+        for earlier, _, _ in self.unit.functions:
+            if earlier.name == stmt.name:
+                source = self.context.source
+                first = Span(source, earlier.name_start, earlier.name_start + len(earlier.name))
+                raise self.builder.error(
+                    Span(source, stmt.name_start, stmt.name_start + len(stmt.name)),
+                    f"two functions are named '{stmt.name}'",
+                    Note("the first is here", first),
+                )
 
     def module_class(self, stmt: tree.ClassDef, scope: Scope) -> None:
         saved = self.builder.scope

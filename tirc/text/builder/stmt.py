@@ -9,6 +9,7 @@ later uses do not report the same mistake again.
 
 from __future__ import annotations
 
+import keyword
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -197,6 +198,9 @@ class Builder(Evaluator):
         function = self.function
         if not text.isidentifier():
             return self.shape_expression(text, span)
+        if keyword.iskeyword(text):
+            # it would print as `if = T.int32()`, which no parser reads
+            raise self.error(span, f"a shape variable cannot be named '{text}', a keyword")
         if function is not None and text in function.signature_vars:
             return function.signature_vars[text]
         try:
