@@ -4,7 +4,10 @@ pad value and a block that writes only the in-bound part, both under `loop`.
 The block stores `T.if_then_else(in_bounds, value, pad)`, `in_bounds` a conjunction of bounds
 on its iterators. The fill block (`<name>_pad_const`, returned) runs the original loops from
 `loop` down; the in-bound block runs them narrowed to the in-bound box, its iterators shifted
-to start at 0, with a `T.where` for the bounds of loops above `loop`.
+to start at 0, with a `T.where` for the bounds of loops above `loop` (the in-bound tests
+first, then the block's own predicate). `loop` and the loops below it must hold nothing but
+the next loop down to the block: TVM accepts a loop shared with other blocks and drops them,
+tirc refuses it.
 
     for i in range(140):                          for i in range(140):  # "block_pad_const"
         y[vi] = T.if_then_else(         →             y[vi] = 0
@@ -207,7 +210,7 @@ def _in_bound_nest(
     shift: dict[Var, PrimExpr] = {}  # old iterator -> new iterator + low
     iter_vars: list[IterVar] = []
     values: list[PrimExpr] = []
-    predicate = realize.predicate
+    conditions: PrimExpr = IntImm(1, realize.predicate.dtype)  # the in-bound tests
     for iv, binding in zip(node.iter_vars, realize.iter_values, strict=True):
         assert iv.dom is not None
         low, high = bounds[id(iv.var)]
@@ -218,7 +221,11 @@ def _in_bound_nest(
         )
         if not narrowed:
             iter_vars.append(iv)
-            values.append(outer.simplify(substitute(binding, mapping)))
+            kept = substitute(binding, mapping)
+            # TVM simplifies a kept binding over the new loops too (`i1 + ax1` over a unit ax1
+            # is `i1`), but a lone variable only over the loops above `loop`
+            within = outer if isinstance(kept, Var) else _within(loops, mapping, outer)
+            values.append(within.simplify(kept))
             continue
         new_var = Var(iv.var.name, iv.var.dtype)
         iter_vars.append(IterVar(new_var, Range(IntImm(0, new_var.dtype), extent), iv.iter_type))
@@ -238,14 +245,36 @@ def _in_bound_nest(
         # The in-bound condition on the binding, as far as the loops do not ensure it.
         for test in (E.LE(low, bound), E.LT(bound, high)):
             if not _provable(test, loops, mapping, extents, outer):
-                predicate = conjoin(predicate, test)
+                conditions = conjoin(conditions, test)
     body = dataclasses.replace(store, value=value)
     block = dataclasses.replace(node, iter_vars=tuple(iter_vars), body=body)
     block = substitute(block, shift)
     block = dataclasses.replace(block, iter_vars=tuple(iter_vars))
     block = simplify_accesses(block, Analyzer(), bind_iterators=False)
+    # the in-bound tests first, then the block's own predicate, conjunct by conjunct, as TVM
+    # writes them: `c1 and c2 and p1 and p2`
+    predicate = conditions
+    for conjunct in _conjuncts(realize.predicate):
+        predicate = conjoin(predicate, conjunct)
     fresh_realize = SBlockRealize(tuple(values), substitute(predicate, mapping), block)
     return _wrap(loops, mapping, extents, fresh_realize), block
+
+
+def _within(
+    loops: list[For],
+    mapping: dict[Var, PrimExpr],
+    outer: Analyzer,
+    extents: dict[Var, PrimExpr] | None = None,
+) -> Analyzer:
+    """An analyzer that knows the loops above `loop` and the new loops from it down."""
+    analyzer = Analyzer()
+    analyzer.ranges.update(outer.ranges)
+    for node in loops:
+        var = mapping[node.loop_var]
+        assert isinstance(var, Var)
+        extent = node.extent if extents is None else extents.get(node.loop_var, node.extent)
+        analyzer.bind(var, Range(node.min, extent))
+    return analyzer
 
 
 def _provable(
@@ -255,13 +284,15 @@ def _provable(
     extents: dict[Var, PrimExpr],
     outer: Analyzer,
 ) -> bool:
-    analyzer = Analyzer()
-    analyzer.ranges.update(outer.ranges)
-    for node in loops:
-        var = mapping[node.loop_var]
-        assert isinstance(var, Var)
-        analyzer.bind(var, Range(node.min, extents.get(node.loop_var, node.extent)))
-    return analyzer.can_prove(test)
+    return _within(loops, mapping, outer, extents).can_prove(test)
+
+
+def _conjuncts(expr: PrimExpr) -> list[PrimExpr]:
+    if isinstance(expr, E.And):
+        return _conjuncts(expr.a) + _conjuncts(expr.b)
+    if isinstance(expr, IntImm) and expr.value:
+        return []
+    return [expr]
 
 
 def _is_zero(expr: PrimExpr) -> bool:
