@@ -162,6 +162,10 @@ def _divide_sum(total: IterSum, inner: set[Var], dtype: DataType) -> tuple[Part,
     inner_ordered = tuple(sorted(inner_splits, key=lambda s: -s.scale))
     zero = IntImm(0, dtype)
     inner_binding = _sum_expr(IterSum(inner_ordered, zero, inner_extent), dtype)
+    if not outer_splits and isinstance(total.extent, int) and total.extent < inner_extent:
+        # all of the index is inner and a predicate bounds it (`i_0 * 8 + i_1 < 30`): the
+        # inner iterator ranges over the bound, as TVM's iterator map reads the predicate
+        inner_extent = total.extent
     return Part(outer_binding, outer_extent), Part(inner_binding, inner_extent)
 
 
