@@ -12,7 +12,7 @@ from tirc.cli.main import main
 Capture = pytest.CaptureFixture[str]
 
 BIG_SHARED = """
-@T.prim_func
+@T.prim_func(s_tir=True)
 def main(A: T.Buffer((SIZE,), "float32"), B: T.Buffer((SIZE,), "float32")):
     for bx in T.thread_binding(1, thread="blockIdx.x"):
         for tx in T.thread_binding(128, thread="threadIdx.x"):

@@ -16,7 +16,7 @@ from tirc.driver.lower import lower_module
 from tirc.text import parse
 
 KERNEL = """\
-@T.prim_func
+@T.prim_func(s_tir=True)
 def main(A: T.Buffer((64,), "float32")):
     for i in range(1):
         with T.sblock("ext"):
