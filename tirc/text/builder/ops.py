@@ -252,12 +252,15 @@ def _if_then_else(ev: Any, inv: Invocation) -> PrimExpr:
     return located(ev, inv.span, build)
 
 
-def call_argument(ev: Any, arg: Arg) -> object:
+def call_argument(ev: Any, arg: Arg, callee: str) -> object:
     """An intrinsic's argument: an expression, a string, a buffer (for a few builtins)."""
     value = ev.check_value(arg.value)
     if isinstance(value, str):
         return StringImm(value, span=arg.span)
-    if isinstance(value, (Buffer, BufferRegion)):
+    if isinstance(value, BufferRegion):
+        # No intrinsic reads a region, and none prints as one (`A[0:2]` as an argument).
+        raise ev.error(arg.span, f"{callee} takes expressions, not a BufferRegion")
+    if isinstance(value, Buffer):
         return value
     if isinstance(value, (DTypeValue, HandleType)):
         return StringImm(str(dtype_of(ev, value, arg.span)), span=arg.span)
@@ -320,7 +323,7 @@ def intrinsic_call(name: str) -> Callable[[Any, Invocation], PrimExpr]:
         if explicit:
             dtype = expect_dtype(ev, args[0])
             args = args[1:]
-        values = [call_argument(ev, arg) for arg in args]
+        values = [call_argument(ev, arg, inv.name) for arg in args]
         if name in INTEGER_ONLY:  # as its operator (`|`, `~`) does: the printer writes that
             for value, arg in zip(values, args, strict=True):
                 if isinstance(value, PrimExpr) and not (
@@ -401,7 +404,7 @@ def _call_intrin(ev: Any, inv: Invocation) -> PrimExpr:
         raise ev.error(inv.span, f"{inv.name} takes a dtype, an intrinsic name and its arguments")
     dtype = expect_dtype(ev, inv.args[0])
     name = expect_str(ev, inv.args[1]).removeprefix("tirx.").removeprefix("tir.")
-    values = tuple(call_argument(ev, arg) for arg in inv.args[2:])
+    values = tuple(call_argument(ev, arg, inv.name) for arg in inv.args[2:])
     return Call(dtype, name, values, span=inv.span)
 
 
