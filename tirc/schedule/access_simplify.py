@@ -9,15 +9,16 @@ import dataclasses
 
 from tirc.analysis.arith import Analyzer
 from tirc.ir.buffer import BufferRegion, Range
-from tirc.ir.expr import BufferLoad, PrimExpr
+from tirc.ir.expr import BufferLoad, IntImm, PrimExpr
 from tirc.ir.functor import Mutator
 from tirc.ir.stmt import BufferStore, For, SBlock
 
 
 class _AccessSimplifier(Mutator):
-    def __init__(self, analyzer: Analyzer, bind_iterators: bool):
+    def __init__(self, analyzer: Analyzer, bind_iterators: bool, bind_unit_iterators: bool):
         self.analyzer = analyzer
         self.bind_iterators = bind_iterators
+        self.bind_unit_iterators = bind_unit_iterators
 
     def indices(self, indices: tuple[PrimExpr, ...]) -> tuple[PrimExpr, ...]:
         new = tuple(self.analyzer.simplify(self.visit(index)) for index in indices)
@@ -25,7 +26,10 @@ class _AccessSimplifier(Mutator):
 
     def region(self, region: BufferRegion) -> BufferRegion:
         ranges = tuple(
-            Range(self.analyzer.simplify(item.min), self.analyzer.simplify(item.extent))
+            Range(
+                self.analyzer.simplify(item.min),
+                _like(self.analyzer.simplify(item.extent), item.min),
+            )
             for item in region.region
         )
         return BufferRegion(region.buffer, ranges)
@@ -49,7 +53,9 @@ class _AccessSimplifier(Mutator):
         # Iterators are known to lie in their domains (what turns `v % 4096 // 128` into
         # `v // 128` when v < 4096), as in TVM's simplifier of block accesses.
         for iter_var in node.iter_vars if self.bind_iterators else ():
-            if iter_var.dom is not None:
+            if iter_var.dom is not None and (
+                self.bind_unit_iterators or not _is_unit(iter_var.dom)
+            ):
                 self.analyzer.bind(iter_var.var, iter_var.dom)
         new: SBlock = self.generic_visit(node)
         reads = tuple(self.region(region) for region in new.reads)
@@ -58,9 +64,25 @@ class _AccessSimplifier(Mutator):
 
 
 def simplify_accesses(
-    block: SBlock, analyzer: Analyzer | None = None, bind_iterators: bool = True
+    block: SBlock,
+    analyzer: Analyzer | None = None,
+    bind_iterators: bool = True,
+    bind_unit_iterators: bool = True,
 ) -> SBlock:
     """`block` with its access indices and regions simplified; iterators are known to lie in
-    their domains unless `bind_iterators` is false."""
-    simplifier = _AccessSimplifier(analyzer or Analyzer(), bind_iterators)
+    their domains unless `bind_iterators` is false (without `bind_unit_iterators`, an
+    iterator of extent 1 stays a variable rather than becoming its one value)."""
+    simplifier = _AccessSimplifier(analyzer or Analyzer(), bind_iterators, bind_unit_iterators)
     return simplifier.visit(block)
+
+
+def _like(extent: PrimExpr, start: PrimExpr) -> PrimExpr:
+    """A constant extent in the dtype of its range's start (a point of an index that became
+    int64 is `[v:v + 1]` in int64, as the printed region reads back)."""
+    if isinstance(extent, IntImm) and extent.dtype != start.dtype and start.dtype.is_integer:
+        return IntImm(extent.value, start.dtype)
+    return extent
+
+
+def _is_unit(dom: Range) -> bool:
+    return isinstance(dom.extent, IntImm) and dom.extent.value == 1

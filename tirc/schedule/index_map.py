@@ -49,11 +49,23 @@ class IndexMap:
         return tuple(analyzer.simplify(substitute_legalized(e, mapping)) for e in self.final)
 
     def map_ranges(self, ranges: Sequence[Range]) -> tuple[Range, ...]:
-        """The box the final indices cover when the initial ones range over `ranges`."""
-        domains = dict(zip(self.initial, ranges, strict=True))
+        """The box the final indices cover when the initial ones range over `ranges`.
+
+        The initial variables take the ranges' dtypes first (as `map` takes its indices'):
+        an int64 `lambda i, j: (i * 8 + j,)` over int32 extents computes in int64 where its
+        constants are int64, and in int32 where the variables pass through."""
+        fresh = [
+            var if var.dtype == item.extent.dtype else Var(var.name, item.extent.dtype)
+            for var, item in zip(self.initial, ranges, strict=True)
+        ]
+        final = [
+            substitute_legalized(index, dict(zip(self.initial, fresh, strict=True)))
+            for index in self.final
+        ]
+        domains = dict(zip(fresh, ranges, strict=True))
         analyzer = _bound(domains)
         result = []
-        for index in self.final:
+        for index in final:
             bounds = relax(index, domains, analyzer)
             if bounds.min is None or bounds.max is None:
                 raise IndexMapError(f"the index {_text(index)} is not bounded")

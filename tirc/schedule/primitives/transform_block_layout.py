@@ -155,7 +155,8 @@ def _rewrite(
     substitution = dict(zip(old_vars, recovered, strict=True))
     body_block = substitute_legalized(node, substitution)
     new_block = dataclasses.replace(body_block, iter_vars=tuple(new_iters))
-    new_block = simplify_accesses(new_block, analyzer)
+    # a unit iterator stays a variable in the accesses (A[v0, ...]), as TVM leaves it
+    new_block = simplify_accesses(new_block, analyzer, bind_unit_iterators=False)
     loop_vars = tuple(Var(f"ax{position}", var.dtype) for position, var in enumerate(new_vars))
     new_realize = dataclasses.replace(realize, iter_values=loop_vars, block=new_block)
     return new_block, new_realize
