@@ -4,7 +4,8 @@ opaque block of its own, all inside one opaque "common" block (TVM's naming: `B_
 
 One factor may be `None`: it takes what the others leave; otherwise a last partition takes
 the remainder. An iterator bound to the loop itself gets the partition's range as its domain,
-and that block's regions are inferred again over its iterators' domains.
+and that block's regions are inferred again over its iterators' domains; blocks nested inside
+the partitioned block are renamed and narrowed alike (`B` inside `outer` becomes `B_i0`).
 
     for j in range(16):                      with T.sblock("B_j_common"):
         with T.sblock("B"):                      with T.sblock("B_j0_partition"):
@@ -21,6 +22,7 @@ from tirc.analysis.regions import infer_access_regions
 from tirc.ir.buffer import Buffer, Range
 from tirc.ir.dtype import BOOL
 from tirc.ir.expr import IntImm, PrimExpr, Var
+from tirc.ir.functor import Mutator
 from tirc.ir.stmt import For, IterType, IterVar, SBlock, SBlockRealize, SeqStmt, Stmt
 from tirc.ir.substitute import substitute
 from tirc.schedule.errors import ScheduleError
@@ -175,7 +177,13 @@ def _rewrite(
                 fresh[iter_var.var] = Var(iter_var.var.name, iter_var.var.dtype)
         mapping: dict[Var, PrimExpr] = dict(fresh)
         body: Stmt = _partition_realize(
-            realize, mapping, node.loop_var, (start, end), f"{block_name}_{var.name}", buffers
+            realize,
+            mapping,
+            node.loop_var,
+            (start, end),
+            f"{block_name}_{var.name}",
+            buffers,
+            fresh=index > 0,
         )
         for inner in reversed(loops[1:]):
             body = dataclasses.replace(
@@ -204,8 +212,25 @@ def _partition_realize(
     bounds: tuple[int, int],
     name: str,
     buffers: dict[Var, Buffer],
+    fresh: bool,
 ) -> SBlockRealize:
     """The block, renamed; an iterator bound to the loop itself ranges over the partition."""
+    block = realize.block
+    nested = _NestedBlocks(mapping, loop_var, bounds, name[len(block.name) :], buffers, fresh)
+    block = dataclasses.replace(block, body=nested.visit(block.body))
+    renamed = _narrowed(dataclasses.replace(realize, block=block), loop_var, bounds, name, buffers)
+    return substitute(renamed, mapping)
+
+
+def _narrowed(
+    realize: SBlockRealize,
+    loop_var: Var,
+    bounds: tuple[int, int],
+    name: str,
+    buffers: dict[Var, Buffer],
+) -> SBlockRealize:
+    """The block renamed, an iterator bound to `loop_var` ranging over `bounds`, and then its
+    regions inferred again over its iterators' domains."""
     block = realize.block
     start, end = bounds
     iter_vars: list[IterVar] = []
@@ -228,7 +253,43 @@ def _partition_realize(
             reads=tuple(estimate_region(r, domains, true) for r in reads),
             writes=tuple(estimate_region(w, domains, true) for w in writes),
         )
-    return substitute(dataclasses.replace(realize, block=new_block), mapping)
+    return dataclasses.replace(realize, block=new_block)
+
+
+class _NestedBlocks(Mutator):
+    """Blocks inside the partitioned block get the partition's suffix and their iterators
+    bound to the loop its range, as the block itself does (`B` inside `outer` becomes `B_i0`,
+    `vi` in 0:12); their loops and iterators are renamed where `mapping` renames the
+    partition's own (every partition but the first)."""
+
+    def __init__(
+        self,
+        mapping: dict[Var, PrimExpr],
+        loop_var: Var,
+        bounds: tuple[int, int],
+        suffix: str,
+        buffers: dict[Var, Buffer],
+        fresh: bool,  # the first partition keeps its variables
+    ):
+        self.mapping, self.loop_var, self.bounds = mapping, loop_var, bounds
+        self.suffix, self.buffers, self.fresh = suffix, buffers, fresh
+
+    def visit_For(self, node: For) -> For:
+        if self.fresh:
+            self.mapping[node.loop_var] = Var(node.loop_var.name, node.loop_var.dtype)
+        return self.generic_visit(node)  # type: ignore[return-value]
+
+    def visit_SBlockRealize(self, node: SBlockRealize) -> SBlockRealize:
+        if self.fresh:
+            for iter_var in node.block.iter_vars:
+                self.mapping[iter_var.var] = Var(iter_var.var.name, iter_var.var.dtype)
+        block = node.block
+        inner = dataclasses.replace(block, body=self.visit(block.body))
+        if block.init is not None:
+            inner = dataclasses.replace(inner, init=self.visit(block.init))
+        realize = dataclasses.replace(node, block=inner)
+        name = block.name + self.suffix
+        return _narrowed(realize, self.loop_var, self.bounds, name, self.buffers)
 
 
 def _opaque(name: str, body: Stmt) -> SBlockRealize:
