@@ -63,6 +63,11 @@ class Rebinder(Substituter):
         changed = any(a is not b for a, b in zip(values, node.iter_values, strict=False))
         if changed and self._depth == 0:
             normal = normalize_iter_map(values, self.domains, predicate, self.keep_unit_iters)
+            constant = _constant_bounds(predicate)
+            if normal is None and constant is not predicate:
+                # a bound by a shape variable (`i_0 * 256 + i_1 < n`) does not change how the
+                # bindings read: normalize them under the constant bounds alone
+                normal = normalize_iter_map(values, self.domains, constant, self.keep_unit_iters)
             if normal is not None:
                 values = normal
         self._depth += 1
@@ -77,6 +82,30 @@ class Rebinder(Substituter):
         if new is not node:
             self.reuse[node] = new
         return new
+
+
+def _constant_bounds(predicate: PrimExpr) -> PrimExpr:
+    """`predicate` without its conjuncts `x < e` (or `x <= e`) whose bound `e` is not a
+    constant; the same object when there are none."""
+    conjuncts: list[PrimExpr] = []
+    pending = [predicate]
+    while pending:
+        term = pending.pop(0)
+        if isinstance(term, E.And):
+            pending[:0] = [term.a, term.b]
+        else:
+            conjuncts.append(term)
+    kept = [
+        term
+        for term in conjuncts
+        if not (isinstance(term, (E.LT, E.LE)) and not isinstance(term.b, IntImm))
+    ]
+    if len(kept) == len(conjuncts):
+        return predicate
+    result: PrimExpr = IntImm(1, predicate.dtype)
+    for term in kept:
+        result = conjoin(result, term)
+    return result
 
 
 def rebind(

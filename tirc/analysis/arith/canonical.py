@@ -92,8 +92,9 @@ def from_sum(value: Sum, order: Order = "scale") -> PrimExpr:
     terms = [(atom, coeff) for atom, coeff in value.terms.values() if coeff != 0]
     if order == "scale":
         # by falling signed scale, as TVM's canonical form: `9 - j - i * 4`, the subtracted
-        # terms smallest first (stable: first appearance breaks ties)
-        terms.sort(key=lambda term: -term[1])
+        # terms smallest first; at equal scale by falling lower then upper factor of the
+        # split an atom is (`k // 8 + j`, `j % 16 + k % 8`); first appearance breaks ties
+        terms.sort(key=lambda term: (-term[1], *_split_rank(term[0])))
     positive = [term for term in terms if term[1] > 0]
     negative = [term for term in terms if term[1] < 0]
 
@@ -125,6 +126,28 @@ def from_sum(value: Sum, order: Order = "scale") -> PrimExpr:
     elif const < 0:
         result = E.Sub(result, IntImm(-const, dtype))
     return result
+
+
+_UNBOUNDED = 1 << 62  # a split with no upper factor sorts above every finite one
+
+
+def _split_rank(atom: PrimExpr) -> tuple[int, int]:
+    """(-lower factor, -upper factor) of an atom read as TVM's split `x // lower % (upper /
+    lower)`: `k // 8` is (8, unbounded), `k % 8` (1, 8), `k % 32 // 4` (4, 32), others
+    (1, unbounded)."""
+    lower, upper = 1, _UNBOUNDED
+    if isinstance(atom, E.FloorDiv) and isinstance(atom.b, IntImm) and atom.b.value > 0:
+        lower = atom.b.value
+        inner = atom.a
+        if isinstance(inner, E.FloorMod) and isinstance(inner.b, IntImm):
+            upper = inner.b.value
+    elif isinstance(atom, E.FloorMod) and isinstance(atom.b, IntImm) and atom.b.value > 0:
+        upper = atom.b.value
+        inner = atom.a
+        if isinstance(inner, E.FloorDiv) and isinstance(inner.b, IntImm) and inner.b.value > 0:
+            lower = inner.b.value
+            upper *= lower
+    return -lower, -upper
 
 
 def difference(upper: PrimExpr, lower: PrimExpr, order: Order = "scale") -> PrimExpr:

@@ -203,48 +203,52 @@ class _Detector:
         in the order the fused iterator lists them (highest first).
 
         Scales must run 1, e1, e1*e2, ...: starting from the last-written split of the
-        smallest scale, the next is the last-written one of exactly the expected scale.
-        Unless `overlap` is off (bijective maps), where none has that scale the one of the
-        largest smaller scale is taken: the terms overlap (`h * 2 + rh` with `rh` in
-        [0, 3)), the extent grows by the overlap, and the fused iterator lists the splits
-        in the reverse of the order taken (TVM's surjective maps). The extent is an
+        smallest scale, the next is the last-written one of exactly the expected scale, a
+        unit-extent one first (it leaves the expected scale as it is). Where none has that
+        scale, the one of the largest smaller scale is taken: a unit-extent split always
+        (`z + u * 5`), another only unless `overlap` is off (bijective maps), the terms then
+        overlapping (`h * 2 + rh` with `rh` in [0, 3)) and the extent growing by the
+        overlap. The fused iterator lists the splits in the reverse of the order taken, as
+        TVM's does (`f2 * 4 + f0 * 128 + fused` for unit f0, f2). The extent is an
         expression where the highest split is a loop of symbolic extent.
         """
         key = tuple(sorted((id(s.mark), s.lower, _extent_key(s.extent), s.scale) for s in splits))
-        units = [s for s in splits if _is_unit(s)]  # a unit iterator fits at any scale
-        rest = [s for s in splits if not _is_unit(s)]
-        if not rest:
+        units = all(_is_unit(s) for s in splits)
+        if units and min(s.scale for s in splits) != 1:
             return key, 1, tuple(sorted(splits, key=lambda s: -s.scale))
-        smallest = min(s.scale for s in rest)
-        base = max(i for i, s in enumerate(rest) if s.scale == smallest)
+        smallest = min(s.scale for s in splits if units or not _is_unit(s))
         if smallest != 1:
             raise _NotAffine(f"scales do not fuse: expected a term scaled by 1, found {smallest}")
-        taken = [rest.pop(base)]
-        expected, tail, overlapped = taken[0].extent, 0, False
+        rest = list(splits)
+        taken = [rest.pop(_pick(rest, [i for i, s in enumerate(rest) if s.scale == smallest]))]
+        expected: int | PrimExpr = _scaled(taken[0].extent, taken[0].scale)
+        top, tail = expected, 0  # the extent so far (of the non-unit splits) and the overlap
         while rest:
             if not isinstance(expected, int):
+                if all(_is_unit(s) for s in rest):  # units fit under a symbolic top
+                    taken += sorted(rest, key=lambda s: -s.scale)
+                    break
                 raise _NotAffine("a term above an iterator of symbolic extent")
             exact = [i for i, s in enumerate(rest) if s.scale == expected]
             if exact:
-                index = exact[-1]
+                index = _pick(rest, exact)
             else:
                 smaller = [s.scale for s in rest if s.scale < expected]
-                if not self.overlap or not smaller:
+                units_only = all(_is_unit(s) for s in rest if s.scale in smaller)
+                if not smaller or not (self.overlap or units_only):
                     found = min(s.scale for s in rest)
                     raise _NotAffine(
                         f"scales do not fuse: expected a term scaled by {expected}, found {found}"
                     )
-                index = max(i for i, s in enumerate(rest) if s.scale == max(smaller))
-                tail += expected - rest[index].scale
-                overlapped = True
+                index = _pick(rest, [i for i, s in enumerate(rest) if s.scale == max(smaller)])
+                if not _is_unit(rest[index]):
+                    tail += expected - rest[index].scale
             split = rest.pop(index)
             taken.append(split)
             expected = _scaled(split.extent, split.scale)
-        if overlapped:
-            ordered = tuple(reversed(taken)) + tuple(units)
-        else:
-            ordered = tuple(sorted(splits, key=lambda s: -s.scale))
-        return key, _plus(expected, tail), ordered
+            if not _is_unit(split):
+                top = expected
+        return key, _plus(top, tail), tuple(reversed(taken))
 
     # -- the predicate -----------------------------------------------------------------------
 
@@ -385,6 +389,13 @@ def _iterators(splits: Sequence[IterSplit]) -> frozenset[int]:
     return frozenset(id(split.mark) for split in splits if not _is_unit(split))
 
 
+def _pick(splits: list[IterSplit], candidates: list[int]) -> int:
+    """Of the candidate positions (all of one scale), TVM's choice: the last unit-extent
+    split written, else the last split written."""
+    units = [i for i in candidates if _is_unit(splits[i])]
+    return (units or candidates)[-1]
+
+
 def _is_unit(split: IterSplit) -> bool:
     return isinstance(split.extent, int) and split.extent == 1
 
@@ -406,24 +417,36 @@ def _extent_key(extent: int | PrimExpr) -> Hashable:
 
 
 def _merge_adjacent(splits: list[IterSplit]) -> list[IterSplit]:
-    """Joins consecutive digits of one iterator: `x // 32 * 32 + x % 32` is `x`."""
-    result: list[IterSplit] = []
-    for split in sorted(splits, key=lambda s: s.scale):
-        last = result[-1] if result else None
-        if (
-            last is not None
-            and isinstance(last.extent, int)
-            and isinstance(split.extent, int)
-            and last.mark is split.mark
-            and split.lower == last.lower * last.extent
-            and split.scale == last.scale * last.extent
-        ):
-            result[-1] = IterSplit(last.mark, last.lower, last.extent * split.extent, last.scale)
-        else:
-            result.append(split)
-    if len(result) == len(splits):
-        return splits  # keep the written order
-    return sorted(result, key=lambda s: -s.scale)
+    """Joins consecutive digits of one iterator: `x // 32 * 32 + x % 32` is `x`, wherever the
+    two stand among the other terms (`l0 * 4 + f // 4 * 4 + f % 4` is `l0 * 4 + f`). The
+    joined split takes the place of its lower digit; the others keep the written order."""
+    result = list(splits)
+    merged = True
+    while merged:
+        merged = False
+        for low_index, low in enumerate(result):
+            high_index = next(
+                (
+                    index
+                    for index, high in enumerate(result)
+                    if high.mark is low.mark
+                    and isinstance(low.extent, int)
+                    and isinstance(high.extent, int)
+                    and high.lower == low.lower * low.extent
+                    and high.scale == low.scale * low.extent
+                    and index != low_index
+                ),
+                None,
+            )
+            if high_index is None:
+                continue
+            high = result[high_index]
+            assert isinstance(low.extent, int) and isinstance(high.extent, int)
+            result[low_index] = IterSplit(low.mark, low.lower, low.extent * high.extent, low.scale)
+            del result[high_index]
+            merged = True
+            break
+    return splits if len(result) == len(splits) else result
 
 
 def _name(mark: IterMark) -> str:

@@ -143,6 +143,11 @@ class Simplifier(Mutator):
                 return from_sum(scaled)
             quotient.add_term(E.FloorDiv(multiple, inner), 1)
             return from_sum(quotient)
+        if is_mod and isinstance(a, E.FloorDiv) and (_const(a.b) or 0) > 0:
+            # TVM's normal form of a split: (x // p) % q is x % (p * q) // p
+            lower = _const(a.b)
+            assert lower is not None
+            return E.FloorDiv(E.FloorMod(a.a, IntImm(lower * divisor, dtype)), a.b)
         if quotient.is_const and quotient.const == 0:
             return rebuilt
         if is_mod:
