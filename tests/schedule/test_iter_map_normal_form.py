@@ -22,7 +22,8 @@ from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.text import script
 from tirc.text.builder.arith import arithmetic
 
-CASES = json.loads((Path(__file__).parent / "golden" / "iter_map" / "normal_forms.json").read_text())
+GOLDEN = Path(__file__).parent / "golden" / "iter_map" / "normal_forms.json"
+CASES = json.loads(GOLDEN.read_text())
 INT32 = dt.parse_dtype("int32")
 
 

@@ -57,7 +57,9 @@ def expression(case: dict) -> tuple[object, dict]:
     expr = None
     for k in case["order"]:
         expr = terms[k] if expr is None else expr + terms[k]
-    domains = {loops[k]: Range(0, const(e)) for k, e in enumerate(extents) if not first <= k <= last}
+    domains = {
+        loops[k]: Range(0, const(e)) for k, e in enumerate(extents) if not first <= k <= last
+    }
     size = 1
     for k in range(first, last + 1):
         size *= extents[k]
