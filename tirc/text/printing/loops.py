@@ -41,6 +41,17 @@ def is_plain(loop: For) -> bool:
     )
 
 
+def is_collected(extent: PrimExpr) -> bool:
+    """Whether the parser's `range(extent)` keeps `extent` as it is."""
+    from tirc.analysis.arith.canonical import difference
+    from tirc.ir.structural import structural_equal
+
+    dtype = extent.dtype
+    if type(extent) is IntImm or type(extent) is Var or not (dtype.is_integer and dtype.is_scalar):
+        return True
+    return structural_equal(difference(extent, IntImm(0, dtype), order="written"), extent)
+
+
 def grid_of(loop: For) -> list[For]:
     """The loops `for a, b, ... in T.grid(...)` covers, starting at `loop`."""
     grid: list[For] = []
@@ -62,8 +73,10 @@ def grid_of(loop: For) -> list[For]:
 
 def print_for(printer: StmtPrinter, loop: For) -> None:
     grid = grid_of(loop)
-    if len(grid) > 1:
-        _print_grid(printer, grid)
+    if len(grid) > 1 or (grid and not is_collected(loop.extent)):
+        # `range(e)` reads back with e's like terms collected (`n - -4` as `n + 4`, as TVM
+        # reads it), `T.grid(e)` as written: an extent that is not collected keeps T.grid.
+        _print_grid(printer, grid[:1] if len(grid) == 1 else grid)
         return
     head = _loop_head(printer, loop)
     printer.names.push()
