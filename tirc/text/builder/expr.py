@@ -234,7 +234,12 @@ class Evaluator:
             if op == "not":
                 return not value
             if is_number(value):
-                return PYTHON_UNARY[op](value)
+                try:
+                    return PYTHON_UNARY[op](value)
+                except TypeError:  # `~1.5`
+                    raise self.error(
+                        node, f"cannot apply '{op}' to {arith.describe(value)}"
+                    ) from None
             raise self.error(node, f"cannot apply '{op}' to {arith.describe(value)}")
         span = self.span(node)
         try:
