@@ -22,6 +22,7 @@ MUTATED_GENERATED_SHARE = 0.3  # of the generated inputs, mutated before they ru
 # Lowering a large program takes seconds: a campaign lowers the small ones, which cover the
 # same passes (the large ones are lowered whole by the conformance tests).
 LOWER_MAX_CHARS = 8000
+EXAMPLES_KEPT = 5  # inputs kept per kind of failure
 
 
 @dataclass
@@ -33,6 +34,8 @@ class Report:
     lowered: int = 0
     # signature -> (how many inputs, the first input, its outcome)
     failures: dict[str, tuple[int, str, Outcome]] = field(default_factory=dict)
+    # signature -> the first few inputs (one signature may have several causes)
+    examples: dict[str, list[str]] = field(default_factory=dict)
 
     def record(self, text: str, outcome: Outcome, lowered: bool) -> None:
         self.count += 1
@@ -43,6 +46,9 @@ class Report:
             key = outcome.signature()
             seen, first, first_outcome = self.failures.get(key, (0, text, outcome))
             self.failures[key] = (seen + 1, first, first_outcome)
+            found = self.examples.setdefault(key, [])
+            if len(found) < EXAMPLES_KEPT:
+                found.append(text)
 
     @property
     def failure_count(self) -> int:
@@ -63,10 +69,13 @@ class Report:
         return "\n".join(lines)
 
     def save(self, directory: Path) -> None:
-        """Each kind of failure's first input as NNN.tir, its outcome as NNN.txt."""
+        """Each kind of failure's first inputs as NNN.tir, NNN-1.tir..., its first outcome as
+        NNN.txt."""
         directory.mkdir(parents=True, exist_ok=True)
-        for index, (_, (seen, text, outcome)) in enumerate(sorted(self.failures.items())):
-            (directory / f"{index:03d}.tir").write_text(text)
+        for index, (key, (seen, _, outcome)) in enumerate(sorted(self.failures.items())):
+            for number, text in enumerate(self.examples[key]):
+                suffix = f"-{number}" if number else ""
+                (directory / f"{index:03d}{suffix}.tir").write_text(text)
             (directory / f"{index:03d}.txt").write_text(f"{seen} inputs\n{outcome.describe()}\n")
 
 
