@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 
 from tirc.analysis.arith import Analyzer
-from tirc.analysis.arith.compare import normal_comparisons
+from tirc.analysis.arith.compare import less_than, normal_comparisons
 from tirc.analysis.arith.int_set import relax
 from tirc.ir import dtype as dt
 from tirc.ir import expr as E
@@ -270,8 +270,10 @@ def _loop_nest(
             if not analyzer.can_prove(lower, symbolic=True):
                 predicate = lower if predicate is None else E.And(predicate, lower)
         if bound.max is not None:
-            upper = fold("<", value, fold("+", bound.max, IntImm(1, bound.max.dtype)))
-            if not analyzer.can_prove(upper, symbolic=True):
+            # spelled as TVM's simplifier leaves it: x < min(a, b) + 1 is two conditions
+            limit = fold("+", bound.max, IntImm(1, bound.max.dtype))
+            upper = less_than(value, limit, analyzer)
+            if not (isinstance(upper, IntImm) and upper.value):
                 predicate = upper if predicate is None else E.And(predicate, upper)
     condition = (
         IntImm(1, dt.BOOL)

@@ -65,8 +65,8 @@ class Rebinder(Substituter):
             normal = normalize_iter_map(values, self.domains, predicate, self.keep_unit_iters)
             constant = _constant_bounds(predicate)
             if normal is None and constant is not predicate:
-                # a bound by a shape variable (`i_0 * 256 + i_1 < n`) does not change how the
-                # bindings read: normalize them under the constant bounds alone
+                # a bound by a shape variable (`i_0 * 256 + i_1 < n`) or a disjunction does
+                # not change how the bindings read: normalize under the constant bounds alone
                 normal = normalize_iter_map(values, self.domains, constant, self.keep_unit_iters)
             if normal is not None:
                 values = normal
@@ -85,8 +85,9 @@ class Rebinder(Substituter):
 
 
 def _constant_bounds(predicate: PrimExpr) -> PrimExpr:
-    """`predicate` without its conjuncts `x < e` (or `x <= e`) whose bound `e` is not a
-    constant; the same object when there are none."""
+    """`predicate` with only its conjuncts `x < c` for a constant `c`, those that shorten a
+    fused iterator; the same object when it has no others. Bounds by shape variables and
+    disjunctions (`x < n`, `(a < 0 or x == 0)`) leave how the bindings read unchanged."""
     conjuncts: list[PrimExpr] = []
     pending = [predicate]
     while pending:
@@ -95,11 +96,7 @@ def _constant_bounds(predicate: PrimExpr) -> PrimExpr:
             pending[:0] = [term.a, term.b]
         else:
             conjuncts.append(term)
-    kept = [
-        term
-        for term in conjuncts
-        if not (isinstance(term, (E.LT, E.LE)) and not isinstance(term.b, IntImm))
-    ]
+    kept = [term for term in conjuncts if isinstance(term, E.LT) and isinstance(term.b, IntImm)]
     if len(kept) == len(conjuncts):
         return predicate
     result: PrimExpr = IntImm(1, predicate.dtype)

@@ -15,8 +15,12 @@ comparison inside a boolean expression built with and / or / not.
 
 from __future__ import annotations
 
-from tirc.analysis.arith.canonical import from_sum, to_sum
+import math
+
+from tirc.analysis.arith.analyzer import Analyzer
+from tirc.analysis.arith.canonical import Sum, from_sum, to_sum
 from tirc.ir import expr as E
+from tirc.ir.dtype import BOOL
 from tirc.ir.expr import IntImm, PrimExpr
 
 _FLIPPED: dict[type, type] = {E.GE: E.LE, E.GT: E.LT}
@@ -90,3 +94,105 @@ def _split_constant(expr: PrimExpr) -> tuple[PrimExpr, int]:
     offset = total.const
     total.const = 0
     return from_sum(total), offset
+
+
+def less_than(value: PrimExpr, limit: PrimExpr, analyzer: Analyzer) -> PrimExpr:
+    """`value < limit` as TVM's rewrite simplifier leaves it, for a limit built of min, max
+    and sums (the upper bound compute_at checks a regenerated binding against):
+
+        x < min(a, b) + 1      ->  x < a + 1 and x < b + 1
+        x < max(a, b)          ->  x < a or x < b
+        y * 4 + r < q * 4      ->  y - q < 0              (r in [0, 4))
+        x < 1                  ->  x == 0                 (x >= 0)
+
+    The whole is true where the analyzer proves it (symbolic bounds included); a part is
+    dropped only where constant bounds prove it, as TVM's simplifier does."""
+    if analyzer.can_prove(E.LT(value, limit), symbolic=True):
+        return IntImm(1, BOOL)
+    limit = _push_constant(limit, 0, analyzer)
+    return _split_less_than(value, limit, analyzer)
+
+
+def _push_constant(limit: PrimExpr, offset: int, analyzer: Analyzer) -> PrimExpr:
+    """`limit + offset` with the constant pushed into min and max: min(a, b) + 1 is
+    min(a + 1, b + 1)."""
+    if isinstance(limit, (E.Min, E.Max)):
+        return type(limit)(
+            _push_constant(limit.a, offset, analyzer), _push_constant(limit.b, offset, analyzer)
+        )
+    if (
+        isinstance(limit, E.Add)
+        and isinstance(limit.b, IntImm)
+        and isinstance(limit.a, (E.Min, E.Max))
+    ):
+        return _push_constant(limit.a, offset + limit.b.value, analyzer)
+    total = to_sum(limit)
+    total.const += offset
+    return analyzer.simplify(from_sum(total))
+
+
+def _split_less_than(value: PrimExpr, limit: PrimExpr, analyzer: Analyzer) -> PrimExpr:
+    if isinstance(limit, (E.Min, E.Max)):
+        a = _split_less_than(value, limit.a, analyzer)
+        b = _split_less_than(value, limit.b, analyzer)
+        if isinstance(limit, E.Min):
+            return _conjoin(a, b)
+        return _disjoin(a, b)
+    test: PrimExpr = E.LT(value, limit)
+    if analyzer.can_prove(test):  # constant bounds only: TVM's simplifier proves no more
+        return IntImm(1, test.dtype)
+    if isinstance(limit, IntImm):
+        if limit.value == 1 and analyzer.can_prove(E.GE(value, IntImm(0, value.dtype))):
+            return E.EQ(value, IntImm(0, value.dtype))
+        return test
+    factored = _factored_difference(value, limit, analyzer)
+    return test if factored is None else E.LT(factored, IntImm(0, value.dtype))
+
+
+def _factored_difference(value: PrimExpr, limit: PrimExpr, analyzer: Analyzer) -> PrimExpr | None:
+    """`d` where `value - limit` is `g * d + r` with `r` in [0, g) for g > 1 the common
+    factor of its scaled terms (so that `value < limit` is `d < 0`); None where there is
+    none."""
+    total = to_sum(value)
+    total.add(to_sum(limit), -1)
+    terms = list(total.terms.values())
+    factor = 0
+    for _, coeff in terms:
+        if abs(coeff) != 1:
+            factor = math.gcd(factor, coeff)
+    if factor <= 1:
+        return None
+    dtype = value.dtype
+    quotient, remainder = Sum(dtype), Sum(dtype)
+    for atom, coeff in terms:
+        if coeff % factor == 0:
+            quotient.add_term(atom, coeff // factor)
+        else:
+            remainder.add_term(atom, coeff)
+    if quotient.is_const:
+        return None
+    quotient.const = total.const // factor
+    remainder.const = total.const % factor
+    rest = analyzer.simplify(from_sum(remainder))
+    if not (
+        analyzer.can_prove(E.GE(rest, IntImm(0, dtype)))
+        and analyzer.can_prove(E.LT(rest, IntImm(factor, dtype)))
+    ):
+        return None
+    return from_sum(quotient)
+
+
+def _conjoin(a: PrimExpr, b: PrimExpr) -> PrimExpr:
+    if isinstance(a, IntImm):
+        return b if a.value else a
+    if isinstance(b, IntImm):
+        return a if b.value else b
+    return E.And(a, b)
+
+
+def _disjoin(a: PrimExpr, b: PrimExpr) -> PrimExpr:
+    if isinstance(a, IntImm):
+        return a if a.value else b
+    if isinstance(b, IntImm):
+        return b if b.value else a
+    return E.Or(a, b)
