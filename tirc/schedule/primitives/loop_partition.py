@@ -277,7 +277,7 @@ class _NestedBlocks(Mutator):
     def visit_For(self, node: For) -> For:
         if self.fresh:
             self.mapping[node.loop_var] = Var(node.loop_var.name, node.loop_var.dtype)
-        return self.generic_visit(node)  # type: ignore[return-value]
+        return self.generic_visit(node)
 
     def visit_SBlockRealize(self, node: SBlockRealize) -> SBlockRealize:
         if self.fresh:
