@@ -271,7 +271,8 @@ def to_regions(table: dict[Buffer, list[list[Interval]]], span: Any) -> tuple[Bu
             if low is high or expr_key(low) == expr_key(high):
                 ranges.append(Range(low, arith.make_const(1, low.dtype), span=span))
             else:
-                upper = arith.arithmetic("+", high, 1)
+                # both ends in one dtype, as a written slice has them (buffers.region_range)
+                low, upper = arith.match_types(low, arith.arithmetic("+", high, 1))
                 ranges.append(Range(low, arith.difference(upper, low), span=span))
         regions.append(BufferRegion(buffer, tuple(ranges), span=span))
     return tuple(regions)

@@ -61,6 +61,17 @@ class SBlockContext(ContextValue):
 
 
 def make_realize(builder: Builder, frame: SBlockFrame, body: Stmt) -> SBlockRealize:
+    inside = {id(buffer) for buffer in frame.alloc_buffers}
+    inside |= {id(match.buffer) for match in frame.match_buffers}
+    for region in (frame.reads or []) + (frame.writes or []):
+        if id(region.buffer) in inside:
+            # What a block reads and writes is seen from outside it (and printed before
+            # its allocations, where the name would not be defined yet).
+            raise builder.error(
+                region.span or frame.span,
+                f"block '{frame.name}' reads or writes {region.buffer.name}, which it defines "
+                "itself; T.reads and T.writes name buffers from outside the block",
+            )
     try:
         block = SBlock(
             frame.name,
