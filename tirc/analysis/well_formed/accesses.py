@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from tirc.analysis.arith.bound import Bound, const_bound
 from tirc.analysis.well_formed.checker import Checker
+from tirc.analysis.well_formed.loops import free_vars
 from tirc.diagnostics import Diagnostic, Note
 from tirc.ir import expr as E
 from tirc.ir.buffer import Buffer
@@ -441,17 +442,6 @@ def without_offset(index: PrimExpr) -> PrimExpr:
             stripped = stripped.b
         else:
             return stripped
-
-
-def free_vars(expr: PrimExpr) -> set[Var]:
-    found: set[Var] = set()
-
-    def collect(node: Node) -> None:
-        if isinstance(node, Var):
-            found.add(node)
-
-    walk(expr, collect)
-    return found
 
 
 def has_exit(stmt: Stmt) -> bool:
