@@ -16,9 +16,11 @@ from collections.abc import Mapping
 from tirc.analysis.arith import Analyzer
 from tirc.analysis.arith.int_set import relax_range
 from tirc.analysis.arith.iter_map import detect_iter_map
+from tirc.analysis.arith.linear_bound import at_least
 from tirc.ir import expr as E
 from tirc.ir.buffer import BufferRegion, Range
 from tirc.ir.expr import IntImm, PrimExpr, Var
+from tirc.ir.functor import walk
 from tirc.ir.stmt import ForKind
 from tirc.ir.substitute import substitute
 from tirc.schedule.properties import realize_of
@@ -145,12 +147,29 @@ def clamp_to_buffer(region: BufferRegion) -> BufferRegion:
         zero = IntImm(0, item.min.dtype)
         if analyzer.can_prove(E.LT(low, zero)):
             low, changed = zero, True
-        if analyzer.can_prove(E.GT(high, extent)):
+        if analyzer.can_prove(E.GT(high, extent)) or _passes_symbolic_extent(high, extent):
             high, changed = extent, True
         ranges.append(Range(low, analyzer.simplify(E.Sub(high, low))))
     if not changed:
         return region
     return BufferRegion(region.buffer, tuple(ranges))
+
+
+def _passes_symbolic_extent(high: PrimExpr, extent: PrimExpr) -> bool:
+    """`high >= extent` for a symbolic extent, proven over the shape variables alone (which
+    are never negative), the extent's divisions read whole: a tile count rounded up covers
+    the padded length it tiles (`((q * 16 + 63) // 64) * 4 >= q` for `q = (n + 15) // 16`)."""
+    if isinstance(extent, IntImm):
+        return False
+    shape_vars: list[Var] = []
+    walk(extent, lambda node: shape_vars.append(node) if isinstance(node, Var) else None)
+    used: list[Var] = []
+    walk(high, lambda node: used.append(node) if isinstance(node, Var) else None)
+    if not used or any(all(var is not known for known in shape_vars) for var in used):
+        return False
+    divisions: list[PrimExpr] = []
+    walk(extent, lambda node: divisions.append(node) if isinstance(node, E.FloorDiv) else None)
+    return at_least(high, extent, divisions)
 
 
 def or_predicates(items: list[PrimExpr]) -> PrimExpr:

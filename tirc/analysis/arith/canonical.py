@@ -150,6 +150,91 @@ def _split_rank(atom: PrimExpr) -> tuple[int, int]:
     return -lower, -upper
 
 
+def merge_splits(value: Sum) -> Sum:
+    """`value` with the digits of one index joined, as TVM's canonical form joins them:
+
+        x // 3136 * 3136 + x % 3136 // 56 * 56 + x % 56   ->   x
+
+    Two terms `a * (x % u) // l` and `b * (x % l) // m` with `m | l | u` and `a * m == b * l`
+    are `b * (x % u) // m` (`u` may be unbounded: `x // l`), an identity of floor division
+    for every integer x. Returns `value` itself when nothing joins."""
+    changed = False
+    while True:
+        entries = list(value.terms.items())
+        parsed = [(key, atom, coeff, _as_split(atom)) for key, (atom, coeff) in entries]
+        joined = None
+        for key_a, _, coeff_a, split_a in parsed:
+            if split_a is None:
+                continue
+            for key_b, _, coeff_b, split_b in parsed:
+                if split_b is None or key_b == key_a:
+                    continue
+                source_a, low_a, high_a = split_a
+                source_b, low_b, high_b = split_b
+                if (
+                    source_a == source_b
+                    and high_b == low_a
+                    and low_a % low_b == 0
+                    and (high_a is None or high_a % low_a == 0)
+                    and coeff_a * low_b == coeff_b * low_a
+                ):
+                    atom = _make_split(source_a, low_b, high_a, value)
+                    joined = (key_a, key_b, atom, coeff_b)
+                    break
+            if joined is not None:
+                break
+        if joined is None:
+            return value
+        if not changed:
+            value = _copy(value)
+            changed = True
+        key_a, key_b, atom, coeff = joined
+        del value.terms[key_a]
+        del value.terms[key_b]
+        value.add_term(atom, coeff)
+
+
+def _copy(value: Sum) -> Sum:
+    result = Sum(value.dtype, const=value.const)
+    for key, (atom, coeff) in value.terms.items():
+        result.terms[key] = [atom, coeff]
+    return result
+
+
+def _as_split(atom: PrimExpr) -> tuple[Hashable, int, int | None] | None:
+    """(source key, lower, upper) of `(x % upper) // lower` (upper None: `x // lower`), with
+    `x` itself `(x, 1, None)`; None for other atoms."""
+    if isinstance(atom, E.FloorDiv) and isinstance(atom.b, IntImm) and atom.b.value > 0:
+        inner = atom.a
+        if isinstance(inner, E.FloorMod) and isinstance(inner.b, IntImm) and inner.b.value > 0:
+            return expr_key(inner.a), atom.b.value, inner.b.value
+        return expr_key(inner), atom.b.value, None
+    if isinstance(atom, E.FloorMod) and isinstance(atom.b, IntImm) and atom.b.value > 0:
+        return expr_key(atom.a), 1, atom.b.value
+    if isinstance(atom, (E.Add, E.Sub, E.Mul)) or isinstance(atom, IntImm):
+        return None
+    return expr_key(atom), 1, None
+
+
+def _make_split(source_key: Hashable, lower: int, upper: int | None, value: Sum) -> PrimExpr:
+    source = _source_of(source_key, value)
+    dtype = value.dtype
+    result = source if upper is None else E.FloorMod(source, IntImm(upper, dtype))
+    if lower != 1:
+        result = E.FloorDiv(result, IntImm(lower, dtype))
+    return result
+
+
+def _source_of(source_key: Hashable, value: Sum) -> PrimExpr:
+    """The source expression behind a split key, found among the terms' atoms."""
+    for atom, _ in value.terms.values():
+        inner = getattr(atom, "a", None)
+        for candidate in (atom, inner, getattr(inner, "a", None)):
+            if candidate is not None and expr_key(candidate) == source_key:
+                return candidate
+    raise AssertionError("a split's source is among the terms")
+
+
 def difference(upper: PrimExpr, lower: PrimExpr, order: Order = "scale") -> PrimExpr:
     """`upper - lower` with like terms collected; both of one scalar integer dtype."""
     total = to_sum(upper)

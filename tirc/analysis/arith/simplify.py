@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from tirc.analysis.arith.bound import Bound, const_bound
-from tirc.analysis.arith.canonical import Sum, from_sum, to_sum
+from tirc.analysis.arith.canonical import Sum, from_sum, merge_splits, to_sum
 from tirc.ir import dtype as dt
 from tirc.ir import expr as E
 from tirc.ir import integer
@@ -76,7 +76,7 @@ class Simplifier(Mutator):
             return IntImm(integer.wrap(value, rebuilt.dtype), rebuilt.dtype)
         if isinstance(rebuilt, E.Mul) and a is None and b is None:
             return rebuilt
-        result = from_sum(to_sum(rebuilt))
+        result = from_sum(merge_splits(to_sum(rebuilt)))
         return node if _same(result, node) else result
 
     visit_Add = visit_Sub = visit_Mul = _sum
@@ -148,6 +148,14 @@ class Simplifier(Mutator):
             lower = _const(a.b)
             assert lower is not None
             return E.FloorDiv(E.FloorMod(a.a, IntImm(lower * divisor, dtype)), a.b)
+        if is_mod and rest.const == 0 and len(rest.terms) == 1:
+            # one scaled term: its scale counts modulo the divisor, as TVM reduces it
+            # (i * 4 % 3 is i % 3, i * 5 % 3 is i * 2 % 3)
+            ((atom, coeff),) = rest.terms.values()
+            reduced = coeff % divisor
+            if reduced != coeff:
+                term = atom if reduced == 1 else E.Mul(atom, IntImm(reduced, dtype))
+                return E.FloorMod(term, b)
         if quotient.is_const and quotient.const == 0:
             return rebuilt
         if is_mod:
