@@ -6,6 +6,7 @@ Every function is built even after another failed, so one run reports the errors
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -165,10 +166,21 @@ class ModuleBuilder:
         if self.context.diagnostics:
             raise DiagnosticError(self.context.diagnostics)
         is_bare = not self.unit.is_class and len(functions) == 1
+        if is_bare:
+            functions = [named_by_symbol(*functions[0])]
         try:
             return IRModule(tuple(functions), self.unit.attrs, is_bare)
         except IRError as problem:
             raise DiagnosticError(Diagnostic.error(str(problem))) from None
+
+
+def named_by_symbol(name: str, func: PrimFunc) -> tuple[str, PrimFunc]:
+    """A bare function is named by its global symbol, as TVM names it and the printer
+    writes it (`def m` with T.func_attr({"global_symbol": "d"}) prints as `def d`)."""
+    symbol = func.attrs.get("global_symbol")
+    if not isinstance(symbol, str) or symbol == name or not symbol.isidentifier():
+        return name, func
+    return symbol, dataclasses.replace(func, attrs=func.attrs.remove("global_symbol"))
 
 
 def build_module(
