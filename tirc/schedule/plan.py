@@ -190,18 +190,20 @@ def _read_trace(data: list[Any], source: Source, steps_at: str = r"^\s*\[\s*\[")
     return Plan(steps, func, source)
 
 
-def _trace_value(value: Any, kind: Kind) -> Any:
+def _trace_value(value: Any, kind: Kind, is_input: bool = True) -> Any:
     """A TVM trace input or attr as a plain value; strings naming outputs become Refs."""
     if isinstance(value, list):
-        return [_trace_value(item, kind) for item in value]
+        return [_trace_value(item, kind, is_input) for item in value]
     if isinstance(value, dict):
-        return {key: _trace_value(item, kind) for key, item in value.items()}
+        return {key: _trace_value(item, kind, is_input) for key, item in value.items()}
     if isinstance(value, str):
         if value == "None":
             return None
-        if len(value) >= 2 and value[0] == value[-1] == '"':
+        if is_input and len(value) >= 2 and value[0] == value[-1] == '"':
             # TVM quotes string inputs without escaping what is inside ("\"shared\"",
-            # "\"{"a": 1}\""), and reads them back by dropping the quotes: so do we.
+            # "\"{"a": 1}\""), and reads them back by dropping the quotes: so do we. An
+            # attr is written as it is (["CacheRead", [...], [0, "shared"], ...]): quotes
+            # there are part of the string.
             return value[1:-1]
         if kind in (Kind.STR, Kind.INDEX_MAP):
             return value
@@ -215,13 +217,16 @@ def _bind_trace(
 ) -> dict[str, Any]:
     args: dict[str, Any] = {}
     for values, params in ((inputs, signature.inputs), (attrs, signature.attrs)):
+        is_input = params is signature.inputs
         position = 0
         for param in params:
             if param.variadic:
-                args[param.name] = [_trace_value(v, param.kind) for v in values[position:]]
+                args[param.name] = [
+                    _trace_value(v, param.kind, is_input) for v in values[position:]
+                ]
                 position = len(values)
             elif position < len(values):
-                args[param.name] = _trace_value(values[position], param.kind)
+                args[param.name] = _trace_value(values[position], param.kind, is_input)
                 position += 1
             elif param.required:
                 raise DiagnosticError.at(span, f"{signature.tvm} is missing its '{param.name}'")

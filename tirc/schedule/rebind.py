@@ -41,8 +41,14 @@ class Rebinder(Substituter):
         domains: Mapping[Var, Range],
         keep_unit_iters: bool = True,
         guard: PrimExpr | None = None,
+        predicate_mapping: Mapping[Var, PrimExpr] | None = None,
     ):
         super().__init__(mapping)
+        # predicates take the substitution as the primitive writes it (split's nested
+        # `(i_0 * 2 + i_1) * 16 + i_2`, as TVM substitutes), bindings the simplified one
+        self.predicate_substituter = (
+            None if predicate_mapping is None else Substituter(predicate_mapping)
+        )
         self.domains = dict(domains)
         self.keep_unit_iters = keep_unit_iters
         self.guard = guard
@@ -57,7 +63,10 @@ class Rebinder(Substituter):
 
     def visit_SBlockRealize(self, node: SBlockRealize) -> SBlockRealize:
         values = [self.visit(value) for value in node.iter_values]
-        predicate = self.visit(node.predicate)
+        if self.predicate_substituter is not None and self._depth == 0:
+            predicate = self.predicate_substituter.visit(node.predicate)
+        else:
+            predicate = self.visit(node.predicate)
         if self.guard is not None and self._depth == 0:
             predicate = conjoin(predicate, self.guard)
         changed = any(a is not b for a, b in zip(values, node.iter_values, strict=False))
@@ -111,9 +120,10 @@ def rebind(
     domains: Mapping[Var, Range],
     keep_unit_iters: bool = True,
     guard: PrimExpr | None = None,
+    predicate_mapping: Mapping[Var, PrimExpr] | None = None,
 ) -> tuple[Stmt, dict[SBlock, SBlock]]:
     """`body` with `mapping` substituted (see Rebinder) and the blocks it rebuilt."""
-    rebinder = Rebinder(mapping, domains, keep_unit_iters, guard)
+    rebinder = Rebinder(mapping, domains, keep_unit_iters, guard, predicate_mapping)
     result: Stmt = rebinder.visit(body)
     return result, rebinder.reuse
 

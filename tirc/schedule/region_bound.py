@@ -147,6 +147,11 @@ def clamp_to_buffer(region: BufferRegion) -> BufferRegion:
         zero = IntImm(0, item.min.dtype)
         if analyzer.can_prove(E.LT(low, zero)):
             low, changed = zero, True
+        if extent.dtype != high.dtype:  # an int64 shape indexed by int32 iterators
+            if not isinstance(extent, IntImm):
+                ranges.append(Range(low, analyzer.simplify(E.Sub(high, low))))
+                continue
+            extent = IntImm(extent.value, high.dtype)
         if analyzer.can_prove(E.GT(high, extent)) or _passes_symbolic_extent(high, extent):
             high, changed = extent, True
         ranges.append(Range(low, analyzer.simplify(E.Sub(high, low))))

@@ -103,7 +103,7 @@ def less_than(value: PrimExpr, limit: PrimExpr, analyzer: Analyzer) -> PrimExpr:
         x < min(a, b) + 1      ->  x < a + 1 and x < b + 1
         x < max(a, b)          ->  x < a or x < b
         y * 4 + r < q * 4      ->  y - q < 0              (r in [0, 4))
-        x < 1                  ->  x == 0                 (x >= 0)
+        x < max(a, 1)          ->  x < a or x == 0        (x >= 0)
 
     The whole is true where the analyzer proves it (symbolic bounds included); a part is
     dropped only where constant bounds prove it, as TVM's simplifier does."""
@@ -131,10 +131,13 @@ def _push_constant(limit: PrimExpr, offset: int, analyzer: Analyzer) -> PrimExpr
     return analyzer.simplify(from_sum(total))
 
 
-def _split_less_than(value: PrimExpr, limit: PrimExpr, analyzer: Analyzer) -> PrimExpr:
+def _split_less_than(
+    value: PrimExpr, limit: PrimExpr, analyzer: Analyzer, in_max: bool = False
+) -> PrimExpr:
     if isinstance(limit, (E.Min, E.Max)):
-        a = _split_less_than(value, limit.a, analyzer)
-        b = _split_less_than(value, limit.b, analyzer)
+        in_max = in_max or isinstance(limit, E.Max)
+        a = _split_less_than(value, limit.a, analyzer, in_max)
+        b = _split_less_than(value, limit.b, analyzer, in_max)
         if isinstance(limit, E.Min):
             return _conjoin(a, b)
         return _disjoin(a, b)
@@ -142,7 +145,10 @@ def _split_less_than(value: PrimExpr, limit: PrimExpr, analyzer: Analyzer) -> Pr
     if analyzer.can_prove(test):  # constant bounds only: TVM's simplifier proves no more
         return IntImm(1, test.dtype)
     if isinstance(limit, IntImm):
-        if limit.value == 1 and analyzer.can_prove(E.GE(value, IntImm(0, value.dtype))):
+        # TVM spells the `x <= 0` branch of `x <= max(a, 0)` as `x == 0`; a plain `x < 1`
+        # stays as it is
+        nonnegative = analyzer.can_prove(E.GE(value, IntImm(0, value.dtype)))
+        if in_max and limit.value == 1 and nonnegative:
             return E.EQ(value, IntImm(0, value.dtype))
         return test
     factored = _factored_difference(value, limit, analyzer)

@@ -22,6 +22,7 @@ from tirc.ir import expr as E
 from tirc.ir.buffer import Range
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import IntImm, PrimExpr, Var
+from tirc.ir.functor import walk
 
 
 class Level(enum.Enum):
@@ -110,8 +111,6 @@ class _Detector:
         return mark
 
     def depends(self, expr: PrimExpr) -> bool:
-        from tirc.ir.functor import walk
-
         found = False
 
         def visit(node: object) -> None:
@@ -145,6 +144,13 @@ class _Detector:
         if isinstance(atom, Var):
             mark = self.mark_of(atom)
             return [IterSplit(mark, 1, mark.extent, 1)]
+        if isinstance(atom, E.Cast) and atom.dtype.is_integer and atom.value.dtype.is_integer:
+            # an index cast to another integer type (`T.Cast("int32", f % 1280)` after a
+            # fuse of int64 and int32 loops) reads as the index itself, as in TVM
+            inner, base = self.splits_of(atom.value)
+            if not (isinstance(base, IntImm) and base.value == 0):
+                raise _NotAffine("a cast of an iterator with an offset")
+            return inner
         if isinstance(atom, (E.FloorDiv, E.FloorMod)) and not isinstance(atom.b, IntImm):
             return self.symbolic_division(atom)
         if isinstance(atom, (E.FloorDiv, E.FloorMod)) and isinstance(atom.b, IntImm):
@@ -507,6 +513,11 @@ def normalize_iter_map(
     for domain in domains.values():
         if not isinstance(domain.min, IntImm):
             return None
+    casts: list[E.Cast] = []
+    for index in indices:
+        walk(index, lambda node: casts.append(node) if isinstance(node, E.Cast) else None)
+    if casts:
+        return None  # an index cast to another type stays as written (the detector reads it)
     if not keep_unit_iters:
         zeros: dict[Var, PrimExpr] = {
             var: IntImm(0, var.dtype)

@@ -116,6 +116,13 @@ class Simplifier(Mutator):
         if is_mod and isinstance(a, E.FloorMod) and nested is not None and nested % divisor == 0:
             return self.visit(E.FloorMod(a.a, b))
         total = to_sum(a)
+        if not is_mod and total.const and len(total.terms) == 1:
+            # (x // p + c) // q == (x + p * c) // (p * q): a ceiling division of a count
+            ((atom, coeff),) = total.terms.values()
+            step = _const(atom.b) if isinstance(atom, E.FloorDiv) else None
+            if coeff == 1 and step is not None and step > 0:
+                shifted = E.Add(atom.a, IntImm(step * total.const, dtype))
+                return self.visit(E.FloorDiv(shifted, IntImm(step * divisor, dtype)))
         quotient, rest = Sum(dtype), Sum(dtype)
         for atom, coeff in total.terms.values():
             target = quotient if coeff % divisor == 0 else rest

@@ -108,8 +108,8 @@ class _Plan:
     consumer: SBlock
     store: BufferStore  # the consumer's store
     mapping: dict[Var, PrimExpr]  # consumer iterators over the producer's store indices
-    producer: SBlock
-    guard: PrimExpr | None  # over the producer's iterators: where it computes too much
+    producer: SBlock  # the block that stores the buffer: the producer, or a block inside it
+    guard: PrimExpr | None  # over that block's iterators: where it computes too much
 
 
 def _plan(block: SRef, producer: SRef, buffer: Buffer) -> _Plan:
@@ -131,9 +131,10 @@ def _plan(block: SRef, producer: SRef, buffer: Buffer) -> _Plan:
     indices = loads[0].indices
     if any(find_difference(load.indices, indices) is not None for load in loads[1:]):
         raise refuse(f"the consumer loads {buffer.name} at different indices")
-    producer_store = producer.block.body
-    if not isinstance(producer_store, BufferStore):
-        raise refuse("the producer's body is not a single BufferStore")
+    found = _stores_into(producer.block, buffer)
+    if len(found) != 1:
+        raise refuse(f"the producer does not store {buffer.name} exactly once")
+    store_block, producer_store = found[0]
     inverse = _invert_indices(consumer, indices, producer_store.indices)
     if inverse is None:
         raise refuse(
@@ -148,10 +149,34 @@ def _plan(block: SRef, producer: SRef, buffer: Buffer) -> _Plan:
             mapping[iv.var] = iv.dom.min  # type: ignore[union-attr]
         else:
             raise refuse(f"the consumer's iterator {iv.var.name} does not index {buffer.name}")
-    guard = _guard(consumer, producer.block, mapping)
+    guard = _guard(consumer, store_block, mapping)
     if guard is False:
         raise refuse("the producer does not compute everything the consumer reads")
-    return _Plan(buffer, consumer, store, mapping, producer.block, guard)  # type: ignore[arg-type]
+    return _Plan(buffer, consumer, store, mapping, store_block, guard)  # type: ignore[arg-type]
+
+
+def _stores_into(block: SBlock, buffer: Buffer) -> list[tuple[SBlock, BufferStore]]:
+    """The stores into `buffer` in the block's body, each with the innermost block around it
+    (a blockized producer stores from its inner block)."""
+    found: list[tuple[SBlock, BufferStore]] = []
+
+    def look(node: object, owner: SBlock) -> None:
+        if isinstance(node, BufferStore):
+            if node.buffer is buffer:
+                found.append((owner, node))
+            return
+        if isinstance(node, SBlock):
+            owner = node
+        for name in ("body", "stmts", "block", "then_case", "else_case"):
+            child = getattr(node, name, None)
+            if isinstance(child, tuple):
+                for item in child:
+                    look(item, owner)
+            elif child is not None:
+                look(child, owner)
+
+    look(block.body, block)
+    return found
 
 
 def _invert_indices(

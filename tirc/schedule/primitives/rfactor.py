@@ -5,8 +5,8 @@ the original block, which reduces those slots.
 Preconditions: the loop holds that one block, a reduction in a scope that is a stage pipeline
 (no block overwrites what an earlier one reads; each producer writes all that its consumers
 read from it); the block's init and update match a commutative reducer, with the buffers it
-reduces into all of one shape and stored at the same indices; the loop feeds reduction
-iterators only.
+reduces into all of one shape and stored at the same indices; the loop feeds a reduction
+iterator and no data-parallel one (a unit loop that feeds none factors too).
 
     for i, k0, k1 in T.grid(128, 4, 32):            for i, k0, k1 in T.grid(128, 4, 32):
         C[vi] += A[vi, vk]                  →           C_rf[vk1, vi] += A[vi, vk0 * 32 + vk1]
@@ -23,7 +23,7 @@ from tirc.analysis.arith import Analyzer
 from tirc.ir import dtype as dt
 from tirc.ir import expr as E
 from tirc.ir.buffer import Buffer, BufferRegion, Range
-from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var
+from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var, is_const_int
 from tirc.ir.functor import Mutator, walk
 from tirc.ir.node import Node
 from tirc.ir.stmt import (
@@ -179,10 +179,14 @@ def _check_loops(
                 loop,
                 block,
             )
-    if loop.loop.loop_var not in reduce:
+    if loop.loop.loop_var not in reduce and not is_const_int(loop.loop.extent, 1):
+        # TVM factors any loop no data-parallel iterator reads; one that feeds no iterator
+        # repeats the whole reduction, and each slot would hold all of it: the final block
+        # would add them up, where the block computed it once
         raise ScheduleError(
-            f"{describe(loop)} feeds no reduction iterator of {describe(block)}: only a "
-            "reduction loop can be factored",
+            f"{describe(loop)} feeds no reduction iterator of {describe(block)}: each of its "
+            "iterations would reduce into a slot the whole reduction, and the final block "
+            "would add them up; only a reduction loop (or a unit loop) can be factored",
             loop,
             block,
         )
@@ -349,6 +353,13 @@ class _Factoring:
         var_map: dict[Var, PrimExpr] = {}
         for iter_var, value in zip(self.block.iter_vars, self.realize.iter_values, strict=True):
             if iter_var.iter_type is IterType.SPATIAL:
+                new = dataclasses.replace(iter_var, var=Var(iter_var.var.name, iter_var.var.dtype))
+                iter_vars.append(new)
+                values.append(value)
+                var_map[iter_var.var] = new.var
+                continue
+            if self.rf_loop.loop_var not in _loop_vars_in(value):
+                # a reduction iterator the factored loop does not feed stays as it is
                 new = dataclasses.replace(iter_var, var=Var(iter_var.var.name, iter_var.var.dtype))
                 iter_vars.append(new)
                 values.append(value)

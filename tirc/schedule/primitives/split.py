@@ -135,7 +135,9 @@ def _rewrite(
     domains = outer_domains(loop)
     for var, extent in zip(new_vars, extents, strict=False):
         domains[var] = Range(IntImm(0, dtype), extent)
-    body, reuse = rebind(node.body, {old_var: combined}, domains, preserve_unit_iters, guard)
+    body, reuse = rebind(
+        node.body, {old_var: combined}, domains, preserve_unit_iters, guard, {old_var: written}
+    )
     nest: Stmt = body
     for var, extent in reversed(list(zip(new_vars, extents, strict=False))):
         nest = serial_loop(var, extent, nest)
