@@ -7,7 +7,7 @@
 extern "C" __global__ void __launch_bounds__(128) main_kernel(float* __restrict__ A, float* __restrict__ B) {
     int i_j_fused_0 = (int)blockIdx.x;
     int i_j_fused_1 = (int)threadIdx.x;
-    int cse_v1 = i_j_fused_0 * 512 + i_j_fused_1 / 64 * 256 + i_j_fused_1 % 64 * 4;
+    int cse_v1 = i_j_fused_0 * 512 + i_j_fused_1 * 4;
     float4 A_vec = *(float4*)(A + cse_v1);
     float4 B_vec;
     B_vec.x = A_vec.x * 2.0f + 1.0f;
