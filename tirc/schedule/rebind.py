@@ -41,14 +41,13 @@ class Rebinder(Substituter):
         domains: Mapping[Var, Range],
         keep_unit_iters: bool = True,
         guard: PrimExpr | None = None,
-        predicate_mapping: Mapping[Var, PrimExpr] | None = None,
+        written: Mapping[Var, PrimExpr] | None = None,
     ):
-        super().__init__(mapping)
-        # predicates take the substitution as the primitive writes it (split's nested
-        # `(i_0 * 2 + i_1) * 16 + i_2`, as TVM substitutes), bindings the simplified one
-        self.predicate_substituter = (
-            None if predicate_mapping is None else Substituter(predicate_mapping)
-        )
+        # With `written`, bindings take `mapping` (simplified) and everything else, predicates
+        # and the accesses of blocks without iterators, the substitution as the primitive
+        # writes it (split's nested `(i_0 * 2 + i_1) * 16 + i_2`), as TVM substitutes them.
+        super().__init__(mapping if written is None else written)
+        self.bindings = None if written is None else Substituter(mapping)
         self.domains = dict(domains)
         self.keep_unit_iters = keep_unit_iters
         self.guard = guard
@@ -62,11 +61,9 @@ class Rebinder(Substituter):
         return result
 
     def visit_SBlockRealize(self, node: SBlockRealize) -> SBlockRealize:
-        values = [self.visit(value) for value in node.iter_values]
-        if self.predicate_substituter is not None and self._depth == 0:
-            predicate = self.predicate_substituter.visit(node.predicate)
-        else:
-            predicate = self.visit(node.predicate)
+        binding = self.visit if self.bindings is None else self.bindings.visit
+        values = [binding(value) for value in node.iter_values]
+        predicate = self.visit(node.predicate)
         if self.guard is not None and self._depth == 0:
             predicate = conjoin(predicate, self.guard)
         changed = any(a is not b for a, b in zip(values, node.iter_values, strict=False))
@@ -120,10 +117,10 @@ def rebind(
     domains: Mapping[Var, Range],
     keep_unit_iters: bool = True,
     guard: PrimExpr | None = None,
-    predicate_mapping: Mapping[Var, PrimExpr] | None = None,
+    written: Mapping[Var, PrimExpr] | None = None,
 ) -> tuple[Stmt, dict[SBlock, SBlock]]:
     """`body` with `mapping` substituted (see Rebinder) and the blocks it rebuilt."""
-    rebinder = Rebinder(mapping, domains, keep_unit_iters, guard, predicate_mapping)
+    rebinder = Rebinder(mapping, domains, keep_unit_iters, guard, written)
     result: Stmt = rebinder.visit(body)
     return result, rebinder.reuse
 

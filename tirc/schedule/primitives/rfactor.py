@@ -377,7 +377,9 @@ class _Factoring:
         lhs = [BufferLoad(buffer, indices) for buffer in self.rf_buffers]
         rhs = [substitute(value, var_map) for value in self.match.rhs]
         stored = self.match.reducer.combine(lhs, rhs) if has_reduce else rhs
-        body = _stores(self.rf_buffers, indices, stored)
+        # without a reduction left, the rf block copies each value: plain stores, no lets
+        store = _stores if has_reduce else _plain_stores
+        body = store(self.rf_buffers, indices, stored)
         init = _plain_stores(self.rf_buffers, indices, self.inits) if has_reduce else None
         reads = tuple(
             BufferRegion(r.buffer, substitute(r.region, var_map)) for r in self.block.reads
