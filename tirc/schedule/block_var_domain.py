@@ -165,7 +165,7 @@ def solve_block_var_domains(
         if not required_regions:
             continue
         want = _union_regions(required_regions)
-        have = _union_regions(provided_regions)
+        have = _within_domains(_union_regions(provided_regions), iter_vars, analyzer)
         if not _solve_affine(buffer, iter_vars, have, want, analyzer, domains):
             _solve_by_dimension(buffer, have, want, analyzer, domains)
     result = []
@@ -177,6 +177,25 @@ def solve_block_var_domains(
         info.simplify(analyzer)
         result.append(info)
     return result
+
+
+def _within_domains(region: Region, iter_vars: Sequence[IterVar], analyzer: Analyzer) -> Region:
+    """The block's own region simplified knowing its iterators lie in their domains, as
+    TVM's solver reads it (`(v1 // 768 + v0) % 64` is `v0` for v1 < 768, v0 < 64)."""
+    local = Analyzer()
+    local.ranges.update(analyzer.ranges)
+    local.domains.update(analyzer.domains)
+    for iter_var in iter_vars:
+        dom = iter_var.dom
+        # a unit iterator stays a variable (its one value would hide which one it is)
+        if dom is not None and is_constant(dom) and not E.is_const_int(dom.extent, 1):
+            local.bind(iter_var.var, dom)
+    return [
+        interval
+        if interval.empty
+        else Interval(_simplify(local, interval.min), _simplify(local, interval.max))
+        for interval in region
+    ]
 
 
 def _union_regions(regions: list[Region]) -> Region:
