@@ -31,10 +31,11 @@ from tirc.ir.substitute import substitute
 
 @dataclass(frozen=True)
 class Part:
-    """One side of a divided index: its binding and the extent it ranges over."""
+    """One side of a divided index: its binding and the extent it ranges over (an
+    expression only for a loop of symbolic extent read whole)."""
 
     binding: PrimExpr
-    extent: int
+    extent: int | PrimExpr
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,9 @@ def divide_subspace(
     and the rest; raises DivisionError when some index or predicate mixes them otherwise."""
     for var, domain in domains.items():
         if not (isinstance(domain.min, IntImm) and isinstance(domain.extent, IntImm)):
+            whole = _divide_whole_loops(indices, domains, inner, predicate)
+            if whole is not None:
+                return whole
             raise DivisionError(f"loop {var.name} does not have a constant range")
     if not keep_unit_iters:
         # Unit loops always hold 0: dropping them keeps them out of the outer bindings.
@@ -85,6 +89,35 @@ def divide_subspace(
         outer.append(outer_part)
         inner_parts.append(inner_part)
     return Division(tuple(outer), tuple(inner_parts), outer_predicate, inner_predicate)
+
+
+def _divide_whole_loops(
+    indices: Sequence[PrimExpr],
+    domains: Mapping[Var, Range],
+    inner: set[Var],
+    predicate: PrimExpr | None,
+) -> Division | None:
+    """Where loops have symbolic extents: the division when each index is one loop read
+    whole (the index goes to the side of its loop, over the loop's extent) and there is no
+    predicate; None otherwise."""
+    if predicate is not None and not (isinstance(predicate, IntImm) and predicate.value):
+        return None
+    outer: list[Part] = []
+    inner_parts: list[Part] = []
+    for index in indices:
+        if not (isinstance(index, Var) and index in domains):
+            return None
+        domain = domains[index]
+        if not (isinstance(domain.min, IntImm) and domain.min.value == 0):
+            return None
+        extent: int | PrimExpr = domain.extent
+        if isinstance(extent, IntImm):
+            extent = extent.value
+        zero = Part(IntImm(0, index.dtype), 1)
+        whole = Part(index, extent)
+        outer.append(zero if index in inner else whole)
+        inner_parts.append(whole if index in inner else zero)
+    return Division(tuple(outer), tuple(inner_parts), None, None)
 
 
 def _detect(

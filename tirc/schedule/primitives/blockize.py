@@ -142,6 +142,7 @@ def build_blockized(
         if outer.extent == 1:
             mapping[var] = inner_var
         else:
+            assert isinstance(inner.extent, int)  # a symbolic loop is wholly one side
             mapping[var] = E.Add(E.Mul(outer_var, IntImm(inner.extent, dtype)), inner_var)
 
     reads = tuple(substitute(region, mapping) for region in block.reads)
@@ -180,8 +181,9 @@ def build_blockized(
     return outer_realize, {block: inner_block}
 
 
-def _iter_var(var: Var, extent: int, iter_type: IterType) -> IterVar:
-    return IterVar(var, Range(IntImm(0, var.dtype), IntImm(extent, var.dtype)), iter_type)
+def _iter_var(var: Var, extent: int | PrimExpr, iter_type: IterType) -> IterVar:
+    size = IntImm(extent, var.dtype) if isinstance(extent, int) else extent
+    return IterVar(var, Range(IntImm(0, var.dtype), size), iter_type)
 
 
 def _relax_regions(
@@ -419,6 +421,7 @@ def _inner_block(
         if outer.extent == 1:
             mapping[var] = inner_var
         else:
+            assert isinstance(inner.extent, int)  # a symbolic loop is wholly one side
             mapping[var] = E.Add(E.Mul(outer_var.var, IntImm(inner.extent, dtype)), inner_var)
     new_block = dataclasses.replace(substitute(block, mapping), iter_vars=tuple(inner_vars))
     true = IntImm(1, member.realize.predicate.dtype)
