@@ -185,7 +185,7 @@ class _LocationDetector(Visitor):
 
     def visit_SBlock(self, node: SBlock) -> None:
         if node is self.scope:
-            self.generic_visit(node)
+            self.visit(node.body)  # not its init: a blockized reduction's init loops are no place
             if self.visited_related and self.location is None:
                 self.location = node
                 if not self.visited_block and self.position == -1:
@@ -240,7 +240,7 @@ class _InplaceLocationDetector(Visitor):
 
     def visit_SBlock(self, node: SBlock) -> None:
         if node is self.scope:
-            self.generic_visit(node)
+            self.visit(node.body)  # not its init, whose statements no sref tracks
             if self.visited_block and self.location is None:
                 self.location = node
                 if self.position == -1:
