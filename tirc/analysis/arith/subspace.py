@@ -74,6 +74,11 @@ def divide_subspace(
         }
         indices = [substitute(index, zeros) for index in indices]
         predicate = None if predicate is None else substitute(predicate, zeros)
+    casts: list[E.Cast] = []
+    for index in indices:
+        walk(index, lambda node: casts.append(node) if isinstance(node, E.Cast) else None)
+    if casts:  # its parts would be rebuilt in the wrong integer type
+        raise DivisionError("a binding casts an iterator to another integer type")
     outer_predicate, inner_predicate = _divide_predicate(predicate, inner)
     analyzer = Analyzer()
     for var, domain in domains.items():
