@@ -1,0 +1,88 @@
+"""gpu-multi-level-tiling (CUDA): SSRSRS tiles bound to blocks and threads, with shared and
+local caches.
+
+Applies to a reduction block with data reuse under a plain nest of constant loops (matmul,
+batch matmul, conv2d). Each spatial loop is tiled in four (S0 S1 S2 S3) and each reduction
+loop in two (R0 R1), ordered S0 S1 R0 S2 R1 S3: the S0 loops are fused and bound to
+blockIdx.x, the S1 loops fused and bound to threadIdx.x (at most 1024 threads), every input
+is staged in `shared` memory per R0 step and fetched by all the threads together, and the
+output tile is kept in a `local` write cache written back by each thread.
+"""
+
+from __future__ import annotations
+
+import math
+
+from tirc.ir.stmt import IterType
+from tirc.tune.builder import PlanBuilder, Redraw
+from tirc.tune.rules.analysis import has_reuse, plain_nest
+
+MAX_INNERMOST = 16
+MAX_THREADS = 1024
+TILE_TRIES = 8
+
+
+def apply(builder: PlanBuilder, name: str) -> list[str] | None:
+    nest = plain_nest(builder, name)
+    if nest is None or not nest.reduce or not nest.spatial or not has_reuse(nest.block):
+        return None
+    if len(nest.block.block.writes) != 1:
+        return None
+    block = builder.get_sblock(name)
+    loops = builder.get_loops(block)
+    spatial_tiles: list[list] = []
+    reduce_tiles: list[list] = []
+    threads = 1
+    for loop, role in zip(loops, nest.roles, strict=True):
+        if role is IterType.SPATIAL:
+            factors = builder.sample_tile(loop, 4, MAX_INNERMOST)
+            threads *= factors[1].value
+            spatial_tiles.append(builder.split(loop, list(factors)))
+        else:
+            factors = builder.sample_tile(loop, 2, MAX_INNERMOST)
+            reduce_tiles.append(builder.split(loop, list(factors)))
+    if threads > MAX_THREADS:
+        raise Redraw(f"{threads} threads in a block: more than {MAX_THREADS}")
+    levels = [[tile[level] for tile in spatial_tiles] for level in range(4)]
+    reductions = [[tile[level] for tile in reduce_tiles] for level in range(2)]
+    order = levels[0] + levels[1] + reductions[0] + levels[2] + reductions[1] + levels[3]
+    builder.run("reorder", ordered_loops=order)
+    blocks_loop = builder.fuse(levels[0])
+    builder.run("bind", loop=blocks_loop, thread="blockIdx.x")
+    threads_loop = builder.fuse(levels[1])
+    builder.run("bind", loop=threads_loop, thread="threadIdx.x")
+    made = [name]
+    cache, _ = builder.run("cache_write", block=block, write_buffer_index=0, storage_scope="local")
+    made.append(cache.block.name)
+    for index in range(len(nest.block.block.reads)):
+        if nest.block.block.reads[index].buffer in {w.buffer for w in nest.block.block.writes}:
+            continue
+        shared, _ = builder.run(
+            "cache_read", block=block, read_buffer_index=index, storage_scope="shared"
+        )
+        builder.run("compute_at", block=shared, loop=reductions[0][-1])
+        _cooperative_fetch(builder, shared, threads)
+        made.append(shared.block.name)
+    builder.run("reverse_compute_at", block=cache, loop=threads_loop)
+    return made
+
+
+def _cooperative_fetch(builder: PlanBuilder, shared: object, threads: int) -> None:
+    """The copy's own loops fused and split so that every thread of the block takes a part."""
+    loops = builder.get_loops(shared)  # type: ignore[arg-type]
+    own = loops[-_copy_rank(builder, shared) :]
+    fused = builder.fuse(own)
+    extent = fused.loop.extent
+    total = getattr(extent, "value", None)
+    if total is None or threads == 1:
+        return
+    step = math.gcd(total, threads) if total % threads else threads
+    if step == 1:
+        return
+    _, inner = builder.split(fused, [None, step])
+    builder.run("bind", loop=inner, thread="threadIdx.x")
+
+
+def _copy_rank(builder: PlanBuilder, shared: object) -> int:
+    block = shared.block  # type: ignore[attr-defined]
+    return len(block.iter_vars)

@@ -1,0 +1,58 @@
+"""multi-level-tiling (CPU): SSRSRS tiles with a register-tile write cache.
+
+Applies to a reduction block with data reuse (some input is read without one of the spatial
+iterators: matmul, batch matmul, conv2d, depthwise conv2d) under a plain nest of constant
+loops. Each spatial loop is tiled in four (S0 S1 S2 S3), each reduction loop in two (R0 R1),
+ordered S0 S1 R0 S2 R1 S3: the S0 loops are fused and run in parallel, the innermost S3 loop
+is vectorized where it indexes the output's last dimension, and the output tile lives in a
+`local` write cache, written back after the S0 or S1 level (a choice), its initialization
+decomposed in front of the R0 loops. An unroll depth for the whole nest is sampled too.
+"""
+
+from __future__ import annotations
+
+from tirc.tune.builder import PlanBuilder
+from tirc.tune.rules.analysis import has_reuse, is_innermost_contiguous, plain_nest
+from tirc.tune.rules.common import annotate_unroll, vectorize_innermost
+
+MAX_INNERMOST = 64
+
+
+def apply(builder: PlanBuilder, name: str) -> list[str] | None:
+    nest = plain_nest(builder, name)
+    if nest is None or not nest.reduce or not nest.spatial or not has_reuse(nest.block):
+        return None
+    if len(nest.block.block.writes) != 1:
+        return None
+    block = builder.get_sblock(name)
+    loops = builder.get_loops(block)
+    spatial_tiles: list[list] = []
+    reduce_tiles: list[list] = []
+    for loop, role in zip(loops, nest.roles, strict=True):
+        if role.value == "S":
+            factors = builder.sample_tile(loop, 4, MAX_INNERMOST)
+            spatial_tiles.append(builder.split(loop, list(factors)))
+        else:
+            factors = builder.sample_tile(loop, 2, MAX_INNERMOST)
+            reduce_tiles.append(builder.split(loop, list(factors)))
+    levels = [[tile[level] for tile in spatial_tiles] for level in range(4)]
+    reductions = [[tile[level] for tile in reduce_tiles] for level in range(2)]
+    order = levels[0] + levels[1] + reductions[0] + levels[2] + reductions[1] + levels[3]
+    builder.run("reorder", ordered_loops=order)
+    innermost = levels[3][-1]
+    vector = is_innermost_contiguous(nest.block, innermost)
+
+    outer = builder.fuse(levels[0])
+    builder.run("parallel", loop=outer)
+    if vector:
+        builder.run("vectorize", loop=innermost)
+    write_level = builder.sample_choice([0, 1]).value
+    cache, _ = builder.run("cache_write", block=block, write_buffer_index=0, storage_scope="local")
+    at = outer if write_level == 0 else levels[1][-1]
+    builder.run("reverse_compute_at", block=cache, loop=at)
+    init, _ = builder.run("decompose_reduction", block=block, loop=reductions[0][0])
+    if vector:
+        vectorize_innermost(builder, init)
+        vectorize_innermost(builder, cache)
+    annotate_unroll(builder, outer)
+    return [name, cache.block.name, init.block.name]
