@@ -9,11 +9,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import click
 
 from tirc import __version__
 from tirc.driver.exit_code import ExitCode
+
+if TYPE_CHECKING:
+    from tirc.diagnostics import DiagnosticError
+    from tirc.ir.target import Target
 
 
 def examples(*lines: str) -> str:
@@ -56,13 +61,53 @@ def complete_explained(
     return [name for name in all_names() if name.startswith(incomplete)]
 
 
-TARGETS = ["cpu", "interp", "cuda", "llvm", "nvptx"]
+class TargetError(click.BadParameter):
+    """A `--target` tirc does not know: shown as the diagnostic it is, exit status 1."""
+
+    exit_code = 1
+
+    def __init__(self, error: DiagnosticError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+    def show(self, file: object = None) -> None:
+        from tirc.diagnostics.render import render
+
+        render(self.error.diagnostics)
 
 
-def complete_targets(
-    context: click.Context, parameter: click.Parameter, incomplete: str
-) -> list[str]:
-    return [name for name in TARGETS if name.startswith(incomplete)]
+class TargetType(click.ParamType):
+    """`--target`, read once here into a Target (tirc.driver.target.parse_target)."""
+
+    name = "target"
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> Target:
+        from tirc.diagnostics import DiagnosticError
+        from tirc.driver.target import parse_target
+        from tirc.ir.target import Target
+
+        if isinstance(value, Target):
+            return value
+        try:
+            return parse_target(str(value))
+        except DiagnosticError as error:
+            raise TargetError(error) from None
+
+    def shell_complete(
+        self, ctx: click.Context, param: click.Parameter, incomplete: str
+    ) -> list[click.shell_completion.CompletionItem]:
+        from tirc.ir.target import SPELLINGS
+
+        return [
+            click.shell_completion.CompletionItem(name)
+            for name in SPELLINGS
+            if name.startswith(incomplete)
+        ]
+
+
+TARGET = TargetType()
 
 
 @click.group(
@@ -139,10 +184,9 @@ remarks_option = click.option(
 @click.option("--lower", is_flag=True, help="Print the module lowered to tir.")
 @click.option(
     "--target",
-    default="cpu",
-    show_default=True,
-    shell_complete=complete_targets,
-    help="Target whose pipeline lowers.",
+    type=TARGET,
+    default=None,
+    help="Target whose pipeline lowers (default cpu); implies nothing without --lower.",
 )
 @click.option("--pipeline", default=None, metavar="P.toml", help="Lower with this pipeline.")
 @click.option(
@@ -162,7 +206,7 @@ def print_command(
     defines: tuple[str, ...],
     plan: str | None,
     lower: bool,
-    target: str,
+    target: Target | None,
     pipeline: str | None,
     print_after: tuple[str, ...],
     print_after_all: bool,
@@ -179,14 +223,18 @@ def print_command(
     lowering = None
     if lower or pipeline or print_after or print_after_all or time_passes or verify_each:
         lowering = {
-            "target": target,
+            "target": target or "cpu",
             "pipeline_path": pipeline,
             "print_after": print_after,
             "print_after_all": print_after_all,
             "time_passes": time_passes,
             "verify_each": verify_each,
         }
-    return guarded(lambda: commands.print_file(file, output, defines, plan=plan, lowering=lowering))
+    return guarded(
+        lambda: commands.print_file(
+            file, output, defines, plan=plan, lowering=lowering, target=target
+        )
+    )
 
 
 @cli.command(
@@ -277,9 +325,9 @@ def schedule_command(
 @click.argument("file")
 @click.option(
     "--target",
+    type=TARGET,
     default="interp",
     show_default=True,
-    shell_complete=complete_targets,
     help="interp, cpu, 'cpu -mcpu=NAME', cuda or 'cuda -arch=sm_XX' (a GPU here).",
 )
 @click.option("--plan", default=None, metavar="PLAN.json", help="Schedule with this plan first.")
@@ -301,9 +349,8 @@ def schedule_command(
     "-O",
     "opt_level",
     type=click.IntRange(0, 3),
-    default=3,
-    show_default=True,
-    help="LLVM optimization level.",
+    default=None,
+    help="LLVM optimization level (default 3; cpu, and cuda where LLVM makes the PTX).",
 )
 @click.option(
     "-D", "defines", multiple=True, metavar="NAME=VALUE", help="Override a module parameter."
@@ -311,15 +358,14 @@ def schedule_command(
 @click.option(
     "--gpu-model",
     type=Choice(["threads", "lockstep", "auto"]),
-    default="threads",
-    show_default=True,
+    default=None,
     help="How the interpreter runs GPU kernels: one thread at a time, checking for data races "
-    "(threads), or every thread as a numpy lane, far faster (lockstep); auto picks lockstep "
-    "for large launches.",
+    "(threads, the default), or every thread as a numpy lane, far faster (lockstep); auto "
+    "picks lockstep for large launches.",
 )
 def run_command(
     file: str,
-    target: str,
+    target: Target,
     plan: str | None,
     func: str | None,
     inputs: str | None,
@@ -328,9 +374,9 @@ def run_command(
     sizes: tuple[str, ...],
     check: bool,
     bench: bool,
-    opt_level: int,
+    opt_level: int | None,
     defines: tuple[str, ...],
-    gpu_model: str,
+    gpu_model: str | None,
 ) -> int:
     """Run a function of FILE on given or random inputs and summarize the result."""
     from tirc.driver.defines import parse_defines
@@ -374,10 +420,10 @@ def run_command(
 @click.option("--plan", default=None, metavar="PLAN.json", help="Schedule with this plan first.")
 @click.option(
     "--target",
+    type=TARGET,
     default="cpu",
     show_default=True,
-    shell_complete=complete_targets,
-    help="cpu, 'cpu -mcpu=NAME', cuda.",
+    help="cpu, 'cpu -mcpu=NAME', cuda or 'cuda -arch=sm_XX'.",
 )
 @click.option(
     "--emit",
@@ -396,69 +442,147 @@ def run_command(
     "-O",
     "opt_level",
     type=click.IntRange(0, 3),
-    default=3,
-    show_default=True,
-    help="LLVM optimization level (cuda: of --ptx-via llvm).",
+    default=None,
+    help="LLVM optimization level (default 3; cuda: of --ptx-via llvm).",
 )
 @click.option("--pipeline", default=None, metavar="P.toml", help="Lower with this pipeline.")
 @click.option("--intrinsics", default=None, metavar="JSON", help="Tensor intrinsics for the plan.")
 @click.option("--prefix", default="", help="Prefix for exported symbols (e.g. matmul_).")
-@click.option("--arch", default="sm_90", show_default=True, help="CUDA architecture.")
+@click.option(
+    "--arch", default=None, metavar="SM", help="CUDA architecture (default sm_90; cuda only)."
+)
 @click.option("--ptx-via", type=Choice(["nvrtc", "llvm"]), default=None, help="How to make PTX.")
+@click.option(
+    "--abi",
+    type=Choice(["c", "tvm-ffi"]),
+    default="c",
+    show_default=True,
+    help="tvm-ffi: also a packed function __tvm_ffi_NAME per function, which tvm_ffi.load_module "
+    "finds and calls on DLPack tensors (docs/python.md).",
+)
 def compile_command(
     file: str,
     plan: str | None,
-    target: str,
+    target: Target,
     emit: str | None,
     output: str | None,
     defines: tuple[str, ...],
     md: bool,
     mf: str | None,
-    opt_level: int,
+    opt_level: int | None,
     pipeline: str | None,
     intrinsics: str | None,
     prefix: str,
-    arch: str,
+    arch: str | None,
     ptx_via: str | None,
+    abi: str,
 ) -> int:
     """Compile FILE: schedule (--plan), lower, and emit code for --target."""
-    if target.split()[0] in ("cuda", "nvptx"):
-        from tirc.driver.compile import depfile_path
-        from tirc.driver.compile_cuda import compile_cuda_file
+    from tirc.driver.compile import compile_file, default_emit, depfile_path
 
-        return guarded(
-            lambda: compile_cuda_file(
-                file,
-                plan=plan,
-                target=target,
-                emit=emit or "cu",
-                output=output or "-",
-                defines=defines,
-                arch=arch,
-                ptx_via=ptx_via,
-                depfile=depfile_path(output or "-", file, "cu", md, mf),
-                prefix=prefix,
-                opt_level=opt_level,
-                pipeline=pipeline,
-                intrinsics=intrinsics,
-            )
-        )
-    from tirc.driver.compile import compile_file, depfile_path
-
-    kind = emit or "obj"
     return guarded(
         lambda: compile_file(
             file,
             plan=plan,
             target=target,
-            emit=kind,
+            emit=emit,
             output=output,
             defines=defines,
-            depfile=depfile_path(output, file, kind, md, mf),
+            depfile=depfile_path(output, file, emit or default_emit(target), md, mf),
             opt_level=opt_level,
             pipeline=pipeline,
             intrinsics=intrinsics,
             prefix=prefix,
+            arch=arch,
+            ptx_via=ptx_via,
+            abi=abi,
+        )
+    )
+
+
+@cli.command(
+    "tune",
+    epilog=examples(
+        "tirc tune samples/matmul.tir --target cpu --trials 64 -o matmul.tuned.plan.json",
+        "tirc tune samples/bench/conv2d56.tir --threads 1 --trials 200 --time-budget 900 "
+        "--db tune.db -o conv2d56.plan.json",
+        "tirc tune --report --db tune.db                # the best plan of each workload",
+        "tirc compile samples/matmul.tir --plan matmul.tuned.plan.json -o matmul.o",
+    ),
+)
+@click.argument("file", required=False)
+@click.option("--target", default="cpu", show_default=True, help="cpu, 'cpu -mcpu=NAME' or cuda.")
+@click.option(
+    "-D", "defines", multiple=True, metavar="NAME=VALUE", help="Override a module parameter."
+)
+@click.option("--func", default=None, help="The function to tune (default: the only one, or main).")
+@click.option(
+    "--trials", type=int, default=64, show_default=True, help="Candidates to measure this run."
+)
+@click.option(
+    "--time-budget", type=float, default=None, metavar="S", help="Stop after about S seconds."
+)
+@click.option(
+    "--workers",
+    default=None,
+    metavar="SPEC",
+    help="local or local:K: K candidate processes on this machine (default: one per core).",
+)
+@click.option(
+    "--db", default=None, metavar="DB", help="The tuning database (default: tirc-tune.db)."
+)
+@click.option("-o", "--output", default=None, metavar="PLAN.json", help="Write the best plan here.")
+@click.option(
+    "--threads",
+    type=click.IntRange(0),
+    default=0,
+    show_default=True,
+    help="CPU threads each candidate runs on (0: OpenMP's default).",
+)
+@click.option(
+    "--timeout", type=float, default=60.0, show_default=True, help="Seconds per candidate."
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the search.")
+@click.option("--report", "show_report", is_flag=True, help="List the best plans in the database.")
+def tune_command(
+    file: str | None,
+    target: str,
+    defines: tuple[str, ...],
+    func: str | None,
+    trials: int,
+    time_budget: float | None,
+    workers: str | None,
+    db: str | None,
+    output: str | None,
+    threads: int,
+    timeout: float,
+    seed: int,
+    show_report: bool,
+) -> int:
+    """Search for a fast plan for FILE and write it (the readable form) to -o (docs/tune.md)."""
+    if show_report:
+        from tirc.tune.command import report
+
+        return guarded(lambda: report(db))
+    if file is None or output is None:
+        raise click.UsageError("tirc tune needs FILE and -o PLAN.json (or --report)")
+    from tirc.driver.defines import parse_defines
+    from tirc.tune.command import tune_file
+
+    return guarded(
+        lambda: tune_file(
+            file,
+            target=target,
+            defines=parse_defines(defines),
+            func=func,
+            trials=trials,
+            time_budget=time_budget,
+            workers=workers,
+            db=db,
+            output=output,
+            threads=threads,
+            timeout=timeout,
+            seed=seed,
         )
     )
 

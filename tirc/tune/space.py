@@ -30,6 +30,7 @@ class Candidate:
     kinds: list[str]
     skipped: frozenset[tuple[str, str]] = field(default_factory=frozenset)
     applied: tuple[tuple[str, str], ...] = ()  # (rule, block) pairs that scheduled something
+    module: IRModule | None = None  # the scheduled program
 
     @property
     def key(self) -> str:
@@ -67,7 +68,12 @@ def generate(
             forced = None
             continue
         return Candidate(
-            builder.plan(), sampler.taken, sampler.kinds, frozenset(skip), tuple(applied)
+            builder.plan(),
+            sampler.taken,
+            sampler.kinds,
+            frozenset(skip),
+            tuple(applied),
+            builder.module,
         )
 
 

@@ -1,0 +1,356 @@
+"""Building, checking and timing candidates, each in a process of its own with a timeout.
+
+A candidate's process replays its plan (read back from the JSON the user will commit),
+compiles it through the driver's JIT, runs it once on the reference inputs and compares the
+outputs with the reference's (the interpreter's on small programs, the unscheduled program
+compiled for the CPU on large ones), and only then times it: one warm-up, then the median of
+repeated calls. Up to `workers` candidates build at once; timing takes a lock, so that no two
+candidates are timed together. A crash, a hang or an exception is the candidate's status,
+never the tuner's. For CUDA without a GPU, a candidate is built (CUDA C, and PTX that ptxas
+accepts where it is installed) and, for the first few, run in the interpreter.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
+
+import numpy as np
+
+from tirc.tune.task import Task, iteration_count
+
+INTERP_LIMIT = 2_000_000  # iterations above which the reference is compiled, not interpreted
+OK, WRONG, BUILD_ERROR, RUN_ERROR, TIMEOUT, CRASH, BUILT = (
+    "ok",
+    "wrong",
+    "build-error",
+    "run-error",
+    "timeout",
+    "crash",
+    "built",
+)
+
+
+@dataclass
+class Result:
+    status: str
+    seconds: float | None = None  # the median time of a call (CPU), None if not timed
+    message: str = ""
+    build_seconds: float = 0.0
+
+
+@dataclass
+class Reference:
+    path: str  # an .npz of the inputs ("in:NAME") and the expected outputs ("out:NAME")
+    flops: int | None
+    nbytes: int
+    source: str  # "interpreter" or "unscheduled program compiled for the CPU"
+
+
+@dataclass
+class Job:
+    plan_json: str
+    interpret: bool = False  # CUDA without a GPU: also run it in the interpreter
+
+
+_CONTEXT = multiprocessing.get_context("fork")
+
+
+def _worker_setup(task: Task) -> None:
+    """In a fresh candidate process: the OpenMP thread count before libgomp loads."""
+    if task.threads:
+        os.environ["OMP_NUM_THREADS"] = str(task.threads)
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
+def _in_process(
+    function: Callable[..., Any], args: tuple[Any, ...], timeout: float
+) -> tuple[str, Any]:
+    """function(*args) in a forked process: ("ok", value), ("error", text), ("timeout", None)
+    or ("crash", exit code)."""
+    receiver, sender = _CONTEXT.Pipe(duplex=False)
+    process = _CONTEXT.Process(target=_child, args=(function, args, sender), daemon=True)
+    process.start()
+    sender.close()
+    return _collect(process, receiver, time.monotonic() + timeout)
+
+
+def _child(function: Callable[..., Any], args: tuple[Any, ...], sender: Connection) -> None:
+    try:
+        value = ("ok", function(*args))
+    except BaseException as error:  # the candidate's failure, reported, not raised
+        value = ("error", _describe(error))
+    sender.send(value)
+    sender.close()
+
+
+def _describe(error: BaseException) -> str:
+    from tirc.diagnostics import DiagnosticError
+
+    if isinstance(error, DiagnosticError):
+        return "; ".join(d.message for d in error.diagnostics)[:2000]
+    lines = traceback.format_exception_only(type(error), error)
+    return "".join(lines).strip()[:2000]
+
+
+def _collect(process: Any, receiver: Connection, deadline: float) -> tuple[str, Any]:
+    try:
+        if receiver.poll(max(deadline - time.monotonic(), 0)):
+            try:
+                outcome: tuple[str, Any] = receiver.recv()
+                return outcome
+            except EOFError:
+                pass
+        else:
+            process.kill()
+            process.join()
+            return ("timeout", None)
+        process.join()
+        return ("crash", process.exitcode)
+    finally:
+        receiver.close()
+        if process.is_alive():
+            process.kill()
+        process.join()
+
+
+# -- the reference ---------------------------------------------------------------------------
+
+
+def make_reference(task: Task, directory: str, timeout: float) -> Reference:
+    """Inputs and expected outputs for checking candidates, computed in a child process (so
+    that this one never loads OpenMP before a candidate chooses its thread count)."""
+    path = os.path.join(directory, "reference.npz")
+    status, value = _in_process(_reference, (task, path), timeout)
+    if status != "ok":
+        from tirc.diagnostics import DiagnosticError
+
+        reason = value if status == "error" else f"{status} ({value})"
+        raise DiagnosticError.at(
+            None, f"cannot compute the reference result of {task.func}: {reason}"
+        )
+    flops, nbytes, source = value
+    return Reference(path, flops, nbytes, source)
+
+
+def _reference(task: Task, path: str) -> tuple[int | None, int, str]:
+    from tirc.interp import random_inputs
+    from tirc.interp import run as interpret
+
+    _worker_setup(task)
+    module = task.parse()
+    func = module[task.func]
+    inputs = random_inputs(func, seed=0)
+    arrays = {k: np.array(v, copy=True) for k, v in inputs.items() if isinstance(v, np.ndarray)}
+    work = iteration_count(func)
+    outputs = {k: np.array(v, copy=True) for k, v in inputs.items()}
+    if work is not None and work <= INTERP_LIMIT or task.kind == "cuda":
+        interpret(func, outputs, module=module)
+        source = "interpreter"
+    else:
+        call = _jit(module, task)
+        status = call(outputs)
+        if status != 0:
+            raise RuntimeError(f"the unscheduled program returned {status}")
+        source = "unscheduled program compiled for the CPU"
+    saved = {f"in:{k}": v for k, v in arrays.items()}
+    saved.update({f"out:{k}": np.asarray(v) for k, v in outputs.items() if k in arrays})
+    np.savez(path, **saved)  # type: ignore[arg-type]
+    return _flops(module, task), sum(a.nbytes for a in arrays.values()), source
+
+
+def _flops(module: Any, task: Task) -> int | None:
+    from tirc.runtime.throughput import count_flops
+    from tirc.transform import default_pipeline, run_pipeline
+
+    try:
+        lowered = run_pipeline(module, default_pipeline("cpu").passes)
+    except Exception:  # a program only CUDA lowers: no count
+        return None
+    return count_flops(lowered[task.func]) if task.func in lowered else None
+
+
+def _load(path: str) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    with np.load(path) as data:
+        inputs = {k[3:]: data[k] for k in data.files if k.startswith("in:")}
+        outputs = {k[4:]: data[k] for k in data.files if k.startswith("out:")}
+    return inputs, outputs
+
+
+def _jit(module: Any, task: Task) -> Callable[[dict[str, Any]], int]:
+    from tirc.driver.run_cpu import jit_function
+
+    return jit_function(module, task.func, task.target)
+
+
+# -- one candidate ---------------------------------------------------------------------------
+
+
+def _scheduled(task: Task, plan_json: str) -> Any:
+    from tirc.analysis.well_formed import verify_module
+    from tirc.diagnostics import DiagnosticError, Severity
+    from tirc.schedule.apply import apply_plan
+    from tirc.schedule.plan import read_plan
+
+    module, _ = apply_plan(task.parse(), read_plan(plan_json, "<candidate>"))
+    errors = [d for d in verify_module(module) if d.severity is Severity.ERROR]
+    if errors:
+        raise DiagnosticError(errors)
+    return module
+
+
+def _measure_cpu(task: Task, job: Job, reference: Reference, lock: Any, min_time: float) -> Result:
+    from tirc.driver.run_cpu import bench, compare
+    from tirc.runtime.jit import aligned_copy
+
+    _worker_setup(task)
+    started = time.perf_counter()
+    try:
+        module = _scheduled(task, job.plan_json)
+        call = _jit(module, task)
+    except Exception as error:
+        return Result(BUILD_ERROR, message=_describe(error))
+    built = time.perf_counter() - started
+    inputs, expected = _load(reference.path)
+    args: dict[str, Any] = {k: aligned_copy(v) for k, v in inputs.items()}
+    status = call(args)
+    if status != 0:
+        return Result(RUN_ERROR, message=f"returned {status}", build_seconds=built)
+    problems = compare(module[task.func], args, expected, label="candidate")
+    if problems:
+        return Result(WRONG, message="; ".join(problems)[:2000], build_seconds=built)
+    with lock:
+        timing = bench(lambda: call(args), min_time=min_time, max_repeats=200)
+    return Result(OK, timing.median, build_seconds=built)
+
+
+def _measure_cuda(task: Task, job: Job, reference: Reference) -> Result:
+    from tirc.codegen.cuda import emit_cuda
+    from tirc.transform import default_pipeline, run_pipeline
+
+    started = time.perf_counter()
+    try:
+        module = _scheduled(task, job.plan_json)
+        lowered = run_pipeline(module, default_pipeline("cuda").passes)
+        source = emit_cuda(lowered)
+        problem = _compile_cuda(source)
+    except Exception as error:
+        return Result(BUILD_ERROR, message=_describe(error))
+    built = time.perf_counter() - started
+    if problem:
+        return Result(BUILD_ERROR, message=problem, build_seconds=built)
+    if not job.interpret:
+        return Result(BUILT, build_seconds=built)
+    from tirc.driver.run_cpu import compare
+    from tirc.interp import run as interpret
+
+    inputs, expected = _load(reference.path)
+    args: dict[str, Any] = {k: np.array(v, copy=True) for k, v in inputs.items()}
+    try:
+        interpret(module[task.func], args, module=module, gpu_model="auto")
+    except Exception as error:
+        return Result(RUN_ERROR, message=_describe(error), build_seconds=built)
+    problems = compare(module[task.func], args, expected, label="candidate")
+    if problems:
+        return Result(WRONG, message="; ".join(problems)[:2000], build_seconds=built)
+    return Result(BUILT, message="matches in the interpreter", build_seconds=built)
+
+
+def _compile_cuda(source: str) -> str:
+    """What nvcc says against the CUDA C (compiled to an object: ptxas runs too), or ''."""
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        return ""
+    with tempfile.TemporaryDirectory(prefix="tirc-tune-") as directory:
+        path = os.path.join(directory, "kernel.cu")
+        with open(path, "w") as file:
+            file.write(source)
+        command = [nvcc, "-c", "-arch=sm_80", "-o", os.path.join(directory, "k.o"), path]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    return "" if done.returncode == 0 else f"nvcc: {done.stderr.strip()[:1500]}"
+
+
+# -- many candidates -------------------------------------------------------------------------
+
+
+class LocalRunner:
+    """A pool of candidate processes on this machine (`--workers local:K`)."""
+
+    def __init__(self, task: Task, reference: Reference, workers: int, timeout: float):
+        self.task, self.reference = task, reference
+        self.workers, self.timeout = max(workers, 1), timeout
+        self.lock = _CONTEXT.Lock()
+        self.min_time = 0.1
+
+    def run(self, jobs: Sequence[Job]) -> list[Result]:
+        results: list[Result | None] = [None] * len(jobs)
+        pending = list(enumerate(jobs))
+        running: list[tuple[int, Any, Connection, float]] = []
+        while pending or running:
+            while pending and len(running) < self.workers:
+                index, job = pending.pop(0)
+                running.append((index, *self._start(job)))
+            time.sleep(0.01)
+            still: list[tuple[int, Any, Connection, float]] = []
+            for index, process, receiver, deadline in running:
+                if receiver.poll() or not process.is_alive() or time.monotonic() > deadline:
+                    results[index] = _as_result(_collect(process, receiver, deadline))
+                else:
+                    still.append((index, process, receiver, deadline))
+            running = still
+        return [r if r is not None else Result(CRASH) for r in results]
+
+    def _start(self, job: Job) -> tuple[Any, Connection, float]:
+        if self.task.kind == "cuda":
+            function: Callable[..., Any] = _measure_cuda
+            args: tuple[Any, ...] = (self.task, job, self.reference)
+        else:
+            function = _measure_cpu
+            args = (self.task, job, self.reference, self.lock, self.min_time)
+        receiver, sender = _CONTEXT.Pipe(duplex=False)
+        process = _CONTEXT.Process(target=_child, args=(function, args, sender), daemon=True)
+        process.start()
+        sender.close()
+        return process, receiver, time.monotonic() + self.timeout
+
+
+def _as_result(outcome: tuple[str, Any]) -> Result:
+    status, value = outcome
+    if status == "ok":
+        assert isinstance(value, Result)
+        return value
+    if status == "error":
+        return Result(CRASH, message=str(value))
+    if status == "timeout":
+        return Result(TIMEOUT, message="ran past the timeout")
+    return Result(CRASH, message=f"the candidate's process died (exit code {value})")
+
+
+def parse_workers(spec: str | None) -> int:
+    """`local` or `local:K` (K processes; default: this machine's cores)."""
+    from tirc.diagnostics import DiagnosticError, Note
+    from tirc.tune.task import cpu_count
+
+    if spec is None or spec == "local":
+        return cpu_count()
+    kind, _, count = spec.partition(":")
+    if kind == "local" and count.isdigit() and int(count) >= 1:
+        return int(count)
+    if kind == "ray":
+        raise DiagnosticError.at(
+            None,
+            "--workers ray is not available in this tirc yet",
+            Note("use --workers local:K (K processes on this machine)"),
+        )
+    raise DiagnosticError.at(
+        None, f"bad --workers '{spec}'", Note("expected local or local:K with K >= 1")
+    )
