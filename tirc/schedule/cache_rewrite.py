@@ -13,7 +13,6 @@ import dataclasses
 
 from tirc.analysis.arith import Analyzer
 from tirc.ir.buffer import Buffer, BufferRegion, MatchBufferRegion, Range
-from tirc.ir.dtype import INT32
 from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var
 from tirc.ir.functor import Mutator
 from tirc.ir.stmt import BufferStore, For, SBlock
@@ -90,7 +89,7 @@ class _StageRewriter(Mutator):
 
     def _shift_ranges(self, ranges: tuple[Range, ...]) -> tuple[Range, ...]:
         if self.fixed_indices is not None:
-            return tuple(Range(index, IntImm(1, INT32)) for index in self.fixed_indices)
+            return tuple(Range(index, IntImm(1, index.dtype)) for index in self.fixed_indices)
         if self.full_region:
             return ranges
         starts = self.shifted(tuple(item.min for item in ranges))
@@ -98,7 +97,7 @@ class _StageRewriter(Mutator):
 
 
 def _minus(a: PrimExpr, b: PrimExpr) -> PrimExpr:
-    from tirc.text.builder.arith import arithmetic
+    from tirc.ir.arith import arithmetic
 
     if isinstance(b, IntImm) and b.dtype != a.dtype:
         b = IntImm(b.value, a.dtype)  # a constant takes the index's type

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from tirc.analysis.arith import Analyzer
 from tirc.diagnostics import DiagnosticError
 from tirc.ir.buffer import Buffer, BufferRegion, Range
-from tirc.ir.dtype import BOOL, INT32
+from tirc.ir.dtype import BOOL
 from tirc.ir.expr import BufferLoad, IntImm, PointerType, PrimExpr, Var
 from tirc.ir.functor import walk
 from tirc.ir.stmt import BufferStore, For, ForKind, IterType, IterVar, SBlock, SBlockRealize, Stmt
@@ -136,4 +136,4 @@ def make_reindex_stage(
 
 
 def _points(buffer: Buffer, indices: list[PrimExpr]) -> BufferRegion:
-    return BufferRegion(buffer, tuple(Range(index, IntImm(1, INT32)) for index in indices))
+    return BufferRegion(buffer, tuple(Range(index, IntImm(1, index.dtype)) for index in indices))
