@@ -4,8 +4,9 @@
 Candidate: the plan (readable form, every sampled value recorded as a decision) and the
 decisions in the order they were drawn. Rerunning with those decisions forced gives the same
 plan; forcing a mutated list gives a neighbour. A rule that turns out not to fit a block (a
-schedule primitive refuses, an extent is symbolic) is left out for that block and the plan
-is made again without it, so every program gets a plan, at worst the empty one.
+schedule primitive refuses, an extent is symbolic) is tried with other draws, then left out
+for that block and the plan made again without it, so every program gets a plan, at worst
+the empty one.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from tirc.tune.builder import Misfit, PlanBuilder, Redraw, Sampler, leaf_blocks
 from tirc.tune.rules import rules_for
 
 MAX_REDRAWS = 16
+RULE_RETRIES = 2
 
 
 @dataclass
@@ -53,13 +55,20 @@ def generate(
 ) -> Candidate:
     """A candidate plan for `func`, its decisions forced where given and fitting."""
     skip = set(skipped)
+    failures: dict[tuple[str, str], int] = {}
     redraws = 0
     while True:
         sampler = Sampler(rng, list(forced or []))
         try:
             builder, applied = _run_rules(module, func, target, sampler, frozenset(skip))
         except _RuleFailed as failure:
-            skip.add((failure.rule, failure.block))
+            # A primitive may refuse only some decisions (a tile the fetch cannot bind): draw
+            # again a few times before leaving the rule out for this block.
+            pair = (failure.rule, failure.block)
+            failures[pair] = failures.get(pair, 0) + 1
+            if failures[pair] > RULE_RETRIES:
+                skip.add(pair)
+            forced = None
             continue
         except Redraw:
             redraws += 1
