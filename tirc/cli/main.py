@@ -503,11 +503,11 @@ def compile_command(
 @cli.command(
     "tune",
     epilog=examples(
-        "tirc tune samples/matmul.tir --target cpu --trials 64 -o matmul.tuned.plan.json",
-        "tirc tune samples/bench/conv2d56.tir --threads 1 --trials 200 --time-budget 900 "
-        "--db tune.db -o conv2d56.plan.json",
+        "tirc tune samples/matmul.tir --target cpu --trials 4 --db tune.db -o mm.plan.json",
+        "tirc tune samples/softmax.tir --threads 1 --trials 4 --time-budget 60 --db tune.db "
+        "-o softmax.tuned.plan.json",
         "tirc tune --report --db tune.db                # the best plan of each workload",
-        "tirc compile samples/matmul.tir --plan matmul.tuned.plan.json -o matmul.o",
+        "tirc compile samples/matmul.tir --plan mm.plan.json -o matmul.o",
     ),
 )
 @click.argument("file", required=False)
