@@ -6,8 +6,9 @@ in fresh child processes, so that thread settings take effect: tirc and numpy in
 TVM in TVM's (`$TIRC_BENCH_TVM_PYTHON`, default /work/tvm-venv/bin/python), which replays
 the same readable plan as TVM schedule calls (benchmarks/tvm_worker.py). Printed: medians over
 repeats after a warm-up, GFLOP/s or GB/s, and tirc/TVM (> 1: tirc is faster). Also matmul
-single-threaded as a fraction of the AVX-512 FMA peak, and the whole-process time of
-`tirc compile` of the matmul sample against TVM's whole-process build of the same.
+single-threaded as a fraction of the host's FMA peak (for its vector width), and the
+whole-process time of `tirc compile` of the matmul sample against TVM's whole-process build
+of the same.
 
 The machine may be shared: compare the ratios, which are measured in the same run, rather
 than absolute numbers across runs. Not a test: `python benchmarks/bench_kernels.py [--quick]`.
@@ -105,9 +106,9 @@ def numpy_reference(name: str, args: dict[str, object]) -> tuple[str, object]:
     raise ValueError(name)
 
 
-def measure_tirc(name: str, seconds: float) -> dict[str, float]:
-    """Runs in a child: tirc's and numpy's medians for one workload, and tirc checked
-    against numpy."""
+def measure_tirc(name: str, seconds: float, plan: str | None = None) -> dict[str, float]:
+    """Runs in a child: tirc's (with `plan`, default samples/bench/<name>.plan.json) and
+    numpy's medians for one workload, and tirc checked against numpy."""
     import numpy as np
 
     from tirc.driver.run_cpu import jit_function
@@ -117,7 +118,7 @@ def measure_tirc(name: str, seconds: float) -> dict[str, float]:
     kernel = BENCH / f"{name}.tir"
     begin = time.perf_counter()
     module, _ = apply_plan_file(
-        parse(kernel.read_text(), name=str(kernel)), str(BENCH / f"{name}.plan.json")
+        parse(kernel.read_text(), name=str(kernel)), plan or str(BENCH / f"{name}.plan.json")
     )
     call = jit_function(module, "main", "cpu")
     built = time.perf_counter() - begin
@@ -243,9 +244,11 @@ def cpu_clock_ghz() -> tuple[float, str]:
     return 0.0, "no clock in /proc/cpuinfo"
 
 
-CHAIN = 32  # dependent one-cycle adds per loop iteration
-
-ADDS = "addq $$1, $0\\0A" * CHAIN
+CHAIN = 32  # dependent multiplies per loop iteration
+LATENCY = 3  # cycles of a 64-bit imul on every x86 core since the Pentium Pro
+# (a chain of adds is no clock on cores that fold an add of an immediate at rename, such as
+# Golden Cove: it measured 16 GHz there)
+MULTIPLIES = "imulq $$3, $0, $0\\0A" * CHAIN
 CLOCK_PROBE = f"""
 define i64 @chain(i64 %n) {{
 entry:
@@ -253,7 +256,7 @@ entry:
 loop:
   %i = phi i64 [ 0, %entry ], [ %next, %loop ]
   %x = phi i64 [ 0, %entry ], [ %y, %loop ]
-  %y = call i64 asm sideeffect "{ADDS}", "=r,0"(i64 %x)
+  %y = call i64 asm sideeffect "{MULTIPLIES}", "=r,0"(i64 %x)
   %next = add i64 %i, 1
   %more = icmp ult i64 %next, %n
   br i1 %more, label %loop, label %exit
@@ -264,9 +267,9 @@ exit:
 
 
 def measured_clock_ghz() -> float:
-    """The clock the core actually runs at: a chain of dependent integer adds (one cycle each
-    on every x86 core) timed in CPU seconds of this process, so time the process waited for
-    the CPU does not count; the fastest of a few tries."""
+    """The clock the core actually runs at: a chain of dependent integer multiplies (three
+    cycles each on every x86 core) timed in CPU seconds of this process, so time the process
+    waited for the CPU does not count; the fastest of a few tries."""
     import ctypes
 
     import llvmlite.binding as llvm
@@ -285,27 +288,46 @@ def measured_clock_ghz() -> float:
         begin = time.process_time()
         chain(iterations)
         best = min(best, time.process_time() - begin)
-    return CHAIN * iterations / best / 1e9
+    return LATENCY * CHAIN * iterations / best / 1e9
 
 
-def fma_peak_gflops(clock_ghz: float) -> float:
-    """One core: 2 FMA units x 16 f32 lanes (AVX-512) x 2 flops per FMA x the clock."""
-    return 2 * 16 * 2 * clock_ghz
+def vector_lanes() -> tuple[int, str]:
+    """float32 lanes of the host's widest FMA vectors, from the features LLVM reports:
+    16 with AVX-512, 8 with AVX2/FMA, 4 otherwise (SSE, NEON)."""
+    import llvmlite.binding as llvm
+
+    llvm.initialize_native_target()
+    features = {
+        name[1:] for name in llvm.get_host_cpu_features().flatten().split(",") if name[:1] == "+"
+    }
+    if "avx512f" in features:
+        return 16, "AVX-512"
+    if {"avx2", "fma"} <= features:
+        return 8, "AVX2"
+    return 4, "128-bit vectors"
 
 
-def peak_fraction(workload: Workload, tirc: dict[str, float]) -> str:
-    """matmul single-threaded against one core's AVX-512 FMA peak at the measured clock (the
-    nominal clock of /proc/cpuinfo is printed too); by wall time and by CPU time."""
+def fma_peak_gflops(clock_ghz: float, lanes: int) -> float:
+    """One core: 2 FMA units (most x86 cores since Haswell and Zen 2; a few AVX-512 parts
+    have one) x `lanes` f32 lanes x 2 flops per FMA x the clock."""
+    return 2 * lanes * 2 * clock_ghz
+
+
+def peak_fraction(workload: Workload, tirc: dict[str, float], key: str = "tirc") -> str:
+    """matmul single-threaded against one core's FMA peak at the measured clock, for the
+    host's vector width (the nominal clock of /proc/cpuinfo is printed too); by wall time and
+    by CPU time."""
     clock = measured_clock_ghz()
     nominal, source = cpu_clock_ghz()
-    peak = fma_peak_gflops(clock)
-    wall = workload.flops / tirc["tirc"] / 1e9
-    cpu = workload.flops / tirc["tirc_cpu"] / 1e9
+    lanes, isa = vector_lanes()
+    peak = fma_peak_gflops(clock, lanes)
+    wall = workload.flops / tirc[key] / 1e9
+    cpu = workload.flops / tirc[f"{key}_cpu"] / 1e9
     return (
-        f"  matmul 1 thread vs the FMA peak {peak:.0f} GFLOP/s (2 FMA x 16 lanes x 2 flops x "
-        f"{clock:.2f} GHz measured by a dependent-add chain; {nominal:.2f} GHz by {source}): "
-        f"{wall / peak:.0%} by wall time, {cpu / peak:.0%} by CPU time ({cpu:.1f} GFLOP/s); "
-        f"goal >= 85%"
+        f"  matmul 1 thread vs the {isa} FMA peak {peak:.0f} GFLOP/s (2 FMA x {lanes} lanes x "
+        f"2 flops x {clock:.2f} GHz measured by a dependent-multiply chain; {nominal:.2f} GHz by "
+        f"{source}): {wall / peak:.0%} by wall time, {cpu / peak:.0%} by CPU time "
+        f"({cpu:.1f} GFLOP/s); goal >= 85%"
     )
 
 
