@@ -1,0 +1,144 @@
+"""`tirc compile --abi tvm-ffi` for the CPU: the shared library loaded with
+tvm_ffi.load_module, called on numpy arrays (and torch CPU tensors) for every gallery sample
+and a symbolic shape, against the interpreter; each wrong call raises, naming the parameter."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.api.helpers import (
+    SAMPLES,
+    SCALE,
+    compile_sample,
+    copies,
+    expect,
+    gallery_kernels,
+    inputs,
+)
+from tirc.cli.main import main
+from tirc.runtime.jit import aligned_copy
+
+tvm_ffi = pytest.importorskip(
+    "tvm_ffi", reason="apache-tvm-ffi is not installed (pip install -e '.[dev]')"
+)
+
+
+@pytest.fixture(scope="module")
+def scale(tmp_path_factory: pytest.TempPathFactory) -> object:
+    library = tmp_path_factory.mktemp("scale") / "scale.so"
+    assert (
+        main(["compile", str(SCALE), "--emit", "so", "--abi", "tvm-ffi", "-o", str(library)]) == 0
+    )
+    return tvm_ffi.load_module(str(library))["main"]
+
+
+@pytest.mark.parametrize("kernel", gallery_kernels())
+def test_gallery_sample_through_tvm_ffi(kernel: str, tmp_path: Path) -> None:
+    library = compile_sample(kernel, tmp_path / f"{kernel}.so", "--emit", "so", "--abi", "tvm-ffi")
+    function = tvm_ffi.load_module(str(library))["main"]
+    args = inputs(SAMPLES / f"{kernel}.tir")
+    got = copies(args)
+    function(*got.values())
+    expect(SAMPLES / f"{kernel}.tir", args, got)
+
+
+@pytest.mark.parametrize("n", [1, 7, 64, 1000])
+def test_symbolic_shape_told_by_the_tensors_or_passed(scale: object, n: int) -> None:
+    a = aligned_copy(np.arange(n, dtype="float32"))
+    b = aligned_copy(np.zeros(n, dtype="float32"))
+    scale(a, b)  # type: ignore[operator]
+    np.testing.assert_array_equal(b, 2 * np.arange(n, dtype="float32"))
+    b[:] = 0
+    scale(a, b, n)  # type: ignore[operator]
+    np.testing.assert_array_equal(b, 2 * np.arange(n, dtype="float32"))
+
+
+def aligned(*shape: int, dtype: str = "float32") -> np.ndarray:
+    return aligned_copy(np.zeros(shape, dtype=dtype))
+
+
+def misaligned(n: int) -> np.ndarray:
+    return aligned(n + 1)[1:]
+
+
+BAD_CALLS = [
+    ((aligned(8),), TypeError, "takes 2 arguments, or 3 with the shape arguments (n), got 1"),
+    ((aligned(8), 3), TypeError, "argument #1 (B) must be a tensor, got int"),
+    (
+        (aligned(8, dtype="float64"), aligned(8)),
+        TypeError,
+        "A must have dtype float32, got float64",
+    ),
+    ((aligned(8), aligned(8, dtype="int8")), TypeError, "B must have dtype float32, got int8"),
+    ((aligned(2, 4), aligned(8)), ValueError, "A must have 1 dimension, got 2"),
+    (
+        (aligned(8), aligned(6)),
+        ValueError,
+        "B.shape[0] is 6, but must equal n = 8 (as A.shape[0] is)",
+    ),
+    ((aligned(8), aligned(8), 4), ValueError, "A.shape[0] is 8, but must equal n = 4 (as passed)"),
+    ((aligned(8), aligned(8), 4.0), TypeError, "argument #2 (n: int32) must be an int, got float"),
+    (
+        (aligned(16)[::2], aligned(8)),
+        ValueError,
+        "A must be compact (row-major, contiguous), but A.strides[0] is 2 where 1 was expected",
+    ),
+    (
+        (misaligned(8), aligned(8)),
+        ValueError,
+        "A must be aligned to 64 bytes, but its data is at 0x",
+    ),
+]
+
+
+@pytest.mark.parametrize(("args", "kind", "message"), BAD_CALLS)
+def test_a_wrong_call_raises_naming_the_parameter(
+    scale: object, args: tuple[object, ...], kind: type[Exception], message: str
+) -> None:
+    with pytest.raises(kind) as raised:
+        scale(*args)  # type: ignore[operator]
+    assert f"main: {message}" in str(raised.value) or message in str(raised.value)
+
+
+def test_wrong_constant_extent(tmp_path: Path) -> None:
+    library = compile_sample("matmul", tmp_path / "mm.so", "--emit", "so", "--abi", "tvm-ffi")
+    function = tvm_ffi.load_module(str(library))["main"]
+    with pytest.raises(ValueError, match=r"main: B.shape\[1\] is 64, but must be 128"):
+        function(aligned(128, 128), aligned(128, 64), aligned(128, 128))
+
+
+def test_torch_cpu_tensors(scale: object) -> None:
+    torch = pytest.importorskip("torch", reason="torch is not installed")
+    a = torch.arange(100, dtype=torch.float32)
+    b = torch.zeros(100, dtype=torch.float32)
+    scale(a, b)  # type: ignore[operator]
+    assert torch.equal(b, 2 * a)
+
+
+def test_c_abi_is_the_default_and_unchanged(tmp_path: Path) -> None:
+    """`--abi c` writes what no --abi writes, and neither has a packed function."""
+    plain = compile_sample("softmax", tmp_path / "plain.ll", "--emit", "ll")
+    c = compile_sample("softmax", tmp_path / "c.ll", "--emit", "ll", "--abi", "c")
+    ffi = compile_sample("softmax", tmp_path / "ffi.ll", "--emit", "ll", "--abi", "tvm-ffi")
+    assert plain.read_text() == c.read_text()
+    assert "__tvm_ffi_" not in plain.read_text()
+    assert re.search(r"define .*i32 @__tvm_ffi_main\(ptr .*%args, i32 %num_args", ffi.read_text())
+
+
+def test_object_file_exports_the_packed_function(tmp_path: Path) -> None:
+    obj = compile_sample(
+        "elementwise", tmp_path / "k.o", "--emit", "obj", "--abi", "tvm-ffi", "--prefix", "ew_"
+    )
+    symbols = subprocess.run(["nm", str(obj)], capture_output=True, text=True, check=True).stdout
+    assert " T __tvm_ffi_ew_main" in symbols and " T ew_main" in symbols
+    assert " U TVMFFIErrorSetRaisedFromCStr" in symbols  # from libtvm_ffi, at link time
+
+
+def test_unknown_abi_is_a_usage_error(tmp_path: Path) -> None:
+    assert main(["compile", str(SCALE), "--abi", "tvm", "-o", str(tmp_path / "x.o")]) == 2
+    assert not (tmp_path / "x.o").exists()

@@ -1,0 +1,264 @@
+"""tirc from Python: the command line's pipeline (tirc.driver) as functions, and compiled
+functions callable on numpy arrays and DLPack tensors (docs/python.md).
+
+    import tirc
+    mod = tirc.build("samples/softmax.tir", plan="samples/softmax.cpu.plan.json")
+    mod.main(a, b)                    # numpy arrays, torch CPU tensors, any DLPack tensor
+    mod.export("softmax.so")          # a library tvm_ffi.load_module loads
+
+Every error tirc diagnoses is raised as CompileError, which carries the diagnostics.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tirc.diagnostics import Diagnostic, DiagnosticError
+
+if TYPE_CHECKING:
+    from tirc.codegen.ffi_signature import FfiSignature
+    from tirc.ir.function import IRModule
+
+
+class CompileError(DiagnosticError):
+    """A program, plan, pipeline or target that tirc refused. `diagnostics` holds each
+    error (its `message`, `span` with `file:line:col`, `notes`); str() is the rendered text
+    the command line prints, with the source line and a caret."""
+
+    def __init__(self, diagnostics: tuple[Diagnostic, ...]) -> None:
+        super().__init__(diagnostics)
+        from tirc.diagnostics.render import format_plain
+
+        self.args = ("".join(format_plain(d) for d in diagnostics).rstrip("\n"),)
+
+    @property
+    def locations(self) -> list[str]:
+        """`file:line:col` of each located diagnostic."""
+        return [str(d.span) for d in self.diagnostics if d.span is not None]
+
+
+@contextmanager
+def _diagnosed() -> Iterator[None]:
+    try:
+        yield
+    except CompileError:
+        raise
+    except DiagnosticError as error:
+        raise CompileError(error.diagnostics) from None
+
+
+def parse(
+    source: str | os.PathLike[str], *, defines: Mapping[str, object] | None = None
+) -> IRModule:
+    """The module in `source`: TVMScript text, or the path of a .tir file. `defines`
+    overrides module-level parameters (`-D N=64`: `defines={"N": 64}`). The module is
+    verified (docs/validity.md)."""
+    from tirc.driver.commands import parse_source, verify_program
+    from tirc.driver.source import read_source
+
+    with _diagnosed():
+        text = str(source) if not isinstance(source, os.PathLike) else None
+        if text is not None and _is_program_text(text):
+            from tirc.diagnostics import Source as Text
+
+            read = Text("<string>", text)
+        else:
+            read = read_source(os.fspath(source))
+        values = {name: str(value) for name, value in (defines or {}).items()}
+        module = parse_source(read, values)
+        verify_program(module)
+    return module
+
+
+def schedule(
+    module: str | os.PathLike[str] | IRModule,
+    plan: str | os.PathLike[str] | list[Any] | dict[str, Any],
+    *,
+    intrinsics: str | os.PathLike[str] | None = None,
+) -> IRModule:
+    """`module` scheduled by `plan`: the path of a plan file, or the plan itself as a JSON
+    value (either form, docs/plans.md). `intrinsics` names a JSON file of tensor intrinsics."""
+    import json
+
+    from tirc.driver.schedule import apply_plan_file, read_intrinsics
+    from tirc.driver.source import read_source
+    from tirc.schedule.apply import apply_plan
+    from tirc.schedule.plan import read_plan
+
+    module = _module(module)
+    with _diagnosed():
+        if isinstance(plan, (list, dict)):
+            context: dict[str, Any] = {}
+            if intrinsics is not None:
+                context["intrinsics"] = read_intrinsics(read_source(os.fspath(intrinsics)))
+            scheduled, _ = apply_plan(module, read_plan(json.dumps(plan), "<plan>"), context)
+        else:
+            path = os.fspath(intrinsics) if intrinsics is not None else None
+            scheduled, _ = apply_plan_file(module, os.fspath(plan), path)
+    return scheduled
+
+
+def lower(
+    module: str | os.PathLike[str] | IRModule,
+    *,
+    target: str = "cpu",
+    pipeline: str | os.PathLike[str] | None = None,
+) -> IRModule:
+    """`module` lowered by the target's pipeline, or by the pipeline file `pipeline`."""
+    from tirc.driver.lower import lower_module
+
+    module = _module(module)
+    with _diagnosed():
+        path = os.fspath(pipeline) if pipeline is not None else None
+        return lower_module(module, target=target, pipeline_path=path)
+
+
+def build(
+    module: str | os.PathLike[str] | IRModule,
+    *,
+    target: str = "cpu",
+    plan: str | os.PathLike[str] | list[Any] | dict[str, Any] | None = None,
+    pipeline: str | os.PathLike[str] | None = None,
+    opt_level: int = 3,
+) -> Module:
+    """`module` (scheduled by `plan` first) compiled and loaded into this process.
+
+    `target="cpu"` (or `cpu -mcpu=...`) compiles with LLVM and calls through the JIT, with
+    numpy arrays or any CPU DLPack tensor; `target="cuda"` compiles the CUDA C with nvcc into
+    a tvm-ffi library and calls it through tvm_ffi (apache-tvm-ffi), with CUDA tensors.
+    """
+    module = _module(module)
+    if plan is not None:
+        module = schedule(module, plan)
+    with _diagnosed():
+        from tirc.driver.target import parse_target
+
+        kind = parse_target(target)
+        if kind.backend == "cuda":
+            from tirc.runtime.tvm_ffi_library import build_cuda
+
+            return build_cuda(module, target, pipeline=_path(pipeline))
+        if kind.backend != "llvm":
+            raise DiagnosticError.at(None, f"tirc.build compiles for cpu or cuda, not '{target}'")
+        return _build_cpu(module, target, _path(pipeline), opt_level)
+
+
+class Function:
+    """One compiled function: call it with the C ABI's parameters in order (docs/abi.md), an
+    array for each buffer; the shape parameters may be left out, and are then told from the
+    arrays. Arrays are updated in place. Raises TypeError or ValueError, naming the
+    parameter, for a wrong argument, and RuntimeError when an assertion of the program
+    fails."""
+
+    def __init__(self, signature: FfiSignature, call: Callable[..., None], code: object) -> None:
+        self.signature = signature
+        self._call = call
+        self._code = code  # what the code lives in, kept as long as the function is
+        self.__doc__ = signature.describe()
+
+    def __call__(self, *args: object) -> None:
+        self._call(*args)
+
+    def __repr__(self) -> str:
+        return f"<tirc.Function {self.signature.describe()}>"
+
+
+class Module:
+    """The compiled functions of a module, by name (`mod.main`, `mod["main"]`), and the
+    lowered module they came from."""
+
+    def __init__(
+        self,
+        lowered: IRModule,
+        functions: dict[str, Function],
+        export: Callable[[str, str], bytes | str],
+    ) -> None:
+        self.lowered = lowered
+        self.functions = functions
+        self._export = export
+
+    def __getitem__(self, name: str) -> Function:
+        return self.functions[name]
+
+    def __getattr__(self, name: str) -> Function:
+        functions = self.__dict__.get("functions", {})
+        if name in functions:
+            return functions[name]
+        raise AttributeError(f"the module has no function {name!r} (it has {', '.join(functions)})")
+
+    def __dir__(self) -> list[str]:
+        return [*super().__dir__(), *self.functions]
+
+    def export(self, path: str | os.PathLike[str], *, abi: str = "tvm-ffi") -> None:
+        """Writes the module to `path`, by its suffix: `.so` a shared library (with
+        `abi="tvm-ffi"` one `tvm_ffi.load_module` loads, `abi="c"` the plain C ABI), `.o` an
+        object, `.h` the C header (cpu); `.so` or `.cu` (cuda)."""
+        from tirc.driver.output import write_output
+
+        with _diagnosed():
+            data = self._export(Path(path).suffix, abi)
+            write_output(os.fspath(path), data)
+
+
+def _build_cpu(module: IRModule, target: str, pipeline: str | None, opt_level: int) -> Module:
+    from tirc.codegen.ffi_signature import ffi_signature
+    from tirc.codegen.header import exported_functions
+    from tirc.codegen.llvm import compile_module
+    from tirc.driver.host_threads import check_runs_on_cpu
+    from tirc.driver.lower import lower_module
+    from tirc.driver.target import parse_target
+    from tirc.runtime.arguments import bind_arguments
+    from tirc.runtime.jit import JitModule
+
+    check_runs_on_cpu(module)
+    lowered = lower_module(module, target=target, pipeline_path=pipeline)
+    cpu = parse_target(target)
+    compiled = compile_module(lowered, cpu, opt_level)
+    exported = exported_functions(lowered)
+    jit = JitModule(compiled, {symbol: lowered[name] for symbol, name in exported})
+    functions: dict[str, Function] = {}
+    for symbol, name in exported:
+        signature = ffi_signature(symbol, lowered[name])
+        entry = jit[symbol]
+
+        def call(*args: object, entry: Any = entry, signature: FfiSignature = signature) -> None:
+            status = entry(bind_arguments(signature, args))
+            if status != 0:
+                raise RuntimeError(f"{signature.name}: an assertion of the program failed")
+
+        functions[name] = Function(signature, call, jit)
+
+    def export(suffix: str, abi: str) -> bytes | str:
+        from tirc.codegen.header import header_text
+        from tirc.driver.compile import check_abi, link_shared
+
+        check_abi(abi)
+        if suffix == ".h":
+            return header_text(lowered, "tirc")
+        code = compile_module(lowered, cpu, opt_level, "", abi)
+        if suffix == ".o":
+            return code.object_code()
+        if suffix == ".so":
+            return link_shared(code)
+        raise DiagnosticError.at(None, f"cannot export a cpu module as '{suffix}' (.so, .o or .h)")
+
+    return Module(lowered, functions, export)
+
+
+def _module(module: str | os.PathLike[str] | IRModule) -> IRModule:
+    from tirc.ir.function import IRModule
+
+    return module if isinstance(module, IRModule) else parse(module)
+
+
+def _path(path: str | os.PathLike[str] | None) -> str | None:
+    return os.fspath(path) if path is not None else None
+
+
+def _is_program_text(text: str) -> bool:
+    """Text, rather than a path: a path has no line break and no decorator."""
+    return "\n" in text or text.lstrip().startswith("@")
