@@ -17,10 +17,10 @@ import pytest
 
 from tirc.analysis.arith.iter_map import normalize_iter_map
 from tirc.ir import dtype as dt
+from tirc.ir.arith import arithmetic
 from tirc.ir.buffer import Range
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.text import script
-from tirc.text.builder.arith import arithmetic
 
 GOLDEN = Path(__file__).parent / "golden" / "iter_map" / "normal_forms.json"
 CASES = json.loads(GOLDEN.read_text())

@@ -15,9 +15,9 @@ import pytest
 
 from tirc.analysis.arith import Analyzer
 from tirc.ir import dtype as dt
+from tirc.ir.arith import arithmetic
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.text import script
-from tirc.text.builder.arith import arithmetic
 
 GOLDEN = Path(__file__).parent / "golden" / "simplify" / "spellings.json"
 CASES = json.loads(GOLDEN.read_text())

@@ -14,8 +14,8 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from tirc.analysis.arith import canonical
 from tirc.diagnostics import Span
+from tirc.ir import canonical
 from tirc.ir import dtype as dt
 from tirc.ir import expr as ir
 from tirc.ir.dtype import DataType

@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from tirc.analysis.arith import Analyzer
 from tirc.analysis.arith.iter_map import IterSplit, IterSum, Level, detect_iter_map
 from tirc.ir import expr as E
+from tirc.ir.arith import arithmetic
 from tirc.ir.buffer import Buffer, Range
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.stmt import IterVar
 from tirc.schedule.properties import uses_var
 from tirc.schedule.symbolic_dims import is_constant, lone_symbolic_dims
-from tirc.text.builder.arith import arithmetic
 
 
 def fold(op: str, a: PrimExpr, b: PrimExpr) -> PrimExpr:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from tirc.analysis.arith import Analyzer
 from tirc.ir import expr as E
+from tirc.ir.arith import arithmetic
 from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.dtype import BOOL
 from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var
@@ -30,7 +31,6 @@ from tirc.ir.stmt import (
     Stmt,
 )
 from tirc.schedule.sref import SRef
-from tirc.text.builder.arith import arithmetic
 
 
 @dataclass

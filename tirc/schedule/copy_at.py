@@ -15,6 +15,7 @@ import dataclasses
 import enum
 
 from tirc.ir import dtype as dt
+from tirc.ir.arith import arithmetic
 from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var
 from tirc.ir.functor import Mutator, walk
@@ -37,7 +38,6 @@ from tirc.schedule.region_bound import relax_block_region
 from tirc.schedule.schedule import Schedule, describe
 from tirc.schedule.sref import SRef
 from tirc.schedule.storage_scope import check_storage_scope, with_scope
-from tirc.text.builder.arith import arithmetic
 
 
 class Direction(enum.Enum):

@@ -18,7 +18,7 @@ T = TypeVar("T")
 
 class _Legalizer(Substituter):
     def _pair(self, node: Any) -> Any:
-        from tirc.text.builder.arith import match_types
+        from tirc.ir.arith import match_types
 
         a, b = self.visit(node.a), self.visit(node.b)
         if a is node.a and b is node.b:
@@ -31,7 +31,7 @@ class _Legalizer(Substituter):
     visit_CompareOp = _pair
 
     def visit_Select(self, node: E.Select) -> PrimExpr:
-        from tirc.text.builder.arith import match_types
+        from tirc.ir.arith import match_types
 
         condition = self.visit(node.condition)
         true_value, false_value = self.visit(node.true_value), self.visit(node.false_value)

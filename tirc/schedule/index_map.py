@@ -219,7 +219,7 @@ def _plus_one(expr: PrimExpr) -> PrimExpr:
 
 
 def _sub(a: PrimExpr, b: PrimExpr) -> PrimExpr:
-    from tirc.text.builder.arith import arithmetic
+    from tirc.ir.arith import arithmetic
 
     return arithmetic("-", a, b)
 

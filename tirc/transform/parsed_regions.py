@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from tirc.analysis.arith import canonical
+from tirc.ir import canonical
 from tirc.ir import expr as E
 from tirc.ir.buffer import BufferRegion, Range
 from tirc.ir.structural import expr_key

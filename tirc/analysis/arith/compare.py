@@ -18,8 +18,8 @@ from __future__ import annotations
 import math
 
 from tirc.analysis.arith.analyzer import Analyzer
-from tirc.analysis.arith.canonical import Sum, from_sum, to_sum
 from tirc.ir import expr as E
+from tirc.ir.canonical import Sum, from_sum, to_sum
 from tirc.ir.dtype import BOOL
 from tirc.ir.expr import IntImm, PrimExpr
 

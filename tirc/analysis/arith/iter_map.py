@@ -17,9 +17,9 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from tirc.analysis.arith.analyzer import Analyzer
-from tirc.analysis.arith.canonical import to_sum
 from tirc.ir import expr as E
 from tirc.ir.buffer import Range
+from tirc.ir.canonical import to_sum
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.functor import walk

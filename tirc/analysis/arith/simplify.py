@@ -14,11 +14,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from tirc.analysis.arith.bound import Bound, const_bound
-from tirc.analysis.arith.canonical import Sum, from_sum, merge_splits, to_sum
 from tirc.ir import dtype as dt
 from tirc.ir import expr as E
 from tirc.ir import integer
 from tirc.ir.buffer import Buffer
+from tirc.ir.canonical import Sum, from_sum, merge_splits, to_sum
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.functor import Mutator, child_fields
 from tirc.ir.node import Node

@@ -12,6 +12,7 @@ import dataclasses
 
 from tirc.analysis.arith import Analyzer
 from tirc.diagnostics import DiagnosticError
+from tirc.ir.arith import arithmetic
 from tirc.ir.buffer import BufferRegion, Range
 from tirc.ir.dtype import DataType
 from tirc.ir.stmt import SBlock
@@ -22,7 +23,6 @@ from tirc.schedule.primitives import primitive
 from tirc.schedule.schedule import Schedule
 from tirc.schedule.signature import Kind, Param, Signature
 from tirc.schedule.sref import SRef
-from tirc.text.builder.arith import arithmetic
 
 
 @primitive(

@@ -152,7 +152,7 @@ def _end(dom: Range) -> PrimExpr:
         return dom.extent
     if isinstance(dom.min, IntImm) and isinstance(dom.extent, IntImm):
         return IntImm(dom.min.value + dom.extent.value, dom.extent.dtype)
-    from tirc.text.builder.arith import arithmetic
+    from tirc.ir.arith import arithmetic
 
     return arithmetic("+", dom.min, dom.extent)
 
@@ -185,7 +185,7 @@ def _is_zero(expr: PrimExpr) -> bool:
 
 
 def _plus(a: PrimExpr, b: PrimExpr) -> PrimExpr:
-    from tirc.text.builder.arith import arithmetic
+    from tirc.ir.arith import arithmetic
 
     return arithmetic("+", a, b)
 

@@ -19,6 +19,7 @@ import dataclasses
 from collections.abc import Callable
 
 from tirc.analysis.arith import Analyzer
+from tirc.ir.arith import arithmetic, make_const
 from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.expr import Add, BufferLoad, IntImm, Max, Min, PrimExpr, Var
 from tirc.ir.functor import Mutator, walk
@@ -33,7 +34,6 @@ from tirc.schedule.properties import not_complete, realize_of
 from tirc.schedule.schedule import Schedule, describe
 from tirc.schedule.signature import Kind, Param, Signature
 from tirc.schedule.sref import SRef
-from tirc.text.builder.arith import arithmetic, make_const
 
 # An activation step: the min/max operator and the operand that does not hold the result.
 _Clip = tuple[str, PrimExpr, bool]  # (op, other operand, other operand on the left)

@@ -131,8 +131,8 @@ def _access_indices(block: SRef, buffer: Buffer) -> list[PrimExpr]:
 
 
 def _reindex_buffer(buffer: Buffer, covered: list[IterVar]) -> Buffer:
+    from tirc.ir.arith import arithmetic
     from tirc.ir.expr import PointerType
-    from tirc.text.builder.arith import arithmetic
 
     shape = tuple(arithmetic("+", iv.dom.min, iv.dom.extent) for iv in covered)  # type: ignore[union-attr]
     data = Var(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from tirc.analysis.arith import Analyzer
 from tirc.ir import expr as E
+from tirc.ir.arith import arithmetic
 from tirc.ir.buffer import Range
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.stmt import For, Stmt
@@ -21,7 +22,6 @@ from tirc.schedule.rebind import const_value, outer_domains, rebind, serial_loop
 from tirc.schedule.schedule import Schedule, describe
 from tirc.schedule.signature import Kind, Param, Signature, optional
 from tirc.schedule.sref import SRef
-from tirc.text.builder.arith import arithmetic
 
 
 @primitive(

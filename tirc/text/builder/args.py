@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tirc.diagnostics import Span
+from tirc.ir import arith
 from tirc.ir import dtype as dt
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import IntImm, PrimExpr, StringImm
 from tirc.ir.stmt import Attrs
-from tirc.text.builder import arith
 from tirc.text.builder.scope import nearest
 from tirc.text.builder.values import Arg, DTypeValue, HandleType, Invocation
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from tirc.ir import arith
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import IntImm, PrimExpr
 from tirc.ir.stmt import IterVar
-from tirc.text.builder import arith
 from tirc.text.builder.scope import nearest
 from tirc.text.builder.values import BoundMethod, DTypeValue, HandleType
 from tirc.text.syntax import tree

@@ -11,13 +11,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tirc.diagnostics import Span
+from tirc.ir import arith
 from tirc.ir import dtype as dt
 from tirc.ir.buffer import Buffer, BufferRegion, MatchBufferRegion, Range
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import BufferLoad, FloatImm, IntImm, PointerType, PrimExpr, Ramp, StringImm, Var
 from tirc.ir.node import IRError
 from tirc.ir.stmt import AllocBuffer, Attrs, BufferStore, DeclBuffer
-from tirc.text.builder import arith
 from tirc.text.builder.args import (
     Bound,
     Param,

@@ -7,9 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tirc.diagnostics import Diagnostic, Note, Source, Span
+from tirc.ir.arith import ArithError
 from tirc.ir.dtype import DTypeError
 from tirc.ir.node import IRError
-from tirc.text.builder.arith import ArithError
 from tirc.text.syntax import tree
 
 MAX_ERRORS = 50  # stop collecting after this many: the rest are usually consequences

@@ -12,10 +12,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from tirc.diagnostics import Note, Span
+from tirc.ir import arith
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import PrimExpr
 from tirc.ir.stmt import IterVar
-from tirc.text.builder import arith
 from tirc.text.builder.context import CONSTRUCTION_ERRORS, BuildError, Context, SilentError
 from tirc.text.builder.scope import Scope, nearest
 from tirc.text.builder.values import (

@@ -11,13 +11,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tirc.diagnostics import Span
+from tirc.ir import arith
 from tirc.ir import dtype as dt
 from tirc.ir.buffer import Range
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import PrimExpr, Var
 from tirc.ir.node import IRError
 from tirc.ir.stmt import EMPTY_ATTRS, Attrs, For, ForKind, IterType, IterVar, Stmt
-from tirc.text.builder import arith
 from tirc.text.builder.args import Bound, Param, Signature, expect_attrs, expect_dtype, expect_str
 from tirc.text.builder.frames import LoopFrame
 from tirc.text.builder.values import Arg, Builtin, Invocation

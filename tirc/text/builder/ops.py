@@ -13,16 +13,15 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from tirc.diagnostics import Span
+from tirc.ir import arith, intrinsics
 from tirc.ir import dtype as dt
 from tirc.ir import expr as ir
-from tirc.ir import intrinsics
 from tirc.ir.buffer import Buffer, BufferRegion
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import Call, CommReducer, FloatImm, IntImm, PrimExpr, StringImm, Var
 from tirc.ir.integer import int_range
 from tirc.ir.intrinsics import Result
 from tirc.ir.node import IRError
-from tirc.text.builder import arith
 from tirc.text.builder.args import (
     Param,
     Signature,

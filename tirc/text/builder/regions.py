@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from tirc.ir import arith
 from tirc.ir import expr as ir
 from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var
@@ -22,7 +23,6 @@ from tirc.ir.functor import Visitor
 from tirc.ir.stmt import BufferStore, For, SBlock, SBlockRealize, Stmt
 from tirc.ir.structural import expr_key
 from tirc.ir.substitute import substitute
-from tirc.text.builder import arith
 
 if TYPE_CHECKING:
     from tirc.text.builder.stmt import Builder

@@ -12,12 +12,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from tirc.diagnostics import Span
+from tirc.ir import arith
 from tirc.ir import dtype as dt
 from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var
 from tirc.ir.node import IRError
 from tirc.ir.stmt import Attrs, IterType, IterVar, SBlock, SBlockRealize, Stmt
-from tirc.text.builder import arith
 from tirc.text.builder.args import Param, Signature, attr_value, expect_list, expect_str
 from tirc.text.builder.frames import FunctionFrame, InitFrame, LoopFrame, SBlockFrame
 from tirc.text.builder.stmt import ContextValue, Declared

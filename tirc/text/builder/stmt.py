@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tirc.diagnostics import Note, Span
+from tirc.ir import arith
 from tirc.ir import dtype as dt
 from tirc.ir.buffer import Buffer, BufferRegion, MatchBufferRegion
 from tirc.ir.dtype import DataType
@@ -33,7 +34,6 @@ from tirc.ir.stmt import (
     While,
     seq,
 )
-from tirc.text.builder import arith
 from tirc.text.builder.buffers import store
 from tirc.text.builder.context import CONSTRUCTION_ERRORS, BuildError, Context, SilentError
 from tirc.text.builder.expr import Evaluator

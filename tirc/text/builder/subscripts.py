@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tirc.diagnostics import Span
+from tirc.ir import arith
 from tirc.ir import dtype as dt
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import BufferLoad, IntImm, PointerType, PrimExpr, Var
-from tirc.text.builder import arith
 from tirc.text.builder.values import DTypeValue, HandleType, LetAnnotation, LocalArray
 from tirc.text.syntax import tree
 

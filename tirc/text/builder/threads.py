@@ -11,11 +11,11 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tirc.diagnostics import Span
+from tirc.ir import arith
 from tirc.ir import dtype as dt
 from tirc.ir.buffer import Buffer, Range
 from tirc.ir.expr import CommReducer, IntImm, PrimExpr, StringImm, Var
 from tirc.ir.stmt import AttrStmt, Break, Continue, Evaluate, IterType, IterVar, Stmt
-from tirc.text.builder import arith
 from tirc.text.builder.args import Param, Signature, attr_value, expect_dtype, expect_str
 from tirc.text.builder.frames import FunctionFrame, LoopFrame
 from tirc.text.builder.stmt import ContextValue, Declared

@@ -43,7 +43,7 @@ def is_plain(loop: For) -> bool:
 
 def is_collected(extent: PrimExpr) -> bool:
     """Whether the parser's `range(extent)` keeps `extent` as it is."""
-    from tirc.analysis.arith.canonical import difference
+    from tirc.ir.canonical import difference
     from tirc.ir.structural import structural_equal
 
     dtype = extent.dtype

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from tirc.analysis.arith.analyzer import Analyzer
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
+from tirc.ir.arith import match_types
 from tirc.ir.buffer import Buffer
 from tirc.ir.function import PrimFunc
 from tirc.ir.functor import Mutator
-from tirc.text.builder.arith import match_types
 from tirc.transform.pass_base import Dialect, FunctionPass
 from tirc.transform.passes.lower_match_buffer import strides_of
 
