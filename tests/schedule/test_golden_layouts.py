@@ -10,6 +10,7 @@ a phrase the diagnostic must contain (the line TVM's block is on carries it too)
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -23,14 +24,15 @@ FOLDERS = groups.LAYOUTS
 CASES = cases(FOLDERS)
 
 
-def _same_results(before: IRModule, after: IRModule) -> None:
-    """The interpreter gives the same outputs before and after (exact: nothing reassociates).
-    Skipped where a parameter's layout changed: its arrays are not comparable as they are."""
+def _same_results(before: IRModule, after: IRModule, sizes: dict[str, int]) -> None:
+    """The interpreter gives the same outputs before and after (exact: nothing reassociates),
+    with the shape variables `sizes` (a `# sizes:` header). Skipped where a parameter's
+    layout changed: its arrays are not comparable as they are."""
     func_before, func_after = before["main"], after["main"]
     shapes = [[print_module_shape(b) for _, b in f.buffer_map] for f in (func_before, func_after)]
     if shapes[0] != shapes[1]:
         return
-    inputs = random_inputs(func_before, seed=7)
+    inputs = random_inputs(func_before, seed=7, sizes=sizes)
     copies = {name: np.copy(value) for name, value in inputs.items()}
     run(func_before, inputs)
     run(func_after, copies)
@@ -51,7 +53,7 @@ def test_golden(before: Path) -> None:
         assert f"# error: {error}" in before.read_text().split("\n", 3)[3], "mark the line too"
     result = check_golden(before)
     if result is not None:
-        _same_results(*result)
+        _same_results(*result, json.loads(header(before.read_text(), "sizes") or "{}"))
 
 
 def test_every_layout_primitive_has_goldens_and_rejections() -> None:

@@ -93,7 +93,7 @@ class IndexMap:
             if split is not None:
                 return split
         domains = dict(zip(self.initial, ranges, strict=True))
-        found = detect_iter_map(list(self.final), domains, None, Level.BIJECTIVE)
+        found = detect_iter_map(list(self.final), domains, None, Level.BIJECTIVE, symbolic=True)
         if found.errors:
             raise IndexMapError(f"it is not a bijective affine map: {found.errors[0]}")
         outputs = tuple(self.output_var(position) for position in range(len(self.final)))

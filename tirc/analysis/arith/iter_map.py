@@ -5,7 +5,8 @@ of them, a split takes digits `[lower, lower * extent)` of a mark scaled by `sca
 of indices is a valid map when each index reads as one fused iterator (its splits' scales
 are 1, e1, e1*e2, ...) and, for each mark, its splits tile the mark without overlap
 (bijective: and cover it whole). This is the check behind "the block's binding is affine",
-and what split/fuse/reorder preserve. Extents must be constant, except in `normalize_iter_map`,
+and what split/fuse/reorder preserve. Extents must be constant, except in `normalize_iter_map`
+(and `detect_iter_map(symbolic=True)`),
 where a loop of symbolic extent may appear whole, as the highest digit of an index
 (`i_0 * 32 + i_1` with `i_0` in `[0, (n + 31) // 32)`).
 """
@@ -465,8 +466,11 @@ def detect_iter_map(
     predicate: PrimExpr | None = None,
     level: Level = Level.SURJECTIVE,
     analyzer: Analyzer | None = None,
+    symbolic: bool = False,
 ) -> IterMapResult:
-    """Decompose `indices` over the loops in `domains`; errors say why they are not affine."""
+    """Decompose `indices` over the loops in `domains`; errors say why they are not affine.
+    With `symbolic`, a loop of symbolic extent may appear whole as the highest digit of an
+    index (`a0 * 16 + a1` with `a0` in `[0, n)`), as in normalize_iter_map."""
     if analyzer is None:
         analyzer = Analyzer()
         for var, domain in domains.items():
@@ -481,6 +485,7 @@ def detect_iter_map(
                 analyzer,
                 padded=level is Level.NO_CHECK,
                 overlap=level is Level.SURJECTIVE,
+                symbolic=symbolic,
             )
             detector.add_predicate(predicate)
             sums = [detector.index_sum(prepare(index)) for index in indices]

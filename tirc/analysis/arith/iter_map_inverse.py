@@ -13,7 +13,7 @@ from tirc.analysis.arith.iter_map import IterMark, IterSplit, IterSum
 from tirc.ir import expr as E
 from tirc.ir.expr import IntImm, PrimExpr, Var
 
-Digits = dict[int, list[tuple[int, int, PrimExpr]]]  # id(mark) -> (lower, extent, digit)
+Digits = dict[int, list[tuple[int, int | PrimExpr, PrimExpr]]]  # id(mark) -> (lower, extent, digit)
 
 
 def inverse_iter_map(
@@ -41,14 +41,16 @@ def inverse_iter_map(
     return result
 
 
-def _assemble(mark: IterMark, found: list[tuple[int, int, PrimExpr]]) -> PrimExpr | None:
+def _assemble(mark: IterMark, found: list[tuple[int, int | PrimExpr, PrimExpr]]) -> PrimExpr | None:
     """The mark's value from its digits, lowest first (`b + a * 16`); None unless the
     digits tile the mark whole."""
+    if not isinstance(mark.extent, int):  # a loop of symbolic extent is only read whole
+        whole = [digit for lower, extent, digit in found if lower == 1 and extent is mark.extent]
+        return whole[0] if len(found) == 1 and whole else None
     covered = 1
     value: PrimExpr | None = None
-    assert isinstance(mark.extent, int)  # detect_iter_map's marks have constant extents
     for lower, extent, digit in sorted(found, key=lambda item: item[0]):
-        if lower != covered:
+        if lower != covered or not isinstance(extent, int):
             return None
         term = digit if lower == 1 else E.Mul(digit, IntImm(lower, digit.dtype))
         value = term if value is None else E.Add(value, term)
@@ -69,9 +71,10 @@ def _read_digits(
         ordered = [s for s in ordered if s.extent != 1]
     dtype = value.dtype
     for position, split in enumerate(ordered):
-        assert isinstance(split.extent, int)  # detect_iter_map's splits have constant extents
         digit = value if split.scale == 1 else E.FloorDiv(value, IntImm(split.scale, dtype))
         if position > 0:
+            # only the highest digit may be a loop of symbolic extent (detect_iter_map's rule)
+            assert isinstance(split.extent, int)
             digit = E.FloorMod(digit, IntImm(split.extent, dtype))
         marks.setdefault(id(split.mark), split.mark)
         digits.setdefault(id(split.mark), []).append((split.lower, split.extent, digit))

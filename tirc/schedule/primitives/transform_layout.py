@@ -2,7 +2,9 @@
 in the scope where it is defined (the function, for a parameter) goes through the map.
 
 The buffer is the `buffer_index`-th read (type 0) or write (type 1) of the block. The map must
-be invertible over the buffer's shape, unless `assume_injective_transform`; a map whose image
+be invertible over the buffer's shape, unless `assume_injective_transform` (a dimension of
+symbolic extent may only be the highest digit of an output: `lambda i, j: (i * 16 + j,)` over
+`(n, 16)` is, `(16, n)` is not, as TVM's iterator map decides); a map whose image
 is larger than the buffer (padding) needs a `pad_value`: a block after the buffer's producer
 then stores it into the padding (`buffer_A_padding`, predicated on the padded elements).
 
