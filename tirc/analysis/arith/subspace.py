@@ -80,6 +80,12 @@ def divide_subspace(
     if casts:  # its parts would be rebuilt in the wrong integer type
         raise DivisionError("a binding casts an iterator to another integer type")
     outer_predicate, inner_predicate = _divide_predicate(predicate, inner)
+    # each side's predicate in simplified form, as TVM writes it again ((j_0 * 2 + j_1) * 4
+    # + j_2 < 7 becomes j_0 * 8 + j_1 * 4 + j_2 < 7)
+    outer_predicate, inner_predicate = (
+        None if part is None else Analyzer().simplify(part)
+        for part in (outer_predicate, inner_predicate)
+    )
     analyzer = Analyzer()
     for var, domain in domains.items():
         analyzer.bind(var, domain)
@@ -197,7 +203,10 @@ def _divide_sum(total: IterSum, inner: set[Var], dtype: DataType) -> tuple[Part,
     outer_extent = max(1, -(-total.extent // inner_extent))
     ordered = tuple(sorted(divided, key=lambda s: -s.scale))
     outer_binding = _sum_expr(IterSum(ordered, base, outer_extent), dtype)
-    inner_ordered = tuple(sorted(inner_splits, key=lambda s: -s.scale))
+    # unit inner loops stay in the inner binding (they are gone already unless unit
+    # iterators are kept), with their scale: j_0 * 7 + j_1 for a split (1, 7)
+    units = [s for s in splits if s.extent == 1 and _mark_vars(s.mark) <= inner]
+    inner_ordered = tuple(sorted(inner_splits + units, key=lambda s: -s.scale))
     zero = IntImm(0, dtype)
     inner_binding = _sum_expr(IterSum(inner_ordered, zero, inner_extent), dtype)
     if not outer_splits and isinstance(total.extent, int) and total.extent < inner_extent:
