@@ -211,7 +211,7 @@ def _build_cpu(module: IRModule, target: str, pipeline: str | None, opt_level: i
     from tirc.driver.host_threads import check_runs_on_cpu
     from tirc.driver.lower import lower_module
     from tirc.driver.target import parse_target
-    from tirc.runtime.arguments import bind_arguments
+    from tirc.runtime.arguments import call_jit
     from tirc.runtime.jit import JitModule
 
     check_runs_on_cpu(module)
@@ -226,7 +226,7 @@ def _build_cpu(module: IRModule, target: str, pipeline: str | None, opt_level: i
         entry = jit[symbol]
 
         def call(*args: object, entry: Any = entry, signature: FfiSignature = signature) -> None:
-            status = entry(bind_arguments(signature, args))
+            status = call_jit(entry, signature, args)
             if status != 0:
                 raise RuntimeError(f"{signature.name}: an assertion of the program failed")
 

@@ -48,3 +48,14 @@ def expect(path: Path, args: dict[str, object], got: dict[str, object]) -> None:
 
 def copies(args: dict[str, object]) -> dict[str, object]:
     return {k: aligned_copy(v) if isinstance(v, np.ndarray) else v for k, v in args.items()}
+
+
+# A buffer with a declared stride variable, and an extent that is an expression.
+STRIDED = """
+@T.prim_func
+def main(a: T.handle, b: T.handle, n: T.int32, s: T.int32):
+    A = T.match_buffer(a, (n, 4), "float32", strides=(s, 1))
+    B = T.match_buffer(b, (n * 4,), "float32")
+    for i, j in T.grid(n, 4):
+        B[i * 4 + j] = A[i, j]
+"""

@@ -13,9 +13,10 @@ import numpy as np
 import pytest
 
 import tirc
-from tests.api.helpers import SAMPLES, SCALE, copies, expect, gallery_kernels, inputs
+from tests.api.helpers import SAMPLES, SCALE, STRIDED, copies, expect, gallery_kernels, inputs
 from tirc.cli.main import main
 from tirc.ir.structural import structural_equal
+from tirc.runtime.jit import aligned_copy
 from tirc.text import parse as parse_text
 
 
@@ -203,3 +204,17 @@ def test_a_function_outlives_its_module() -> None:
     a, b = np.arange(3, dtype="float32"), np.zeros(3, dtype="float32")
     function(a, b)
     np.testing.assert_array_equal(b, 2 * a)
+
+
+def test_declared_strides_pass_the_array_itself() -> None:
+    """A buffer whose strides the program declares reads the caller's array as it is laid
+    out (a dense copy, as for other buffers, read past its end)."""
+    module = tirc.build(STRIDED)
+    rows = aligned_copy(np.arange(24, dtype="float32").reshape(3, 8))
+    out = np.zeros(12, dtype="float32")
+    module.main(rows[:, :4], out)
+    np.testing.assert_array_equal(out, rows[:, :4].reshape(-1))
+    with pytest.raises(ValueError, match=r"main: B.shape\[0\] is 8, but must be n \* 4 = 12"):
+        module.main(rows[:, :4], np.zeros(8, dtype="float32"))
+    with pytest.raises(ValueError, match="main: A must be aligned to 64 bytes"):
+        module.main(aligned_copy(np.zeros((3, 9), dtype="float32"))[:, 1:5], out)

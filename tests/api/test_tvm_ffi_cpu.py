@@ -14,6 +14,7 @@ import pytest
 from tests.api.helpers import (
     SAMPLES,
     SCALE,
+    STRIDED,
     compile_sample,
     copies,
     expect,
@@ -142,3 +143,26 @@ def test_object_file_exports_the_packed_function(tmp_path: Path) -> None:
 def test_unknown_abi_is_a_usage_error(tmp_path: Path) -> None:
     assert main(["compile", str(SCALE), "--abi", "tvm", "-o", str(tmp_path / "x.o")]) == 2
     assert not (tmp_path / "x.o").exists()
+
+
+def test_declared_stride_is_bound_from_the_tensor(tmp_path: Path) -> None:
+    source = tmp_path / "strided.tir"
+    source.write_text(STRIDED)
+    library = tmp_path / "strided.so"
+    assert (
+        main(["compile", str(source), "--emit", "so", "--abi", "tvm-ffi", "-o", str(library)]) == 0
+    )
+    function = tvm_ffi.load_module(str(library))["main"]
+    rows = aligned_copy(np.arange(24, dtype="float32").reshape(3, 8))
+    out = aligned(12)
+    function(rows[:, :4], out)  # s = 8, n = 3
+    np.testing.assert_array_equal(out, rows[:, :4].reshape(-1))
+    out[:] = 0
+    function(rows[:, :4], out, 3, 8)
+    np.testing.assert_array_equal(out, rows[:, :4].reshape(-1))
+    with pytest.raises(
+        ValueError, match=r"main: A.strides\[0\] is 8, but must equal s = 4 \(as passed\)"
+    ):
+        function(rows[:, :4], out, 3, 4)
+    with pytest.raises(ValueError, match=r"main: B.shape\[0\] is 8, but must be n \* 4 = 12"):
+        function(rows[:, :4], aligned(8))

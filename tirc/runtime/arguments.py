@@ -2,7 +2,7 @@
 function's packed signature (tirc.codegen.ffi_signature) as the tvm-ffi wrapper checks them,
 with the same messages: numpy arrays or DLPack tensors for buffers, Python numbers for
 scalars, the shape arguments optional. Unlike the wrapper, an array that is strided or not
-aligned is accepted: the JIT copies it (tirc.runtime.jit).
+aligned is accepted for a dense buffer: it is copied.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from tirc.codegen.abi import ParamKind
 from tirc.codegen.ffi_signature import (
     FfiSignature,
     TensorParam,
+    alignment_message,
     argument_message,
     dimension_message,
     dtype_message,
@@ -24,6 +25,46 @@ from tirc.codegen.ffi_signature import (
     rank_message,
 )
 from tirc.ir.expr import IntImm, PrimExpr, Var
+from tirc.runtime.jit import JitFunction, aligned_array
+
+
+def call_jit(function: JitFunction, sig: FfiSignature, args: Sequence[object]) -> int:
+    """Calls the JIT-compiled `function` with `args` checked by `bind_arguments`; returns its
+    status. A dense buffer's array that is strided or misaligned is passed as an aligned
+    dense copy, copied back after the call; a buffer whose strides or offset the program
+    declares is passed as the array itself (its strides are the program's to read), which
+    must then be aligned."""
+    values = bind_arguments(sig, args)
+    call_args: list[object] = []
+    copies: list[tuple[np.ndarray, np.ndarray]] = []
+    for index, param in enumerate(function.abi):
+        value = values[param.name]
+        if param.kind is ParamKind.BUFFER:
+            assert isinstance(value, np.ndarray)
+            tensor = sig.tensors[index]
+            if _is_dense(tensor):
+                passed = aligned_array(value)
+                if passed is not value:
+                    copies.append((value, passed))
+            else:
+                passed = value
+                if tensor.alignment > tensor.element_bytes and value.ctypes.data % tensor.alignment:
+                    raise ValueError(
+                        _format(alignment_message(sig, tensor), hex(value.ctypes.data))
+                    )
+            call_args.append(passed.ctypes.data)
+        elif param.kind is ParamKind.HANDLE and isinstance(value, np.ndarray):
+            call_args.append(value.ctypes.data)
+        else:
+            call_args.append(value)
+    status = int(function.entry(*call_args))
+    for original, passed in copies:
+        np.copyto(original, passed.reshape(original.shape))
+    return status
+
+
+def _is_dense(tensor: TensorParam) -> bool:
+    return tensor.offset is None and all(d.expected is None for d in tensor.strides)
 
 
 def bind_arguments(sig: FfiSignature, args: Sequence[object]) -> dict[str, object]:
