@@ -22,6 +22,7 @@ CASES = [
     "cache_read/consumer_blocks",
     "cache_read/in_loop",
     "cache_read/after_split",
+    "cache_read/symbolic_under_loop",
     "cache_write/reduction",
     "cache_write/consumer_blocks",
     "cache_write/in_loop",
@@ -34,16 +35,19 @@ CASES = [
     "reindex/write",
     "reindex_cache_read/transposed",
     "reindex_cache_read/intermediate",
+    "reindex_cache_read/int64_then_compute_at",
     "reindex_cache_write/reduction",
     "reindex_cache_write/transposed",
     "unsafe_set_dtype/half",
 ]
 
 
-def _header(text: str, key: str) -> str:
+def _header(text: str, key: str, default: str | None = None) -> str:
     for line in text.splitlines():
         if line.startswith(f"# {key}:"):
             return line.split(":", 1)[1].strip()
+    if default is not None:
+        return default
     raise AssertionError(key)
 
 
@@ -53,7 +57,8 @@ def test_same_results(name: str) -> None:
     before = parse(text)
     plan = read_plan(json.dumps([json.loads(_header(text, "plan")), []]), name=name)
     after = apply_plan(before, plan)[0]
-    inputs = random_inputs(before["main"], seed=7)
+    sizes = json.loads(_header(text, "sizes", "{}"))  # the shape variables, if any
+    inputs = random_inputs(before["main"], seed=7, sizes=sizes)
     results = []
     for module in (before, after):
         args = {

@@ -133,7 +133,7 @@ def in_bounds_guard(
     for binding, extent in zip(bindings, region.buffer.shape, strict=True):
         zero = IntImm(0, binding.dtype)
         for condition in (E.LE(zero, binding), E.LT(binding, extent)):
-            if not analyzer.can_prove(condition):
+            if not analyzer.can_prove(condition, symbolic=True):
                 guard = condition if isinstance(guard, IntImm) else E.And(guard, condition)
     return guard
 
