@@ -13,6 +13,7 @@ import dataclasses
 from tirc.analysis.arith import Analyzer
 from tirc.analysis.arith.compare import less_than, normal_comparisons
 from tirc.analysis.arith.int_set import relax
+from tirc.analysis.shape_bounds import mark_shape_vars
 from tirc.ir import dtype as dt
 from tirc.ir import expr as E
 from tirc.ir.buffer import Buffer, Range
@@ -35,7 +36,6 @@ from tirc.schedule.insertion_point import find_split, loop_children
 from tirc.schedule.properties import not_complete, not_reduction, realize_of
 from tirc.schedule.schedule import Schedule, describe
 from tirc.schedule.scope import BlockScope, DepKind
-from tirc.schedule.shape_bounds import mark_shape_vars
 from tirc.schedule.sref import SRef
 from tirc.schedule.stage_pipeline import stage_pipeline_root
 

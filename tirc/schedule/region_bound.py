@@ -17,6 +17,7 @@ from tirc.analysis.arith import Analyzer
 from tirc.analysis.arith.int_set import relax_range
 from tirc.analysis.arith.iter_map import detect_iter_map
 from tirc.analysis.arith.linear_bound import at_least
+from tirc.analysis.storage_scope import GLOBAL, can_relax_under_thread, scope_rank
 from tirc.ir import expr as E
 from tirc.ir.buffer import BufferRegion, Range
 from tirc.ir.expr import IntImm, PrimExpr, Var
@@ -26,7 +27,6 @@ from tirc.ir.substitute import substitute
 from tirc.schedule.properties import realize_of
 from tirc.schedule.rebind import conjoin
 from tirc.schedule.sref import SRef
-from tirc.schedule.storage_scope import GLOBAL, can_relax_under_thread, scope_rank
 
 
 def loop_domains(low: SRef | None, high: SRef | None, scope: str) -> dict[Var, Range]:

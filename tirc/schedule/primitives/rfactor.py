@@ -20,6 +20,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from tirc.analysis.arith import Analyzer
+from tirc.analysis.reducer import Match, match_reducer, same
 from tirc.ir import dtype as dt
 from tirc.ir import expr as E
 from tirc.ir.buffer import Buffer, BufferRegion, Range
@@ -43,7 +44,6 @@ from tirc.ir.substitute import substitute
 from tirc.schedule.errors import ScheduleError
 from tirc.schedule.primitives import primitive
 from tirc.schedule.properties import not_reduction, realize_of, uses_var
-from tirc.schedule.reducer import Match, match_reducer, same
 from tirc.schedule.schedule import Schedule, describe
 from tirc.schedule.signature import Kind, Param, Signature
 from tirc.schedule.sref import SRef

@@ -25,12 +25,12 @@ from dataclasses import dataclass
 
 from tirc.analysis.arith.analyzer import Analyzer
 from tirc.analysis.arith.int_set import relax
+from tirc.analysis.storage_scope import can_relax_under_thread
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
 from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.function import PrimFunc
 from tirc.ir.functor import Mutator, Visitor
-from tirc.schedule.storage_scope import can_relax_under_thread
 from tirc.transform.pass_base import Dialect, FunctionPass
 
 Box = list[tuple[E.PrimExpr | None, E.PrimExpr | None]]  # inclusive ends per dimension

@@ -28,13 +28,13 @@ from dataclasses import dataclass
 
 from tirc.analysis.arith.analyzer import Analyzer
 from tirc.analysis.arith.int_set import relax
+from tirc.analysis.shape_bounds import mark_shape_vars
 from tirc.ir import dtype as dt
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
 from tirc.ir.buffer import Range
 from tirc.ir.function import PrimFunc
 from tirc.ir.functor import Mutator, walk
-from tirc.schedule.shape_bounds import mark_shape_vars
 from tirc.transform.fresh_copy import fresh_copy
 from tirc.transform.pass_base import Dialect, FunctionPass
 

@@ -40,6 +40,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tirc.analysis.reducer import Match, Reducer, match_reducer
 from tirc.diagnostics import DiagnosticError
 from tirc.ir import dtype as dt
 from tirc.ir import expr as E
@@ -48,7 +49,6 @@ from tirc.ir.buffer import Buffer, BufferRegion, Range, make_buffer
 from tirc.ir.function import PrimFunc
 from tirc.ir.functor import Mutator, Visitor, walk
 from tirc.ir.substitute import substitute
-from tirc.schedule.reducer import Match, Reducer, match_reducer
 from tirc.transform.pass_base import Dialect, FunctionPass
 
 

@@ -20,6 +20,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from tirc.analysis.regions import infer_access_regions
+from tirc.analysis.storage_scope import GLOBAL, scope_rank
 from tirc.ir import dtype as dt
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
@@ -27,7 +28,6 @@ from tirc.ir.buffer import Buffer
 from tirc.ir.function import PrimFunc
 from tirc.ir.functor import Mutator, Visitor, walk
 from tirc.ir.node import Node
-from tirc.schedule.storage_scope import GLOBAL, scope_rank
 from tirc.transform.parsed_regions import parsed_region
 from tirc.transform.pass_base import Dialect, FunctionPass
 
