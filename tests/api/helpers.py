@@ -3,6 +3,7 @@ the interpreter's results for the same inputs."""
 
 from __future__ import annotations
 
+import ctypes
 from pathlib import Path
 
 import numpy as np
@@ -59,3 +60,66 @@ def main(a: T.handle, b: T.handle, n: T.int32, s: T.int32):
     for i, j in T.grid(n, 4):
         B[i * 4 + j] = A[i, j]
 """
+
+
+class _Device(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", _Device),
+        ("ndim", ctypes.c_int32),
+        ("dtype", _DataType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
+
+
+class _ManagedTensor(ctypes.Structure):
+    _fields_ = [
+        ("dl_tensor", _DLTensor),
+        ("manager_ctx", ctypes.c_void_p),
+        ("deleter", ctypes.c_void_p),
+    ]
+
+
+_KEPT: list[object] = []  # the fake tensors' memory, alive for the whole test run
+
+
+def fake_device_tensor(
+    shape: tuple[int, ...], dtype: str = "float32", device: tuple[int, int] = (2, 0)
+) -> object:
+    """A tvm_ffi.Tensor that claims to live on `device` (DLPack's type and id; 2: CUDA) with
+    no memory behind it: a call must refuse it, or fail to launch, before touching it."""
+    import tvm_ffi
+
+    codes = {"float": 2, "int": 0, "uint": 1}
+    kind = dtype.rstrip("0123456789")
+    extents = (ctypes.c_int64 * max(1, len(shape)))(*shape)
+    managed = _ManagedTensor()
+    managed.dl_tensor.data = 0x10000  # aligned, and never read
+    managed.dl_tensor.device = _Device(*device)
+    managed.dl_tensor.ndim = len(shape)
+    managed.dl_tensor.dtype = _DataType(codes[kind], int(dtype[len(kind) :]), 1)
+    managed.dl_tensor.shape = extents
+    new_capsule = ctypes.pythonapi.PyCapsule_New
+    new_capsule.restype = ctypes.py_object
+    new_capsule.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+    capsule = new_capsule(ctypes.addressof(managed), b"dltensor", None)
+    _KEPT.extend([extents, managed])
+
+    class Producer:
+        def __dlpack__(self, **options: object) -> object:
+            return capsule
+
+        def __dlpack_device__(self) -> tuple[int, int]:
+            return device
+
+    return tvm_ffi.from_dlpack(Producer())

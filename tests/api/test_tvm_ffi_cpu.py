@@ -18,6 +18,7 @@ from tests.api.helpers import (
     compile_sample,
     copies,
     expect,
+    fake_device_tensor,
     gallery_kernels,
     inputs,
 )
@@ -166,3 +167,11 @@ def test_declared_stride_is_bound_from_the_tensor(tmp_path: Path) -> None:
         function(rows[:, :4], out, 3, 4)
     with pytest.raises(ValueError, match=r"main: B.shape\[0\] is 8, but must be n \* 4 = 12"):
         function(rows[:, :4], aligned(8))
+
+
+def test_a_tensor_on_another_device_is_refused(scale: object) -> None:
+    cuda = fake_device_tensor((8,))
+    with pytest.raises(ValueError, match="main: A must be on the CPU, got a tensor on cuda"):
+        scale(cuda, aligned(8))  # type: ignore[operator]
+    with pytest.raises(ValueError, match="main: B must be on the CPU, got a tensor on cuda"):
+        scale(aligned(8), cuda)  # type: ignore[operator]

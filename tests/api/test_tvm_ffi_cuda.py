@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.api.helpers import SAMPLES, SCALE, expect, gallery_kernels, inputs
+from tests.api.helpers import SAMPLES, SCALE, expect, fake_device_tensor, gallery_kernels, inputs
 from tirc.cli.main import main
 
 tvm_ffi = pytest.importorskip(
@@ -53,6 +53,55 @@ def test_gallery_packed_functions_compile_and_check_the_device(
         function(*args.values())
     with pytest.raises(TypeError, match=f"takes {len(args)} arguments, got 0"):
         function()
+    if not has_gpu():  # right shapes and dtypes pass every check, up to the launch
+        fakes = [fake_device_tensor(a.shape, str(a.dtype)) for a in args.values()]  # type: ignore[attr-defined]
+        with pytest.raises(RuntimeError, match=f"{kernel}_main: the launch failed: "):
+            function(*fakes)
+
+
+@pytest.fixture(scope="module")
+def scale_cuda(tmp_path_factory: pytest.TempPathFactory) -> object:
+    """docs/examples/scale.tir built for cuda by tirc.build: its CUDA C with the packed
+    functions, compiled by nvcc and loaded through tvm_ffi."""
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not installed")
+    import tirc
+
+    return tirc.build(SCALE, target="cuda -arch=sm_80")
+
+
+def has_gpu() -> bool:
+    return (
+        shutil.which("nvidia-smi") is not None
+        and subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
+    )
+
+
+def test_cuda_build_checks_tensors_before_the_launch(scale_cuda: object) -> None:
+    function = scale_cuda.main  # type: ignore[attr-defined]
+    with pytest.raises(ValueError, match="main: A must be on a CUDA device, got a tensor on cpu"):
+        function(np.zeros(8, "float32"), np.zeros(8, "float32"))
+    a, b = fake_device_tensor((8,)), fake_device_tensor((6,))
+    with pytest.raises(
+        ValueError, match=r"main: B.shape\[0\] is 6, but must equal n = 8 \(as A.shape\[0\] is\)"
+    ):
+        function(a, b)
+    with pytest.raises(ValueError, match="main: B is on device 1, but A on device 0"):
+        function(a, fake_device_tensor((8,), device=(2, 1)))
+    with pytest.raises(TypeError, match="main: A must have dtype float32, got int32"):
+        function(fake_device_tensor((8,), "int32"), a)
+    if not has_gpu():  # the tensors pass every check; there is no device to launch on
+        with pytest.raises(RuntimeError, match="main: the launch failed: "):
+            function(a, fake_device_tensor((8,)))
+
+
+def test_cuda_build_exports_its_library_and_source(scale_cuda: object, tmp_path: Path) -> None:
+    scale_cuda.export(tmp_path / "scale.cu")  # type: ignore[attr-defined]
+    assert 'extern "C" int __tvm_ffi_main(' in (tmp_path / "scale.cu").read_text()
+    scale_cuda.export(tmp_path / "scale.so")  # type: ignore[attr-defined]
+    function = tvm_ffi.load_module(str(tmp_path / "scale.so"))["main"]
+    with pytest.raises(ValueError, match="must be on a CUDA device"):
+        function(np.zeros(8, "float32"), np.zeros(8, "float32"))
 
 
 def test_launch_on_the_stream_tvm_ffi_passes(tmp_path: Path) -> None:
