@@ -163,7 +163,7 @@ class _Detector:
                 raise _NotAffine("division of an iterator with an offset")
             source = self.as_single(inner)
             if not isinstance(source.extent, int):
-                raise _NotAffine("division of an iterator of symbolic extent")
+                return self.symbolic_digits(atom, source, divisor)
             if isinstance(atom, E.FloorDiv):
                 if source.extent % divisor and source.extent > divisor and not self.padded:
                     raise _NotAffine(f"extent {source.extent} is not divisible by {divisor}")
@@ -191,6 +191,22 @@ class _Detector:
         if not self.analyzer.can_prove(E.EQ(source.extent, atom.b)):
             raise _NotAffine("division of an iterator by a symbolic divisor")
         return [source] if isinstance(atom, E.FloorMod) else []
+
+    def symbolic_digits(
+        self, atom: E.FloorDiv | E.FloorMod, source: IterSplit, divisor: int
+    ) -> list[IterSplit]:
+        """`x // d` and `x % d` for an iterator `x` of symbolic extent that `d` divides (a
+        fused loop over `n * 64`): its high digits, still of symbolic extent, and its low
+        digits, of extent `d`; `(x // 8) // 8` is `x // 64`, as TVM normalizes it."""
+        assert not isinstance(source.extent, int)
+        extent = source.extent
+        remainder = E.FloorMod(extent, IntImm(divisor, extent.dtype))
+        if not self.analyzer.can_prove(E.EQ(remainder, IntImm(0, extent.dtype))):
+            raise _NotAffine(f"a symbolic extent not divisible by {divisor}")
+        if isinstance(atom, E.FloorMod):
+            return [IterSplit(source.mark, source.lower, divisor, 1)]
+        high = self.analyzer.simplify(E.FloorDiv(extent, IntImm(divisor, extent.dtype)))
+        return [IterSplit(source.mark, source.lower * divisor, high, 1)]
 
     def as_single(self, splits: list[IterSplit]) -> IterSplit:
         """Splits that read as one iterator: one unscaled split, or a fused group."""
@@ -371,19 +387,27 @@ class _Detector:
                 collect(split)
         for mark_id, splits in uses.items():
             mark = marks[mark_id]
-            if not isinstance(mark.extent, int):  # a symbolic loop is only ever read whole
-                if len(splits) > 1:
-                    raise _NotAffine(f"iterator {_name(mark)} is used twice")
-                continue
             covered = 1
             for split in sorted(splits, key=lambda s: s.lower):
-                assert isinstance(split.extent, int)  # the digits of a constant extent
+                if not isinstance(split.extent, int):  # the high digits of a symbolic extent
+                    if split is not max(splits, key=lambda s: s.lower):
+                        raise _NotAffine(f"iterator {_name(mark)} is used twice")
+                    if split.lower < covered or split.lower % covered:
+                        raise _NotAffine(f"iterator {_name(mark)} is used twice")
+                    if level is Level.BIJECTIVE and split.lower != covered:
+                        raise _NotAffine(f"part of iterator {_name(mark)} is not used")
+                    break
                 if split.lower < covered or split.lower % covered:
                     raise _NotAffine(f"iterator {_name(mark)} is used twice")
                 if level is Level.BIJECTIVE and split.lower != covered:
                     raise _NotAffine(f"part of iterator {_name(mark)} is not used")
                 covered = split.lower * split.extent
-            if level is Level.BIJECTIVE and covered < mark.extent:
+            else:
+                if not isinstance(mark.extent, int):  # a symbolic top digit is never read
+                    if splits and level is Level.BIJECTIVE:
+                        raise _NotAffine(f"iterator {_name(mark)} is not covered whole")
+                    continue
+            if level is Level.BIJECTIVE and isinstance(mark.extent, int) and covered < mark.extent:
                 raise _NotAffine(f"iterator {_name(mark)} is not covered whole")
         if level is Level.BIJECTIVE:
             for var, extent in self.extents.items():
@@ -566,8 +590,9 @@ def _split_expr(split: IterSplit, dtype: DataType) -> PrimExpr:
         source = _sum_expr(IterSum(mark.source, IntImm(0, dtype), mark.extent), dtype)
     if split.lower == 1 and split.extent == mark.extent:
         result = source
+    elif not isinstance(split.extent, int):  # the high digits of a symbolic extent
+        result = source if split.lower == 1 else E.FloorDiv(source, IntImm(split.lower, dtype))
     else:
-        assert isinstance(split.extent, int)  # an iterator of symbolic extent is read whole
         if split.lower * split.extent == mark.extent:
             result = E.FloorDiv(source, IntImm(split.lower, dtype))
         else:
