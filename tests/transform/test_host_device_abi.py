@@ -16,10 +16,11 @@ from tirc.codegen.abi import ParamKind, function_abi
 from tirc.codegen.cuda import emit_cuda
 from tirc.codegen.header import header_text
 from tirc.diagnostics import DiagnosticError
+from tirc.ir.abi import is_kernel
 from tirc.ir.function import IRModule
 from tirc.text import parse
 from tirc.transform.passes.make_c_abi import MakeCAbi
-from tirc.transform.passes.split_host_device import SplitHostDevice, is_kernel
+from tirc.transform.passes.split_host_device import SplitHostDevice
 
 GOLDEN = Path(__file__).parent / "golden"
 

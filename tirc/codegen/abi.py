@@ -15,12 +15,12 @@ from dataclasses import dataclass
 
 from tirc.diagnostics import DiagnosticError
 from tirc.ir import dtype as dt
+from tirc.ir.abi import layout_vars, parameter_buffers
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import Var
 from tirc.ir.function import PrimFunc
-from tirc.transform.passes.make_c_abi import c_abi_function, parameter_buffers
-from tirc.transform.passes.split_host_device import layout_vars
+from tirc.transform.passes.make_c_abi import c_abi_function
 
 
 class ParamKind(enum.Enum):

@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 
 from tirc.codegen.abi import AbiParam, ParamKind, function_abi
+from tirc.ir.abi import is_kernel
 from tirc.ir.dtype import DataType
 from tirc.ir.function import IRModule
-from tirc.transform.passes.split_host_device import is_kernel
 
 _C_SCALARS = {
     "int8": "int8_t",

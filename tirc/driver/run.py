@@ -401,7 +401,7 @@ def complete_arguments(
 def shape_variables(func: PrimFunc) -> dict[str, Var]:
     """The variables the shapes of the function's parameter buffers use, by name."""
     from tirc.analysis.well_formed.loops import free_vars
-    from tirc.transform.passes.make_c_abi import parameter_buffers
+    from tirc.ir.abi import parameter_buffers
 
     found: dict[str, Var] = {}
     for buffer in parameter_buffers(func).values():
@@ -530,6 +530,6 @@ def summary(
 def _buffer_of(func: PrimFunc, param: Var) -> Buffer | None:
     """The buffer over a parameter: its buffer_map entry, or in a lowered function (make-c-abi)
     the buffer its body declares over the pointer."""
-    from tirc.transform.passes.make_c_abi import parameter_buffers
+    from tirc.ir.abi import parameter_buffers
 
     return parameter_buffers(func).get(param)

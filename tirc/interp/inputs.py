@@ -14,12 +14,12 @@ from tirc.analysis.arith import Analyzer
 from tirc.analysis.well_formed.loops import free_vars
 from tirc.diagnostics import DiagnosticError
 from tirc.interp.memory import array_type
+from tirc.ir.abi import parameter_buffers
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.function import PrimFunc
 from tirc.ir.substitute import substitute
-from tirc.transform.passes.make_c_abi import parameter_buffers
 
 
 def random_inputs(

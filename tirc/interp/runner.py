@@ -10,12 +10,12 @@ import traceback
 from collections.abc import Mapping
 
 import numpy as np
+from tirc.interp.compile_function import CompiledFunction, compile_function
+from tirc.interp.numeric import round_f32
 
 from tirc.diagnostics import Diagnostic, DiagnosticError, Note
-from tirc.interp.compile_function import CompiledFunction, compile_function
 from tirc.interp.fault import Fault
 from tirc.interp.memory import array_type, storage_from_array
-from tirc.interp.numeric import round_f32
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import IntImm, Var
@@ -145,7 +145,7 @@ def bind_arguments(
 
 def _shape_arguments(func: PrimFunc, args: Mapping[str, Argument]) -> dict[str, Argument]:
     """Shape parameters (make-c-abi's `n` of a pointer declared `(n,)`) the arrays tell."""
-    from tirc.transform.passes.make_c_abi import parameter_buffers
+    from tirc.ir.abi import parameter_buffers
 
     if func.buffer_map:
         return {}

@@ -16,6 +16,7 @@ from tirc.codegen.abi import ParamKind, function_abi
 from tirc.diagnostics import DiagnosticError, Note
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
+from tirc.ir.abi import is_kernel, launched_kernel
 from tirc.ir.buffer import Buffer
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.functor import Mutator, Visitor, walk
@@ -23,13 +24,7 @@ from tirc.ir.node import Node
 from tirc.ir.structural import structural_equal
 from tirc.ir.substitute import substitute
 from tirc.transform.passes.make_c_abi import MakeCAbi
-from tirc.transform.passes.split_host_device import (
-    SplitHostDevice,
-    Uses,
-    is_kernel,
-    launched_kernel,
-    uses_of,
-)
+from tirc.transform.passes.split_host_device import SplitHostDevice, Uses, uses_of
 
 __all__ = ["DeviceProgram", "Kernel", "KernelLaunch", "Uses", "device_programs", "uses_of"]
 

@@ -16,15 +16,16 @@ from itertools import count
 from tirc.interp.compile_stmt import StmtCompiler
 from tirc.interp.context import Context
 from tirc.interp.dead_code import remove_unread
-from tirc.interp.fault import Site
 from tirc.interp.runtime import base_namespace
+
+from tirc.interp.fault import Site
+from tirc.ir.abi import is_kernel
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import Var
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.functor import walk
 from tirc.ir.node import Node
-from tirc.transform.passes.split_host_device import is_kernel
 
 _serial = count()
 

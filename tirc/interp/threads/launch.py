@@ -11,11 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tirc.diagnostics import DiagnosticError
 from tirc.interp.context import Code
+
+from tirc.diagnostics import DiagnosticError
+from tirc.ir.abi import is_kernel
 from tirc.ir.expr import Call
 from tirc.ir.function import PrimFunc
-from tirc.transform.passes.split_host_device import is_kernel
 
 if TYPE_CHECKING:
     from tirc.interp.compile_call import CallCompiler

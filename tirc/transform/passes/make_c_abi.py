@@ -25,13 +25,11 @@ from tirc.diagnostics import DiagnosticError
 from tirc.ir import dtype as dt
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
+from tirc.ir.abi import has_c_type, is_kernel, layout_vars
 from tirc.ir.buffer import Buffer
-from tirc.ir.dtype import DataType
-from tirc.ir.expr import Var
 from tirc.ir.function import PrimFunc
 from tirc.ir.substitute import rebind
 from tirc.transform.pass_base import Dialect, FunctionPass
-from tirc.transform.passes.split_host_device import is_kernel, layout_vars
 
 
 @dataclass(frozen=True)
@@ -42,13 +40,6 @@ class MakeCAbi(FunctionPass):
 
     def run_function(self, func: PrimFunc) -> PrimFunc:
         return func if is_kernel(func) else c_abi_function(func)
-
-
-def has_c_type(dtype: DataType) -> bool:
-    """Whether a scalar parameter of this type can be passed from C."""
-    if dtype.is_vector:
-        return False
-    return dtype.is_integer or dtype.is_bool or (dtype.is_float and dtype.bits in (32, 64))
 
 
 def c_abi_function(func: PrimFunc) -> PrimFunc:
@@ -102,24 +93,3 @@ def c_abi_function(func: PrimFunc) -> PrimFunc:
         func.is_private,
         span=func.span,
     )
-
-
-def parameter_buffers(func: PrimFunc) -> dict[Var, Buffer]:
-    """The buffer over each pointer parameter: the first the function's leading declarations
-    declare over it (make-c-abi's), or its buffer_map entry before make-c-abi."""
-    if func.buffer_map:
-        return {param: buffer for param, buffer in func.buffer_map}
-    params = {param for param in func.params if param.dtype.is_handle}
-    found: dict[Var, Buffer] = {}
-    stmt: S.Stmt | None = func.body
-    while stmt is not None:
-        first = stmt.stmts[0] if isinstance(stmt, S.SeqStmt) else stmt
-        if not isinstance(first, S.DeclBuffer):
-            break
-        data = first.buffer.data
-        if data in params and first.data in (None, data):
-            found.setdefault(data, first.buffer)
-        if not isinstance(stmt, S.SeqStmt):
-            break
-        stmt = S.seq(*stmt.stmts[1:]) if len(stmt.stmts) > 1 else None
-    return found

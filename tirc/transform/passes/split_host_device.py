@@ -37,31 +37,20 @@ from tirc.diagnostics import DiagnosticError
 from tirc.ir import dtype as dt
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
+from tirc.ir.abi import (
+    EXTERN_CALL,
+    KERNEL_ATTR,
+    LAUNCH_KEYS,
+    is_kernel,
+    launched_kernel,
+    layout_vars,
+)
 from tirc.ir.buffer import Buffer
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.functor import Visitor, walk
 from tirc.ir.node import Node
 from tirc.ir.substitute import rebind
 from tirc.transform.pass_base import Dialect, ModulePass
-
-KERNEL_ATTR = "tirc.kernel"
-LAUNCH_KEYS = ("thread_extent", "virtual_thread")
-EXTERN_CALL = "call_extern"
-
-
-def is_kernel(func: PrimFunc) -> bool:
-    return bool(func.attrs.get(KERNEL_ATTR, False))
-
-
-def launched_kernel(stmt: S.Stmt, kernels: Container[str]) -> E.Call | None:
-    """The call of `T.call_extern("int32", "k", ...)` when `stmt` is one and k a kernel."""
-    if not isinstance(stmt, S.Evaluate):
-        return None
-    call = stmt.value
-    if not (isinstance(call, E.Call) and call.op == EXTERN_CALL and call.args):
-        return None
-    name = call.args[0]
-    return call if isinstance(name, E.StringImm) and name.value in kernels else None
 
 
 def contains_launch(stmt: object, kernels: Container[str] = ()) -> bool:
@@ -319,20 +308,6 @@ def _declare_outer_buffers(body: S.Stmt) -> tuple[S.Stmt, list[Buffer]]:
     if not outer:
         return body, outer
     return S.seq(*(S.DeclBuffer(buffer, buffer.data) for buffer in outer), body), outer
-
-
-def layout_vars(buffer: Buffer) -> list[E.Var]:
-    """The variables of a buffer's shape, strides and offset, in order of appearance."""
-    found: dict[E.Var, None] = {}
-
-    def visit(node: Node) -> None:
-        if isinstance(node, E.Var):
-            found.setdefault(node, None)
-
-    for part in (*buffer.shape, *buffer.strides, buffer.elem_offset):
-        if part is not None:
-            walk(part, visit)
-    return list(found)
 
 
 class _LaunchFiller:
