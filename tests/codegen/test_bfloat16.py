@@ -1,19 +1,14 @@
 # ruff: noqa: E501 -- the programs are written one statement per line, as TVM prints them
 """bfloat16 on the CPU backend against the interpreter, bit for bit: computed in float32 and
 rounded to nearest even after each operation and on store (NaN stays NaN), as TVM computes
-it; inputs include float32 values halfway between two bfloat16 values. float8 gets a located
-error."""
+it; inputs include float32 values halfway between two bfloat16 values (float8: test_float8)."""
 
 from __future__ import annotations
 
 import ml_dtypes
 import numpy as np
-import pytest
 
-from tests.codegen.helpers import parse_text
-from tirc.diagnostics import DiagnosticError
-from tirc.driver.run_cpu import jit_function
-from tirc.interp import run
+from tests.codegen.helpers import run_both_exactly
 
 ELEMENTWISE = """
 @T.prim_func(s_tir=True)
@@ -64,24 +59,6 @@ def ties(rng: np.random.Generator, count: int) -> np.ndarray:
     values[::2] *= -1
     values[:4] = [np.nan, np.inf, -np.inf, 0.0]
     return values
-
-
-def run_both_exactly(text: str, args: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    module = parse_text(text)
-    compiled = {name: np.array(value, copy=True) for name, value in args.items()}
-    reference = {name: np.array(value, copy=True) for name, value in args.items()}
-    assert jit_function(module, "main", "cpu")(compiled) == 0
-    run(module["main"], reference, module=module)
-    for name, value in compiled.items():
-        want = reference[name]
-        if value.dtype == ml_dtypes.bfloat16:
-            got_bits, want_bits = value.view(np.uint16), want.view(np.uint16)
-            nan = np.isnan(value.astype(np.float32))
-            assert (nan == np.isnan(want.astype(np.float32))).all(), name
-            assert (got_bits[~nan] == want_bits[~nan]).all(), name
-        else:
-            np.testing.assert_allclose(value, want, rtol=1e-6, atol=1e-6)
-    return compiled
 
 
 def test_elementwise_rounds_each_operation_and_ties_to_even() -> None:
@@ -137,21 +114,3 @@ def test_store_rounds_float32_to_nearest_even_as_ml_dtypes() -> None:
     finite = ~np.isnan(args["W"])
     assert (out["C"].view(np.uint16)[finite] == want.view(np.uint16)[finite]).all()
     assert (out["R"].view(np.uint16) == out["C"].view(np.uint16)).all()
-
-
-FLOAT8 = """
-@T.prim_func(s_tir=True)
-def main(A: T.Buffer((16,), "float8_e4m3fn"), C: T.Buffer((16,), "float32")):
-    for i in range(16):
-        with T.sblock("C"):
-            vi = T.axis.spatial(16, i)
-            C[vi] = T.float32(A[vi])
-"""
-
-
-def test_float8_gets_a_located_error() -> None:
-    with pytest.raises(DiagnosticError) as caught:
-        jit_function(parse_text(FLOAT8), "main", "cpu")
-    (diagnostic,) = caught.value.diagnostics
-    assert "float8_e4m3fn" in diagnostic.message
-    assert diagnostic.span is not None

@@ -8,48 +8,29 @@ stores keep the upper half of the bits, which the rounding already made exact.
 
 from __future__ import annotations
 
-import ml_dtypes
-import numpy as np
 from llvmlite import ir
 
 from tirc.codegen.llvm import types as T
-from tirc.ir.dtype import DataType
-
-
-def is_bfloat(dtype: DataType) -> bool:
-    return dtype.kind == "bfloat"
-
-
-def _like(value: ir.Value, element: ir.Type) -> ir.Type:
-    """`element`, or a vector of it with as many lanes as `value` has."""
-    if isinstance(value.type, ir.VectorType):
-        return ir.VectorType(element, value.type.count)
-    return element
-
-
-def _splat(value: ir.Value, element: ir.Type, number: int) -> ir.Constant:
-    typ = _like(value, element)
-    if isinstance(typ, ir.VectorType):
-        return ir.Constant(typ, [ir.Constant(element, number)] * typ.count)
-    return ir.Constant(typ, number)
 
 
 def widen(builder: ir.IRBuilder, bits: ir.Value) -> ir.Value:
     """The float32 value of bfloat16 bits (i16, or a vector of them)."""
-    wide = builder.zext(bits, _like(bits, T.I32))
-    shifted = builder.shl(wide, _splat(wide, T.I32, 16))
-    return builder.bitcast(shifted, _like(bits, ir.FloatType()))
+    wide = builder.zext(bits, T.like(bits, T.I32))
+    shifted = builder.shl(wide, T.splat(wide, T.I32, 16))
+    return builder.bitcast(shifted, T.like(bits, ir.FloatType()))
 
 
 def round_value(builder: ir.IRBuilder, value: ir.Value) -> ir.Value:
     """The bfloat16 nearest to a float32 value (ties to even), still as a float32; a NaN
     stays NaN, made quiet, as the interpreter's rounding does."""
-    bits = builder.bitcast(value, _like(value, T.I32))
-    lowest_kept = builder.and_(builder.lshr(bits, _splat(bits, T.I32, 16)), _splat(bits, T.I32, 1))
-    bias = builder.add(lowest_kept, _splat(bits, T.I32, 0x7FFF))
-    rounded = builder.and_(builder.add(bits, bias), _splat(bits, T.I32, -0x10000))
+    bits = builder.bitcast(value, T.like(value, T.I32))
+    lowest_kept = builder.and_(
+        builder.lshr(bits, T.splat(bits, T.I32, 16)), T.splat(bits, T.I32, 1)
+    )
+    bias = builder.add(lowest_kept, T.splat(bits, T.I32, 0x7FFF))
+    rounded = builder.and_(builder.add(bits, bias), T.splat(bits, T.I32, -0x10000))
     quiet = builder.and_(
-        builder.or_(bits, _splat(bits, T.I32, 0x400000)), _splat(bits, T.I32, -0x10000)
+        builder.or_(bits, T.splat(bits, T.I32, 0x400000)), T.splat(bits, T.I32, -0x10000)
     )
     is_nan = builder.fcmp_unordered("uno", value, value)
     return builder.bitcast(builder.select(is_nan, quiet, rounded), value.type)
@@ -57,10 +38,7 @@ def round_value(builder: ir.IRBuilder, value: ir.Value) -> ir.Value:
 
 def to_bits(builder: ir.IRBuilder, value: ir.Value) -> ir.Value:
     """The bfloat16 bits of a float32 register that holds a bfloat16 value."""
-    bits = builder.bitcast(value, _like(value, T.I32))
-    return builder.trunc(builder.lshr(bits, _splat(bits, T.I32, 16)), _like(value, ir.IntType(16)))
-
-
-def constant(value: float) -> float:
-    """A literal's bfloat16 value, rounded through float32 as the interpreter rounds it."""
-    return float(np.float32(value).astype(ml_dtypes.bfloat16))
+    bits = builder.bitcast(value, T.like(value, T.I32))
+    return builder.trunc(
+        builder.lshr(bits, T.splat(bits, T.I32, 16)), T.like(value, ir.IntType(16))
+    )

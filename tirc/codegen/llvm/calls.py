@@ -77,8 +77,8 @@ def _libm(name: str) -> CallRule:
     """A C math library function, called once per lane (`erff`, `erf`)."""
 
     def scalar(em: Emitter, args: list[ir.Value], dtype: DataType) -> ir.Value:
-        symbol = name + (_LIBM_FLOAT32 if dtype.bits == 32 else "")
-        typ = T.scalar_type(dtype.element)
+        typ = T.scalar_type(dtype.element)  # float for bfloat16 and float8 values too
+        symbol = name + (_LIBM_FLOAT32 if isinstance(typ, ir.FloatType) else "")
         function = em.declare(symbol, typ, [typ] * len(args))
         if dtype.lanes == 1:
             return em.builder.call(function, args)

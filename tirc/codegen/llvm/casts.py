@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from llvmlite import ir
 
-from tirc.codegen.llvm import bfloat
+from tirc.codegen.llvm import narrow_float
 from tirc.codegen.llvm import types as T
 from tirc.ir import dtype as dt
 from tirc.ir.dtype import DataType
@@ -88,11 +88,12 @@ def emit_cast(
 ) -> ir.Value:
     if source == target:
         return value
-    if bfloat.is_bfloat(source.element):  # its register already holds the float32 value
+    if narrow_float.is_narrow_float(source.element):  # its register holds the float32 value
         source = dt.FLOAT32.with_lanes(source.lanes)
-    if bfloat.is_bfloat(target.element):
+    if narrow_float.is_narrow_float(target.element):
         wide = dt.FLOAT32.with_lanes(target.lanes)
-        return bfloat.round_value(builder, emit_cast(builder, value, source, wide))
+        rounded = emit_cast(builder, value, source, wide)
+        return narrow_float.round_value(builder, rounded, target.element)
     if source == target:
         return value
     rule = _RULES.get((_class(source), _class(target)))
@@ -109,8 +110,9 @@ def reinterpret(
     builder: ir.IRBuilder, value: ir.Value, source: DataType, target: DataType
 ) -> ir.Value:
     """The same bits read as `target` (`T.reinterpret`)."""
-    if bfloat.is_bfloat(source.element):
-        value = bfloat.to_bits(builder, value)
-    if bfloat.is_bfloat(target.element):
-        return bfloat.widen(builder, builder.bitcast(value, T.memory_type(target)))
+    if narrow_float.is_narrow_float(source.element):
+        value = narrow_float.to_bits(builder, value, source.element)
+    if narrow_float.is_narrow_float(target.element):
+        bits = builder.bitcast(value, T.memory_type(target))
+        return narrow_float.widen(builder, bits, target.element)
     return builder.bitcast(value, T.value_type(target))

@@ -52,16 +52,16 @@ class Emitter:
     streamed: bool = False  # whether a streaming store was emitted: the function needs a fence
 
     def expr(self, expr: PrimExpr) -> ir.Value:
-        from tirc.codegen.llvm.bfloat import is_bfloat, round_value
         from tirc.codegen.llvm.expr import EXPR_RULES, ROUNDED
+        from tirc.codegen.llvm.narrow_float import is_narrow_float, round_value
 
         rule = EXPR_RULES.get(type(expr))
         if rule is None:
             raise unsupported(expr, f"{type(expr).__name__} expressions")
         with located(expr):
             value = rule(self, expr)
-            if isinstance(expr, ROUNDED) and is_bfloat(expr.dtype.element):
-                value = round_value(self.builder, value)
+            if isinstance(expr, ROUNDED) and is_narrow_float(expr.dtype.element):
+                value = round_value(self.builder, value, expr.dtype.element)
         return value
 
     def stmt(self, stmt: Stmt) -> None:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from llvmlite import ir
 
-from tirc.codegen.llvm import bfloat
+from tirc.codegen.llvm import narrow_float
 from tirc.codegen.llvm import types as T
 from tirc.codegen.llvm.casts import emit_cast
 from tirc.ir import expr as E
@@ -33,8 +33,9 @@ def _int_imm(em: Emitter, expr: E.IntImm) -> ir.Value:
 
 
 def _float_imm(em: Emitter, expr: E.FloatImm) -> ir.Value:
-    if bfloat.is_bfloat(expr.dtype):
-        return ir.Constant(T.value_type(expr.dtype), bfloat.constant(expr.value))
+    if narrow_float.is_narrow_float(expr.dtype):
+        value = narrow_float.constant(expr.value, expr.dtype)
+        return ir.Constant(T.value_type(expr.dtype), value)
     return ir.Constant(T.value_type(expr.dtype), expr.value)
 
 
@@ -230,7 +231,8 @@ def _load(em: Emitter, expr: E.BufferLoad) -> ir.Value:
     return emit_load(em, expr)
 
 
-# classes whose bfloat16 result is computed in float32 and must be rounded (see `bfloat`);
+# classes whose bfloat16 or float8 result is computed in float32 and must be rounded (see
+# `narrow_float`);
 # the others make theirs from bfloat16 values unchanged, or round it themselves (casts)
 ROUNDED = (E.Add, E.Sub, E.Mul, E.Div, E.Mod, E.FloorDiv, E.FloorMod, E.Ramp, E.Call)
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from llvmlite import ir
 
-from tirc.codegen.llvm import bfloat
+from tirc.codegen.llvm import narrow_float
 from tirc.codegen.llvm import types as T
 from tirc.codegen.llvm.emitter import unsupported
 from tirc.codegen.llvm.expr import broadcast
@@ -85,16 +85,16 @@ def _address(em: Emitter, buffer: Buffer, index: ir.Value) -> ir.Value:
 
 
 def _from_memory(em: Emitter, value: ir.Value, dtype: DataType) -> ir.Value:
-    if bfloat.is_bfloat(dtype):
-        return bfloat.widen(em.builder, value)
+    if narrow_float.is_narrow_float(dtype):
+        return narrow_float.widen(em.builder, value, dtype.element)
     if dtype.is_bool:
         return em.builder.icmp_unsigned("!=", value, ir.Constant(value.type, None))
     return value
 
 
 def _to_memory(em: Emitter, value: ir.Value, dtype: DataType) -> ir.Value:
-    if bfloat.is_bfloat(dtype):
-        return bfloat.to_bits(em.builder, value)
+    if narrow_float.is_narrow_float(dtype):
+        return narrow_float.to_bits(em.builder, value, dtype.element)
     if dtype.is_bool:
         return em.builder.zext(value, T.memory_type(dtype))
     return value

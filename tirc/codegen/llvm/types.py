@@ -2,7 +2,8 @@
 
 They differ for bool, which is `i1` in registers and one byte (`i8`) in memory, so that a
 vector of bools is not bit-packed and a `bool *` from C or numpy reads as it is stored, and for
-bfloat16, a `float` in registers and its 16 bits (`i16`) in memory (see `bfloat`).
+the floats narrower than they compute (bfloat16, float8), a `float` in registers and their bits
+(`i16`, `i8`) in memory (see `narrow_float`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,14 @@ VOID = ir.VoidType()
 _FLOATS: dict[int, ir.Type] = {16: ir.HalfType(), 32: ir.FloatType(), 64: ir.DoubleType()}
 
 
+_NARROW_FLOATS = ("bfloat", "float8_e4m3fn", "float8_e5m2")
+
+
+def is_narrow_float(dtype: DataType) -> bool:
+    """Whether `dtype` computes in float32 registers and is stored as its narrower bits."""
+    return dtype.kind in _NARROW_FLOATS
+
+
 def scalar_type(dtype: DataType) -> ir.Type:
     """The register type of one lane of `dtype`."""
     if dtype.kind in ("int", "uint"):
@@ -37,7 +46,7 @@ def scalar_type(dtype: DataType) -> ir.Type:
         return I1
     if dtype.kind == "float":
         return _FLOATS[dtype.bits]
-    if dtype.kind == "bfloat":
+    if is_narrow_float(dtype):
         return _FLOATS[32]
     if dtype.kind == "handle":
         return POINTER
@@ -54,8 +63,8 @@ def memory_type(dtype: DataType) -> ir.Type:
     """The type a `dtype` value has in a buffer."""
     if dtype.is_bool:
         element: ir.Type = I8
-    elif dtype.kind == "bfloat":
-        element = ir.IntType(16)
+    elif is_narrow_float(dtype):
+        element = ir.IntType(dtype.bits)
     else:
         element = scalar_type(dtype.element)
     return element if dtype.lanes == 1 else ir.VectorType(element, dtype.lanes)
@@ -81,3 +90,18 @@ def constant_bytes(buffer: Buffer) -> int:
 
 def zero(dtype: DataType) -> ir.Constant:
     return ir.Constant(value_type(dtype), None)
+
+
+def like(value: ir.Value, element: ir.Type) -> ir.Type:
+    """`element`, or a vector of it with as many lanes as `value` has."""
+    if isinstance(value.type, ir.VectorType):
+        return ir.VectorType(element, value.type.count)
+    return element
+
+
+def splat(value: ir.Value, element: ir.Type, number: int | float) -> ir.Constant:
+    """The constant `number` of type `element`, in as many lanes as `value` has."""
+    typ = like(value, element)
+    if isinstance(typ, ir.VectorType):
+        return ir.Constant(typ, [ir.Constant(element, number)] * typ.count)
+    return ir.Constant(typ, number)
