@@ -123,3 +123,29 @@ def fake_device_tensor(
             return device
 
     return tvm_ffi.from_dlpack(Producer())
+
+
+# Scalars of both kinds, float16 and bool tensors, a private function and one of no parameters.
+MIXED = """
+@I.ir_module
+class Module:
+    @T.prim_func
+    def axpy(
+        A: T.Buffer((4,), "float16"),
+        B: T.Buffer((4,), "float32"),
+        M: T.Buffer((4,), "bool"),
+        alpha: T.float32,
+        k: T.int32,
+    ):
+        for i in range(4):
+            if M[i]:
+                B[i] = B[i] + alpha * T.Cast("float32", A[i]) + T.Cast("float32", k)
+
+    @T.prim_func(private=True)
+    def hidden(A: T.Buffer((4,), "float32")):
+        A[0] = T.float32(1)
+
+    @T.prim_func
+    def empty():
+        T.evaluate(0)
+"""

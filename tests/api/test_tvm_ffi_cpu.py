@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from tests.api.helpers import (
+    MIXED,
     SAMPLES,
     SCALE,
     STRIDED,
@@ -175,3 +176,32 @@ def test_a_tensor_on_another_device_is_refused(scale: object) -> None:
         scale(cuda, aligned(8))  # type: ignore[operator]
     with pytest.raises(ValueError, match="main: B must be on the CPU, got a tensor on cuda"):
         scale(aligned(8), cuda)  # type: ignore[operator]
+
+
+def test_scalars_bool_and_float16_tensors(tmp_path: Path) -> None:
+    source, library = tmp_path / "mixed.tir", tmp_path / "mixed.so"
+    source.write_text(MIXED)
+    assert (
+        main(["compile", str(source), "--emit", "so", "--abi", "tvm-ffi", "-o", str(library)]) == 0
+    )
+    module = tvm_ffi.load_module(str(library))
+    a = aligned_copy(np.array([1, 2, 3, 4], "float16"))
+    b = aligned(4)
+    mask = aligned_copy(np.array([True, False, True, True]))
+    module["axpy"](a, b, mask, 0.5, 10)
+    np.testing.assert_array_equal(b, [10.5, 0, 11.5, 12])
+    module["axpy"](a, b, mask, 2, True)  # an int for a float, a bool for an int
+    np.testing.assert_array_equal(b, [13.5, 0, 18.5, 21])
+    module["empty"]()
+    with pytest.raises(
+        TypeError, match=r"axpy: argument #3 \(alpha: float32\) must be a number, got str"
+    ):
+        module["axpy"](a, b, mask, "x", 1)
+    with pytest.raises(
+        TypeError, match=r"axpy: argument #4 \(k: int32\) must be an int, got float"
+    ):
+        module["axpy"](a, b, mask, 1.0, 1.5)
+    with pytest.raises(TypeError, match="axpy: M must have dtype bool, got float16"):
+        module["axpy"](a, b, a, 1.0, 1)
+    with pytest.raises(AttributeError):
+        module["hidden"]  # private: no packed function
