@@ -146,9 +146,14 @@ def test_misspelt_dtype(tmp_path: Path, capsys: Capture) -> None:
 @pytest.mark.parametrize(
     ("argv", "message", "suggestion"),
     [
-        (["run", "--target", "cpux"], "target cpux is not available yet", "'cpu'"),
-        (["compile", "--target", "cdua", "-o", "-"], "target 'cdua' cannot be compiled", "'cuda'"),
-        (["print", "--lower", "--target", "cpy"], "no default pipeline for target 'cpy'", "'cpu'"),
+        (["run", "--target", "cpux"], "unknown target 'cpux'", "'cpu'"),
+        (["compile", "--target", "cdua", "-o", "-"], "unknown target 'cdua'", "'cuda'"),
+        (["print", "--lower", "--target", "cpy"], "unknown target 'cpy'", "'cpu'"),
+        (
+            ["run", "--target", "cpu -mcpux=native"],
+            "unknown target option '-mcpux=native'",
+            "'-mcpu='",
+        ),
     ],
 )
 def test_misspelt_target(argv: list[str], message: str, suggestion: str, capsys: Capture) -> None:

@@ -134,8 +134,9 @@ def test_vector_lanes_agree_with_the_interpreter() -> None:
 
 
 def test_vectorized_code_keeps_vector_lanes() -> None:
-    from tirc.codegen.llvm import compile_module, parse_target
+    from tirc.codegen.llvm import compile_module
     from tirc.driver.lower import lower_module
+    from tirc.driver.target import parse_target
 
     lowered = lower_module(parse_text(VECTOR_LANES), target="cpu")
     text = compile_module(lowered, parse_target("cpu"), 0).llvm_ir()

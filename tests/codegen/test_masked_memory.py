@@ -7,8 +7,9 @@ from __future__ import annotations
 import numpy as np
 
 from tests.codegen.helpers import parse_text, run_both
-from tirc.codegen.llvm import compile_module, parse_target
+from tirc.codegen.llvm import compile_module
 from tirc.driver.lower import lower_module
+from tirc.driver.target import parse_target
 
 # 20 elements in vectors of 16: the second vector's last 12 lanes lie past the end, masked off
 KERNEL = """

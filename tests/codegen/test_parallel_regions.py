@@ -18,9 +18,10 @@ import sys
 import pytest
 
 from tests.codegen.helpers import ROOT, SAMPLES, parse_text
-from tirc.codegen.llvm import compile_module, parse_target
+from tirc.codegen.llvm import compile_module
 from tirc.driver.lower import lower_module
 from tirc.driver.schedule import apply_plan_file
+from tirc.driver.target import parse_target
 from tirc.ir.function import IRModule
 
 # loop 2, iteration i reads what loop 1 wrote in iteration 3 - i, backwards: without the
@@ -250,7 +251,8 @@ def main(A: T.Buffer((40,), "float32"), B: T.Buffer((40,), "float32")):
 STEPPED_RUN = """
 import pathlib
 import numpy as np
-from tirc.codegen.llvm import compile_module, parse_target
+from tirc.codegen.llvm import compile_module
+from tirc.driver.target import parse_target
 from tirc.driver.lower import lower_module
 from tirc.interp import run
 from tirc.runtime.jit import JitModule

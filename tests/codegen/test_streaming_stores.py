@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 
 from tests.codegen.helpers import parse_text
-from tirc.codegen.llvm import compile_module, parse_target
+from tirc.codegen.llvm import compile_module
 from tirc.diagnostics import DiagnosticError
 from tirc.driver.lower import lower_module
 from tirc.driver.run_cpu import compare, jit_function
+from tirc.driver.target import parse_target
 from tirc.interp import random_inputs, run
 
 HEADER = """

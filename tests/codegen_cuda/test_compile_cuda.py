@@ -1,4 +1,4 @@
-"""The driver entry the CLI routes `tirc compile --target cuda` to: outputs, paths, errors."""
+"""`tirc compile --target cuda` through the driver's one compile entry: outputs, paths, errors."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ import pytest
 
 from tests.codegen_cuda.helpers import GPU_SAMPLES
 from tirc.diagnostics import DiagnosticError
-from tirc.driver.compile_cuda import compile_cuda_file, target_arch
+from tirc.driver.compile import compile_file
+from tirc.driver.target import parse_target
+from tirc.ir.target import DEFAULT_CUDA_ARCH
 
 SOURCE = str(GPU_SAMPLES / "elementwise.tir")
 PLAN = str(GPU_SAMPLES / "elementwise.plan.json")
@@ -18,7 +20,7 @@ PLAN = str(GPU_SAMPLES / "elementwise.plan.json")
 
 def test_emit_cu(tmp_path: Path) -> None:
     out = tmp_path / "k.cu"
-    assert compile_cuda_file(SOURCE, plan=PLAN, emit="cu", output=str(out)) == 0
+    assert compile_file(SOURCE, target="cuda", plan=PLAN, emit="cu", output=str(out)) == 0
     assert 'extern "C" __global__' in out.read_text()
 
 
@@ -27,7 +29,7 @@ def test_emit_ptx(tmp_path: Path, via: str) -> None:
     if via == "nvrtc":
         pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not installed")
     out = tmp_path / "k.ptx"
-    compile_cuda_file(
+    compile_file(
         SOURCE, plan=PLAN, emit="ptx", output=str(out), ptx_via=via, target="cuda -arch=sm_80"
     )
     assert ".target sm_80" in out.read_text()
@@ -37,7 +39,7 @@ def test_emit_cubin(tmp_path: Path) -> None:
     if shutil.which("ptxas") is None:
         pytest.skip("ptxas is not installed")
     out = tmp_path / "k.cubin"
-    compile_cuda_file(SOURCE, plan=PLAN, emit="cubin", output=str(out), ptx_via="llvm")
+    compile_file(SOURCE, target="cuda", plan=PLAN, emit="cubin", output=str(out), ptx_via="llvm")
     assert out.read_bytes()[:4] == b"\x7fELF"
 
 
@@ -46,8 +48,13 @@ def test_cubin_without_ptxas_names_the_toolkit(
 ) -> None:
     monkeypatch.setattr(shutil, "which", lambda name: None)
     with pytest.raises(DiagnosticError) as error:
-        compile_cuda_file(
-            SOURCE, plan=PLAN, emit="cubin", output=str(tmp_path / "k"), ptx_via="llvm"
+        compile_file(
+            SOURCE,
+            target="cuda",
+            plan=PLAN,
+            emit="cubin",
+            output=str(tmp_path / "k"),
+            ptx_via="llvm",
         )
     assert "ptxas" in str(error.value)
     assert not (tmp_path / "k").exists()
@@ -63,8 +70,13 @@ def test_nvrtc_missing_names_the_package(tmp_path: Path, monkeypatch: pytest.Mon
 
     monkeypatch.setattr(builtins, "__import__", no_cuda)
     with pytest.raises(DiagnosticError) as error:
-        compile_cuda_file(
-            SOURCE, plan=PLAN, emit="ptx", output=str(tmp_path / "k"), ptx_via="nvrtc"
+        compile_file(
+            SOURCE,
+            target="cuda",
+            plan=PLAN,
+            emit="ptx",
+            output=str(tmp_path / "k"),
+            ptx_via="nvrtc",
         )
     rendered = str(error.value) + "".join(
         n.message for d in error.value.diagnostics for n in d.notes
@@ -73,9 +85,16 @@ def test_nvrtc_missing_names_the_package(tmp_path: Path, monkeypatch: pytest.Mon
 
 
 def test_target_arch() -> None:
-    assert target_arch("cuda", "sm_90") == "sm_90"
-    assert target_arch("cuda -arch=sm_89", "sm_90") == "sm_89"
+    assert parse_target("cuda").arch == ""  # the device's when run
+    assert parse_target("cuda -arch=sm_89").arch == "sm_89"
+    assert parse_target("cuda").with_arch("sm_80").arch == "sm_80"  # --arch
     with pytest.raises(DiagnosticError):
-        target_arch("cuda -arch=sm_42", "sm_90")
+        parse_target("cuda -arch=sm_42")
     with pytest.raises(DiagnosticError):
-        compile_cuda_file(SOURCE, emit="exe", output="-")
+        compile_file(SOURCE, target="cuda", emit="exe", output="-")
+
+
+def test_default_arch(tmp_path: Path) -> None:
+    out = tmp_path / "k.ptx"
+    compile_file(SOURCE, target="cuda", plan=PLAN, emit="ptx", output=str(out), ptx_via="llvm")
+    assert f".target {DEFAULT_CUDA_ARCH}" in out.read_text()

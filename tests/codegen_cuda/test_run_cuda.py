@@ -14,6 +14,7 @@ import pytest
 from tests.codegen_cuda.helpers import GPU_SAMPLES
 from tirc.cli.main import main
 from tirc.driver.run_cuda import pick_arch
+from tirc.driver.target import parse_target
 
 KERNELS = Path(__file__).parent / "kernels"
 TC = [
@@ -58,9 +59,11 @@ def test_without_a_device_the_run_stops_with_a_clear_error() -> None:
 
 
 def test_arch_comes_from_the_target_or_the_device() -> None:
-    assert pick_arch("cuda", "sm_90") == "sm_90"
-    assert pick_arch("cuda -arch=sm_80", "sm_90") == "sm_80"
-    assert pick_arch("cuda", "sm_87") == "sm_86"  # the newest tirc knows below the device's
+    assert pick_arch(parse_target("cuda"), "sm_90") == "sm_90"
+    assert pick_arch(parse_target("cuda -arch=sm_80"), "sm_90") == "sm_80"
+    assert (
+        pick_arch(parse_target("cuda"), "sm_87") == "sm_86"
+    )  # the newest tirc knows below the device's
 
 
 def test_check_needs_a_compiled_target() -> None:

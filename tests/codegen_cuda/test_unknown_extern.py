@@ -10,7 +10,8 @@ import pytest
 
 from tirc.cli.main import main
 from tirc.diagnostics import DiagnosticError, Source, Span
-from tirc.driver.compile_cuda import compile_cuda_file, extern_calls
+from tirc.driver.compile import compile_file
+from tirc.driver.compile_cuda import extern_calls
 from tirc.driver.cuda_toolchain import missing_functions, rejection
 from tirc.driver.lower import lower_module
 from tirc.text import parse
@@ -101,7 +102,7 @@ def test_nvrtc_blames_the_call(kernel: Path, tmp_path: Path) -> None:
     pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not installed")
     out = tmp_path / "k.ptx"
     with pytest.raises(DiagnosticError) as error:
-        compile_cuda_file(str(kernel), emit="ptx", output=str(out), ptx_via="nvrtc")
+        compile_file(str(kernel), target="cuda", emit="ptx", output=str(out), ptx_via="nvrtc")
     text = _located(error.value, kernel)
     assert "'call_impl'" in text and 'identifier "call_impl" is undefined' in text
     assert "k.cu(" in text  # NVRTC's line numbers are those of `--emit cu`
@@ -113,7 +114,9 @@ def test_ptxas_blames_the_call(kernel: Path, tmp_path: Path) -> None:
     if shutil.which("ptxas") is None:
         pytest.skip("ptxas is not installed")
     with pytest.raises(DiagnosticError) as error:
-        compile_cuda_file(str(kernel), emit="cubin", output=str(tmp_path / "k"), ptx_via="llvm")
+        compile_file(
+            str(kernel), target="cuda", emit="cubin", output=str(tmp_path / "k"), ptx_via="llvm"
+        )
     text = _located(error.value, kernel)
     assert "Unresolved extern function 'call_impl'" in text and "a tirc bug" not in text
 
@@ -122,9 +125,9 @@ def test_cuda_c_and_llvm_ptx_keep_the_call_for_the_user_to_link(
     kernel: Path, tmp_path: Path
 ) -> None:
     cu, ptx = tmp_path / "k.cu", tmp_path / "k.ptx"
-    compile_cuda_file(str(kernel), emit="cu", output=str(cu))
+    compile_file(str(kernel), target="cuda", emit="cu", output=str(cu))
     assert "call_impl(A);" in cu.read_text()
-    compile_cuda_file(str(kernel), emit="ptx", output=str(ptx), ptx_via="llvm")
+    compile_file(str(kernel), target="cuda", emit="ptx", output=str(ptx), ptx_via="llvm")
     assert ".extern .func call_impl" in ptx.read_text()
 
 

@@ -15,7 +15,7 @@ from tirc.driver.run import run_file
 from tirc.driver.run_cpu import bench
 
 KERNEL = """\
-@T.prim_func
+@T.prim_func(s_tir=True)
 def main(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
     for i in range(16):
         with T.sblock("B"):

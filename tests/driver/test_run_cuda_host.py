@@ -21,6 +21,7 @@ from tirc.driver.run import complete_arguments
 from tirc.driver.run_cuda import run_on_cuda
 from tirc.ir.function import IRModule
 from tirc.runtime.cuda_driver import Device
+from tirc.runtime.cuda_host import HostRun
 from tirc.text import parse
 
 # two kernels with a global buffer between them, a host variable, an int and a float scalar
@@ -291,7 +292,7 @@ def test_an_internal_error_is_not_replaced_by_the_clean_up(monkeypatch: pytest.M
     def broken(*args: object) -> object:
         raise ZeroDivisionError("a tirc bug")
 
-    monkeypatch.setattr(run_cuda.HostRun, "_check_launch", broken)
+    monkeypatch.setattr(HostRun, "_check_launch", broken)
     with pytest.raises(ZeroDivisionError):
         run(staged(), fake)
     assert fake.leaks() == []

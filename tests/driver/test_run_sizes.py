@@ -17,7 +17,7 @@ from tirc.cli.main import main
 SYMBOLIC = """
 # from tvm.script import tirx as T
 
-@T.prim_func
+@T.prim_func(s_tir=True)
 def main(a: T.handle, b: T.handle, n: T.int32):
     m = T.int32()
     A = T.match_buffer(a, (n, m), "float32")

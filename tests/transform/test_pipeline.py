@@ -15,6 +15,7 @@ from tirc.driver.lower import lower_module
 from tirc.ir import stmt as S
 from tirc.ir.function import PrimFunc
 from tirc.ir.functor import Mutator
+from tirc.ir.target import read_target
 from tirc.text import parse
 from tirc.transform import (
     FunctionPass,
@@ -44,9 +45,14 @@ def test_tables_and_list_spell_the_same_pipeline() -> None:
     assert listed.spelling() == "lower-init-block,unroll-loop{auto_max_step=16}"
 
 
-@pytest.mark.parametrize("target", ["cpu", "cpu -mcpu=znver4", "llvm", "cuda"])
+@pytest.mark.parametrize("target", ["cpu", "cpu -mcpu=znver4", "llvm", "cuda", "nvptx"])
 def test_default_pipelines_load(target: str) -> None:
-    assert default_pipeline(target).passes
+    assert default_pipeline(read_target(target)).passes
+
+
+@pytest.mark.parametrize(("name", "leaves"), [("cpu", "tir-c-abi"), ("cuda", "tir-host-device")])
+def test_shipped_pipelines_declare_what_they_leave(name: str, leaves: str) -> None:
+    assert default_pipeline(name).leaves.value == leaves
 
 
 def test_unknown_pass_is_located_with_a_suggestion() -> None:

@@ -488,7 +488,7 @@ def compile_command(
             emit=emit,
             output=output,
             defines=defines,
-            depfile=depfile_path(output, file, emit or default_emit(target), md, mf),
+            depfile=depfile_path(output, file, emit or default_emit(target), md, mf, target),
             opt_level=opt_level,
             pipeline=pipeline,
             intrinsics=intrinsics,

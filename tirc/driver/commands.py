@@ -9,7 +9,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from tirc.diagnostics import Diagnostic, DiagnosticError, Severity, Source
+from tirc.diagnostics import Diagnostic, DiagnosticError, Note, Severity, Source
 from tirc.driver.defines import parse_defines
 from tirc.driver.exit_code import ExitCode
 from tirc.driver.output import write_output
@@ -17,6 +17,7 @@ from tirc.driver.source import STDIN, STDIN_NAME, check_stdin_once, read_source
 
 if TYPE_CHECKING:
     from tirc.ir import IRModule
+    from tirc.ir.target import Target
 
 
 def print_file(
@@ -26,9 +27,17 @@ def print_file(
     *,
     plan: str | None = None,
     lowering: Mapping[str, object] | None = None,
+    target: Target | str | None = None,
 ) -> int:
     """`tirc print`: parse FILE, apply `plan`, lower with the `lowering` options of
-    `tirc.driver.lower.lower_module` when given, and print the result."""
+    `tirc.driver.lower.lower_module` when given, and print the result. `target` is the
+    command line's --target, which chooses a pipeline: an error without `lowering`."""
+    if target is not None and lowering is None:
+        raise DiagnosticError.at(
+            None,
+            f"--target {target} chooses the pipeline that lowers, but nothing is lowered",
+            Note("add --lower, or drop --target"),
+        )
     check_stdin_once([p for p in (path, plan) if p is not None])
     values = parse_defines(defines)
     module = parse_source(read_source(path), values)

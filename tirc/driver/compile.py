@@ -1,6 +1,8 @@
-"""`tirc compile`: parse, schedule (--plan), lower (the target's pipeline), generate code, and
-write one artifact atomically: an object, a shared library, LLVM IR, assembly or a C header.
-With a depfile (`-MD -MF D`), also a make rule naming every file read.
+"""`tirc compile`, one path for every target: parse, verify, schedule (--plan), lower (the
+target's pipeline, or --pipeline), generate code with the backend the target names, and
+write one artifact atomically — for cpu an object, a shared library, LLVM IR, assembly or a
+C header; for cuda CUDA C, PTX, a cubin or NVVM IR. With a depfile (`-MD -MF D`), also a
+make rule naming every file read. An option the target would not use is an error.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Sequence
-from importlib import resources
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,48 +21,78 @@ from tirc.driver.defines import parse_defines
 from tirc.driver.exit_code import ExitCode
 from tirc.driver.output import STDOUT, write_output
 from tirc.driver.source import STDIN, check_stdin_once, read_source
+from tirc.driver.target import parse_target
+from tirc.ir.target import KINDS, Target
 
 if TYPE_CHECKING:
     from tirc.codegen.llvm import CompiledModule
     from tirc.ir.function import IRModule
 
-EMIT_SUFFIXES = {"obj": ".o", "so": ".so", "ll": ".ll", "asm": ".s", "header": ".h"}
-BINARY_KINDS = ("obj", "so")
+EMIT_SUFFIXES = {
+    "obj": ".o",
+    "so": ".so",
+    "ll": ".ll",
+    "asm": ".s",
+    "header": ".h",
+    "cu": ".cu",
+    "ptx": ".ptx",
+    "cubin": ".cubin",
+}
+BINARY_KINDS = ("obj", "so", "cubin")
+ABIS = ("c", "tvm-ffi")
+
+
+@dataclass(frozen=True)
+class CodeOptions:
+    """What a backend takes besides the module and the target: the kind to emit, LLVM's
+    optimization level, the pipeline file (None: the target's), the symbols' prefix, how
+    CUDA's PTX is made (None: NVRTC where it is installed), the name of the source for
+    messages and comments, and the ABI."""
+
+    emit: str
+    opt_level: int = 3
+    pipeline: str | None = None
+    prefix: str = ""
+    ptx_via: str | None = None
+    source_name: str = ""
+    abi: str = "c"
 
 
 def compile_file(
     path: str,
     *,
-    plan: str | None = None,
-    target: str = "cpu",
-    emit: str = "obj",
+    target: Target | str = "cpu",
+    emit: str | None = None,
     output: str | None = None,
+    plan: str | None = None,
     defines: Sequence[str] = (),
     depfile: str | None = None,
-    opt_level: int = 3,
+    opt_level: int | None = None,
     pipeline: str | None = None,
     intrinsics: str | None = None,
     prefix: str = "",
+    arch: str | None = None,
+    ptx_via: str | None = None,
+    abi: str = "c",
 ) -> int:
-    """Compiles the file at `path` ('-': stdin) to `output` (default: the input's name with the
-    kind's suffix; '-': stdout). `prefix` is prepended to every exported symbol (a function
-    named `main` cannot be called from a C program otherwise). Returns 0."""
-    if emit not in EMIT_SUFFIXES:
-        raise DiagnosticError.at(
-            None, f"unknown --emit kind '{emit}' (expected one of: {', '.join(EMIT_SUFFIXES)})"
-        )
-    if not target.split() or target.split()[0] not in ("cpu", "llvm"):
-        import difflib
-
-        kinds = ("cpu", "llvm", "cuda", "nvptx")
-        close = difflib.get_close_matches(target.split()[0] if target.split() else "", kinds, n=1)
-        raise DiagnosticError.at(
-            None,
-            f"target '{target}' cannot be compiled yet (the CPU backend takes 'cpu')",
-            *([Note(f"did you mean '{close[0]}'?")] if close else []),
-        )
+    """Compiles the file at `path` ('-': stdin) for `target` (a Target or its spelling) to
+    `output` (default: the input's name with the kind's suffix, for cuda stdout; '-':
+    stdout). `emit`
+    defaults to the target's first kind (cpu: obj, cuda: cu); `intrinsics` adds tensor
+    intrinsics for the plan's tensorize steps; `prefix` is prepended to every exported
+    symbol (a function named `main` cannot be called from a C program otherwise; CUDA
+    kernels and launchers are named after it); `opt_level` is LLVM's (default 3; for cuda,
+    only where LLVM makes the PTX); `arch` is `--arch`, the CUDA architecture (default
+    sm_90); `ptx_via` is nvrtc or llvm (default: NVRTC where cuda-python has it);
+    `abi="tvm-ffi"` adds a packed function beside each exported one (docs/python.md).
+    Returns 0; a DiagnosticError for anything wrong, and then nothing is written."""
+    target = parse_target(target)
+    if arch is not None:
+        target = target.with_arch(arch)
+    emit = emit if emit is not None else default_emit(target)
+    check_compile_options(target, emit, opt_level=opt_level, ptx_via=ptx_via, abi=abi)
     check_stdin_once([p for p in (path, plan, pipeline, intrinsics) if p is not None])
-    output = output if output is not None else default_output(path, emit)
+    output = output if output is not None else default_output(path, emit, target)
     if output == STDOUT and emit in BINARY_KINDS and os.isatty(1):
         raise DiagnosticError.at(None, f"refusing to write a binary --emit {emit} to a terminal")
     from tirc.driver.commands import parse_source, verify_program
@@ -77,7 +109,16 @@ def compile_file(
         guard = Path(output).stem if output != STDOUT else Path(display(path)).stem
         data: str | bytes = header_text(module, guard, prefix)
     else:
-        data = generate(module, target, emit, opt_level, pipeline, prefix)
+        options = CodeOptions(
+            emit,
+            3 if opt_level is None else opt_level,
+            pipeline,
+            prefix,
+            ptx_via,
+            "<stdin>" if path == STDIN else os.path.basename(path),
+            abi,
+        )
+        data = backend_code(module, target, options)
     if depfile is not None:
         inputs = [path, plan, intrinsics, pipeline or default_pipeline_file(target)]
         depends = depfile_text(output, [p for p in inputs if p and p != STDIN])
@@ -88,22 +129,77 @@ def compile_file(
     return ExitCode.OK
 
 
-def generate(
-    module: IRModule, target: str, emit: str, opt_level: int, pipeline: str | None, prefix: str
-) -> str | bytes:
-    from tirc.codegen.llvm import compile_module, parse_target
+def default_emit(target: Target) -> str:
+    if not target.emits:
+        raise DiagnosticError.at(
+            None,
+            f"--target {target} runs programs in the reference interpreter (tirc run); "
+            "it compiles nothing",
+            Note(f"compile for one of: {', '.join(k for k in KINDS if KINDS[k].emits)}"),
+        )
+    return target.emits[0]
+
+
+def check_compile_options(
+    target: Target, emit: str, *, opt_level: int | None, ptx_via: str | None, abi: str
+) -> None:
+    """A DiagnosticError for an option that the target does not take or would not use."""
+    default_emit(target)
+    if emit not in EMIT_SUFFIXES:
+        raise DiagnosticError.at(
+            None, f"unknown --emit kind '{emit}' (expected one of: {', '.join(EMIT_SUFFIXES)})"
+        )
+    if emit not in target.emits:
+        others = [kind.name for kind in KINDS.values() if emit in kind.emits]
+        raise DiagnosticError.at(
+            None,
+            f"--target {target.name} cannot emit '{emit}'",
+            Note(f"it emits {', '.join(target.emits)}; --emit {emit} is for --target {others[0]}"),
+        )
+    check_abi(abi)
+    if target.backend != "cuda":
+        if ptx_via is not None:
+            raise DiagnosticError.at(
+                None,
+                f"--ptx-via {ptx_via} says how CUDA's PTX is made, but the target is {target}",
+                Note("give it with --target cuda, or drop it"),
+            )
+        return
+    from tirc.driver.compile_cuda import check_cuda_opt_level, check_ptx_via
+
+    check_ptx_via(ptx_via, emit)
+    if opt_level is not None:
+        check_cuda_opt_level(opt_level, ptx_via, emit)
+
+
+def check_abi(abi: str) -> None:
+    if abi not in ABIS:
+        raise DiagnosticError.at(None, f"unknown --abi '{abi}' (expected c or tvm-ffi)")
+
+
+def backend_code(module: IRModule, target: Target, options: CodeOptions) -> str | bytes:
+    """The (scheduled) module lowered and emitted by the backend the target names."""
+    if target.backend == "cuda":
+        from tirc.driver.compile_cuda import cuda_code
+
+        return cuda_code(module, target, options)
+    return cpu_code(module, target, options)
+
+
+def cpu_code(module: IRModule, target: Target, options: CodeOptions) -> str | bytes:
+    """The module compiled by the LLVM backend for a CPU target: obj, so, ll or asm."""
+    from tirc.codegen.llvm import compile_module
     from tirc.driver.host_threads import check_runs_on_cpu
     from tirc.driver.lower import lower_module
 
-    cpu = parse_target(target)
     check_runs_on_cpu(module)
-    lowered = lower_module(module, target=target, pipeline_path=pipeline)
-    compiled = compile_module(lowered, cpu, opt_level, prefix)
-    if emit == "ll":
+    lowered = lower_module(module, target=target, pipeline_path=options.pipeline, for_backend=True)
+    compiled = compile_module(lowered, target, options.opt_level, options.prefix, options.abi)
+    if options.emit == "ll":
         return compiled.llvm_ir()
-    if emit == "asm":
+    if options.emit == "asm":
         return compiled.assembly()
-    if emit == "obj":
+    if options.emit == "obj":
         return compiled.object_code()
     return link_shared(compiled)
 
@@ -132,32 +228,38 @@ def link_shared(compiled: CompiledModule) -> bytes:
             return file.read()
 
 
-def default_output(path: str, emit: str) -> str:
-    if path == STDIN:
+def default_output(path: str, emit: str, target: Target | None = None) -> str:
+    """The input's name with the kind's suffix, in this directory; stdout for stdin, and
+    for cuda (its outputs have always gone to stdout unless -o names a file)."""
+    if path == STDIN or (target is not None and target.backend == "cuda"):
         return STDOUT
     return str(Path(path).with_suffix(EMIT_SUFFIXES[emit]).name)
 
 
-def default_pipeline_file(target: str) -> str | None:
+def default_pipeline_file(target: Target) -> str | None:
     """The file of the pipeline shipped for `target`, as the dependency it is."""
-    from tirc.transform.pipeline import TARGET_PIPELINES
+    from tirc.transform.pipeline import shipped_pipeline_file
 
-    name = TARGET_PIPELINES.get(target.split()[0])
-    if name is None:
-        return None
-    return str(resources.files("tirc.transform.pipelines").joinpath(f"{name}.toml"))
+    return shipped_pipeline_file(target.pipeline) if target.pipeline else None
 
 
-def depfile_path(output: str | None, path: str, emit: str, md: bool, mf: str | None) -> str | None:
+def depfile_path(
+    output: str | None,
+    path: str,
+    emit: str,
+    md: bool,
+    mf: str | None,
+    target: Target | None = None,
+) -> str | None:
     """`-MF D` names the depfile; `-MD` alone puts it next to the output, with suffix `.d`."""
     if mf is not None:
         return mf
     if not md:
         return None
-    target = output if output is not None else default_output(path, emit)
-    if target == STDOUT:
+    written = output if output is not None else default_output(path, emit, target)
+    if written == STDOUT:
         raise DiagnosticError.at(None, "-MD needs -MF DEPFILE when the output is stdout")
-    return target + ".d"
+    return written + ".d"
 
 
 def depfile_text(target: str, inputs: Sequence[str]) -> str:

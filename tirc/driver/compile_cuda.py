@@ -1,38 +1,32 @@
-"""`tirc compile --target cuda`: CUDA C, PTX (through NVRTC or LLVM's NVPTX target) and cubin.
+"""`tirc compile --target cuda`, the CUDA backend's part: CUDA C, PTX (through NVRTC or LLVM's
+NVPTX target), cubin and NVVM IR from a module the cuda pipeline lowered.
 
-`--target cuda -arch=sm_80` picks the architecture (default sm_90). PTX goes through NVRTC
-when cuda-python is installed and through llvmlite otherwise, or as `ptx_via` says. As for the
-CPU target, `intrinsics` adds tensor intrinsics for the plan's tensorize steps, `pipeline`
-replaces the target's lowering pipeline, `prefix` renames every function (so kernels
-`f_kernel` and launchers `f_launch` of several files link into one program), and a depfile
-names every file read. `opt_level` is LLVM's, on the NVPTX path; NVRTC and ptxas keep their
-own defaults.
+The architecture is the target's (`cuda -arch=sm_80`, or `--arch`; default sm_90). PTX goes
+through NVRTC when cuda-python is installed and through llvmlite otherwise, or as `ptx_via`
+says. `prefix` renames every function (so kernels `f_kernel` and launchers `f_launch` of
+several files link into one program). `opt_level` is LLVM's, on the NVPTX path; NVRTC and
+ptxas keep their own defaults, so -O elsewhere is refused.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from tirc.diagnostics import Diagnostic, DiagnosticError, Note, Severity, Span
-from tirc.driver.defines import parse_defines
-from tirc.driver.exit_code import ExitCode
-from tirc.driver.output import write_output
-from tirc.driver.source import STDIN, check_stdin_once, read_source
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
 from tirc.ir.buffer import Buffer
 from tirc.ir.functor import walk
 from tirc.ir.node import Node
+from tirc.ir.target import DEFAULT_CUDA_ARCH, Target
 
 if TYPE_CHECKING:
+    from tirc.driver.compile import CodeOptions
     from tirc.ir.function import IRModule
 
-EMITS = ("cu", "ptx", "cubin", "ll")
 PTX_PATHS = ("nvrtc", "llvm")
 EXTERN_CALLS = ("call_extern", "call_pure_extern")
-ARCHES = ("sm_70", "sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120")
 # The most shared memory one block may have on each architecture, after opting in (bytes).
 SHARED_MEMORY_LIMITS = {
     "sm_70": 96 * 1024,
@@ -47,60 +41,75 @@ SHARED_MEMORY_LIMITS = {
 MAX_THREADS_PER_BLOCK = 1024
 
 
-def compile_cuda_file(
-    path: str,
-    *,
-    plan: str | None = None,
-    target: str = "cuda",
-    emit: str = "cu",
-    output: str,
-    defines: Sequence[str] = (),
-    arch: str = "sm_90",
-    ptx_via: str | None = None,
-    depfile: str | None = None,
-    prefix: str = "",
-    opt_level: int = 3,
-    pipeline: str | None = None,
-    intrinsics: str | None = None,
-) -> int:
-    """Parse, schedule with `plan` (and the tensor intrinsics in `intrinsics`), lower for cuda
-    (or by the pipeline in `pipeline`), and write `emit` to `output` (and the make rule of what
-    it read to `depfile`)."""
-    check_stdin_once([p for p in (path, plan, pipeline, intrinsics) if p is not None])
-    arch = target_arch(target, arch)
-    if emit not in EMITS:
-        raise DiagnosticError.at(
-            None, f"--target cuda cannot emit '{emit}'", Note(f"choose one of {', '.join(EMITS)}")
-        )
-    from tirc.driver.commands import parse_source, verify_program
-
-    source = read_source(path)
-    module = parse_source(source, parse_defines(defines))
-    verify_program(module)
-    if plan is not None:
-        from tirc.driver.schedule import apply_plan_file
-
-        module, _ = apply_plan_file(module, plan, intrinsics)
+def cuda_code(module: IRModule, target: Target, options: CodeOptions) -> str | bytes:
+    """The (scheduled) module lowered for cuda (or by the options' pipeline) and emitted;
+    kernels that the architecture could never launch are warned of on stderr."""
     from tirc.driver.lower import lower_module
 
+    arch = target.arch or DEFAULT_CUDA_ARCH
     # named before lowering, so that split-host-device names the kernels after the prefixed names
-    lowered = lower_module(with_prefix(module, prefix), target="cuda", pipeline_path=pipeline)
-    name = "<stdin>" if path == STDIN else os.path.basename(path)
+    lowered = lower_module(
+        with_prefix(module, options.prefix),
+        target=target,
+        pipeline_path=options.pipeline,
+        for_backend=True,
+    )
     warnings = launch_limit_warnings(lowered, arch)
     if warnings:
         from tirc.diagnostics.render import render
 
         render(warnings)
-    data = cuda_artifact(
-        lowered, emit, arch=arch, ptx_via=ptx_via, source_name=name, opt_level=opt_level
+    return cuda_artifact(
+        lowered,
+        options.emit,
+        arch=arch,
+        ptx_via=options.ptx_via,
+        source_name=options.source_name,
+        opt_level=options.opt_level,
+        abi=options.abi,
     )
-    if depfile is not None:
-        from tirc.driver.compile import default_pipeline_file, depfile_text
 
-        inputs = [path, plan, intrinsics, pipeline or default_pipeline_file("cuda")]
-        write_output(depfile, depfile_text(output, [p for p in inputs if p and p != STDIN]))
-    write_output(output, data)
-    return ExitCode.OK
+
+def check_ptx_via(via: str | None, emit: str) -> None:
+    """A DiagnosticError for a `--ptx-via` that is unknown or that `emit` would not use."""
+    if via is None:
+        return
+    if via not in PTX_PATHS:
+        raise DiagnosticError.at(None, f"unknown --ptx-via '{via}'", Note("choose nvrtc or llvm"))
+    if emit not in ("ptx", "cubin"):
+        raise DiagnosticError.at(
+            None,
+            f"--ptx-via {via} says how PTX is made, but --emit {emit} makes none",
+            Note("give it with --emit ptx or cubin, or drop it"),
+        )
+
+
+def check_cuda_opt_level(opt_level: int, via: str | None, emit: str = "ptx") -> None:
+    """A DiagnosticError unless LLVM makes the PTX, where -O is its level: not for CUDA C
+    or NVVM IR (written before optimization), nor where NVRTC makes it (at its own)."""
+    if emit in ("cu", "ll"):
+        what = "CUDA C" if emit == "cu" else "NVVM IR before optimization"
+        raise DiagnosticError.at(
+            None,
+            f"-O {opt_level} is LLVM's optimization level, but --emit {emit} writes {what}",
+            Note("drop -O, or give it with --emit ptx --ptx-via llvm"),
+        )
+    if ptx_path(via) == "nvrtc":
+        raise DiagnosticError.at(
+            None,
+            f"-O {opt_level} is LLVM's optimization level, but NVRTC makes the PTX here, at "
+            "its own level",
+            Note("add --ptx-via llvm to have LLVM make it at that level, or drop -O"),
+        )
+
+
+def ptx_path(via: str | None) -> str:
+    """How the PTX is made: as asked, else NVRTC where cuda-python has it, else LLVM."""
+    from tirc.driver.cuda_toolchain import has_nvrtc
+
+    if via is not None:
+        return via
+    return "nvrtc" if has_nvrtc() else "llvm"
 
 
 def launch_limit_warnings(lowered: IRModule, arch: str) -> list[Diagnostic]:
@@ -172,16 +181,17 @@ def cuda_artifact(
     lowered: IRModule,
     emit: str,
     *,
-    arch: str = "sm_90",
+    arch: str = DEFAULT_CUDA_ARCH,
     ptx_via: str | None = None,
     source_name: str = "",
     opt_level: int = 3,
+    abi: str = "c",
 ) -> str | bytes:
     """The text or bytes of one CUDA output kind for a lowered module."""
     from tirc.codegen.cuda import emit_cuda
 
     if emit == "cu":
-        return emit_cuda(lowered, source_name=source_name)
+        return emit_cuda(lowered, source_name=source_name, abi=abi)
     if emit == "ll":
         from tirc.codegen.nvptx import emit_nvvm_ir
 
@@ -200,13 +210,11 @@ def module_ptx(
     """PTX through NVRTC (from the CUDA C) or LLVM (optimized at `opt_level`). A function the
     program calls with `T.call_extern` that NVRTC cannot find is an error at the call; through
     LLVM it stays an `.extern` declaration, for ptxas or the user's link step to resolve."""
-    from tirc.driver.cuda_toolchain import has_nvrtc, ptx_from_cuda
+    from tirc.driver.cuda_toolchain import ptx_from_cuda
 
     if via not in (None, *PTX_PATHS):
         raise DiagnosticError.at(None, f"unknown --ptx-via '{via}'", Note("choose nvrtc or llvm"))
-    if via is None:
-        via = "nvrtc" if has_nvrtc() else "llvm"
-    if via == "nvrtc":
+    if ptx_path(via) == "nvrtc":
         from tirc.codegen.cuda import emit_cuda
 
         # NVRTC's messages name lines of the CUDA C, which `--emit cu` writes
@@ -236,23 +244,3 @@ def extern_calls(module: IRModule) -> dict[str, Span | None]:
     for _, func in module.functions:
         walk(func.body, visit)
     return {name: span for name, span in found.items() if name not in module}  # not launches
-
-
-def target_arch(target: str, default: str) -> str:
-    """The `-arch=sm_XX` of a target string such as `cuda -arch=sm_80`."""
-    words = target.split()
-    if not words or words[0] not in ("cuda", "nvptx"):
-        raise DiagnosticError.at(None, f"'{target}' is not a CUDA target")
-    arch = default
-    for word in words[1:]:
-        if word.startswith(("-arch=", "-mcpu=")):
-            arch = word.split("=", 1)[1]
-        else:
-            raise DiagnosticError.at(
-                None, f"unknown CUDA target option '{word}'", Note("known: -arch=sm_XX")
-            )
-    if arch not in ARCHES:
-        raise DiagnosticError.at(
-            None, f"unknown CUDA architecture '{arch}'", Note(f"known: {', '.join(ARCHES)}")
-        )
-    return arch

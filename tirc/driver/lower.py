@@ -8,25 +8,31 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, TextIO
 
-from tirc.diagnostics import Diagnostic, DiagnosticError
+from tirc.diagnostics import Diagnostic, DiagnosticError, Note
+from tirc.driver.target import parse_target
+from tirc.ir.target import Target
 
 if TYPE_CHECKING:
     from tirc.ir.function import IRModule
     from tirc.transform.pass_base import ModulePass
+    from tirc.transform.pipeline import Pipeline
 
 
 def lower_module(
     module: IRModule,
     *,
-    target: str = "cpu",
+    target: Target | str = "cpu",
     pipeline_path: str | None = None,
+    for_backend: bool = False,
     print_after: Sequence[str] = (),
     print_after_all: bool = False,
     time_passes: bool = False,
     verify_each: bool = False,
     stream: TextIO | None = None,
 ) -> IRModule:
-    """`module` lowered by the pipeline in `pipeline_path`, or the target's default one.
+    """`module` lowered by the pipeline in `pipeline_path`, or the target's default one,
+    checked against the dialect the pipeline declares it leaves; `for_backend`: the
+    dialect must also be the one the target's backend reads.
 
     Raises DiagnosticError for a bad pipeline, an unknown pass in `print_after`, a program a
     pass cannot lower, or (with `verify_each`) a pass that produced invalid IR.
@@ -34,7 +40,10 @@ def lower_module(
     from tirc.transform import Instruments, default_pipeline, load_pipeline, run_pipeline
     from tirc.transform.registry import lookup_pass
 
+    target = parse_target(target)
     pipeline = load_pipeline(pipeline_path) if pipeline_path else default_pipeline(target)
+    if for_backend:
+        check_backend_reads(pipeline, target)
     problems: list[Diagnostic] = []
     for name in print_after:
         try:
@@ -67,7 +76,29 @@ def lower_module(
         lowered = run_pipeline(module, pipeline.passes, hook)
         remarks.report(watch.finish(lowered, target))
     instruments.report()
+    from tirc.transform.dialects import require_dialect
+
+    name, leaves = pipeline.name, pipeline.leaves.value
+    require_dialect(lowered, pipeline.leaves, f"pipeline {name} declares it leaves {leaves}")
     return without_s_tir_mark(lowered)
+
+
+def check_backend_reads(pipeline: Pipeline, target: Target) -> None:
+    """A DiagnosticError unless `pipeline` leaves what the target's backend reads."""
+    from tirc.transform.pass_base import Dialect
+
+    reads = Dialect(target.kind.reads)
+    if pipeline.leaves.rank >= reads.rank:
+        return
+    raise DiagnosticError.at(
+        None,
+        f"pipeline {pipeline.name} leaves {pipeline.leaves.value}, but the {target.name} "
+        f"backend reads {reads.value}",
+        Note(
+            f"end it as tirc's {target.pipeline} pipeline does and declare "
+            f'`leaves = "{reads.value}"` (docs/pipelines.md)'
+        ),
+    )
 
 
 def without_s_tir_mark(module: IRModule) -> IRModule:

@@ -20,6 +20,7 @@ from tirc.ir import stmt as S
 from tirc.ir.function import IRModule
 from tirc.ir.functor import Visitor, walk
 from tirc.ir.node import Node
+from tirc.ir.target import Target
 
 
 @dataclass
@@ -99,9 +100,9 @@ class LoopWatch:
             self.remarks += unvectorized(self.previous, module, enabled)
         self.previous = module
 
-    def finish(self, lowered: IRModule, target: str) -> list[Diagnostic]:
+    def finish(self, lowered: IRModule, target: Target) -> list[Diagnostic]:
         found = self.remarks + ununrolled(lowered)
-        if target.split()[0] in ("cpu", "llvm"):
+        if target.backend == "llvm":
             found += nested_parallel(lowered)
         return found
 

@@ -11,10 +11,12 @@ private or not.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import sys
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -23,65 +25,103 @@ from tirc.driver.entry_point import entry_point
 from tirc.driver.exit_code import ExitCode
 from tirc.driver.output import STDOUT, write_output
 from tirc.driver.progress import Meter, meter_for
+from tirc.driver.run_cpu import FLOAT_ATOL, FLOAT_RTOL, compare
+from tirc.driver.run_cpu import bench as time_calls
 from tirc.driver.source import read_source
+from tirc.driver.target import parse_target
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import Var
 from tirc.ir.function import IRModule, PrimFunc
+from tirc.ir.target import Target
+from tirc.runtime.throughput import Timing, count_flops
 
-TARGETS_AVAILABLE = ("interp", "cpu", "cuda")
+
+@dataclass(frozen=True)
+class Ran:
+    """What a backend's run gives the summary: the seconds of the call, its timing with
+    --bench (and the float operations to say it in), and notes before the check's and after
+    the timing's."""
+
+    elapsed: float
+    timing: Timing | None = None
+    flops: int | None = None
+    first_notes: tuple[str, ...] = ()
+    last_notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CheckRule:
+    """How `--check` compares a backend's results with the interpreter's, and says so."""
+
+    label: str
+    rtol: float
+    atol: float
+    relative_atol: bool
+    differs: str
+    agrees: str
+
+
+# Tensor cores and GPU reductions add in their own order (and round products of 16-bit floats
+# on the way), so the GPU's floats are compared relative to the largest value of the result.
+GPU_RTOL = 1e-3
+GPU_ATOL = 1e-5
+CHECK_RULES = {
+    "llvm": CheckRule(
+        "cpu",
+        FLOAT_RTOL,
+        FLOAT_ATOL,
+        False,
+        "the compiled code differs from the interpreter",
+        "the compiled code agrees with the interpreter",
+    ),
+    "cuda": CheckRule(
+        "cuda",
+        GPU_RTOL,
+        GPU_ATOL,
+        True,
+        "the GPU's results differ from the interpreter's",
+        f"the GPU agrees with the interpreter (floats within rtol {GPU_RTOL:g}, "
+        f"atol {GPU_ATOL:g} x the largest magnitude)",
+    ),
+}
 
 
 def run_file(
     path: str,
     *,
-    target: str,
-    func: str | None,
-    inputs: str | None,
-    save: str | None,
-    seed: int,
-    defines: Mapping[str, str],
+    target: Target | str = "interp",
+    func: str | None = None,
+    inputs: str | None = None,
+    save: str | None = None,
+    seed: int = 0,
+    defines: Mapping[str, str] | None = None,
     plan: str | None = None,
     check: bool = False,
     bench: bool = False,
-    opt_level: int = 3,
-    gpu_model: str = "threads",
+    opt_level: int | None = None,
+    gpu_model: str | None = None,
     sizes: Mapping[str, int] | None = None,
 ) -> int:
-    """Runs `func` (default: the only function, or `main`) of the file at `path`, scheduled
-    by `plan`, on inputs from `inputs` and random ones shaped by `sizes` (shape variables by
-    name); writes every buffer parameter to `save` (an npz, atomically) and prints a
-    summary. Returns 0; a failed `check` is a DiagnosticError. `gpu_model` is how the
-    interpreter runs GPU kernels (tirc.interp.lockstep.GPU_MODELS)."""
-    kind = target.split()[0] if target.split() else ""
-    if kind == "llvm":
-        kind = "cpu"
-    if kind not in TARGETS_AVAILABLE:
-        import difflib
-
-        close = difflib.get_close_matches(kind, TARGETS_AVAILABLE, n=1)
-        raise DiagnosticError.at(
-            None,
-            f"target {target} is not available yet (available: {', '.join(TARGETS_AVAILABLE)})",
-            *([Note(f"did you mean '{close[0]}'?")] if close else []),
-        )
-    if check and kind == "interp":
-        raise DiagnosticError.at(
-            None,
-            "--check compares a compiled target with the interpreter; give --target cpu or cuda",
-        )
+    """Runs `func` (default: the only function, or `main`) of the file at `path` on
+    `target`, scheduled by `plan`, on inputs from `inputs` and random ones shaped by `sizes`
+    (shape variables by name); writes every buffer parameter to `save` (an npz, atomically)
+    and prints a summary. Returns 0; a failed `check` is a DiagnosticError. `opt_level` is
+    LLVM's (default 3); `gpu_model` is how the interpreter runs GPU kernels
+    (tirc.interp.lockstep GPU_MODELS; default threads)."""
+    target = parse_target(target)
+    check_run_options(target, check=check, opt_level=opt_level, gpu_model=gpu_model)
     # with --bench (which takes a while) a transient progress line on a terminal's stderr
     meter = meter_for() if bench else Meter(None)
-    from tirc.interp.lockstep import gpu_model as model
+    from tirc.interp.lockstep.kernel import gpu_model as model
 
-    with meter, model(gpu_model):
-        name, function, args, given, elapsed, notes = _execute(
+    with meter, model(gpu_model or "threads"):
+        name, function, args, given, ran = _execute(
             path,
             target,
-            kind,
             func,
             inputs,
             seed,
-            defines,
+            defines or {},
             plan,
             check,
             bench,
@@ -98,16 +138,47 @@ def run_file(
         write_output(save, npz_bytes(buffers))  # type: ignore[arg-type]
     # with `--save -` the npz goes to stdout, so the summary goes to stderr
     stream = sys.stderr if save == STDOUT else sys.stdout
-    print(summary(name, target, elapsed, function, args, given, save, sizes), file=stream)
-    for note in notes:
+    print(summary(name, str(target), ran.elapsed, function, args, given, save, sizes), file=stream)
+    for note in ran.first_notes:
+        print(note, file=stream)
+    if ran.timing is not None:
+        print(f"bench: {ran.timing.describe(ran.flops, _buffer_bytes(args))}", file=stream)
+    for note in ran.last_notes:
         print(note, file=stream)
     return ExitCode.OK
 
 
+def check_run_options(
+    target: Target, *, check: bool, opt_level: int | None, gpu_model: str | None
+) -> None:
+    """A DiagnosticError for an option the target would not use."""
+    if check and target.backend == "interp":
+        raise DiagnosticError.at(
+            None,
+            "--check compares a compiled target with the interpreter; give --target cpu or cuda",
+        )
+    if opt_level is not None and target.backend == "interp":
+        raise DiagnosticError.at(
+            None,
+            f"-O {opt_level} is LLVM's optimization level, but --target interp compiles nothing",
+            Note("give --target cpu or cuda, or drop -O"),
+        )
+    if opt_level is not None and target.backend == "cuda":
+        from tirc.driver.compile_cuda import check_cuda_opt_level
+
+        check_cuda_opt_level(opt_level, None)
+    if gpu_model is not None and target.backend != "interp" and not check:
+        raise DiagnosticError.at(
+            None,
+            f"--gpu-model {gpu_model} says how the interpreter runs GPU kernels, but with "
+            f"--target {target.name} the interpreter runs only for --check",
+            Note("add --check, or drop --gpu-model"),
+        )
+
+
 def _execute(
     path: str,
-    target: str,
-    kind: str,
+    target: Target,
     func: str | None,
     inputs: str | None,
     seed: int,
@@ -115,16 +186,17 @@ def _execute(
     plan: str | None,
     check: bool,
     bench: bool,
-    opt_level: int,
+    opt_level: int | None,
     meter: Meter,
     sizes: Mapping[str, int],
-) -> tuple[str, PrimFunc, dict[str, np.ndarray | int], dict[str, np.ndarray], float, list[str]]:
-    """Parses, schedules and runs the function on `kind`: its name, the function, the
-    arguments after the run, the inputs given, the seconds of the run and the bench notes."""
-    from tirc.driver.commands import parse_source
+) -> tuple[str, PrimFunc, dict[str, np.ndarray | int], dict[str, np.ndarray], Ran]:
+    """Parses, verifies, schedules, runs the function on the target and checks it: its name,
+    the function, the arguments after the run, the inputs given and what the run gave."""
+    from tirc.driver.commands import parse_source, verify_program
 
     meter.stage("parsing")
     module = parse_source(read_source(path), defines)
+    verify_program(module)
     original = module
     if plan is not None:
         from tirc.driver.schedule import apply_plan_file
@@ -136,71 +208,83 @@ def _execute(
     given = load_inputs(inputs) if inputs is not None else {}
     args = complete_arguments(function, given, seed, inputs or "", sizes)
     reference = {key: np.array(value, copy=True) for key, value in args.items()} if check else None
-    notes: list[str] = []
-
-    if kind == "interp":
-        from tirc.interp import run
-
-        meter.stage(f"running {name} in the interpreter")
-        start = time.perf_counter()
-        run(function, args, module=module)
-        elapsed = time.perf_counter() - start
-        if bench:
-            from tirc.driver.run_cpu import bench as time_calls
-
-            snapshot = {key: np.array(value, copy=True) for key, value in args.items()}
-            meter.stage(f"timing {name} in the interpreter", total=1.0)
-            timing = time_calls(
-                lambda: run(function, dict(snapshot), module=module), 0.5, 20, meter
-            )
-            notes.append(f"bench: {timing.describe(None, _buffer_bytes(args))}")
-    elif kind == "cuda":
-        from tirc.driver.run_cuda import run_cuda_target
+    if target.backend == "interp":
+        ran = _run_in_interpreter(module, name, function, args, bench, meter)
+    elif target.backend == "cuda":
+        from tirc.driver.run_cuda import run_on_cuda
 
         meter.stage(f"compiling and running {name} on {target}")
-        elapsed = run_cuda_target(
-            module,
-            original,
-            name,
+        elapsed, timing, arch = run_on_cuda(
+            module, name, function, target, args, bench=bench, opt_level=opt_level
+        )
+        source = original[name] if name in original else function
+        ran = Ran(elapsed, timing, count_flops(source) if timing else None, (f"device: {arch}",))
+    else:
+        ran = _run_on_cpu(module, name, function, target, args, bench, opt_level, meter)
+    if reference is not None:
+        rule = CHECK_RULES[target.backend]
+        meter.stage("checking against the interpreter")
+        _interpret(module, function, reference)
+        problems = compare(
             function,
-            target,
             args,
             reference,
-            bench,
-            notes,
-            lambda values: _interpret(module, function, values),
+            label=rule.label,
+            rtol=rule.rtol,
+            atol=rule.atol,
+            relative_atol=rule.relative_atol,
         )
-    else:
-        elapsed = _run_on_cpu(
-            module, name, function, target, args, reference, bench, opt_level, notes, meter
-        )
-    return name, function, args, given, elapsed, notes
+        if problems:
+            raise DiagnosticError.at(None, f"{rule.differs}: " + "; ".join(problems))
+        notes = (*ran.first_notes, f"check: {rule.agrees}")
+        ran = dataclasses.replace(ran, first_notes=notes)
+    return name, function, args, given, ran
+
+
+def _run_in_interpreter(
+    module: IRModule,
+    name: str,
+    function: PrimFunc,
+    args: dict[str, np.ndarray | int],
+    bench: bool,
+    meter: Meter,
+) -> Ran:
+    from tirc.interp import run
+
+    meter.stage(f"running {name} in the interpreter")
+    start = time.perf_counter()
+    run(function, args, module=module)
+    elapsed = time.perf_counter() - start
+    if not bench:
+        return Ran(elapsed)
+    snapshot = {key: np.array(value, copy=True) for key, value in args.items()}
+    meter.stage(f"timing {name} in the interpreter", total=1.0)
+    timing = time_calls(lambda: run(function, dict(snapshot), module=module), 0.5, 20, meter)
+    return Ran(elapsed, timing)
 
 
 def _run_on_cpu(
     module: IRModule,
     name: str,
     function: PrimFunc,
-    target: str,
+    target: Target,
     args: dict[str, np.ndarray | int],
-    reference: dict[str, np.ndarray] | None,
     bench: bool,
-    opt_level: int,
-    notes: list[str],
+    opt_level: int | None,
     meter: Meter,
-) -> float:
-    """Compiles and calls the function on `args`; checks and times it as asked."""
-    from tirc.driver.run_cpu import bench as time_calls
-    from tirc.driver.run_cpu import compare, jit_function
+) -> Ran:
+    """Compiles and calls the function on `args`; times it as asked."""
+    from tirc.driver.run_cpu import jit_compile
 
+    first: list[str] = []
     if bench:
         from tirc.driver.openmp_policy import prepare_for_bench
 
         busy = prepare_for_bench()  # before the JIT loads libgomp, which reads it then
         if busy is not None:
-            notes.append(f"bench: {busy}")
+            first.append(f"bench: {busy}")
     meter.stage(f"compiling {name} for {target}")
-    call = jit_function(module, name, target, opt_level)
+    call, lowered = jit_compile(module, name, target, 3 if opt_level is None else opt_level)
     pristine = {key: np.array(value, copy=True) for key, value in args.items()} if bench else None
     meter.stage(f"running {name}")
     start = time.perf_counter()
@@ -208,39 +292,17 @@ def _run_on_cpu(
     elapsed = time.perf_counter() - start
     if status != 0:
         raise DiagnosticError.at(None, f"{name} failed an assertion (it returned {status})")
-    if reference is not None:
-        from tirc.interp import run
+    if pristine is None:
+        return Ran(elapsed, first_notes=tuple(first))
+    from tirc.runtime.jit import aligned_copy
 
-        interp_args: dict[str, np.ndarray | int] = {
-            key: (
-                value.item()
-                if value.ndim == 0 and _buffer_of(function, _param(function, key)) is None
-                else value
-            )
-            for key, value in reference.items()
-        }
-        meter.stage("checking against the interpreter")
-        run(function, interp_args, module=module)
-        problems = compare(function, args, interp_args)
-        if problems:
-            raise DiagnosticError.at(
-                None, "the compiled code differs from the interpreter: " + "; ".join(problems)
-            )
-        notes.append("check: the compiled code agrees with the interpreter")
-    if pristine is not None:
-        from tirc.driver.lower import lower_module
-        from tirc.runtime.jit import aligned_copy
-        from tirc.runtime.throughput import count_flops
-
-        # aligned as the ABI wants them, so that the calls timed copy nothing
-        scratch = {key: aligned_copy(value) for key, value in pristine.items()}
-        meter.stage(f"timing {name}", total=1.0)
-        timing = time_calls(lambda: call(scratch), meter=meter)
-        lowered = lower_module(module, target=target)[name]
-        notes.append(f"bench: {timing.describe(count_flops(lowered), _buffer_bytes(args))}")
-        meter.stage("timing a numpy copy of the buffers", total=1.0)
-        notes.append(f"bench: {_numpy_baseline(function, args, timing.median, meter)}")
-    return elapsed
+    # aligned as the ABI wants them, so that the calls timed copy nothing
+    scratch = {key: aligned_copy(value) for key, value in pristine.items()}
+    meter.stage(f"timing {name}", total=1.0)
+    timing = time_calls(lambda: call(scratch), meter=meter)
+    meter.stage("timing a numpy copy of the buffers", total=1.0)
+    baseline = f"bench: {_numpy_baseline(function, args, timing.median, meter)}"
+    return Ran(elapsed, timing, count_flops(lowered[name]), tuple(first), (baseline,))
 
 
 def _interpret(module: IRModule, function: PrimFunc, values: dict[str, np.ndarray]) -> None:
@@ -269,8 +331,6 @@ def _numpy_baseline(
     function: PrimFunc, args: Mapping[str, object], median: float, meter: Meter | None = None
 ) -> str:
     """A copy of every argument through numpy, as a memory-bandwidth yardstick."""
-    from tirc.driver.run_cpu import bench as time_calls
-
     arrays = [value for value in args.values() if isinstance(value, np.ndarray)]
     targets = [np.empty_like(a) for a in arrays]
 
@@ -335,7 +395,7 @@ def complete_arguments(
     """An argument per parameter: the given ones checked, the rest drawn at random, their
     shapes from `sizes`, the given arrays' shapes and 0-d arrays named like shape variables."""
     from tirc.interp.inputs import random_argument
-    from tirc.interp.memory import array_type
+    from tirc.interp.memory.storage import array_type
     from tirc.ir.expr import Var
 
     names = {param.name for param in func.params}

@@ -1,38 +1,50 @@
-"""`tirc run --target cpu`: compile a function for this CPU, call it in-process through the
-JIT, check it against the interpreter (`--check`) and time it (`--bench`)."""
+"""`tirc run --target cpu`, the CPU's part: compile a function for this CPU and call it
+in-process through the JIT; and what every target's run uses to check its results against
+the interpreter's (`--check`) and to time calls on the host's clock (`--bench`)."""
 
 from __future__ import annotations
 
 import statistics
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 
 import numpy as np
 
 from tirc.driver.progress import Meter
 from tirc.ir.function import IRModule, PrimFunc
+from tirc.ir.target import Target
+from tirc.runtime.throughput import Timing
 
 FLOAT_RTOL = 1e-4
 FLOAT_ATOL = 1e-5
 
 
 def jit_function(
-    module: IRModule, name: str, target: str, opt_level: int = 3
+    module: IRModule, name: str, target: Target | str = "cpu", opt_level: int = 3
 ) -> Callable[[Mapping[str, object]], int]:
     """The function `name` of the (scheduled) `module`, compiled and loaded; the returned
     callable keeps the JIT alive."""
-    from tirc.codegen.llvm import compile_module, parse_target
+    call, _ = jit_compile(module, name, target, opt_level)
+    return call
+
+
+def jit_compile(
+    module: IRModule, name: str, target: Target | str = "cpu", opt_level: int = 3
+) -> tuple[Callable[[Mapping[str, object]], int], IRModule]:
+    """jit_function's callable, and the lowered module it was compiled from."""
+    from tirc.codegen.llvm import compile_module
     from tirc.driver.entry_point import entry_point
     from tirc.driver.host_threads import check_runs_on_cpu
     from tirc.driver.lower import lower_module
+    from tirc.driver.target import parse_target
     from tirc.runtime.jit import JitModule
 
+    target = parse_target(target)
     if name in module:
         module, _ = entry_point(module, name, module[name])
     check_runs_on_cpu(module)
-    lowered = lower_module(module, target=target)
-    compiled = compile_module(lowered, parse_target(target), opt_level)
+    lowered = lower_module(module, target=target, for_backend=True)
+    compiled = compile_module(lowered, target, opt_level)
     public = {n: f for n, f in lowered.functions if not f.is_private}
     jit = JitModule(compiled, public)
     function = jit[name]
@@ -41,7 +53,7 @@ def jit_function(
         _ = jit  # the code lives as long as this closure
         return function(args)
 
-    return call
+    return call, lowered
 
 
 def compare(
@@ -80,18 +92,6 @@ def compare(
                 f"{label} {have[first]!r}, interpreter {expect[first]!r}"
             )
     return problems
-
-
-@dataclass
-class Timing:
-    median: float
-    repeats: int
-
-    def describe(self, flops: int | None, nbytes: int) -> str:
-        text = f"median {self.median * 1e3:.4f} ms over {self.repeats} runs"
-        if flops:
-            return f"{text}, {flops / self.median / 1e9:.2f} GFLOP/s"
-        return f"{text}, {nbytes / self.median / 1e9:.2f} GB/s"
 
 
 def bench(

@@ -259,6 +259,3 @@ def _ctype(var: E.Var) -> Any:
             var.span, f"--target cuda: cannot pass a {var.dtype} scalar to a kernel"
         )
     return found
-
-
-# -- one run -------------------------------------------------------------------------------

@@ -1,10 +1,12 @@
 """What a run of a function moves and computes, for `tirc run --bench`: floating-point
 operations counted statically over the lowered program (loop extents times the float
-arithmetic in each store, lanes counted), and the bytes of its buffer arguments."""
+arithmetic in each store, lanes counted), and the bytes of its buffer arguments; and the
+timing of a call, said as throughput."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
@@ -13,6 +15,25 @@ from tirc.ir.functor import walk
 from tirc.ir.node import Node
 
 _FLOAT_OPS = (E.Add, E.Sub, E.Mul, E.Div, E.Min, E.Max)
+
+
+@dataclass(frozen=True)
+class Timing:
+    """The median seconds of a call over `repeats` calls, measured by `clock` (empty: the
+    host's clock)."""
+
+    median: float
+    repeats: int
+    clock: str = ""
+
+    def describe(self, flops: int | None, nbytes: int) -> str:
+        """`median 1.2345 ms over 20 runs, 12.34 GFLOP/s` (GB/s of `nbytes` without flops)."""
+        text = f"median {self.median * 1e3:.4f} ms over {self.repeats} runs"
+        if self.clock:
+            text += f" ({self.clock})"
+        if flops:
+            return f"{text}, {flops / self.median / 1e9:.2f} GFLOP/s"
+        return f"{text}, {nbytes / self.median / 1e9:.2f} GB/s"
 
 
 def count_flops(func: PrimFunc, sizes: Mapping[E.Var, int] | None = None) -> int | None:

@@ -18,6 +18,8 @@ class Dialect(enum.Enum):
     OPAQUE_BLOCKS = "tir-opaque-blocks"  # blocks without iteration variables or init
     TIR = "tir"  # no blocks: loops, AllocBuffer, N-d buffer accesses
     FLAT = "tir-flat"  # every buffer access has one index
+    C_ABI = "tir-c-abi"  # and every function but a kernel has its C signature (no buffer_map)
+    HOST_DEVICE = "tir-host-device"  # and GPU threads are launched in kernels only
 
     @property
     def rank(self) -> int:

@@ -8,7 +8,10 @@ Two spellings, which may not be mixed in one file:
     name = "unroll-loop"               ]
     auto_max_step = 16
 
-Unknown passes, unknown options and values of the wrong type are errors located at their line.
+A pipeline says what it leaves, the dialect the backend that reads its output needs
+(`leaves = "tir-host-device"` at the top of the file; by default the furthest any of its
+passes leaves), and the driver checks the lowered module against it. Unknown passes,
+unknown options and values of the wrong type are errors located at their line.
 """
 
 from __future__ import annotations
@@ -25,20 +28,23 @@ from pathlib import Path
 
 from tirc.diagnostics import Diagnostic, DiagnosticError, Note
 from tirc.diagnostics.span import Source, Span
-from tirc.transform.pass_base import ModulePass
+from tirc.ir.target import Target
+from tirc.transform.pass_base import Dialect, ModulePass
 from tirc.transform.registry import lookup_pass
 
-TARGET_PIPELINES = {"cpu": "cpu", "llvm": "cpu", "c": "cpu", "cuda": "cuda", "nvptx": "cuda"}
+SHIPPED = ("cpu", "cuda")  # the files in tirc/transform/pipelines
 _SPELLED = re.compile(r"^\s*([A-Za-z0-9_-]+)\s*(?:\{(.*)\})?\s*$", re.S)
 _TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)")
 
 
 @dataclass(frozen=True)
 class Pipeline:
-    """Passes in the order they run; `name` says where they came from (a file, a target)."""
+    """Passes in the order they run; `name` says where they came from (a file, a target);
+    `leaves` is the dialect of the module it makes."""
 
     name: str
     passes: tuple[ModulePass, ...]
+    leaves: Dialect = Dialect.S_TIR
 
     def spelling(self) -> str:
         return ",".join(p.spelling() for p in self.passes)
@@ -53,19 +59,29 @@ def load_pipeline(path: str | Path) -> Pipeline:
     return read_pipeline(text, name=str(path))
 
 
-def default_pipeline(target: str = "cpu") -> Pipeline:
-    """The pipeline shipped with tirc for a target (`cpu`, `cpu -mcpu=znver4`, `cuda`)."""
-    kind = target.split()[0] if target.strip() else "cpu"
-    file = TARGET_PIPELINES.get(kind)
-    if file is None:
-        known = ", ".join(sorted(TARGET_PIPELINES))
-        close = difflib.get_close_matches(kind, list(TARGET_PIPELINES), n=1)
+def default_pipeline(target: Target | str = "cpu") -> Pipeline:
+    """The pipeline shipped with tirc for a target, or by its name (`cpu`, `cuda`)."""
+    if isinstance(target, Target):
+        if target.pipeline is None:
+            raise DiagnosticError.at(
+                None,
+                f"target '{target}' lowers nothing: it has no pipeline",
+                Note(f"lower for one of: {', '.join(SHIPPED)}"),
+            )
+        return _shipped(target.pipeline)
+    if target not in SHIPPED:
+        close = difflib.get_close_matches(target, SHIPPED, n=1)
         raise DiagnosticError.at(
             None,
-            f"no default pipeline for target '{target}' (known: {known})",
+            f"no pipeline is shipped for '{target}' (shipped: {', '.join(SHIPPED)})",
             *([Note(f"did you mean '{close[0]}'?")] if close else []),
         )
-    return _shipped(file)
+    return _shipped(target)
+
+
+def shipped_pipeline_file(name: str) -> str:
+    """The file of a shipped pipeline (a dependency of what it lowers, for a depfile)."""
+    return str(resources.files("tirc.transform.pipelines").joinpath(f"{name}.toml"))
 
 
 @functools.cache
@@ -85,9 +101,10 @@ def read_pipeline(text: str, *, name: str = "<pipeline>") -> Pipeline:
         ) from None
     reader = _Reader(source)
     passes = reader.read(document)
+    leaves = reader.leaves(document.get("leaves"), passes)
     if reader.diagnostics:
         raise DiagnosticError(reader.diagnostics)
-    return Pipeline(name, tuple(passes))
+    return Pipeline(name, tuple(passes), leaves)
 
 
 class _Reader:
@@ -100,12 +117,15 @@ class _Reader:
         self.diagnostics.append(Diagnostic.error(message, span, *notes))
 
     def read(self, document: dict[str, object]) -> list[ModulePass]:
-        unknown = [key for key in document if key not in ("pass", "passes")]
+        unknown = [key for key in document if key not in ("pass", "passes", "leaves")]
         for key in unknown:
             self.error(
                 f"unknown key '{key}' in a pipeline",
                 self.key_span(key, 0, len(self.lines)),
-                Note("a pipeline holds [[pass]] tables or a `passes = [...]` list"),
+                Note(
+                    "a pipeline holds [[pass]] tables or a `passes = [...]` list, and "
+                    "`leaves = DIALECT`"
+                ),
             )
         tables, spelled = document.get("pass"), document.get("passes")
         if tables is not None and spelled is not None:
@@ -118,6 +138,23 @@ class _Reader:
         if tables is not None or spelled is not None:
             self.error("`pass` must be [[pass]] tables and `passes` a list of strings", None)
         return []
+
+    def leaves(self, declared: object, passes: list[ModulePass]) -> Dialect:
+        """The dialect the file declares, else the furthest its passes leave."""
+        furthest = max((p.leaves for p in passes), key=lambda d: d.rank, default=Dialect.S_TIR)
+        if declared is None:
+            return furthest
+        names = [d.value for d in Dialect]
+        if declared not in names:
+            close = difflib.get_close_matches(str(declared), names, n=1)
+            self.error(
+                f"unknown dialect {declared!r} for `leaves`",
+                self.key_span("leaves", 0, len(self.lines)),
+                *([Note(f"did you mean '{close[0]}'?")] if close else []),
+                Note(f"dialects: {', '.join(names)}"),
+            )
+            return furthest
+        return Dialect(declared)
 
     # -- the two spellings -------------------------------------------------------------------
 

@@ -2,8 +2,8 @@
 by make-c-abi): per host function, its statements with a KernelLaunch where it calls a
 kernel, and each kernel with the grid and block its `T.launch_thread` extents ask for.
 
-A module that has not been through those passes (a custom pipeline) goes through them here,
-so that the backends read one form only.
+The backends run no pass: the pipeline leaves this form (Dialect.HOST_DEVICE, which the
+driver checks), and `require_split` refuses anything else with the reason.
 """
 
 from __future__ import annotations
@@ -23,10 +23,18 @@ from tirc.ir.functor import Mutator, Visitor, walk
 from tirc.ir.node import Node
 from tirc.ir.structural import structural_equal
 from tirc.ir.substitute import substitute
-from tirc.transform.passes.make_c_abi import MakeCAbi
-from tirc.transform.passes.split_host_device import SplitHostDevice, Uses, uses_of
+from tirc.transform.pass_base import Dialect
+from tirc.transform.passes.split_host_device import Uses, uses_of
 
-__all__ = ["DeviceProgram", "Kernel", "KernelLaunch", "Uses", "device_programs", "uses_of"]
+__all__ = [
+    "DeviceProgram",
+    "Kernel",
+    "KernelLaunch",
+    "Uses",
+    "device_programs",
+    "require_split",
+    "uses_of",
+]
 
 THREAD_TAGS = tuple(f"{kind}.{axis}" for kind in ("blockIdx", "threadIdx") for axis in "xyz")
 
@@ -73,9 +81,18 @@ class DeviceProgram:
     host_allocations: list[Buffer]  # device memory the launcher allocates at its start
 
 
-def split_module(module: IRModule) -> IRModule:
-    """`module` split into host and kernel functions, with C signatures (no-ops if it is)."""
-    return MakeCAbi().run(SplitHostDevice().run(module))
+def require_split(module: IRModule) -> IRModule:
+    """`module`, when it is split into host and kernel functions with C signatures (what the
+    cuda pipeline leaves); else a DiagnosticError at the first thing that is not."""
+    from tirc.transform.dialects import require_dialect
+
+    require_dialect(
+        module,
+        Dialect.HOST_DEVICE,
+        "the CUDA backend reads a module lowered for cuda",
+        Note("lower it with the cuda pipeline, which ends with split-host-device and make-c-abi"),
+    )
+    return module
 
 
 def kernel_of(name: str, func: PrimFunc) -> Kernel:

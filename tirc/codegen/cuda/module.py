@@ -14,8 +14,8 @@ from tirc.codegen.cuda.kernel import kernel_text
 from tirc.codegen.cuda.kernels import (
     device_programs,
     module_kernels,
+    require_split,
     size_params,
-    split_module,
 )
 from tirc.ir.function import IRModule
 
@@ -28,10 +28,11 @@ _HEADERS: tuple[tuple[str, str], ...] = (
 )
 
 
-def emit_cuda(module: IRModule, *, source_name: str = "") -> str:
+def emit_cuda(module: IRModule, *, source_name: str = "", abi: str = "c") -> str:
     """The CUDA C of a module lowered for cuda (see tirc/transform/pipelines/cuda.toml): its
-    kernel functions, then a launcher per host function."""
-    module = split_module(module)
+    kernel functions, then a launcher per host function (and with `abi="tvm-ffi"`, a packed
+    function per exported one: tirc.codegen.cuda.tvm_ffi)."""
+    module = require_split(module)
     noalias = {name: bool(func.attrs.get("tirx.noalias", False)) for name, func in module.functions}
     programs = device_programs(module)
     sizes = size_params(programs)
@@ -50,5 +51,9 @@ def emit_cuda(module: IRModule, *, source_name: str = "") -> str:
     )
     parts += ["\n" + text for text in helpers_used(device + host)]
     parts.append("\n" + device)
+    if abi == "tvm-ffi":
+        from tirc.codegen.cuda.tvm_ffi import tvm_ffi_text
+
+        host += tvm_ffi_text(programs)
     parts.append("\n#if !defined(__CUDACC_RTC__)\n\n" + host + "\n#endif  // !__CUDACC_RTC__\n")
     return "".join(parts)

@@ -2,6 +2,6 @@
 assembly or objects with a plain C ABI (docs/abi.md)."""
 
 from tirc.codegen.llvm.module import CompiledModule, compile_module
-from tirc.codegen.llvm.target import CpuTarget, parse_target
+from tirc.codegen.llvm.target import resolve_cpu
 
-__all__ = ["CompiledModule", "CpuTarget", "compile_module", "parse_target"]
+__all__ = ["CompiledModule", "compile_module", "resolve_cpu"]

@@ -10,8 +10,9 @@ from llvmlite import ir
 
 from tirc.codegen.header import exported_functions
 from tirc.codegen.llvm.function import emit_function
-from tirc.codegen.llvm.target import CpuTarget, target_machine
+from tirc.codegen.llvm.target import target_machine
 from tirc.ir.function import IRModule
+from tirc.ir.target import Target
 
 
 @dataclass
@@ -33,7 +34,7 @@ class CompiledModule:
 
 
 def build_ir(
-    module: IRModule, target: CpuTarget, machine: llvm.TargetMachine, prefix: str = ""
+    module: IRModule, target: Target, machine: llvm.TargetMachine, prefix: str = ""
 ) -> tuple[ir.Module, list[str]]:
     """The unoptimized LLVM module of a lowered `module`; private functions stay internal."""
     result = ir.Module(name="tirc")
@@ -50,10 +51,16 @@ def build_ir(
 
 
 def compile_module(
-    module: IRModule, target: CpuTarget, opt_level: int = 3, prefix: str = ""
+    module: IRModule, target: Target, opt_level: int = 3, prefix: str = "", abi: str = "c"
 ) -> CompiledModule:
+    """`abi="tvm-ffi"` adds a packed function `__tvm_ffi_<symbol>` beside each exported one
+    (tirc.codegen.llvm.tvm_ffi)."""
     machine = target_machine(target, opt_level)
     text, symbols = build_ir(module, target, machine, prefix)
+    if abi == "tvm-ffi":
+        from tirc.codegen.llvm.tvm_ffi import add_tvm_ffi_wrappers
+
+        symbols += add_tvm_ffi_wrappers(text, module, exported_functions(module, prefix))
     parsed = llvm.parse_assembly(str(text))
     parsed.verify()
     optimize(parsed, machine, opt_level)

@@ -1,27 +1,17 @@
-"""The CPU target: `cpu` is the host's name and features, `cpu -mcpu=NAME` another CPU of the
-host's architecture; an LLVM target machine for it at an optimization level."""
+"""The CPU target as LLVM sees it: `cpu` is the host's name and features, `cpu -mcpu=NAME`
+another CPU of the host's architecture; an LLVM target machine for it at an optimization
+level."""
 
 from __future__ import annotations
 
-import shlex
-from dataclasses import dataclass
+import dataclasses
 from functools import cache
 from pathlib import Path
 
 import llvmlite.binding as llvm
 
-from tirc.diagnostics import DiagnosticError, Note
-
-
-@dataclass(frozen=True)
-class CpuTarget:
-    triple: str
-    cpu: str
-    features: str
-    cache_bytes: int = 0  # the last-level cache (the host's), 0 when unknown: no streaming stores
-
-    def describe(self) -> str:
-        return f"{self.triple} -mcpu={self.cpu}"
+from tirc.diagnostics import DiagnosticError, Note, Span
+from tirc.ir.target import Target, option_span
 
 
 @cache
@@ -31,25 +21,15 @@ def initialize_llvm() -> None:
     llvm.initialize_native_asmparser()
 
 
-def parse_target(text: str) -> CpuTarget:
-    """`cpu`, `llvm` or `cpu -mcpu=NAME [-mtriple=T] [-mattr=+a,-b] [-llc=SIZE]`: `-llc` is the
-    last-level cache, above which outputs written and never read stream around the cache
-    (tirc.codegen.llvm.streaming); it defaults to the host's for host targets, else 0 (off)."""
+def resolve_cpu(target: Target) -> Target:
+    """A `cpu` target (tirc.ir.target.read_target) with what LLVM knows of its options
+    filled in: `-mcpu=NAME` (`native`, or none: the host's name and features),
+    `-mtriple=T` (the host's), `-mattr=+a,-b` (added to the host's features when no -mcpu
+    is given), `-llc=SIZE`, the last-level cache above which outputs written and never read
+    stream around the cache (tirc.codegen.llvm.streaming); it defaults to the host's for
+    host targets, else 0 (off). Errors are located at the option."""
     initialize_llvm()
-    words = shlex.split(text)
-    if not words or words[0] not in ("cpu", "llvm"):
-        raise DiagnosticError.at(
-            None, f"unknown target '{text}' for this backend (expected 'cpu' or 'cpu -mcpu=NAME')"
-        )
-    options: dict[str, str] = {}
-    for word in words[1:]:
-        key, equals, value = word.partition("=")
-        if not equals or key not in ("-mcpu", "-mtriple", "-mattr", "-llc"):
-            raise DiagnosticError.at(
-                None,
-                f"unknown target option '{word}' (known: -mcpu=, -mtriple=, -mattr=, -llc=)",
-            )
-        options[key] = value
+    options = dict(target.options)
     triple = options.get("-mtriple", llvm.get_process_triple())
     if options.get("-mcpu") == "native":  # as clang spells the host
         del options["-mcpu"]
@@ -63,19 +43,23 @@ def parse_target(text: str) -> CpuTarget:
     try:
         llvm.Target.from_triple(triple)
     except RuntimeError as error:
-        raise DiagnosticError.at(None, f"unknown target triple '{triple}': {error}") from None
+        raise DiagnosticError.at(
+            option_span(target, "-mtriple"), f"unknown target triple '{triple}': {error}"
+        ) from None
     if "-mcpu" in options and not is_known_cpu(triple, cpu):
         raise DiagnosticError.at(
-            None,
+            option_span(target, "-mcpu"),
             f"unknown CPU '{cpu}' for {triple}",
             Note("name one LLVM knows (e.g. skylake-avx512, znver4, neoverse-v2), or native"),
         )
     host = "-mcpu" not in options and triple == llvm.get_process_triple()
     cache = host_cache_bytes() if host else 0
     if "-llc" in options:
-        cache = _size(options["-llc"])
+        cache = _size(options["-llc"], option_span(target, "-llc"))
     x86 = triple.split("-")[0] in ("x86_64", "i386", "i686")
-    return CpuTarget(triple, cpu, features, cache if x86 else 0)
+    return dataclasses.replace(
+        target, arch=cpu, triple=triple, features=features, cache_bytes=cache if x86 else 0
+    )
 
 
 @cache
@@ -100,13 +84,13 @@ def is_known_cpu(triple: str, cpu: str) -> bool:
     return "not a recognized processor" not in said
 
 
-def _size(text: str) -> int:
+def _size(text: str, span: Span | None = None) -> int:
     """`32M`, `512K`, `1G` or a number of bytes (`-llc=`: the last-level cache)."""
     scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:].upper(), 1)
     digits = text[:-1] if scale != 1 else text
     if not digits.isdigit():
         raise DiagnosticError.at(
-            None,
+            span,
             f"-llc wants a size in bytes, like 32M or 512K (0: no streaming stores), not '{text}'",
         )
     return int(digits) * scale
@@ -128,11 +112,11 @@ def host_cache_bytes() -> int:
     return largest
 
 
-def target_machine(target: CpuTarget, opt_level: int) -> llvm.TargetMachine:
+def target_machine(target: Target, opt_level: int) -> llvm.TargetMachine:
     """Position-independent code, so one object serves both `--emit obj` and `--emit so`."""
     initialize_llvm()
     return llvm.Target.from_triple(target.triple).create_target_machine(
-        cpu=target.cpu,
+        cpu=target.arch,
         features=target.features,
         opt=min(max(opt_level, 0), 3),
         reloc="pic",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
-from tirc.codegen.cuda.kernels import module_kernels, split_module
+from tirc.codegen.cuda.kernels import module_kernels, require_split
 from tirc.codegen.nvptx.kernel import KernelBuilder
 from tirc.codegen.nvptx.libdevice import find_libdevice
 from tirc.diagnostics import DiagnosticError, Note
@@ -37,7 +37,7 @@ def build_module(module: IRModule) -> tuple[ir.Module, bool]:
     llvm_module.triple = TRIPLE
     llvm_module.data_layout = DATA_LAYOUT
     uses_libdevice = False
-    module = split_module(module)
+    module = require_split(module)
     for kernel in module_kernels(module):
         noalias = bool(module[kernel.name].attrs.get("tirx.noalias", False))
         builder = KernelBuilder(llvm_module, kernel, noalias=noalias)

@@ -36,7 +36,7 @@ from tirc.transform.pass_base import Dialect, FunctionPass
 class MakeCAbi(FunctionPass):
     name = "make-c-abi"
     expects = Dialect.FLAT
-    leaves = Dialect.FLAT
+    leaves = Dialect.C_ABI
 
     def run_function(self, func: PrimFunc) -> PrimFunc:
         return func if is_kernel(func) else c_abi_function(func)
