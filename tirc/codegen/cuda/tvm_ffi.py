@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 
+from tirc.codegen import ffi_signature as ffi
 from tirc.codegen.abi import ParamKind
 from tirc.codegen.cuda import types
 from tirc.codegen.cuda.expr import ExprPrinter
@@ -18,38 +19,7 @@ from tirc.codegen.cuda.host import launcher_name
 from tirc.codegen.cuda.kernels import DeviceProgram
 from tirc.codegen.cuda.names import NameTable
 from tirc.codegen.cuda.writer import Writer
-from tirc.codegen.ffi_signature import (
-    DEVICE_NAMES,
-    DL_CODE_NAMES,
-    DL_CUDA,
-    DL_CUDA_MANAGED,
-    OBJECT_HEADER_BYTES,
-    RUNTIME_ERROR,
-    TYPE_BOOL,
-    TYPE_DLTENSOR_PTR,
-    TYPE_ERROR,
-    TYPE_FLOAT,
-    TYPE_INT,
-    TYPE_NAMES,
-    TYPE_NONE,
-    TYPE_OPAQUE_PTR,
-    TYPE_TENSOR,
-    VALUE_ERROR,
-    FfiSignature,
-    TensorParam,
-    alignment_message,
-    argument_message,
-    compact_message,
-    device_message,
-    dimension_message,
-    dtype_message,
-    ffi_signature,
-    is_shape_argument,
-    offset_message,
-    origin,
-    rank_message,
-    same_device_message,
-)
+from tirc.codegen.ffi_signature import FfiSignature, TensorParam, ffi_signature
 from tirc.ir.expr import IntImm, Var
 
 
@@ -108,21 +78,21 @@ static int fail(const char* kind, const char* format, ...) {{
   return -1;
 }}
 static DLTensor* tensor(const Any* value) {{
-  if (value->type_index == {TYPE_TENSOR})
-    return (DLTensor*)((char*)value->v_ptr + {OBJECT_HEADER_BYTES});
-  return value->type_index == {TYPE_DLTENSOR_PTR} ? (DLTensor*)value->v_ptr : nullptr;
+  if (value->type_index == {ffi.TYPE_TENSOR})
+    return (DLTensor*)((char*)value->v_ptr + {ffi.OBJECT_HEADER_BYTES});
+  return value->type_index == {ffi.TYPE_DLTENSOR_PTR} ? (DLTensor*)value->v_ptr : nullptr;
 }}
 static bool is_int(const Any* value) {{
-  return value->type_index == {TYPE_INT} || value->type_index == {TYPE_BOOL};
+  return value->type_index == {ffi.TYPE_INT} || value->type_index == {ffi.TYPE_BOOL};
 }}
 static void* data(const DLTensor* t) {{ return (char*)t->data + t->byte_offset; }}
 static int64_t stride(const DLTensor* t, int i, int64_t compact) {{
   return t->strides ? t->strides[i] : compact;
 }}
 """
-    + _names_function("type_name", TYPE_NAMES, "an object")
-    + _names_function("device_name", DEVICE_NAMES, "another device")
-    + _names_function("code_name", dict(enumerate(DL_CODE_NAMES)), "code")
+    + _names_function("type_name", ffi.TYPE_NAMES, "an object")
+    + _names_function("device_name", ffi.DEVICE_NAMES, "another device")
+    + _names_function("code_name", dict(enumerate(ffi.DL_CODE_NAMES)), "code")
     + "}  // namespace tirc_ffi\n"
 )
 
@@ -151,7 +121,7 @@ def _wrapper(sig: FfiSignature) -> str:
         count_ok = "full"
         if sig.short_form and sig.short_count != sig.full_count:
             count_ok = f"full || num_args == {sig.short_count}"
-        _fail(out, count_ok, TYPE_ERROR, sig.count_message(), "num_args")
+        _fail(out, count_ok, ffi.TYPE_ERROR, sig.count_message(), "num_args")
         call: list[str] = []
         tensors: dict[int, str] = {}
         first: tuple[TensorParam, str] | None = None
@@ -171,8 +141,8 @@ def _wrapper(sig: FfiSignature) -> str:
                 _fail(
                     out,
                     pointer,
-                    TYPE_ERROR,
-                    argument_message(sig, index, param, "a tensor"),
+                    ffi.TYPE_ERROR,
+                    ffi.argument_message(sig, index, param, "a tensor"),
                     f"type_name({value}->type_index)",
                 )
                 _inspect(out, sig, tensor, pointer, first)
@@ -181,34 +151,34 @@ def _wrapper(sig: FfiSignature) -> str:
                 element = types.c_type(param.buffer.dtype)
                 call.append(f"({element}*){_data(tensor, pointer)}")
             elif param.kind is ParamKind.HANDLE:
-                kinds = (TYPE_NONE, TYPE_OPAQUE_PTR, TYPE_DLTENSOR_PTR, TYPE_TENSOR)
+                kinds = (ffi.TYPE_NONE, ffi.TYPE_OPAQUE_PTR, ffi.TYPE_DLTENSOR_PTR, ffi.TYPE_TENSOR)
                 _fail(
                     out,
                     " || ".join(f"{value}->type_index == {k}" for k in kinds),
-                    TYPE_ERROR,
-                    argument_message(sig, index, param, "a pointer or a tensor"),
+                    ffi.TYPE_ERROR,
+                    ffi.argument_message(sig, index, param, "a pointer or a tensor"),
                     f"type_name({value}->type_index)",
                 )
                 call.append(f"(tensor({value}) ? data(tensor({value})) : {value}->v_ptr)")
             elif param.abi_dtype.is_float:
                 _fail(
                     out,
-                    f"is_int({value}) || {value}->type_index == {TYPE_FLOAT}",
-                    TYPE_ERROR,
-                    argument_message(sig, index, param, "a number"),
+                    f"is_int({value}) || {value}->type_index == {ffi.TYPE_FLOAT}",
+                    ffi.TYPE_ERROR,
+                    ffi.argument_message(sig, index, param, "a number"),
                     f"type_name({value}->type_index)",
                 )
                 c_type = types.c_type(param.abi_dtype)
                 call.append(
-                    f"({c_type})({value}->type_index == {TYPE_FLOAT} ? {value}->v_float64 "
+                    f"({c_type})({value}->type_index == {ffi.TYPE_FLOAT} ? {value}->v_float64 "
                     f": (double){value}->v_int64)"
                 )
             else:
                 _fail(
                     out,
                     f"is_int({value})",
-                    TYPE_ERROR,
-                    argument_message(sig, index, param, "an int"),
+                    ffi.TYPE_ERROR,
+                    ffi.argument_message(sig, index, param, "an int"),
                     f"type_name({value}->type_index)",
                 )
                 call.append(f"{value}->v_int64")
@@ -219,13 +189,13 @@ def _wrapper(sig: FfiSignature) -> str:
         out.line("int previous_device = 0;")
         out.line("cudaGetDevice(&previous_device);")
         out.line(f"if (previous_device != {device}) cudaSetDevice({device});")
-        stream = f"(cudaStream_t)TVMFFIEnvGetStream({DL_CUDA}, {device})"
+        stream = f"(cudaStream_t)TVMFFIEnvGetStream({ffi.DL_CUDA}, {device})"
         out.line(f"int status = {launcher_name(sig.name)}({', '.join([*call, stream])});")
         out.line(f"if (previous_device != {device}) cudaSetDevice(previous_device);")
         _fail(
             out,
             "status == 0",
-            RUNTIME_ERROR,
+            ffi.RUNTIME_ERROR,
             f"{sig.name}: the launch failed: %s",
             "cudaGetErrorString((cudaError_t)status)",
         )
@@ -243,17 +213,17 @@ def _inspect(
     device = f"{pointer}->device_type"
     _fail(
         out,
-        f"{device} == {DL_CUDA} || {device} == {DL_CUDA_MANAGED}",
-        VALUE_ERROR,
-        device_message(sig, tensor, "a CUDA device"),
+        f"{device} == {ffi.DL_CUDA} || {device} == {ffi.DL_CUDA_MANAGED}",
+        ffi.VALUE_ERROR,
+        ffi.device_message(sig, tensor, "a CUDA device"),
         f"device_name({device})",
     )
     if first is not None:
         _fail(
             out,
             f"{pointer}->device_id == {first[1]}->device_id",
-            VALUE_ERROR,
-            same_device_message(sig, tensor, first[0]),
+            ffi.VALUE_ERROR,
+            ffi.same_device_message(sig, tensor, first[0]),
             f"{pointer}->device_id",
             f"{first[1]}->device_id",
         )
@@ -261,8 +231,8 @@ def _inspect(
     _fail(
         out,
         f"{pointer}->ndim == {rank}",
-        VALUE_ERROR,
-        rank_message(sig, tensor),
+        ffi.VALUE_ERROR,
+        ffi.rank_message(sig, tensor),
         f"{pointer}->ndim",
     )
     dtype_ok = (
@@ -271,10 +241,10 @@ def _inspect(
     )
     with out.block(f"if (!({dtype_ok}))"):
         arguments = f"code_name({pointer}->code), (int){pointer}->bits, (int){pointer}->lanes"
-        single = _c_string(dtype_message(sig, tensor, lanes=False))
-        several = _c_string(dtype_message(sig, tensor, lanes=True))
+        single = _c_string(ffi.dtype_message(sig, tensor, lanes=False))
+        several = _c_string(ffi.dtype_message(sig, tensor, lanes=True))
         out.line(
-            f'return fail("{TYPE_ERROR}", {pointer}->lanes == 1 ? {single} : {several}, '
+            f'return fail("{ffi.TYPE_ERROR}", {pointer}->lanes == 1 ? {single} : {several}, '
             f"{arguments});"
         )
 
@@ -298,8 +268,8 @@ def _bind(
             _fail(
                 out,
                 f"{offset} % {tensor.element_bytes} == 0",
-                VALUE_ERROR,
-                offset_message(sig, tensor),
+                ffi.VALUE_ERROR,
+                ffi.offset_message(sig, tensor),
                 offset,
             )
             told[tensor.offset] = f"{offset} / {tensor.element_bytes}"
@@ -309,8 +279,8 @@ def _bind(
             _fail(
                 out,
                 f"!full || is_int(&{argument})",
-                TYPE_ERROR,
-                argument_message(sig, index, param, "an int"),
+                ffi.TYPE_ERROR,
+                ffi.argument_message(sig, index, param, "an int"),
                 f"type_name({argument}.type_index)",
             )
             fallback = told.get(param.var, "0")
@@ -340,33 +310,37 @@ def _check(
             _fail(
                 out,
                 f"{actual} == {dense} || {pointer}->shape[{i - rank}] == 1",
-                VALUE_ERROR,
-                compact_message(sig, tensor, dimension),
+                ffi.VALUE_ERROR,
+                ffi.compact_message(sig, tensor, dimension),
                 f"(long long){actual}",
                 f"(long long){dense}",
             )
             continue
-        message = dimension_message(sig, dimension)
+        message = ffi.dimension_message(sig, dimension)
         if isinstance(expected, IntImm):
             _fail(
-                out, f"{actual} == {expected.value}", VALUE_ERROR, message, f"(long long){actual}"
+                out,
+                f"{actual} == {expected.value}",
+                ffi.VALUE_ERROR,
+                message,
+                f"(long long){actual}",
             )
             continue
         want = f"(long long)({printer(expected)})"
         values = [f"(long long){actual}", want]
         if isinstance(expected, Var):
-            how = _c_string(origin(sig, expected))
-            if is_shape_argument(sig, expected):
+            how = _c_string(ffi.origin(sig, expected))
+            if ffi.is_shape_argument(sig, expected):
                 how = f'(full ? "as passed" : {how})'
             values.append(how)
-        _fail(out, f"{actual} == {want}", VALUE_ERROR, message, *values)
+        _fail(out, f"{actual} == {want}", ffi.VALUE_ERROR, message, *values)
     if tensor.alignment > tensor.element_bytes:
         data = _data(tensor, pointer)
         _fail(
             out,
             f"(uintptr_t){data} % {tensor.alignment} == 0",
-            VALUE_ERROR,
-            alignment_message(sig, tensor),
+            ffi.VALUE_ERROR,
+            ffi.alignment_message(sig, tensor),
             data,
         )
 

@@ -14,39 +14,9 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from tirc.codegen import ffi_signature as ffi
 from tirc.codegen.abi import AbiParam, ParamKind
-from tirc.codegen.ffi_signature import (
-    DEVICE_NAMES,
-    DL_CODE_NAMES,
-    DL_CPU,
-    OBJECT_HEADER_BYTES,
-    RUNTIME_ERROR,
-    TYPE_BOOL,
-    TYPE_DLTENSOR_PTR,
-    TYPE_ERROR,
-    TYPE_FLOAT,
-    TYPE_INT,
-    TYPE_NAMES,
-    TYPE_NONE,
-    TYPE_OPAQUE_PTR,
-    TYPE_TENSOR,
-    VALUE_ERROR,
-    Dimension,
-    FfiSignature,
-    TensorParam,
-    alignment_message,
-    argument_message,
-    assertion_message,
-    compact_message,
-    device_message,
-    dimension_message,
-    dtype_message,
-    ffi_signature,
-    is_shape_argument,
-    offset_message,
-    origin,
-    rank_message,
-)
+from tirc.codegen.ffi_signature import Dimension, FfiSignature, TensorParam, ffi_signature
 from tirc.codegen.llvm import types as T
 from tirc.codegen.llvm.casts import emit_cast
 from tirc.codegen.llvm.emitter import Emitter
@@ -104,7 +74,7 @@ class _Wrapper:
         ok = self.full
         if sig.short_form and sig.short_count != sig.full_count:
             ok = b.or_(ok, b.icmp_signed("==", count, ir.Constant(T.I32, sig.short_count)))
-        self.check(ok, TYPE_ERROR, sig.count_message(), count)
+        self.check(ok, ffi.TYPE_ERROR, sig.count_message(), count)
         call_args: list[ir.Value | None] = []
         tensors: dict[int, tuple[ir.Value, list[ir.Value]]] = {}
         for index, param in enumerate(sig.params):
@@ -132,12 +102,12 @@ class _Wrapper:
         status = b.call(self.target, [a for a in call_args if a is not None])
         self.check(
             b.icmp_signed("!=", status, ir.Constant(T.I32, -1)),
-            RUNTIME_ERROR,
-            assertion_message(sig),
+            ffi.RUNTIME_ERROR,
+            ffi.assertion_message(sig),
         )
         self.check(
             b.icmp_signed("==", status, ir.Constant(T.I32, 0)),
-            RUNTIME_ERROR,
+            ffi.RUNTIME_ERROR,
             f"{sig.name} returned %d",
             status,
         )
@@ -162,30 +132,32 @@ class _Wrapper:
         b = self.builder
         kind = self.type_index(any_value)
         pointer = self.load(any_value, 8, T.POINTER)
-        is_tensor = b.icmp_signed("==", kind, ir.Constant(T.I32, TYPE_TENSOR))
+        is_tensor = b.icmp_signed("==", kind, ir.Constant(T.I32, ffi.TYPE_TENSOR))
         if must:
-            ok = b.or_(is_tensor, b.icmp_signed("==", kind, ir.Constant(T.I32, TYPE_DLTENSOR_PTR)))
+            ok = b.or_(
+                is_tensor, b.icmp_signed("==", kind, ir.Constant(T.I32, ffi.TYPE_DLTENSOR_PTR))
+            )
             self.check(
                 ok,
-                TYPE_ERROR,
-                argument_message(self.sig, index, param, "a tensor"),
+                ffi.TYPE_ERROR,
+                ffi.argument_message(self.sig, index, param, "a tensor"),
                 self.type_name(kind),
             )
-        header = b.gep(pointer, [ir.Constant(T.I64, OBJECT_HEADER_BYTES)], source_etype=T.I8)
+        header = b.gep(pointer, [ir.Constant(T.I64, ffi.OBJECT_HEADER_BYTES)], source_etype=T.I8)
         return b.select(is_tensor, header, pointer)
 
     def handle_of(self, any_value: ir.Value, index: int, param: AbiParam) -> ir.Value:
         b = self.builder
         kind = self.type_index(any_value)
-        allowed = [TYPE_NONE, TYPE_OPAQUE_PTR, TYPE_DLTENSOR_PTR, TYPE_TENSOR]
+        allowed = [ffi.TYPE_NONE, ffi.TYPE_OPAQUE_PTR, ffi.TYPE_DLTENSOR_PTR, ffi.TYPE_TENSOR]
         self.check(
             self.any_of(kind, allowed),
-            TYPE_ERROR,
-            argument_message(self.sig, index, param, "a pointer or a tensor"),
+            ffi.TYPE_ERROR,
+            ffi.argument_message(self.sig, index, param, "a pointer or a tensor"),
             self.type_name(kind),
         )
         pointer = self.load(any_value, 8, T.POINTER)
-        is_tensor = self.any_of(kind, [TYPE_DLTENSOR_PTR, TYPE_TENSOR])
+        is_tensor = self.any_of(kind, [ffi.TYPE_DLTENSOR_PTR, ffi.TYPE_TENSOR])
         tensor = self.tensor_of(any_value, index, param, must=False)
         start = b.block
         with b.if_then(is_tensor):  # a tensor's data, read only where the argument is one
@@ -201,20 +173,20 @@ class _Wrapper:
         kind = self.type_index(any_value)
         wanted = param.abi_dtype
         if wanted.is_float:
-            allowed, what = [TYPE_INT, TYPE_BOOL, TYPE_FLOAT], "a number"
+            allowed, what = [ffi.TYPE_INT, ffi.TYPE_BOOL, ffi.TYPE_FLOAT], "a number"
         else:
-            allowed, what = [TYPE_INT, TYPE_BOOL], "an int"
+            allowed, what = [ffi.TYPE_INT, ffi.TYPE_BOOL], "an int"
         self.check(
             self.any_of(kind, allowed),
-            TYPE_ERROR,
-            argument_message(self.sig, index, param, what),
+            ffi.TYPE_ERROR,
+            ffi.argument_message(self.sig, index, param, what),
             self.type_name(kind),
         )
         integer = self.load(any_value, 8, T.I64)
         if not wanted.is_float:
             return integer
         real = b.select(
-            b.icmp_signed("==", kind, ir.Constant(T.I32, TYPE_FLOAT)),
+            b.icmp_signed("==", kind, ir.Constant(T.I32, ffi.TYPE_FLOAT)),
             self.load(any_value, 8, DOUBLE),
             b.sitofp(integer, DOUBLE),
         )
@@ -227,17 +199,17 @@ class _Wrapper:
         b = self.builder
         device = self.load(pointer, DEVICE_TYPE, T.I32)
         self.check(
-            b.icmp_signed("==", device, ir.Constant(T.I32, DL_CPU)),
-            VALUE_ERROR,
-            device_message(self.sig, tensor, "the CPU"),
+            b.icmp_signed("==", device, ir.Constant(T.I32, ffi.DL_CPU)),
+            ffi.VALUE_ERROR,
+            ffi.device_message(self.sig, tensor, "the CPU"),
             self.device_name(device),
         )
         ndim = self.load(pointer, NDIM, T.I32)
         rank = len(tensor.shape)
         self.check(
             b.icmp_signed("==", ndim, ir.Constant(T.I32, rank)),
-            VALUE_ERROR,
-            rank_message(self.sig, tensor),
+            ffi.VALUE_ERROR,
+            ffi.rank_message(self.sig, tensor),
             ndim,
         )
         code = b.zext(self.load(pointer, DTYPE_CODE, T.I8), T.I32)
@@ -250,10 +222,10 @@ class _Wrapper:
             ),
             b.icmp_signed("==", lanes, ir.Constant(T.I32, tensor.lanes)),
         )
-        single = self.string(dtype_message(self.sig, tensor, lanes=False))
-        several = self.string(dtype_message(self.sig, tensor, lanes=True))
+        single = self.string(ffi.dtype_message(self.sig, tensor, lanes=False))
+        several = self.string(ffi.dtype_message(self.sig, tensor, lanes=True))
         message = b.select(b.icmp_signed("==", lanes, ir.Constant(T.I32, 1)), single, several)
-        self.check_formatted(ok, TYPE_ERROR, message, self.code_name(code), bits, lanes)
+        self.check_formatted(ok, ffi.TYPE_ERROR, message, self.code_name(code), bits, lanes)
         shape = self.load(pointer, SHAPE, T.POINTER)
         return [self.load(shape, 8 * i, T.I64) for i in range(rank)]
 
@@ -295,8 +267,8 @@ class _Wrapper:
                 size = ir.Constant(T.I64, tensor.element_bytes)
                 self.check(
                     b.icmp_unsigned("==", b.urem(offset, size), ir.Constant(T.I64, 0)),
-                    VALUE_ERROR,
-                    offset_message(self.sig, tensor),
+                    ffi.VALUE_ERROR,
+                    ffi.offset_message(self.sig, tensor),
                     offset,
                 )
                 told[tensor.offset] = b.udiv(offset, size)
@@ -311,9 +283,9 @@ class _Wrapper:
                 at = b.gep(args, [ir.Constant(T.I32, index * ANY_BYTES)], source_etype=T.I8)
                 kind = self.type_index(at)
                 self.check(
-                    self.any_of(kind, [TYPE_INT, TYPE_BOOL]),
-                    TYPE_ERROR,
-                    argument_message(self.sig, index, param, "an int"),
+                    self.any_of(kind, [ffi.TYPE_INT, ffi.TYPE_BOOL]),
+                    ffi.TYPE_ERROR,
+                    ffi.argument_message(self.sig, index, param, "an int"),
                     self.type_name(kind),
                 )
                 given = self.load(at, 8, T.I64)
@@ -347,8 +319,8 @@ class _Wrapper:
                 )
                 self.check(
                     ok,
-                    VALUE_ERROR,
-                    compact_message(self.sig, tensor, dimension),
+                    ffi.VALUE_ERROR,
+                    ffi.compact_message(self.sig, tensor, dimension),
                     value,
                     dense,
                 )
@@ -360,8 +332,8 @@ class _Wrapper:
             low = b.and_(address, ir.Constant(T.I64, tensor.alignment - 1))
             self.check(
                 b.icmp_unsigned("==", low, ir.Constant(T.I64, 0)),
-                VALUE_ERROR,
-                alignment_message(self.sig, tensor),
+                ffi.VALUE_ERROR,
+                ffi.alignment_message(self.sig, tensor),
                 data,
             )
         return data
@@ -370,20 +342,20 @@ class _Wrapper:
         b = self.builder
         expected = dimension.expected
         assert expected is not None
-        message = dimension_message(self.sig, dimension)
+        message = ffi.dimension_message(self.sig, dimension)
         if isinstance(expected, IntImm):
             ok = b.icmp_signed("==", value, ir.Constant(T.I64, expected.value))
-            self.check(ok, VALUE_ERROR, message, value)
+            self.check(ok, ffi.VALUE_ERROR, message, value)
             return
         want = self.evaluate(expected)
         ok = b.icmp_signed("==", value, want)
         if not isinstance(expected, Var):
-            self.check(ok, VALUE_ERROR, message, value, want)
+            self.check(ok, ffi.VALUE_ERROR, message, value, want)
             return
-        told = self.string(origin(self.sig, expected))
-        if is_shape_argument(self.sig, expected):
+        told = self.string(ffi.origin(self.sig, expected))
+        if ffi.is_shape_argument(self.sig, expected):
             told = b.select(self.full, self.string("as passed"), told)
-        self.check(ok, VALUE_ERROR, message, value, want, told)
+        self.check(ok, ffi.VALUE_ERROR, message, value, want, told)
 
     def evaluate(self, expr: PrimExpr) -> ir.Value:
         """`expr` over the bound shape variables, as i64."""
@@ -429,13 +401,13 @@ class _Wrapper:
         b.position_at_end(go_on)
 
     def type_name(self, kind: ir.Value) -> ir.Value:
-        return self.name_of(kind, TYPE_NAMES, "an object (type index %d)")
+        return self.name_of(kind, ffi.TYPE_NAMES, "an object (type index %d)")
 
     def device_name(self, device: ir.Value) -> ir.Value:
-        return self.name_of(device, DEVICE_NAMES, "device type %d")
+        return self.name_of(device, ffi.DEVICE_NAMES, "device type %d")
 
     def code_name(self, code: ir.Value) -> ir.Value:
-        return self.name_of(code, dict(enumerate(DL_CODE_NAMES)), "code %d:")
+        return self.name_of(code, dict(enumerate(ffi.DL_CODE_NAMES)), "code %d:")
 
     def name_of(self, value: ir.Value, names: dict[int, str], other: str) -> ir.Value:
         """The name of an i32 `value` in `names`; `other` (which may format the value
