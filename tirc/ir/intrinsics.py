@@ -10,6 +10,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from tirc.ir import dtype as dt
+
 
 class Effect(enum.Enum):
     PURE = "pure"  # a function of its arguments
@@ -41,6 +43,14 @@ class Intrinsic:
 
 
 _REGISTRY: dict[str, Intrinsic] = {}
+
+# Result types of the explicit-result intrinsics that take no dtype argument (the parser
+# fills them in, the printer leaves them out, the checker does not ask for them).
+FIXED_RESULTS = {
+    "tvm_warp_activemask": dt.UINT32,
+    "ptx_commit_group": dt.VOID,
+    "ptx_wait_group": dt.VOID,
+}
 
 
 def register(intrinsic: Intrinsic) -> Intrinsic:

@@ -12,10 +12,7 @@ from tirc.diagnostics import Diagnostic
 from tirc.ir import intrinsics
 from tirc.ir.expr import Call
 from tirc.ir.function import PrimFunc
-from tirc.ir.intrinsics import Intrinsic, Result
-
-# The parser owns which explicit-result intrinsics spell no dtype; one table, not two.
-from tirc.text.builder.ops import FIXED_RESULTS
+from tirc.ir.intrinsics import FIXED_RESULTS, Intrinsic, Result
 
 
 class CallChecker(Checker):

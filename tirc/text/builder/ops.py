@@ -20,7 +20,7 @@ from tirc.ir.buffer import Buffer, BufferRegion
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import Call, CommReducer, FloatImm, IntImm, PrimExpr, StringImm, Var
 from tirc.ir.integer import int_range
-from tirc.ir.intrinsics import Result
+from tirc.ir.intrinsics import FIXED_RESULTS, Result
 from tirc.ir.node import IRError
 from tirc.text.builder.args import (
     Param,
@@ -278,12 +278,6 @@ def _arity_error(ev: Any, inv: Invocation, intrinsic: intrinsics.Intrinsic, give
     return ev.error(inv.span, f"{inv.name} takes {wanted} argument{plural} ({given} given)")
 
 
-# Result types of the explicit-result intrinsics that take no dtype argument.
-FIXED_RESULTS = {
-    "tvm_warp_activemask": dt.UINT32,
-    "ptx_commit_group": dt.VOID,
-    "ptx_wait_group": dt.VOID,
-}
 # Defaults TVM fills in, so the call always has its full argument list.
 DEFAULT_ARGUMENTS: dict[str, tuple[Callable[[], PrimExpr], ...]] = {
     "tvm_storage_sync": (lambda: IntImm(0, dt.BOOL), lambda: IntImm(-1, dt.INT32)),

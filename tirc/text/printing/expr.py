@@ -257,9 +257,7 @@ def _call(printer: ExprPrinter, node: Call) -> Rendered:
     if op in _DTYPE_LAST:
         text = f'{text}, "{node.dtype}"' if text else f'"{node.dtype}"'
     elif intrinsic is not None and intrinsic.result is intrinsics.Result.EXPLICIT:
-        from tirc.text.builder.ops import FIXED_RESULTS  # written without its dtype
-
-        if FIXED_RESULTS.get(op) == node.dtype:
+        if intrinsics.FIXED_RESULTS.get(op) == node.dtype:  # written without its dtype
             return prec.ATOM, f"T.{op}({text})"
         text = f'"{node.dtype}", {text}' if text else f'"{node.dtype}"'
     return prec.ATOM, f"T.{op}({text})"
