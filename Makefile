@@ -21,6 +21,7 @@ lint:
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m ruff format --check .
 	$(PYTHON) -m mypy tirc
+	$(VENV)/bin/lint-imports
 
 bench:
 	$(PYTHON) benchmarks/run.py
