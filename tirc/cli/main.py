@@ -540,7 +540,11 @@ def compile_command(
     help="CPU threads each candidate runs on (0: OpenMP's default).",
 )
 @click.option(
-    "--timeout", type=float, default=60.0, show_default=True, help="Seconds per candidate."
+    "--timeout",
+    type=float,
+    default=120.0,
+    show_default=True,
+    help="Seconds a candidate may take to build, and again to run and be timed.",
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the search.")
 @click.option("--report", "show_report", is_flag=True, help="List the best plans in the database.")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,12 +53,16 @@ class Sampler:
         index = len(self.taken)
         return self.forced[index] if index < len(self.forced) else None
 
-    def tile(self, extent: int, n: int, max_innermost: int) -> list[int]:
+    def tile(
+        self, extent: int, n: int, max_innermost: int, innermost: Sequence[int] = ()
+    ) -> list[int]:
+        """A forced decision that fits, else a random tiling; `innermost` lists the innermost
+        factors a random draw prefers (a vector width's multiples), where one divides."""
         wanted = self.next_forced()
         if is_perfect_tile(wanted, extent, n, max_innermost):
             decision = list(wanted)
         else:
-            decision = random_tile(self.rng, extent, n, max_innermost)
+            decision = random_tile(self.rng, extent, n, max_innermost, innermost)
         self.taken.append(decision)
         self.kinds.append("tile")
         return decision
@@ -95,14 +100,22 @@ def prime_factors(value: int) -> list[int]:
     return factors
 
 
-def random_tile(rng: random.Random, extent: int, n: int, max_innermost: int) -> list[int]:
+def random_tile(
+    rng: random.Random, extent: int, n: int, max_innermost: int, innermost: Sequence[int] = ()
+) -> list[int]:
     """n factors of `extent` in random places, the innermost at most `max_innermost` (a prime
-    that would pass it goes to the outermost factor)."""
+    that would pass it goes to the outermost factor), or one of `innermost` where one fits."""
+    fitting = [f for f in innermost if extent % f == 0 and f <= max_innermost]
     tile = [1] * n
-    for prime in prime_factors(extent):
-        position = rng.randrange(n)
+    rest = extent
+    if fitting and n > 1:
+        tile[-1] = rng.choice(fitting)
+        rest //= tile[-1]
+    for prime in prime_factors(rest):
+        last = n - 1 if not (fitting and n > 1) else n - 2
+        position = rng.randint(0, last)
         if position == n - 1 and tile[-1] * prime > max_innermost:
-            position = 0 if n > 1 else position
+            position = 0
         tile[position] *= prime
     return tile
 
@@ -190,11 +203,13 @@ class PlanBuilder:
         fused, _ = self.run("fuse", loops=loops)
         return fused
 
-    def sample_tile(self, loop: SRef, n: int, max_innermost: int) -> list[Sampled]:
+    def sample_tile(
+        self, loop: SRef, n: int, max_innermost: int, innermost: Sequence[int] = ()
+    ) -> list[Sampled]:
         extent = loop_extent(loop)
         if extent is None:
             raise Misfit("a loop of symbolic extent has no perfect tiling")
-        decision = self.sampler.tile(extent, n, max_innermost)
+        decision = self.sampler.tile(extent, n, max_innermost, innermost)
         _, names = self.run(
             "sample_perfect_tile",
             decision=decision,

@@ -4,8 +4,10 @@ A candidate's process replays its plan (read back from the JSON the user will co
 compiles it through the driver's JIT, runs it once on the reference inputs and compares the
 outputs with the reference's (the interpreter's on small programs, the unscheduled program
 compiled for the CPU on large ones), and only then times it: one warm-up, then the median of
-repeated calls. Up to `workers` candidates build at once; timing takes a lock, so that no two
-candidates are timed together. A crash, a hang or an exception is the candidate's status,
+repeated calls. Up to `workers` candidates build at once; a built candidate waits for its
+turn to be timed, one at a time, and the timeout counts the build and the timing, not the
+wait. A candidate whose checked run is over ten times slower than the best so far keeps
+that run as its time. A crash, a hang or an exception is the candidate's status,
 never the tuner's. For CUDA without a GPU, a candidate is built (CUDA C, and PTX that ptxas
 accepts where it is installed) and, for the first few, run in the interpreter.
 """
@@ -15,13 +17,14 @@ from __future__ import annotations
 import multiprocessing
 import os
 import shutil
+import statistics
 import subprocess
 import tempfile
 import time
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from multiprocessing.connection import Connection
+from multiprocessing.connection import Connection, wait
 from typing import Any
 
 import numpy as np
@@ -60,6 +63,7 @@ class Reference:
 class Job:
     plan_json: str
     interpret: bool = False  # CUDA without a GPU: also run it in the interpreter
+    best: float | None = None  # the best median so far: a far slower candidate is not timed
 
 
 _CONTEXT = multiprocessing.get_context("fork")
@@ -208,8 +212,13 @@ def _scheduled(task: Task, plan_json: str) -> Any:
     return module
 
 
-def _measure_cpu(task: Task, job: Job, reference: Reference, lock: Any, min_time: float) -> Result:
-    from tirc.driver.run_cpu import bench, compare
+SLOWER = 10.0  # a checked run this many times slower than the best is not timed further
+MIN_TIME = 0.1  # seconds of repeated calls to time (at least MIN_REPEATS of them)
+MIN_REPEATS = 3
+
+
+def _measure_cpu(task: Task, job: Job, reference: Reference, channel: Connection) -> Result:
+    from tirc.driver.run_cpu import compare
     from tirc.runtime.jit import aligned_copy
 
     _worker_setup(task)
@@ -222,18 +231,28 @@ def _measure_cpu(task: Task, job: Job, reference: Reference, lock: Any, min_time
     built = time.perf_counter() - started
     inputs, expected = _load(reference.path)
     args: dict[str, Any] = {k: aligned_copy(v) for k, v in inputs.items()}
-    status = call(args)
+    channel.send(("ready", None))
+    channel.recv()  # our turn: nothing else is timed now
+    begin = time.perf_counter()
+    status = call(args)  # also the warm-up
+    first = time.perf_counter() - begin
     if status != 0:
         return Result(RUN_ERROR, message=f"returned {status}", build_seconds=built)
     problems = compare(module[task.func], args, expected, label="candidate")
     if problems:
         return Result(WRONG, message="; ".join(problems)[:2000], build_seconds=built)
-    with lock:
-        timing = bench(lambda: call(args), min_time=min_time, max_repeats=200)
-    return Result(OK, timing.median, build_seconds=built)
+    if job.best is not None and first > SLOWER * job.best:
+        return Result(OK, first, "timed once: far slower than the best", built)
+    samples: list[float] = []
+    started = time.perf_counter()
+    while len(samples) < MIN_REPEATS or time.perf_counter() - started < MIN_TIME:
+        begin = time.perf_counter()
+        call(args)
+        samples.append(time.perf_counter() - begin)
+    return Result(OK, statistics.median(samples), build_seconds=built)
 
 
-def _measure_cuda(task: Task, job: Job, reference: Reference) -> Result:
+def _measure_cuda(task: Task, job: Job, reference: Reference, channel: Connection) -> Result:
     from tirc.codegen.cuda import emit_cuda
     from tirc.transform import default_pipeline, run_pipeline
 
@@ -282,45 +301,96 @@ def _compile_cuda(source: str) -> str:
 # -- many candidates -------------------------------------------------------------------------
 
 
+@dataclass
+class _Running:
+    index: int
+    process: Any
+    channel: Connection
+    deadline: float
+    ready: bool = False  # built and waiting for its turn to be timed
+
+
 class LocalRunner:
     """A pool of candidate processes on this machine (`--workers local:K`)."""
 
     def __init__(self, task: Task, reference: Reference, workers: int, timeout: float):
         self.task, self.reference = task, reference
         self.workers, self.timeout = max(workers, 1), timeout
-        self.lock = _CONTEXT.Lock()
-        self.min_time = 0.1
 
     def run(self, jobs: Sequence[Job]) -> list[Result]:
         results: list[Result | None] = [None] * len(jobs)
         pending = list(enumerate(jobs))
-        running: list[tuple[int, Any, Connection, float]] = []
+        running: list[_Running] = []
+        timing: _Running | None = None
         while pending or running:
             while pending and len(running) < self.workers:
                 index, job = pending.pop(0)
-                running.append((index, *self._start(job)))
-            time.sleep(0.01)
-            still: list[tuple[int, Any, Connection, float]] = []
-            for index, process, receiver, deadline in running:
-                if receiver.poll() or not process.is_alive() or time.monotonic() > deadline:
-                    results[index] = _as_result(_collect(process, receiver, deadline))
+                running.append(self._start(index, job))
+            if timing is None:
+                timing = next((r for r in running if r.ready), None)
+                if timing is not None:
+                    timing.channel.send("go")
+                    timing.deadline = time.monotonic() + self.timeout
+            ready = wait([r.channel for r in running], timeout=0.5)
+            still: list[_Running] = []
+            for item in running:
+                if item.channel in ready and not item.ready:
+                    message = _receive(item.channel)
+                    if message is not None and message[0] == "ready":
+                        item.ready = True
+                        item.deadline = float("inf")  # waiting its turn is not its fault
+                        still.append(item)
+                        continue
+                    results[item.index] = _as_result(message or ("crash", _exit(item.process)))
+                elif item.channel in ready or time.monotonic() > item.deadline:
+                    outcome = _collect(item.process, item.channel, item.deadline)
+                    results[item.index] = _as_result(outcome)
                 else:
-                    still.append((index, process, receiver, deadline))
+                    still.append(item)
+                    continue
+                _stop(item.process)
+                if item is timing:
+                    timing = None
             running = still
         return [r if r is not None else Result(CRASH) for r in results]
 
-    def _start(self, job: Job) -> tuple[Any, Connection, float]:
-        if self.task.kind == "cuda":
-            function: Callable[..., Any] = _measure_cuda
-            args: tuple[Any, ...] = (self.task, job, self.reference)
-        else:
-            function = _measure_cpu
-            args = (self.task, job, self.reference, self.lock, self.min_time)
-        receiver, sender = _CONTEXT.Pipe(duplex=False)
-        process = _CONTEXT.Process(target=_child, args=(function, args, sender), daemon=True)
+    def _start(self, index: int, job: Job) -> _Running:
+        function = _measure_cuda if self.task.kind == "cuda" else _measure_cpu
+        parent, child = _CONTEXT.Pipe(duplex=True)
+        process = _CONTEXT.Process(
+            target=_serve, args=(function, (self.task, job, self.reference), child), daemon=True
+        )
         process.start()
-        sender.close()
-        return process, receiver, time.monotonic() + self.timeout
+        child.close()
+        return _Running(index, process, parent, time.monotonic() + self.timeout)
+
+
+def _serve(function: Callable[..., Any], args: tuple[Any, ...], channel: Connection) -> None:
+    try:
+        value = ("ok", function(*args, channel))
+    except BaseException as error:  # the candidate's failure, reported, not raised
+        value = ("error", _describe(error))
+    channel.send(value)
+    channel.close()
+
+
+def _receive(channel: Connection) -> Any:
+    try:
+        return channel.recv()
+    except (EOFError, OSError):
+        return None
+
+
+def _exit(process: Any) -> int | None:
+    process.join(1)
+    code: int | None = process.exitcode
+    return code
+
+
+def _stop(process: Any) -> None:
+    if process.is_alive():
+        process.kill()
+    process.join()
 
 
 def _as_result(outcome: tuple[str, Any]) -> Result:

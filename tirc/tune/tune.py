@@ -67,7 +67,7 @@ def tune(
     workers: int,
     database: Database,
     scratch: str,
-    timeout: float = 60.0,
+    timeout: float = 120.0,
     seed: int = 0,
     report: Callable[[Progress], None] | None = None,
     model: CostModel | None = None,
@@ -97,11 +97,12 @@ def tune(
         if not candidates:
             outcome.notes.append("the design space has no candidate left to measure")
             break
+        best = database.best(task.key)
         jobs = []
         for candidate in candidates:
             interpret = task.kind == "cuda" and interpreted < INTERPRETED_CUDA_CANDIDATES
             interpreted += interpret
-            jobs.append(Job(candidate.plan.to_json(), interpret))
+            jobs.append(Job(candidate.plan.to_json(), interpret, best.seconds if best else None))
         results = runner.run(jobs)
         for candidate, result in zip(candidates, results, strict=True):
             _record(task, database, search, candidate, result, outcome)

@@ -11,9 +11,9 @@ decomposed in front of the R0 loops. An unroll depth for the whole nest is sampl
 
 from __future__ import annotations
 
-from tirc.tune.builder import PlanBuilder
+from tirc.tune.builder import PlanBuilder, loop_extent
 from tirc.tune.rules.analysis import has_reuse, is_innermost_contiguous, plain_nest
-from tirc.tune.rules.common import annotate_unroll, vectorize_innermost
+from tirc.tune.rules.common import annotate_unroll, vector_lanes, vectorize_innermost
 
 MAX_INNERMOST = 64
 
@@ -28,9 +28,15 @@ def apply(builder: PlanBuilder, name: str) -> list[str] | None:
     loops = builder.get_loops(block)
     spatial_tiles: list[list] = []
     reduce_tiles: list[list] = []
-    for loop, role in zip(loops, nest.roles, strict=True):
+    lanes = vector_lanes()
+    last_spatial = max(i for i, role in enumerate(nest.roles) if role.value == "S")
+    for position, (loop, role) in enumerate(zip(loops, nest.roles, strict=True)):
         if role.value == "S":
-            factors = builder.sample_tile(loop, 4, MAX_INNERMOST)
+            # a register tile: whole vectors along the last axis, a few rows along the others
+            preferred = [1, 2, 4, 8]
+            if position == last_spatial:
+                preferred = _vector_tiles(loop_extent(loop) or 1, lanes)
+            factors = builder.sample_tile(loop, 4, MAX_INNERMOST, preferred)
             spatial_tiles.append(builder.split(loop, list(factors)))
         else:
             factors = builder.sample_tile(loop, 2, MAX_INNERMOST)
@@ -56,3 +62,12 @@ def apply(builder: PlanBuilder, name: str) -> list[str] | None:
         vectorize_innermost(builder, cache)
     annotate_unroll(builder, outer)
     return [name, cache.block.name, init.block.name]
+
+
+def _vector_tiles(extent: int, lanes: int) -> list[int]:
+    """Innermost tiles of whole vectors (1, 2 or 4 of them) where they divide the extent,
+    else its divisors from half a vector up to MAX_INNERMOST."""
+    whole = [k * lanes for k in (1, 2, 4) if extent % (k * lanes) == 0]
+    if whole:
+        return whole
+    return [d for d in range(max(lanes // 2, 1), MAX_INNERMOST + 1) if extent % d == 0]
