@@ -98,13 +98,20 @@ def fake_device_tensor(
 ) -> object:
     """A tvm_ffi.Tensor that claims to live on `device` (DLPack's type and id; 2: CUDA) with
     no memory behind it: a call must refuse it, or fail to launch, before touching it."""
+    return device_tensor(shape, dtype, 0x10000, device)  # aligned, and never read
+
+
+def device_tensor(
+    shape: tuple[int, ...], dtype: str, data: int, device: tuple[int, int] = (2, 0)
+) -> object:
+    """A tvm_ffi.Tensor over the memory at `data` on `device`, which the caller owns."""
     import tvm_ffi
 
     codes = {"float": 2, "int": 0, "uint": 1}
     kind = dtype.rstrip("0123456789")
     extents = (ctypes.c_int64 * max(1, len(shape)))(*shape)
     managed = _ManagedTensor()
-    managed.dl_tensor.data = 0x10000  # aligned, and never read
+    managed.dl_tensor.data = data
     managed.dl_tensor.device = _Device(*device)
     managed.dl_tensor.ndim = len(shape)
     managed.dl_tensor.dtype = _DataType(codes[kind], int(dtype[len(kind) :]), 1)

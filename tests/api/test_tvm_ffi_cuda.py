@@ -12,7 +12,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.api.helpers import SAMPLES, SCALE, expect, fake_device_tensor, gallery_kernels, inputs
+from tests.api.helpers import (
+    SAMPLES,
+    SCALE,
+    device_tensor,
+    expect,
+    fake_device_tensor,
+    gallery_kernels,
+    inputs,
+)
 from tirc.cli.main import main
 
 tvm_ffi = pytest.importorskip(
@@ -143,3 +151,43 @@ def test_build_for_cuda_runs_on_torch_cuda_tensors(kernel: str) -> None:
     stream.synchronize()
     got = {k: v.cpu().numpy() if hasattr(v, "cpu") else v for k, v in tensors.items()}
     expect(SAMPLES / f"{kernel}.tir", args, got)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kernel", gallery_kernels())
+def test_build_for_cuda_runs_on_device_memory(kernel: str) -> None:
+    """The same without torch: device memory from the CUDA driver (cuda-python), handed over
+    as DLPack tensors."""
+    pytest.importorskip("cuda.bindings", reason="cuda-python is not installed")
+    import tirc
+    from tirc.runtime.cuda_driver import Device
+
+    try:
+        device = Device()
+    except Exception as error:  # no driver, or no device
+        pytest.skip(f"no CUDA device: {error}")
+    path = SAMPLES / f"{kernel}.tir"
+    module = tirc.build(path, target="cuda", plan=SAMPLES / f"{kernel}.cuda.plan.json")
+    args = inputs(path)
+    pointers = {k: device.allocate(v.nbytes) for k, v in args.items() if isinstance(v, np.ndarray)}
+    try:
+        tensors = {}
+        for name, value in args.items():
+            if isinstance(value, np.ndarray):
+                device.call("cuMemcpyHtoD", pointers[name], value.ctypes.data, value.nbytes)
+                tensors[name] = device_tensor(value.shape, str(value.dtype), int(pointers[name]))
+            else:
+                tensors[name] = value
+        module.main(*tensors.values())
+        device.call("cuCtxSynchronize")
+        got: dict[str, object] = {}
+        for name, value in args.items():
+            if isinstance(value, np.ndarray):
+                got[name] = out = np.empty_like(value)
+                device.call("cuMemcpyDtoH", out.ctypes.data, pointers[name], out.nbytes)
+            else:
+                got[name] = value
+    finally:
+        for pointer in pointers.values():
+            device.call("cuMemFree", pointer)
+    expect(path, args, got)
