@@ -139,9 +139,7 @@ def build(
 
         kind = parse_target(target)
         if kind.backend == "cuda":
-            from tirc.runtime.tvm_ffi_library import build_cuda
-
-            return build_cuda(module, target, pipeline=_path(pipeline))
+            return _build_cuda(module, target, _path(pipeline))
         if kind.backend != "llvm":
             raise DiagnosticError.at(None, f"tirc.build compiles for cpu or cuda, not '{target}'")
         return _build_cpu(module, target, _path(pipeline), opt_level)
@@ -245,6 +243,38 @@ def _build_cpu(module: IRModule, target: str, pipeline: str | None, opt_level: i
         if suffix == ".so":
             return link_shared(code)
         raise DiagnosticError.at(None, f"cannot export a cpu module as '{suffix}' (.so, .o or .h)")
+
+    return Module(lowered, functions, export)
+
+
+def _build_cuda(module: IRModule, target: str, pipeline: str | None) -> Module:
+    """`module` lowered for cuda, its CUDA C with the tvm-ffi functions compiled by nvcc,
+    and loaded through tvm_ffi."""
+    from tirc.codegen.cuda import emit_cuda
+    from tirc.codegen.cuda.kernels import device_programs
+    from tirc.codegen.ffi_signature import ffi_signature
+    from tirc.driver.lower import lower_module
+    from tirc.driver.target import parse_target
+    from tirc.runtime.tvm_ffi_library import build_and_load, device_arch, import_tvm_ffi
+
+    import_tvm_ffi()  # before the build, which is no use without it
+    lowered = lower_module(module, target=target, pipeline_path=pipeline)
+    arch = parse_target(target).arch or device_arch("sm_90")
+    library, loaded = build_and_load(emit_cuda(lowered, abi="tvm-ffi"), arch)
+    functions = {}
+    for name, program in device_programs(lowered):
+        if not program.func.is_private:
+            signature = ffi_signature(name, program.func)
+            functions[name] = Function(signature, loaded[name], loaded)
+
+    def export(suffix: str, abi: str) -> bytes | str:
+        if suffix == ".cu":
+            return emit_cuda(lowered, abi=abi)
+        if suffix == ".so" and abi == "tvm-ffi":
+            return library
+        raise DiagnosticError.at(
+            None, f"cannot export a cuda module as '{suffix}' with abi {abi} (.so or .cu)"
+        )
 
     return Module(lowered, functions, export)
 

@@ -1,7 +1,7 @@
-"""Libraries in the tvm-ffi ABI, built and loaded in this process: a CUDA module's C++ (with
-its `__tvm_ffi_<name>` packed functions) compiled by nvcc into a shared library, and loaded
-with `tvm_ffi.load_module`, whose functions take any DLPack tensor and launch on the
-caller's current stream. Needs nvcc and apache-tvm-ffi."""
+"""Libraries in the tvm-ffi ABI, built and loaded in this process: CUDA C++ (with its
+`__tvm_ffi_<name>` packed functions) compiled by nvcc into a shared library, and loaded with
+`tvm_ffi.load_module`, whose functions take any DLPack tensor and launch on the caller's
+current stream. Needs nvcc and apache-tvm-ffi."""
 
 from __future__ import annotations
 
@@ -9,13 +9,9 @@ import os
 import shutil
 import subprocess
 import tempfile
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tirc.diagnostics import DiagnosticError, Note
-
-if TYPE_CHECKING:
-    from tirc.api import Module
-    from tirc.ir.function import IRModule
 
 
 def import_tvm_ffi() -> Any:
@@ -80,40 +76,15 @@ def device_arch(default: str) -> str:
     return f"sm_{major}{minor}"
 
 
-def build_cuda(module: IRModule, target: str, *, pipeline: str | None = None) -> Module:
-    """`module` lowered for cuda, compiled with its tvm-ffi functions, and loaded."""
-    from tirc.api import Function, Module
-    from tirc.codegen.cuda import emit_cuda
-    from tirc.codegen.cuda.kernels import device_programs
-    from tirc.codegen.ffi_signature import ffi_signature
-    from tirc.driver.lower import lower_module
-    from tirc.driver.target import parse_target
-
+def build_and_load(source: str, arch: str) -> tuple[bytes, Any]:
+    """The CUDA C++ `source` as a shared library (its bytes), and that library loaded
+    through tvm_ffi (a tvm_ffi Module)."""
     tvm_ffi = import_tvm_ffi()
-    lowered = lower_module(module, target=target, pipeline_path=pipeline)
-    source = emit_cuda(lowered, abi="tvm-ffi")
-    arch = parse_target(target).arch or device_arch("sm_90")
     directory = tempfile.mkdtemp(prefix="tirc-cuda-")
     try:
         path = nvcc_library(source, arch, directory)
         with open(path, "rb") as file:
             library = file.read()
-        loaded = tvm_ffi.load_module(path)
+        return library, tvm_ffi.load_module(path)
     finally:
         shutil.rmtree(directory, ignore_errors=True)
-    functions = {}
-    for name, program in device_programs(lowered):
-        if not program.func.is_private:
-            signature = ffi_signature(name, program.func)
-            functions[name] = Function(signature, loaded[name], loaded)
-
-    def export(suffix: str, abi: str) -> bytes | str:
-        if suffix == ".cu":
-            return emit_cuda(lowered, abi=abi)
-        if suffix == ".so" and abi == "tvm-ffi":
-            return library
-        raise DiagnosticError.at(
-            None, f"cannot export a cuda module as '{suffix}' with abi {abi} (.so or .cu)"
-        )
-
-    return Module(lowered, functions, export)
