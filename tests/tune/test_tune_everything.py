@@ -1,0 +1,43 @@
+"""`tirc tune` with a tiny budget over every sample (CPU and CUDA) and every conformance case
+with inputs (../shared/conformance/cases/*/io.npz, which TVM ran on the CPU) finishes without
+an internal error: a plan, or a diagnosed error (exit 1) where nothing built and matched."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tirc.cli.main import main
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLES = sorted((ROOT / "samples").glob("*.tir")) + sorted(
+    (ROOT / "samples" / "gpu").glob("*.tir")
+)
+CASES = sorted((ROOT.parent / "shared" / "conformance" / "cases").glob("*/io.npz"))
+
+pytestmark = pytest.mark.slow
+
+
+def tune(path: Path, target: str, directory: Path) -> int:
+    return main(
+        [
+            "tune", str(path), "--target", target, "--trials", "3", "--workers", "local:2",
+            "--timeout", "120", "--threads", "1", "--db", str(directory / "t.db"),
+            "-o", str(directory / "plan.json"),
+        ]
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("target", ["cpu", "cuda"])
+@pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_every_sample_tunes(path: Path, target: str, tmp_path: Path) -> None:
+    assert tune(path, target, tmp_path) == 0
+    assert (tmp_path / "plan.json").exists()
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda p: p.parent.name)
+def test_every_cpu_conformance_case_tunes(case: Path, tmp_path: Path) -> None:
+    status = tune(case.parent / "input.tir", "cpu", tmp_path)
+    assert status in (0, 1)
+    assert (tmp_path / "plan.json").exists() == (status == 0)
