@@ -96,14 +96,19 @@ def passes_section() -> str:
 
 
 def default_pipelines_section() -> str:
-    from tirc.transform.pipeline import TARGET_PIPELINES, default_pipeline
+    from tirc.ir.target import ALIASES, KINDS
+    from tirc.transform.pipeline import SHIPPED, default_pipeline
 
+    spellings = {**{name: name for name in KINDS}, **ALIASES}
     lines = []
-    for file in sorted(set(TARGET_PIPELINES.values())):
-        targets = ", ".join(f"`{t}`" for t, f in sorted(TARGET_PIPELINES.items()) if f == file)
-        passes = ", ".join(p.spelling() for p in default_pipeline(file).passes)
+    for file in SHIPPED:
+        names = sorted(t for t, kind in spellings.items() if KINDS[kind].pipeline == file)
+        targets = ", ".join(f"`{t}`" for t in names)
+        pipeline = default_pipeline(file)
+        passes = ", ".join(p.spelling() for p in pipeline.passes)
         link = f"[{file}.toml](../tirc/transform/pipelines/{file}.toml)"
-        lines.append(f"- {link}, for {targets}: {passes}.")
+        leaves = f"leaves `{pipeline.leaves.value}`"
+        lines.append(f"- {link}, for {targets}, {leaves}: {passes}.")
     return "\n".join(lines)
 
 
