@@ -1,7 +1,8 @@
-"""The interpreter on the golden pairs outside the loop group (whose own test runs it): where
-a before half has a `# differential:` header (the shape variables, `{}` for none), the
-scheduled program must compute what the original does. The pairs the random-plan differential
-found (tests/schedule/tvm_random_plans.py) carry that header.
+"""The interpreter on the golden pairs outside the loop and layout groups (whose own tests run
+it, the layouts' under a `# sizes:` header): where a before half has a `# differential:`
+header (the shape variables, `{}` for none), the scheduled program must compute what the
+original does. The pairs the random-plan differential found (tests/schedule/
+tvm_random_plans.py) carry that header.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from tests.schedule.golden_runner import assert_same_results, cases, check_golde
 
 FOLDERS = tuple(
     folder
-    for group in (groups.ANNOTATIONS, groups.REDUCTIONS, groups.LAYOUTS, groups.TENSORIZE)
-    + (groups.PARTITION, groups.CACHES, groups.FUSION)
+    for group in (groups.ANNOTATIONS, groups.REDUCTIONS, groups.TENSORIZE, groups.PARTITION)
+    + (groups.CACHES, groups.FUSION)
     for folder in group
 )
 CASES = [path for path in cases(FOLDERS) if header(path.read_text(), "differential") is not None]

@@ -6,6 +6,7 @@ iterators into them.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 from tirc.analysis.arith import Analyzer
 from tirc.ir.buffer import BufferRegion, Range
@@ -15,19 +16,30 @@ from tirc.ir.stmt import BufferStore, For, SBlock
 
 
 class _AccessSimplifier(Mutator):
-    def __init__(self, analyzer: Analyzer, bind_iterators: bool, bind_unit_iterators: bool):
+    def __init__(
+        self,
+        analyzer: Analyzer,
+        bind_iterators: bool,
+        bind_unit_iterators: bool,
+        arrange: Callable[[PrimExpr], PrimExpr] | None = None,
+    ):
         self.analyzer = analyzer
         self.bind_iterators = bind_iterators
         self.bind_unit_iterators = bind_unit_iterators
+        self.arrange = arrange
+
+    def simplify(self, index: PrimExpr) -> PrimExpr:
+        simple = self.analyzer.simplify(index)
+        return simple if self.arrange is None else self.arrange(simple)
 
     def indices(self, indices: tuple[PrimExpr, ...]) -> tuple[PrimExpr, ...]:
-        new = tuple(self.analyzer.simplify(self.visit(index)) for index in indices)
+        new = tuple(self.simplify(self.visit(index)) for index in indices)
         return indices if all(a is b for a, b in zip(new, indices, strict=True)) else new
 
     def region(self, region: BufferRegion) -> BufferRegion:
         ranges = tuple(
             Range(
-                self.analyzer.simplify(item.min),
+                self.simplify(item.min),
                 _like(self.analyzer.simplify(item.extent), item.min),
             )
             for item in region.region
@@ -68,11 +80,15 @@ def simplify_accesses(
     analyzer: Analyzer | None = None,
     bind_iterators: bool = True,
     bind_unit_iterators: bool = True,
+    arrange: Callable[[PrimExpr], PrimExpr] | None = None,
 ) -> SBlock:
     """`block` with its access indices and regions simplified; iterators are known to lie in
     their domains unless `bind_iterators` is false (without `bind_unit_iterators`, an
-    iterator of extent 1 stays a variable rather than becoming its one value)."""
-    simplifier = _AccessSimplifier(analyzer or Analyzer(), bind_iterators, bind_unit_iterators)
+    iterator of extent 1 stays a variable rather than becoming its one value). `arrange`,
+    when given, rewrites each simplified index and region start further."""
+    simplifier = _AccessSimplifier(
+        analyzer or Analyzer(), bind_iterators, bind_unit_iterators, arrange
+    )
     return simplifier.visit(block)
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 
 from tirc.analysis.arith import Analyzer
+from tirc.ir import expr as E
 from tirc.ir.buffer import Range
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.functor import walk
@@ -156,10 +157,53 @@ def _rewrite(
     body_block = substitute_legalized(node, substitution)
     new_block = dataclasses.replace(body_block, iter_vars=tuple(new_iters))
     # a unit iterator stays a variable in the accesses (A[v0, ...]), as TVM leaves it
-    new_block = simplify_accesses(new_block, analyzer, bind_unit_iterators=False)
+    new_block = simplify_accesses(
+        new_block,
+        analyzer,
+        bind_unit_iterators=False,
+        arrange=lambda index: _iterators_first(index, set(new_vars)),
+    )
     loop_vars = tuple(Var(f"ax{position}", var.dtype) for position, var in enumerate(new_vars))
     new_realize = dataclasses.replace(realize, iter_values=loop_vars, block=new_block)
     return new_block, new_realize
+
+
+def _iterators_first(index: PrimExpr, iterators: set[Var]) -> PrimExpr:
+    """A sum with its terms that read the block's iterators first, in their order, and those
+    that do not after them, as one term: `n + v0` is `v0 + n`, `v0 + n + v1 + m` is
+    `v0 + v1 + (n + m)` (as TVM writes an index in iterator-map form, base last)."""
+    terms: list[PrimExpr] = []
+    pending = [index]
+    while pending:
+        term = pending.pop()
+        if isinstance(term, E.Add):
+            pending += [term.b, term.a]
+        else:
+            terms.append(term)
+    reads = [_reads_any(term, iterators) for term in terms]
+    if all(reads) or not any(reads) or reads.index(False) == len(reads) - 1:
+        return index  # one kind of term only, or the iterators' then one other
+    moving = [term for term, read in zip(terms, reads, strict=True) if read]
+    base = [term for term, read in zip(terms, reads, strict=True) if not read]
+    return E.Add(_sum(moving), _sum(base))
+
+
+def _sum(terms: list[PrimExpr]) -> PrimExpr:
+    result = terms[0]
+    for term in terms[1:]:
+        result = E.Add(result, term)
+    return result
+
+
+def _reads_any(expr: PrimExpr, variables: set[Var]) -> bool:
+    found = False
+
+    def visit(node: object) -> None:
+        nonlocal found
+        found = found or (isinstance(node, Var) and node in variables)
+
+    walk(expr, visit)
+    return found
 
 
 def _iter_type_of(expr: PrimExpr, types: dict[int, IterType]) -> IterType:
