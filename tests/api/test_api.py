@@ -218,3 +218,11 @@ def test_declared_strides_pass_the_array_itself() -> None:
         module.main(rows[:, :4], np.zeros(8, dtype="float32"))
     with pytest.raises(ValueError, match="main: A must be aligned to 64 bytes"):
         module.main(aligned_copy(np.zeros((3, 9), dtype="float32"))[:, 1:5], out)
+
+
+def test_a_cpu_build_refuses_a_tensor_on_another_device() -> None:
+    pytest.importorskip("tvm_ffi", reason="apache-tvm-ffi is not installed")
+    from tests.api.helpers import fake_device_tensor
+
+    with pytest.raises(ValueError, match="main: A must be on the CPU, got a tensor on cuda"):
+        tirc.build(SCALE).main(fake_device_tensor((8,)), np.zeros(8, dtype="float32"))

@@ -14,10 +14,13 @@ import numpy as np
 
 from tirc.codegen.abi import ParamKind
 from tirc.codegen.ffi_signature import (
+    DEVICE_NAMES,
+    DL_CPU,
     FfiSignature,
     TensorParam,
     alignment_message,
     argument_message,
+    device_message,
     dimension_message,
     dtype_message,
     is_shape_argument,
@@ -103,13 +106,16 @@ def _array(sig: FfiSignature, index: int, value: object) -> np.ndarray:
     if isinstance(value, np.ndarray):
         array = value
     elif hasattr(value, "__dlpack__"):
+        device = getattr(value, "__dlpack_device__", lambda: (DL_CPU, 0))()[0]
+        if device != DL_CPU:
+            name = DEVICE_NAMES.get(device, f"device type {device}")
+            message = device_message(sig, tensor, "the CPU")
+            raise ValueError(_format(message, name) + ' (build with target="cuda" for it)')
         try:
             array = np.from_dlpack(value)
         except (BufferError, RuntimeError, TypeError) as error:
-            raise ValueError(
-                f"{sig.name}: {tensor.name} must be on the CPU, and this tensor cannot be read "
-                f"there ({error}): build for --target cuda to call on CUDA tensors"
-            ) from None
+            message = f"{sig.name}: {tensor.name} cannot be read as an array: {error}"
+            raise ValueError(message) from None
     else:
         raise TypeError(
             _format(argument_message(sig, index, tensor.param, "a tensor"), _type_name(value))
