@@ -71,6 +71,10 @@ def tune_file(
         database.close()
     for note in outcome.notes:
         print(f"note: {note}", file=stream)
+    if outcome.pruned:
+        print(
+            f"note: {outcome.pruned} candidates the verifier rejected were not built", file=stream
+        )
     if outcome.failures:
         counts = ", ".join(f"{n} {status}" for status, n in sorted(outcome.failures.items()))
         print(

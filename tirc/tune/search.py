@@ -55,17 +55,20 @@ class Search:
         self.rng = random.Random(seed)
         self.measured: list[Measured] = []
         self.seen: set[str] = set()
+        self.proposals = 0  # rounds proposed since one was measured
 
     def generate(self, forced: list[Any] | None = None) -> Candidate:
         return generate(self.module, self.func, self.target, self.rng, forced)
 
     def record(self, key: str, candidate_features: list[float], measured: Measured) -> None:
+        self.proposals = 0
         self.seen.add(key)
         self.measured.append(measured)
         self.model.add(candidate_features, measured.seconds)
 
     def propose(self, count: int) -> list[Candidate]:
         """Up to `count` candidates not seen before (fewer when the space runs dry)."""
+        self.proposals += 1
         chosen: list[Candidate] = []
         keys: set[str] = set()
 

@@ -23,6 +23,7 @@ from tirc.tune.space import Candidate
 from tirc.tune.task import Task
 
 INTERPRETED_CUDA_CANDIDATES = 3
+MAX_EMPTY_ROUNDS = 50  # proposals in a row the verifier rejected entirely before giving up
 
 
 @dataclass
@@ -55,6 +56,7 @@ class Outcome:
     trials: int  # measured in all, this run and earlier ones
     new: int  # measured by this run
     failures: dict[str, int] = field(default_factory=dict)
+    pruned: int = 0  # candidates the verifier rejected
     first_failure: str = ""
     notes: list[str] = field(default_factory=list)
 
@@ -83,7 +85,7 @@ def tune(
     if task.kind == "cuda":
         outcome.notes.append("no GPU was measured: candidates were built and checked only")
     batch_size = max(workers * 2, 4)
-    first = not search.seen
+    first = not search.seen and task.kind == "cpu"  # the program as written: a baseline
     interpreted = 0
     while outcome.new < trials:
         if time_budget is not None and time.monotonic() - started > time_budget:
@@ -94,7 +96,10 @@ def tune(
         if first:
             candidates.insert(0, _empty(task))
             first = False
+        candidates = [c for c in candidates if _is_valid(c, search, outcome)]
         if not candidates:
+            if outcome.pruned and search.proposals < MAX_EMPTY_ROUNDS:
+                continue
             outcome.notes.append("the design space has no candidate left to measure")
             break
         best = database.best(task.key)
@@ -111,6 +116,20 @@ def tune(
             report(_progress(task, database, outcome, trials, started))
     _finish(task, database, outcome)
     return outcome
+
+
+def _is_valid(candidate: Candidate, search: Search, outcome: Outcome) -> bool:
+    """The verifier's verdict on the scheduled program: a candidate it rejects is pruned (and
+    never proposed again) before anything is built."""
+    from tirc.analysis.well_formed import verify_module
+    from tirc.diagnostics import Severity
+
+    assert candidate.module is not None
+    if any(d.severity is Severity.ERROR for d in verify_module(candidate.module)):
+        search.seen.add(candidate.key)
+        outcome.pruned += 1
+        return False
+    return True
 
 
 def _empty(task: Task) -> Candidate:

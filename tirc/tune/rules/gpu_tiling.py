@@ -11,10 +11,9 @@ output tile is kept in a `local` write cache written back by each thread.
 
 from __future__ import annotations
 
-import math
-
 from tirc.ir.stmt import IterType
-from tirc.tune.builder import PlanBuilder, Redraw
+from tirc.schedule.sref import SRef
+from tirc.tune.builder import PlanBuilder, Redraw, loop_extent
 from tirc.tune.rules.analysis import has_reuse, plain_nest
 
 MAX_INNERMOST = 16
@@ -61,28 +60,23 @@ def apply(builder: PlanBuilder, name: str) -> list[str] | None:
             "cache_read", block=block, read_buffer_index=index, storage_scope="shared"
         )
         builder.run("compute_at", block=shared, loop=reductions[0][-1])
-        _cooperative_fetch(builder, shared, threads)
+        _cooperative_fetch(builder, shared, reductions[0][-1], threads)
         made.append(shared.block.name)
     builder.run("reverse_compute_at", block=cache, loop=threads_loop)
     return made
 
 
-def _cooperative_fetch(builder: PlanBuilder, shared: object, threads: int) -> None:
-    """The copy's own loops fused and split so that every thread of the block takes a part."""
-    loops = builder.get_loops(shared)  # type: ignore[arg-type]
-    own = loops[-_copy_rank(builder, shared) :]
+def _cooperative_fetch(builder: PlanBuilder, shared: SRef, at: SRef, threads: int) -> None:
+    """The copy's own loops (those below `at`) fused and split so that every thread of the
+    block takes a part."""
+    loops = builder.get_loops(shared)
+    own = loops[[id(loop) for loop in loops].index(id(at)) + 1 :]
+    if not own:
+        return
     fused = builder.fuse(own)
-    extent = fused.loop.extent
-    total = getattr(extent, "value", None)
+    total = loop_extent(fused)
     if total is None or threads == 1:
         return
-    step = math.gcd(total, threads) if total % threads else threads
-    if step == 1:
-        return
-    _, inner = builder.split(fused, [None, step])
+    # every thread of the block takes part (a guard where they do not divide the copy)
+    _, inner = builder.split(fused, [None, threads])
     builder.run("bind", loop=inner, thread="threadIdx.x")
-
-
-def _copy_rank(builder: PlanBuilder, shared: object) -> int:
-    block = shared.block  # type: ignore[attr-defined]
-    return len(block.iter_vars)
