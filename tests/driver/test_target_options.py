@@ -160,3 +160,53 @@ def test_run_verifies_its_input_first(
         assert "is indexed past its end" in output and "ran main" not in output
     check_code, check_output = invoke("check", str(program))
     assert check_code == 1 and "is indexed past its end" in check_output
+
+
+def test_a_pipeline_must_leave_what_it_declares(
+    tmp_path: Path, invoke: Callable[..., tuple[int, str]]
+) -> None:
+    """The cuda pipeline less its last two passes, still declaring tir-host-device: the
+    lowered module launches threads in its host function, and compile says so (the CUDA
+    backend would otherwise have had to run the passes itself)."""
+    shipped = (PIPELINES / "cuda.toml").read_text()
+    cut = shipped.replace('name = "split-host-device"', 'name = "simplify"')
+    cut = cut.replace('name = "make-c-abi"', 'name = "simplify"')
+    assert cut != shipped and 'leaves = "tir-host-device"' in cut
+    pipeline = tmp_path / "cut.toml"
+    pipeline.write_text(cut)
+    out = tmp_path / "k.cu"
+    args = ["--target", "cuda", "--plan", CUDA_PLAN, "--pipeline", str(pipeline), "-o", str(out)]
+    code, output = invoke("compile", KERNEL, *args)
+    assert code == 1, output
+    assert f"error: pipeline {pipeline} declares it leaves tir-host-device, but" in output
+    assert "launched outside a kernel (split-host-device)" in output
+    assert not out.exists()
+    # print --lower shows what such a pipeline makes: nothing reads it
+    code, output = invoke(
+        "print",
+        KERNEL,
+        "--plan",
+        CUDA_PLAN,
+        "--lower",
+        "--target",
+        "cuda",
+        "--pipeline",
+        str(pipeline),
+    )
+    assert code == 0 and "blockIdx.x" in output
+
+
+def test_the_cuda_backend_runs_no_pass() -> None:
+    from tirc.codegen.cuda import emit_cuda
+    from tirc.diagnostics import DiagnosticError
+    from tirc.driver.schedule import apply_plan_file
+    from tirc.text import parse
+    from tirc.transform import default_pipeline, run_pipeline
+
+    module, _ = apply_plan_file(parse(Path(KERNEL).read_text(), name=KERNEL), CUDA_PLAN)
+    passes = [p for p in default_pipeline("cuda").passes if p.name != "split-host-device"]
+    with pytest.raises(DiagnosticError) as caught:
+        emit_cuda(run_pipeline(module, passes))
+    message = caught.value.diagnostics[0].message
+    assert message.startswith("the CUDA backend reads a module lowered for cuda, but")
+    assert "launched outside a kernel" in message

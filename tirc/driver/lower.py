@@ -30,9 +30,10 @@ def lower_module(
     verify_each: bool = False,
     stream: TextIO | None = None,
 ) -> IRModule:
-    """`module` lowered by the pipeline in `pipeline_path`, or the target's default one,
-    checked against the dialect the pipeline declares it leaves; `for_backend`: the
-    dialect must also be the one the target's backend reads.
+    """`module` lowered by the pipeline in `pipeline_path`, or the target's default one.
+    For a backend (`for_backend`): the pipeline must leave the dialect the target's
+    backend reads, and the module is checked against it. (`print --lower` lowers with any
+    pipeline, a part of one too: nothing reads what it prints.)
 
     Raises DiagnosticError for a bad pipeline, an unknown pass in `print_after`, a program a
     pass cannot lower, or (with `verify_each`) a pass that produced invalid IR.
@@ -76,10 +77,11 @@ def lower_module(
         lowered = run_pipeline(module, pipeline.passes, hook)
         remarks.report(watch.finish(lowered, target))
     instruments.report()
-    from tirc.transform.dialects import require_dialect
+    if for_backend:
+        from tirc.transform.dialects import require_dialect
 
-    name, leaves = pipeline.name, pipeline.leaves.value
-    require_dialect(lowered, pipeline.leaves, f"pipeline {name} declares it leaves {leaves}")
+        name, leaves = pipeline.name, pipeline.leaves.value
+        require_dialect(lowered, pipeline.leaves, f"pipeline {name} declares it leaves {leaves}")
     return without_s_tir_mark(lowered)
 
 
