@@ -7,9 +7,11 @@ compiled for the CPU on large ones), and only then times it: one warm-up, then t
 repeated calls. Up to `workers` candidates build at once; a built candidate waits for its
 turn to be timed, one at a time, and the timeout counts the build and the timing, not the
 wait. A candidate whose checked run is over ten times slower than the best so far keeps
-that run as its time. A crash, a hang or an exception is the candidate's status,
-never the tuner's. For CUDA without a GPU, a candidate is built (CUDA C, and PTX that ptxas
-accepts where it is installed) and, for the first few, run in the interpreter.
+that run as its time. With `--threads 1` the time is the thread's CPU time (a shared
+machine's load hardly moves it), with more threads the wall clock. A crash, a hang or an
+exception is the candidate's status, never the tuner's. For CUDA without a GPU, a candidate
+is built (CUDA C, compiled by nvcc where it is installed, so ptxas checks it) and, for the
+first few, run in the interpreter.
 """
 
 from __future__ import annotations
@@ -233,9 +235,12 @@ def _measure_cpu(task: Task, job: Job, reference: Reference, channel: Connection
     args: dict[str, Any] = {k: aligned_copy(v) for k, v in inputs.items()}
     channel.send(("ready", None))
     channel.recv()  # our turn: nothing else is timed now
-    begin = time.perf_counter()
+    # One thread: the thread's CPU time, which the other work of a shared machine disturbs far
+    # less than the wall clock; several: the wall clock (CPU time would add up the threads).
+    clock = time.thread_time if task.threads == 1 else time.perf_counter
+    begin = clock()
     status = call(args)  # also the warm-up
-    first = time.perf_counter() - begin
+    first = clock() - begin
     if status != 0:
         return Result(RUN_ERROR, message=f"returned {status}", build_seconds=built)
     problems = compare(module[task.func], args, expected, label="candidate")
@@ -246,9 +251,9 @@ def _measure_cpu(task: Task, job: Job, reference: Reference, channel: Connection
     samples: list[float] = []
     started = time.perf_counter()
     while len(samples) < MIN_REPEATS or time.perf_counter() - started < MIN_TIME:
-        begin = time.perf_counter()
+        begin = clock()
         call(args)
-        samples.append(time.perf_counter() - begin)
+        samples.append(clock() - begin)
     return Result(OK, statistics.median(samples), build_seconds=built)
 
 

@@ -6,14 +6,19 @@ loops. Each spatial loop is tiled in four (S0 S1 S2 S3), each reduction loop in 
 ordered S0 S1 R0 S2 R1 S3: the S0 loops are fused and run in parallel, the innermost S3 loop
 is vectorized where it indexes the output's last dimension, and the output tile lives in a
 `local` write cache, written back after the S0 or S1 level (a choice), its initialization
-decomposed in front of the R0 loops. An unroll depth for the whole nest is sampled too.
+decomposed in front of the R0 loops. An input read along a reduction and the vectorized axis
+(matmul's B) may be packed into panels first (rules/packing.py, a choice). An unroll depth for
+the whole nest is sampled too.
 """
 
 from __future__ import annotations
 
-from tirc.tune.builder import PlanBuilder, loop_extent
+from tirc.ir.expr import Var
+from tirc.schedule.sref import SRef
+from tirc.tune.builder import PlanBuilder, Sampled, loop_extent
 from tirc.tune.rules.analysis import has_reuse, is_innermost_contiguous, plain_nest
 from tirc.tune.rules.common import annotate_unroll, vector_lanes, vectorize_innermost
+from tirc.tune.rules.packing import pack, packable_reads
 
 MAX_INNERMOST = 64
 
@@ -28,6 +33,7 @@ def apply(builder: PlanBuilder, name: str) -> list[str] | None:
     loops = builder.get_loops(block)
     spatial_tiles: list[list] = []
     reduce_tiles: list[list] = []
+    spatial_factors: list[list[Sampled]] = []
     lanes = vector_lanes()
     last_spatial = max(i for i, role in enumerate(nest.roles) if role.value == "S")
     for position, (loop, role) in enumerate(zip(loops, nest.roles, strict=True)):
@@ -37,6 +43,7 @@ def apply(builder: PlanBuilder, name: str) -> list[str] | None:
             if position == last_spatial:
                 preferred = _vector_tiles(loop_extent(loop) or 1, lanes)
             factors = builder.sample_tile(loop, 4, MAX_INNERMOST, preferred)
+            spatial_factors.append(factors)
             spatial_tiles.append(builder.split(loop, list(factors)))
         else:
             factors = builder.sample_tile(loop, 2, MAX_INNERMOST)
@@ -52,6 +59,12 @@ def apply(builder: PlanBuilder, name: str) -> list[str] | None:
     builder.run("parallel", loop=outer)
     if vector:
         builder.run("vectorize", loop=innermost)
+    vector_iterator = _iterator_of(nest.block, innermost)
+    if vector and vector_iterator is not None:
+        width = spatial_factors[-1][-1].value
+        for index in packable_reads(nest.block, vector_iterator):
+            if width > 1 and builder.sample_choice([False, True]).value:
+                pack(builder, block, index, width)
     write_level = builder.sample_choice([0, 1]).value
     cache, _ = builder.run("cache_write", block=block, write_buffer_index=0, storage_scope="local")
     at = outer if write_level == 0 else levels[1][-1]
@@ -71,3 +84,18 @@ def _vector_tiles(extent: int, lanes: int) -> list[int]:
     if whole:
         return whole
     return [d for d in range(max(lanes // 2, 1), MAX_INNERMOST + 1) if extent % d == 0]
+
+
+def _iterator_of(block: SRef, loop: SRef) -> Var | None:
+    """The iterator of `block` that `loop` alone feeds (the loop is one of its tiles)."""
+    from tirc.analysis.well_formed.loops import free_vars
+    from tirc.schedule.properties import realize_of
+
+    realize = realize_of(block)
+    var = loop.loop.loop_var
+    fed = [
+        iv.var
+        for iv, value in zip(block.block.iter_vars, realize.iter_values, strict=True)
+        if var in free_vars(value)
+    ]
+    return fed[0] if len(fed) == 1 else None
