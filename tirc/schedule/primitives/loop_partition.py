@@ -4,8 +4,13 @@ opaque block of its own, all inside one opaque "common" block (TVM's naming: `B_
 
 One factor may be `None`: it takes what the others leave; otherwise a last partition takes
 the remainder. An iterator bound to the loop itself gets the partition's range as its domain,
-and that block's regions are inferred again over its iterators' domains; blocks nested inside
+and that block's regions are inferred again, those indexed by its iterators alone
+(`A[vi, vj]`, not `A[vi, vj + 1]`) over the iterators' domains; blocks nested inside
 the partitioned block are renamed and narrowed alike (`B` inside `outer` becomes `B_i0`).
+
+Refused where TVM accepts, on purpose: a loop bound to a reduction iterator of a block with
+an init (TVM's result runs the init again at the start of each partition, discarding what
+the earlier partitions summed).
 
     for j in range(16):                      with T.sblock("B_j_common"):
         with T.sblock("B"):                      with T.sblock("B_j0_partition"):
@@ -19,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 
 from tirc.analysis.regions import infer_access_regions
-from tirc.ir.buffer import Buffer, Range
+from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.dtype import BOOL
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.functor import Mutator
@@ -247,13 +252,22 @@ def _narrowed(
     if narrowed:
         reads, writes = infer_access_regions(new_block, buffers)
         domains = {iv.var: iv.dom for iv in iter_vars if iv.dom is not None}
-        true = IntImm(1, BOOL)
         new_block = dataclasses.replace(
             new_block,
-            reads=tuple(estimate_region(r, domains, true) for r in reads),
-            writes=tuple(estimate_region(w, domains, true) for w in writes),
+            reads=tuple(_relaxed(region, domains) for region in reads),
+            writes=tuple(_relaxed(region, domains) for region in writes),
         )
     return dataclasses.replace(realize, block=new_block)
+
+
+def _relaxed(region: BufferRegion, domains: dict[Var, Range]) -> BufferRegion:
+    """A region whose every index is an iterator, `A[vi, vj]`, over the iterators' domains
+    (`A[0:16, 0:12]`); any other (`A[vi, vj + 1]`, `A[vi, 3]`) as it is, as TVM leaves it."""
+    for item in region.region:
+        extent = const_value(item.extent)
+        if extent != 1 or not (isinstance(item.min, Var) and item.min in domains):
+            return region
+    return estimate_region(region, domains, IntImm(1, BOOL))
 
 
 class _NestedBlocks(Mutator):
