@@ -546,8 +546,8 @@ def poisoned_allocations() -> Iterator[None]:
     (The interpreter zero-fills for reproducible runs; a schedule that reads a slot no
     iteration wrote would agree with it by luck and differ natively, where memory is not
     cleared.)"""
-    from tirc.interp import memory
-    from tirc.interp.runtime import base_namespace
+    from tirc.interp.memory import storage as memory
+    from tirc.interp.threads.runtime import base_namespace
 
     namespace = base_namespace()
     original = namespace["_allocate"]

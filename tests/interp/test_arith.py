@@ -16,7 +16,7 @@ from hypothesis.extra import numpy as hnp
 from tests.interp.build import elementwise
 from tirc import interp
 from tirc.diagnostics import DiagnosticError
-from tirc.interp.memory import array_type
+from tirc.interp.memory.storage import array_type
 from tirc.ir import expr as E
 from tirc.ir.dtype import parse_dtype
 

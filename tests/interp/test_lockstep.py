@@ -13,7 +13,7 @@ import pytest
 from tests.interp.test_threads import LOWERED, WARP_REDUCTION
 from tirc.diagnostics import DiagnosticError
 from tirc.interp import compile_function, random_inputs, run
-from tirc.interp.lockstep import gpu_model
+from tirc.interp.lockstep.kernel import gpu_model
 from tirc.ir.function import IRModule
 from tirc.text import parse
 

@@ -12,8 +12,8 @@ import pytest
 from tests.interp.test_lockstep import _copy, check_source, uses_lockstep
 from tirc.diagnostics import DiagnosticError
 from tirc.interp import run
-from tirc.interp.lockstep_memory import LaneMemory
-from tirc.interp.memory import access_type
+from tirc.interp.memory.lanes import LaneMemory
+from tirc.interp.memory.storage import access_type
 from tirc.ir.dtype import parse_dtype
 from tirc.text import parse
 

@@ -1,5 +1,5 @@
-"""The wmma intrinsics in the lockstep GPU model (tirc.interp.lockstep_wmma): fragments per
-lane, batched loads / stores / mma, bit-identical to the thread model (tirc.interp.wmma);
+"""The wmma intrinsics in the lockstep GPU model (tirc.interp.lockstep.wmma): fragments per
+lane, batched loads / stores / mma, bit-identical to the thread model (tirc.interp.threads.wmma);
 float16 -> float32 and int8 -> int32 fragments, row- and column-major tiles, strided stores,
 calls under a divergent `if`, located out-of-bounds faults, and the fallback to the thread model
 for a replaced implementation."""
@@ -18,8 +18,10 @@ from tests.interp.test_lockstep import (
     uses_lockstep,
 )
 from tirc.diagnostics import DiagnosticError
-from tirc.interp import lockstep, random_inputs, run, wmma
-from tirc.interp.extensions import INTRINSICS
+from tirc.interp import random_inputs, run
+from tirc.interp.lockstep import kernel as lockstep
+from tirc.interp.semantics.extensions import INTRINSICS
+from tirc.interp.threads import wmma
 from tirc.text import parse
 
 ROOT = Path(__file__).resolve().parents[2]

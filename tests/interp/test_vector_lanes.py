@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tirc.interp.fault import Fault
-from tirc.interp.runtime import lane_offsets, vector_load, vector_store
+from tirc.interp.threads.runtime import lane_offsets, vector_load, vector_store
 
 
 def test_a_flat_ramp_is_checked_once_and_offset() -> None:

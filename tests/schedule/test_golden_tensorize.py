@@ -87,7 +87,7 @@ def _random(func: object, seed: int) -> dict[str, object]:
     ],
 )
 def test_tensorized_program_runs_like_the_original(name: str) -> None:
-    import tirc.interp.llvm_intrinsics  # noqa: F401  (registers vpdpbusd)
+    import tirc.interp.semantics.llvm_intrinsics  # noqa: F401  (registers vpdpbusd)
     from tirc.interp import run
 
     before = module_of(GOLDEN / "tensorize" / f"{name}.before.tir")["main"]
@@ -101,7 +101,7 @@ def test_tensorized_program_runs_like_the_original(name: str) -> None:
 
 
 def test_vpdpbusd_semantics() -> None:
-    from tirc.interp.llvm_intrinsics import vpdpbusd
+    from tirc.interp.semantics.llvm_intrinsics import vpdpbusd
 
     unsigned = int.from_bytes(bytes([255, 1, 2, 3]), "little")  # 255, 1, 2, 3
     signed = int.from_bytes(bytes([0xFF, 2, 0x80, 0]), "little", signed=True)  # -1, 2, -128, 0

@@ -6,11 +6,11 @@ arguments in place; `random_inputs(func, seed)` makes arguments. See docs/langua
 
 from __future__ import annotations
 
-from tirc.interp import llvm_intrinsics as _llvm_intrinsics  # noqa: F401  (registers them)
-from tirc.interp import wmma as _wmma  # noqa: F401  (registers the wmma intrinsics)
-from tirc.interp.compile_function import CompiledFunction, compile_function
-from tirc.interp.extensions import EXTERNS, INTRINSICS
 from tirc.interp.inputs import random_inputs
 from tirc.interp.runner import run
+from tirc.interp.semantics import llvm_intrinsics as _llvm_intrinsics  # noqa: F401  (registers them)
+from tirc.interp.semantics.extensions import EXTERNS, INTRINSICS
+from tirc.interp.threads import wmma as _wmma  # noqa: F401  (registers the wmma intrinsics)
+from tirc.interp.threads.function import CompiledFunction, compile_function
 
 __all__ = ["EXTERNS", "INTRINSICS", "CompiledFunction", "compile_function", "random_inputs", "run"]

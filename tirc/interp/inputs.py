@@ -13,7 +13,7 @@ import numpy as np
 from tirc.analysis.arith import Analyzer
 from tirc.analysis.well_formed.loops import free_vars
 from tirc.diagnostics import DiagnosticError
-from tirc.interp.memory import array_type
+from tirc.interp.memory.storage import array_type
 from tirc.ir.abi import parameter_buffers
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType

@@ -10,12 +10,12 @@ import traceback
 from collections.abc import Mapping
 
 import numpy as np
-from tirc.interp.compile_function import CompiledFunction, compile_function
-from tirc.interp.numeric import round_f32
 
 from tirc.diagnostics import Diagnostic, DiagnosticError, Note
 from tirc.interp.fault import Fault
-from tirc.interp.memory import array_type, storage_from_array
+from tirc.interp.memory.storage import array_type, storage_from_array
+from tirc.interp.semantics.values import round_f32, round_to
+from tirc.interp.threads.function import CompiledFunction, compile_function
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import IntImm, Var
@@ -46,10 +46,10 @@ def run(
     gpu_model: how GPU kernels run: "threads" (each thread a coroutine; catches data races),
     "lockstep" (all threads as numpy lanes; fast, for race-free kernels) or "auto" (lockstep
     for large launches); None (the default) keeps the model a surrounding
-    `tirc.interp.lockstep.gpu_model(...)` block chose, else "threads"."""
+    `tirc.interp.lockstep.kernel.gpu_model(...)` block chose, else "threads"."""
     from contextlib import nullcontext
 
-    from tirc.interp.lockstep import gpu_model as use_gpu_model
+    from tirc.interp.lockstep.kernel import gpu_model as use_gpu_model
 
     compiled = compile_function(func, _function_name(func, module), module)
     inputs, write_backs = bind_arguments(func, args)
@@ -188,8 +188,6 @@ def _scalar(param: Var, value: Argument) -> object:
             )
         return number
     if dtype.is_float:
-        from tirc.interp.runtime import round_to
-
         return round_f32(float(value)) if str(dtype) == "float32" else round_to(float(value), dtype)
     raise DiagnosticError.at(
         param.span, f"cannot pass a value for parameter {param.name} of type {dtype}"

@@ -4,7 +4,7 @@ Each operand holds four 8-bit integers, as a vector (int8x4, uint8x4) or packed 
 integer (int32, uint32; lane i in bits 8i..8i+7), and its type says whether its bytes are
 signed. The sum is 32 bits, signed if either operand is (PTX `dp4a.atype.btype d, a, b, c`),
 and converts to the call's dtype as a C cast would; so does c to those 32 bits. The
-interpreter's rule (tirc/interp/extensions.py) and the NVPTX lowering agree with this one.
+interpreter's rule (interp/semantics/extensions.py) and the NVPTX lowering agree with this one.
 
 CUDA overloads __dp4a for equal signs only, (int, int, int) and (unsigned, unsigned,
 unsigned), and plain ints of mixed signedness are ambiguous; so every operand is printed as

@@ -1,6 +1,6 @@
 """The fixed-point multiplies of quantized kernels, `T.q_multiply_shift(x, y, q, s)` and
 `T.q_multiply_shift_per_axis(x, y, left, right, q, left_required, right_required)`, as the
-interpreter defines them (tirc/interp/bits.py): ((x << left) * y + 2^(r-1)) >> r with the
+interpreter defines them (interp/semantics/bits.py): ((x << left) * y + 2^(r-1)) >> r with the
 total right shift r, rounding half up, computed exactly and truncated to the result type.
 
 The product is computed in the narrowest of i64 / i128 / i256 that provably holds it: the

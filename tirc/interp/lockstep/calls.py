@@ -1,10 +1,10 @@
-"""Intrinsic calls in the lockstep GPU mode, one rule per name (see lockstep_expr).
+"""Intrinsic calls in the lockstep GPU mode, one rule per name (see expr).
 
-Math functions, bit counts and fixed-point multiplies apply the scalar interpreter's own
-helpers to each element, so that results are identical; warp shuffles gather within each warp
-of 32 threads from the lanes that execute the call; barriers do nothing (lockstep order is a
-legal schedule of a race-free kernel); the wmma calls are in lockstep_wmma. Calls not listed
-here (ptx, atomics, all-reduce, pointers) make the kernel fall back to the thread model.
+Lanewise intrinsics and extern functions apply their one-lane semantics to each element, so
+that results are identical; warp shuffles gather within each warp of 32 threads from the
+lanes that execute the call; barriers do nothing (lockstep order is a legal schedule of a
+race-free kernel); the wmma calls are in wmma. Calls not listed here (ptx, atomics,
+all-reduce, pointers) make the kernel fall back to the thread model.
 """
 
 from __future__ import annotations
@@ -14,10 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tirc.interp import lockstep_values as V
-from tirc.interp import math_functions, numeric
-from tirc.interp.extensions import extern_implementation
-from tirc.interp.lockstep_expr import (
+from tirc.interp.lockstep.expr import (
     SHUFFLE_DOWN,
     SHUFFLE_INDEX,
     SHUFFLE_UP,
@@ -25,14 +22,19 @@ from tirc.interp.lockstep_expr import (
     ExprCompiler,
     Mask,
     Unsupported,
+    checked_division,
     narrow,
 )
-from tirc.interp.lockstep_memory import WARP_SIZE, fault_in_lane, first_lane
+from tirc.interp.memory.lanes import WARP_SIZE, fault_in_lane, first_lane
+from tirc.interp.semantics import arith, math_functions
+from tirc.interp.semantics import values as V
+from tirc.interp.semantics.extensions import extern_function
+from tirc.interp.semantics.operators import DIVISIONS
 from tirc.ir.dtype import DataType
-from tirc.ir.expr import Call, PrimExpr, StringImm
+from tirc.ir.expr import Call, Mod, PrimExpr, StringImm
 
 if TYPE_CHECKING:
-    from tirc.interp.lockstep_stmt import Frame
+    from tirc.interp.lockstep.stmt import Frame
 
 CallRule = Callable[[ExprCompiler, Call], Eval]
 
@@ -55,68 +57,33 @@ def _each(function: Callable[..., object], result: DataType, args: list[Eval]) -
     return lambda frame, mask: apply(*[arg(frame, mask) for arg in args])
 
 
-def _float_unary(name: str) -> CallRule:
-    function = math_functions.FLOAT_UNARY[name]
-
-    def rule(compiler: ExprCompiler, call: Call) -> Eval:
-        args = _operands(compiler, call)
-        source: DataType = call.args[0].dtype  # type: ignore[attr-defined]
-        if source.is_integer and name == "fabs":
-            return lambda frame, mask: np.abs(args[0](frame, mask))
-        if not source.is_float:
-            raise Unsupported(f"{name} of {source}")
-        each = _each(function, call.dtype, args)
-        return lambda frame, mask: V.round_to(each(frame, mask), call.dtype)
-
-    return rule
-
-
-def _float_binary(name: str) -> CallRule:
-    function = math_functions.FLOAT_BINARY[name]
-
-    def rule(compiler: ExprCompiler, call: Call) -> Eval:
-        args = _operands(compiler, call)
-        if not call.dtype.is_float:
-            raise Unsupported(f"{name} of {call.dtype}")
-        each = _each(function, call.dtype, args)
-        return lambda frame, mask: V.round_to(each(frame, mask), call.dtype)
-
-    return rule
-
-
-def _predicate(name: str) -> CallRule:
-    function = math_functions.FLOAT_PREDICATES[name]
-
-    def rule(compiler: ExprCompiler, call: Call) -> Eval:
-        args = _operands(compiler, call)
-        source: DataType = call.args[0].dtype  # type: ignore[attr-defined]
-        if not source.is_float:
-            answer = V.constant(name == "isfinite", call.dtype)
-            return lambda frame, mask: np.broadcast_to(answer, args[0](frame, mask).shape)
-        return _each(function, call.dtype, args)
-
-    return rule
+def _lanewise(compiler: ExprCompiler, call: Call) -> Eval:
+    """An intrinsic of math_functions.LANEWISE: the thread model's one-lane function applied to
+    each element, so that results are identical."""
+    args = _operands(compiler, call)
+    source: DataType = call.args[0].dtype.element  # type: ignore[attr-defined]
+    result = call.dtype
+    if call.op == "fabs" and source.is_integer:
+        return lambda frame, mask: np.abs(args[0](frame, mask))
+    if call.op in math_functions.FLOAT_UNARY and not source.is_float:
+        raise Unsupported(f"{call.op} of {source}")
+    if call.op in math_functions.FLOAT_BINARY and not result.is_float:
+        raise Unsupported(f"{call.op} of {result}")
+    each = _each(math_functions.lane_function(call.op, source, result.element), result, args)
+    if result.is_float:
+        return lambda frame, mask: V.round_array(each(frame, mask), result)
+    return each
 
 
 def _fmod(compiler: ExprCompiler, call: Call) -> Eval:
     a, b = _operands(compiler, call)
     source: DataType = call.args[0].dtype  # type: ignore[attr-defined]
+    modulo = DIVISIONS[Mod]  # fmod is Mod: C's remainder, on integers and on floats
     if source.is_integer:
-        from tirc.interp.lockstep_expr import _checked_division
-
-        return _checked_division(a, b, V.truncmod, "%", compiler.site(call, "fmod"))
-    return lambda frame, mask: V.round_to(
-        V.fmod(V.wide(a(frame, mask)), V.wide(b(frame, mask))), call.dtype
+        return checked_division(a, b, modulo, compiler.site(call, "fmod"))
+    return lambda frame, mask: V.round_array(
+        modulo.float_lanes(V.wide(a(frame, mask)), V.wide(b(frame, mask))), call.dtype
     )
-
-
-def _bit_count(function: Callable[[int, int], int]) -> CallRule:
-    def rule(compiler: ExprCompiler, call: Call) -> Eval:
-        args = _operands(compiler, call)
-        bits = call.args[0].dtype.bits  # type: ignore[attr-defined]
-        return _each(lambda x: function(x, bits), call.dtype, args)
-
-    return rule
 
 
 def _shift(left: bool) -> CallRule:
@@ -134,7 +101,7 @@ def _shift(left: bool) -> CallRule:
             if bad.any():
                 found = first_lane(bad, frame.lanes, mask)
                 if found is not None:
-                    message = f"shift by an amount outside [0, {dtype.bits})"
+                    message = arith.bad_shift(dtype.bits)
                     raise fault_in_lane(site, message, frame.lanes, found[0])
                 amount = np.where(bad, 0, amount)
             amount = amount.astype(kind)
@@ -198,7 +165,7 @@ def _reinterpret(compiler: ExprCompiler, call: Call) -> Eval:
     target = call.dtype
     if source.is_handle or target.is_handle:
         raise Unsupported("pointer reinterpret")
-    from tirc.interp.memory import access_type
+    from tirc.interp.memory.storage import access_type
 
     kind = access_type(target)
 
@@ -210,18 +177,7 @@ def _reinterpret(compiler: ExprCompiler, call: Call) -> Eval:
     return reinterpret
 
 
-def _fixed_point(function: Callable[..., int]) -> CallRule:
-    def rule(compiler: ExprCompiler, call: Call) -> Eval:
-        args = _operands(compiler, call)
-        bits = call.dtype.element.bits
-        return _each(lambda *values: function(*values, bits), call.dtype, args)
-
-    return rule
-
-
 def _extern(compiler: ExprCompiler, call: Call) -> Eval:
-    from tirc.interp.compile_call import _c_math_name
-
     name_arg = call.args[0]
     if not isinstance(name_arg, StringImm):
         raise Unsupported("extern call")
@@ -230,22 +186,12 @@ def _extern(compiler: ExprCompiler, call: Call) -> Eval:
         raise Unsupported("extern call on vectors or pointers")
     name = name_arg.value
     arg_types = [a.dtype for a in call.args[1:]]  # type: ignore[attr-defined]
-    implementation = extern_implementation(name, arg_types, call.dtype)
-    if implementation is not None:
-        function: Callable[..., object] = implementation
-    else:
-        core = _c_math_name(name)
-        if core in math_functions.FLOAT_UNARY and len(args) == 1:
-            function = math_functions.FLOAT_UNARY[core]
-        elif core in math_functions.FLOAT_BINARY and len(args) == 2:
-            function = math_functions.FLOAT_BINARY[core]
-        elif core == "fmod" and len(args) == 2:
-            function = numeric.fmod
-        else:
-            raise Unsupported(f"extern {name}")
+    function = extern_function(name, arg_types, call.dtype)
+    if function is None:
+        raise Unsupported(f"extern {name}")
     each = _each(function, call.dtype, args)
     if call.dtype.is_float:
-        return lambda frame, mask: V.round_to(each(frame, mask), call.dtype)
+        return lambda frame, mask: V.round_array(each(frame, mask), call.dtype)
     return each
 
 
@@ -317,13 +263,9 @@ def _active_mask(compiler: ExprCompiler, call: Call) -> Eval:
 
 
 _RULES: dict[str, CallRule] = {
-    **{name: _float_unary(name) for name in math_functions.FLOAT_UNARY},
-    **{name: _float_binary(name) for name in math_functions.FLOAT_BINARY},
-    **{name: _predicate(name) for name in math_functions.FLOAT_PREDICATES},
+    **dict.fromkeys(math_functions.LANEWISE, _lanewise),
     "fmod": _fmod,
     "nextafter": _nextafter,
-    "popcount": _bit_count(math_functions.popcount),
-    "clz": _bit_count(math_functions.clz),
     "shift_left": _shift(True),
     "shift_right": _shift(False),
     "bitwise_and": _bitwise(np.bitwise_and),
@@ -345,18 +287,10 @@ _RULES: dict[str, CallRule] = {
 }
 
 
-def _add_fixed_point() -> None:
-    from tirc.interp.bits import q_multiply_shift, q_multiply_shift_per_axis
-
-    _RULES["q_multiply_shift"] = _fixed_point(q_multiply_shift)
-    _RULES["q_multiply_shift_per_axis"] = _fixed_point(q_multiply_shift_per_axis)
-
-
 def _add_wmma() -> None:
-    from tirc.interp.lockstep_wmma import RULES as WMMA_RULES
+    from tirc.interp.lockstep.wmma import RULES as WMMA_RULES
 
     _RULES.update(WMMA_RULES)
 
 
-_add_fixed_point()
 _add_wmma()

@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tirc.interp import lockstep_values as V
-from tirc.interp.lockstep_memory import (
+from tirc.interp.memory.lanes import (
     LaneMemory,
     Memory,
     RowMemory,
@@ -23,8 +22,18 @@ from tirc.interp.lockstep_memory import (
     first_lane,
     pick,
 )
-from tirc.interp.memory import access_type
-from tirc.interp.runtime import describe_shape, round_to
+from tirc.interp.memory.storage import access_type
+from tirc.interp.semantics import arith
+from tirc.interp.semantics import values as V
+from tirc.interp.semantics.operators import (
+    ARITHMETIC,
+    COMPARISONS,
+    DIVISIONS,
+    EXTREMA,
+    Division,
+    Lanes,
+)
+from tirc.interp.threads.runtime import describe_shape
 from tirc.ir import expr as E
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType
@@ -32,8 +41,8 @@ from tirc.ir.expr import PrimExpr, Var
 from tirc.ir.integer import int_range
 
 if TYPE_CHECKING:
-    from tirc.interp.context import Context
-    from tirc.interp.lockstep_stmt import Frame
+    from tirc.interp.lockstep.stmt import Frame
+    from tirc.interp.threads.context import Context
 
 Mask = np.ndarray | None
 Eval = Callable[["Frame", Mask], np.ndarray]
@@ -394,16 +403,16 @@ def _wrapped(number: int, dtype: DataType) -> int | bool:
 
 def _float_imm(compiler: ExprCompiler, expr: PrimExpr) -> Eval:
     assert isinstance(expr, E.FloatImm)
-    value = V.constant(round_to(expr.value, expr.dtype), expr.dtype)
+    value = V.constant(V.round_to(expr.value, expr.dtype), expr.dtype)
     return lambda frame, mask: value
 
 
-def _arith(op: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Callable[..., Eval]:
+def _arith(op: Lanes) -> Callable[..., Eval]:
     def rule(compiler: ExprCompiler, expr: PrimExpr) -> Eval:
         a, b = compiler.compile(expr.a), compiler.compile(expr.b)  # type: ignore[attr-defined]
         dtype: DataType = expr.a.dtype  # type: ignore[attr-defined]
         if dtype.is_float and str(dtype.element) != "float32":
-            return lambda frame, mask: V.round_to(op(a(frame, mask), b(frame, mask)), dtype)
+            return lambda frame, mask: V.round_array(op(a(frame, mask), b(frame, mask)), dtype)
         if dtype.is_integer or dtype.is_float:  # float32: numpy's own ops round as needed
             return lambda frame, mask: op(a(frame, mask), b(frame, mask))
         raise Unsupported(f"arithmetic on {dtype}")
@@ -411,57 +420,27 @@ def _arith(op: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Callable[..., 
     return rule
 
 
-_INT_DIVISION = {
-    E.FloorDiv: (V.floordiv, "//"),
-    E.FloorMod: (V.floormod, "%"),
-    E.Div: (V.truncdiv, "/"),
-    E.Mod: (V.truncmod, "%"),
-}
-_FLOAT_DIVISION = {
-    E.FloorDiv: V.ffloordiv,
-    E.FloorMod: V.ffloormod,
-    E.Div: V.fdiv,
-    E.Mod: V.fmod,
-}
-
-
 def _division(compiler: ExprCompiler, expr: PrimExpr) -> Eval:
     assert isinstance(expr, E.BinaryOp)  # the rules give it Div, Mod, FloorDiv and FloorMod
     a, b = compiler.compile(expr.a), compiler.compile(expr.b)
     dtype: DataType = expr.a.dtype
+    division = DIVISIONS[type(expr)]
     if dtype.is_float:
-        function = _FLOAT_DIVISION[type(expr)]
-        return lambda frame, mask: V.round_to(
+        function = division.float_lanes
+        return lambda frame, mask: V.round_array(
             function(V.wide(a(frame, mask)), V.wide(b(frame, mask))), dtype
         )
     if not dtype.is_integer:
         raise Unsupported(f"division of {dtype}")
     divisor = expr.b
     if isinstance(divisor, E.IntImm) and divisor.value > 0 and divisor.dtype.lanes == 1:
-        by = V.constant(divisor.value, divisor.dtype)  # no zero to check, no overflow
-        quick = _BY_POSITIVE[type(expr)]
+        by = V.constant(divisor.value, divisor.dtype)
+        quick = division.by_positive
         return lambda frame, mask: quick(a(frame, mask), by)
-    operation, symbol = _INT_DIVISION[type(expr)]
-    site = compiler.site(expr, "division")
-    return _checked_division(a, b, operation, symbol, site)
+    return checked_division(a, b, division, compiler.site(expr, "division"))
 
 
-def _trunc_by_positive(x: np.ndarray, by: np.ndarray) -> np.ndarray:
-    return (x - np.fmod(x, by)) // by
-
-
-# integer division by a positive constant (the same results as lockstep_values' rules)
-_BY_POSITIVE: dict[type, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
-    E.FloorDiv: np.floor_divide,
-    E.FloorMod: np.remainder,
-    E.Div: _trunc_by_positive,
-    E.Mod: np.fmod,
-}
-
-
-def _checked_division(
-    a: Eval, b: Eval, operation: Callable[..., np.ndarray], symbol: str, site: int
-) -> Eval:
+def checked_division(a: Eval, b: Eval, division: Division, site: int) -> Eval:
     def divide(frame: Frame, mask: Mask) -> np.ndarray:
         x, y = a(frame, mask), b(frame, mask)
         zero = y == 0
@@ -469,16 +448,14 @@ def _checked_division(
             found = first_lane(zero, frame.lanes, mask)
             if found is not None:
                 lane, column = found
-                message = f"integer division by zero ({pick(x, lane, column)} {symbol} 0)"
+                message = arith.by_zero(pick(x, lane, column), division.written)
                 raise fault_in_lane(site, message, frame.lanes, lane)
-        return operation(x, y)
+        return division.lanes(x, y)
 
     return divide
 
 
-def _where(symbol: str) -> Callable[..., Eval]:
-    compare = np.less if symbol == "<" else np.greater
-
+def _extremum(compare: Lanes) -> Callable[..., Eval]:
     def rule(compiler: ExprCompiler, expr: PrimExpr) -> Eval:
         a, b = compiler.compile(expr.a), compiler.compile(expr.b)  # type: ignore[attr-defined]
 
@@ -491,7 +468,7 @@ def _where(symbol: str) -> Callable[..., Eval]:
     return rule
 
 
-def _compare(op: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Callable[..., Eval]:
+def _compare(op: Lanes) -> Callable[..., Eval]:
     def rule(compiler: ExprCompiler, expr: PrimExpr) -> Eval:
         a, b = compiler.compile(expr.a), compiler.compile(expr.b)  # type: ignore[attr-defined]
         return lambda frame, mask: op(a(frame, mask), b(frame, mask))
@@ -565,7 +542,7 @@ def _cast(compiler: ExprCompiler, expr: PrimExpr) -> Eval:
                 if found is not None:
                     lane, column = found
                     number = float(pick(x, lane, column))  # type: ignore[arg-type]
-                    message = f"cast of {number!r} to {name} is out of range (undefined behaviour)"
+                    message = arith.cast_out_of_range(number, name)
                     raise fault_in_lane(site, message, frame.lanes, lane)
                 x = np.where(bad, 0.0, x)
             return np.trunc(x).astype(kind)
@@ -573,7 +550,7 @@ def _cast(compiler: ExprCompiler, expr: PrimExpr) -> Eval:
         return to_int
     if not target.is_float:
         raise Unsupported(f"cast to {target}")
-    return lambda frame, mask: V.round_to(value(frame, mask).astype(np.float64), target)
+    return lambda frame, mask: V.round_array(value(frame, mask).astype(np.float64), target)
 
 
 def _ramp(compiler: ExprCompiler, expr: PrimExpr) -> Eval:
@@ -582,7 +559,7 @@ def _ramp(compiler: ExprCompiler, expr: PrimExpr) -> Eval:
     dtype = expr.dtype.element
     if dtype.is_float:
         wide_steps = np.arange(expr.lanes, dtype=np.float64)[None, :]
-        return lambda frame, mask: V.round_to(
+        return lambda frame, mask: V.round_array(
             V.wide(base(frame, mask)) + V.wide(stride(frame, mask)) * wide_steps, dtype
         )
     steps = np.arange(expr.lanes, dtype=V.value_type(dtype))[None, :]
@@ -638,7 +615,7 @@ def _load(compiler: ExprCompiler, expr: PrimExpr) -> Eval:
 
 def _call(compiler: ExprCompiler, expr: PrimExpr) -> Eval:
     assert isinstance(expr, E.Call)
-    from tirc.interp.lockstep_calls import compile_call
+    from tirc.interp.lockstep.calls import compile_call
 
     return compile_call(compiler, expr)
 
@@ -647,21 +624,10 @@ _RULES: dict[type, Callable[[ExprCompiler, PrimExpr], Eval]] = {
     Var: _var,
     E.IntImm: _int_imm,
     E.FloatImm: _float_imm,
-    E.Add: _arith(np.add),
-    E.Sub: _arith(np.subtract),
-    E.Mul: _arith(np.multiply),
-    E.Div: _division,
-    E.Mod: _division,
-    E.FloorDiv: _division,
-    E.FloorMod: _division,
-    E.Min: _where("<"),
-    E.Max: _where(">"),
-    E.EQ: _compare(np.equal),
-    E.NE: _compare(np.not_equal),
-    E.LT: _compare(np.less),
-    E.LE: _compare(np.less_equal),
-    E.GT: _compare(np.greater),
-    E.GE: _compare(np.greater_equal),
+    **{node: _arith(operator.lanes) for node, operator in ARITHMETIC.items()},
+    **dict.fromkeys(DIVISIONS, _division),
+    **{node: _extremum(operator.lanes) for node, operator in EXTREMA.items()},
+    **{node: _compare(operator.lanes) for node, operator in COMPARISONS.items()},
     E.And: _logical(True),
     E.Or: _logical(False),
     E.Not: _not,

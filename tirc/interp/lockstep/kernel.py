@@ -1,7 +1,7 @@
 """The lockstep GPU mode: every thread of a chunk of blocks is a numpy lane, and statements
 run for all lanes at once. For a race-free kernel this is a legal schedule (barriers become
 no-ops; blocks never communicate), and it is orders of magnitude faster than the thread model
-(tirc.interp.threads), which stays the default because it catches data races.
+(tirc.interp.threads.scheduler), which stays the default because it catches data races.
 
 Which model runs a launch is chosen at run time (`gpu_model`: "threads", "lockstep", or
 "auto": lockstep from AUTO_THREADS threads on); whether a kernel can run in lockstep at all is
@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tirc.interp import lockstep_values as V
-from tirc.interp.lockstep_expr import Unsupported
-from tirc.interp.lockstep_memory import Lanes, outer_memory
-from tirc.interp.lockstep_stmt import Frame, Run, StmtCompiler
-from tirc.interp.memory import Pointer, Storage
-from tirc.interp.threads import Kernel, launch
+from tirc.interp.lockstep.expr import Unsupported
+from tirc.interp.lockstep.stmt import Frame, Run, StmtCompiler
+from tirc.interp.memory.lanes import Lanes, outer_memory
+from tirc.interp.memory.storage import Pointer, Storage
+from tirc.interp.semantics import values as V
+from tirc.interp.threads.scheduler import Kernel, launch
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import Var
 from tirc.ir.functor import walk
@@ -32,7 +32,7 @@ from tirc.ir.node import Node
 from tirc.ir.stmt import Stmt
 
 if TYPE_CHECKING:
-    from tirc.interp.compile_stmt import StmtCompiler as ThreadCompiler
+    from tirc.interp.threads.stmt import StmtCompiler as ThreadCompiler
 
 GPU_MODELS = ("threads", "lockstep", "auto")
 AUTO_THREADS = 4096  # "auto" runs launches of at least this many threads in lockstep

@@ -13,11 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from tirc.interp import lockstep_values as V
-from tirc.interp.compile_access import SHARED_SCOPES
-from tirc.interp.compile_kernel import COORDINATES
-from tirc.interp.context import Context
-from tirc.interp.lockstep_expr import (
+from tirc.interp.lockstep.expr import (
     Eval,
     ExprCompiler,
     Unsupported,
@@ -26,14 +22,18 @@ from tirc.interp.lockstep_expr import (
     store_raw,
     store_values,  # noqa: F401  (re-exported for tests)
 )
-from tirc.interp.lockstep_memory import (
+from tirc.interp.memory.lanes import (
     Lanes,
     Memory,
     allocate_rows,
     fault_in_lane,
     first_lane,
 )
-from tirc.interp.memory import access_type
+from tirc.interp.memory.storage import access_type
+from tirc.interp.semantics import values as V
+from tirc.interp.threads.access import SHARED_SCOPES
+from tirc.interp.threads.context import Context
+from tirc.interp.threads.kernel import COORDINATES
 from tirc.ir import stmt as S
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import Call, IntImm, PrimExpr, Var

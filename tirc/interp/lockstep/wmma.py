@@ -1,8 +1,8 @@
 """The wmma intrinsics (tensor-core fragments) in the lockstep GPU mode.
 
-Same semantics as tirc.interp.wmma (the thread model): a fragment is each thread's own memory
-(scope wmma.matrix_a / wmma.matrix_b / wmma.accumulator, a LaneMemory here), and every thread
-computes the whole fragment. Batched over the executing lanes:
+Same semantics as tirc.interp.threads.wmma (the thread model): a fragment is each thread's own
+memory (scope wmma.matrix_a / wmma.matrix_b / wmma.accumulator, a LaneMemory here), and every
+thread computes the whole fragment. Batched over the executing lanes:
 
     T.tvm_load_matrix_sync(F.data, 16, 16, 16, i, T.tvm_access_ptr(t, S.data, off, n, 1), 16, L)
     -> each lane gathers its (rows, cols) tile of S at off + r * stride + c (col_major:
@@ -26,10 +26,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tirc.interp import lockstep_values as V
-from tirc.interp import wmma
-from tirc.interp.extensions import INTRINSICS
-from tirc.interp.lockstep_expr import (
+from tirc.interp.lockstep.expr import (
     Eval,
     ExprCompiler,
     Mask,
@@ -37,20 +34,23 @@ from tirc.interp.lockstep_expr import (
     load_raw,
     store_raw,
 )
-from tirc.interp.lockstep_memory import (
+from tirc.interp.memory.lanes import (
     FlatMemory,
     Memory,
     RowMemory,
     fault_in_lane,
     first_lane,
 )
-from tirc.interp.memory import access_type
+from tirc.interp.memory.storage import access_type
+from tirc.interp.semantics import values as V
+from tirc.interp.semantics.extensions import INTRINSICS
+from tirc.interp.threads import wmma
 from tirc.ir.dtype import DataType, parse_dtype
 from tirc.ir.expr import BufferLoad, Call, IntImm, PrimExpr, StringImm, Var
 from tirc.ir.integer import int_range
 
 if TYPE_CHECKING:
-    from tirc.interp.lockstep_stmt import Frame
+    from tirc.interp.lockstep.stmt import Frame
 
 # (memory, each lane's element offsets (rows, tile) into memory's view of the dtype)
 Place = tuple[Memory, np.ndarray]

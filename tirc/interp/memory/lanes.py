@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from tirc.interp.fault import Fault
-from tirc.interp.memory import Pointer, Storage
+from tirc.interp.memory.storage import Pointer, Storage
 
 WARP_SIZE = 32
 
@@ -90,7 +90,8 @@ class FlatMemory:
     """A storage every lane reaches alike (global memory, shared memory from outside).
 
     Memories take element offsets into a view of their bytes as `kind` (the access type of a
-    dtype, tirc.interp.memory.access_type); `rows` is each lane's row, for memories with rows.
+    dtype, tirc.interp.memory.storage.access_type); `rows` is each lane's row, for memories with
+    rows.
     """
 
     per_lane = False
@@ -116,7 +117,7 @@ class FlatMemory:
 
     def load_one(self, kind: np.dtype, element: int, rows: np.ndarray | None) -> np.ndarray:
         flat, base = self.view(kind)
-        return flat[_checked(element + base), None, None]  # a view: see lockstep_values.owned
+        return flat[_checked(element + base), None, None]  # a view: see semantics.values.owned
 
     def store(
         self, kind: np.dtype, offsets: np.ndarray, raw: np.ndarray, rows: np.ndarray | None
@@ -275,7 +276,7 @@ class LaneMemory:
         if found is None:
             return self.rows.load_one(kind, element, rows)  # type: ignore[union-attr]
         table, base = found
-        return table[_checked(element + base)][:, None]  # a view: see lockstep_values.owned
+        return table[_checked(element + base)][:, None]  # a view: see semantics.values.owned
 
     def store(
         self, kind: np.dtype, offsets: np.ndarray, raw: np.ndarray, rows: np.ndarray | None

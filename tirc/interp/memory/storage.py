@@ -2,7 +2,7 @@
 
 A Storage is what a buffer's `data` handle points at. Generated code reads and writes it
 through memoryviews, one per element type, indexed in elements; narrow floats are stored as
-their bit patterns (see narrow_float). A Pointer is a handle into the middle of a storage.
+their bit patterns (see semantics.values). A Pointer is a handle into the middle of a storage.
 """
 
 from __future__ import annotations

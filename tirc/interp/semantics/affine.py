@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tirc.interp.context import Context
+from tirc.interp.threads.context import Context
 from tirc.ir.expr import Add, IntImm, Mul, PrimExpr, Sub, Var
 
 Affine = tuple[dict[Var, int], int]

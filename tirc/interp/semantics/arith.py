@@ -1,13 +1,16 @@
-"""Scalar arithmetic with the semantics of a dtype, called from generated code.
+"""Division, modulo and float-to-int conversion, for one lane and for many.
 
-Values are Python ints and floats that always hold a value of their dtype: integers wrap
-modulo 2**bits, floats are rounded to the nearest representable value after each operation.
-Undefined behaviour (division by zero, float-to-int overflow) raises a Fault at its site.
+One lane's rules are called from the thread model's generated code (Python ints and floats
+holding values of their dtype); `lanes_*` are the same rules on numpy arrays, with no fault
+checks (the lockstep model checks the lanes that execute first). Undefined behaviour
+(division by zero, float-to-int overflow) raises a Fault at its site.
 """
 
 from __future__ import annotations
 
 import math
+
+import numpy as np
 
 from tirc.interp.fault import Fault
 from tirc.ir import integer
@@ -15,39 +18,35 @@ from tirc.ir import integer
 INF = math.inf
 NAN = math.nan
 
-_SCRATCH32 = memoryview(bytearray(4)).cast("f")
-
-
-def round_f32(x: float) -> float:
-    """The float32 nearest to x (ties to even; overflow gives inf), as a Python float."""
-    # A one-element float32 memoryview does the C conversion; measured faster than struct.
-    _SCRATCH32[0] = x
-    return _SCRATCH32[0]
-
 
 def floordiv(a: int, b: int, site: int) -> int:
     if b == 0:
-        raise Fault(site, f"integer division by zero ({a} // 0)")
+        raise Fault(site, by_zero(a, "//"))
     return a // b
 
 
 def floormod(a: int, b: int, site: int) -> int:
     if b == 0:
-        raise Fault(site, f"integer modulo by zero ({a} % 0)")
+        raise Fault(site, by_zero(a, "%"))
     return a % b
+
+
+def by_zero(a: object, written: str) -> str:
+    what = "modulo" if written == "%" else "division"
+    return f"integer {what} by zero ({a} {written} 0)"
 
 
 def truncdiv(a: int, b: int, site: int) -> int:
     """Division rounding toward zero, as C does."""
     if b == 0:
-        raise Fault(site, f"integer division by zero ({a} / 0)")
+        raise Fault(site, by_zero(a, "/"))
     return integer.truncdiv(a, b)
 
 
 def truncmod(a: int, b: int, site: int) -> int:
     """The remainder of truncdiv: its sign follows the dividend."""
     if b == 0:
-        raise Fault(site, f"integer modulo by zero ({a} % 0)")
+        raise Fault(site, by_zero(a, "%"))
     return integer.truncmod(a, b)
 
 
@@ -82,5 +81,49 @@ def fmod(a: float, b: float) -> float:
 def float_to_int(x: float, low: int, high: int, type_name: str, site: int) -> int:
     """Truncation toward zero; a value outside the target type is undefined, so an error."""
     if math.isnan(x) or math.isinf(x) or not (low - 1 < x < high + 1):
-        raise Fault(site, f"cast of {x!r} to {type_name} is out of range (undefined behaviour)")
+        raise Fault(site, cast_out_of_range(x, type_name))
     return int(x)
+
+
+def bad_shift(bits: int) -> str:
+    return f"shift by an amount outside [0, {bits})"
+
+
+def cast_out_of_range(x: float, type_name: str) -> str:
+    return f"cast of {x!r} to {type_name} is out of range (undefined behaviour)"
+
+
+def _nonzero(b: np.ndarray) -> np.ndarray:
+    return np.where(b == 0, 1, b).astype(b.dtype)
+
+
+def lanes_truncdiv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    safe = _nonzero(b)
+    return ((a - np.fmod(a, safe)) // safe).astype(a.dtype)
+
+
+def lanes_truncmod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.fmod(a, _nonzero(b)).astype(a.dtype)
+
+
+def lanes_floordiv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.floor_divide(a, _nonzero(b)).astype(a.dtype)
+
+
+def lanes_floormod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.remainder(a, _nonzero(b)).astype(a.dtype)
+
+
+def lanes_ffloordiv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    quotient = np.true_divide(a, b)
+    return np.where(np.isfinite(quotient), np.floor(quotient), quotient)
+
+
+def lanes_ffloormod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    quotient = lanes_ffloordiv(a, b)
+    return np.where(np.isfinite(quotient), a - quotient * b, np.nan)
+
+
+def lanes_fmod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    bad = (b == 0) | np.isinf(a) | np.isnan(a) | np.isnan(b)
+    return np.where(bad, np.nan, np.fmod(a, np.where(b == 0, 1.0, b)))

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tirc.interp.memory import access_type
-from tirc.interp.narrow_float import NARROW
+from tirc.interp.memory.storage import access_type
+from tirc.interp.semantics.values import NARROW
 from tirc.ir.dtype import make, parse_dtype
 from tirc.ir.integer import wrap
 

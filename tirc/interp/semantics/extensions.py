@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from tirc.diagnostics import DiagnosticError
+from tirc.interp.semantics import arith
+from tirc.interp.semantics.math_functions import FLOAT_BINARY, FLOAT_UNARY
 from tirc.ir.dtype import DataType
 
 Implementation = Callable[..., object]
@@ -35,6 +37,35 @@ def extern_implementation(
         return EXTERNS[name]
     typed = TYPED_EXTERNS.get(name)
     return typed(arg_types, result) if typed is not None else None
+
+
+def extern_function(
+    name: str, arg_types: Sequence[DataType], result: DataType
+) -> Implementation | None:
+    """What extern `name` computes: a registered implementation, else the C math function of
+    that name in any spelling (expf, __expf, hexp, exp), in float64 (the caller rounds)."""
+    implementation = extern_implementation(name, arg_types, result)
+    if implementation is not None:
+        return implementation
+    core, count = c_math_name(name), len(arg_types)
+    if core in FLOAT_UNARY and count == 1:
+        return FLOAT_UNARY[core]
+    if core in FLOAT_BINARY and count == 2:
+        return FLOAT_BINARY[core]
+    return arith.fmod if core == "fmod" and count == 2 else None
+
+
+def c_math_name(name: str) -> str:
+    """expf, __expf, hexp, exp -> exp: the C, CUDA and half spellings of one function."""
+    stripped = name.lstrip("_")
+    if stripped in FLOAT_UNARY or stripped in FLOAT_BINARY:
+        return stripped
+    for prefix, suffix in (("", "f"), ("h", ""), ("", "l")):
+        if stripped.startswith(prefix) and stripped.endswith(suffix):
+            core = stripped[len(prefix) : len(stripped) - len(suffix) if suffix else None]
+            if core in FLOAT_UNARY or core in FLOAT_BINARY or core == "fmod":
+                return core
+    return stripped
 
 
 def _dp4a(arg_types: Sequence[DataType], result: DataType) -> Implementation:

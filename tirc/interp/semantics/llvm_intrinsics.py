@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tirc.interp.extensions import INTRINSICS
+from tirc.interp.semantics.extensions import INTRINSICS
 from tirc.ir.dtype import INT32
 from tirc.ir.integer import wrapper
 
@@ -47,7 +47,7 @@ def call_llvm_intrinsic(*args: object) -> object:
     if implementation is None:
         raise NotImplementedError(
             f"the interpreter has no implementation of the LLVM intrinsic {name} "
-            "(register one in tirc.interp.llvm_intrinsics.LLVM_INTRINSICS)"
+            "(register one in tirc.interp.semantics.llvm_intrinsics.LLVM_INTRINSICS)"
         )
     return implementation(*args[position + 1 :])
 

@@ -1,7 +1,8 @@
-"""Elementwise math intrinsics on Python floats with IEEE results (inf, NaN) where Python's
-math module would raise. Each is computed in float64; the caller rounds to the call's dtype.
-
-`round` and `nearbyint` round half to even, as TVM's CPU code does.
+"""The lanewise intrinsics: what each computes on one lane, which both executors apply to
+every lane (`lane_function`). Math functions take Python floats and give IEEE results (inf,
+NaN) where Python's math module would raise; each is computed in float64, and the caller
+rounds a float result to the call's dtype. `round` and `nearbyint` round half to even, as
+TVM's CPU code does.
 """
 
 from __future__ import annotations
@@ -9,8 +10,12 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable
+from functools import cache
 
 import numpy as np
+
+from tirc.interp.semantics.bits import q_multiply_shift, q_multiply_shift_per_axis
+from tirc.ir.dtype import DataType
 
 Unary = Callable[[float], float]
 Binary = Callable[[float, float], float]
@@ -128,3 +133,34 @@ def popcount(x: int, bits: int) -> int:
 
 def clz(x: int, bits: int) -> int:
     return bits - (x & ((1 << bits) - 1)).bit_length()
+
+
+_WITH_BITS: dict[str, tuple[Callable[..., int], bool]] = {  # the bits of: the result or not
+    "popcount": (popcount, False),
+    "clz": (clz, False),
+    "q_multiply_shift": (q_multiply_shift, True),
+    "q_multiply_shift_per_axis": (q_multiply_shift_per_axis, True),
+}
+LANEWISE = frozenset((*FLOAT_UNARY, *FLOAT_BINARY, *FLOAT_PREDICATES, *_WITH_BITS))
+
+
+@cache
+def lane_function(op: str, source: DataType, result: DataType) -> Callable[..., object]:
+    """What intrinsic `op` (one of LANEWISE) computes on one lane of arguments of element
+    type `source`, for a call of element type `result`."""
+    if op in FLOAT_PREDICATES and not source.is_float:  # integers are never NaN or infinite
+        return _true if op == "isfinite" else _false
+    if op in _WITH_BITS:
+        function, of_result = _WITH_BITS[op]
+        bits = result.bits if of_result else source.bits
+        return lambda *args: function(*args, bits)
+    functions: dict[str, Callable[..., object]] = {**FLOAT_UNARY, **FLOAT_BINARY}
+    return functions.get(op) or FLOAT_PREDICATES[op]
+
+
+def _true(x: object) -> bool:
+    return True
+
+
+def _false(x: object) -> bool:
+    return False

@@ -7,10 +7,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tirc.diagnostics import DiagnosticError
-from tirc.interp import interval
-from tirc.interp.affine import affine_form
-from tirc.interp.context import Code, Context, Layout, Slot, View
-from tirc.interp.memory import access_type
+from tirc.interp.memory.storage import access_type
+from tirc.interp.semantics import interval
+from tirc.interp.semantics.affine import affine_form
+from tirc.interp.semantics.values import NARROW
+from tirc.interp.threads.context import Code, Context, Layout, Slot, View
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import BufferLoad, PrimExpr, Var
@@ -18,9 +19,9 @@ from tirc.ir.integer import int_range
 from tirc.ir.stmt import BufferStore
 
 if TYPE_CHECKING:
-    from tirc.interp.compile_expr import ExprCompiler
+    from tirc.interp.threads.expr import ExprCompiler
 
-NARROW_FLOATS = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
+NARROW_FLOATS = tuple(NARROW)
 SHARED_SCOPES = ("shared", "shared.dyn", "warp")
 
 
@@ -344,7 +345,7 @@ class AccessCompiler:
 
 
 def _shape_text(buffer: Buffer) -> str:
-    from tirc.interp.runtime import describe_shape
+    from tirc.interp.threads.runtime import describe_shape
 
     return describe_shape(buffer)
 

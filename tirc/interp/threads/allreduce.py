@@ -13,13 +13,13 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from tirc.diagnostics import DiagnosticError
-from tirc.interp.context import Code
+from tirc.interp.threads.context import Code
 from tirc.ir.expr import Call, CommReducer, Var
 from tirc.ir.stmt import AttrStmt
 
 if TYPE_CHECKING:
-    from tirc.interp.compile_call import CallCompiler
-    from tirc.interp.compile_stmt import StmtCompiler
+    from tirc.interp.threads.call import CallCompiler
+    from tirc.interp.threads.stmt import StmtCompiler
 
 
 @contextmanager

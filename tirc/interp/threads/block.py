@@ -11,16 +11,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tirc.interp import interval
-from tirc.interp.affine import affine_form
-from tirc.interp.compile_access import add_terms, multiply
-from tirc.interp.context import Code, Layout
+from tirc.interp.semantics import interval
+from tirc.interp.semantics.affine import affine_form
+from tirc.interp.threads.access import add_terms, multiply
+from tirc.interp.threads.context import Code, Layout
 from tirc.ir.buffer import MatchBufferRegion
 from tirc.ir.expr import IntImm, Var
 from tirc.ir.stmt import IterType, SBlock, SBlockRealize
 
 if TYPE_CHECKING:
-    from tirc.interp.compile_stmt import StmtCompiler
+    from tirc.interp.threads.stmt import StmtCompiler
 
 
 def compile_block_realize(compiler: StmtCompiler, realize: SBlockRealize) -> None:

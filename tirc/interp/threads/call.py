@@ -2,8 +2,8 @@
 
 `if_then_else` evaluates only the branch it takes; math functions compute in float64 and
 round to the call's dtype; GPU collectives (barriers, warp shuffles, all-reduce) become
-`yield` points of the thread coroutine (see threads); anything else must be registered in
-`tirc.interp.extensions`.
+`yield` points of the thread coroutine (see scheduler); anything else must be registered in
+`tirc.interp.semantics.extensions`.
 """
 
 from __future__ import annotations
@@ -12,17 +12,19 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from tirc.diagnostics import DiagnosticError
-from tirc.interp import math_functions
-from tirc.interp.compile_launch import compile_launch, launched_kernel
-from tirc.interp.context import Code, Context
-from tirc.interp.extensions import INTRINSICS, extern_implementation
-from tirc.interp.threads import WARP_OP, sync_warp
+from tirc.interp.semantics import arith
+from tirc.interp.semantics.extensions import INTRINSICS, extern_function
+from tirc.interp.semantics.math_functions import LANEWISE, lane_function
+from tirc.interp.semantics.operators import DIVISIONS
+from tirc.interp.threads.context import Code, Context
+from tirc.interp.threads.launch import compile_launch, launched_kernel
+from tirc.interp.threads.scheduler import WARP_OP, sync_warp
 from tirc.ir.dtype import DataType, parse_dtype
-from tirc.ir.expr import BufferLoad, Call, PrimExpr, StringImm
+from tirc.ir.expr import BufferLoad, Call, Mod, PrimExpr, StringImm
 from tirc.ir.integer import int_range
 
 if TYPE_CHECKING:
-    from tirc.interp.compile_expr import ExprCompiler
+    from tirc.interp.threads.expr import ExprCompiler
 
 CallRule = Callable[["CallCompiler", Call], Code]
 
@@ -80,38 +82,39 @@ class CallCompiler:
         return Code(self.ctx.lanes_of(inner.text, targets, f"zip({', '.join(sources)})"))
 
 
-def _float_unary(name: str) -> CallRule:
-    def rule(compiler: CallCompiler, call: Call) -> Code:
-        def lane(args: list[Code], dtype: DataType) -> Code:
-            if dtype.is_integer and name == "fabs":
-                return compiler.exprs.fit_int(f"abs({args[0].text})", (None, None), dtype)
-            text = f"_m_{name}({args[0].text})"
-            return compiler.exprs.round_float(text, call.dtype.element)
+def _lanewise(compiler: CallCompiler, call: Call) -> Code:
+    """An intrinsic of math_functions.LANEWISE: its one-lane function applied to each lane."""
+    first = call.args[0]
+    assert isinstance(first, PrimExpr)  # the parser checks intrinsic arguments
+    source, result = first.dtype.element, call.dtype.element
+    if call.op == "fabs" and source.is_integer:
+        return compiler.lanewise(
+            call, lambda a, t: compiler.exprs.fit_int(f"abs({a[0].text})", (None, None), t)
+        )
+    name = compiler.ctx.constant(lane_function(call.op, source, result), call.op)
 
-        return compiler.lanewise(call, lane)
+    def lane(args: list[Code], dtype: DataType) -> Code:
+        text = f"{name}({', '.join(a.text for a in args)})"
+        return (
+            compiler.exprs.round_float(text, result)
+            if result.is_float
+            else Code(text, *int_range(result))
+        )
 
-    return rule
-
-
-def _float_binary(name: str) -> CallRule:
-    def rule(compiler: CallCompiler, call: Call) -> Code:
-        def lane(args: list[Code], dtype: DataType) -> Code:
-            text = f"_m_{name}({args[0].text}, {args[1].text})"
-            return compiler.exprs.round_float(text, call.dtype.element)
-
-        return compiler.lanewise(call, lane)
-
-    return rule
+    return compiler.lanewise(call, lane)
 
 
 def _fmod(compiler: CallCompiler, call: Call) -> Code:
+    modulo = DIVISIONS[Mod]  # fmod is Mod: C's remainder, on integers and on floats
+
     def lane(args: list[Code], dtype: DataType) -> Code:
         if dtype.is_integer:
             site = compiler.ctx.site(call, "fmod")
-            return Code(f"_truncmod({args[0].text}, {args[1].text}, {site})")
-        return compiler.exprs.round_float(
-            f"_fmod({args[0].text}, {args[1].text})", call.dtype.element
-        )
+            helper = compiler.ctx.constant(modulo.one_lane, "truncmod")
+            return Code(f"{helper}({args[0].text}, {args[1].text}, {site})")
+        helper = compiler.ctx.constant(modulo.float_one_lane, "fmod")
+        text = f"{helper}({args[0].text}, {args[1].text})"
+        return compiler.exprs.round_float(text, call.dtype.element)
 
     return compiler.lanewise(call, lane)
 
@@ -119,7 +122,7 @@ def _fmod(compiler: CallCompiler, call: Call) -> Code:
 def _nextafter(compiler: CallCompiler, call: Call) -> Code:
     import numpy as np
 
-    from tirc.interp.memory import array_type
+    from tirc.interp.memory.storage import array_type
 
     kind = array_type(call.dtype.element).type
 
@@ -128,28 +131,6 @@ def _nextafter(compiler: CallCompiler, call: Call) -> Code:
 
     name = compiler.ctx.constant(step, "nextafter")
     return compiler.lanewise(call, lambda args, _: Code(f"{name}({args[0].text}, {args[1].text})"))
-
-
-def _predicate(name: str) -> CallRule:
-    def rule(compiler: CallCompiler, call: Call) -> Code:
-        def lane(args: list[Code], dtype: DataType) -> Code:
-            if not dtype.is_float:  # integers are never NaN or infinite
-                return Code("True" if name == "isfinite" else "False", 0, 1)
-            return Code(f"_m_{name}({args[0].text})", 0, 1)
-
-        return compiler.lanewise(call, lane)
-
-    return rule
-
-
-def _bit_count(name: str) -> CallRule:
-    def rule(compiler: CallCompiler, call: Call) -> Code:
-        def lane(args: list[Code], dtype: DataType) -> Code:
-            return Code(f"_{name}({args[0].text}, {dtype.bits})", 0, dtype.bits)
-
-        return compiler.lanewise(call, lane)
-
-    return rule
 
 
 def _shift(symbol: str) -> CallRule:
@@ -165,7 +146,7 @@ def _shift(symbol: str) -> CallRule:
             ):
                 site = compiler.ctx.site(call, "shift")
                 first, later = compiler.exprs.atom(amount)
-                message = repr(f"shift by an amount outside [0, {dtype.bits})")
+                message = repr(arith.bad_shift(dtype.bits))
                 amount = Code(
                     f"({later} if 0 <= {first} < {dtype.bits} else _fault({site}, {message}))",
                     0,
@@ -248,7 +229,7 @@ def _zero(compiler: CallCompiler, call: Call) -> Code:
 
 
 def _reinterpret(compiler: CallCompiler, call: Call) -> Code:
-    from tirc.interp.bits import reinterpret
+    from tirc.interp.semantics.bits import reinterpret
 
     value_arg = call.args[-1]
     source: DataType = value_arg.dtype  # type: ignore[attr-defined]
@@ -262,33 +243,9 @@ def _reinterpret(compiler: CallCompiler, call: Call) -> Code:
     return Code(code)
 
 
-def _q_multiply_shift(compiler: CallCompiler, call: Call) -> Code:
-    from tirc.interp.bits import q_multiply_shift
-
-    function = compiler.ctx.constant(q_multiply_shift, "q_multiply_shift")
-    return compiler.lanewise(
-        call,
-        lambda args, dtype: Code(
-            f"{function}({', '.join(a.text for a in args)}, {call.dtype.element.bits})"
-        ),
-    )
-
-
-def _q_multiply_shift_per_axis(compiler: CallCompiler, call: Call) -> Code:
-    from tirc.interp.bits import q_multiply_shift_per_axis
-
-    function = compiler.ctx.constant(q_multiply_shift_per_axis, "q_multiply_shift_per_axis")
-    return compiler.lanewise(
-        call,
-        lambda args, dtype: Code(
-            f"{function}({', '.join(a.text for a in args)}, {call.dtype.element.bits})"
-        ),
-    )
-
-
 def _extern(compiler: CallCompiler, call: Call) -> Code:
     """call_extern("float32", "expf", x): C math by name, a registered Python function, or
-    the launch of a kernel function of the module (see compile_launch)."""
+    the launch of a kernel function of the module (see launch)."""
     name_arg = call.args[0]
     if not isinstance(name_arg, StringImm):
         raise DiagnosticError.at(
@@ -300,42 +257,16 @@ def _extern(compiler: CallCompiler, call: Call) -> Code:
         return compile_launch(compiler, call, name, kernel)
     args = [compiler.exprs.compile(a) for a in call.args[1:]]  # type: ignore[arg-type]
     arg_types = [a.dtype for a in call.args[1:]]  # type: ignore[attr-defined]
-    implementation = extern_implementation(name, arg_types, call.dtype)
+    implementation = extern_function(name, arg_types, call.dtype)
     if implementation is not None:
         function = compiler.ctx.constant(implementation, name)
         text = f"{function}({', '.join(a.text for a in args)})"
         return compiler.exprs.round_float(text, call.dtype) if call.dtype.is_float else Code(text)
-    math_name = _c_math_name(name)
-    if math_name in math_functions.FLOAT_UNARY and len(args) == 1:
-        return compiler.exprs.round_float(f"_m_{math_name}({args[0].text})", call.dtype)
-    if math_name in math_functions.FLOAT_BINARY and len(args) == 2:
-        return compiler.exprs.round_float(
-            f"_m_{math_name}({args[0].text}, {args[1].text})", call.dtype
-        )
-    if math_name == "fmod" and len(args) == 2:
-        return compiler.exprs.round_float(f"_fmod({args[0].text}, {args[1].text})", call.dtype)
     raise DiagnosticError.at(
         call.span,
         f"the interpreter does not know the extern function '{name}' "
-        "(register one in tirc.interp.extensions.EXTERNS)",
+        "(register one in tirc.interp.EXTERNS)",
     )
-
-
-def _c_math_name(name: str) -> str:
-    """expf, __expf, hexp, exp -> exp: the C, CUDA and half spellings of one function."""
-    stripped = name.lstrip("_")
-    if stripped in math_functions.FLOAT_UNARY or stripped in math_functions.FLOAT_BINARY:
-        return stripped
-    for prefix, suffix in (("", "f"), ("h", ""), ("", "l")):
-        if stripped.startswith(prefix) and stripped.endswith(suffix):
-            core = stripped[len(prefix) : len(stripped) - len(suffix) if suffix else None]
-            if (
-                core in math_functions.FLOAT_UNARY
-                or core in math_functions.FLOAT_BINARY
-                or core == "fmod"
-            ):
-                return core
-    return stripped
 
 
 def _type_annotation(compiler: CallCompiler, call: Call) -> Code:
@@ -353,7 +284,7 @@ def _access_ptr(compiler: CallCompiler, call: Call) -> Code:
 
 
 def _pointer_into(handle: object, offset: int, dtype: DataType) -> object:
-    from tirc.interp.memory import Pointer, access_type
+    from tirc.interp.memory.storage import Pointer, access_type
 
     size = access_type(dtype).itemsize
     if isinstance(handle, Pointer):
@@ -427,19 +358,15 @@ def _vector_combine(compiler: CallCompiler, call: Call) -> Code:
 
 
 def _thread_allreduce(compiler: CallCompiler, call: Call) -> Code:
-    from tirc.interp.compile_allreduce import compile_allreduce
+    from tirc.interp.threads.allreduce import compile_allreduce
 
     return compile_allreduce(compiler, call)
 
 
 _RULES: dict[str, CallRule] = {
-    **{name: _float_unary(name) for name in math_functions.FLOAT_UNARY},
-    **{name: _float_binary(name) for name in math_functions.FLOAT_BINARY},
-    **{name: _predicate(name) for name in math_functions.FLOAT_PREDICATES},
+    **dict.fromkeys(LANEWISE, _lanewise),
     "fmod": _fmod,
     "nextafter": _nextafter,
-    "popcount": _bit_count("popcount"),
-    "clz": _bit_count("clz"),
     "shift_left": _shift("<<"),
     "shift_right": _shift(">>"),
     "bitwise_and": _bitwise("&"),
@@ -451,8 +378,6 @@ _RULES: dict[str, CallRule] = {
     "assume": _true,
     "undef": _zero,
     "reinterpret": _reinterpret,
-    "q_multiply_shift": _q_multiply_shift,
-    "q_multiply_shift_per_axis": _q_multiply_shift_per_axis,
     "call_extern": _extern,
     "call_pure_extern": _extern,
     "type_annotation": _type_annotation,
@@ -471,8 +396,8 @@ _RULES: dict[str, CallRule] = {
 
 
 def _add_ptx_rules() -> None:
-    from tirc.interp.compile_ptx import RULES
-    from tirc.interp.compile_wmma import RULES as WMMA_RULES
+    from tirc.interp.threads.ptx_calls import RULES
+    from tirc.interp.threads.wmma_calls import RULES as WMMA_RULES
 
     _RULES.update(RULES)
     _RULES.update(WMMA_RULES)

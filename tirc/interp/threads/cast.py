@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tirc.interp import interval
-from tirc.interp.context import Code
+from tirc.interp.semantics import interval
+from tirc.interp.threads.context import Code
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import PrimExpr
 from tirc.ir.integer import int_range
 
 if TYPE_CHECKING:
-    from tirc.interp.compile_expr import ExprCompiler
+    from tirc.interp.threads.expr import ExprCompiler
 
 # float kind -> largest integer magnitude below which every integer is exact in it
 _EXACT_INTEGERS = {

@@ -11,29 +11,31 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from tirc.diagnostics import DiagnosticError
-from tirc.interp import interval
-from tirc.interp.context import Code, Context, Slot
+from tirc.interp.semantics import interval
+from tirc.interp.semantics.operators import (
+    ARITHMETIC,
+    COMPARISONS,
+    DIVISIONS,
+    EXTREMA,
+    Operator,
+)
+from tirc.interp.semantics.values import NARROW, round_to
+from tirc.interp.threads.context import Code, Context, Slot
 from tirc.ir import expr as E
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import PrimExpr
 from tirc.ir.integer import int_range, wrap
 
 # float kind -> the runtime helper that rounds a Python float to it (float64 needs none)
-ROUNDERS: dict[str, str] = {
-    "float32": "_f32",
-    "float16": "_round_float16",
-    "bfloat16": "_round_bfloat16",
-    "float8_e4m3fn": "_round_float8_e4m3fn",
-    "float8_e5m2": "_round_float8_e5m2",
-}
+ROUNDERS: dict[str, str] = {"float32": "_f32", **{kind: f"_round_{kind}" for kind in NARROW}}
 
 BinaryRule = Callable[["ExprCompiler", Code, Code, DataType, PrimExpr], Code]
 
 
 class ExprCompiler:
     def __init__(self, ctx: Context):
-        from tirc.interp.compile_access import AccessCompiler
-        from tirc.interp.compile_call import CallCompiler
+        from tirc.interp.threads.access import AccessCompiler
+        from tirc.interp.threads.call import CallCompiler
 
         self.ctx = ctx
         self.access = AccessCompiler(ctx, self)
@@ -84,8 +86,6 @@ class ExprCompiler:
         return Code(self.float_literal(float(value), dtype), pure=True)  # type: ignore[arg-type]
 
     def float_literal(self, value: float, dtype: DataType) -> str:
-        from tirc.interp.runtime import round_to
-
         rounded = round_to(value, dtype)
         if rounded != rounded or rounded in (float("inf"), float("-inf")):
             return self.ctx.constant(rounded, "float")
@@ -149,18 +149,17 @@ def _binary(rule: BinaryRule) -> Callable[[ExprCompiler, PrimExpr], Code]:
 
 def _may_fail(expr: PrimExpr, divisor: Code, dtype: DataType) -> bool:
     """Integer division and modulo fail on zero; every other binary operation is total."""
-    return type(expr) in _INT_DIVISION and dtype.is_integer and not _nonzero_constant(divisor)
+    return type(expr) in DIVISIONS and dtype.is_integer and not _nonzero_constant(divisor)
 
 
-def _arith(
-    symbol: str, combine: Callable[[interval.Range, interval.Range], interval.Range]
-) -> BinaryRule:
+def _arith(operator: Operator) -> BinaryRule:
     def rule(compiler: ExprCompiler, a: Code, b: Code, dtype: DataType, expr: PrimExpr) -> Code:
-        text = f"({a.text} {symbol} {b.text})"
+        text = f"({a.text} {operator.symbol} {b.text})"
         if dtype.is_float:
             return compiler.round_float(text, dtype)
-        if dtype.is_integer:
-            return compiler.fit_int(text, combine((a.low, a.high), (b.low, b.high)), dtype)
+        if dtype.is_integer and operator.bounds is not None:
+            value = operator.bounds((a.low, a.high), (b.low, b.high))
+            return compiler.fit_int(text, value, dtype)
         raise DiagnosticError.at(expr.span, f"arithmetic on {dtype} values")
 
     return rule
@@ -170,50 +169,23 @@ def _nonzero_constant(code: Code) -> bool:
     return code.constant is not None and code.constant != 0
 
 
-def _int_division(
-    symbol: str,
-    helper: str,
-    combine: Callable[[interval.Range, interval.Range], interval.Range],
-    exact_when_nonnegative: bool,
-) -> Callable[[ExprCompiler, Code, Code, DataType, PrimExpr], Code]:
-    """Python's // and % floor; they stand for the truncating forms when a >= 0 and b > 0."""
-
-    def rule(compiler: ExprCompiler, a: Code, b: Code, dtype: DataType, expr: PrimExpr) -> Code:
-        value = combine((a.low, a.high), (b.low, b.high))
+def _division(compiler: ExprCompiler, a: Code, b: Code, dtype: DataType, expr: PrimExpr) -> Code:
+    division = DIVISIONS[type(expr)]
+    if dtype.is_integer:
+        value = division.bounds((a.low, a.high), (b.low, b.high))
         positive_divisor = b.low is not None and b.low > 0
         nonnegative = a.low is not None and a.low >= 0
-        floor_is_right = not exact_when_nonnegative or (nonnegative and positive_divisor)
-        if _nonzero_constant(b) and floor_is_right:
-            return compiler.fit_int(f"({a.text} {symbol} {b.text})", value, dtype)
+        if _nonzero_constant(b) and (division.floors or (nonnegative and positive_divisor)):
+            return compiler.fit_int(f"({a.text} {division.symbol} {b.text})", value, dtype)
         site = compiler.ctx.site(expr, "division")
+        helper = compiler.ctx.constant(division.one_lane, division.one_lane.__name__)
         return compiler.fit_int(f"{helper}({a.text}, {b.text}, {site})", value, dtype)
-
-    return rule
-
-
-_INT_DIVISION: dict[type, BinaryRule] = {
-    E.FloorDiv: _int_division("//", "_floordiv", interval.floordiv, False),
-    E.FloorMod: _int_division("%", "_floormod", interval.floormod, False),
-    E.Div: _int_division("//", "_truncdiv", interval.truncdiv, True),
-    E.Mod: _int_division("%", "_truncmod", interval.truncmod, True),
-}
-
-_FLOAT_DIVISION: dict[type, str] = {
-    E.FloorDiv: "_ffloordiv",
-    E.FloorMod: "_ffloormod",
-    E.Div: "_fdiv",
-    E.Mod: "_fmod",
-}
-
-
-def _division(compiler: ExprCompiler, a: Code, b: Code, dtype: DataType, expr: PrimExpr) -> Code:
-    if dtype.is_integer:
-        return _INT_DIVISION[type(expr)](compiler, a, b, dtype, expr)
     if not dtype.is_float:
         raise DiagnosticError.at(expr.span, f"division of {dtype} values")
     if type(expr) is E.Div and b.text not in ("0.0", "-0.0") and _is_float_literal(b.text):
         return compiler.round_float(f"({a.text} / {b.text})", dtype)
-    return compiler.round_float(f"{_FLOAT_DIVISION[type(expr)]}({a.text}, {b.text})", dtype)
+    helper = compiler.ctx.constant(division.float_one_lane, division.float_one_lane.__name__)
+    return compiler.round_float(f"{helper}({a.text}, {b.text})", dtype)
 
 
 def _is_float_literal(text: str) -> bool:
@@ -224,16 +196,13 @@ def _is_float_literal(text: str) -> bool:
     return True
 
 
-def _extremum(
-    symbol: str, combine: Callable[[interval.Range, interval.Range], interval.Range]
-) -> BinaryRule:
-    """max keeps a when a > b, else b (so max(NaN, x) is x and max(x, NaN) is NaN, as TVM)."""
-
+def _extremum(operator: Operator) -> BinaryRule:
     def rule(compiler: ExprCompiler, a: Code, b: Code, dtype: DataType, expr: PrimExpr) -> Code:
         first_a, later_a = compiler.atom(a)
         first_b, later_b = compiler.atom(b)
-        text = f"({later_a} if {first_a} {symbol} {first_b} else {later_b})"
-        return Code(text, *combine((a.low, a.high), (b.low, b.high)))
+        text = f"({later_a} if {first_a} {operator.symbol} {first_b} else {later_b})"
+        assert operator.bounds is not None
+        return Code(text, *operator.bounds((a.low, a.high), (b.low, b.high)))
 
     return rule
 
@@ -287,7 +256,7 @@ def _select(compiler: ExprCompiler, expr: PrimExpr) -> Code:
 
 def _cast(compiler: ExprCompiler, expr: PrimExpr) -> Code:
     assert isinstance(expr, E.Cast)
-    from tirc.interp.compile_cast import compile_cast
+    from tirc.interp.threads.cast import compile_cast
 
     value = compiler.compile(expr.value)
     source: DataType = expr.value.dtype
@@ -364,21 +333,10 @@ _RULES: dict[type, Callable[[ExprCompiler, PrimExpr], Code]] = {
     E.IntImm: _int_imm,
     E.FloatImm: _float_imm,
     E.StringImm: _string_imm,
-    E.Add: _binary(_arith("+", interval.add)),
-    E.Sub: _binary(_arith("-", interval.sub)),
-    E.Mul: _binary(_arith("*", interval.mul)),
-    E.Div: _binary(_division),
-    E.Mod: _binary(_division),
-    E.FloorDiv: _binary(_division),
-    E.FloorMod: _binary(_division),
-    E.Min: _binary(_extremum("<", interval.minimum)),
-    E.Max: _binary(_extremum(">", interval.maximum)),
-    E.EQ: _binary(_compare("==")),
-    E.NE: _binary(_compare("!=")),
-    E.LT: _binary(_compare("<")),
-    E.LE: _binary(_compare("<=")),
-    E.GT: _binary(_compare(">")),
-    E.GE: _binary(_compare(">=")),
+    **{node: _binary(_arith(operator)) for node, operator in ARITHMETIC.items()},
+    **dict.fromkeys(DIVISIONS, _binary(_division)),
+    **{node: _binary(_extremum(operator)) for node, operator in EXTREMA.items()},
+    **{node: _binary(_compare(operator.symbol)) for node, operator in COMPARISONS.items()},
     E.And: _binary(_logical("and")),
     E.Or: _binary(_logical("or")),
     E.Not: _not,

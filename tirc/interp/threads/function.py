@@ -13,12 +13,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from itertools import count
 
-from tirc.interp.compile_stmt import StmtCompiler
-from tirc.interp.context import Context
-from tirc.interp.dead_code import remove_unread
-from tirc.interp.runtime import base_namespace
-
 from tirc.interp.fault import Site
+from tirc.interp.threads.context import Context
+from tirc.interp.threads.dead_code import remove_unread
+from tirc.interp.threads.runtime import base_namespace
+from tirc.interp.threads.stmt import StmtCompiler
 from tirc.ir.abi import is_kernel
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType

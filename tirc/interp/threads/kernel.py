@@ -1,5 +1,5 @@
 """GPU kernels: the outermost thread-bound statement becomes a generator function run once per
-thread of every block (see threads), and each thread binding inside it reads the thread's
+thread of every block (see scheduler), and each thread binding inside it reads the thread's
 coordinate.
 
 The launch extents of a tag are those of its bindings (the largest, if they differ: a binding
@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tirc.diagnostics import DiagnosticError
-from tirc.interp.compile_access import SHARED_SCOPES, add_terms
-from tirc.interp.context import Code, KernelState
+from tirc.interp.threads.access import SHARED_SCOPES, add_terms
+from tirc.interp.threads.context import Code, KernelState
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import PrimExpr, Var
 from tirc.ir.functor import walk
@@ -22,7 +22,7 @@ from tirc.ir.node import Node
 from tirc.ir.stmt import AttrStmt, For, ForKind, IterVar, Stmt
 
 if TYPE_CHECKING:
-    from tirc.interp.compile_stmt import StmtCompiler
+    from tirc.interp.threads.stmt import StmtCompiler
 
 COORDINATES = {
     "blockIdx.x": "_bx",
@@ -119,7 +119,7 @@ def _launch_kernel(compiler: StmtCompiler, stmt: Stmt) -> None:
             ctx.affine = saved_affine
     grid = ", ".join(extents[tag].text for tag in GRID)
     block = ", ".join(extents[tag].text for tag in BLOCK)
-    from tirc.interp.lockstep import launch_line  # the lockstep mode's hook
+    from tirc.interp.lockstep.kernel import launch_line  # the lockstep mode's hook
 
     ctx.emit(launch_line(compiler, stmt, name, grid, block, site))
 

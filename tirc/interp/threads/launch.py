@@ -11,16 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tirc.interp.context import Code
-
 from tirc.diagnostics import DiagnosticError
+from tirc.interp.threads.context import Code
 from tirc.ir.abi import is_kernel
 from tirc.ir.expr import Call
 from tirc.ir.function import PrimFunc
 
 if TYPE_CHECKING:
-    from tirc.interp.compile_call import CallCompiler
-    from tirc.interp.compile_function import CompiledFunction
+    from tirc.interp.threads.call import CallCompiler
+    from tirc.interp.threads.function import CompiledFunction
 
 
 def launched_kernel(compiler: CallCompiler, name: str) -> PrimFunc | None:
@@ -33,7 +32,7 @@ def launched_kernel(compiler: CallCompiler, name: str) -> PrimFunc | None:
 
 
 def compile_launch(compiler: CallCompiler, call: Call, name: str, kernel: PrimFunc) -> Code:
-    from tirc.interp.compile_function import compile_function
+    from tirc.interp.threads.function import compile_function
 
     args = [compiler.exprs.compile(arg) for arg in call.args[1:]]  # type: ignore[arg-type]
     if len(args) != len(kernel.params):

@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 
 from tirc.interp.fault import Fault
-from tirc.interp.memory import access_type, storage_of, view_of
-from tirc.interp.narrow_float import NARROW
-from tirc.interp.threads import WARP_SIZE, shared_load, shared_store
+from tirc.interp.memory.storage import access_type, storage_of, view_of
+from tirc.interp.semantics.values import NARROW
+from tirc.interp.threads.scheduler import WARP_SIZE, shared_load, shared_store
 from tirc.ir.dtype import DataType, parse_dtype
 from tirc.ir.ptx import ELEMENT_DTYPES, MmaShape, a_element, b_element, c_element
 

@@ -1,4 +1,4 @@
-"""Calls of the warp-level PTX intrinsics (semantics in tirc.interp.ptx).
+"""Calls of the warp-level PTX intrinsics (semantics in tirc.interp.threads.ptx).
 
 ptx_mma, ptx_ldmatrix and mma_store become warp collectives, a `yield` the thread model
 resolves once every lane of the warp has arrived:
@@ -14,14 +14,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tirc.diagnostics import DiagnosticError
-from tirc.interp import ptx
-from tirc.interp.context import Code
-from tirc.interp.threads import WARP_OP
+from tirc.interp.threads import ptx
+from tirc.interp.threads.context import Code
+from tirc.interp.threads.scheduler import WARP_OP
 from tirc.ir.expr import Call, IntImm, StringImm
 from tirc.ir.ptx import mma_shape
 
 if TYPE_CHECKING:
-    from tirc.interp.compile_call import CallCompiler, CallRule
+    from tirc.interp.threads.call import CallCompiler, CallRule
 
 
 def _in_kernel(compiler: CallCompiler, call: Call) -> None:

@@ -10,25 +10,15 @@ import array
 from functools import cache
 from typing import Any
 
-from tirc.interp import math_functions, numeric
 from tirc.interp.fault import Fault
-from tirc.interp.memory import Pointer, allocate, fresh_copy, view_of
-from tirc.interp.narrow_float import NARROW
+from tirc.interp.memory.storage import Pointer, allocate, fresh_copy, view_of
+from tirc.interp.semantics import arith
+from tirc.interp.semantics.values import NARROW, round_f32
 from tirc.ir import integer
 from tirc.ir.buffer import Buffer
-from tirc.ir.dtype import DataType, parse_dtype
+from tirc.ir.dtype import parse_dtype
 
 _INT_TYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
-
-
-def round_to(value: float, dtype: DataType) -> float:
-    """value rounded to a float dtype (at compile time, for constants)."""
-    kind = str(dtype.element)
-    if kind == "float64":
-        return float(value)
-    if kind == "float32":
-        return numeric.round_f32(value)
-    return NARROW[kind].round(value)
 
 
 def describe_shape(buffer: Buffer) -> str:
@@ -134,20 +124,20 @@ def shuffle_lanes(concatenated: tuple, indices: tuple[int, ...]) -> tuple:
 
 @cache
 def base_namespace() -> dict[str, object]:
-    from tirc.interp import threads
+    from tirc.interp.threads import scheduler as threads
 
     names: dict[str, object] = {
         "__builtins__": __builtins__,
-        "_f32": numeric.round_f32,
-        "_floordiv": numeric.floordiv,
-        "_floormod": numeric.floormod,
-        "_truncdiv": numeric.truncdiv,
-        "_truncmod": numeric.truncmod,
-        "_fdiv": numeric.fdiv,
-        "_ffloordiv": numeric.ffloordiv,
-        "_ffloormod": numeric.ffloormod,
-        "_fmod": numeric.fmod,
-        "_f2i": numeric.float_to_int,
+        "_f32": round_f32,
+        "_floordiv": arith.floordiv,
+        "_floormod": arith.floormod,
+        "_truncdiv": arith.truncdiv,
+        "_truncmod": arith.truncmod,
+        "_fdiv": arith.fdiv,
+        "_ffloordiv": arith.ffloordiv,
+        "_ffloormod": arith.ffloormod,
+        "_fmod": arith.fmod,
+        "_f2i": arith.float_to_int,
         "_oob": out_of_bounds,
         "_fault": fault,
         "_Fault": Fault,
@@ -167,8 +157,6 @@ def base_namespace() -> dict[str, object]:
         "_shared_vector_load": threads.shared_vector_load,
         "_shared_vector_store": threads.shared_vector_store,
         "_write_results": threads.write_results,
-        "_popcount": math_functions.popcount,
-        "_clz": math_functions.clz,
     }
     for name in _INT_TYPES:
         names[f"_wrap_{name}"] = integer.wrapper(parse_dtype(name))
@@ -176,11 +164,4 @@ def base_namespace() -> dict[str, object]:
         names[f"_round_{kind}"] = narrow.round
         names[f"_values_{kind}"] = narrow.values
         names[f"_encode_{kind}"] = narrow.encode
-    for table in (
-        math_functions.FLOAT_UNARY,
-        math_functions.FLOAT_BINARY,
-        math_functions.FLOAT_PREDICATES,
-    ):
-        for name, function in table.items():
-            names[f"_m_{name}"] = function
     return names

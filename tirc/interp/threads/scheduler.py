@@ -14,12 +14,12 @@ from collections.abc import Callable, Generator
 from typing import Any
 
 from tirc.interp.fault import Fault
-from tirc.interp.memory import Pointer, Storage, allocate, storage_of
+from tirc.interp.memory.storage import Pointer, Storage, allocate, storage_of
 from tirc.ir.dtype import DataType
 
 WARP_SIZE = 32
 BARRIER, SHUFFLE, ACTIVE_MASK, ALLREDUCE = 0, 1, 2, 3
-# a warp instruction (tirc.interp.ptx): (WARP_OP, site, resolve, operands); once the warp is
+# a warp instruction (tirc.interp.threads.ptx): (WARP_OP, site, resolve, operands); once the warp is
 # there, resolve({thread: operands}, site) returns each thread's reply
 WARP_OP = 4
 SHUFFLE_INDEX, SHUFFLE_UP, SHUFFLE_DOWN = 0, 1, 2
@@ -344,8 +344,8 @@ def _resolve_allreduce(
 
 def write_results(results: tuple, outputs: tuple[tuple[object, DataType], ...]) -> None:
     """Stores each all-reduce result in element 0 of its output buffer."""
-    from tirc.interp.memory import view_of
-    from tirc.interp.narrow_float import NARROW
+    from tirc.interp.memory.storage import view_of
+    from tirc.interp.semantics.values import NARROW
 
     for value, (handle, dtype) in zip(results, outputs, strict=True):
         memory, base = view_of(handle, dtype)

@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from tirc.interp.extensions import INTRINSICS
-from tirc.interp.memory import Pointer, Storage, access_type
-from tirc.interp.narrow_float import NARROW
-from tirc.interp.threads import RaceTracker
+from tirc.interp.memory.storage import Pointer, Storage, access_type
+from tirc.interp.semantics.extensions import INTRINSICS
+from tirc.interp.semantics.values import NARROW
+from tirc.interp.threads.scheduler import RaceTracker
 from tirc.ir.dtype import DataType
 
 

@@ -1,4 +1,4 @@
-"""Calls of the wmma loads and stores (semantics in tirc.interp.wmma), race-checked in kernels.
+"""Calls of the wmma loads and stores (semantics in threads.wmma), race-checked in kernels.
 
 Inside a GPU kernel the built-in implementations also get the thread's number and the call's
 site, so that a tile read from (or written to) shared memory goes through the race tracker;
@@ -14,13 +14,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from tirc.diagnostics import DiagnosticError
-from tirc.interp import wmma
-from tirc.interp.context import Code
-from tirc.interp.extensions import INTRINSICS
+from tirc.interp.semantics.extensions import INTRINSICS
+from tirc.interp.threads import wmma
+from tirc.interp.threads.context import Code
 from tirc.ir.expr import Call
 
 if TYPE_CHECKING:
-    from tirc.interp.compile_call import CallCompiler, CallRule
+    from tirc.interp.threads.call import CallCompiler, CallRule
 
 _TRACKED: dict[str, Callable[..., None]] = {
     "tvm_load_matrix_sync": wmma.load_matrix_sync,

@@ -1,0 +1,2 @@
+"""Memory: storages and pointers (storage), and its per-lane layout in the lockstep model
+(lanes)."""
