@@ -81,7 +81,7 @@ def test_proposals_are_new_and_distinct() -> None:
 def test_the_verifier_prunes_a_candidate_before_it_is_built() -> None:
     search = Search(parse(MATMUL), "main", "cpu", CostModel(use_xgboost=False))
     outcome = Outcome(None, None, None, 0, 0, 0)
-    racing = Candidate(Plan([], "main"), [], [], module=parse(RACE))
+    racing = Candidate(Plan([], "main"), [], module=parse(RACE))
     assert not _is_valid(racing, search, outcome)
     assert outcome.pruned == 1 and racing.key in search.seen
     good = generate(parse(MATMUL), "main", "cpu", random.Random(0))

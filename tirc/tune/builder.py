@@ -47,7 +47,6 @@ class Sampler:
     rng: random.Random
     forced: list[Any] = field(default_factory=list)
     taken: list[Any] = field(default_factory=list)
-    kinds: list[str] = field(default_factory=list)
 
     def next_forced(self) -> Any:
         index = len(self.taken)
@@ -64,7 +63,6 @@ class Sampler:
         else:
             decision = random_tile(self.rng, extent, n, max_innermost, innermost)
         self.taken.append(decision)
-        self.kinds.append("tile")
         return decision
 
     def choice(self, count: int, weights: list[float] | None = None) -> int:
@@ -74,7 +72,6 @@ class Sampler:
         else:
             decision = self.rng.choices(range(count), weights=weights)[0]
         self.taken.append(decision)
-        self.kinds.append("choice")
         return decision
 
 
@@ -239,7 +236,7 @@ def leaf_blocks(sch: Schedule) -> list[SRef]:
     found: list[SRef] = []
 
     def visit(sref: SRef) -> None:
-        children = [c for c in _children(state, sref)]
+        children = _children(state, sref)
         if (
             sref.is_block
             and sref is not state.root

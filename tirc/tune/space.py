@@ -29,7 +29,6 @@ RULE_RETRIES = 2
 class Candidate:
     plan: Plan
     decisions: list[Any]
-    kinds: list[str]
     skipped: frozenset[tuple[str, str]] = field(default_factory=frozenset)
     applied: tuple[tuple[str, str], ...] = ()  # (rule, block) pairs that scheduled something
     module: IRModule | None = None  # the scheduled program
@@ -79,7 +78,6 @@ def generate(
         return Candidate(
             builder.plan(),
             sampler.taken,
-            sampler.kinds,
             frozenset(skip),
             tuple(applied),
             builder.module,

@@ -134,7 +134,7 @@ def _is_valid(candidate: Candidate, search: Search, outcome: Outcome) -> bool:
 
 def _empty(task: Task) -> Candidate:
     module = task.module
-    return Candidate(Plan([], task.func), [], [], module=module)
+    return Candidate(Plan([], task.func), [], module=module)
 
 
 def _record(
@@ -180,7 +180,7 @@ def _resume(task: Task, database: Database, search: Search, outcome: Outcome) ->
         except Exception:  # a plan an older tirc wrote: it still counts as seen
             search.seen.add(row.plan)
             continue
-        candidate = Candidate(read_plan(row.plan), row.decisions, [], module=module)
+        candidate = Candidate(read_plan(row.plan), row.decisions, module=module)
         search.record(
             row.plan, candidate_features(candidate, task.func), Measured(row.decisions, row.seconds)
         )
