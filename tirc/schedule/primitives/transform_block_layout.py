@@ -17,10 +17,10 @@ import dataclasses
 
 from tirc.analysis.arith import Analyzer
 from tirc.ir import expr as E
-from tirc.ir.buffer import Range
+from tirc.ir.buffer import BufferRegion, Range
 from tirc.ir.expr import IntImm, PrimExpr, Var
-from tirc.ir.functor import walk
-from tirc.ir.stmt import For, ForKind, IterType, IterVar, SBlock, SBlockRealize, Stmt
+from tirc.ir.functor import Mutator, walk
+from tirc.ir.stmt import BufferStore, For, ForKind, IterType, IterVar, SBlock, SBlockRealize, Stmt
 from tirc.schedule.access_simplify import simplify_accesses
 from tirc.schedule.dtype_substitute import substitute_legalized
 from tirc.schedule.errors import ScheduleError
@@ -163,6 +163,7 @@ def _rewrite(
         bind_unit_iterators=False,
         arrange=lambda index: _iterators_first(index, set(new_vars)),
     )
+    new_block = _NegativeOffsets().visit(new_block)
     loop_vars = tuple(Var(f"ax{position}", var.dtype) for position, var in enumerate(new_vars))
     new_realize = dataclasses.replace(realize, iter_values=loop_vars, block=new_block)
     return new_block, new_realize
@@ -180,7 +181,7 @@ def _iterators_first(index: PrimExpr, iterators: set[Var]) -> PrimExpr:
             pending += [term.b, term.a]
         else:
             terms.append(term)
-    reads = [_reads_any(term, iterators) for term in terms]
+    reads = [bool(_vars_of(term) & iterators) for term in terms]
     if all(reads) or not any(reads) or reads.index(False) == len(reads) - 1:
         return index  # one kind of term only, or the iterators' then one other
     moving = [term for term, read in zip(terms, reads, strict=True) if read]
@@ -188,22 +189,62 @@ def _iterators_first(index: PrimExpr, iterators: set[Var]) -> PrimExpr:
     return E.Add(_sum(moving), _sum(base))
 
 
+class _NegativeOffsets(Mutator):
+    """`x - 3` written `x + -3` in the accesses and regions, as TVM writes an index in
+    iterator-map form; except `v - 3` for an iterator `v` that the condition of an enclosing
+    `T.if_then_else` reads (`if_then_else(3 <= v, A[v - 3], 0)`), which TVM's simplifier,
+    knowing the condition, leaves as written."""
+
+    def __init__(self) -> None:
+        self.guarded: list[set[Var]] = []
+
+    def index(self, index: PrimExpr, guarded: bool = True) -> PrimExpr:
+        if not (isinstance(index, E.Sub) and isinstance(index.b, IntImm)):
+            return index
+        if guarded and isinstance(index.a, Var) and any(index.a in vs for vs in self.guarded):
+            return index
+        return E.Add(index.a, IntImm(-index.b.value, index.b.dtype))
+
+    def visit_Call(self, node: E.Call) -> PrimExpr:
+        if node.op != "if_then_else":
+            return self.generic_visit(node)
+        condition, then_value, else_value = node.args
+        assert isinstance(condition, PrimExpr)
+        self.guarded.append(_vars_of(condition))
+        branches = (self.visit(then_value), self.visit(else_value))
+        self.guarded.pop()
+        return dataclasses.replace(node, args=(self.visit(condition), *branches))
+
+    def visit_BufferLoad(self, node: E.BufferLoad) -> PrimExpr:
+        return dataclasses.replace(node, indices=tuple(self.index(i) for i in node.indices))
+
+    def visit_BufferStore(self, node: BufferStore) -> Stmt:
+        indices = tuple(self.index(i) for i in node.indices)
+        return dataclasses.replace(node, value=self.visit(node.value), indices=indices)
+
+    def visit_SBlock(self, node: SBlock) -> Stmt:
+        new = self.generic_visit(node)
+
+        def region(item: BufferRegion) -> BufferRegion:
+            ranges = tuple(Range(self.index(r.min, False), r.extent) for r in item.region)
+            return BufferRegion(item.buffer, ranges)
+
+        reads = tuple(region(item) for item in new.reads)
+        writes = tuple(region(item) for item in new.writes)
+        return dataclasses.replace(new, reads=reads, writes=writes)
+
+
+def _vars_of(expr: PrimExpr) -> set[Var]:
+    found: set[Var] = set()
+    walk(expr, lambda node: found.add(node) if isinstance(node, Var) else None)
+    return found
+
+
 def _sum(terms: list[PrimExpr]) -> PrimExpr:
     result = terms[0]
     for term in terms[1:]:
         result = E.Add(result, term)
     return result
-
-
-def _reads_any(expr: PrimExpr, variables: set[Var]) -> bool:
-    found = False
-
-    def visit(node: object) -> None:
-        nonlocal found
-        found = found or (isinstance(node, Var) and node in variables)
-
-    walk(expr, visit)
-    return found
 
 
 def _iter_type_of(expr: PrimExpr, types: dict[int, IterType]) -> IterType:
