@@ -10,14 +10,11 @@ from pathlib import Path
 import numpy as np
 
 from tests.codegen_cuda.helpers import require_tool
+from tests.transform.helpers import widest_access
 from tirc import interp
 from tirc.codegen.cuda import emit_cuda
 from tirc.driver.lower import lower_module
-from tirc.ir import expr as E
-from tirc.ir import stmt as S
 from tirc.ir.function import IRModule
-from tirc.ir.functor import walk
-from tirc.ir.node import Node
 from tirc.text import parse
 
 KERNEL = Path(__file__).parent / "kernels" / "wide_vector_reduction.tir"
@@ -43,17 +40,7 @@ def test_cuda_c_grows_with_the_steps_not_with_the_lanes() -> None:
 
 
 def test_no_access_wider_than_16_bytes_reaches_the_backend() -> None:
-    widest = 0
-
-    def look(node: Node) -> None:
-        nonlocal widest
-        if isinstance(node, E.BufferLoad):
-            widest = max(widest, node.dtype.bytes)
-        elif isinstance(node, S.BufferStore):
-            widest = max(widest, node.value.dtype.bytes)  # type: ignore[attr-defined]
-
-    walk(lower_module(kernel(), target="cuda"), look)
-    assert widest == 16
+    assert widest_access(lower_module(kernel(), target="cuda")) == 16
 
 
 def test_the_lowered_kernel_computes_what_the_kernel_does() -> None:

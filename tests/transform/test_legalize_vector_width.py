@@ -6,15 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.transform.helpers import run_passes
+from tests.transform.helpers import run_passes, widest_access
 from tirc import interp
 from tirc.ir import dtype as dt
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
 from tirc.ir.buffer import make_buffer
 from tirc.ir.function import IRModule, PrimFunc
-from tirc.ir.functor import walk
-from tirc.ir.node import Node
 from tirc.text import parse
 
 PROGRAM = """
@@ -30,21 +28,6 @@ def main(A: T.Buffer((S,), "{narrow}"), B: T.Buffer((S,), "{wide}"), C: T.Buffer
 def program(narrow: str, wide: str, lanes: int) -> IRModule:
     text = f"L = {lanes}\nS = {2 * lanes}\n" + PROGRAM.format(narrow=narrow, wide=wide)
     return parse(text)
-
-
-def widest_access(module: IRModule) -> int:
-    """Bytes of the widest load or store in the module."""
-    widest = 0
-
-    def look(node: Node) -> None:
-        nonlocal widest
-        if isinstance(node, E.BufferLoad):
-            widest = max(widest, node.dtype.bytes)
-        elif isinstance(node, S.BufferStore):
-            widest = max(widest, node.value.dtype.bytes)  # type: ignore[attr-defined]
-
-    walk(module, look)
-    return widest
 
 
 def outputs(module: IRModule) -> dict[str, object]:

@@ -7,27 +7,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
-from tirc.driver.lower import lower_module
-from tirc.interp import random_inputs, run
+from tests.transform.helpers import lowered_computes_the_same
 from tirc.ir import stmt as S
 from tirc.ir.functor import walk
-from tirc.text import parse
 
 PROGRAM = Path(__file__).parent / "programs" / "shared_transpose.tir"
 
 
 def test_shared_tile_spans_the_threads_and_computes_the_same() -> None:
-    original = parse(PROGRAM.read_text(), name=str(PROGRAM))
-    lowered = lower_module(original, target="cuda")
-    inputs = random_inputs(original["main"], 5)
-    expected = {key: np.array(value, copy=True) for key, value in inputs.items()}
-    got = {key: np.array(value, copy=True) for key, value in inputs.items()}
-    run(original["main"], expected)
-    run(lowered["main"], got, module=lowered)  # the thread model: a race would be an error
-    for key in expected:
-        np.testing.assert_array_equal(got[key], expected[key], err_msg=key)
+    lowered, _, _ = lowered_computes_the_same(PROGRAM, 5)  # a race would be an error
     shapes: dict[str, tuple[int, ...]] = {}
 
     def record(node: object) -> None:
