@@ -205,3 +205,18 @@ def test_scalars_bool_and_float16_tensors(tmp_path: Path) -> None:
         module["axpy"](a, b, a, 1.0, 1)
     with pytest.raises(AttributeError):
         module["hidden"]  # private: no packed function
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        ("--emit", "header"),
+        ("--target", "cuda", "--emit", "ptx"),
+        ("--target", "cuda", "--emit", "ll"),
+    ],
+)
+def test_tvm_ffi_only_for_host_code(tmp_path: Path, options: tuple[str, ...]) -> None:
+    """A header, PTX or NVVM IR holds no packed function: asking for one is an error."""
+    output = tmp_path / "out"
+    assert main(["compile", str(SCALE), *options, "--abi", "tvm-ffi", "-o", str(output)]) == 1
+    assert not output.exists()

@@ -40,6 +40,7 @@ EMIT_SUFFIXES = {
 }
 BINARY_KINDS = ("obj", "so", "cubin")
 ABIS = ("c", "tvm-ffi")
+TVM_FFI_EMITS = {"llvm": ("obj", "so", "ll", "asm"), "cuda": ("cu",)}  # code, by backend
 
 
 @dataclass(frozen=True)
@@ -156,7 +157,7 @@ def check_compile_options(
             f"--target {target.name} cannot emit '{emit}'",
             Note(f"it emits {', '.join(target.emits)}; --emit {emit} is for --target {others[0]}"),
         )
-    check_abi(abi)
+    check_abi(abi, emit, target.backend)
     if target.backend != "cuda":
         if ptx_via is not None:
             raise DiagnosticError.at(
@@ -172,9 +173,18 @@ def check_compile_options(
         check_cuda_opt_level(opt_level, ptx_via, emit)
 
 
-def check_abi(abi: str) -> None:
+def check_abi(abi: str, emit: str | None = None, backend: str = "llvm") -> None:
+    """`abi` is c or tvm-ffi; tvm-ffi only for host code (`emit` of `backend`), which its
+    packed functions are part of: not for a header, PTX, a cubin or NVVM IR."""
     if abi not in ABIS:
         raise DiagnosticError.at(None, f"unknown --abi '{abi}' (expected c or tvm-ffi)")
+    emits = TVM_FFI_EMITS.get(backend, ())
+    if abi == "tvm-ffi" and emit is not None and emit not in emits:
+        raise DiagnosticError.at(
+            None,
+            f"--abi tvm-ffi adds packed functions to code, which --emit {emit} does not hold",
+            Note(f"use it with --emit {', '.join(emits)}" if emits else "drop --abi"),
+        )
 
 
 def backend_code(module: IRModule, target: Target, options: CodeOptions) -> str | bytes:
