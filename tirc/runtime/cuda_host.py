@@ -45,10 +45,14 @@ class HostRun:
     synchronize_each: bool = False
     launches: int = 0  # launches made by this call
     facts: dict[int, _KernelFacts] = field(default_factory=dict)
+    shared_sizes: dict[int, E.PrimExpr] = field(default_factory=dict)  # per kernel, found once
 
     def evaluate(self, expr: E.PrimExpr, what: str) -> int | float | bool:
         from tirc.analysis.arith import Analyzer
         from tirc.ir.substitute import substitute
+
+        if isinstance(expr, (E.IntImm, E.FloatImm)):
+            return expr.value
 
         known = {
             var: _literal(var, value)
@@ -115,8 +119,9 @@ class HostRun:
         block = (extent("threadIdx.x"), extent("threadIdx.y"), extent("threadIdx.z"))
         if 0 in grid or 0 in block:
             return  # an empty grid: nothing to do
-        _, shared_bytes = dynamic_shared_layout(kernel)
-        shared_bytes = kernel.at_launch(shared_bytes, node)
+        if node.index not in self.shared_sizes:  # a walk of the kernel: once, not per launch
+            self.shared_sizes[node.index] = dynamic_shared_layout(kernel)[1]
+        shared_bytes = kernel.at_launch(self.shared_sizes[node.index], node)
         shared = int(self.evaluate(shared_bytes, f"the shared memory of {kernel.name}"))
         function = self.functions[node.index]
         self._check_launch(node.index, kernel.name, grid, block, shared)
