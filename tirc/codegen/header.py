@@ -23,6 +23,8 @@ _C_SCALARS = {
     "float64": "double",
     "bool": "bool",
     "float16": "uint16_t",  # the bits of an IEEE half; _Float16 is not portable C
+    "float8_e4m3fn": "uint8_t",  # the bits, as ml_dtypes stores them
+    "float8_e5m2": "uint8_t",
 }
 
 
