@@ -56,12 +56,15 @@ def divide_subspace(
     inner: set[Var],
     predicate: PrimExpr | None = None,
     keep_unit_iters: bool = True,
+    extents: Sequence[PrimExpr] | None = None,
 ) -> Division:
     """`indices` (an affine map of the loops in `domains`) divided between the `inner` loops
-    and the rest; raises DivisionError when some index or predicate mixes them otherwise."""
+    and the rest; raises DivisionError when some index or predicate mixes them otherwise.
+    `extents`, the ranges of the indices, let an index of loops of symbolic extent go whole
+    to the one side whose loops it reads."""
     for var, domain in domains.items():
         if not (isinstance(domain.min, IntImm) and isinstance(domain.extent, IntImm)):
-            whole = _divide_whole_loops(indices, domains, inner, predicate)
+            whole = _divide_whole_loops(indices, domains, inner, predicate, extents)
             if whole is not None:
                 return whole
             raise DivisionError(f"loop {var.name} does not have a constant range")
@@ -107,27 +110,34 @@ def _divide_whole_loops(
     domains: Mapping[Var, Range],
     inner: set[Var],
     predicate: PrimExpr | None,
+    extents: Sequence[PrimExpr] | None,
 ) -> Division | None:
     """Where loops have symbolic extents: the division when each index is one loop read
-    whole (the index goes to the side of its loop, over the loop's extent) and there is no
-    predicate; None otherwise."""
+    whole, or (given the indices' `extents`) reads loops of one side only (the index goes
+    whole to that side: `fused // n` and `fused % n` of an inner fused loop), and there is
+    no predicate; None otherwise."""
     if predicate is not None and not (isinstance(predicate, IntImm) and predicate.value):
         return None
     outer: list[Part] = []
     inner_parts: list[Part] = []
-    for index in indices:
-        if not (isinstance(index, Var) and index in domains):
-            return None
-        domain = domains[index]
-        if not (isinstance(domain.min, IntImm) and domain.min.value == 0):
-            return None
-        extent: int | PrimExpr = domain.extent
+    for position, index in enumerate(indices):
+        extent: int | PrimExpr
+        if isinstance(index, Var) and index in domains:
+            domain = domains[index]
+            if not (isinstance(domain.min, IntImm) and domain.min.value == 0):
+                return None
+            extent, is_inner = domain.extent, index in inner
+        else:
+            loops = _vars_of(index) & set(domains)
+            if extents is None or not loops or (loops & inner and loops - inner):
+                return None
+            extent, is_inner = extents[position], bool(loops & inner)
         if isinstance(extent, IntImm):
             extent = extent.value
         zero = Part(IntImm(0, index.dtype), 1)
         whole = Part(index, extent)
-        outer.append(zero if index in inner else whole)
-        inner_parts.append(whole if index in inner else zero)
+        outer.append(zero if is_inner else whole)
+        inner_parts.append(whole if is_inner else zero)
     return Division(tuple(outer), tuple(inner_parts), None, None)
 
 

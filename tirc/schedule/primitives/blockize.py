@@ -113,6 +113,7 @@ def build_blockized(
             inner_loops,
             realize.predicate,
             preserve_unit_iters,
+            _extents(block),
         )
     except DivisionError as error:
         raise ScheduleError(
@@ -179,6 +180,13 @@ def build_blockized(
         tuple(outer_values), division.outer_predicate or true, outer_block
     )
     return outer_realize, {block: inner_block}
+
+
+def _extents(block: SBlock) -> list[PrimExpr]:
+    """The extents of a block's iterators (what their bindings range over)."""
+    return [
+        iv.dom.extent if iv.dom is not None else IntImm(1, iv.var.dtype) for iv in block.iter_vars
+    ]
 
 
 def _iter_var(var: Var, extent: int | PrimExpr, iter_type: IterType) -> IterVar:
@@ -375,6 +383,7 @@ def _divide(state: object, member: _Member, preserve_unit_iters: bool) -> Divisi
             {node.loop_var for node in member.loops},
             realize.predicate,
             preserve_unit_iters,
+            _extents(realize.block),
         )
     except DivisionError as error:
         raise ScheduleError(
