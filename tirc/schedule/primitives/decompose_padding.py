@@ -31,7 +31,7 @@ from tirc.schedule.access_simplify import simplify_accesses
 from tirc.schedule.errors import ScheduleError
 from tirc.schedule.primitives import primitive
 from tirc.schedule.properties import realize_of, uses_var
-from tirc.schedule.rebind import conjoin
+from tirc.schedule.rebind import conjoin, const_value
 from tirc.schedule.schedule import Schedule, describe
 from tirc.schedule.signature import Kind, Param, Signature
 from tirc.schedule.splice import replace_with_sequence
@@ -245,7 +245,7 @@ def _in_bound_nest(
         # The in-bound condition on the binding, as far as the loops do not ensure it.
         for test in (E.LE(low, bound), E.LT(bound, high)):
             if not _provable(test, loops, mapping, extents, outer):
-                conditions = conjoin(conditions, test)
+                conditions = conjoin(conditions, _bound_test(test))
     body = dataclasses.replace(store, value=value)
     block = dataclasses.replace(node, iter_vars=tuple(iter_vars), body=body)
     block = substitute(block, shift)
@@ -285,6 +285,28 @@ def _provable(
     outer: Analyzer,
 ) -> bool:
     return _within(loops, mapping, outer, extents).can_prove(test)
+
+
+def _bound_test(test: E.LE | E.LT) -> PrimExpr:
+    """A bound test `c <= x` or `x < c` with the constant moved through a division by a
+    positive constant and an added constant, as TVM's simplifier writes it:
+    `1 <= f // 10` is `10 <= f`, `f // 10 < 9` is `f < 90`, `1 <= i + 3` is `-2 <= i`."""
+    while True:
+        low = isinstance(test, E.LE)
+        bound, side = (test.a, test.b) if low else (test.b, test.a)
+        value = const_value(bound)
+        if value is None:
+            return test
+        dtype = bound.dtype
+        if isinstance(side, E.FloorDiv) and (divisor := const_value(side.b)) and divisor > 0:
+            moved = value * divisor
+            side = side.a
+        elif isinstance(side, E.Add) and (offset := const_value(side.b)) is not None:
+            moved = value - offset
+            side = side.a
+        else:
+            return test
+        test = E.LE(IntImm(moved, dtype), side) if low else E.LT(side, IntImm(moved, dtype))
 
 
 def _conjuncts(expr: PrimExpr) -> list[PrimExpr]:
