@@ -1,4 +1,5 @@
-"""Generic traversal of IR trees: a Visitor and a Mutator that dispatch on a table.
+"""Generic traversal of IR trees: a Visitor and a Mutator that dispatch on a table, and
+`Dispatch`, a typed table of handlers by node class for the rules written as functions.
 
 Subclasses define `visit_<ClassName>` for the nodes they care about; every other node is walked
 field by field. The Mutator rebuilds a node only when a child changed, so unchanged subtrees
@@ -11,13 +12,19 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from functools import cache
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import Var
 from tirc.ir.node import Node
 
 NodeT = TypeVar("NodeT", bound=Node)
+ContextT = TypeVar("ContextT")
+ResultT = TypeVar("ResultT")
+ArgsP = ParamSpec("ArgsP")
+FirstT = TypeVar("FirstT")
+SecondT = TypeVar("SecondT")
+ThirdT = TypeVar("ThirdT")
 
 
 def _child_fields(cls: type) -> tuple[str, ...]:
@@ -127,3 +134,91 @@ class _Walker(Visitor):
         if isinstance(item, Node):
             self.callback(item)
         super().visit(item)
+
+
+class Dispatch(Generic[ContextT, ArgsP, ResultT]):
+    """Handlers by node class, each a function `(context, node, *args) -> result`:
+
+        RULES: Dispatch[Printer, [int | None], str] = Dispatch("CUDA expression")
+
+        @RULES.register(E.Min, E.Max)
+        def _min_max(printer: Printer, node: E.Min | E.Max, lane: int | None) -> str: ...
+
+    The checker holds each handler to the classes it is registered for (its node parameter
+    must accept each of them), the table's context, extra arguments and result; `RULES(printer,
+    node, lane)` calls the handler of the node's class or of its nearest registered base.
+    """
+
+    def __init__(self, what: str) -> None:
+        self.what = what  # for the message when a node has no handler
+        self._handlers: dict[type, Callable[..., ResultT]] = {}
+        self._found: dict[type, Callable[..., ResultT] | None] = {}
+
+    # The node parameter is checked against the union of up to three classes; past that,
+    # against their nearest common base, which the handler then takes.
+    @overload
+    def register(
+        self, first: type[FirstT], /
+    ) -> Callable[
+        [Callable[Concatenate[ContextT, FirstT, ArgsP], ResultT]],
+        Callable[Concatenate[ContextT, FirstT, ArgsP], ResultT],
+    ]: ...
+    @overload
+    def register(
+        self, first: type[FirstT], second: type[SecondT], /
+    ) -> Callable[
+        [Callable[Concatenate[ContextT, FirstT | SecondT, ArgsP], ResultT]],
+        Callable[Concatenate[ContextT, FirstT | SecondT, ArgsP], ResultT],
+    ]: ...
+    @overload
+    def register(
+        self, first: type[FirstT], second: type[SecondT], third: type[ThirdT], /
+    ) -> Callable[
+        [Callable[Concatenate[ContextT, FirstT | SecondT | ThirdT, ArgsP], ResultT]],
+        Callable[Concatenate[ContextT, FirstT | SecondT | ThirdT, ArgsP], ResultT],
+    ]: ...
+    @overload
+    def register(
+        self, *classes: type[FirstT]
+    ) -> Callable[
+        [Callable[Concatenate[ContextT, FirstT, ArgsP], ResultT]],
+        Callable[Concatenate[ContextT, FirstT, ArgsP], ResultT],
+    ]: ...
+    def register(
+        self, *classes: type
+    ) -> Callable[[Callable[..., ResultT]], Callable[..., ResultT]]:
+        def decorate(handler: Callable[..., ResultT]) -> Callable[..., ResultT]:
+            for cls in classes:
+                self._handlers[cls] = handler
+            self._found.clear()
+            return handler
+
+        return decorate
+
+    def handles(self, cls: type) -> bool:
+        return self._lookup(cls) is not None
+
+    def _lookup(self, cls: type) -> Callable[..., ResultT] | None:
+        try:
+            return self._found[cls]
+        except KeyError:
+            pass
+        found = next((self._handlers[k] for k in cls.__mro__ if k in self._handlers), None)
+        self._found[cls] = found
+        return found
+
+    def __call__(
+        self, context: ContextT, node: object, *args: ArgsP.args, **kwargs: ArgsP.kwargs
+    ) -> ResultT:
+        handler = self._lookup(type(node))
+        if handler is None:
+            raise NoHandler(f"{self.what}: no rule for {type(node).__name__}", node)
+        return handler(context, node, *args, **kwargs)
+
+
+class NoHandler(LookupError):
+    """A node that a Dispatch table has no handler for; `node` is it, for a located error."""
+
+    def __init__(self, message: str, node: object) -> None:
+        super().__init__(message)
+        self.node = node

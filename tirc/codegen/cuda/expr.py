@@ -7,8 +7,7 @@ forms (`*(float4*)(A + i)`, `make_float4(...)`) exist only for CUDA's vector str
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import cache
+from typing import TypeGuard
 
 from tirc.analysis.arith.analyzer import Analyzer
 from tirc.codegen.cuda import types
@@ -17,6 +16,7 @@ from tirc.diagnostics import DiagnosticError
 from tirc.ir import expr as E
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType
+from tirc.ir.functor import Dispatch
 from tirc.ir.substitute import substitute
 
 # C precedence levels, higher binds tighter
@@ -24,7 +24,6 @@ PRIMARY, UNARY, MULTIPLY, ADD, SHIFT, RELATION, EQUALITY = 16, 15, 13, 12, 11, 1
 BIT_AND, BIT_XOR, BIT_OR, LOGIC_AND, LOGIC_OR, CONDITIONAL = 8, 7, 6, 5, 4, 3
 
 Code = tuple[str, int]  # text and the precedence of its outermost operator
-Handler = Callable[["ExprPrinter", E.PrimExpr, "int | None"], Code]
 
 _BINARY: dict[type, tuple[str, int]] = {
     E.Add: ("+", ADD),
@@ -69,15 +68,13 @@ class ExprPrinter:
         return self.code(expr, lane)[0]
 
     def code(self, expr: object, lane: int | None = None) -> Code:
-        handler = _handler(type(expr))  # type: ignore[arg-type]
-        if handler is None:
+        if not (isinstance(expr, E.PrimExpr) and RULES.handles(type(expr))):
             raise DiagnosticError.at(
                 getattr(expr, "span", None), f"CUDA codegen: cannot emit {type(expr).__name__}"
             )
-        dtype = getattr(expr, "dtype", None)
-        if lane is None and isinstance(dtype, DataType) and dtype.is_vector:
-            return self.whole_vector(expr)  # type: ignore[arg-type]
-        return handler(self, expr, lane)  # type: ignore[arg-type]
+        if lane is None and expr.dtype.is_vector:
+            return self.whole_vector(expr)
+        return RULES(self, expr, lane)
 
     def operand(self, expr: object, lane: int | None, at_least: int) -> str:
         text, precedence = self.code(expr, lane)
@@ -97,8 +94,9 @@ class ExprPrinter:
         vector = types.vector_type(dtype)
         if vector is None:
             raise DiagnosticError.at(expr.span, f"CUDA codegen: {dtype} is not a CUDA vector type")
-        if isinstance(expr, E.BufferLoad) and self.is_contiguous(expr.indices[-1]):
-            base = self(expr.indices[-1].base)  # type: ignore[attr-defined]
+        index = expr.indices[-1] if isinstance(expr, E.BufferLoad) else None
+        if isinstance(expr, E.BufferLoad) and index is not None and self.is_contiguous(index):
+            base = self(index.base)
             return f"*({vector}*)({self.pointer(expr.buffer)} + {base})", UNARY
         lanes = ", ".join(self(expr, lane) for lane in range(dtype.lanes))
         maker = {"half2": "__halves2half2", "nv_bfloat162": "__halves2bfloat162"}.get(
@@ -106,7 +104,7 @@ class ExprPrinter:
         )
         return f"{maker}({lanes})", PRIMARY
 
-    def is_contiguous(self, index: E.PrimExpr) -> bool:
+    def is_contiguous(self, index: E.PrimExpr) -> TypeGuard[E.Ramp]:
         return isinstance(index, E.Ramp) and E.is_const_int(index.stride, 1)
 
     def is_aligned(self, index: E.PrimExpr) -> bool:
@@ -131,9 +129,13 @@ class ExprPrinter:
         return f"({target}){text}"
 
 
+RULES: Dispatch[ExprPrinter, [int | None], Code] = Dispatch("CUDA codegen")
+
+
 _FLOAT32 = DataType("float", 32)
 
 
+@RULES.register(E.Var)
 def _var(p: ExprPrinter, node: E.Var, lane: int | None) -> Code:
     name = p.names(node)
     if node in p.vector_vars and lane is not None:
@@ -141,21 +143,25 @@ def _var(p: ExprPrinter, node: E.Var, lane: int | None) -> Code:
     return name, PRIMARY
 
 
+@RULES.register(E.IntImm)
 def _int(p: ExprPrinter, node: E.IntImm, lane: int | None) -> Code:
     text = types.int_literal(node.value, node.dtype)
     return text, (UNARY if text.startswith(("-", "(")) else PRIMARY)
 
 
+@RULES.register(E.FloatImm)
 def _float(p: ExprPrinter, node: E.FloatImm, lane: int | None) -> Code:
     text = types.float_literal(node.value, node.dtype)
     return text, (UNARY if text.startswith("-") else PRIMARY)
 
 
+@RULES.register(E.StringImm)
 def _string(p: ExprPrinter, node: E.StringImm, lane: int | None) -> Code:
     escaped = node.value.replace("\\", "\\\\").replace('"', '\\"')
     return f'"{escaped}"', PRIMARY
 
 
+@RULES.register(E.Cast)
 def _cast(p: ExprPrinter, node: E.Cast, lane: int | None) -> Code:
     source: DataType = node.value.dtype
     if source.element == node.dtype.element:
@@ -163,11 +169,12 @@ def _cast(p: ExprPrinter, node: E.Cast, lane: int | None) -> Code:
     return p.cast(node.dtype.element, p.operand(node.value, lane, UNARY), source), UNARY
 
 
-def _binary(p: ExprPrinter, node: E.PrimExpr, lane: int | None) -> Code:
+@RULES.register(E.BinaryOp, E.CompareOp, E.LogicalOp)  # the classes in _BINARY
+def _binary(p: ExprPrinter, node: E.BinaryOp | E.CompareOp | E.LogicalOp, lane: int | None) -> Code:
     symbol, precedence = _BINARY[type(node)]
-    operand_type: DataType = node.a.dtype  # type: ignore[attr-defined]
-    left = p.operand(node.a, lane, precedence)  # type: ignore[attr-defined]
-    right = p.operand(node.b, lane, precedence + 1)  # type: ignore[attr-defined]
+    operand_type = node.a.dtype
+    left = p.operand(node.a, lane, precedence)
+    right = p.operand(node.b, lane, precedence + 1)
     if operand_type.is_float8:
         # fp8 has no arithmetic: compute in float, store back in fp8
         left, right = f"(float){left}", f"(float){right}"
@@ -178,6 +185,7 @@ def _binary(p: ExprPrinter, node: E.PrimExpr, lane: int | None) -> Code:
     return f"{left} {symbol} {right}", precedence
 
 
+@RULES.register(E.FloorDiv, E.FloorMod)
 def _floor_div_mod(p: ExprPrinter, node: E.FloorDiv | E.FloorMod, lane: int | None) -> Code:
     is_div = isinstance(node, E.FloorDiv)
     dtype = node.dtype.element
@@ -208,6 +216,7 @@ def _floor_div_mod(p: ExprPrinter, node: E.FloorDiv | E.FloorMod, lane: int | No
     return f"{helper}({p(node.a, lane)}, {p(node.b, lane)})", PRIMARY
 
 
+@RULES.register(E.Min, E.Max)
 def _min_max(p: ExprPrinter, node: E.Min | E.Max, lane: int | None) -> Code:
     name = "min" if isinstance(node, E.Min) else "max"
     dtype = node.dtype.element
@@ -228,10 +237,12 @@ def _min_max(p: ExprPrinter, node: E.Min | E.Max, lane: int | None) -> Code:
     return f"{name}({a}, {b})", PRIMARY
 
 
+@RULES.register(E.Not)
 def _not(p: ExprPrinter, node: E.Not, lane: int | None) -> Code:
     return f"!{p.operand(node.a, lane, UNARY)}", UNARY
 
 
+@RULES.register(E.Select)
 def _select(p: ExprPrinter, node: E.Select, lane: int | None) -> Code:
     condition = p.operand(node.condition, lane, LOGIC_OR)
     then = p.operand(node.true_value, lane, LOGIC_OR)
@@ -239,6 +250,7 @@ def _select(p: ExprPrinter, node: E.Select, lane: int | None) -> Code:
     return f"{condition} ? {then} : {otherwise}", CONDITIONAL
 
 
+@RULES.register(E.Ramp)
 def _ramp(p: ExprPrinter, node: E.Ramp, lane: int | None) -> Code:
     assert lane is not None
     if lane == 0:
@@ -253,10 +265,12 @@ def _ramp(p: ExprPrinter, node: E.Ramp, lane: int | None) -> Code:
     )
 
 
+@RULES.register(E.Broadcast)
 def _broadcast(p: ExprPrinter, node: E.Broadcast, lane: int | None) -> Code:
     return p.code(node.value)
 
 
+@RULES.register(E.Shuffle)
 def _shuffle(p: ExprPrinter, node: E.Shuffle, lane: int | None) -> Code:
     assert lane is not None
     index = node.indices[lane]
@@ -271,11 +285,13 @@ def _shuffle(p: ExprPrinter, node: E.Shuffle, lane: int | None) -> Code:
     raise DiagnosticError.at(node.span, "CUDA codegen: shuffle index out of range")
 
 
+@RULES.register(E.Let)
 def _let(p: ExprPrinter, node: E.Let, lane: int | None) -> Code:
     # C has no let-expressions; the value is pure, so it can stand in for the variable
     return p.code(substitute(node.body, {node.var: node.value}), lane)
 
 
+@RULES.register(E.BufferLoad)
 def _load(p: ExprPrinter, node: E.BufferLoad, lane: int | None) -> Code:
     index = node.indices[-1] if node.indices else E.IntImm(0)
     if len(node.indices) > 1:
@@ -292,38 +308,8 @@ def _load(p: ExprPrinter, node: E.BufferLoad, lane: int | None) -> Code:
     return text, PRIMARY
 
 
+@RULES.register(E.Call)
 def _call(p: ExprPrinter, node: E.Call, lane: int | None) -> Code:
     from tirc.codegen.cuda.calls import print_call
 
     return print_call(p, node, lane)
-
-
-_HANDLERS: dict[type, Handler] = {
-    E.Var: _var,  # type: ignore[dict-item]
-    E.IntImm: _int,  # type: ignore[dict-item]
-    E.FloatImm: _float,  # type: ignore[dict-item]
-    E.StringImm: _string,  # type: ignore[dict-item]
-    E.Cast: _cast,  # type: ignore[dict-item]
-    E.FloorDiv: _floor_div_mod,  # type: ignore[dict-item]
-    E.FloorMod: _floor_div_mod,  # type: ignore[dict-item]
-    E.Min: _min_max,  # type: ignore[dict-item]
-    E.Max: _min_max,  # type: ignore[dict-item]
-    E.Not: _not,  # type: ignore[dict-item]
-    E.Select: _select,  # type: ignore[dict-item]
-    E.Ramp: _ramp,  # type: ignore[dict-item]
-    E.Broadcast: _broadcast,  # type: ignore[dict-item]
-    E.Shuffle: _shuffle,  # type: ignore[dict-item]
-    E.Let: _let,  # type: ignore[dict-item]
-    E.BufferLoad: _load,  # type: ignore[dict-item]
-    E.Call: _call,  # type: ignore[dict-item]
-    **{op: _binary for op in _BINARY},
-}
-
-
-@cache
-def _handler(cls: type) -> Handler | None:
-    for klass in cls.__mro__:
-        handler = _HANDLERS.get(klass)
-        if handler is not None:
-            return handler
-    return None

@@ -7,8 +7,6 @@ code, then the stream. Returns 0 or a cudaError_t.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from tirc.codegen.abi import ParamKind, function_abi
 from tirc.codegen.cuda import types
 from tirc.codegen.cuda.expr import ExprPrinter
@@ -21,8 +19,9 @@ from tirc.diagnostics import DiagnosticError
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
 from tirc.ir.buffer import Buffer
+from tirc.ir.functor import Dispatch
 
-HostHandler = Callable[["HostWriter", S.Stmt], None]
+RULES: Dispatch[HostWriter, [], None] = Dispatch("CUDA codegen")
 
 
 def launcher_name(name: str) -> str:
@@ -37,12 +36,11 @@ class HostWriter:
         self.known: set[E.Var] = set()  # variables the host has values for
 
     def emit(self, stmt: S.Stmt) -> None:
-        handler = _HANDLERS.get(type(stmt))
-        if handler is None:
+        if not RULES.handles(type(stmt)):
             raise DiagnosticError.at(
                 stmt.span, f"CUDA codegen: cannot run a {type(stmt).__name__} on the host"
             )
-        handler(self, stmt)
+        RULES(self, stmt)
 
     def check_known(self, expr: object, what: str) -> None:
         for var in uses_of(expr).free():
@@ -108,11 +106,13 @@ def _scalar_param(var: E.Var, names: NameTable, conversions: list[str]) -> str:
     return f"{types.c_type(var.dtype)} {names(var)}"
 
 
+@RULES.register(S.SeqStmt)
 def _seq(h: HostWriter, node: S.SeqStmt) -> None:
     for stmt in node.stmts:
         h.emit(stmt)
 
 
+@RULES.register(KernelLaunch)
 def _launch(h: HostWriter, node: KernelLaunch) -> None:
     kernel = h.program.kernels[node.index]
     grid = [_at_launch(kernel, node, f"blockIdx.{axis}") for axis in "xyz"]
@@ -161,6 +161,7 @@ def _dim(h: HostWriter, extent: E.PrimExpr | None) -> str:
     return f"(unsigned int)({h.p(extent)})"
 
 
+@RULES.register(S.AllocBuffer)
 def _alloc(h: HostWriter, node: S.AllocBuffer) -> None:
     pass  # host allocations happen at the launcher's start (see _allocate); others in kernels
 
@@ -177,6 +178,7 @@ def _allocate(h: HostWriter, buffer: Buffer) -> None:
     h.out.line(f"cudaMallocAsync((void**)&{name}, ({size}) * sizeof({element}), stream);")
 
 
+@RULES.register(S.DeclBuffer)
 def _decl(h: HostWriter, node: S.DeclBuffer) -> None:
     buffer = node.buffer
     if node.data is None or node.data is buffer.data:
@@ -188,18 +190,21 @@ def _decl(h: HostWriter, node: S.DeclBuffer) -> None:
     h.out.line(f"{element}* {h.p.names(buffer.data)} = ({element}*)({h.p(node.data)});")
 
 
+@RULES.register(S.Bind)
 def _bind(h: HostWriter, node: S.Bind) -> None:
     h.check_known(node.value, f"'{node.var.name}'")
     h.known.add(node.var)
     h.out.line(f"{types.c_type(node.var.dtype)} {h.p.names(node.var)} = {h.p(node.value)};")
 
 
+@RULES.register(S.AssertStmt)
 def _assert(h: HostWriter, node: S.AssertStmt) -> None:
     h.check_known(node.condition, "an assertion")
     with h.out.block(f"if (!({h.p(node.condition)}))"):
         h.out.line("return (int)cudaErrorInvalidValue;")
 
 
+@RULES.register(S.For)
 def _for(h: HostWriter, node: S.For) -> None:
     h.check_known((node.min, node.extent), "a host loop")
     var, name = node.loop_var, h.p.names(node.loop_var)
@@ -211,6 +216,7 @@ def _for(h: HostWriter, node: S.For) -> None:
         h.emit(node.body)
 
 
+@RULES.register(S.IfThenElse)
 def _if(h: HostWriter, node: S.IfThenElse) -> None:
     h.check_known(node.condition, "a host condition")
     with h.out.block(f"if ({h.p(node.condition)})"):
@@ -220,23 +226,11 @@ def _if(h: HostWriter, node: S.IfThenElse) -> None:
             h.emit(node.else_case)
 
 
+@RULES.register(S.AttrStmt)
 def _attr(h: HostWriter, node: S.AttrStmt) -> None:
     h.emit(node.body)
 
 
+@RULES.register(S.Evaluate)
 def _evaluate(h: HostWriter, node: S.Evaluate) -> None:
     pass  # constants only: anything else runs in a kernel
-
-
-_HANDLERS: dict[type, HostHandler] = {
-    S.SeqStmt: _seq,  # type: ignore[dict-item]
-    KernelLaunch: _launch,  # type: ignore[dict-item]
-    S.AllocBuffer: _alloc,  # type: ignore[dict-item]
-    S.DeclBuffer: _decl,  # type: ignore[dict-item]
-    S.Bind: _bind,  # type: ignore[dict-item]
-    S.AssertStmt: _assert,  # type: ignore[dict-item]
-    S.For: _for,  # type: ignore[dict-item]
-    S.IfThenElse: _if,  # type: ignore[dict-item]
-    S.AttrStmt: _attr,  # type: ignore[dict-item]
-    S.Evaluate: _evaluate,  # type: ignore[dict-item]
-}

@@ -21,12 +21,14 @@ from tirc.ir import expr as E
 from tirc.ir import stmt as S
 from tirc.ir.buffer import Buffer, Range
 from tirc.ir.dtype import DataType
-from tirc.ir.functor import walk
+from tirc.ir.functor import Dispatch, walk
 from tirc.ir.structural import structural_equal
 from tirc.ir.substitute import substitute
 
-StmtHandler = Callable[["KernelWriter", S.Stmt], None]
 WMMA_SCOPES = ("wmma.matrix_a", "wmma.matrix_b", "wmma.accumulator")
+
+
+RULES: Dispatch[KernelWriter, [], None] = Dispatch("CUDA codegen")
 
 
 def allocation_size(buffer: Buffer) -> E.PrimExpr:
@@ -64,12 +66,11 @@ class KernelWriter:
         self.dynamic_shared = dynamic_shared
 
     def emit(self, stmt: S.Stmt) -> None:
-        handler = _handler(type(stmt))
-        if handler is None:
+        if not RULES.handles(type(stmt)):
             raise DiagnosticError.at(
                 stmt.span, f"CUDA codegen: cannot emit {type(stmt).__name__} in a kernel"
             )
-        handler(self, stmt)
+        RULES(self, stmt)
 
     def scoped(self, var: E.Var, domain: Range, body: Callable[[], None]) -> None:
         """Runs `body` with `var` known to lie in `domain` (for proofs such as alignment)."""
@@ -88,11 +89,13 @@ class KernelWriter:
         return f"{types.c_type(var.dtype)} {self.p.names(var)}"
 
 
+@RULES.register(S.SeqStmt)
 def _seq(w: KernelWriter, node: S.SeqStmt) -> None:
     for stmt in node.stmts:
         w.emit(stmt)
 
 
+@RULES.register(S.AttrStmt)
 def _attr(w: KernelWriter, node: S.AttrStmt) -> None:
     if node.key == "thread_extent" and isinstance(node.node, S.IterVar):
         _thread(w, node, node.node)
@@ -124,6 +127,7 @@ def _thread_value(tag: str, var: E.Var) -> str:
     return f"(int){value}"
 
 
+@RULES.register(S.For)
 def _for(w: KernelWriter, node: S.For) -> None:
     var = node.loop_var
     name = w.p.names(var)
@@ -140,11 +144,13 @@ def _for(w: KernelWriter, node: S.For) -> None:
         w.scoped(var, Range(node.min, node.extent), lambda: w.emit(node.body))
 
 
+@RULES.register(S.While)
 def _while(w: KernelWriter, node: S.While) -> None:
     with w.out.block(f"while ({w.p(node.condition)})"):
         w.emit(node.body)
 
 
+@RULES.register(S.IfThenElse)
 def _if(w: KernelWriter, node: S.IfThenElse) -> None:
     with w.out.block(f"if ({w.p(node.condition)})"):
         w.emit(node.then_case)
@@ -156,6 +162,7 @@ def _if(w: KernelWriter, node: S.IfThenElse) -> None:
         w.out.line("}")
 
 
+@RULES.register(S.BufferStore)
 def _store(w: KernelWriter, node: S.BufferStore) -> None:
     if len(node.indices) > 1:
         raise DiagnosticError.at(
@@ -167,12 +174,12 @@ def _store(w: KernelWriter, node: S.BufferStore) -> None:
     if lanes == 1 or node.buffer.dtype.is_vector:
         w.out.line(f"{pointer}[{w.p(index)}] = {w.p(node.value)};")
         return
-    if _is_vector_copy(w, node, index):
+    if isinstance(index, E.Ramp) and _is_vector_copy(w, node, index):
         vector = types.vector_type(node.value.dtype)
-        base = w.p(index.base)  # type: ignore[attr-defined]
+        base = w.p(index.base)
         w.out.line(f"*({vector}*)({pointer} + {base}) = {w.p(node.value)};")
         return
-    if _is_vector_map(w, node, index):
+    if isinstance(index, E.Ramp) and _is_vector_map(w, node, index):
         _store_vector_map(w, node, index)
         return
     reads_itself = node.buffer.data in uses_of(node.value).used
@@ -244,7 +251,7 @@ def _vector_loads(expr: E.PrimExpr) -> list[E.BufferLoad] | None:
     return None if conditional else loads
 
 
-def _store_vector_map(w: KernelWriter, node: S.BufferStore, index: E.PrimExpr) -> None:
+def _store_vector_map(w: KernelWriter, node: S.BufferStore, index: E.Ramp) -> None:
     """`float4 A_v = *(float4*)(A + i); float4 B_v; B_v.x = ...; *(float4*)(B + j) = B_v;`:
     one 16-byte load per input and one store, the arithmetic lane by lane."""
     loads = _vector_loads(node.value) or []
@@ -258,12 +265,13 @@ def _store_vector_map(w: KernelWriter, node: S.BufferStore, index: E.PrimExpr) -
     w.out.line(f"{vector} {result};")
     for lane in range(dtype.lanes):
         w.out.line(f"{result}.{types.LANE_FIELDS[lane]} = {w.p(node.value, lane)};")
-    base = w.p(index.base)  # type: ignore[attr-defined]
+    base = w.p(index.base)
     w.out.line(f"*({vector}*)({w.p.pointer(node.buffer)} + {base}) = {result};")
     for load in loads:
         del w.p.held_loads[id(load)]
 
 
+@RULES.register(S.AllocBuffer)
 def _alloc(w: KernelWriter, node: S.AllocBuffer) -> None:
     buffer = node.buffer
     name = w.p.names(buffer.data)
@@ -291,6 +299,7 @@ def _alloc(w: KernelWriter, node: S.AllocBuffer) -> None:
         w.out.line(f"TIRC_ALLOCA({name}, {w.p(size)} * sizeof({element}));")
 
 
+@RULES.register(S.DeclBuffer)
 def _decl(w: KernelWriter, node: S.DeclBuffer) -> None:
     buffer = node.buffer
     if node.data is None or node.data is buffer.data:
@@ -300,6 +309,7 @@ def _decl(w: KernelWriter, node: S.DeclBuffer) -> None:
     w.out.line(f"{element}* {w.p.names(buffer.data)} = ({element}*)({w.p(node.data)});")
 
 
+@RULES.register(S.Bind)
 def _bind(w: KernelWriter, node: S.Bind) -> None:
     var, value = node.var, node.value
     if var.dtype.is_vector:
@@ -324,42 +334,25 @@ def _bind(w: KernelWriter, node: S.Bind) -> None:
         w.p.analyzer.ranges[var] = Bound(bound.min, bound.max)
 
 
+@RULES.register(S.AssertStmt)
 def _assert(w: KernelWriter, node: S.AssertStmt) -> None:
     # a kernel cannot return an error code; stopping the kernel is the closest to an assert
     with w.out.block(f"if (!({w.p(node.condition)}))"):
         w.out.line("__trap();")
 
 
+@RULES.register(S.Evaluate)
 def _evaluate(w: KernelWriter, node: S.Evaluate) -> None:
     if isinstance(node.value, (E.IntImm, E.FloatImm)):
         return
     w.out.line(f"{w.p(node.value)};")
 
 
+@RULES.register(S.Break)
 def _break(w: KernelWriter, node: S.Break) -> None:
     w.out.line("break;")
 
 
+@RULES.register(S.Continue)
 def _continue(w: KernelWriter, node: S.Continue) -> None:
     w.out.line("continue;")
-
-
-_HANDLERS: dict[type, StmtHandler] = {
-    S.SeqStmt: _seq,  # type: ignore[dict-item]
-    S.AttrStmt: _attr,  # type: ignore[dict-item]
-    S.For: _for,  # type: ignore[dict-item]
-    S.While: _while,  # type: ignore[dict-item]
-    S.IfThenElse: _if,  # type: ignore[dict-item]
-    S.BufferStore: _store,  # type: ignore[dict-item]
-    S.AllocBuffer: _alloc,  # type: ignore[dict-item]
-    S.DeclBuffer: _decl,  # type: ignore[dict-item]
-    S.Bind: _bind,  # type: ignore[dict-item]
-    S.AssertStmt: _assert,  # type: ignore[dict-item]
-    S.Evaluate: _evaluate,  # type: ignore[dict-item]
-    S.Break: _break,  # type: ignore[dict-item]
-    S.Continue: _continue,  # type: ignore[dict-item]
-}
-
-
-def _handler(cls: type) -> StmtHandler | None:
-    return _HANDLERS.get(cls)

@@ -7,8 +7,6 @@ per-thread arrays are allocas. Loops carry their variable in a phi.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import llvmlite.ir as ir
 
 from tirc.codegen.cuda.kernel import dynamic_shared_layout, pointer_element
@@ -19,9 +17,9 @@ from tirc.codegen.nvptx.values import ValueBuilder
 from tirc.diagnostics import DiagnosticError
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
+from tirc.ir.functor import Dispatch
 from tirc.ir.structural import structural_equal
 
-StmtLowering = Callable[["KernelBuilder", S.Stmt], None]
 SHARED = 3
 _REGISTERS = {"threadIdx": "tid", "blockIdx": "ctaid"}
 
@@ -56,12 +54,11 @@ class KernelBuilder:
         self.allocas.branch(self.function.blocks[1])
 
     def lower(self, stmt: S.Stmt) -> None:
-        lowering = _LOWERINGS.get(type(stmt))
-        if lowering is None:
+        if not RULES.handles(type(stmt)):
             raise DiagnosticError.at(
                 stmt.span, f"--ptx-via llvm: cannot lower {type(stmt).__name__} in a kernel"
             )
-        lowering(self, stmt)
+        RULES(self, stmt)
 
     def loop(self, var: E.Var, start: E.PrimExpr, end: E.PrimExpr, body: S.Stmt) -> None:
         """`for (var = start; var < end; ++var) body`, with var in a phi."""
@@ -93,11 +90,16 @@ class KernelBuilder:
         self.b.position_at_end(self.b.append_basic_block("unreachable"))
 
 
+RULES: Dispatch[KernelBuilder, [], None] = Dispatch("--ptx-via llvm")
+
+
+@RULES.register(S.SeqStmt)
 def _seq(k: KernelBuilder, node: S.SeqStmt) -> None:
     for stmt in node.stmts:
         k.lower(stmt)
 
 
+@RULES.register(S.AttrStmt)
 def _attr(k: KernelBuilder, node: S.AttrStmt) -> None:
     iter_var = node.node
     if node.key == "thread_extent" and isinstance(iter_var, S.IterVar):
@@ -120,6 +122,7 @@ def _attr(k: KernelBuilder, node: S.AttrStmt) -> None:
         k.lower(node.body)
 
 
+@RULES.register(S.For)
 def _for(k: KernelBuilder, node: S.For) -> None:
     end = node.extent if E.is_const_int(node.min, 0) else E.Add(node.min, node.extent)
     if node.step is not None and not E.is_const_int(node.step, 1):
@@ -127,6 +130,7 @@ def _for(k: KernelBuilder, node: S.For) -> None:
     k.loop(node.loop_var, node.min, end, node.body)
 
 
+@RULES.register(S.While)
 def _while(k: KernelBuilder, node: S.While) -> None:
     header = k.b.append_basic_block("while_header")
     body = k.b.append_basic_block("while_body")
@@ -142,16 +146,19 @@ def _while(k: KernelBuilder, node: S.While) -> None:
     k.b.position_at_end(exit_block)
 
 
+@RULES.register(S.Break)
 def _break(k: KernelBuilder, node: S.Break) -> None:
     k.b.branch(k.loops[-1][1])
     k.start_block()
 
 
+@RULES.register(S.Continue)
 def _continue(k: KernelBuilder, node: S.Continue) -> None:
     k.b.branch(k.loops[-1][0])
     k.start_block()
 
 
+@RULES.register(S.IfThenElse)
 def _if(k: KernelBuilder, node: S.IfThenElse) -> None:
     condition = k.v(node.condition)
     if node.else_case is None:
@@ -165,6 +172,7 @@ def _if(k: KernelBuilder, node: S.IfThenElse) -> None:
             k.lower(node.else_case)
 
 
+@RULES.register(S.BufferStore)
 def _store(k: KernelBuilder, node: S.BufferStore) -> None:
     if node.predicate is not None or len(node.indices) != 1:
         raise DiagnosticError.at(node.span, "--ptx-via llvm: only flat, unmasked stores")
@@ -192,6 +200,7 @@ def _store(k: KernelBuilder, node: S.BufferStore) -> None:
         k.b.store(value, k.v.element_pointer(buffer, k.v(index)), align=alignment)
 
 
+@RULES.register(S.AllocBuffer)
 def _alloc(k: KernelBuilder, node: S.AllocBuffer) -> None:
     buffer = node.buffer
     element = types.memory_type(buffer.dtype)
@@ -233,38 +242,25 @@ def _dynamic_shared(k: KernelBuilder) -> ir.Value:
     return k.b.addrspacecast(existing, types.POINTER)
 
 
+@RULES.register(S.DeclBuffer)
 def _decl(k: KernelBuilder, node: S.DeclBuffer) -> None:
     if node.data is not None and node.data is not node.buffer.data:
         k.v.values[node.buffer.data] = k.v(node.data)
 
 
+@RULES.register(S.Bind)
 def _bind(k: KernelBuilder, node: S.Bind) -> None:
     k.v.values[node.var] = k.v(node.value)
 
 
+@RULES.register(S.AssertStmt)
 def _assert(k: KernelBuilder, node: S.AssertStmt) -> None:
     failed = k.b.not_(k.v(node.condition))
     with k.b.if_then(failed):
         k.b.call(k.v.function("llvm.trap", ir.VoidType(), []), [])
 
 
+@RULES.register(S.Evaluate)
 def _evaluate(k: KernelBuilder, node: S.Evaluate) -> None:
     if not isinstance(node.value, (E.IntImm, E.FloatImm)):
         k.v(node.value)
-
-
-_LOWERINGS: dict[type, StmtLowering] = {
-    S.SeqStmt: _seq,  # type: ignore[dict-item]
-    S.AttrStmt: _attr,  # type: ignore[dict-item]
-    S.For: _for,  # type: ignore[dict-item]
-    S.While: _while,  # type: ignore[dict-item]
-    S.Break: _break,  # type: ignore[dict-item]
-    S.Continue: _continue,  # type: ignore[dict-item]
-    S.IfThenElse: _if,  # type: ignore[dict-item]
-    S.BufferStore: _store,  # type: ignore[dict-item]
-    S.AllocBuffer: _alloc,  # type: ignore[dict-item]
-    S.DeclBuffer: _decl,  # type: ignore[dict-item]
-    S.Bind: _bind,  # type: ignore[dict-item]
-    S.AssertStmt: _assert,  # type: ignore[dict-item]
-    S.Evaluate: _evaluate,  # type: ignore[dict-item]
-}

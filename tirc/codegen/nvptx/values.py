@@ -7,9 +7,6 @@ module links in.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import cache
-
 import llvmlite.ir as ir
 
 from tirc.codegen.nvptx import types
@@ -17,8 +14,7 @@ from tirc.diagnostics import DiagnosticError
 from tirc.ir import expr as E
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType
-
-Lowering = Callable[["ValueBuilder", E.PrimExpr], ir.Value]
+from tirc.ir.functor import Dispatch
 
 # PTX instructions through LLVM intrinsics
 _INTRINSIC_MATH = {
@@ -48,12 +44,11 @@ class ValueBuilder:
         self.uses_libdevice = False
 
     def __call__(self, expr: object) -> ir.Value:
-        lowering = _lowering(type(expr))  # type: ignore[arg-type]
-        if lowering is None:
+        if not RULES.handles(type(expr)):
             raise DiagnosticError.at(
                 getattr(expr, "span", None), f"--ptx-via llvm: cannot lower {type(expr).__name__}"
             )
-        return lowering(self, expr)  # type: ignore[arg-type]
+        return RULES(self, expr)
 
     def function(self, name: str, result: ir.Type, args: list[ir.Type]) -> ir.Function:
         existing = self.module.globals.get(name)
@@ -109,6 +104,10 @@ def _convert(b: ir.IRBuilder, value: ir.Value, source: DataType, target: DataTyp
     return b.sext(value, to) if source.is_int else b.zext(value, to)
 
 
+RULES: Dispatch[ValueBuilder, [], ir.Value] = Dispatch("--ptx-via llvm")
+
+
+@RULES.register(E.Var)
 def _var(v: ValueBuilder, node: E.Var) -> ir.Value:
     value = v.values.get(node)
     if value is None:
@@ -116,14 +115,17 @@ def _var(v: ValueBuilder, node: E.Var) -> ir.Value:
     return value
 
 
+@RULES.register(E.IntImm)
 def _int(v: ValueBuilder, node: E.IntImm) -> ir.Value:
     return ir.Constant(types.scalar_type(node.dtype), node.value)
 
 
+@RULES.register(E.FloatImm)
 def _float(v: ValueBuilder, node: E.FloatImm) -> ir.Value:
     return ir.Constant(types.scalar_type(node.dtype), node.value)
 
 
+@RULES.register(E.Cast)
 def _cast(v: ValueBuilder, node: E.Cast) -> ir.Value:
     return v.cast(v(node.value), node.value.dtype, node.dtype)
 
@@ -138,6 +140,7 @@ _ARITHMETIC = {  # class -> (int signed, int unsigned, float)
 _COMPARE = {E.EQ: "==", E.NE: "!=", E.LT: "<", E.LE: "<=", E.GT: ">", E.GE: ">="}
 
 
+@RULES.register(E.Add, E.Sub, E.Mul, E.Div, E.Mod)  # the classes in _ARITHMETIC
 def _arithmetic(v: ValueBuilder, node: E.BinaryOp) -> ir.Value:
     a, b = v(node.a), v(node.b)
     signed, unsigned, floating = _ARITHMETIC[type(node)]
@@ -146,6 +149,7 @@ def _arithmetic(v: ValueBuilder, node: E.BinaryOp) -> ir.Value:
     return getattr(v.b, name)(a, b)
 
 
+@RULES.register(E.EQ, E.NE, E.LT, E.LE, E.GT, E.GE)  # the classes in _COMPARE
 def _compare(v: ValueBuilder, node: E.CompareOp) -> ir.Value:
     a, b = v(node.a), v(node.b)
     operand: DataType = node.a.dtype
@@ -159,6 +163,7 @@ def _compare(v: ValueBuilder, node: E.CompareOp) -> ir.Value:
     return v.b.icmp_unsigned(symbol, a, b)
 
 
+@RULES.register(E.FloorDiv, E.FloorMod)
 def _floor_div_mod(v: ValueBuilder, node: E.FloorDiv | E.FloorMod) -> ir.Value:
     a, b = v(node.a), v(node.b)
     dtype = node.dtype
@@ -180,6 +185,7 @@ def _floor_div_mod(v: ValueBuilder, node: E.FloorDiv | E.FloorMod) -> ir.Value:
     return v.b.add(remainder, v.b.select(adjust, b, zero))
 
 
+@RULES.register(E.Min, E.Max)
 def _min_max(v: ValueBuilder, node: E.Min | E.Max) -> ir.Value:
     a, b = v(node.a), v(node.b)
     dtype = node.dtype
@@ -192,19 +198,23 @@ def _min_max(v: ValueBuilder, node: E.Min | E.Max) -> ir.Value:
     return v.b.select(v.b.icmp_unsigned(symbol, a, b), a, b)
 
 
+@RULES.register(E.And, E.Or)
 def _logic(v: ValueBuilder, node: E.LogicalOp) -> ir.Value:
     a, b = v(node.a), v(node.b)
     return v.b.and_(a, b) if isinstance(node, E.And) else v.b.or_(a, b)
 
 
+@RULES.register(E.Not)
 def _not(v: ValueBuilder, node: E.Not) -> ir.Value:
     return v.b.not_(v(node.a))
 
 
+@RULES.register(E.Select)
 def _select(v: ValueBuilder, node: E.Select) -> ir.Value:
     return v.b.select(v(node.condition), v(node.true_value), v(node.false_value))
 
 
+@RULES.register(E.Ramp)
 def _ramp(v: ValueBuilder, node: E.Ramp) -> ir.Value:
     base, stride = v(node.base), v(node.stride)
     vector: ir.Value = ir.Constant(ir.VectorType(base.type, node.lanes), ir.Undefined)
@@ -214,10 +224,12 @@ def _ramp(v: ValueBuilder, node: E.Ramp) -> ir.Value:
     return vector
 
 
+@RULES.register(E.Broadcast)
 def _broadcast(v: ValueBuilder, node: E.Broadcast) -> ir.Value:
     return v.broadcast(v(node.value), node.lanes)
 
 
+@RULES.register(E.Shuffle)
 def _shuffle(v: ValueBuilder, node: E.Shuffle) -> ir.Value:
     lanes = []
     for vector in node.vectors:
@@ -236,11 +248,13 @@ def _shuffle(v: ValueBuilder, node: E.Shuffle) -> ir.Value:
     return result
 
 
+@RULES.register(E.Let)
 def _let(v: ValueBuilder, node: E.Let) -> ir.Value:
     v.values[node.var] = v(node.value)
     return v(node.body)
 
 
+@RULES.register(E.BufferLoad)
 def _load(v: ValueBuilder, node: E.BufferLoad) -> ir.Value:
     if node.predicate is not None or len(node.indices) != 1:
         raise DiagnosticError.at(node.span, "--ptx-via llvm: only flat, unmasked loads")
@@ -266,39 +280,8 @@ def _load(v: ValueBuilder, node: E.BufferLoad) -> ir.Value:
     return value
 
 
+@RULES.register(E.Call)
 def _call(v: ValueBuilder, node: E.Call) -> ir.Value:
     from tirc.codegen.nvptx.calls import lower_call
 
     return lower_call(v, node)
-
-
-_LOWERINGS: dict[type, Lowering] = {
-    E.Var: _var,  # type: ignore[dict-item]
-    E.IntImm: _int,  # type: ignore[dict-item]
-    E.FloatImm: _float,  # type: ignore[dict-item]
-    E.Cast: _cast,  # type: ignore[dict-item]
-    E.FloorDiv: _floor_div_mod,  # type: ignore[dict-item]
-    E.FloorMod: _floor_div_mod,  # type: ignore[dict-item]
-    E.Min: _min_max,  # type: ignore[dict-item]
-    E.Max: _min_max,  # type: ignore[dict-item]
-    E.And: _logic,  # type: ignore[dict-item]
-    E.Or: _logic,  # type: ignore[dict-item]
-    E.Not: _not,  # type: ignore[dict-item]
-    E.Select: _select,  # type: ignore[dict-item]
-    E.Ramp: _ramp,  # type: ignore[dict-item]
-    E.Broadcast: _broadcast,  # type: ignore[dict-item]
-    E.Shuffle: _shuffle,  # type: ignore[dict-item]
-    E.Let: _let,  # type: ignore[dict-item]
-    E.BufferLoad: _load,  # type: ignore[dict-item]
-    E.Call: _call,  # type: ignore[dict-item]
-    **{op: _arithmetic for op in _ARITHMETIC},  # type: ignore[misc]
-    **{op: _compare for op in _COMPARE},  # type: ignore[misc]
-}
-
-
-@cache
-def _lowering(cls: type) -> Lowering | None:
-    for klass in cls.__mro__:
-        if klass in _LOWERINGS:
-            return _LOWERINGS[klass]
-    return None
