@@ -126,6 +126,20 @@ def test_reinterpret_keeps_the_bits() -> None:
     assert b[0] == 0x3F800000
 
 
+def test_reinterpret_regroups_vector_lanes_into_a_scalar() -> None:
+    """int8x4 -> int32 reads the four bytes as one word (it was a one-element tuple that the
+    store then rejected with an internal TypeError)."""
+    source = """
+    @T.prim_func
+    def main(A: T.Buffer((4,), "int8"), B: T.Buffer((1,), "int32")):
+        B[0] = T.reinterpret("int32", A[T.Ramp(0, 1, 4)])
+    """
+    a = np.array([-16, 11, 84, -10], np.int8)
+    b = np.zeros(1, np.int32)
+    run_source(source, A=a, B=b)
+    assert b[0] == a.view(np.int32)[0]
+
+
 def test_q_multiply_shift_rounds_half_up() -> None:
     source = """
     @T.prim_func

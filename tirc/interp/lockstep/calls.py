@@ -15,9 +15,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tirc.interp.lockstep.expr import (
-    SHUFFLE_DOWN,
-    SHUFFLE_INDEX,
-    SHUFFLE_UP,
     Eval,
     ExprCompiler,
     Mask,
@@ -25,11 +22,13 @@ from tirc.interp.lockstep.expr import (
     checked_division,
     narrow,
 )
-from tirc.interp.memory.lanes import WARP_SIZE, fault_in_lane, first_lane
+from tirc.interp.memory.lanes import fault_in_lane, first_lane
 from tirc.interp.semantics import arith, math_functions
 from tirc.interp.semantics import values as V
+from tirc.interp.semantics.bits import reinterpret_bits
 from tirc.interp.semantics.extensions import extern_function
 from tirc.interp.semantics.operators import DIVISIONS
+from tirc.interp.semantics.warp import SHUFFLES, WARP_SIZE, shuffle_source
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import Call, Mod, PrimExpr, StringImm
 
@@ -165,16 +164,9 @@ def _reinterpret(compiler: ExprCompiler, call: Call) -> Eval:
     target = call.dtype
     if source.is_handle or target.is_handle:
         raise Unsupported("pointer reinterpret")
-    from tirc.interp.memory.storage import access_type
-
-    kind = access_type(target)
-
-    def reinterpret(frame: Frame, mask: Mask) -> np.ndarray:
-        raw = np.ascontiguousarray(V.encode(value(frame, mask), source))
-        rows = raw.shape[0]
-        return V.decode(raw.view(np.uint8).reshape(rows, -1).view(kind), target)
-
-    return reinterpret
+    return lambda frame, mask: V.decode(
+        reinterpret_bits(V.encode(value(frame, mask), source), target), target
+    )
 
 
 def _extern(compiler: ExprCompiler, call: Call) -> Eval:
@@ -214,8 +206,8 @@ def _barrier(compiler: ExprCompiler, call: Call) -> Eval:
 
 
 def _warp_shuffle(kind: int) -> CallRule:
-    """As threads._shuffle: the source lane within segments of `width` lanes; a source that is
-    not executing the call (or not there) gives the thread its own value."""
+    """warp.shuffle_source for every lane; a source that is not executing the call (or not
+    there) gives the thread its own value."""
 
     def rule(compiler: ExprCompiler, call: Call) -> Eval:
         _, value, amount, width, _ = _operands(compiler, call)
@@ -226,13 +218,7 @@ def _warp_shuffle(kind: int) -> CallRule:
             delta = np.broadcast_to(amount(frame, mask)[:, 0].astype(np.int64), (lanes.count,))
             size = np.broadcast_to(width(frame, mask)[:, 0].astype(np.int64), (lanes.count,))
             lane = lanes.tid % WARP_SIZE
-            base = lane - lane % size
-            if kind == SHUFFLE_INDEX:
-                source = base + delta % size
-            elif kind == SHUFFLE_UP:
-                source = np.where(lane - delta >= base, lane - delta, lane)
-            else:
-                source = np.where(lane + delta < base + size, lane + delta, lane)
+            source = shuffle_source(kind, lane, delta, size)
             thread = lanes.tid - lane + source
             valid = (source >= 0) & (source < WARP_SIZE) & (thread < lanes.per_block)
             origin = np.where(valid, lanes.index - lane + source, lanes.index)
@@ -280,9 +266,7 @@ _RULES: dict[str, CallRule] = {
     "call_extern": _extern,
     "call_pure_extern": _extern,
     "tvm_storage_sync": _barrier,
-    "tvm_warp_shuffle": _warp_shuffle(SHUFFLE_INDEX),
-    "tvm_warp_shuffle_up": _warp_shuffle(SHUFFLE_UP),
-    "tvm_warp_shuffle_down": _warp_shuffle(SHUFFLE_DOWN),
+    **{name: _warp_shuffle(kind) for name, kind in SHUFFLES.items()},
     "tvm_warp_activemask": _active_mask,
 }
 

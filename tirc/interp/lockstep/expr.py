@@ -48,8 +48,6 @@ Mask = np.ndarray | None
 Eval = Callable[["Frame", Mask], np.ndarray]
 Located = tuple["Memory", "np.ndarray | int", "np.ndarray | None", int]
 
-SHUFFLE_INDEX, SHUFFLE_UP, SHUFFLE_DOWN = 0, 1, 2
-
 
 class Unsupported(Exception):
     """A construct the lockstep mode does not run; the kernel falls back to threads."""

@@ -15,8 +15,6 @@ import numpy as np
 from tirc.interp.fault import Fault
 from tirc.interp.memory.storage import Pointer, Storage
 
-WARP_SIZE = 32
-
 
 class Lanes:
     """The geometry of one chunk: which block and thread each lane is."""

@@ -1,5 +1,6 @@
-"""Bit-level intrinsics: reinterpret (a bit cast between equal-width types) and the fixed-point
-multiplies of quantized kernels (q_multiply_shift), computed on exact integers."""
+"""Bit-level intrinsics: reinterpret (a bit cast between equal-width types, on lanes; one lane
+is one row) and the fixed-point multiplies of quantized kernels (q_multiply_shift), computed on
+exact integers."""
 
 from __future__ import annotations
 
@@ -7,39 +8,30 @@ import numpy as np
 
 from tirc.interp.memory.storage import access_type
 from tirc.interp.semantics.values import NARROW
-from tirc.ir.dtype import make, parse_dtype
+from tirc.ir.dtype import DataType, make, parse_dtype
 from tirc.ir.integer import wrap
 
 
 def reinterpret(value: object, source: str, target: str) -> object:
-    """The value of `target` whose bits are those of `value` (scalars or tuples of lanes)."""
-    if isinstance(value, tuple):
-        source_type, target_type = parse_dtype(source), parse_dtype(target)
-        if source_type.lanes != target_type.lanes:
-            # lanes regroup: go through the raw bytes
-            raw = _to_array(value, str(source_type.element)).tobytes()
-            return tuple(_from_bytes(raw, str(target_type.element)))
-        return tuple(
-            reinterpret(v, str(source_type.element), str(target_type.element)) for v in value
-        )
-    raw = _to_array((value,), source).tobytes()
-    result = _from_bytes(raw, target)
-    return result[0] if len(result) == 1 else tuple(result)
-
-
-def _to_array(values: tuple, kind: str) -> np.ndarray:
-    narrow = NARROW.get(kind)
+    """One lane's reinterpret (a tuple for a vector), through the one-lane encodings."""
+    source_type, target_type = parse_dtype(source), parse_dtype(target)
+    lanes = value if isinstance(value, tuple) else (value,)
+    narrow = NARROW.get(str(source_type.element))
     if narrow is not None:
-        return np.array([narrow.encode(v) for v in values], dtype=access_type(parse_dtype(kind)))
-    return np.array(values, dtype=access_type(parse_dtype(kind)))
-
-
-def _from_bytes(raw: bytes, kind: str) -> list:
-    items = np.frombuffer(raw, dtype=access_type(parse_dtype(kind))).tolist()
-    narrow = NARROW.get(kind)
+        lanes = tuple(narrow.encode(v) for v in lanes)
+    raw = np.array([lanes], dtype=access_type(source_type))
+    result = reinterpret_bits(raw, target_type)[0].tolist()
+    narrow = NARROW.get(str(target_type.element))
     if narrow is not None:
-        return [narrow.values[v] for v in items]
-    return items
+        result = [narrow.values[v] for v in result]
+    return result[0] if target_type.lanes == 1 else tuple(result)
+
+
+def reinterpret_bits(raw: np.ndarray, target: DataType) -> np.ndarray:
+    """Memory's representation of `target` lanes whose bits are those of `raw` (rows of
+    memory's representation of the source lanes; lanes regroup within each row's bytes)."""
+    rows = raw.shape[0]
+    return np.ascontiguousarray(raw).view(np.uint8).reshape(rows, -1).view(access_type(target))
 
 
 def q_multiply_shift(x: int, y: int, q: int, s: int, bits: int) -> int:

@@ -16,6 +16,7 @@ from tirc.interp.semantics import arith
 from tirc.interp.semantics.extensions import INTRINSICS, extern_function
 from tirc.interp.semantics.math_functions import LANEWISE, lane_function
 from tirc.interp.semantics.operators import DIVISIONS
+from tirc.interp.semantics.warp import SHUFFLES
 from tirc.interp.threads.context import Code, Context
 from tirc.interp.threads.launch import compile_launch, launched_kernel
 from tirc.interp.threads.scheduler import WARP_OP, sync_warp
@@ -384,9 +385,7 @@ _RULES: dict[str, CallRule] = {
     "tvm_access_ptr": _access_ptr,
     "address_of": _address_of,
     "tvm_storage_sync": _storage_sync,
-    "tvm_warp_shuffle": _warp_shuffle(0),
-    "tvm_warp_shuffle_up": _warp_shuffle(1),
-    "tvm_warp_shuffle_down": _warp_shuffle(2),
+    **{name: _warp_shuffle(kind) for name, kind in SHUFFLES.items()},
     "tvm_warp_activemask": _active_mask,
     "tvm_thread_allreduce": _thread_allreduce,
     "vectorlow": _vector_half(high=False),

@@ -20,7 +20,8 @@ import numpy as np
 from tirc.interp.fault import Fault
 from tirc.interp.memory.storage import access_type, storage_of, view_of
 from tirc.interp.semantics.values import NARROW
-from tirc.interp.threads.scheduler import WARP_SIZE, shared_load, shared_store
+from tirc.interp.semantics.warp import WARP_SIZE
+from tirc.interp.threads.scheduler import shared_load, shared_store
 from tirc.ir.dtype import DataType, parse_dtype
 from tirc.ir.ptx import ELEMENT_DTYPES, MmaShape, a_element, b_element, c_element
 

@@ -15,14 +15,13 @@ from typing import Any
 
 from tirc.interp.fault import Fault
 from tirc.interp.memory.storage import Pointer, Storage, allocate, storage_of
+from tirc.interp.semantics.warp import WARP_SIZE, shuffle_source
 from tirc.ir.dtype import DataType
 
-WARP_SIZE = 32
 BARRIER, SHUFFLE, ACTIVE_MASK, ALLREDUCE = 0, 1, 2, 3
 # a warp instruction (tirc.interp.threads.ptx): (WARP_OP, site, resolve, operands); once the warp is
 # there, resolve({thread: operands}, site) returns each thread's reply
 WARP_OP = 4
-SHUFFLE_INDEX, SHUFFLE_UP, SHUFFLE_DOWN = 0, 1, 2
 
 Thread = Generator[Any, Any, None]
 Kernel = Callable[..., Thread]
@@ -292,18 +291,10 @@ def sync_warp(operands: dict[int, BlockContext], site: int) -> dict[int, None]:
 
 
 def _shuffle(requests: dict[int, tuple], replies: list[Any]) -> None:
-    """CUDA __shfl*_sync within segments of `width` lanes; an absent source lane reads the
-    thread's own value (the hardware's value there is undefined)."""
+    """CUDA __shfl*_sync (see warp.shuffle_source)."""
     values = {thread % WARP_SIZE: request[3] for thread, request in requests.items()}
     for thread, (_, _, kind, value, amount, width) in requests.items():
-        lane = thread % WARP_SIZE
-        base = lane - lane % width
-        if kind == SHUFFLE_INDEX:
-            source = base + amount % width
-        elif kind == SHUFFLE_UP:
-            source = lane - amount if lane - amount >= base else lane
-        else:
-            source = lane + amount if lane + amount < base + width else lane
+        source = shuffle_source(kind, thread % WARP_SIZE, amount, width)
         replies[thread] = values.get(source, value)
 
 
