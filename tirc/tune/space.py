@@ -105,6 +105,8 @@ def _run_rules(
                 done = rule(builder, name)
             except (ScheduleError, Misfit):
                 raise _RuleFailed(rule_name, name) from None
+            except Exception:  # a primitive's own bug: the rule's failure, not the tuner's
+                raise _RuleFailed(rule_name, name) from None
             if done is not None:
                 applied.append((rule_name, name))
                 handled.update(done)
