@@ -2,6 +2,11 @@
 
 `run(func, args)` compiles the function to Python once (cached) and runs it, updating buffer
 arguments in place; `random_inputs(func, seed)` makes arguments. See docs/language.md.
+
+semantics/ says what values and operations mean, for one lane and for numpy lanes; two
+executors use it: threads/ (the function as generated Python, each GPU thread a coroutine:
+the default, and the one that catches data races) and lockstep/ (a GPU launch's threads as
+numpy lanes, for race-free kernels); memory/ holds storages and their per-lane layouts.
 """
 
 from __future__ import annotations
