@@ -102,3 +102,18 @@ def test_scheduled_programs_compute_what_the_original_does(program: str, target:
         got = _interpret(candidate.module)
         for name, value in want.items():
             np.testing.assert_allclose(got[name], value, rtol=1e-5, atol=1e-5)
+
+
+def test_a_rule_that_crashes_is_left_out_and_the_rest_still_schedule(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tirc.tune.rules import multi_level_tiling
+
+    def broken(builder: object, name: str) -> None:
+        raise RuntimeError("a primitive's bug")
+
+    monkeypatch.setattr(multi_level_tiling, "apply", broken)
+    module = parse((SAMPLES / "matmul.tir").read_text())
+    candidate = generate(module, "main", "cpu", random.Random(0))
+    assert ("multi-level-tiling", "C") in candidate.skipped
+    assert candidate.applied == (("parallel-vectorize-unroll", "C"),)
