@@ -16,6 +16,7 @@ MISSPELT = {
     "diff": "dif",
     "intrinsics": "intrinsic",
     "explain": "explian",
+    "tune": "tnue",
 }
 
 
