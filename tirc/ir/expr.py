@@ -7,7 +7,7 @@ implies); comparison and logic results are `bool` with the operands' lane count.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeGuard
 
 from tirc.ir import dtype as dt
 from tirc.ir.dtype import DataType
@@ -349,6 +349,12 @@ def const(value: int | float | bool, dtype: DataType | str = dt.INT32) -> PrimEx
 
 def is_const_int(expr: object, value: int | None = None) -> bool:
     return isinstance(expr, IntImm) and (value is None or expr.value == value)
+
+
+def are_exprs(values: tuple[object, ...]) -> TypeGuard[tuple[PrimExpr, ...]]:
+    """Whether every value is an expression (a Call's arguments may also be buffers or
+    dtypes, for a few builtins)."""
+    return all(isinstance(value, PrimExpr) for value in values)
 
 
 BINARY_OPS: tuple[type[PrimExpr], ...] = (Add, Sub, Mul, Div, Mod, FloorDiv, FloorMod, Min, Max)

@@ -30,7 +30,6 @@ count, or an index or predicate that reads the buffer being written stay whole.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from tirc.ir import expr as E
@@ -39,7 +38,7 @@ from tirc.ir import stmt as S
 from tirc.ir.buffer import Buffer, make_buffer
 from tirc.ir.dtype import DataType
 from tirc.ir.function import PrimFunc
-from tirc.ir.functor import Mutator, walk
+from tirc.ir.functor import Dispatch, Mutator, walk
 from tirc.ir.node import Node
 from tirc.ir.structural import structural_equal
 from tirc.ir.substitute import substitute
@@ -50,8 +49,8 @@ class _Unsplittable(Exception):
     """A vector subexpression has no chunk-by-chunk form; the statement stays whole."""
 
 
-def _lanes(expr: object) -> int:
-    return expr.dtype.lanes  # type: ignore[attr-defined]
+def _lanes(expr: E.PrimExpr) -> int:
+    return expr.dtype.lanes
 
 
 def _element_bytes(dtype: DataType) -> int:
@@ -120,10 +119,9 @@ class _Chunker:
             return node
         if _lanes(node) != self.lanes:
             raise _Unsplittable
-        rule = _RULES.get(type(node))
-        if rule is None:
+        if not RULES.handles(type(node)):
             raise _Unsplittable
-        return rule(self, node)
+        return RULES(self, node)
 
     def offset(self, dtype: DataType, scale: int) -> E.PrimExpr:
         """chunk * width * scale, in `dtype`."""
@@ -138,6 +136,10 @@ class _Chunker:
         return dtype.with_lanes(self.width)
 
 
+RULES: Dispatch[_Chunker, [], E.PrimExpr] = Dispatch("legalize-vector-width")
+
+
+@RULES.register(E.Ramp)
 def _ramp(c: _Chunker, node: E.Ramp) -> E.PrimExpr:
     dtype = node.base.dtype
     if isinstance(node.stride, E.IntImm):
@@ -150,27 +152,32 @@ def _ramp(c: _Chunker, node: E.Ramp) -> E.PrimExpr:
     return base if c.width == 1 else E.Ramp(base, node.stride, c.width)
 
 
+@RULES.register(E.Broadcast)
 def _broadcast(c: _Chunker, node: E.Broadcast) -> E.PrimExpr:
     return c.broadcast(node.value)
 
 
-def _binary(c: _Chunker, node: E.PrimExpr) -> E.PrimExpr:
-    kind: type = type(node)
-    return kind(c.expr(node.a), c.expr(node.b))  # type: ignore[attr-defined]
+@RULES.register(E.BinaryOp, E.CompareOp, E.LogicalOp)
+def _binary(c: _Chunker, node: E.BinaryOp | E.CompareOp | E.LogicalOp) -> E.PrimExpr:
+    return type(node)(c.expr(node.a), c.expr(node.b))
 
 
+@RULES.register(E.Not)
 def _not(c: _Chunker, node: E.Not) -> E.PrimExpr:
     return E.Not(c.expr(node.a))
 
 
+@RULES.register(E.Select)
 def _select(c: _Chunker, node: E.Select) -> E.PrimExpr:
     return E.Select(c.expr(node.condition), c.expr(node.true_value), c.expr(node.false_value))
 
 
+@RULES.register(E.Cast)
 def _cast(c: _Chunker, node: E.Cast) -> E.PrimExpr:
     return E.Cast(c.dtype(node.dtype), c.expr(node.value))
 
 
+@RULES.register(E.BufferLoad)
 def _load(c: _Chunker, node: E.BufferLoad) -> E.PrimExpr:
     if node.buffer.dtype.is_vector or any(_lanes(i) != 1 for i in node.indices[:-1]):
         raise _Unsplittable
@@ -179,6 +186,7 @@ def _load(c: _Chunker, node: E.BufferLoad) -> E.PrimExpr:
     return E.BufferLoad(node.buffer, indices, predicate, span=node.span)
 
 
+@RULES.register(E.Let)
 def _let(c: _Chunker, node: E.Let) -> E.PrimExpr:
     value = c.expr(node.value)
     var = node.var
@@ -188,6 +196,7 @@ def _let(c: _Chunker, node: E.Let) -> E.PrimExpr:
     return E.Let(var, value, c.expr(node.body))
 
 
+@RULES.register(E.Var)
 def _var(c: _Chunker, node: E.Var) -> E.PrimExpr:
     chunked = c.lets.get(node)
     if chunked is None:
@@ -195,6 +204,7 @@ def _var(c: _Chunker, node: E.Var) -> E.PrimExpr:
     return chunked
 
 
+@RULES.register(E.Call)
 def _call(c: _Chunker, node: E.Call) -> E.PrimExpr:
     intrinsic = intrinsics.lookup(node.op)
     elementwise = node.op == "if_then_else" or (
@@ -202,24 +212,10 @@ def _call(c: _Chunker, node: E.Call) -> E.PrimExpr:
         and intrinsic.effect is intrinsics.Effect.PURE
         and intrinsic.result in (intrinsics.Result.FIRST_ARG, intrinsics.Result.BOOL)
     )
-    if not elementwise or not all(isinstance(a, E.PrimExpr) for a in node.args):
+    if not elementwise or not E.are_exprs(node.args):
         raise _Unsplittable
-    args = tuple(c.expr(a) for a in node.args)  # type: ignore[arg-type]
+    args = tuple(c.expr(a) for a in node.args)
     return E.Call(c.dtype(node.dtype), node.op, args, span=node.span)
-
-
-_RULES: dict[type, Callable[[_Chunker, E.PrimExpr], E.PrimExpr]] = {
-    E.Ramp: _ramp,  # type: ignore[dict-item]
-    E.Broadcast: _broadcast,  # type: ignore[dict-item]
-    E.Not: _not,  # type: ignore[dict-item]
-    E.Select: _select,  # type: ignore[dict-item]
-    E.Cast: _cast,  # type: ignore[dict-item]
-    E.BufferLoad: _load,  # type: ignore[dict-item]
-    E.Let: _let,  # type: ignore[dict-item]
-    E.Var: _var,  # type: ignore[dict-item]
-    E.Call: _call,  # type: ignore[dict-item]
-    **{kind: _binary for kind in (*E.BINARY_OPS, *E.COMPARE_OPS, E.And, E.Or)},
-}
 
 
 def _loads_of(data: E.Var, exprs: tuple[object, ...]) -> list[E.BufferLoad]:
@@ -344,7 +340,9 @@ def _split_loop(loop: S.For, width: int) -> S.Stmt:
     lanes = dataclasses.replace(
         loop, loop_var=inner, min=zero, extent=E.IntImm(width, dtype), body=body
     )
-    chunks = E.IntImm(loop.extent.value // width, dtype)  # type: ignore[attr-defined]
+    extent = loop.extent
+    assert isinstance(extent, E.IntImm)  # the caller splits loops of constant extent only
+    chunks = E.IntImm(extent.value // width, dtype)
     return S.For(outer, zero, chunks, S.ForKind.SERIAL, lanes, span=loop.span)
 
 

@@ -20,14 +20,13 @@ becomes serial as a whole:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from tirc.ir import expr as E
 from tirc.ir import intrinsics
 from tirc.ir import stmt as S
 from tirc.ir.function import PrimFunc
-from tirc.ir.functor import Mutator
+from tirc.ir.functor import Dispatch, Mutator
 from tirc.ir.substitute import substitute
 from tirc.transform.pass_base import Dialect, FunctionPass
 
@@ -59,10 +58,9 @@ class _Vectorizer:
         self.vector_vars: dict[E.Var, E.Var] = {}  # Binds of lane-dependent values
 
     def expr(self, node: E.PrimExpr) -> E.PrimExpr:
-        rule = _EXPR_RULES.get(type(node))
-        if rule is None:
+        if not EXPR_RULES.handles(type(node)):
             raise NotVectorizable
-        return rule(self, node)
+        return EXPR_RULES(self, node)
 
     def scalar(self, node: E.PrimExpr) -> E.PrimExpr:
         """`node`, which must not depend on the lane."""
@@ -72,11 +70,10 @@ class _Vectorizer:
         return result
 
     def stmt(self, node: S.Stmt) -> S.Stmt:
-        rule = _STMT_RULES.get(type(node))
         try:
-            if rule is None:
+            if not STMT_RULES.handles(type(node)):
                 raise NotVectorizable
-            return rule(self, node)
+            return STMT_RULES(self, node)
         except NotVectorizable:
             return self.per_lane(node)
 
@@ -91,10 +88,15 @@ class _Vectorizer:
         return S.For(lane, E.IntImm(0, self.var.dtype), extent, S.ForKind.SERIAL, body)
 
 
+STMT_RULES: Dispatch[_Vectorizer, [], S.Stmt] = Dispatch("vectorize-loop")
+
+
+@STMT_RULES.register(S.SeqStmt)
 def _seq_stmt(v: _Vectorizer, node: S.SeqStmt) -> S.Stmt:
     return S.SeqStmt(tuple(v.stmt(s) for s in node.stmts), span=node.span)
 
 
+@STMT_RULES.register(S.BufferStore)
 def _store(v: _Vectorizer, node: S.BufferStore) -> S.Stmt:
     if node.predicate is not None:
         raise NotVectorizable
@@ -107,6 +109,7 @@ def _store(v: _Vectorizer, node: S.BufferStore) -> S.Stmt:
     return dataclasses.replace(node, indices=indices, value=_widen(value, v.lanes))
 
 
+@STMT_RULES.register(S.IfThenElse)
 def _if(v: _Vectorizer, node: S.IfThenElse) -> S.Stmt:
     condition = v.scalar(node.condition)  # a lane-dependent condition: per lane
     then = v.stmt(node.then_case)
@@ -114,6 +117,7 @@ def _if(v: _Vectorizer, node: S.IfThenElse) -> S.Stmt:
     return dataclasses.replace(node, condition=condition, then_case=then, else_case=other)
 
 
+@STMT_RULES.register(S.For)
 def _for(v: _Vectorizer, node: S.For) -> S.Stmt:
     if node.kind not in (S.ForKind.SERIAL, S.ForKind.UNROLLED) or node.step is not None:
         raise NotVectorizable
@@ -121,6 +125,7 @@ def _for(v: _Vectorizer, node: S.For) -> S.Stmt:
     return dataclasses.replace(node, min=start, extent=extent, body=v.stmt(node.body))
 
 
+@STMT_RULES.register(S.Bind)
 def _bind(v: _Vectorizer, node: S.Bind) -> S.Stmt:
     value = v.expr(node.value)
     if value is node.value:
@@ -132,24 +137,20 @@ def _bind(v: _Vectorizer, node: S.Bind) -> S.Stmt:
     return dataclasses.replace(node, var=var, value=value)
 
 
-_STMT_RULES: dict[type, Callable[[_Vectorizer, S.Stmt], S.Stmt]] = {
-    S.SeqStmt: _seq_stmt,  # type: ignore[dict-item]
-    S.BufferStore: _store,  # type: ignore[dict-item]
-    S.IfThenElse: _if,  # type: ignore[dict-item]
-    S.For: _for,  # type: ignore[dict-item]
-    S.Bind: _bind,  # type: ignore[dict-item]
-}
+EXPR_RULES: Dispatch[_Vectorizer, [], E.PrimExpr] = Dispatch("vectorize-loop")
 
 
+@EXPR_RULES.register(E.Var, E.IntImm, E.FloatImm, E.StringImm)
 def _leaf(v: _Vectorizer, node: E.PrimExpr) -> E.PrimExpr:
     if node is v.var:
         return v.ramp
-    return v.vector_vars.get(node, node)  # type: ignore[call-overload]
+    return v.vector_vars.get(node, node) if isinstance(node, E.Var) else node
 
 
-def _binary(v: _Vectorizer, node: E.PrimExpr) -> E.PrimExpr:
-    a, b = v.expr(node.a), v.expr(node.b)  # type: ignore[attr-defined]
-    if a is node.a and b is node.b:  # type: ignore[attr-defined]
+@EXPR_RULES.register(E.BinaryOp, E.CompareOp, E.LogicalOp)
+def _binary(v: _Vectorizer, node: E.BinaryOp | E.CompareOp | E.LogicalOp) -> E.PrimExpr:
+    a, b = v.expr(node.a), v.expr(node.b)
+    if a is node.a and b is node.b:
         return node
     kind = type(node)
     if kind in (E.Add, E.Sub) and E.is_const_int(b, 0):
@@ -168,7 +169,7 @@ def _binary(v: _Vectorizer, node: E.PrimExpr) -> E.PrimExpr:
             return E.Ramp(E.Mul(a.base, b), E.Mul(a.stride, b), a.lanes)
         if isinstance(b, E.Ramp) and _lanes(a) == 1:
             return E.Ramp(E.Mul(a, b.base), E.Mul(a, b.stride), b.lanes)
-    return kind(_widen(a, v.lanes), _widen(b, v.lanes))  # type: ignore[arg-type,call-arg]
+    return kind(_widen(a, v.lanes), _widen(b, v.lanes))
 
 
 def _fold(kind: type, a: E.PrimExpr, b: E.PrimExpr) -> E.PrimExpr:
@@ -180,11 +181,13 @@ def _fold(kind: type, a: E.PrimExpr, b: E.PrimExpr) -> E.PrimExpr:
     return kind(a, b)
 
 
+@EXPR_RULES.register(E.Not)
 def _not(v: _Vectorizer, node: E.Not) -> E.PrimExpr:
     a = v.expr(node.a)
     return node if a is node.a else E.Not(a)
 
 
+@EXPR_RULES.register(E.Select)
 def _select(v: _Vectorizer, node: E.Select) -> E.PrimExpr:
     parts = [v.expr(node.condition), v.expr(node.true_value), v.expr(node.false_value)]
     if all(
@@ -195,6 +198,7 @@ def _select(v: _Vectorizer, node: E.Select) -> E.PrimExpr:
     return E.Select(*(_widen(p, v.lanes) for p in parts))
 
 
+@EXPR_RULES.register(E.Cast)
 def _cast(v: _Vectorizer, node: E.Cast) -> E.PrimExpr:
     value = v.expr(node.value)
     if value is node.value:
@@ -202,6 +206,7 @@ def _cast(v: _Vectorizer, node: E.Cast) -> E.PrimExpr:
     return E.Cast(node.dtype.with_lanes(_lanes(value)), value)
 
 
+@EXPR_RULES.register(E.Call)
 def _call(v: _Vectorizer, node: E.Call) -> E.PrimExpr:
     if node.op == "if_then_else":
         return _if_then_else(v, node)
@@ -215,17 +220,19 @@ def _call(v: _Vectorizer, node: E.Call) -> E.PrimExpr:
         and intrinsic.result in (intrinsics.Result.FIRST_ARG, intrinsics.Result.BOOL)
         and node.op not in ("assume", "likely")
     )
-    if not elementwise or not all(isinstance(a, E.PrimExpr) for a in args):
+    if not elementwise or not E.are_exprs(args):
         raise NotVectorizable
-    return E.Call(node.dtype.with_lanes(v.lanes), node.op, tuple(_widen(a, v.lanes) for a in args))  # type: ignore[arg-type]
+    return E.Call(node.dtype.with_lanes(v.lanes), node.op, tuple(_widen(a, v.lanes) for a in args))
 
 
 def _if_then_else(v: _Vectorizer, node: E.Call) -> E.PrimExpr:
     """A scalar condition selects between vector branches; a lane-dependent one would evaluate
     both branches in some lane, so that statement runs per lane."""
+    if not E.are_exprs(node.args):
+        raise NotVectorizable
     condition, then, other = node.args
-    new_condition = v.scalar(condition)  # type: ignore[arg-type]
-    new_then, new_other = v.expr(then), v.expr(other)  # type: ignore[arg-type]
+    new_condition = v.scalar(condition)
+    new_then, new_other = v.expr(then), v.expr(other)
     if new_condition is condition and new_then is then and new_other is other:
         return node
     lanes = max(_lanes(new_then), _lanes(new_other))
@@ -233,6 +240,7 @@ def _if_then_else(v: _Vectorizer, node: E.Call) -> E.PrimExpr:
     return E.Call(node.dtype.with_lanes(lanes), node.op, (new_condition, *branches))
 
 
+@EXPR_RULES.register(E.BufferLoad)
 def _load(v: _Vectorizer, node: E.BufferLoad) -> E.PrimExpr:
     if node.predicate is not None:
         raise NotVectorizable
@@ -244,20 +252,6 @@ def _load(v: _Vectorizer, node: E.BufferLoad) -> E.PrimExpr:
     if _lanes(indices[-1]) == 1:  # a loop-dependent but scalar index cannot happen; be safe
         raise NotVectorizable
     return E.BufferLoad(node.buffer, indices, span=node.span)
-
-
-_EXPR_RULES: dict[type, Callable[[_Vectorizer, E.PrimExpr], E.PrimExpr]] = {
-    E.Var: _leaf,
-    E.IntImm: _leaf,
-    E.FloatImm: _leaf,
-    E.StringImm: _leaf,
-    E.Not: _not,  # type: ignore[dict-item]
-    E.Select: _select,  # type: ignore[dict-item]
-    E.Cast: _cast,  # type: ignore[dict-item]
-    E.Call: _call,  # type: ignore[dict-item]
-    E.BufferLoad: _load,  # type: ignore[dict-item]
-    **{kind: _binary for kind in (*E.BINARY_OPS, *E.COMPARE_OPS, E.And, E.Or)},
-}
 
 
 class _Loops(Mutator):
