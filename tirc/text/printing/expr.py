@@ -18,16 +18,19 @@ from tirc.ir.expr import (
     NE,
     Add,
     And,
+    BinaryOp,
     Broadcast,
     BufferLoad,
     Call,
     Cast,
+    CompareOp,
     Div,
     FloatImm,
     FloorDiv,
     FloorMod,
     IntImm,
     Let,
+    LogicalOp,
     Max,
     Min,
     Mod,
@@ -41,7 +44,9 @@ from tirc.ir.expr import (
     StringImm,
     Sub,
     Var,
+    are_exprs,
 )
+from tirc.ir.functor import Dispatch
 from tirc.text.printing import precedence as prec
 from tirc.text.printing.folding import would_fold
 from tirc.text.printing.literals import format_float_imm, format_int, quote
@@ -96,10 +101,9 @@ class ExprPrinter:
         return self.render(node)[1]
 
     def render(self, node: object) -> Rendered:
-        method = _TABLE.get(type(node))
-        if method is None:
-            method = _lookup(type(node))
-        return method(self, node)
+        if not RULES.handles(type(node)):
+            return prec.ATOM, f"<{type(node).__name__}>"
+        return RULES(self, node)
 
     def operand(self, node: PrimExpr, needed: int) -> str:
         """The text of `node` as an operand that must bind at least as tightly as `needed`."""
@@ -129,30 +133,41 @@ class ExprPrinter:
         return ", ".join(self.render(index)[1] for index in indices)
 
 
+RULES: Dispatch[ExprPrinter, [], Rendered] = Dispatch("printer")
+
+
+@RULES.register(Var)
 def _var(printer: ExprPrinter, node: Var) -> Rendered:
     name = printer.names.get(node)
     return prec.ATOM, name if name is not None else printer.on_free_var(node)
 
 
+@RULES.register(IntImm)
 def _int(printer: ExprPrinter, node: IntImm) -> Rendered:
     return prec.ATOM, format_int(node.value, node.dtype)
 
 
+@RULES.register(FloatImm)
 def _float(printer: ExprPrinter, node: FloatImm) -> Rendered:
     return prec.ATOM, format_float_imm(node.value, node.dtype)
 
 
+@RULES.register(StringImm)
 def _string(printer: ExprPrinter, node: StringImm) -> Rendered:
     return prec.ATOM, quote(node.value)
 
 
+@RULES.register(Cast)
 def _cast(printer: ExprPrinter, node: Cast) -> Rendered:
     return prec.ATOM, f'T.Cast("{node.dtype}", {printer.render(node.value)[1]})'
 
 
-def _binary(printer: ExprPrinter, node: PrimExpr) -> Rendered:
+# the classes in _INFIX: every BinaryOp, CompareOp and LogicalOp but Div, Mod, Min and Max,
+# which have their own renderers
+@RULES.register(BinaryOp, CompareOp, LogicalOp)
+def _binary(printer: ExprPrinter, node: BinaryOp | CompareOp | LogicalOp) -> Rendered:
     symbol, call = _INFIX[type(node)]
-    a, b = node.a, node.b  # type: ignore[attr-defined]
+    a, b = node.a, node.b
     if would_fold(node) or _refuses_operands(node):
         return prec.ATOM, f"{call}({printer.render(a)[1]}, {printer.render(b)[1]})"
     level = prec.INFIX_PRECEDENCE[symbol]
@@ -169,6 +184,7 @@ def _refuses_operands(node: PrimExpr) -> bool:
     )
 
 
+@RULES.register(Div)
 def _div(printer: ExprPrinter, node: Div) -> Rendered:
     # `/` on integers would read back as true division; TVM spells truncation T.Div
     if node.dtype.is_float and not would_fold(node):
@@ -178,36 +194,43 @@ def _div(printer: ExprPrinter, node: Div) -> Rendered:
     return prec.ATOM, f"T.Div({printer.render(node.a)[1]}, {printer.render(node.b)[1]})"
 
 
-def _call_form(printer: ExprPrinter, node: PrimExpr) -> Rendered:
+@RULES.register(Min, Max, Mod)  # the classes in _CALL_FORM
+def _call_form(printer: ExprPrinter, node: Min | Max | Mod) -> Rendered:
     function, exact = _CALL_FORM[type(node)]
-    a, b = node.a, node.b  # type: ignore[attr-defined]
+    a, b = node.a, node.b
     name = exact if would_fold(node) else function
     if _refuses_operands(node):
         name = "T.Mod"
     return prec.ATOM, f"{name}({printer.render(a)[1]}, {printer.render(b)[1]})"
 
 
+@RULES.register(Not)
 def _not(printer: ExprPrinter, node: Not) -> Rendered:
     return prec.NOT, f"not {printer.operand(node.a, prec.NOT)}"
 
 
+@RULES.register(Select)
 def _select(printer: ExprPrinter, node: Select) -> Rendered:
     args = printer.args((node.condition, node.true_value, node.false_value))
     return prec.ATOM, f"T.Select({args})"
 
 
+@RULES.register(Ramp)
 def _ramp(printer: ExprPrinter, node: Ramp) -> Rendered:
     return prec.ATOM, f"T.Ramp({printer.args((node.base, node.stride))}, {node.lanes})"
 
 
+@RULES.register(Broadcast)
 def _broadcast(printer: ExprPrinter, node: Broadcast) -> Rendered:
     return prec.ATOM, f"T.Broadcast({printer.render(node.value)[1]}, {node.lanes})"
 
 
+@RULES.register(Shuffle)
 def _shuffle(printer: ExprPrinter, node: Shuffle) -> Rendered:
     return prec.ATOM, f"T.Shuffle([{printer.args(node.vectors)}], [{printer.args(node.indices)}])"
 
 
+@RULES.register(Let)
 def _let(printer: ExprPrinter, node: Let) -> Rendered:
     value = printer.render(node.value)[1]
     var = printer.var_name(node.var)
@@ -222,6 +245,7 @@ def is_scalar_index(indices: tuple[PrimExpr, ...]) -> bool:
     return type(index) is IntImm and index.value == 0 and index.dtype == dt.INT32
 
 
+@RULES.register(BufferLoad)
 def _load(printer: ExprPrinter, node: BufferLoad) -> Rendered:
     buffer = node.buffer
     name = printer.buffer_name(buffer)
@@ -238,6 +262,7 @@ def _load(printer: ExprPrinter, node: BufferLoad) -> Rendered:
     return prec.ATOM, f"{name}[{indices}]"
 
 
+@RULES.register(Call)
 def _call(printer: ExprPrinter, node: Call) -> Rendered:
     op = node.op
     intrinsic = intrinsics.lookup(op)
@@ -245,14 +270,19 @@ def _call(printer: ExprPrinter, node: Call) -> Rendered:
     # Operators on constants only are Python's arithmetic when read back (`~0` is -1):
     # such a call keeps its call form.
     is_constant = all(isinstance(arg, IntImm) for arg in args)
-    if intrinsic is not None and intrinsic.infix is not None and not is_constant:
+    if (
+        intrinsic is not None
+        and intrinsic.infix is not None
+        and not is_constant
+        and are_exprs(args)
+    ):
         symbol = intrinsic.infix
         if len(args) == 1:
-            return prec.UNARY, f"{symbol}{printer.operand(args[0], prec.UNARY)}"  # type: ignore[arg-type]
+            return prec.UNARY, f"{symbol}{printer.operand(args[0], prec.UNARY)}"
         if len(args) == 2:
             level = prec.INFIX_PRECEDENCE[symbol]
-            left = printer.operand(args[0], level)  # type: ignore[arg-type]
-            return level, f"{left} {symbol} {printer.operand(args[1], level + 1)}"  # type: ignore[arg-type]
+            left = printer.operand(args[0], level)
+            return level, f"{left} {symbol} {printer.operand(args[1], level + 1)}"
     text = printer.args(args)
     if op in _DTYPE_LAST:
         text = f'{text}, "{node.dtype}"' if text else f'"{node.dtype}"'
@@ -263,38 +293,4 @@ def _call(printer: ExprPrinter, node: Call) -> Rendered:
     return prec.ATOM, f"T.{op}({text})"
 
 
-def _unknown(printer: ExprPrinter, node: object) -> Rendered:
-    return prec.ATOM, f"<{type(node).__name__}>"
-
-
 # Callable[..., ]: each renderer takes its own node class
-_TABLE: dict[type, Callable[..., Rendered]] = {
-    Var: _var,
-    IntImm: _int,
-    FloatImm: _float,
-    StringImm: _string,
-    Cast: _cast,
-    Div: _div,
-    Not: _not,
-    Select: _select,
-    Ramp: _ramp,
-    Broadcast: _broadcast,
-    Shuffle: _shuffle,
-    Let: _let,
-    BufferLoad: _load,
-    Call: _call,
-}
-for _class in _INFIX:
-    _TABLE[_class] = _binary
-for _class in _CALL_FORM:
-    _TABLE[_class] = _call_form
-
-
-def _lookup(cls: type) -> Callable[..., Rendered]:
-    """The renderer of a subclass of a known node class (cached on first use)."""
-    for klass in cls.__mro__:
-        method = _TABLE.get(klass)
-        if method is not None:
-            _TABLE[cls] = method
-            return method
-    return _unknown

@@ -16,11 +16,14 @@ from tirc.ir.expr import (
     NE,
     Add,
     And,
+    BinaryOp,
+    CompareOp,
     Div,
     FloatImm,
     FloorDiv,
     FloorMod,
     IntImm,
+    LogicalOp,
     Max,
     Min,
     Mod,
@@ -112,9 +115,9 @@ _RULES: dict[type, Callable[[PrimExpr, PrimExpr], bool]] = {
 }
 
 
-def would_fold(node: PrimExpr) -> bool:
+def would_fold(node: BinaryOp | CompareOp | LogicalOp) -> bool:
     """Whether rebuilding this binary node from its operands would change it."""
     rule = _RULES.get(type(node))
     if rule is None:
         return False
-    return rule(node.a, node.b)  # type: ignore[attr-defined]
+    return rule(node.a, node.b)

@@ -120,19 +120,18 @@ def statements(root: Stmt) -> Iterator[Stmt]:
     while stack:
         node = stack.pop()
         yield node
-        kind = type(node)
-        if kind is SeqStmt:
-            stack.extend(reversed(node.stmts))  # type: ignore[attr-defined]
-        elif kind is SBlockRealize:
-            stack.append(node.block)  # type: ignore[attr-defined]
-        elif kind is SBlock:
-            stack.append(node.body)  # type: ignore[attr-defined]
-            if node.init is not None:  # type: ignore[attr-defined]
-                stack.append(node.init)  # type: ignore[attr-defined]
-        elif kind is IfThenElse:
-            if node.else_case is not None:  # type: ignore[attr-defined]
-                stack.append(node.else_case)  # type: ignore[attr-defined]
-            stack.append(node.then_case)  # type: ignore[attr-defined]
+        if type(node) is SeqStmt:
+            stack.extend(reversed(node.stmts))
+        elif type(node) is SBlockRealize:
+            stack.append(node.block)
+        elif type(node) is SBlock:
+            stack.append(node.body)
+            if node.init is not None:
+                stack.append(node.init)
+        elif type(node) is IfThenElse:
+            if node.else_case is not None:
+                stack.append(node.else_case)
+            stack.append(node.then_case)
         else:
             body = getattr(node, "body", None)  # For, While, AttrStmt
             if isinstance(body, Stmt):

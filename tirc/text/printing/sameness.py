@@ -15,8 +15,8 @@ def same_expr(a: object, b: object) -> bool:
     kind = type(a)
     if kind is not type(b):
         return False
-    if kind is IntImm or kind is FloatImm:
-        return a.value == b.value and a.dtype == b.dtype  # type: ignore[attr-defined]
+    if isinstance(a, (IntImm, FloatImm)) and isinstance(b, (IntImm, FloatImm)):
+        return a.value == b.value and a.dtype == b.dtype
     if kind is Var or kind is Buffer:
         return False
     if isinstance(a, Node):

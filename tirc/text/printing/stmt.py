@@ -5,6 +5,7 @@ its parent's whole body prints unnested (`bx = T.launch_thread("blockIdx.x", 4)`
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TypeGuard
 
 from tirc.ir import dtype as dt
 from tirc.ir.buffer import Buffer
@@ -100,7 +101,7 @@ def is_scalar_alloc(alloc: AllocBuffer) -> bool:
     )
 
 
-def _is_scalar_store(store: object, buffer: Buffer) -> bool:
+def _is_scalar_store(store: object, buffer: Buffer) -> TypeGuard[BufferStore]:
     return (
         type(store) is BufferStore
         and store.buffer is buffer
@@ -115,8 +116,8 @@ def _print_scalar(printer: StmtPrinter, alloc: AllocBuffer, following: Stmt | No
     annotation = f"T.{buffer.dtype}"
     initial = None
     if following is not None and _is_scalar_store(following, buffer):
-        if not _reads(following.value, buffer):  # type: ignore[attr-defined]
-            initial = printer.exprs.expr(following.value)  # type: ignore[attr-defined]
+        if not _reads(following.value, buffer):
+            initial = printer.exprs.expr(following.value)
     name = define_buffer(printer, buffer)
     printer.scalar_buffers.add(buffer)
     if initial is None:
