@@ -115,9 +115,9 @@ def _match(pattern: object, expr: object, holes: set[Var], bound: dict[Var, Prim
     if isinstance(pattern, Var) and pattern in holes:
         if pattern in bound:
             return same(bound[pattern], expr)
-        if getattr(expr, "dtype", None) != pattern.dtype:
+        if not isinstance(expr, PrimExpr) or expr.dtype != pattern.dtype:
             return False
-        bound[pattern] = expr  # type: ignore[assignment]
+        bound[pattern] = expr
         return True
     return _equal(pattern, expr, lambda a, b: _match(a, b, holes, bound))
 
@@ -136,7 +136,7 @@ def _equal(a: object, b: object, recurse: Callable[[object, object], bool]) -> b
     if isinstance(a, Node) and isinstance(b, Node):
         if type(a) is not type(b):
             return False
-        if isinstance(a, (IntImm, FloatImm)):
-            return a.value == b.value and a.dtype == b.dtype  # type: ignore[attr-defined]
+        if isinstance(a, (IntImm, FloatImm)) and isinstance(b, (IntImm, FloatImm)):
+            return a.value == b.value and a.dtype == b.dtype
         return all(recurse(getattr(a, f), getattr(b, f)) for f in child_fields(type(a)))
     return a == b

@@ -141,7 +141,8 @@ def _binary(
     combine: Callable[[Bound, Bound], Bound],
 ) -> Callable[[Callable[[PrimExpr], Bound], PrimExpr], Bound]:
     def rule(bound: Callable[[PrimExpr], Bound], node: PrimExpr) -> Bound:
-        return combine(bound(node.a), bound(node.b))  # type: ignore[attr-defined]
+        assert isinstance(node, E.BinaryOp)  # registered for BinaryOp classes only
+        return combine(bound(node.a), bound(node.b))
 
     return rule
 
@@ -166,8 +167,13 @@ _RULES: dict[type, Callable[[Callable[[PrimExpr], Bound], PrimExpr], Bound]] = {
             None if a.max is None or b.max is None else max(a.max, b.max),
         )
     ),
-    E.Select: lambda bound, node: bound(node.true_value).union(bound(node.false_value)),  # type: ignore[attr-defined]
+    E.Select: lambda bound, node: _select(bound, node),
 }
+
+
+def _select(bound: Callable[[PrimExpr], Bound], node: PrimExpr) -> Bound:
+    assert isinstance(node, E.Select)
+    return bound(node.true_value).union(bound(node.false_value))
 
 
 def const_bound(expr: PrimExpr, ranges: Mapping[Var, Bound] | None = None) -> Bound:

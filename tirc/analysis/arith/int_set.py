@@ -149,7 +149,8 @@ def _floormod(relaxer: _Relaxer, expr: E.FloorMod) -> IntervalSet:
 
 def _extremum(make: type) -> Callable[[_Relaxer, PrimExpr], IntervalSet]:
     def rule(relaxer: _Relaxer, expr: PrimExpr) -> IntervalSet:
-        a, b = relaxer.relax(expr.a), relaxer.relax(expr.b)  # type: ignore[attr-defined]
+        assert isinstance(expr, E.BinaryOp)  # registered for Min and Max
+        a, b = relaxer.relax(expr.a), relaxer.relax(expr.b)
         return relaxer.combine(make, (a.min, b.min), (a.max, b.max))
 
     return rule

@@ -401,8 +401,10 @@ def evaluate(expr: PrimExpr, witness: Witness) -> Value | None:
     combine = _BINARY.get(type(expr))
     if combine is None:
         return None
-    a = evaluate(expr.a, witness)  # type: ignore[attr-defined]
-    b = evaluate(expr.b, witness)  # type: ignore[attr-defined]
+    if not isinstance(expr, (E.BinaryOp, E.CompareOp, E.LogicalOp)):
+        return None
+    a = evaluate(expr.a, witness)
+    b = evaluate(expr.b, witness)
     if a is None or b is None:
         return None
     pairs = lanes_of(a, b)
@@ -422,10 +424,11 @@ def lanes_of(a: Value, b: Value) -> list[tuple[int, int]] | None:
     right = b if isinstance(b, list) else None
     if left is not None and right is not None:
         return list(zip(left, right, strict=True)) if len(left) == len(right) else None
-    if left is not None:
-        return [(x, b) for x in left]  # type: ignore[misc]
-    assert right is not None
-    return [(a, y) for y in right]  # type: ignore[misc]
+    if left is not None and isinstance(b, int):
+        return [(x, b) for x in left]
+    if right is not None and isinstance(a, int):
+        return [(a, y) for y in right]
+    return None
 
 
 def without_offset(index: PrimExpr) -> PrimExpr:

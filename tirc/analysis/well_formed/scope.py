@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from tirc.analysis.well_formed.checker import Checker
 from tirc.diagnostics import Diagnostic, Note, Span
 from tirc.ir.buffer import Buffer, MatchBufferRegion
-from tirc.ir.expr import Call, CommReducer, Let, PrimExpr, Var, is_const_int
+from tirc.ir.expr import Call, CommReducer, IntImm, Let, PrimExpr, Var
 from tirc.ir.function import PrimFunc
 from tirc.ir.stmt import (
     AllocBuffer,
@@ -287,12 +287,13 @@ class ScopeChecker(Checker):
         self.visit(reducer.identity)
 
     def visit_Call(self, call: Call) -> None:
-        if call.op != "tvm_thread_allreduce" or not is_const_int(call.args[0]):
+        count = call.args[0] if call.args else None
+        if call.op != "tvm_thread_allreduce" or not isinstance(count, IntImm):
             self.generic_visit(call)
             return
         # The thread indices an all-reduce spans are named by their (outer) loop variables,
         # even inside a block with iteration variables, as TVM's cross-thread lowering does.
-        threads = 2 + 2 * call.args[0].value  # type: ignore[attr-defined]
+        threads = 2 + 2 * count.value
         self.visit(call.args[:threads])
         blocks, self.blocks = self.blocks, []
         try:
