@@ -62,12 +62,18 @@ def divide_subspace(
     and the rest; raises DivisionError when some index or predicate mixes them otherwise.
     `extents`, the ranges of the indices, let an index of loops of symbolic extent go whole
     to the one side whose loops it reads."""
-    for var, domain in domains.items():
-        if not (isinstance(domain.min, IntImm) and isinstance(domain.extent, IntImm)):
-            whole = _divide_whole_loops(indices, domains, inner, predicate, extents)
-            if whole is not None:
-                return whole
-            raise DivisionError(f"loop {var.name} does not have a constant range")
+    symbolic = [
+        var
+        for var, domain in domains.items()
+        if not (isinstance(domain.min, IntImm) and isinstance(domain.extent, IntImm))
+    ]
+    if symbolic:
+        whole = _divide_whole_loops(indices, domains, inner, predicate, extents)
+        if whole is not None:
+            return whole
+        return _divide_around_symbolic(
+            indices, domains, inner, predicate, keep_unit_iters, extents, symbolic
+        )
     if not keep_unit_iters:
         # Unit loops always hold 0: dropping them keeps them out of the outer bindings.
         zeros = {
@@ -105,6 +111,46 @@ def divide_subspace(
     return Division(tuple(outer), tuple(inner_parts), outer_predicate, inner_predicate)
 
 
+def _divide_around_symbolic(
+    indices: Sequence[PrimExpr],
+    domains: Mapping[Var, Range],
+    inner: set[Var],
+    predicate: PrimExpr | None,
+    keep_unit_iters: bool,
+    extents: Sequence[PrimExpr] | None,
+    symbolic: list[Var],
+) -> Division:
+    """Where outer loops of symbolic extent are read only by indices of outer loops: those
+    indices go whole to the outer side, over their extents, and the others are divided over
+    the loops of constant extent (`vb = b` outer, `vc = c_0 * 3 + c_1` divided at c_1)."""
+    unsupported = DivisionError(f"loop {symbolic[0].name} does not have a constant range")
+    reads_symbolic = [bool(_vars_of(index) & set(symbolic)) for index in indices]
+    if extents is None or set(symbolic) & inner:
+        raise unsupported
+    if predicate is not None and _vars_of(predicate) & set(symbolic):
+        raise unsupported
+    pairs = list(zip(indices, reads_symbolic, strict=True))
+    if any(read and _vars_of(index) & inner for index, read in pairs):
+        raise unsupported
+    constant = {var: domain for var, domain in domains.items() if var not in symbolic}
+    rest = [index for index, read in pairs if not read]
+    division = divide_subspace(rest, constant, inner, predicate, keep_unit_iters)
+    parts = iter(zip(division.outer, division.inner, strict=True))
+    outer: list[Part] = []
+    inner_parts: list[Part] = []
+    for position, (index, read) in enumerate(pairs):
+        outer_part, inner_part = (
+            (Part(index, extents[position]), Part(IntImm(0, index.dtype), 1))
+            if read
+            else next(parts)
+        )
+        outer.append(outer_part)
+        inner_parts.append(inner_part)
+    return Division(
+        tuple(outer), tuple(inner_parts), division.outer_predicate, division.inner_predicate
+    )
+
+
 def _divide_whole_loops(
     indices: Sequence[PrimExpr],
     domains: Mapping[Var, Range],
@@ -114,8 +160,8 @@ def _divide_whole_loops(
 ) -> Division | None:
     """Where loops have symbolic extents: the division when each index is one loop read
     whole, or (given the indices' `extents`) reads loops of one side only (the index goes
-    whole to that side: `fused // n` and `fused % n` of an inner fused loop), and there is
-    no predicate; None otherwise."""
+    whole to that side: `fused // n` and `fused % n` of an inner fused loop; one that reads
+    no loop to the outer side), and there is no predicate; None otherwise."""
     if predicate is not None and not (isinstance(predicate, IntImm) and predicate.value):
         return None
     outer: list[Part] = []
@@ -129,7 +175,7 @@ def _divide_whole_loops(
             extent, is_inner = domain.extent, index in inner
         else:
             loops = _vars_of(index) & set(domains)
-            if extents is None or not loops or (loops & inner and loops - inner):
+            if extents is None or (loops & inner and loops - inner):
                 return None
             extent, is_inner = extents[position], bool(loops & inner)
         if isinstance(extent, IntImm):

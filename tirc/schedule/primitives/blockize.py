@@ -4,7 +4,13 @@ Given a list of consecutive sibling blocks instead, the loops between each and t
 parent become the inside of one outer block `outer_B_C_` (build_blockized_blocks).
 
 Each binding is divided into `outer * E + inner` over the loops outside and inside the given
-loop; a reduction's init moves to the outer block, over the loops its bindings need.
+loop; a reduction's init moves to the outer block, over the loops its bindings need. Loops
+of symbolic extent take part where an index reads them whole or reads the loops of one side
+only (that index goes whole to that side); predicates are written again simplified.
+
+Refused where TVM accepts, on purpose: a reduction whose predicate reads a loop its moved
+init does not run under (TVM's init then reads a free variable), and a loop that does not
+start at 0 (a partition's: TVM binds the inner iterator outside its domain).
 
     for i_0, i_1 in T.grid(8, 16):                 for i_0 in range(8):
         with T.sblock("B"):                            with T.sblock("B_o"):
@@ -167,6 +173,8 @@ def build_blockized(
     for node in reversed(nest.loops):
         body = dataclasses.replace(node, body=body)
 
+    if init is not None:
+        _check_init_predicate(inner_realize, init, nest.loops, loop, block_sref)
     domains = {iv.var: iv.dom for iv in inner_vars if iv.dom is not None}
     outer_block = SBlock(
         f"{block.name}_o",
@@ -212,6 +220,32 @@ def _relax_regions(
             ranges.append(relaxed)
         result.append(BufferRegion(region.buffer, tuple(ranges)))
     return tuple(result)
+
+
+def _check_init_predicate(
+    inner: SBlockRealize, init: Stmt, loops: tuple[For, ...], loop: SRef, block: SRef
+) -> None:
+    """The init, moved to the outer block, runs over the inner loops its data-parallel
+    iterators read: refused where the predicate reads others (TVM leaves them free there)."""
+    kept = [
+        value
+        for iter_var, value in zip(inner.block.iter_vars, inner.iter_values, strict=True)
+        if iter_var.iter_type is IterType.SPATIAL and uses_var(init, iter_var.var)
+    ]
+    dropped = [
+        node.loop_var.name
+        for node in loops
+        if uses_var(inner.predicate, node.loop_var)
+        and not any(uses_var(value, node.loop_var) for value in kept)
+    ]
+    if dropped:
+        raise ScheduleError(
+            f"cannot blockize {describe(loop)}: the predicate of {describe(block)} reads "
+            f"{'loops' if len(dropped) > 1 else 'loop'} {', '.join(dropped)}, which its init, "
+            "moved to the outer block, does not run under (TVM leaves them free there)",
+            loop,
+            block,
+        )
 
 
 def _outer_init(init: Stmt, inner: SBlockRealize, loops: tuple[For, ...], name: str) -> Stmt:
