@@ -21,6 +21,7 @@ from tirc.ir.buffer import BufferRegion, Range
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.functor import Mutator, walk
 from tirc.ir.stmt import BufferStore, For, ForKind, IterType, IterVar, SBlock, SBlockRealize, Stmt
+from tirc.ir.substitute import substitute
 from tirc.schedule.access_simplify import simplify_accesses
 from tirc.schedule.dtype_substitute import substitute_legalized
 from tirc.schedule.errors import ScheduleError
@@ -156,17 +157,34 @@ def _rewrite(
     substitution = dict(zip(old_vars, recovered, strict=True))
     body_block = substitute_legalized(node, substitution)
     new_block = dataclasses.replace(body_block, iter_vars=tuple(new_iters))
-    # a unit iterator stays a variable in the accesses (A[v0, ...]), as TVM leaves it
+    # a unit iterator stays a variable where it is an index itself (A[v0, ...]), as TVM
+    # leaves it, and is 0 within a larger index
+    units: dict[Var, PrimExpr] = {
+        iv.var: IntImm(0, iv.var.dtype) for iv in new_iters if _is_unit(iv)
+    }
     new_block = simplify_accesses(
         new_block,
         analyzer,
         bind_unit_iterators=False,
-        arrange=lambda index: _iterators_first(index, set(new_vars)),
+        arrange=lambda index: _iterators_first(_drop_units(index, units), set(new_vars)),
     )
     new_block = _NegativeOffsets().visit(new_block)
     loop_vars = tuple(Var(f"ax{position}", var.dtype) for position, var in enumerate(new_vars))
     new_realize = dataclasses.replace(realize, iter_values=loop_vars, block=new_block)
     return new_block, new_realize
+
+
+def _is_unit(iter_var: IterVar) -> bool:
+    dom = iter_var.dom
+    return dom is not None and isinstance(dom.extent, IntImm) and dom.extent.value == 1
+
+
+def _drop_units(index: PrimExpr, units: dict[Var, PrimExpr]) -> PrimExpr:
+    """`index` with the unit iterators in it 0 (`v1 * 4096 + v0` is `v0` for a unit `v1`),
+    unless it is one of them."""
+    if isinstance(index, Var) or not units or not (_vars_of(index) & set(units)):
+        return index
+    return Analyzer().simplify(substitute(index, units))
 
 
 def _iterators_first(index: PrimExpr, iterators: set[Var]) -> PrimExpr:
