@@ -351,6 +351,14 @@ def is_const_int(expr: object, value: int | None = None) -> bool:
     return isinstance(expr, IntImm) and (value is None or expr.value == value)
 
 
+def int_value(expr: PrimExpr) -> int:
+    """The value of an integer constant that the caller knows `expr` to be (a buffer's extent
+    after a pass that made it constant); IRError for anything else."""
+    if not isinstance(expr, IntImm):
+        raise IRError(f"expected an integer constant, got {type(expr).__name__}")
+    return expr.value
+
+
 def are_exprs(values: tuple[object, ...]) -> TypeGuard[tuple[PrimExpr, ...]]:
     """Whether every value is an expression (a Call's arguments may also be buffers or
     dtypes, for a few builtins)."""

@@ -29,6 +29,7 @@ from tirc.analysis.storage_scope import can_relax_under_thread
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
 from tirc.ir.buffer import Buffer, BufferRegion, Range
+from tirc.ir.dtype import DataType
 from tirc.ir.function import PrimFunc
 from tirc.ir.functor import Mutator, Visitor
 from tirc.transform.pass_base import Dialect, FunctionPass
@@ -116,12 +117,11 @@ class _Touched(Visitor):
         a, b = relax(low, self.domains, self.analyzer), relax(high, self.domains, self.analyzer)
         if not both:
             return a.min, b.max
-        lows, highs = [a.min, b.min], [a.max, b.max]
-        if None in lows or None in highs:
+        if a.min is None or b.min is None or a.max is None or b.max is None:
             return None, None
         return (
-            self.analyzer.simplify(E.Min(lows[0], lows[1])),  # type: ignore[arg-type]
-            self.analyzer.simplify(E.Max(highs[0], highs[1])),  # type: ignore[arg-type]
+            self.analyzer.simplify(E.Min(a.min, b.min)),
+            self.analyzer.simplify(E.Max(a.max, b.max)),
         )
 
     def touch(self, buffer: Buffer, ends: Box) -> None:
@@ -265,8 +265,8 @@ def _minus(index: E.PrimExpr, offset: E.PrimExpr) -> E.PrimExpr:
     return E.Sub(index, offset)
 
 
-def _cast(expr: E.PrimExpr, dtype: object) -> E.PrimExpr:
-    return expr if expr.dtype == dtype else E.Cast(dtype, expr)  # type: ignore[arg-type]
+def _cast(expr: E.PrimExpr, dtype: DataType) -> E.PrimExpr:
+    return expr if expr.dtype == dtype else E.Cast(dtype, expr)
 
 
 class _Planner(Visitor):
@@ -284,13 +284,13 @@ class _Planner(Visitor):
         self.threads.pop(node.loop_var, None)
 
     def visit_AttrStmt(self, node: S.AttrStmt) -> None:
-        launched = isinstance(node.node, S.IterVar) and node.key in _THREAD_KEYS
-        if not launched:
+        launched = node.node
+        if not (isinstance(launched, S.IterVar) and node.key in _THREAD_KEYS):
             self.generic_visit(node)
             return
-        var = node.node.var  # type: ignore[attr-defined]
+        var = launched.var
         self.outer[var] = Range(E.IntImm(0, node.value.dtype), node.value)
-        self.threads[var] = node.node.thread_tag or var.name  # type: ignore[attr-defined]
+        self.threads[var] = launched.thread_tag or var.name
         self.generic_visit(node)
         del self.outer[var]
         del self.threads[var]

@@ -92,12 +92,15 @@ def lift_kernel(kernel: S.For) -> S.For:
         var = E.Var(tag.replace(".", "_"), first.loop_var.dtype)
         unified[tag] = var
     for loop in loops:
-        mapping[loop.loop_var] = unified[_tag(loop)]  # type: ignore[index]
+        tag = _tag(loop)
+        assert tag is not None  # `loops` are the lifted loops, each with its tag
+        mapping[loop.loop_var] = unified[tag]
     body: S.Stmt = substitute(_Strip(mapping).visit(kernel), mapping)
     for tag, first in reversed(order.items()):
         var = unified[tag]
         body = dataclasses.replace(first, loop_var=var, body=body, span=first.span)
-    return body  # type: ignore[return-value]
+    assert isinstance(body, S.For)  # `order` is not empty: a loop wraps the body
+    return body
 
 
 def _is_chain(loop: S.Stmt, count: int) -> bool:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import TypeGuard
 
 from tirc.analysis.arith.analyzer import Analyzer
 from tirc.analysis.arith.int_set import relax
@@ -35,6 +36,7 @@ from tirc.ir import stmt as S
 from tirc.ir.buffer import Range
 from tirc.ir.function import PrimFunc
 from tirc.ir.functor import Mutator, walk
+from tirc.ir.node import Node
 from tirc.transform.fresh_copy import fresh_copy
 from tirc.transform.pass_base import Dialect, FunctionPass
 
@@ -58,7 +60,7 @@ class Deduction:
     fails: Interval
 
 
-def _is_likely(node: object) -> bool:
+def _is_likely(node: object) -> TypeGuard[E.Call]:
     return isinstance(node, E.Call) and node.op == "likely"
 
 
@@ -228,7 +230,7 @@ class _LikelyRemover(Mutator):
     def visit_Call(self, node: E.Call) -> E.PrimExpr:
         call: E.PrimExpr = self.generic_visit(node)
         if _is_likely(call):
-            argument = call.args[0]  # type: ignore[attr-defined]
+            argument = call.args[0]
             assert isinstance(argument, E.PrimExpr)
             return argument
         return call
@@ -258,7 +260,12 @@ class _Partitioner(Mutator):
         var = loop.loop_var
         domains, defined = _inner_domains(loop.body, var)
         calls: dict[int, E.Call] = {}
-        walk(loop.body, lambda n: calls.setdefault(id(n), n) if _is_likely(n) else None)  # type: ignore[arg-type]
+
+        def note(node: Node) -> None:
+            if _is_likely(node):
+                calls.setdefault(id(node), node)
+
+        walk(loop.body, note)
         deductions = [
             found
             for call in calls.values()

@@ -40,7 +40,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tirc.analysis.reducer import Match, Reducer, match_reducer
+from tirc.analysis.reducer import Combine, Match, Reducer, match_reducer
 from tirc.diagnostics import DiagnosticError
 from tirc.ir import dtype as dt
 from tirc.ir import expr as E
@@ -107,10 +107,10 @@ def _update_of(block: S.SBlock) -> _Update | None:
             return None
     values: list[E.PrimExpr] = []
     for store in stores:
-        found = [s for s in inits if s.buffer is store.buffer]  # type: ignore[union-attr]
+        found = [s for s in inits if isinstance(s, S.BufferStore) and s.buffer is store.buffer]
         if len(found) != 1:
             return None
-        values.append(found[0].value)  # type: ignore[union-attr]
+        values.append(found[0].value)
     return _Update(values, stores)
 
 
@@ -124,20 +124,20 @@ class _Tuple:
         return [p.combine([a], [b])[0] for p, a, b in zip(self.parts, x, y, strict=True)]
 
 
-def _match(update: _Update, loads: list[E.BufferLoad]) -> Match | None:
+def _match(update: _Update, loads: list[E.BufferLoad]) -> tuple[Combine, list[E.PrimExpr]] | None:
+    """The combiner of the update's reducer (a tuple of reducers side by side if no one
+    reducer matches), and the new values it combines into the stored buffers."""
     values = [store.value for store in update.stores]
     match = match_reducer(update.inits, values, loads)
     if match is not None or len(values) == 1:
-        return match
-    parts = [
-        match_reducer([i], [v], [load])
-        for i, v, load in zip(update.inits, values, loads, strict=False)
-    ]
-    if any(part is None for part in parts):
-        return None
-    reducer = _Tuple(tuple(p.reducer for p in parts))  # type: ignore[union-attr]
-    rhs = [p.rhs[0] for p in parts]  # type: ignore[union-attr]
-    return Match(reducer, list(loads), rhs)  # type: ignore[arg-type]
+        return None if match is None else (match.reducer.combine, match.rhs)
+    parts: list[Match] = []
+    for init, value, load in zip(update.inits, values, loads, strict=False):
+        part = match_reducer([init], [value], [load])
+        if part is None:
+            return None
+        parts.append(part)
+    return _Tuple(tuple(p.reducer for p in parts)).combine, [p.rhs[0] for p in parts]
 
 
 class _Lowering(Mutator):
@@ -234,7 +234,7 @@ class _Lowering(Mutator):
             )
             cross_realize = _realize(cross_block)
         else:
-            values = list(match.rhs)
+            values = list(match[1])
             cross_block = dataclasses.replace(
                 block,
                 name=f"{block.name}_cross_thread",
@@ -243,7 +243,7 @@ class _Lowering(Mutator):
                 init=None,
             )
             cross_realize = dataclasses.replace(realize, block=cross_block)
-        allreduce = _allreduce(match.reducer, update.inits, values, cross, threads)
+        allreduce = _allreduce(match[0], update.inits, values, cross, threads)
         cross_realize = dataclasses.replace(
             cross_realize, block=dataclasses.replace(cross_realize.block, body=allreduce)
         )
@@ -314,7 +314,7 @@ def _store_indices(block: S.SBlock, buffer: Buffer) -> tuple[E.PrimExpr, ...]:
 
 
 def _allreduce(
-    reducer: object,
+    combine: Combine,
     inits: list[E.PrimExpr],
     values: list[E.PrimExpr],
     cross: list[Buffer],
@@ -323,7 +323,7 @@ def _allreduce(
     dtypes = [v.dtype for v in values]
     x = tuple(E.Var(f"x{i}", t) for i, t in enumerate(dtypes))
     y = tuple(E.Var(f"y{i}", t) for i, t in enumerate(dtypes))
-    comm = E.CommReducer(x, y, tuple(reducer.combine(x, y)), tuple(inits))  # type: ignore[attr-defined]
+    comm = E.CommReducer(x, y, tuple(combine(x, y)), tuple(inits))
     zero = (E.IntImm(0, dt.INT32),)
     args = (
         E.IntImm(len(values), dt.UINT32),

@@ -141,7 +141,7 @@ def plan(buffers: list[Buffer], units: list[S.Stmt]) -> tuple[list[_Placed], int
             lives.append((len(units), len(units), buffer))  # never used: anywhere will do
     placed: list[_Placed] = []
     for first, last, buffer in sorted(lives, key=lambda item: (item[0], item[1])):
-        size = _round_up(buffer.shape[0].value * buffer.dtype.bytes)  # type: ignore[attr-defined]
+        size = _round_up(E.int_value(buffer.shape[0]) * buffer.dtype.bytes)
         busy = sorted(
             (other.offset, other.offset + other.size)
             for other in placed
@@ -198,7 +198,7 @@ def merge_kernel(kernel: S.AttrStmt, scopes: tuple[str, ...]) -> S.AttrStmt:
         for item in sorted(placed, key=lambda p: (p.offset, p.first)):
             buffer = item.buffer
             elements = item.offset // buffer.dtype.bytes
-            extent = buffer.shape[0].value + elements  # type: ignore[attr-defined]
+            extent = E.int_value(buffer.shape[0]) + elements
             view = dataclasses.replace(
                 buffer, data=merged_data, shape=(E.IntImm(extent, buffer.index_dtype),)
             )

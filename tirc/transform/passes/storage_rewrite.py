@@ -138,7 +138,7 @@ class _Rewriter(Mutator):
             buffer = next(
                 s.buffer for s in stmts if isinstance(s, S.AllocBuffer) and s.buffer.data is data
             )
-            size = max(buffer.shape[0].value, owner.shape[0].value)  # type: ignore[attr-defined]
+            size = max(E.int_value(buffer.shape[0]), E.int_value(owner.shape[0]))
             sizes[owner.data] = max(sizes.get(owner.data, 0), size)
         grown: dict[E.Var, Buffer] = {}
         for stmt in stmts:
@@ -147,7 +147,7 @@ class _Rewriter(Mutator):
                 extent = E.IntImm(sizes[buffer.data], buffer.shape[0].dtype)
                 grown[buffer.data] = (
                     dataclasses.replace(buffer, shape=(extent,))
-                    if extent.value != buffer.shape[0].value  # type: ignore[attr-defined]
+                    if extent.value != E.int_value(buffer.shape[0])
                     else buffer
                 )
         targets = {data: grown[owner.data] for data, owner in joined.items()}
