@@ -35,6 +35,7 @@ from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.stmt import For, IterType, IterVar, SBlock, SBlockRealize, SeqStmt, Stmt, seq
 from tirc.ir.structural import expr_key
 from tirc.ir.substitute import substitute
+from tirc.schedule.access_simplify import simplify_accesses
 from tirc.schedule.errors import ScheduleError
 from tirc.schedule.primitives import primitive
 from tirc.schedule.properties import uses_var
@@ -165,6 +166,9 @@ def build_blockized(
         init=None,
         match_buffers=substitute(block.match_buffers, mapping),
     )
+    # the accesses simplified over the inner iterators' domains (`v_co_i // 128` is 0 for
+    # v_co_i in [0, 128)), as TVM writes them
+    inner_block = simplify_accesses(inner_block, Analyzer(), bind_unit_iterators=False)
     true = IntImm(1, realize.predicate.dtype)
     inner_realize = SBlockRealize(
         tuple(inner_values), division.inner_predicate or true, inner_block
