@@ -176,8 +176,11 @@ print("ok")
 
 
 def in_threads(threads: int, program: str, body: str) -> None:
-    """Runs `body` in a child process with `threads` OpenMP threads; it must print ok."""
+    """Runs `body` in a child process with `threads` OpenMP threads; it must print ok. Its
+    waiting threads sleep soon (as docs/abi.md advises on a shared machine): spinning, they
+    took whole time slices from the threads they wait for, and each run took tens of seconds."""
     env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    env.setdefault("GOMP_SPINCOUNT", "1000")
     script = CHILD.format(program=program, body=body)
     done = subprocess.run(
         [sys.executable, "-c", script],
