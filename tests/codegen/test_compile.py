@@ -152,6 +152,10 @@ def test_missing_c_compiler_for_so(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert not (tmp_path / "k.so").exists()
 
 
+# the whole gallery through make, a tirc process per kernel (minutes on a busy machine); the
+# object, header, depfile and shared-library tests above and the gallery's differential tests
+# cover its parts
+@pytest.mark.slow
 @pytest.mark.skipif(
     shutil.which("gcc") is None or shutil.which("make") is None, reason="needs gcc and make"
 )

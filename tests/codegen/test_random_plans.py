@@ -632,7 +632,14 @@ def report(plan: RandomPlan, problems: list[str]) -> str:
 # -- tests -------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("seed", range(FAST_PLANS))
+# plans of the fast set that took 9 to 23 s each on a busy machine (the rest under 9): they
+# run with the slow sweeps (-m slow)
+SLOW_SEEDS = {0, 6, 7, 10, 11, 16, 26, 29, 30, 36}
+SLOW = [pytest.mark.slow]
+FAST_SEEDS = [pytest.param(s, marks=SLOW * (s in SLOW_SEEDS)) for s in range(FAST_PLANS)]
+
+
+@pytest.mark.parametrize("seed", FAST_SEEDS)
 def test_random_plan_compiles_to_what_the_interpreter_computes(seed: int) -> None:
     plan = generate(seed)
     problems = check(plan)

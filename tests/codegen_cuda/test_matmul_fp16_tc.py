@@ -54,7 +54,11 @@ def test_sample_uses_tensor_cores_and_shared_memory() -> None:
         assert piece in text, piece
 
 
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+# nvcc on the same source for sm_80 repeats sm_90's check (several seconds each): slow
+NVCC_ARCHS = [pytest.param("sm_80", marks=pytest.mark.slow), "sm_90"]
+
+
+@pytest.mark.parametrize("arch", NVCC_ARCHS)
 def test_sample_cuda_c_compiles(arch: str, tmp_path: Path) -> None:
     complaint = nvcc_accepts(emit_cuda(lowered()), tmp_path, arch=arch)
     assert not complaint, complaint

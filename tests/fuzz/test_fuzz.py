@@ -69,6 +69,7 @@ def test_campaign() -> None:
     assert time.perf_counter() - start < CAMPAIGN / 5000 * 240
 
 
+@pytest.mark.slow  # a second campaign (200 inputs) beside the smoke one
 def test_campaign_covers_every_stage() -> None:
     report = run_campaign(200, SEED + 2)
     assert report.lowered > 0

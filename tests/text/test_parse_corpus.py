@@ -15,6 +15,7 @@ CASE_FILES = sorted(CORPUS.glob("*/*.tir")) if CORPUS.is_dir() else []
 INTRINSIC_FILES = sorted(CORPUS.glob("*/intrinsics.json")) if CORPUS.is_dir() else []
 
 
+@pytest.mark.slow  # test_roundtrip's test_conformance_files_round_trip parses each of them too
 @pytest.mark.skipif(not CASE_FILES, reason="the conformance corpus is not here")
 def test_every_corpus_program_parses() -> None:
     failures = []

@@ -167,6 +167,7 @@ def test_megabyte_line_of_garbage_fails_fast() -> None:
     assert error.diagnostics[0].span is not None and error.diagnostics[0].span.line == 3
 
 
+@pytest.mark.slow  # as test_long_lines_are_linear, at 50,000 terms; the error cases stay fast
 def test_megabyte_line_of_valid_code_parses() -> None:
     from tests.text.parse_helpers import parse
 

@@ -47,6 +47,7 @@ def big_module(lines: int) -> str:
     return "\n".join(out) + "\n"
 
 
+@pytest.mark.slow  # a speed check: 5,000 lines parsed twice
 @pytest.mark.skipif(not CORPUS.is_dir(), reason="the conformance corpus is not here")
 def test_large_module_throughput() -> None:
     text = big_module(5000)
@@ -59,6 +60,7 @@ def test_large_module_throughput() -> None:
     assert lines / elapsed > 2000, f"{lines / elapsed:.0f} lines/s"
 
 
+@pytest.mark.slow  # a speed check: lines of 5,000 and 40,000 terms
 def test_long_lines_are_linear() -> None:
     def seconds(terms: int) -> float:
         text = FUNCTION_HEAD + "    A[0] = A[1]" + " + A[1]" * terms + "\n"

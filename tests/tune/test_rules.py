@@ -36,6 +36,7 @@ def test_plans_replay_exactly(path: Path, target: str) -> None:
         assert again.plan.to_json() == candidate.plan.to_json()
 
 
+@pytest.mark.slow  # every program, both targets, six seeds; the tests below generate one each
 def test_each_rule_applies_to_the_programs_it_documents() -> None:
     applied: dict[str, set[str]] = {"cpu": set(), "cuda": set()}
     for path in PROGRAMS:

@@ -65,6 +65,7 @@ def test_the_tuned_plan_computes_what_the_program_does(tuned: Path) -> None:
     assert (tuned / "mm.o").stat().st_size > 0
 
 
+@pytest.mark.slow  # a second tuning run (resumed) on top of the shared one
 def test_the_database_has_a_row_per_candidate_and_resumes(tuned: Path) -> None:
     with sqlite3.connect(tuned / "t.db") as connection:
         before = connection.execute("SELECT COUNT(*), COUNT(DISTINCT plan) FROM measurements")
