@@ -46,7 +46,7 @@ def llvm_intrinsic(
 
 
 def _args(em: Emitter, call: Call) -> list[ir.Value]:
-    return [em.expr(arg) for arg in call.args]  # type: ignore[arg-type]
+    return [em.expr(arg) for arg in call.args]
 
 
 def _in_float32(
@@ -138,7 +138,9 @@ def _count(name: str, extra: tuple[ir.Value, ...] = ()) -> CallRule:
 def _classify(test: str) -> CallRule:
     def emit(em: Emitter, call: Call) -> ir.Value:
         (x,) = _args(em, call)
-        source = call.args[0].dtype  # type: ignore[attr-defined]
+        operand = call.args[0]
+        assert isinstance(operand, PrimExpr)  # _args refused anything else
+        source = operand.dtype
         if not source.is_float:
             return ir.Constant(T.value_type(call.dtype), 1 if test == "isfinite" else 0)
         builder = em.builder
@@ -169,7 +171,7 @@ def _bitwise_not(em: Emitter, call: Call) -> ir.Value:
 
 
 def _pass_through(em: Emitter, call: Call) -> ir.Value:
-    return em.expr(call.args[0])  # type: ignore[arg-type]
+    return em.expr(call.args[0])
 
 
 def _if_then_else(em: Emitter, call: Call) -> ir.Value:
@@ -177,19 +179,19 @@ def _if_then_else(em: Emitter, call: Call) -> ir.Value:
     that holds for vector values too. A vector condition selects between both values: the
     vectorizer only produces it over pure operands."""
     condition_expr, true_expr, false_expr = call.args
-    condition = em.expr(condition_expr)  # type: ignore[arg-type]
+    condition = em.expr(condition_expr)
     if isinstance(condition.type, ir.VectorType):
-        true_value, false_value = em.expr(true_expr), em.expr(false_expr)  # type: ignore[arg-type]
+        true_value, false_value = em.expr(true_expr), em.expr(false_expr)
         return em.builder.select(condition, true_value, false_value)
     builder = em.builder
     then_block, else_block, done = em.new_block("then"), em.new_block("else"), em.new_block("endif")
     builder.cbranch(condition, then_block, else_block)
     builder.position_at_end(then_block)
-    true_value = em.expr(true_expr)  # type: ignore[arg-type]
+    true_value = em.expr(true_expr)
     then_end = builder.block
     builder.branch(done)
     builder.position_at_end(else_block)
-    false_value = em.expr(false_expr)  # type: ignore[arg-type]
+    false_value = em.expr(false_expr)
     else_end = builder.block
     builder.branch(done)
     builder.position_at_end(done)
@@ -206,7 +208,7 @@ def _reinterpret(em: Emitter, call: Call) -> ir.Value:
 
 
 def _assume(em: Emitter, call: Call) -> ir.Value:
-    condition = em.expr(call.args[0])  # type: ignore[arg-type]
+    condition = em.expr(call.args[0])
     if isinstance(condition.type, ir.IntType) and condition.type.width == 1:
         em.builder.call(em.declare("llvm.assume", T.VOID, [T.I1]), [condition])
     return ir.Constant(T.I1, 1)
@@ -218,7 +220,7 @@ def _extern(em: Emitter, call: Call) -> ir.Value:
     symbol = getattr(name, "value", None)
     if not isinstance(symbol, str):
         raise unsupported(call, "extern calls whose name is not a string")
-    args = [em.expr(arg) for arg in call.args[1:]]  # type: ignore[arg-type]
+    args = [em.expr(arg) for arg in call.args[1:]]
     result = T.VOID if call.dtype.is_void else T.value_type(call.dtype)
     function = em.declare(symbol, result, [a.type for a in args])
     value = em.builder.call(function, args)

@@ -51,12 +51,14 @@ class Emitter:
     streaming: frozenset[Var] = frozenset()  # buffers whose stores stream (see streaming.py)
     streamed: bool = False  # whether a streaming store was emitted: the function needs a fence
 
-    def expr(self, expr: PrimExpr) -> ir.Value:
+    def expr(self, expr: object) -> ir.Value:
+        """The value of an expression; anything else (a call's buffer or dtype argument where
+        an expression belongs) is refused, located."""
         from tirc.codegen.llvm.expr import EXPR_RULES, ROUNDED
         from tirc.codegen.llvm.narrow_float import is_narrow_float, round_value
 
         rule = EXPR_RULES.get(type(expr))
-        if rule is None:
+        if rule is None or not isinstance(expr, PrimExpr):
             raise unsupported(expr, f"{type(expr).__name__} expressions")
         with located(expr):
             value = rule(self, expr)

@@ -20,7 +20,7 @@ from llvmlite import ir
 from tirc.codegen.llvm.emitter import unsupported
 from tirc.codegen.llvm.expr import broadcast
 from tirc.ir.dtype import DataType
-from tirc.ir.expr import Broadcast, Call, IntImm, PrimExpr
+from tirc.ir.expr import Broadcast, Call, IntImm, PrimExpr, are_exprs
 
 if TYPE_CHECKING:
     from tirc.codegen.llvm.emitter import Emitter
@@ -71,19 +71,19 @@ class Wide:
 
 def emit_q_multiply_shift(em: Emitter, call: Call) -> ir.Value:
     """left = max(s, 0) and r = q + max(-s, 0): x * y * 2^(s - q), rounded."""
-    x, y, q, s = call.args
-    q_value, s_value = _constant(q), _constant(s)  # type: ignore[arg-type]
+    x, y, q, s = _operands(call)
+    q_value, s_value = _constant(q), _constant(s)
     if q_value is not None and s_value is not None:
         return _multiply_shift(em, call, max(s_value, 0), max(-s_value, 0) + q_value)
 
     def shifts(wide: Wide) -> tuple[Shift, Shift]:
         builder = em.builder
-        shift = _shift_value(em, wide, s)  # type: ignore[arg-type]
+        shift = _shift_value(em, wide, s)
         zero = wide.constant(0)
         negative = builder.icmp_signed("<", shift, zero)
         left = wide.clamp(shift, 0, left_bound)
         right_part = builder.select(negative, builder.neg(shift), zero)
-        return left, builder.add(right_part, _shift_value(em, wide, q))  # type: ignore[arg-type]
+        return left, builder.add(right_part, _shift_value(em, wide, q))
 
     left_bound = max(s_value, 0) if s_value is not None else DYNAMIC_LEFT_LIMIT
     return _multiply_shift(em, call, left_bound, None, shifts)
@@ -91,32 +91,39 @@ def emit_q_multiply_shift(em: Emitter, call: Call) -> ir.Value:
 
 def emit_q_multiply_shift_per_axis(em: Emitter, call: Call) -> ir.Value:
     """left = ls if left_required else 0, r = q + (rs if right_required else 0)."""
-    _, _, left, right, q, left_required, right_required = call.args
-    flags = [_constant(flag) for flag in (left_required, right_required)]  # type: ignore[arg-type]
+    _, _, left, right, q, left_required, right_required = _operands(call)
+    flags = [_constant(flag) for flag in (left_required, right_required)]
     if flags[0] is None or flags[1] is None:
         raise unsupported(call, "T.q_multiply_shift_per_axis with flags that are not constants")
     left_expr = left if flags[0] else None
     right_exprs = [q] + ([right] if flags[1] else [])
-    left_value = _constant(left_expr) if left_expr is not None else 0  # type: ignore[arg-type]
-    right_values = [_constant(e) for e in right_exprs]  # type: ignore[arg-type]
+    left_value = _constant(left_expr) if left_expr is not None else 0
+    right_values = [_constant(e) for e in right_exprs]
     if left_value is not None and left_value < 0:
         raise unsupported(call, "a negative left shift in T.q_multiply_shift_per_axis")
-    if left_value is not None and all(v is not None for v in right_values):
-        return _multiply_shift(em, call, left_value, sum(right_values))  # type: ignore[arg-type]
+    known = [value for value in right_values if value is not None]
+    if left_value is not None and len(known) == len(right_values):
+        return _multiply_shift(em, call, left_value, sum(known))
 
     def shifts(wide: Wide) -> tuple[Shift, Shift]:
-        left_shift: Shift = (
-            left_value
-            if left_value is not None
-            else wide.clamp(_shift_value(em, wide, left_expr), 0, DYNAMIC_LEFT_LIMIT)  # type: ignore[arg-type]
-        )
-        total = _shift_value(em, wide, right_exprs[0])  # type: ignore[arg-type]
+        if left_value is not None:
+            left_shift: Shift = left_value
+        else:
+            assert left_expr is not None  # no left shift is the constant 0
+            left_shift = wide.clamp(_shift_value(em, wide, left_expr), 0, DYNAMIC_LEFT_LIMIT)
+        total = _shift_value(em, wide, right_exprs[0])
         for expr in right_exprs[1:]:
-            total = em.builder.add(total, _shift_value(em, wide, expr))  # type: ignore[arg-type]
+            total = em.builder.add(total, _shift_value(em, wide, expr))
         return left_shift, total
 
     left_bound = left_value if left_value is not None else DYNAMIC_LEFT_LIMIT
     return _multiply_shift(em, call, left_bound, None, shifts)
+
+
+def _operands(call: Call) -> tuple[PrimExpr, ...]:
+    if not are_exprs(call.args):
+        raise unsupported(call, f"T.{call.op} with an argument that is not an expression")
+    return call.args
 
 
 def _multiply_shift(
@@ -129,9 +136,9 @@ def _multiply_shift(
     """((x << left) * y + 2^(r-1)) >> r truncated to the call's type. With `right` None the
     shifts are values that `shifts(wide)` emits, the left one at most `left_bound`; else both
     are the constants `left_bound` and `right`."""
-    x_expr, y_expr = call.args[0], call.args[1]
+    x_expr, y_expr = _operands(call)[:2]
     dtype: DataType = call.dtype
-    magnitude = _magnitude(x_expr) * _magnitude(y_expr) << left_bound  # type: ignore[arg-type]
+    magnitude = _magnitude(x_expr) * _magnitude(y_expr) << left_bound
     # past 2^(cap-1) > |product|, every rounded quotient is 0: larger shifts clamp to `cap`
     cap = magnitude.bit_length() + 1
     if right is not None:
@@ -148,8 +155,8 @@ def _multiply_shift(
     else:
         left_shift, right_shift = left_bound, right
     builder = em.builder
-    x = wide.widen(em.expr(x_expr), x_expr.dtype.is_int)  # type: ignore[arg-type, attr-defined]
-    y = wide.widen(em.expr(y_expr), y_expr.dtype.is_int)  # type: ignore[arg-type, attr-defined]
+    x = wide.widen(em.expr(x_expr), x_expr.dtype.is_int)
+    y = wide.widen(em.expr(y_expr), y_expr.dtype.is_int)
     if isinstance(left_shift, int):
         shifted = builder.shl(x, wide.constant(left_shift)) if left_shift else x
     else:
