@@ -9,6 +9,7 @@ import ml_dtypes
 import numpy as np
 
 from tests.codegen.helpers import run_both_exactly
+from tests.codegen.test_float8 import reduction
 
 ELEMENTWISE = """
 @T.prim_func(s_tir=True)
@@ -26,23 +27,7 @@ def main(A: T.Buffer((256,), "bfloat16"), B: T.Buffer((256,), "bfloat16"), W: T.
             D[vi] = D[vi] * T.bfloat16(W[vi] * T.float32(3))
 """
 
-REDUCTION = """
-@T.prim_func(s_tir=True)
-def main(A: T.Buffer((64, 128), "bfloat16"), B: T.Buffer((128,), "bfloat16"), S: T.Buffer((64,), "float32"), M: T.Buffer((64,), "bfloat16")):
-    T.func_attr({"tirx.noalias": True})
-    for i, k in T.grid(64, 128):
-        with T.sblock("S"):
-            vi, vk = T.axis.remap("SR", [i, k])
-            with T.init():
-                S[vi] = T.float32(0)
-            S[vi] = S[vi] + T.float32(A[vi, vk]) * T.float32(B[vk])
-    for i, k in T.grid(64, 128):
-        with T.sblock("M"):
-            vi, vk = T.axis.remap("SR", [i, k])
-            with T.init():
-                M[vi] = T.bfloat16(0)
-            M[vi] = M[vi] + A[vi, vk]
-"""
+REDUCTION = reduction("bfloat16")  # the float8 tests' program, over bfloat16
 
 
 def bfloat16_inputs(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
