@@ -13,7 +13,10 @@ import pytest
 
 from tests.codegen.helpers import bits_agree, parse_text, run_both_exactly
 from tirc.codegen.header import header_text
+from tirc.codegen.llvm import compile_module
+from tirc.driver.lower import lower_module
 from tirc.driver.run_cpu import jit_function
+from tirc.driver.target import parse_target
 
 KINDS = ["float8_e4m3fn", "float8_e5m2"]
 NUMPY = {"float8_e4m3fn": ml_dtypes.float8_e4m3fn, "float8_e5m2": ml_dtypes.float8_e5m2}
@@ -257,3 +260,29 @@ def test_math_calls_compute_in_float32(kind: str) -> None:
     args = {"A": values, "B": np.zeros(64, numpy_type), "C": np.zeros(64, numpy_type)}
     out = run_both_exactly(math_calls(kind), args)
     assert np.abs(out["B"].astype(np.float32)).max() <= 1.0
+
+
+MASKED = """
+@T.prim_func
+def main(A: T.Buffer((20,), "{kind}"), B: T.Buffer((20,), "{kind}")):
+    T.func_attr({{"tirx.noalias": True}})
+    for i in range(2):
+        B.vstore([T.Ramp(i * 16, 1, 16)], A.vload([T.Ramp(i * 16, 1, 16)], predicate=T.Ramp(i * 16, 1, 16) < T.Broadcast(20, 16)) * T.Broadcast(T.{kind}(3.0), 16), predicate=T.Ramp(i * 16, 1, 16) < T.Broadcast(20, 16))
+"""
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_masked_vector_access_of_bytes(kind: str) -> None:
+    """A predicated float8 vector is a masked load and store of <16 x i8>: lanes past the end
+    touch no memory."""
+    text = MASKED.format(kind=kind)
+    lowered = lower_module(parse_text(text), target="cpu")
+    llvm_ir = compile_module(lowered, parse_target("cpu"), 0).llvm_ir()
+    assert "@llvm.masked.load.v16i8.p0" in llvm_ir
+    assert "@llvm.masked.store.v16i8.p0" in llvm_ir
+    rng = np.random.default_rng(3)
+    args = {"A": float8_inputs(rng, (20,), kind), "B": np.zeros(20, NUMPY[kind])}
+    out = run_both_exactly(text, args)
+    with np.errstate(all="ignore"):
+        want = (args["A"].astype(np.float32) * 3).astype(NUMPY[kind])
+    bits_agree(out["B"], want)
