@@ -351,7 +351,7 @@ def is_const_int(expr: object, value: int | None = None) -> bool:
     return isinstance(expr, IntImm) and (value is None or expr.value == value)
 
 
-def int_value(expr: PrimExpr) -> int:
+def int_value(expr: object) -> int:
     """The value of an integer constant that the caller knows `expr` to be (a buffer's extent
     after a pass that made it constant); IRError for anything else."""
     if not isinstance(expr, IntImm):

@@ -45,15 +45,24 @@ def _math(p: ExprPrinter, call: E.Call, lane: int | None) -> Code:
     dtype = call.dtype.element
     single, double = _MATH[call.op]
     name = double if dtype.bits == 64 else single
-    args = [_float_arg(p, arg, lane) for arg in call.args]
+    args = [_float_arg(p, _expr(arg, call), lane) for arg in call.args]
     if call.op == "ldexp":
         args[1] = f"(int){p.operand(call.args[1], lane, UNARY)}"
     text = f"{name}({', '.join(args)})"
     return _narrowed(text, dtype)
 
 
-def _float_arg(p: ExprPrinter, arg: object, lane: int | None) -> str:
-    dtype: DataType = arg.dtype.element  # type: ignore[attr-defined]
+def _expr(value: object, call: E.Call) -> E.PrimExpr:
+    """A call argument that must be an expression; a located error otherwise."""
+    if not isinstance(value, E.PrimExpr):
+        raise DiagnosticError.at(
+            call.span, f"CUDA codegen: T.{call.op} takes expressions, not {type(value).__name__}"
+        )
+    return value
+
+
+def _float_arg(p: ExprPrinter, arg: E.PrimExpr, lane: int | None) -> str:
+    dtype = arg.dtype.element
     if is_narrow_float(dtype):
         return f"(float){p.operand(arg, lane, UNARY)}"
     return p(arg, lane)
@@ -67,7 +76,7 @@ def _narrowed(text: str, dtype: DataType) -> Code:
 
 def _sigmoid(p: ExprPrinter, call: E.Call, lane: int | None) -> Code:
     dtype = call.dtype.element
-    x = _float_arg(p, call.args[0], lane)
+    x = _float_arg(p, _expr(call.args[0], call), lane)
     if dtype.bits == 64:
         return f"1.0 / (1.0 + exp(-{x}))", 13
     text = f"(1.0f / (1.0f + expf(-{x})))"
@@ -75,8 +84,8 @@ def _sigmoid(p: ExprPrinter, call: E.Call, lane: int | None) -> Code:
 
 
 def _classify(p: ExprPrinter, call: E.Call, lane: int | None) -> Code:
-    arg = call.args[0]
-    dtype: DataType = arg.dtype.element  # type: ignore[attr-defined]
+    arg = _expr(call.args[0], call)
+    dtype = arg.dtype.element
     if dtype.is_integer:
         return ("false" if call.op != "isfinite" else "true"), PRIMARY
     return f"{call.op}({_float_arg(p, arg, lane)})", PRIMARY
@@ -143,15 +152,15 @@ _REINTERPRET = {
 
 
 def _reinterpret(p: ExprPrinter, call: E.Call, lane: int | None) -> Code:
-    value = call.args[-1]
-    source = str(value.dtype.element)  # type: ignore[attr-defined]
+    value = _expr(call.args[-1], call)
+    source = str(value.dtype.element)
     target = str(call.dtype.element)
     if source == target:
         return p.code(value, lane)
     function = _REINTERPRET.get((source, target))
     if function is not None:
         return f"{function}({p(value, lane)})", PRIMARY
-    if call.dtype.is_integer and value.dtype.is_integer:  # type: ignore[attr-defined]
+    if call.dtype.is_integer and value.dtype.is_integer:
         return f"({types.scalar_type(call.dtype)}){p.operand(value, lane, UNARY)}", UNARY
     raise DiagnosticError.at(call.span, f"CUDA codegen: cannot reinterpret {source} as {target}")
 
@@ -170,7 +179,7 @@ def _extern(p: ExprPrinter, call: E.Call, lane: int | None) -> Code:
 
 def _access_ptr(p: ExprPrinter, call: E.Call, lane: int | None) -> Code:
     annotation, data, offset = call.args[0], call.args[1], call.args[2]
-    element: DataType = annotation.dtype  # type: ignore[attr-defined]
+    element = _expr(annotation, call).dtype
     pointer = p.names(data) if isinstance(data, E.Var) else p(data)
     declared = p.pointer_types.get(data) if isinstance(data, E.Var) else None
     if declared != element:

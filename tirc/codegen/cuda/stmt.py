@@ -64,6 +64,8 @@ class KernelWriter:
         self.p = printer
         self.out = writer
         self.dynamic_shared = dynamic_shared
+        # wmma fragments' (m, n, k, layout), found on the first fragment access
+        self.fragment_shapes: dict[E.Var, tuple[int, int, int, str]] | None = None
 
     def emit(self, stmt: S.Stmt) -> None:
         if not RULES.handles(type(stmt)):

@@ -37,12 +37,17 @@ def fragment_shapes(body: S.Stmt) -> dict[E.Var, tuple[int, int, int, str]]:
         if not (isinstance(node, E.Call) and node.op in _SHAPED_CALLS):
             return
         target, m, n, k = node.args[0], node.args[1], node.args[2], node.args[3]
-        if not all(isinstance(v, E.IntImm) for v in (m, n, k)) or not isinstance(target, E.Var):
+        if not (
+            isinstance(m, E.IntImm)
+            and isinstance(n, E.IntImm)
+            and isinstance(k, E.IntImm)
+            and isinstance(target, E.Var)
+        ):
             return
         layout = "row_major"
         if node.op == "tvm_load_matrix_sync" and isinstance(node.args[-1], E.StringImm):
             layout = node.args[-1].value
-        shapes.setdefault(target, (m.value, n.value, k.value, layout))  # type: ignore[attr-defined]
+        shapes.setdefault(target, (m.value, n.value, k.value, layout))
 
     walk(body, visit)
     return shapes
@@ -86,11 +91,10 @@ _ACCESS: dict[type, tuple[str, str]] = {
 
 def declare_fragment(w: KernelWriter, node: S.AllocBuffer) -> None:
     buffer = node.buffer
-    shapes = getattr(w, "fragment_shapes", None)
+    shapes = w.fragment_shapes
     if shapes is None:
         check_fragment_accesses(w.kernel.body)
-        shapes = fragment_shapes(w.kernel.body)
-        w.fragment_shapes = shapes  # type: ignore[attr-defined]
+        shapes = w.fragment_shapes = fragment_shapes(w.kernel.body)
     shape = shapes.get(buffer.data)
     if shape is None:
         raise DiagnosticError.at(
@@ -153,10 +157,10 @@ def _layout(arg: object) -> str:
 def _plain(p: ExprPrinter, call: E.Call) -> Code:
     args = call.args
     if call.op == "tvm_fill_fragment":
-        m, n = args[1].value, args[2].value  # type: ignore[attr-defined]
+        m, n = E.int_value(args[1]), E.int_value(args[2])
         return f"tirc_fill_fragment({p(args[0])}, {m * n}, {p(args[4])}, {p(args[5])})", PRIMARY
     if call.op in ("tvm_load_matrix_sync", "tvm_store_matrix_sync"):
-        m, n, k = (a.value for a in args[1:4])  # type: ignore[attr-defined]
+        m, n, k = (E.int_value(a) for a in args[1:4])
         row_major = "true" if _layout(args[7]) == "row_major" else "false"
         name = call.op.replace("tvm_", "tirc_")
         rows, cols = m, n
