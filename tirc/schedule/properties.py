@@ -6,14 +6,16 @@ so that a primitive can say why it refuses (TVM's definitions, stated in §4 of 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from tirc.analysis.arith.iter_map import detect_iter_map
+from tirc.ir import expr as E
 from tirc.ir.buffer import Range
-from tirc.ir.expr import IntImm, Var
+from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.functor import child_fields, walk
 from tirc.ir.node import Node
 from tirc.ir.stmt import BufferStore, For, IterType, SBlock, SBlockRealize, Stmt
+from tirc.ir.substitute import substitute
 from tirc.schedule.sref import SRef
 
 
@@ -101,11 +103,30 @@ def is_affine_binding(realize: SBlockRealize, block: SRef) -> bool:
             return True
         domains[loop.loop_var] = Range(loop.min, loop.extent)
         node = node.parent
-    if not detect_iter_map(realize.iter_values, domains, realize.predicate).errors:
+    if is_affine_map(realize.iter_values, domains, realize.predicate):
         return True
     # The predicate only narrows the domain; where the detection cannot relate it to the
     # indices (a split's guard over a unit loop), the binding itself decides.
-    return not detect_iter_map(realize.iter_values, domains).errors
+    return is_affine_map(realize.iter_values, domains)
+
+
+def is_affine_map(
+    values: Sequence[PrimExpr], domains: Mapping[Var, Range], predicate: PrimExpr | None = None
+) -> bool:
+    """Whether `values` are an affine map of the loops of constant range in `domains`; a loop
+    from m (a partition's) reads as m plus a loop from 0, as in TVM."""
+    zero_based: dict[Var, Range] = {}
+    shifts: dict[Var, PrimExpr] = {}
+    for var, domain in domains.items():
+        if isinstance(domain.min, IntImm) and domain.min.value:
+            shifted = Var(var.name, var.dtype)
+            shifts[var] = E.Add(shifted, domain.min)
+            zero_based[shifted] = Range(IntImm(0, domain.min.dtype), domain.extent)
+        else:
+            zero_based[var] = domain
+    values = [substitute(value, shifts) for value in values]
+    predicate = None if predicate is None else substitute(predicate, shifts)
+    return not detect_iter_map(values, zero_based, predicate).errors
 
 
 def realize_of(block: SRef) -> SBlockRealize:

@@ -3,7 +3,8 @@
 Besides the conditions of parallel (reductions allowed on threadIdx.* only), the thread must
 be a known one. As in TVM, a loop already bound is rebound, and a loop may be bound to the
 thread of a loop around or inside it (a cooperative fetch under the compute's threadIdx.x
-loop): both then name one thread index, so their extents must be the same.
+loop): both then name one thread index, so their extents must be the same (TVM accepts
+other extents at this step and fails when it lowers them; tirc refuses here).
 `for i in range(128):` → `for i in T.thread_binding(128, thread="threadIdx.x"):`
 """
 

@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import dataclasses
 
-from tirc.analysis.arith.iter_map import detect_iter_map
 from tirc.ir.expr import IntImm
 from tirc.ir.node import Node
 from tirc.ir.stmt import IterType, SBlock, SBlockRealize, Stmt
 from tirc.schedule.errors import ScheduleError
 from tirc.schedule.primitives import primitive
-from tirc.schedule.properties import uses_var
+from tirc.schedule.properties import is_affine_map, uses_var
 from tirc.schedule.rebind import outer_domains
 from tirc.schedule.schedule import Schedule, describe
 from tirc.schedule.signature import Kind, Param, Signature
@@ -247,7 +246,7 @@ def _is_affine(realize: SBlockRealize, block: SRef, top: SRef) -> bool:
             for domain in domains.values()
         ):
             return True
-        if not detect_iter_map(realize.iter_values, domains, realize.predicate).errors:
+        if is_affine_map(realize.iter_values, domains, realize.predicate):
             return True
     return False
 
