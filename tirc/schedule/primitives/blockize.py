@@ -43,6 +43,7 @@ from tirc.schedule.rebind import outer_domains
 from tirc.schedule.schedule import Schedule, describe
 from tirc.schedule.signature import Kind, Param, Signature, optional
 from tirc.schedule.sref import SRef
+from tirc.schedule.state import ScheduleState
 
 
 @primitive(
@@ -106,12 +107,12 @@ def describe_stmt(stmt: Stmt) -> str:
 
 
 def build_blockized(
-    state: object, loop: SRef, preserve_unit_iters: bool
+    state: ScheduleState, loop: SRef, preserve_unit_iters: bool
 ) -> tuple[SBlockRealize, dict[SBlock, SBlock]]:
     """The outer block realize that replaces `loop`, and the old block → inner block reuse."""
     nest = _single_block_nest(loop)
     realize, block = nest.realize, nest.realize.block
-    block_sref = state.get_sref(block)  # type: ignore[attr-defined]
+    block_sref = state.get_sref(block)
     inner_loops = {node.loop_var for node in nest.loops}
     try:
         division = divide_subspace(
@@ -296,7 +297,7 @@ class _Member:
 
 
 def build_blockized_blocks(
-    state: object, blocks: list[SRef], preserve_unit_iters: bool
+    state: ScheduleState, blocks: list[SRef], preserve_unit_iters: bool
 ) -> tuple[SRef, For | SBlock, dict[SBlock, SBlock], SBlock]:
     """(the common parent, its rewrite, the old block → inner block reuse, the outer block)
     for blockizing `blocks`: consecutive statements of one parent, each a chain of loops
@@ -412,7 +413,7 @@ def _realize_in(parent: SRef, block: SBlock) -> Stmt:
     raise AssertionError("a block directly under its parent has a realize there")
 
 
-def _divide(state: object, member: _Member, preserve_unit_iters: bool) -> Division:
+def _divide(state: ScheduleState, member: _Member, preserve_unit_iters: bool) -> Division:
     realize = member.realize
     try:
         return divide_subspace(

@@ -39,6 +39,7 @@ from tirc.schedule.region_bound import estimate_region
 from tirc.schedule.schedule import Schedule, describe
 from tirc.schedule.signature import Kind, Param, Signature, optional
 from tirc.schedule.sref import SRef
+from tirc.schedule.state import ScheduleState
 
 
 @primitive(
@@ -159,7 +160,7 @@ def _check_reduction_init(realize: SBlockRealize, loop: SRef) -> None:
 
 
 def _rewrite(
-    state: object,
+    state: ScheduleState,
     loop: SRef,
     loops: list[For],
     realize: SBlockRealize,
@@ -168,7 +169,7 @@ def _rewrite(
     node = loops[0]
     name = node.loop_var.name
     block_name = realize.block.name
-    buffers = data_buffers(state.func, loop)  # type: ignore[attr-defined]
+    buffers = data_buffers(state.func, loop)
     partitions: list[Stmt] = []
     for index, (start, end) in enumerate(bounds):
         var = Var(f"{name}{index}", node.loop_var.dtype)

@@ -30,6 +30,7 @@ from tirc.schedule.rebind import const_value, serial_loop
 from tirc.schedule.schedule import Schedule, describe
 from tirc.schedule.signature import Kind, Param, Signature
 from tirc.schedule.sref import SRef
+from tirc.schedule.state import ScheduleState
 
 
 @dataclass
@@ -174,7 +175,7 @@ def _bound_loops(
 
 
 def _rewrite(
-    state: object,
+    state: ScheduleState,
     scope: SRef,
     block: SRef,
     loops: list[SRef],
@@ -233,7 +234,7 @@ def _rewrite(
     new_scope = dataclasses.replace(
         scope_block, body=body, alloc_buffers=scope_block.alloc_buffers + tuple(allocated)
     )
-    state.replace(scope, new_scope, {node: new_block})  # type: ignore[attr-defined]
+    state.replace(scope, new_scope, {node: new_block})
 
 
 def _iterator_of(node: SBlock, realize: SBlockRealize, loop_var_id: int) -> int:

@@ -40,6 +40,7 @@ from tirc.schedule.schedule import Schedule, describe
 from tirc.schedule.scope import DepKind
 from tirc.schedule.signature import Kind, Param, Signature
 from tirc.schedule.sref import SRef
+from tirc.schedule.state import ScheduleState
 
 
 @dataclass(frozen=True)
@@ -106,8 +107,8 @@ def _written_region(block: SRef, index: int) -> BufferRegion:
     return writes[index]
 
 
-def _check_not_output(state: object, block: SRef) -> None:
-    params = {id(buffer) for _, buffer in state.func.buffer_map}  # type: ignore[attr-defined]
+def _check_not_output(state: ScheduleState, block: SRef) -> None:
+    params = {id(buffer) for _, buffer in state.func.buffer_map}
     for region in block.block.writes:
         if id(region.buffer) in params:
             raise ScheduleError(
@@ -130,8 +131,10 @@ def _allocating_block(block: SRef, buffer: Buffer) -> SRef:
     )
 
 
-def _check_only_raw(state: object, block: SRef) -> None:
-    scope = state.scope(block.enclosing_block())  # type: ignore[attr-defined]
+def _check_only_raw(state: ScheduleState, block: SRef) -> None:
+    enclosing = block.enclosing_block()
+    assert enclosing is not None  # the function's root block encloses every other block
+    scope = state.scope(enclosing)
     for dependency in scope.deps_from(block) + scope.deps_to(block):
         if dependency.kind is not DepKind.RAW:
             other = dependency.dst if dependency.src is block else dependency.src
@@ -228,10 +231,10 @@ def _var_times_const(expr: PrimExpr) -> tuple[Var, int] | None:
 
 
 def _rewrite(
-    state: object, owner: SRef, block: SRef, region: BufferRegion, rolling: _Rolling
+    state: ScheduleState, owner: SRef, block: SRef, region: BufferRegion, rolling: _Rolling
 ) -> tuple[SBlock, dict[SBlock, SBlock]]:
     guard = _skip_overlap(block, region, rolling)
-    buffers = data_buffers(state.func, owner)  # type: ignore[attr-defined]
+    buffers = data_buffers(state.func, owner)
     buffers[rolling.new.data] = rolling.new
     rewriter = _Roller(rolling, block.block, guard, buffers)
     new_owner: SBlock = rewriter.visit_SBlock(owner.block, is_owner=True)

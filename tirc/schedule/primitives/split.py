@@ -22,6 +22,7 @@ from tirc.schedule.rebind import const_value, outer_domains, rebind, serial_loop
 from tirc.schedule.schedule import Schedule, describe
 from tirc.schedule.signature import Kind, Param, Signature, optional
 from tirc.schedule.sref import SRef
+from tirc.schedule.state import ScheduleState
 
 
 @primitive(
@@ -107,7 +108,7 @@ def _extents(node: For, values: list[int | None], loop: SRef) -> list[PrimExpr]:
 
 
 def _rewrite(
-    state: object,
+    state: ScheduleState,
     loop: SRef,
     extents: list[PrimExpr],
     preserve_unit_iters: bool,
@@ -141,12 +142,12 @@ def _rewrite(
     nest: Stmt = body
     for var, extent in reversed(list(zip(new_vars, extents, strict=False))):
         nest = serial_loop(var, extent, nest)
-    state.replace(loop, nest, reuse)  # type: ignore[attr-defined]
+    state.replace(loop, nest, reuse)
     outputs = []
     current: Stmt = nest
     for _ in new_vars:
         assert isinstance(current, For)
-        outputs.append(state.get_sref(current))  # type: ignore[attr-defined]
+        outputs.append(state.get_sref(current))
         current = current.body
     return outputs
 

@@ -31,7 +31,7 @@ from tirc.schedule.properties import realize_of
 from tirc.schedule.schedule import Schedule, describe
 from tirc.schedule.signature import Kind, Param, Signature
 from tirc.schedule.sref import SRef
-from tirc.schedule.state import children
+from tirc.schedule.state import ScheduleState, children
 
 
 @primitive(
@@ -283,7 +283,7 @@ def _cast_like(extent: PrimExpr, var: Var) -> PrimExpr:
 
 
 def _replace_realize(
-    state: object, block: SRef, realize: SBlockRealize, nest: Stmt, old: SBlock, new: SBlock
+    state: ScheduleState, block: SRef, realize: SBlockRealize, nest: Stmt, old: SBlock, new: SBlock
 ) -> None:
     """A block with no loops above: the new nest takes its realize's place in the parent."""
     from tirc.ir.functor import Mutator
@@ -297,7 +297,7 @@ def _replace_realize(
 
     parent_block = parent.block
     body = _Swap().visit(parent_block.body)
-    state.replace(parent, dataclasses.replace(parent_block, body=body), {old: new})  # type: ignore[attr-defined]
+    state.replace(parent, dataclasses.replace(parent_block, body=body), {old: new})
 
 
 def _text(expr: PrimExpr) -> str:

@@ -33,6 +33,7 @@ from tirc.schedule.primitives import primitive
 from tirc.schedule.schedule import Schedule, describe
 from tirc.schedule.signature import Kind, Param, Signature, optional
 from tirc.schedule.sref import SRef
+from tirc.schedule.state import ScheduleState
 
 _KINDS = {0: ("read", "reads"), 1: ("write", "writes")}
 
@@ -179,7 +180,7 @@ def _check_pad_value(padding: IndexMap | None, buffer: Buffer, block: SRef) -> N
         )
 
 
-def _defining_scope(state: object, block: SRef, buffer: Buffer) -> SRef:
+def _defining_scope(state: ScheduleState, block: SRef, buffer: Buffer) -> SRef:
     """The block that allocates the buffer, or the root block for a function parameter."""
     node: SRef | None = block
     root = block
@@ -349,11 +350,11 @@ class _Rewriter(Mutator):
         return tuple(result)
 
 
-def _rebind_parameter(state: object, old: Buffer, new: Buffer) -> None:
+def _rebind_parameter(state: ScheduleState, old: Buffer, new: Buffer) -> None:
     """A parameter's buffer changes in the function's buffer map too."""
-    func: PrimFunc = state.func  # type: ignore[attr-defined]
+    func: PrimFunc = state.func
     if not any(buffer is old for _, buffer in func.buffer_map):
         return
     buffer_map = tuple((var, new if buffer is old else buffer) for var, buffer in func.buffer_map)
     new_func = dataclasses.replace(func, buffer_map=buffer_map)
-    state.module = state.module.with_function(state.func_name, new_func)  # type: ignore[attr-defined]
+    state.module = state.module.with_function(state.func_name, new_func)
