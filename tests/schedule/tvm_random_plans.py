@@ -1,17 +1,24 @@
-"""Random plans against Apache TVM 0.27: build plans step by step with tirc over programs
-(the shared corpus inputs by default), apply each in TVM through its trace reader, and
-compare: both accept and agree structurally, or both refuse.
+"""Random plans against Apache TVM 0.27: build plans step by step with tirc over programs,
+apply each in TVM through its trace reader, and compare: both accept and agree structurally,
+or both refuse.
 
-    .venv/bin/python tests/schedule/tvm_random_plans.py --count 1000 --seed 5 --out /tmp/rp
+    .venv/bin/python tests/schedule/tvm_random_plans.py --count 2000 --seed 2026 --out /tmp/rp
 
-Each plan takes one to six steps (split, fuse, reorder, compute_at, reverse_compute_at,
-compute_inline, reverse_compute_inline, cache_read, cache_write, rfactor,
-decompose_reduction, parallel, vectorize, unroll, blockize, set_scope, reindex,
-add_unit_loop, loop_partition), each drawn from the program as tirc left it; a step tirc
-refuses ends the plan. TVM runs in its own venv (`--tvm`), restarted past a plan that crashes
-it. Prints the tally and the disagreements (`--show N`); the plans, both results and the
-programs stay under `--out`. A tool, not a test: some disagreements are TVM's bugs that tirc
-refuses on purpose (see docs/plans.md).
+Programs: the shared corpus inputs, the samples (samples/*.tir, samples/gpu/*.tir) and
+generated elementwise / reduction / matmul / conv programs with constant shapes or one
+symbolic dimension (random_programs.py), each as tirc prints it (out/inputs/). Each plan takes
+one to six steps drawn from the program as tirc left it, over split, fuse, reorder,
+compute_at, reverse_compute_at, compute_inline, reverse_compute_inline, cache_read,
+cache_write, cache_inplace, reindex, reindex_cache_read/write, read_at, write_at, set_scope,
+storage_align, rfactor, decompose_reduction, decompose_padding, parallel, vectorize, unroll,
+bind, annotate, unannotate, blockize, add_unit_loop, loop_partition, transform_layout,
+transform_block_layout, reorder_block_iter_var, pad_einsum and rolling_buffer; a step tirc
+refuses ends the plan. TVM runs in its own venv (`--tvm`, `$TIRC_TVM_PYTHON`), restarted past
+a plan that crashes it; a plan it refuses is replayed step by step to tell an earlier refusal.
+Prints the tally, the deliberate differences among the disagreements (DELIBERATE, documented
+under each primitive in docs/plans.md) and the disagreements (`--show N`); plans, results and
+programs stay under `--out`, the disagreements in out/disagreements.jsonl.
+tests/schedule/test_tvm_random_plans.py replays a seeded slice in CI.
 """
 
 from __future__ import annotations
