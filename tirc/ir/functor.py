@@ -37,11 +37,11 @@ def _child_fields(cls: type) -> tuple[str, ...]:
 child_fields: Callable[[type], tuple[str, ...]] = cache(_child_fields)
 
 
-def _dispatch(visitor_cls: type, node_cls: type) -> Callable[..., Any] | None:
+def _dispatch(visitor_cls: type[_Dispatching], node_cls: type) -> Callable[..., Any] | None:
     """The visitor's `visit_<Class>` method for the node's class or its nearest base, or None;
     remembered in the visitor class's own table, so a visitor class made inside a function
     is freed with its table (a global cache would keep every such class alive)."""
-    table: dict[type, Callable[..., Any] | None] = visitor_cls._methods  # type: ignore[attr-defined]
+    table = visitor_cls._methods
     try:
         return table[node_cls]
     except KeyError:

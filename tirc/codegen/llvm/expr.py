@@ -205,7 +205,7 @@ def _shuffle(em: Emitter, expr: E.Shuffle) -> ir.Value:
             sources.append((value, lane))
     result: ir.Value = ir.Constant(T.value_type(expr.dtype), None)
     for position, index in enumerate(expr.indices):
-        value, lane = sources[int(index.value)]  # type: ignore[attr-defined]
+        value, lane = sources[E.int_value(index)]
         if isinstance(value.type, ir.VectorType):
             value = em.builder.extract_element(value, ir.Constant(T.I32, lane))
         if expr.dtype.lanes == 1:

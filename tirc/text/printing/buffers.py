@@ -78,7 +78,9 @@ def dim_text(em: Emitter, dim: PrimExpr, signature: SignatureVars | None) -> str
     if isinstance(dim, Var) and dim in type_vars:
         if dim not in names:
             names.define(dim, dim.name)
-        return names.get(dim)  # type: ignore[return-value]
+        name = names.get(dim)
+        assert name is not None  # defined just above
+        return name
     pending = [var for var in vars_in(dim) if var not in names or var in type_vars]
     if not pending:
         return em.exprs.expr(dim)

@@ -109,7 +109,7 @@ def _loop_head(printer: StmtPrinter, loop: For) -> str:
         bounds = [expr(loop.extent)]
     else:
         bounds = [expr(loop.min), expr(end_of(loop.min, loop.extent))]
-    step = None if has_unit_step(loop) else expr(loop.step)  # type: ignore[arg-type]
+    step = None if has_unit_step(loop) or loop.step is None else expr(loop.step)
     if loop.kind is ForKind.SERIAL and not loop.annotations.items:
         if step is not None:
             bounds.append(step)
