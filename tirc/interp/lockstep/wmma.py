@@ -1,8 +1,9 @@
 """The wmma intrinsics (tensor-core fragments) in the lockstep GPU mode.
 
-Same semantics as tirc.interp.threads.wmma (the thread model): a fragment is each thread's own
-memory (scope wmma.matrix_a / wmma.matrix_b / wmma.accumulator, a LaneMemory here), and every
-thread computes the whole fragment. Batched over the executing lanes:
+The semantics of semantics.wmma, as the thread model (threads.wmma) has them: a fragment is
+each thread's own memory (scope wmma.matrix_a / wmma.matrix_b / wmma.accumulator, a
+LaneMemory here), and every thread computes the whole fragment. Batched over the executing
+lanes:
 
     T.tvm_load_matrix_sync(F.data, 16, 16, 16, i, T.tvm_access_ptr(t, S.data, off, n, 1), 16, L)
     -> each lane gathers its (rows, cols) tile of S at off + r * stride + c (col_major:
@@ -44,6 +45,7 @@ from tirc.interp.memory.lanes import (
 from tirc.interp.memory.storage import access_type
 from tirc.interp.semantics import values as V
 from tirc.interp.semantics.extensions import INTRINSICS
+from tirc.interp.semantics.wmma import MMA_SHAPE, fragment_shape, multiply_accumulate, tile
 from tirc.interp.threads import wmma
 from tirc.ir.dtype import DataType, parse_dtype
 from tirc.ir.expr import BufferLoad, Call, IntImm, PrimExpr, StringImm, Var
@@ -248,15 +250,6 @@ def _builtin(call: Call, function: Callable[..., object]) -> None:
         raise Unsupported(f"a replaced T.{call.op}")
 
 
-def _grid(rows: int, cols: int, row_major: bool) -> tuple[np.ndarray, np.ndarray]:
-    """(major, minor) parts of the offsets of a (rows, cols) tile, row by row: the element
-    (r, c) lies at major * stride + minor."""
-    r, c = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
-    if row_major:
-        return r.ravel(), c.ravel()
-    return c.ravel(), r.ravel()
-
-
 # the calls
 
 
@@ -293,14 +286,14 @@ def _load(compiler: ExprCompiler, call: Call) -> Eval:
     target = Tiles(_fragment(compiler, fragment, call.op), site, "T.tvm_load_matrix_sync writes")
     source = Tiles(_pointer(compiler, pointer, call.op), site, "T.tvm_load_matrix_sync reads")
     m, n, k = (_constant(arg, call.op) for arg in (m_arg, n_arg, k_arg))
-    rows, cols = wmma.fragment_shape(target.operand.scope, m, n, k)
+    rows, cols = fragment_shape(target.operand.scope, m, n, k)
     index = _integer(compiler, index_arg, call.op)
     stride = _integer(compiler, stride_arg, call.op)
-    tile = _grid(rows, cols, _layout(layout, call.op))
+    offsets = tile(rows, cols, _layout(layout, call.op))
     positions = np.arange(rows * cols, dtype=np.int64)
 
     def load(frame: Frame, mask: Mask) -> np.ndarray:
-        values = source.read(frame, mask, source.locate(frame, mask, tile, stride))
+        values = source.read(frame, mask, source.locate(frame, mask, offsets, stride))
         target.write(frame, mask, target.locate(frame, mask, positions, index), values)
         return _NOTHING
 
@@ -317,12 +310,12 @@ def _store(compiler: ExprCompiler, call: Call) -> Eval:
     m, n = _constant(m_arg, call.op), _constant(n_arg, call.op)
     index = _integer(compiler, index_arg, call.op)
     stride = _integer(compiler, stride_arg, call.op)
-    tile = _grid(m, n, _layout(layout, call.op))
+    offsets = tile(m, n, _layout(layout, call.op))
     positions = np.arange(m * n, dtype=np.int64)
 
     def store(frame: Frame, mask: Mask) -> np.ndarray:
         values = source.read(frame, mask, source.locate(frame, mask, positions, index))
-        target.write(frame, mask, target.locate(frame, mask, tile, stride), values)
+        target.write(frame, mask, target.locate(frame, mask, offsets, stride), values)
         return _NOTHING
 
     return store
@@ -330,7 +323,7 @@ def _store(compiler: ExprCompiler, call: Call) -> Eval:
 
 def _mma(compiler: ExprCompiler, call: Call) -> Eval:
     """tvm_mma_sync(D, d, A, a, B, b, C, c): D[d] = A[a] @ B[b] + C[c] in float64, with the
-    thread model's shape (wmma.MMA_SHAPE)."""
+    thread model's shape (MMA_SHAPE)."""
     _builtin(call, wmma.mma_sync)
     site = compiler.site(call, call.op)
     parts: list[tuple[Tiles, Eval]] = []
@@ -342,17 +335,12 @@ def _mma(compiler: ExprCompiler, call: Call) -> Eval:
     (d, d_index), (a, a_index), (b, b_index), (c, c_index) = parts
 
     def mma(frame: Frame, mask: Mask) -> np.ndarray:
-        m, n, k = wmma.MMA_SHAPE
+        m, n, k = MMA_SHAPE
         left = a.read(frame, mask, a.locate(frame, mask, np.arange(m * k), a_index))
         right = b.read(frame, mask, b.locate(frame, mask, np.arange(k * n), b_index))
         accumulator = c.read(frame, mask, c.locate(frame, mask, np.arange(m * n), c_index))
         place = d.locate(frame, mask, np.arange(m * n), d_index)
-        count = max(left.shape[0], right.shape[0], accumulator.shape[0])
-        product = np.matmul(
-            np.broadcast_to(left, (count, m * k)).reshape(count, m, k),
-            np.broadcast_to(right, (count, k * n)).reshape(count, k, n),
-        ).reshape(count, m * n)
-        d.write(frame, mask, place, product + accumulator)
+        d.write(frame, mask, place, multiply_accumulate(left, right, accumulator))
         return _NOTHING
 
     return mma

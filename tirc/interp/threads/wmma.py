@@ -1,11 +1,7 @@
-"""The wmma intrinsics (tensor-core fragments), registered as Python implementations.
-
-A fragment buffer holds fragments of m x n (or m x k, k x n) elements, row-major, fragment
-`index` at element index * size. Each thread computes the whole fragment (fragments are
-per-thread memory here), which gives the warp's result without modelling lane ownership.
-Inside a kernel, loads from and stores to shared memory go through its race tracker: each
-thread of the warp reads (or writes) the whole tile, so a tile other threads wrote with no
-barrier in between is a data race, as on a GPU.
+"""The wmma intrinsics (tensor-core fragments, semantics.wmma) for one thread, registered as
+Python implementations. Inside a kernel, loads from and stores to shared memory go through
+its race tracker: each thread of the warp reads (or writes) the whole tile, so a tile other
+threads wrote with no barrier in between is a data race, as on a GPU.
 """
 
 from __future__ import annotations
@@ -17,6 +13,7 @@ import numpy as np
 from tirc.interp.memory.storage import Pointer, Storage, access_type
 from tirc.interp.semantics.extensions import INTRINSICS
 from tirc.interp.semantics.values import NARROW
+from tirc.interp.semantics.wmma import MMA_SHAPE, fragment_shape, multiply_accumulate, tile
 from tirc.interp.threads.scheduler import RaceTracker
 from tirc.ir.dtype import DataType
 
@@ -100,13 +97,13 @@ def load_matrix_sync(
     site: int = -1,
 ) -> None:
     """`thread` and `site` (a kernel thread's number, the call's site) race-check the read."""
-    rows, cols = _fragment_shape(fragment, m, n, k)
+    rows, cols = fragment_shape(_storage(fragment).scope, m, n, k)
     values, start = _elements(pointer)
-    r, c = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
-    source = start + (r * stride + c if layout == "row_major" else c * stride + r)
+    major, minor = tile(rows, cols, layout == "row_major")
+    source = start + major * stride + minor
     _track_reads(pointer, source, thread, site)
     size = rows * cols
-    _write(fragment, index * size, values[source], np.arange(size).reshape(rows, cols))
+    _write(fragment, index * size, values[source], np.arange(size))
 
 
 def store_matrix_sync(
@@ -124,11 +121,10 @@ def store_matrix_sync(
     """`thread` and `site` (a kernel thread's number, the call's site) race-check the write."""
     values, _ = _elements(fragment)
     size = m * n
-    block = values[index * size : (index + 1) * size].reshape(m, n)
+    block = values[index * size : (index + 1) * size]
     _, start = _elements(pointer)
-    r, c = np.meshgrid(np.arange(m), np.arange(n), indexing="ij")
-    target = r * stride + c if layout == "row_major" else c * stride + r
-    _write(pointer, start, block, target, thread, site)
+    major, minor = tile(m, n, layout == "row_major")
+    _write(pointer, start, block, major * stride + minor, thread, site)
 
 
 def mma_sync(
@@ -145,11 +141,11 @@ def mma_sync(
     a_values, _ = _elements(a)
     b_values, _ = _elements(b)
     c_values, _ = _elements(c)
-    m, n, k = _mma_shape(a, b, c)
-    left = a_values[a_index * m * k : (a_index + 1) * m * k].reshape(m, k)
-    right = b_values[b_index * k * n : (b_index + 1) * k * n].reshape(k, n)
-    accumulator = c_values[c_index * m * n : (c_index + 1) * m * n].reshape(m, n)
-    result = left @ right + accumulator
+    m, n, k = MMA_SHAPE
+    left = a_values[a_index * m * k : (a_index + 1) * m * k]
+    right = b_values[b_index * k * n : (b_index + 1) * k * n]
+    accumulator = c_values[c_index * m * n : (c_index + 1) * m * n]
+    result = multiply_accumulate(left[None], right[None], accumulator[None])[0]
     if str(_storage(d).dtype) == "float32":
         result = result.astype(np.float32).astype(np.float64)
     _write(d, d_index * m * n, result, np.arange(m * n))
@@ -159,28 +155,6 @@ def _storage(handle: object) -> Storage:
     storage = handle.storage if isinstance(handle, Pointer) else handle
     assert isinstance(storage, Storage)
     return storage
-
-
-def _fragment_shape(fragment: object, m: int, n: int, k: int) -> tuple[int, int]:
-    return fragment_shape(_storage(fragment).scope, m, n, k)
-
-
-def fragment_shape(scope: str | None, m: int, n: int, k: int) -> tuple[int, int]:
-    """(rows, cols) of one fragment of an m x n x k mma in a buffer of this scope."""
-    if scope == "wmma.matrix_a":
-        return m, k
-    if scope == "wmma.matrix_b":
-        return k, n
-    return m, n
-
-
-# The m, n, k of an mma are not arguments; the common wmma shape is assumed unless the
-# fragments' scopes say otherwise (a registered replacement can do better).
-MMA_SHAPE = (16, 16, 16)
-
-
-def _mma_shape(a: object, b: object, c: object) -> tuple[int, int, int]:
-    return MMA_SHAPE
 
 
 INTRINSICS.setdefault("tvm_fill_fragment", fill_fragment)
