@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.text.parse_helpers import FUNCTION_HEAD, parse
-from tirc.text.syntax.grammar import grammar_path
-from tirc.text.syntax.tables import TABLES_PATH, compute_tables, load_tables
+from tirc.text.syntax.tables import TABLES_PATH, compute_tables, grammar_path, load_tables
 
 CORPUS = Path("/work/shared/conformance/cases")
 SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "matmul.tir"

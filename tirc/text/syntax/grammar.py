@@ -9,23 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 
 from tirc.text.syntax.driver import Driver
 from tirc.text.syntax.lexer import Lexer, Terminal
-
-GRAMMAR_NAME = "tir.lark"
-
-
-def grammar_path() -> Path:
-    here = Path(__file__).resolve().parent
-    for candidate in (
-        here.parent / "grammar" / GRAMMAR_NAME,  # tirc/text/grammar -> ../../grammar
-        here.parents[2] / "grammar" / GRAMMAR_NAME,  # the repository's grammar/
-    ):
-        if candidate.is_file():
-            return candidate
-    raise FileNotFoundError(f"cannot find the grammar file {GRAMMAR_NAME}")
+from tirc.text.syntax.tables import grammar_path, load_tables
 
 
 @dataclass(frozen=True)
@@ -37,7 +24,6 @@ class Grammar:
 
 @cache
 def grammar() -> Grammar:
-    from tirc.text.syntax.tables import load_tables
     from tirc.text.syntax.transformer import SyntaxBuilder
 
     tables = load_tables(grammar_path().read_text(encoding="utf-8"))

@@ -18,6 +18,20 @@ from pathlib import Path
 from typing import Any
 
 TABLES_PATH = Path(__file__).with_name("tables.json")
+GRAMMAR_NAME = "tir.lark"
+
+
+def grammar_path() -> Path:
+    here = Path(__file__).resolve().parent
+    for candidate in (
+        here.parent / "grammar" / GRAMMAR_NAME,  # tirc/text/grammar -> ../../grammar
+        here.parents[2] / "grammar" / GRAMMAR_NAME,  # the repository's grammar/
+    ):
+        if candidate.is_file():
+            return candidate
+    raise FileNotFoundError(f"cannot find the grammar file {GRAMMAR_NAME}")
+
+
 FORMAT = 1
 
 # The file's layout (all JSON):
@@ -141,8 +155,6 @@ def write_tables(tables: Tables, path: Path = TABLES_PATH) -> None:
 
 
 def main() -> None:
-    from tirc.text.syntax.grammar import grammar_path
-
     write_tables(compute_tables(grammar_path().read_text(encoding="utf-8")))
     print(f"wrote {TABLES_PATH}")
 
