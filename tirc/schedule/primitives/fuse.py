@@ -13,6 +13,7 @@ from __future__ import annotations
 from tirc.analysis.arith import Analyzer
 from tirc.ir import expr as E
 from tirc.ir.buffer import Range
+from tirc.ir.dtype import DataType
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.schedule.block_var_domain import fold
 from tirc.schedule.errors import ScheduleError
@@ -105,9 +106,9 @@ def _check_nest(loops: list[SRef]) -> None:
         outer = sref
 
 
-def _as_dtype(expr: PrimExpr, dtype: object) -> PrimExpr:
+def _as_dtype(expr: PrimExpr, dtype: DataType) -> PrimExpr:
     if expr.dtype == dtype:
         return expr
     if isinstance(expr, IntImm):
-        return IntImm(expr.value, dtype)  # type: ignore[arg-type]
-    return E.Cast(dtype, expr)  # type: ignore[arg-type]
+        return IntImm(expr.value, dtype)
+    return E.Cast(dtype, expr)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 
 from tirc.ir.buffer import Buffer, BufferRegion, MatchBufferRegion, Range
+from tirc.ir.dtype import DataType
 from tirc.ir.expr import IntImm, PrimExpr
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.stmt import SBlock, SBlockRealize
@@ -143,11 +144,11 @@ def _implemented(
     )
 
 
-def _as_dtype(expr: PrimExpr, dtype: object) -> PrimExpr:
+def _as_dtype(expr: PrimExpr, dtype: DataType) -> PrimExpr:
     from tirc.ir.expr import Cast
 
     if expr.dtype == dtype:
         return expr
     if isinstance(expr, IntImm):
-        return IntImm(expr.value, dtype)  # type: ignore[arg-type]
-    return Cast(dtype, expr)  # type: ignore[arg-type]
+        return IntImm(expr.value, dtype)
+    return Cast(dtype, expr)
