@@ -67,7 +67,7 @@ def _ordinal(state: ScheduleState, target: For) -> int:
             return count
         if isinstance(node, For) and node.loop_var.name == target.loop_var.name:
             count += 1
-        pending.extend(reversed(children(node)))  # type: ignore[arg-type]
+        pending.extend(reversed(children(node)))
     return count
 
 

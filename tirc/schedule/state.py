@@ -39,13 +39,15 @@ class _ReplaceChild(Mutator):
 _BLOCK_FIELDS = tuple(name for name in child_fields(SBlock) if name != "init")
 
 
-def children(stmt: Node) -> list[For | SBlock]:
-    """The loops and blocks directly below `stmt` (not below them), in program order.
+def children(stmt: object) -> list[For | SBlock]:
+    """The loops and blocks directly below `stmt` (not below them), in program order; none
+    below anything that is not a node (an sref's missing statement).
 
     Only statement fields are searched: expressions never hold loops or blocks.
     """
     found: list[For | SBlock] = []
-    _collect_children(stmt, found)
+    if isinstance(stmt, Node):
+        _collect_children(stmt, found)
     return found
 
 
@@ -105,7 +107,7 @@ class ScheduleState:
         stack = [top]
         while stack:
             current = stack.pop()
-            for child in children(current.stmt):  # type: ignore[arg-type]
+            for child in children(current.stmt):
                 stack.append(self._link(child, current))
         return top
 

@@ -50,7 +50,7 @@ def _all_blocks(stmt: object) -> list[SBlock]:
         node = pending.pop()
         if isinstance(node, SBlock):
             result.append(node)
-        pending.extend(children(node))  # type: ignore[arg-type]
+        pending.extend(children(node))
     return result
 
 
@@ -70,7 +70,7 @@ def get_loops(sch: Schedule, block: SRef) -> list[SRef]:
 def get_child_blocks(sch: Schedule, parent: SRef) -> list[SRef]:
     state = sch.state_owning(parent)
     result: list[SRef] = []
-    pending = list(reversed(children(parent.stmt)))  # type: ignore[arg-type]
+    pending = list(reversed(children(parent.stmt)))
     while pending:
         node = pending.pop()
         if isinstance(node, SBlock):

@@ -111,7 +111,7 @@ def _blocks_under(state: ScheduleState, stmt: For) -> list[SBlock]:
         if isinstance(node, SBlock):
             found.append(node)
         else:
-            pending.extend(reversed(children(node)))  # type: ignore[arg-type]
+            pending.extend(reversed(children(node)))
     return found
 
 
