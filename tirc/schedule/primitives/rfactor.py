@@ -336,8 +336,8 @@ class _Factoring:
     def _rf_buffer(self, buffer: Buffer) -> Buffer:
         shape = list(buffer.shape)
         shape.insert(self.axis, self.rf_loop.extent)
-        data = Var(f"{buffer.data.name}_rf", buffer.data.dtype, buffer.data.pointer)
-        return dataclasses.replace(buffer, name=f"{buffer.name}_rf", data=data, shape=tuple(shape))
+        data = Var(f"{buffer.data.name}.rf", buffer.data.dtype, buffer.data.pointer)
+        return dataclasses.replace(buffer, name=f"{buffer.name}.rf", data=data, shape=tuple(shape))
 
     def _rf_indices(self, extra: Var) -> tuple[PrimExpr, ...]:
         indices = list(self.stores[0].indices)
