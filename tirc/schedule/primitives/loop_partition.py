@@ -28,7 +28,7 @@ from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.dtype import BOOL
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.functor import Mutator
-from tirc.ir.stmt import For, IterType, IterVar, SBlock, SBlockRealize, SeqStmt, Stmt
+from tirc.ir.stmt import For, ForKind, IterType, IterVar, SBlock, SBlockRealize, SeqStmt, Stmt
 from tirc.ir.substitute import substitute
 from tirc.schedule.errors import ScheduleError
 from tirc.schedule.inline import data_buffers
@@ -205,6 +205,7 @@ def _rewrite(
             loop_var=var,
             min=IntImm(start, dtype),
             extent=IntImm(end - start, dtype),
+            kind=ForKind.SERIAL,  # as TVM rebuilds it: an unrolled loop's parts are serial
             body=body,
         )
         partitions.append(_opaque(f"{block_name}_{var.name}_partition", nest))
