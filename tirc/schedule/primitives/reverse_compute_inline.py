@@ -4,7 +4,11 @@ stores the consumer's result directly.
 The consumer must be complete, unpredicated, read one buffer produced in its scope through
 indices that are a bijective affine map of its iterators, and its producer complete, with
 no other consumer. Where the producer computes more than the consumer needs, the producer
-gets a predicate. The scope must be a stage pipeline (no block overwrites what an earlier one
+gets a predicate (its own conjuncts that the new one implies are dropped: `i < 60` gives way
+to `i < 58`). A producer that reads the element it updates (an update under T.init with no
+reduction iterator) takes a consumer that copies the element as it is, and then reads the
+consumer's output; another consumer is refused (TVM accepts it and computes something else).
+The scope must be a stage pipeline (no block overwrites what an earlier one
 reads; each producer writes all that its consumers read from it), and no block may bind a
 subregion of the buffer with T.match_buffer.
 
@@ -17,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 
 from tirc.analysis.arith import Analyzer
+from tirc.analysis.arith.bound import Bound
 from tirc.analysis.arith.int_set import relax
 from tirc.analysis.arith.iter_map import Level, detect_iter_map
 from tirc.analysis.arith.iter_map_inverse import inverse_iter_map
@@ -135,6 +140,11 @@ def _plan(block: SRef, producer: SRef, buffer: Buffer) -> _Plan:
     if len(found) != 1:
         raise refuse(f"the producer does not store {buffer.name} exactly once")
     store_block, producer_store = found[0]
+    if not _copies_updated_element(store, producer_store, buffer):
+        raise refuse(
+            f"the producer reads the {buffer.name} element it updates, and the consumer does "
+            "not copy that element as it is, so the update would read another value"
+        )
     inverse = _invert_indices(consumer, indices, producer_store.indices)
     if inverse is None:
         raise refuse(
@@ -153,6 +163,22 @@ def _plan(block: SRef, producer: SRef, buffer: Buffer) -> _Plan:
     if guard is False:
         raise refuse("the producer does not compute everything the consumer reads")
     return _Plan(buffer, consumer, store, mapping, store_block, guard)  # type: ignore[arg-type]
+
+
+def _copies_updated_element(
+    store: BufferStore, producer_store: BufferStore, buffer: Buffer
+) -> bool:
+    """True unless the producer's store reads `buffer` (its own element: other loads are
+    refused) and the consumer's `store` is not a plain copy of that element. TVM moves such
+    reads to the consumer's output even where the consumer computes on the element, which
+    changes the result (`B = B + a` then `C = B + 1` becomes `C = C + a + 1`)."""
+    loads = _loads_of(producer_store, buffer)
+    if not loads:
+        return True
+    copies = isinstance(store.value, BufferLoad) and store.value.buffer is buffer
+    return copies and all(
+        find_difference(load.indices, producer_store.indices) is None for load in loads
+    )
 
 
 def _stores_into(block: SBlock, buffer: Buffer) -> list[tuple[SBlock, BufferStore]]:
@@ -288,13 +314,61 @@ class _Inliner(ScopeInliner):
         for var, dom in self.domains.items():
             analyzer.bind(var, dom)
         condition = _constants_left(analyzer.simplify(substitute(guard, bindings)))
-        return dataclasses.replace(new, predicate=conjoin(new.predicate, condition))
+        kept = _not_implied(new.predicate, condition, analyzer)
+        return dataclasses.replace(new, predicate=conjoin(kept, condition))
 
     def visit_BufferStore(self, node: BufferStore) -> Stmt:
         store: BufferStore = self.generic_visit(node)
         if store.buffer is not self.buffer:
             return store
-        return _ConsumerRewrite(self.plan, store.value).visit(self.plan.store)
+        new: BufferStore = _ConsumerRewrite(self.plan, store.value).visit(self.plan.store)
+        if not _loads_of(store, self.buffer):
+            return new
+        return _self_reads_moved(self.plan, store, new)
+
+
+def _self_reads_moved(plan: _Plan, store: BufferStore, new: BufferStore) -> BufferStore:
+    """A producer that reads the element it stores (an update under T.init whose block has no
+    reduction iterator) reads it where the consumer, a plain copy (_check_self_reads), now
+    stores it, as TVM rewrites it."""
+    moved = BufferLoad(new.buffer, new.indices)
+    return dataclasses.replace(new, value=_LoadsReplaced(plan.buffer, moved).visit(new.value))
+
+
+class _LoadsReplaced(Substituter):
+    def __init__(self, buffer: Buffer, load: BufferLoad):
+        super().__init__({})
+        self.buffer, self.load = buffer, load
+
+    def visit_BufferLoad(self, node: BufferLoad) -> PrimExpr:
+        return self.load if node.buffer is self.buffer else self.generic_visit(node)
+
+
+def _not_implied(predicate: PrimExpr, guard: PrimExpr, analyzer: Analyzer) -> PrimExpr:
+    """The conjuncts of the producer's `predicate` that the new `guard` does not imply, as
+    TVM keeps them: `i < 60` goes where the consumer needs only `i < 58`. The guard's
+    constant bounds of loop variables (`i < 58`, `1 <= i`) narrow their ranges in `analyzer`."""
+    for bound in _conjuncts(guard):
+        if isinstance(bound, E.LT) and isinstance(bound.a, Var) and isinstance(bound.b, IntImm):
+            narrowed = Bound(None, bound.b.value - 1)
+        elif isinstance(bound, E.LE) and isinstance(bound.b, Var) and isinstance(bound.a, IntImm):
+            narrowed = Bound(bound.a.value, None)
+        else:
+            continue
+        var = bound.a if isinstance(bound.a, Var) else bound.b
+        assert isinstance(var, Var)
+        analyzer.bind(var, analyzer.const_bound(var).intersect(narrowed))
+    kept: PrimExpr = IntImm(1, predicate.dtype)
+    for conjunct in _conjuncts(predicate):
+        if not analyzer.can_prove(conjunct):
+            kept = conjoin(kept, conjunct)
+    return kept
+
+
+def _conjuncts(condition: PrimExpr) -> list[PrimExpr]:
+    if isinstance(condition, E.And):
+        return _conjuncts(condition.a) + _conjuncts(condition.b)
+    return [condition]
 
 
 def _constants_left(condition: PrimExpr) -> PrimExpr:
