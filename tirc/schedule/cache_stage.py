@@ -30,6 +30,8 @@ from tirc.ir.stmt import (
     SeqStmt,
     Stmt,
 )
+from tirc.schedule.errors import ScheduleError
+from tirc.schedule.schedule import describe
 from tirc.schedule.sref import SRef
 
 
@@ -216,7 +218,13 @@ def detect_location(scope: SRef, writer: SRef, related: list[SRef]) -> tuple[For
         return scope_block, len(body.stmts) if isinstance(body, SeqStmt) else 1
     detector = _LocationDetector(scope_block, writer.block, {id(r.stmt) for r in related})
     detector.visit(scope_block)
-    assert detector.location is not None, "the scope holds the writer and its users"
+    if detector.location is None:  # the writer is itself one of the users
+        raise ScheduleError(
+            f"a cache stage has no place in {describe(scope)}: {describe(writer)} both "
+            "writes the buffer and reads it, so no point lies after its writer and before "
+            "its readers",
+            writer,
+        )
     return detector.location, detector.position
 
 

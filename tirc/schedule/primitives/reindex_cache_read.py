@@ -47,6 +47,7 @@ def reindex_cache_read(
     # A block that reads a region may also be the buffer's writer: refuse it before the stage
     # is placed between a writer and its readers.
     check_single_point(block, region, "reindex_cache_read")
+    reindex_layout(block, scope, index_map, region, "reindex_cache_read")  # its preconditions
     writer = only_writer(state, scope, buffer)
     if writer is not None:
         location, position = detect_location(scope, writer, [block])

@@ -47,6 +47,7 @@ def reindex_cache_write(
     region = region_of(block.block.writes, buffer)
     assert region is not None
     check_single_point(block, region, "reindex_cache_write")
+    reindex_layout(block, scope, index_map, region, "reindex_cache_write")  # its preconditions
     related = [d.dst for d in state.scope(scope).deps_from(block) if d.kind is DepKind.RAW]
     location, position = detect_location(scope, block, related)
     layout = reindex_layout(
