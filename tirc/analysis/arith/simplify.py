@@ -138,6 +138,9 @@ class Simplifier(Mutator):
                     return from_sum(rest)
                 quotient.const += shift
                 return from_sum(quotient)
+        split = self._split_coefficients(total, divisor, is_mod)
+        if split is not None:
+            return split
         common = self._common_factor(rest, divisor)
         if common is not None:
             # (g*r + s) // (g*d) == r // d and (g*r + s) % (g*d) == g*(r % d) + s, for s in [0, g)
@@ -202,6 +205,32 @@ class Simplifier(Mutator):
             return self.visit(E.FloorMod(rest_expr, b))
         if not (rest.is_const and rest.const == 0):
             quotient.add_term(E.FloorDiv(rest_expr, b), 1)
+        return from_sum(quotient)
+
+    def _split_coefficients(self, total: Sum, divisor: int, is_mod: bool) -> PrimExpr | None:
+        """Each coefficient `c` read as `d * (c // d) + c % d`: where the remainders' sum
+        stays in one window `[k * d, (k + 1) * d)`, the quotient is the sum of the `c // d`
+        parts plus k, the modulus the remainders' sum less `k * d`. TVM's rewrite, as in a
+        channel group's first index: `c_o * 360 // 16` is `c_o * 22` for c_o in [0, 2)
+        (c_o * 8 < 16), and stays as it is for c_o in [0, 3)."""
+        dtype = total.dtype
+        quotient, rest = Sum(dtype), Sum(dtype)
+        for atom, coeff in total.terms.values():
+            if coeff // divisor:
+                quotient.add_term(atom, coeff // divisor)
+            if coeff % divisor:
+                rest.add_term(atom, coeff % divisor)
+        if not quotient.terms:
+            return None
+        quotient.const, rest.const = total.const // divisor, total.const % divisor
+        bound = self.bound(from_sum(rest))
+        if bound.min is None or bound.max is None or bound.min // divisor != bound.max // divisor:
+            return None
+        shift = bound.min // divisor
+        if is_mod:
+            rest.const -= shift * divisor
+            return from_sum(rest)
+        quotient.const += shift
         return from_sum(quotient)
 
     def _common_factor(self, rest: Sum, divisor: int) -> tuple[int, PrimExpr, PrimExpr] | None:
