@@ -214,3 +214,24 @@ def test_constant_comparisons_do_not_wrap() -> None:
 def test_unchanged_sum_is_the_same_object() -> None:
     expr = E.Add(E.Mul(VI, c(8)), VJ)
     assert analyzer().simplify(expr) is expr
+
+
+def test_division_splits_coefficients_within_one_window() -> None:
+    """TVM 0.27's Analyzer.simplify, for x in [0, 2) and y in [0, 4): a coefficient is read as
+    d * (c // d) + c % d where the remainders stay in one window of the divisor."""
+    from tirc.text import script
+
+    x, y = Var("x"), Var("y")
+    small = Analyzer()
+    small.bind(x, Range(c(0), c(2)))
+    small.bind(y, Range(c(0), c(4)))
+    cases = [
+        (E.FloorDiv(E.Mul(x, c(360)), c(16)), "x * 22"),
+        (E.FloorDiv(E.Add(E.Mul(x, c(360)), y), c(16)), "x * 22"),
+        (E.FloorDiv(E.Add(E.Mul(x, c(360)), c(359)), c(16)), "x * 22 + 22"),
+        (E.FloorMod(E.Mul(x, c(360)), c(16)), "x * 8"),
+        (E.FloorDiv(E.Mul(x, c(5)), c(3)), "x"),
+        (E.FloorDiv(E.Add(E.Mul(x, c(360)), c(8)), c(16)), "(x * 360 + 8) // 16"),
+    ]
+    for expr, want in cases:
+        assert script(small.simplify(expr)) == want, script(expr)
