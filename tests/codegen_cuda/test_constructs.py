@@ -10,7 +10,11 @@ import pytest
 from tests.codegen_cuda.helpers import nvcc_accepts, ptxas_accepts
 from tirc.codegen.cuda import emit_cuda
 from tirc.codegen.nvptx import emit_ptx
+from tirc.ir.function import IRModule
 from tirc.text import parse
+from tirc.transform.passes.flatten_buffer import FlattenBuffer
+from tirc.transform.passes.make_c_abi import MakeCAbi
+from tirc.transform.passes.split_host_device import SplitHostDevice
 
 HEADER = "@I.ir_module\nclass Module:\n"
 KERNELS = Path(__file__).parent / "kernels"
@@ -70,8 +74,14 @@ PROGRAMS = {
 }
 
 
-def module(name: str):  # type: ignore[no-untyped-def]
-    return parse(HEADER + PROGRAMS[name], name=name)
+def split(module: IRModule) -> IRModule:
+    """The module in the form the CUDA backends read (the cuda pipeline ends so): kernels
+    split from their host functions, which have C signatures."""
+    return MakeCAbi().run(SplitHostDevice().run(module))
+
+
+def module(name: str) -> IRModule:
+    return split(parse(HEADER + PROGRAMS[name], name=name))
 
 
 def test_signed_floor_division_uses_the_helper() -> None:
@@ -126,6 +136,7 @@ def test_warp_wide_tensor_core_call_in_a_block_smaller_than_a_warp_is_refused() 
     small = parse(
         text.replace('T.launch_thread("threadIdx.x", 32)', 'T.launch_thread("threadIdx.x", 16)')
     )
+    small = split(FlattenBuffer().run(small))  # its buffers are 2-d: flat, as lowered
     for emit in (emit_cuda, lambda m: emit_ptx(m, arch="sm_90")):
         with pytest.raises(DiagnosticError) as caught:
             emit(small)
