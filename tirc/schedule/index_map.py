@@ -71,6 +71,9 @@ class IndexMap:
                 raise IndexMapError(f"the index {_text(index)} is not bounded")
             low = analyzer.simplify(bounds.min)
             extent = analyzer.simplify(_sub(_plus_one(bounds.max), low))
+            if isinstance(index, E.FloorMod) and isinstance(index.b, IntImm) and index.b.value > 0:
+                # `i % c` covers [0, c) as TVM's iterator map reads it, even for i in [0, 2)
+                low, extent = IntImm(0, index.dtype), IntImm(index.b.value, index.dtype)
             result.append(Range(low, extent))
         return tuple(result)
 

@@ -215,10 +215,13 @@ def _check_invertible(
     padding: IndexMap | None,
     block: SRef,
 ) -> bool:
-    """True when the map pads the buffer (and a pad value was given to fill the padding)."""
+    """True when the map pads the buffer (and a pad value was given to fill the padding).
+    A map pads whenever its image holds more elements than the buffer, even where it is
+    invertible on the buffer (`i // 8, i % 8` over 2 elements gives shape (1, 8)), as TVM
+    decides."""
+    reason: str | None = None
     try:
         mapping.inverse(buffer.shape)
-        return False
     except IndexMapError as error:
         reason = str(error)
     old_size, new_size = _size(buffer.shape), _size(new_shape)
@@ -242,6 +245,8 @@ def _check_invertible(
             "maps made of its indices and pairs `i // c, i % c` only",
             block,
         )
+    if reason is None:
+        return False
     raise ScheduleError(
         f"the index map {mapping} is not invertible over buffer {buffer.name}: {reason}", block
     )
