@@ -15,6 +15,7 @@ import dataclasses
 import enum
 
 from tirc.ir import dtype as dt
+from tirc.ir import expr as E
 from tirc.ir.arith import arithmetic
 from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var
@@ -121,16 +122,22 @@ def _copy_nest(region: BufferRegion, cache: Buffer, loops: list[For], direction:
         walk(item.min, look)
     block_vars = [Var(f"v{position}", var.dtype) for position, var in enumerate(used)]
     renamed = substitute(region, dict(zip(used, block_vars, strict=True)))
-    axes = [Var(f"ax{position}", item.extent.dtype) for position, item in enumerate(renamed.region)]
+    # a constant extent makes an int32 copy loop, cast where the buffer is indexed in int64,
+    # as TVM builds it (`for ax in T.grid(2048)`: `v0 + T.Cast("int64", ax)`)
+    extents = [_int32_if_constant(item.extent) for item in renamed.region]
+    axes = [Var(f"ax{position}", extent.dtype) for position, extent in enumerate(extents)]
     indices = tuple(
-        arithmetic("+", item.min, axis) for item, axis in zip(renamed.region, axes, strict=True)
+        arithmetic(
+            "+", item.min, axis if axis.dtype == item.min.dtype else E.Cast(item.min.dtype, axis)
+        )
+        for item, axis in zip(renamed.region, axes, strict=True)
     )
     source, target = (
         (region.buffer, cache) if direction is Direction.READ else (cache, region.buffer)
     )
     body: Stmt = BufferStore(target, BufferLoad(source, indices), indices)
-    for axis, item in reversed(list(zip(axes, renamed.region, strict=True))):
-        body = serial_loop(axis, item.extent, body)
+    for axis, extent in reversed(list(zip(axes, extents, strict=True))):
+        body = serial_loop(axis, extent, body)
     iter_vars = tuple(
         IterVar(var, Range(by_var[loop_var].min, by_var[loop_var].extent), IterType.SPATIAL)
         for var, loop_var in zip(block_vars, used, strict=True)
@@ -144,6 +151,12 @@ def _copy_nest(region: BufferRegion, cache: Buffer, loops: list[For], direction:
         annotations=Attrs((("auto_copy", True),)),
     )
     return SBlockRealize(tuple(used), IntImm(1, dt.BOOL), block)
+
+
+def _int32_if_constant(extent: PrimExpr) -> PrimExpr:
+    if isinstance(extent, IntImm) and extent.dtype != dt.INT32 and extent.value < 2**31:
+        return IntImm(extent.value, dt.INT32)
+    return extent
 
 
 def _child_index(loop: SRef, block: SRef) -> int:
