@@ -159,7 +159,7 @@ def _reference(task: Task, path: str) -> tuple[int | None, int, str]:
     arrays = {k: np.array(v, copy=True) for k, v in inputs.items() if isinstance(v, np.ndarray)}
     work = iteration_count(func)
     outputs = {k: np.array(v, copy=True) for k, v in inputs.items()}
-    if work is not None and work <= INTERP_LIMIT or task.kind == "cuda":
+    if work is not None and work <= INTERP_LIMIT:
         interpret(func, outputs, module=module)
         source = "interpreter"
     else:
@@ -193,9 +193,11 @@ def _load(path: str) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
 
 
 def _jit(module: Any, task: Task) -> Callable[[dict[str, Any]], int]:
+    """The function compiled for the task's CPU target (for the host, for a CUDA task's
+    reference)."""
     from tirc.driver.run_cpu import jit_function
 
-    return jit_function(module, task.func, task.target)
+    return jit_function(module, task.func, task.target if task.kind == "cpu" else "cpu")
 
 
 # -- one candidate ---------------------------------------------------------------------------

@@ -105,7 +105,11 @@ def tune(
         best = database.best(task.key)
         jobs = []
         for candidate in candidates:
-            interpret = task.kind == "cuda" and interpreted < INTERPRETED_CUDA_CANDIDATES
+            interpret = (
+                task.kind == "cuda"
+                and reference.source == "interpreter"  # a small program: interpreting is quick
+                and interpreted < INTERPRETED_CUDA_CANDIDATES
+            )
             interpreted += interpret
             jobs.append(Job(candidate.plan.to_json(), interpret, best.seconds if best else None))
         results = runner.run(jobs)
