@@ -5,7 +5,8 @@ The buffer is the `buffer_index`-th read (type 0) or write (type 1) of the block
 be invertible over the buffer's shape, unless `assume_injective_transform` (a dimension of
 symbolic extent may only be the highest digit of an output: `lambda i, j: (i * 16 + j,)` over
 `(n, 16)` is, `(16, n)` is not, as TVM's iterator map decides); a map whose image
-is larger than the buffer (padding) needs a `pad_value`: a block after the buffer's producer
+is larger than the buffer (padding: `i % c` spans c, so `i // 8, i % 8` over 2 elements
+gives shape (1, 8)) needs a `pad_value`: a block after the buffer's producer
 then stores it into the padding (`buffer_A_padding`, predicated on the padded elements).
 
     A = T.alloc_buffer((64,))                 A = T.alloc_buffer((16, 4))
