@@ -14,7 +14,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.schedule.golden import groups
-from tests.schedule.golden_runner import GOLDEN, cases, check_golden, golden, header
+from tests.schedule.golden_runner import (
+    GOLDEN,
+    assert_same_results,
+    cases,
+    check_golden,
+    golden,
+    header,
+)
 
 FOLDERS = groups.ANNOTATIONS
 CASES = cases(FOLDERS)
@@ -32,3 +39,11 @@ def test_every_primitive_has_goldens() -> None:
         if folder not in ("sample_compute_location", "enter_postproc"):
             rejected = [c for c in cases if header(c.read_text(), "error") is not None]
             assert rejected or folder == "unroll", f"{folder} has no rejection case"
+
+
+def test_bind_mixed_index_types_runs_the_same() -> None:
+    # An int64 and an int32 loop bound to one thread (an internal error in tirc before).
+    before = GOLDEN / "bind" / "mixed_index_types.before.tir"
+    result = check_golden(before, replay=True)
+    assert result is not None
+    assert_same_results(before, result[1])

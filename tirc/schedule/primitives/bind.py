@@ -11,6 +11,7 @@ other extents at this step and fails when it lowers them; tirc refuses here).
 from __future__ import annotations
 
 from tirc.analysis.arith import Analyzer
+from tirc.ir.arith import cast
 from tirc.ir.expr import PrimExpr
 from tirc.ir.functor import walk
 from tirc.ir.stmt import For, ForKind
@@ -78,6 +79,11 @@ def _check_one_extent(sch: Schedule, loop: SRef, thread: str) -> None:
 
 
 def _same_extent(a: PrimExpr, b: PrimExpr) -> bool:
+    # Loops of an int64 and an int32 extent share a thread when the values agree (TVM binds
+    # `T.int64(4)` and `4` to one threadIdx.x); compare in the wider type.
+    if a.dtype != b.dtype:
+        wide = a.dtype if a.dtype.bits >= b.dtype.bits else b.dtype
+        a, b = cast(wide, a), cast(wide, b)
     return Analyzer().can_prove_equal(a, b)
 
 
