@@ -18,7 +18,6 @@ from tirc.tune.database import Database
 from tirc.tune.task import load_task
 
 DEFAULT_DB = "tirc-tune.db"
-TARGETS = ("cpu", "cuda")
 
 
 def tune_file(
@@ -39,11 +38,13 @@ def tune_file(
 ) -> int:
     from tirc.driver.output import write_output
     from tirc.driver.source import read_source
+    from tirc.driver.target import parse_target
     from tirc.tune.measure import parse_workers
     from tirc.tune.tune import tune
 
     stream = stream or sys.stderr
-    if target.split()[0] not in TARGETS:
+    parsed = parse_target(target)
+    if parsed.backend not in ("llvm", "cuda"):
         raise DiagnosticError.at(
             None, f"tirc tune cannot tune for '{target}'", Note("choose --target cpu or cuda")
         )
@@ -51,7 +52,7 @@ def tune_file(
         raise DiagnosticError.at(None, f"--trials must be at least 1, not {trials}")
     count = parse_workers(workers)
     source = read_source(path)
-    task = load_task(source.text, source.name, dict(defines), func, target, threads)
+    task = load_task(source.text, source.name, dict(defines), func, parsed, threads)
     database = Database(db or DEFAULT_DB)
     display = _Display(stream)
     try:

@@ -15,6 +15,7 @@ from tirc.ir.expr import IntImm
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.node import Node
 from tirc.ir.stmt import For
+from tirc.ir.target import Target
 
 
 @dataclass
@@ -23,13 +24,13 @@ class Task:
     name: str  # where it came from, for messages
     defines: dict[str, str]
     func: str
-    target: str  # "cpu" (or "cpu -mcpu=...") or "cuda"
+    target: Target  # parsed once, by the command (a CPU or CUDA target)
     threads: int = 0  # CPU threads the candidates run on (0: the OpenMP default)
     module: IRModule = field(repr=False, default=None)  # type: ignore[assignment]  # set by load
 
     @property
     def kind(self) -> str:
-        return "cuda" if self.target.split()[0] in ("cuda", "nvptx") else "cpu"
+        return "cuda" if self.target.backend == "cuda" else "cpu"
 
     @property
     def key(self) -> str:
@@ -47,7 +48,7 @@ class Task:
 
 
 def load_task(
-    text: str, name: str, defines: dict[str, str], func: str | None, target: str, threads: int
+    text: str, name: str, defines: dict[str, str], func: str | None, target: Target, threads: int
 ) -> Task:
     """The task for `func` (default: the only function, else main) of the program `text`;
     DiagnosticError for a program that does not parse or verify, or a function it lacks."""

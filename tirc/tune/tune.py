@@ -154,7 +154,7 @@ def _record(
     database.add(
         Row(
             task.key,
-            task.target,
+            task.target.spelling,
             plan,
             candidate.decisions,
             result.status,
