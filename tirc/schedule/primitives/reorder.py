@@ -4,7 +4,11 @@ of the one above; loops not named keep their places.
 Preconditions: every block below is data-parallel or a reduction whose binding is affine in
 the loops from it up to the outermost reordered one (loops further out count as constants);
 no loop among those has bounds that use another's variable (`for k in range(i)`), and in the
-new order no loop's bounds use a loop now inside it.
+new order no loop's bounds use a loop now inside it. Under a block with T.init(), each
+element's first iteration must stay the one where its reduction iterators start: swapped
+loops that could break that (one feeding a data-parallel and a reduction iterator, or none,
+against one feeding a reduction) are run when their bounds are constants and they are few,
+and refused only if some element then meets another iteration first (TVM does not check).
 
     for i, j, k in T.grid(128, 128, 16):    →    for k, j, i in T.grid(16, 128, 128):
         B[vi, vj, vk] = ...     reorder(k, i)         B[vi, vj, vk] = ...
@@ -13,8 +17,13 @@ new order no loop's bounds use a loop now inside it.
 from __future__ import annotations
 
 import dataclasses
+import itertools
+import operator
+from collections.abc import Callable
 
-from tirc.ir.expr import IntImm
+from tirc.analysis.well_formed.accesses import evaluate
+from tirc.ir import expr as E
+from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.node import Node
 from tirc.ir.stmt import IterType, SBlock, SBlockRealize, Stmt
 from tirc.schedule.errors import ScheduleError
@@ -216,7 +225,7 @@ def _check_init_stays_first(state: ScheduleState, path: list[SRef], placed: list
                 ),
                 None,
             )
-            if culprit is None:
+            if culprit is None or _init_runs_first(realize, block, placed):
                 continue
             other = inner if culprit is outer else outer
             why = _MOVES_INIT if roles[culprit] == "M" else _REPEATS
@@ -228,6 +237,95 @@ def _check_init_stays_first(state: ScheduleState, path: list[SRef], placed: list
                 culprit,
                 block,
             )
+
+
+_MOST_ITERATIONS = 1 << 16
+_COMPARE: dict[type, Callable[[int, int], bool]] = {
+    E.EQ: operator.eq,
+    E.NE: operator.ne,
+    E.LT: operator.lt,
+    E.LE: operator.le,
+    E.GT: operator.gt,
+    E.GE: operator.ge,
+}
+
+
+def _init_runs_first(realize: SBlockRealize, block: SRef, placed: list[SRef]) -> bool:
+    """Whether, in the new order, each element's first iteration is still the one whose
+    reduction iterators all sit at their minimum (where T.init() runs), found by running
+    the loops when their bounds are constants and they are few. The role test above is
+    only sufficient: a fused `i * 32 + k` split by 4 and swapped still meets k == 0 first
+    in each row (TVM reorders it), while a split by 48 does not."""
+    reordered = {id(sref) for sref in placed}
+    inner: list[SRef] = []
+    node = block.parent
+    while node is not None and node.is_loop and id(node) not in reordered:
+        inner.append(node)
+        node = node.parent
+    loops = [*placed, *reversed(inner)]
+    ranges = []
+    total = 1
+    for sref in loops:
+        low, extent = sref.loop.min, sref.loop.extent
+        if not (isinstance(low, IntImm) and isinstance(extent, IntImm)):
+            return False
+        ranges.append(range(low.value, low.value + extent.value))
+        total *= extent.value
+        if total > _MOST_ITERATIONS:
+            return False
+    starts: list[int] = []
+    for iter_var in realize.block.iter_vars:
+        dom = iter_var.dom
+        if dom is None or not isinstance(dom.min, IntImm):
+            return False
+        starts.append(dom.min.value)
+    loop_vars = [sref.loop.loop_var for sref in loops]
+    seen: set[tuple[int, ...]] = set()
+    for point in itertools.product(*ranges):
+        witness = dict(zip(loop_vars, point, strict=True))
+        runs = _holds(realize.predicate, witness)
+        if runs is None:
+            return False
+        if not runs:
+            continue
+        values: list[int] = []
+        for binding in realize.iter_values:
+            value = evaluate(binding, witness)
+            if not isinstance(value, int):
+                return False
+            values.append(value)
+        element = tuple(
+            value
+            for value, iter_var in zip(values, realize.block.iter_vars, strict=True)
+            if iter_var.iter_type == IterType.SPATIAL
+        )
+        if element in seen:
+            continue
+        seen.add(element)
+        if any(
+            value != start
+            for value, start, iter_var in zip(values, starts, realize.block.iter_vars, strict=True)
+            if iter_var.iter_type == IterType.REDUCE
+        ):
+            return False
+    return True
+
+
+def _holds(predicate: PrimExpr, witness: dict[Var, int]) -> bool | None:
+    """The value of a block predicate at `witness`, None where it is not comparisons of
+    integer expressions joined by `and`."""
+    if isinstance(predicate, IntImm):
+        return bool(predicate.value)
+    if isinstance(predicate, E.And):
+        left, right = _holds(predicate.a, witness), _holds(predicate.b, witness)
+        return None if left is None or right is None else left and right
+    compare = _COMPARE.get(type(predicate))
+    if compare is None or not isinstance(predicate, E.CompareOp):
+        return None
+    a, b = evaluate(predicate.a, witness), evaluate(predicate.b, witness)
+    if not isinstance(a, int) or not isinstance(b, int):
+        return None
+    return compare(a, b)
 
 
 def _is_affine(realize: SBlockRealize, block: SRef, top: SRef) -> bool:
