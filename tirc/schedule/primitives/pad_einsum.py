@@ -5,7 +5,8 @@ An einsum block stores to one buffer and loads buffers (the output too, for a re
 index a block iterator or a constant. A padded input `A` is filled first by a block `A_pad`
 (zero outside `A`), and a padded output is copied back by a block `C_pad` after it; both are
 allocated in the scope block. The loops bound to padded iterators get the new extents; an
-iterator bound to a constant has no loop and only its domain grows.
+iterator bound to anything but a loop variable (a constant, a fused index) only has its
+domain grown.
 
     for i, k in T.grid(127, 64):        for i0, i1 in T.grid(128, 64):  # block "A_pad"
         C[vi] += A[vi, vk]        →         A_pad[v0, v1] = T.if_then_else(v0 < 127, A[v0, v1], 0)
@@ -155,20 +156,20 @@ def _bound_loops(
     changed: dict[int, PrimExpr],
     block: SRef,
 ) -> dict[int, SRef]:
-    """The loop each padded iterator is bound to (its binding must be that loop's variable,
-    or a constant)."""
+    """The loop each padded iterator is bound to, where its binding is a loop's variable (the
+    loop must start at 0). An iterator bound to anything else (a constant, a fused
+    `i_k_fused // 7`) has no loop of its own to grow: as in TVM, only its domain is padded
+    (`T.axis.spatial(1, 0)` becomes `T.axis.spatial(8, 0)`)."""
     by_var = {id(loop.loop.loop_var): loop for loop in loops}
     result: dict[int, SRef] = {}
     for iter_var, value in zip(node.iter_vars, realize.iter_values, strict=True):
-        if id(iter_var.var) not in changed or isinstance(value, IntImm):
-            # An iterator bound to a constant has no loop to grow: only its domain is padded
-            # (TVM pads `T.axis.spatial(1, 0)` to `T.axis.spatial(8, 0)`).
+        if id(iter_var.var) not in changed or id(value) not in by_var:
             continue
-        loop = by_var.get(id(value))
-        if loop is None or not isinstance(loop.loop.min, IntImm) or loop.loop.min.value != 0:
+        loop = by_var[id(value)]
+        if not isinstance(loop.loop.min, IntImm) or loop.loop.min.value != 0:
             raise ScheduleError(
-                f"the iterator {iter_var.var.name} of {describe(block)} is padded, so it must be "
-                "bound to a loop variable (a loop from 0) around the block",
+                f"the iterator {iter_var.var.name} of {describe(block)} is padded, so the loop "
+                "it is bound to must start at 0",
                 block,
             )
         result[id(value)] = loop
