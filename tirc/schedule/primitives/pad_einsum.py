@@ -2,7 +2,9 @@
 it over padded copies of the buffers whose shape grows.
 
 An einsum block stores to one buffer and loads buffers (the output too, for a reduction), every
-index a block iterator or a constant. A padded input `A` is filled first by a block `A_pad`
+index a block iterator, a constant or an enclosing block's variable (the einsum is then
+only padded where that changes nothing: tirc refuses where TVM copies back elements the block
+never wrote). A padded input `A` is filled first by a block `A_pad`
 (zero outside `A`), and a padded output is copied back by a block `C_pad` after it; both are
 allocated in the scope block. The loops bound to padded iterators get the new extents; an
 iterator bound to anything but a loop variable (a constant, a fused index) only has its
@@ -66,6 +68,7 @@ def pad_einsum(sch: Schedule, block: SRef, padding: list[int]) -> None:
     }
     if not changed:
         return  # every iterator is already a multiple of its padding: nothing to do
+    _check_no_outer_index(einsum, node, block)
     loop_of = _bound_loops(realize, loops, node, changed, block)
     scope = block.enclosing_block()
     assert scope is not None
@@ -88,12 +91,11 @@ def _extract(node: SBlock, block: SRef) -> _Einsum:
     """The einsum form of the block, or a refusal saying what breaks it."""
     refuse = ScheduleError(
         f"{describe(block)} is not an einsum: its body must be one store to a buffer, reading "
-        "buffers at indices that are block iterators or constants",
+        "buffers at indices that are variables (block iterators) or constants",
         block,
     )
-    iterators = {id(iv.var) for iv in node.iter_vars}
     store = node.body
-    if not isinstance(store, BufferStore) or not _plain(store.indices, iterators):
+    if not isinstance(store, BufferStore) or not _plain(store.indices):
         raise refuse
     if node.init is not None:
         init = node.init
@@ -108,9 +110,7 @@ def _extract(node: SBlock, block: SRef) -> _Einsum:
     walk(store.value, lambda item: loads.append(item) if isinstance(item, BufferLoad) else None)
     for load in loads:
         known = einsum.indices.get(id(load.buffer))
-        if not _plain(load.indices, iterators) or (
-            known is not None and not _same(known, load.indices)
-        ):
+        if not _plain(load.indices) or (known is not None and not _same(known, load.indices)):
             raise refuse
         if known is None:
             einsum.inputs.append(load.buffer)
@@ -118,11 +118,27 @@ def _extract(node: SBlock, block: SRef) -> _Einsum:
     return einsum
 
 
-def _plain(indices: tuple[PrimExpr, ...], iterators: set[int]) -> bool:
-    return all(
-        isinstance(index, IntImm) or (isinstance(index, Var) and id(index) in iterators)
-        for index in indices
-    )
+def _check_no_outer_index(einsum: _Einsum, node: SBlock, block: SRef) -> None:
+    """A buffer indexed by an enclosing block's variable is only partly the block's: its
+    padded copy, made in the block around, would be copied back whole from elements the
+    block never wrote (TVM does so and overwrites the output with them). tirc refuses."""
+    iterators = {id(iv.var) for iv in node.iter_vars}
+    for indices in einsum.indices.values():
+        for index in indices:
+            if isinstance(index, Var) and id(index) not in iterators:
+                raise ScheduleError(
+                    f"cannot pad {describe(block)}: it indexes a buffer with {index.name}, a "
+                    "variable of an enclosing block, so its padded buffers would be copied "
+                    "back whole from elements it does not write",
+                    block,
+                )
+
+
+def _plain(indices: tuple[PrimExpr, ...]) -> bool:
+    """Every index a constant or a variable: the block's iterator, or one of an enclosing block
+    (`B[vi, vj, vk]` inside a block over vi, vj), which is fixed in the block and, like a
+    constant, keeps its dimension unpadded, as TVM reads it."""
+    return all(isinstance(index, (IntImm, Var)) for index in indices)
 
 
 def _same(a: tuple[PrimExpr, ...], b: tuple[PrimExpr, ...]) -> bool:
