@@ -120,18 +120,21 @@ def _divide_around_symbolic(
     extents: Sequence[PrimExpr] | None,
     symbolic: list[Var],
 ) -> Division:
-    """Where outer loops of symbolic extent are read only by indices of outer loops: those
-    indices go whole to the outer side, over their extents, and the others are divided over
-    the loops of constant extent (`vb = b` outer, `vc = c_0 * 3 + c_1` divided at c_1)."""
+    """Where loops of symbolic extent are read only by indices that read loops of one side:
+    those indices go whole to that side, over their extents, and the others are divided over
+    the loops of constant extent (`vb = b` outer, `vc = c_0 * 3 + c_1` divided at c_1; an
+    inner `vk = k` over `n` is `vk_o = 0`, `vk_i = k`, as TVM divides it)."""
     unsupported = DivisionError(f"loop {symbolic[0].name} does not have a constant range")
     reads_symbolic = [bool(_vars_of(index) & set(symbolic)) for index in indices]
-    if extents is None or set(symbolic) & inner:
+    if extents is None:
         raise unsupported
     if predicate is not None and _vars_of(predicate) & set(symbolic):
         raise unsupported
     pairs = list(zip(indices, reads_symbolic, strict=True))
-    if any(read and _vars_of(index) & inner for index, read in pairs):
-        raise unsupported
+    for index, read in pairs:
+        loops = _vars_of(index) & set(domains)
+        if read and loops & inner and loops - inner:
+            raise unsupported
     constant = {var: domain for var, domain in domains.items() if var not in symbolic}
     rest = [index for index, read in pairs if not read]
     division = divide_subspace(rest, constant, inner, predicate, keep_unit_iters)
@@ -139,11 +142,12 @@ def _divide_around_symbolic(
     outer: list[Part] = []
     inner_parts: list[Part] = []
     for position, (index, read) in enumerate(pairs):
-        outer_part, inner_part = (
-            (Part(index, extents[position]), Part(IntImm(0, index.dtype), 1))
-            if read
-            else next(parts)
-        )
+        if not read:
+            outer_part, inner_part = next(parts)
+        else:
+            whole, zero = Part(index, extents[position]), Part(IntImm(0, index.dtype), 1)
+            is_inner = bool(_vars_of(index) & inner)
+            outer_part, inner_part = (zero, whole) if is_inner else (whole, zero)
         outer.append(outer_part)
         inner_parts.append(inner_part)
     return Division(
