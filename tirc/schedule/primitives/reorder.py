@@ -23,9 +23,11 @@ from collections.abc import Callable
 
 from tirc.analysis.well_formed.accesses import evaluate
 from tirc.ir import expr as E
+from tirc.ir.buffer import Range
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.node import Node
 from tirc.ir.stmt import IterType, SBlock, SBlockRealize, Stmt
+from tirc.ir.substitute import substitute
 from tirc.schedule.errors import ScheduleError
 from tirc.schedule.primitives import primitive
 from tirc.schedule.properties import is_affine_map, uses_var
@@ -335,7 +337,8 @@ def _is_affine(realize: SBlockRealize, block: SRef, top: SRef) -> bool:
 
     Stricter than ignoring the predicate: a guard over a fused sum that no binding reads
     whole (`T.where(i * 128 + j < 100)` over `vi = i, vj = j`) ties the loops together,
-    and reordering them would change which iterations run. A binding affine in all the
+    and reordering them would change which iterations run; a guard on one loop
+    (`i0_0 + i0_1 < 2` with i0_1 a unit loop) does not, and is left out. A binding affine in all the
     loops around it counts too: an outer loop's part of a fused index (`(i0 * 12 + i1) // 8`)
     reads as an offset of the inner iterator in TVM, which our iterator maps do not model."""
     for domains in (outer_domains(block, top), outer_domains(block)):
@@ -344,9 +347,32 @@ def _is_affine(realize: SBlockRealize, block: SRef, top: SRef) -> bool:
             for domain in domains.values()
         ):
             return True
-        if is_affine_map(realize.iter_values, domains, realize.predicate):
+        # a loop of one iteration ties nothing together: it reads as its start
+        units = {
+            var: domain.min
+            for var, domain in domains.items()
+            if isinstance(domain.extent, IntImm) and domain.extent.value == 1
+        }
+        values = [substitute(value, units) for value in realize.iter_values]
+        predicate = _tying(substitute(realize.predicate, units), domains, units)
+        if is_affine_map(values, domains, predicate):
             return True
     return False
+
+
+def _tying(predicate: PrimExpr, domains: dict[Var, Range], units: dict[Var, PrimExpr]) -> PrimExpr:
+    """The conjuncts of `predicate` that read two loops or more (of more than one iteration):
+    a guard on one loop (`i0_0 < 2`) only narrows that loop, in any order."""
+    if isinstance(predicate, E.And):
+        left = _tying(predicate.a, domains, units)
+        right = _tying(predicate.b, domains, units)
+        if isinstance(left, IntImm):
+            return right
+        if isinstance(right, IntImm):
+            return left
+        return E.And(left, right)
+    loops = [var for var in domains if var not in units and uses_var(predicate, var)]
+    return predicate if len(loops) > 1 else IntImm(1, predicate.dtype)
 
 
 def _realizes_below(stmt: Stmt) -> list[SBlockRealize]:
