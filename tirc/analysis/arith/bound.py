@@ -29,6 +29,12 @@ class Bound:
             self.min is not None and self.max is not None and low <= self.min and self.max <= high
         )
 
+    def clamp_closed_ends(self, limits: Bound) -> Bound:
+        """Each known end clamped into `limits`; an open end stays open."""
+        low = self.min if self.min is None or limits.min is None else max(self.min, limits.min)
+        high = self.max if self.max is None or limits.max is None else min(self.max, limits.max)
+        return Bound(low, high)
+
     def union(self, other: Bound) -> Bound:
         low = None if self.min is None or other.min is None else min(self.min, other.min)
         high = None if self.max is None or other.max is None else max(self.max, other.max)
@@ -190,7 +196,11 @@ def const_bound(expr: PrimExpr, ranges: Mapping[Var, Bound] | None = None) -> Bo
         if isinstance(node, Var):
             found = known.get(node)
             if found is not None:
-                return found.intersect(limits)
+                # an end the caller left open stays open rather than taking the dtype's
+                # limit: a symbolic value (a shape variable marked non-negative, a loop
+                # variable below one) is not assumed to reach it, so `n + 2` does not wrap
+                # and keeps its least value, as TVM's bounds assume no overflow
+                return found.clamp_closed_ends(limits)
             return Bound(0, limits.max) if node.is_size_var else limits
         if isinstance(node, E.Cast):
             inner = node.value.dtype

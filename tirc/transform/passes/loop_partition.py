@@ -29,7 +29,6 @@ from typing import TypeGuard
 
 from tirc.analysis.arith.analyzer import Analyzer
 from tirc.analysis.arith.int_set import relax
-from tirc.analysis.shape_bounds import mark_shape_vars
 from tirc.ir import dtype as dt
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
@@ -351,7 +350,6 @@ class LoopPartition(FunctionPass):
 
     def run_function(self, func: PrimFunc) -> PrimFunc:
         analyzer = Analyzer()
-        mark_shape_vars(analyzer, func)  # a buffer's extent is never negative
         body = _Partitioner(self, analyzer).visit(func.body)
         body = _LikelyRemover().visit(body)
         return func if body is func.body else dataclasses.replace(func, body=body)
