@@ -126,15 +126,14 @@ def test_usage_without_an_output_is_exit_2(tmp_path: Path) -> None:
 
 
 def test_a_cuda_task_too_big_to_interpret_takes_its_reference_from_the_cpu(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
     from tirc.driver.target import parse_target
     from tirc.tune import measure
     from tirc.tune.task import load_task
 
-    monkeypatch.setattr(measure, "INTERP_LIMIT", 0)
     task = load_task(KERNEL, "mm.tir", {}, None, parse_target("cuda"), 0)
-    reference = measure.make_reference(task, str(tmp_path), 120)
+    reference = measure.make_reference(task, str(tmp_path), 120, interp_limit=0)
     assert reference.source == "unscheduled program compiled for the CPU"
     with np.load(reference.path) as data:
         a, b, c = data["in:A"], data["in:B"], data["out:C"]

@@ -68,7 +68,11 @@ class Job:
     best: float | None = None  # the best median so far: a far slower candidate is not timed
 
 
-_CONTEXT = multiprocessing.get_context("fork")
+# Candidates start from a fork server, a clean process with tirc's modules loaded, not from
+# a fork of the caller: a caller with threads (OpenMP's pool once a parallel kernel ran, a
+# test runner's) leaves locks held in a plain fork's child, which then hangs.
+_CONTEXT = multiprocessing.get_context("forkserver")
+_CONTEXT.set_forkserver_preload(["tirc.tune.measure"])
 
 
 def _worker_setup(task: Task) -> None:
@@ -81,7 +85,7 @@ def _worker_setup(task: Task) -> None:
 def _in_process(
     function: Callable[..., Any], args: tuple[Any, ...], timeout: float
 ) -> tuple[str, Any]:
-    """function(*args) in a forked process: ("ok", value), ("error", text), ("timeout", None)
+    """function(*args) in a process of its own: ("ok", value), ("error", text), ("timeout", None)
     or ("crash", exit code)."""
     receiver, sender = _CONTEXT.Pipe(duplex=False)
     process = _CONTEXT.Process(target=_child, args=(function, args, sender), daemon=True)
@@ -132,11 +136,14 @@ def _collect(process: Any, receiver: Connection, deadline: float) -> tuple[str, 
 # -- the reference ---------------------------------------------------------------------------
 
 
-def make_reference(task: Task, directory: str, timeout: float) -> Reference:
+def make_reference(
+    task: Task, directory: str, timeout: float, interp_limit: int = INTERP_LIMIT
+) -> Reference:
     """Inputs and expected outputs for checking candidates, computed in a child process (so
-    that this one never loads OpenMP before a candidate chooses its thread count)."""
+    that this one never loads OpenMP before a candidate chooses its thread count): by the
+    interpreter up to `interp_limit` iterations, else by the unscheduled program compiled."""
     path = os.path.join(directory, "reference.npz")
-    status, value = _in_process(_reference, (task, path), timeout)
+    status, value = _in_process(_reference, (task, path, interp_limit), timeout)
     if status != "ok":
         from tirc.diagnostics import DiagnosticError
 
@@ -148,7 +155,7 @@ def make_reference(task: Task, directory: str, timeout: float) -> Reference:
     return Reference(path, flops, nbytes, source)
 
 
-def _reference(task: Task, path: str) -> tuple[int | None, int, str]:
+def _reference(task: Task, path: str, interp_limit: int) -> tuple[int | None, int, str]:
     from tirc.interp import random_inputs
     from tirc.interp import run as interpret
 
@@ -159,7 +166,7 @@ def _reference(task: Task, path: str) -> tuple[int | None, int, str]:
     arrays = {k: np.array(v, copy=True) for k, v in inputs.items() if isinstance(v, np.ndarray)}
     work = iteration_count(func)
     outputs = {k: np.array(v, copy=True) for k, v in inputs.items()}
-    if work is not None and work <= INTERP_LIMIT:
+    if work is not None and work <= interp_limit:
         interpret(func, outputs, module=module)
         source = "interpreter"
     else:
