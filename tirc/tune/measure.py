@@ -68,11 +68,13 @@ class Job:
     best: float | None = None  # the best median so far: a far slower candidate is not timed
 
 
-# Candidates start from a fork server, a clean process with tirc's modules loaded, not from
-# a fork of the caller: a caller with threads (OpenMP's pool once a parallel kernel ran, a
-# test runner's) leaves locks held in a plain fork's child, which then hangs.
+# Candidates start from a fork server, a clean process, not from a fork of the caller: a
+# caller with threads (OpenMP's pool once a parallel kernel ran, a test runner's) leaves locks
+# held in a plain fork's child, which then hangs. The server preloads nothing: Python 3.11's
+# imports there with its own sys.path, whose '' lets a `tirc/` folder in the working
+# directory hide the package; a child imports tirc after taking the caller's sys.path.
 _CONTEXT = multiprocessing.get_context("forkserver")
-_CONTEXT.set_forkserver_preload(["tirc.tune.measure"])
+_CONTEXT.set_forkserver_preload([])
 
 
 def _worker_setup(task: Task) -> None:
