@@ -61,7 +61,7 @@ REJECTED = {
             "        for j in range(4):\n"
             "            W[j * 32 + tx] = A[tx]\n"
         ),
-        "is written both lanes-innermost and lane by lane",
+        "is written with threadIdx.x coefficients 1 and 4",
     ),
 }
 

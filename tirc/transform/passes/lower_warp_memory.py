@@ -5,11 +5,16 @@ Expects flat tir inside kernels (every access has one index); leaves flat tir wi
 allocation. A "warp" allocation of W elements is one copy per group of `width` lanes, where
 `width` is the extent of threadIdx.x (a constant dividing 32); it becomes a "local" allocation
 of L = W / width elements per lane. The stores say how the W elements are spread over the
-lanes: an index `c * tx + r` (r free of threadIdx.x `tx`) with
+lanes: an index `c * tx + r` (r free of threadIdx.x `tx`, c dividing L), the same c for every
+store, puts runs of c elements on the lanes in turn: lane `(i // c) % width` holds element `i`
+at local index `(i // (c * width)) * c + i % c`. So
 
-- c == L: lane-major, lane `i // L` holds element `i` at local index `i % L`
-  (the mma fragment layout: a lane's registers are contiguous);
-- c == 1: lane-minor, lane `i % width` holds it at `i // width`.
+- c == L: lane `i // L` holds `i` at `i % L` (a lane's registers are contiguous);
+- c == 1: lanes innermost, lane `i % width` holds `i` at `i // width`;
+- c == 8 in a (tiles, 32, 8) buffer: the mma fragments of several 16x16 tiles, each lane's
+  8 registers of tile t at local index 8 * t.
+
+Indices are read through the kernel's bindings (`x = tx * 8`, common-subexpression-elim's).
 
 A load whose lane is provably the reading lane reads its own register; any other becomes
 `T.tvm_warp_shuffle(T.tvm_warp_activemask(), local[q], lane, width, 32)`. The warp-register
@@ -63,19 +68,15 @@ class _Warp:
     lane_var: E.Var  # the threadIdx.x around the allocation, or the first one in its scope
     width: int  # lanes sharing one copy
     local_size: int  # elements per lane
-    lane_major: bool  # lane i // local_size (else i % width)
+    run: int  # c: consecutive elements a lane holds before the next lane's
 
     def split(self, index: E.PrimExpr, analyzer: Analyzer) -> tuple[E.PrimExpr, E.PrimExpr]:
         """(lane, local index) of element `index`."""
         dtype = _dtype(index)
-        lane: E.PrimExpr
-        local: E.PrimExpr
-        if self.lane_major:
-            size = E.IntImm(self.local_size, dtype)
-            lane, local = E.FloorDiv(index, size), E.FloorMod(index, size)
-        else:
-            width = E.IntImm(self.width, dtype)
-            lane, local = E.FloorMod(index, width), E.FloorDiv(index, width)
+        run = E.IntImm(self.run, dtype)
+        span = E.IntImm(self.run * self.width, dtype)
+        lane = E.FloorMod(E.FloorDiv(index, run), E.IntImm(self.width, dtype))
+        local = E.Add(E.Mul(E.FloorDiv(index, span), run), E.FloorMod(index, run))
         return analyzer.simplify(lane), analyzer.simplify(local)
 
 
@@ -153,12 +154,21 @@ def _check_one_kernel(alloc: S.AllocBuffer, scope: S.Stmt) -> None:
         )
 
 
+Bindings = dict[E.Var, E.PrimExpr]
+
+
+def _record(bindings: Bindings, stmt: S.Bind) -> None:
+    """Remembers `stmt`'s value (itself read through the earlier bindings)."""
+    bindings[stmt.var] = substitute(stmt.value, bindings)
+
+
 class _Writes(Visitor):
     """The indices at which a warp buffer is written, and the register operands naming it."""
 
-    def __init__(self, data: E.Var, lane: E.Var) -> None:
+    def __init__(self, data: E.Var, lane: E.Var, bindings: Bindings) -> None:
         self.data = data
         self.lane = lane  # the threadIdx.x of the write
+        self.bindings = bindings
         self.indices: list[tuple[E.PrimExpr, E.Var, object]] = []  # (index, lane, node)
 
     def visit_AttrStmt(self, stmt: S.AttrStmt) -> None:
@@ -166,16 +176,23 @@ class _Writes(Visitor):
         self.generic_visit(stmt)
         self.lane = saved
 
+    def visit_Bind(self, stmt: S.Bind) -> None:
+        _record(self.bindings, stmt)
+        self.generic_visit(stmt)
+
+    def _add(self, index: E.PrimExpr, node: object) -> None:
+        self.indices.append((substitute(index, self.bindings), self.lane, node))
+
     def visit_BufferStore(self, stmt: S.BufferStore) -> None:
         if stmt.buffer.data is self.data:
-            self.indices.extend((index, self.lane, stmt) for index in stmt.indices)
+            for index in stmt.indices:
+                self._add(index, stmt)
         self.generic_visit(stmt)
 
     def visit_Call(self, call: E.Call) -> None:
         for position in REGISTER_OPERANDS.get(call.op, ()):
             if position + 1 < len(call.args) and call.args[position] is self.data:
-                offset = cast(E.PrimExpr, call.args[position + 1])
-                self.indices.append((offset, self.lane, call))
+                self._add(cast(E.PrimExpr, call.args[position + 1]), call)
         self.generic_visit(call)
 
 
@@ -191,7 +208,9 @@ def _coefficient(index: E.PrimExpr, lane: E.Var, analyzer: Analyzer) -> int | No
     return None if _uses(rest, lane) else step.value
 
 
-def _warp(alloc: S.AllocBuffer, lane: E.Var, extent: E.PrimExpr, scope: S.Stmt) -> _Warp:
+def _warp(
+    alloc: S.AllocBuffer, lane: E.Var, extent: E.PrimExpr, scope: S.Stmt, bindings: Bindings
+) -> _Warp:
     """How the allocation's elements lie over the lanes, from its writes in `scope`."""
     buffer = alloc.buffer
     name = buffer.name
@@ -214,37 +233,40 @@ def _warp(alloc: S.AllocBuffer, lane: E.Var, extent: E.PrimExpr, scope: S.Stmt) 
     local_size = shape[0].value // width
     analyzer = Analyzer()
     analyzer.bind(lane, Range(E.IntImm(0, lane.dtype), extent))
-    writes = _Writes(buffer.data, lane)
+    writes = _Writes(buffer.data, lane, dict(bindings))
     writes.visit(scope)
     coefficients: set[int] = set()
     for index, write_lane, node in writes.indices:
         analyzer.bind(write_lane, Range(E.IntImm(0, write_lane.dtype), extent))
         coefficient = _coefficient(index, write_lane, analyzer)
-        if coefficient is None or coefficient not in (0, 1, local_size):
+        if coefficient is None or coefficient < 0 or (coefficient and local_size % coefficient):
             raise DiagnosticError.at(
                 getattr(node, "span", None) or alloc.span,
                 f"warp memory '{name}' is written at index {script(index)}: lower-warp-memory "
-                "needs c * threadIdx.x + (an offset free of threadIdx.x) with "
-                f"c = {local_size} (each lane's elements together) or c = 1 (lanes innermost)",
+                "needs c * threadIdx.x + (an offset free of threadIdx.x) with c dividing "
+                f"the {local_size} elements a lane holds (c = {local_size}: each lane's "
+                "elements together; c = 1: lanes innermost)",
             )
         if coefficient != 0:
             coefficients.add(coefficient)
     if len(coefficients) > 1:
         raise DiagnosticError.at(
             alloc.span,
-            f"warp memory '{name}' is written both lanes-innermost and lane by lane "
-            f"(threadIdx.x coefficients 1 and {local_size})",
+            f"warp memory '{name}' is written with threadIdx.x coefficients "
+            f"{' and '.join(map(str, sorted(coefficients)))}: lanes must hold their elements "
+            "in runs of one length",
         )
-    lane_major = local_size == 1 or coefficients != {1}
+    run = coefficients.pop() if coefficients else local_size
     new = make_buffer(name, (E.IntImm(local_size, shape[0].dtype),), buffer.dtype, "local")
-    return _Warp(buffer, new, lane, width, local_size, lane_major)
+    return _Warp(buffer, new, lane, width, local_size, run)
 
 
 class _Rewriter(Mutator):
     """The accesses to one warp buffer, onto the lane's registers and warp shuffles."""
 
-    def __init__(self, warp: _Warp) -> None:
+    def __init__(self, warp: _Warp, bindings: Bindings) -> None:
         self.warp = warp
+        self.bindings = bindings
         self.analyzer = Analyzer()
         self.lane = warp.lane_var  # the threadIdx.x around the access
         self._bind(self.lane)
@@ -275,6 +297,10 @@ class _Rewriter(Mutator):
         self.analyzer.bind(stmt.loop_var, Range(stmt.min, stmt.extent))
         return self.generic_visit(stmt)
 
+    def visit_Bind(self, stmt: S.Bind) -> S.Stmt:
+        _record(self.bindings, stmt)
+        return self.generic_visit(stmt)
+
     def _split(self, index: E.PrimExpr, node: object) -> tuple[E.PrimExpr, E.PrimExpr]:
         if not _dtype(index).is_scalar:
             raise DiagnosticError.at(
@@ -282,7 +308,7 @@ class _Rewriter(Mutator):
                 f"a vector access to warp memory '{self.warp.old.name}' "
                 "(lower-warp-memory rewrites one element at a time)",
             )
-        return self.warp.split(index, self.analyzer)
+        return self.warp.split(substitute(index, self.bindings), self.analyzer)
 
     def visit_BufferStore(self, stmt: S.BufferStore) -> S.Stmt:
         stmt = self.generic_visit(stmt)
@@ -329,7 +355,7 @@ class _Rewriter(Mutator):
         ]
         if not positions:
             return call
-        if not self.warp.lane_major and self.warp.local_size > 1:
+        if self.warp.run == 1 and self.warp.local_size > 1:
             raise DiagnosticError.at(
                 call.span,
                 f"T.{call.op} takes a lane's registers of warp memory '{self.warp.old.name}' "
@@ -339,7 +365,7 @@ class _Rewriter(Mutator):
         for position in positions:
             args[position] = self.warp.new.data
             offset = cast(E.PrimExpr, args[position + 1])
-            args[position + 1] = self.warp.split(offset, self.analyzer)[1]
+            args[position + 1] = self._split(offset, call)[1]
         return dataclasses.replace(call, args=tuple(args))
 
 
@@ -350,6 +376,11 @@ class _Lowering(Mutator):
         self.lane: tuple[E.Var, E.PrimExpr] | None = None  # the enclosing threadIdx.x
         self.in_kernel = False  # inside some thread launch
         self.lowered = False
+        self.bindings: Bindings = {}  # every Bind seen so far (variables are unique)
+
+    def visit_Bind(self, stmt: S.Bind) -> S.Stmt:
+        _record(self.bindings, stmt)
+        return self.generic_visit(stmt)
 
     def visit_AttrStmt(self, stmt: S.AttrStmt) -> S.Stmt:
         node = stmt.node
@@ -400,8 +431,8 @@ class _Lowering(Mutator):
                 f"warp memory '{alloc.buffer.name}' is not in a kernel with threadIdx.x "
                 "(its lanes are the threads of threadIdx.x)",
             )
-        warp = _warp(alloc, lane[0], lane[1], scope)
-        rewritten = _Rewriter(warp).visit(scope)
+        warp = _warp(alloc, lane[0], lane[1], scope, self.bindings)
+        rewritten = _Rewriter(warp, dict(self.bindings)).visit(scope)
         if _uses(rewritten, warp.old.data):
             raise DiagnosticError.at(
                 alloc.span,
