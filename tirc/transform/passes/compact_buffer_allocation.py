@@ -16,6 +16,15 @@ blockIdx as well, warp memory over threadIdx.x, a local one over none), wherever
         with T.sblock(""):                              with T.sblock(""):
             A_local = T.sblock_alloc_buffer((4, 8)) ->      A_local = T.sblock_alloc_buffer((1, 8))
             A_local[i, j] = ...                              A_local[i - i, j] = ...
+
+A buffer that a block's `buffer_dim_align` annotation (storage_align: entries (write index,
+axis, factor, offset)) names gets strides, as TVM gives them: from the innermost dimension out,
+the stride of an aligned axis is rounded up to the next `factor * k + offset`, so rows padded
+that way land on different shared-memory banks:
+
+    A_shared = T.sblock_alloc_buffer((16, 32), "float16", scope="shared")
+    ... T.sblock_attr({"buffer_dim_align": [[0, 0, 32, 8]]})   (a block writing A_shared)
+        ->  A_shared = T.sblock_alloc_buffer((16, 32), "float16", strides=(40, 1), ...)
 """
 
 from __future__ import annotations
@@ -29,7 +38,7 @@ from tirc.analysis.storage_scope import can_relax_under_thread
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
 from tirc.ir.buffer import Buffer, BufferRegion, Range
-from tirc.ir.dtype import DataType
+from tirc.ir.dtype import INT32, DataType
 from tirc.ir.function import PrimFunc
 from tirc.ir.functor import Mutator, Visitor
 from tirc.transform.pass_base import Dialect, FunctionPass
@@ -269,8 +278,55 @@ def _cast(expr: E.PrimExpr, dtype: DataType) -> E.PrimExpr:
     return expr if expr.dtype == dtype else E.Cast(dtype, expr)
 
 
-class _Planner(Visitor):
+ALIGN_KEY = "buffer_dim_align"
+
+Alignments = dict[E.Var, dict[int, tuple[int, int]]]  # buffer data -> axis -> (factor, offset)
+
+
+def _int(value: object) -> int | None:
+    if isinstance(value, E.IntImm):
+        return value.value
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+class _Alignments(Visitor):
+    """Every block's `buffer_dim_align` entries, by the buffer they name."""
+
     def __init__(self) -> None:
+        self.found: Alignments = {}
+
+    def visit_SBlock(self, node: S.SBlock) -> None:
+        entries = node.annotations.get(ALIGN_KEY)
+        for entry in entries if isinstance(entries, (tuple, list)) else ():
+            numbers = [_int(x) for x in entry] if isinstance(entry, (tuple, list)) else []
+            if len(numbers) != 4 or None in numbers:
+                continue
+            index, axis, factor, offset = (n for n in numbers if n is not None)
+            if 0 <= index < len(node.writes) and factor > 0:
+                data = node.writes[index].buffer.data
+                self.found.setdefault(data, {})[axis] = (factor, offset)
+        self.generic_visit(node)
+
+
+def _aligned(buffer: Buffer, aligns: dict[int, tuple[int, int]]) -> Buffer:
+    """`buffer` with strides that pad each aligned axis to `factor * k + offset`."""
+    analyzer = Analyzer()
+    dtype = buffer.shape[0].dtype if buffer.shape else INT32
+    stride: E.PrimExpr = E.IntImm(1, dtype)
+    strides: list[E.PrimExpr] = []
+    for axis in reversed(range(len(buffer.shape))):
+        if axis in aligns:
+            factor, offset = (E.IntImm(v, dtype) for v in aligns[axis])
+            pad = E.FloorMod(E.Sub(E.Add(factor, offset), E.FloorMod(stride, factor)), factor)
+            stride = analyzer.simplify(E.Add(stride, pad))
+        strides.append(stride)
+        stride = analyzer.simplify(E.Mul(stride, buffer.shape[axis]))
+    return dataclasses.replace(buffer, strides=tuple(reversed(strides)))
+
+
+class _Planner(Visitor):
+    def __init__(self, alignments: Alignments) -> None:
+        self.alignments = alignments
         self.plans: dict[int, tuple[Buffer, list[E.PrimExpr | None]]] = {}
         self.outer: dict[E.Var, Range] = {}
         self.threads: dict[E.Var, str] = {}  # thread tags of the outer thread loops
@@ -313,6 +369,10 @@ class _Planner(Visitor):
                 if id(buffer) in touched.escaped:
                     continue
                 plan = _compacted(buffer, touched.boxes.get(id(buffer)), touched.analyzer)
+                aligns = self.alignments.get(buffer.data)
+                if aligns and not buffer.strides:
+                    new, offsets = plan or (buffer, [None] * len(buffer.shape))
+                    plan = _aligned(new, aligns), offsets
                 if plan is not None:
                     self.plans[id(buffer)] = plan
         self.generic_visit(node)
@@ -328,7 +388,9 @@ class CompactBufferAllocation(FunctionPass):
     leaves = Dialect.OPAQUE_BLOCKS
 
     def run_function(self, func: PrimFunc) -> PrimFunc:
-        planner = _Planner()
+        alignments = _Alignments()
+        alignments.visit(func.body)
+        planner = _Planner(alignments.found)
         planner.visit(func.body)
         if not planner.plans:
             return func
