@@ -1,6 +1,6 @@
 """Regenerates the TVM halves of the golden pairs: run under Apache TVM 0.27's Python,
 
-    /work/tvm-venv/bin/python tests/transform/golden/oracle_passes.py
+    /work/tvm-venv/bin/python tests/transform/golden/oracle_passes.py [FOLDER ...]
 
 For each `<pass>/<name>.before.tir` whose `.after.tir` is not marked `# by hand`, applies
 TVM's pass of the same meaning and writes what TVM prints. A header may name several passes
@@ -55,6 +55,7 @@ TVM_PASSES = {
     "storage-rewrite": tirx.transform.StorageRewrite,
     "merge-shared-memory-allocations": s_tir.transform.MergeSharedMemoryAllocations,
     "loop-partition": s_tir.transform.LoopPartition,
+    "inject-permuted-layout": s_tir.transform.InjectPermutedLayout,
 }
 
 # passes whose options are TVM PassContext settings: the config key they live under
@@ -81,9 +82,22 @@ def _apply(spelled, module):  # type: ignore[no-untyped-def]
     return module
 
 
+def tvm_spelling(text: str) -> str:
+    """TVM 0.27 spells ldmatrix `T.ptx_legacy.ldmatrix`; tirc reads its older spelling."""
+    return text.replace('T.ptx_ldmatrix("float16", ', 'T.ptx_legacy.ldmatrix("float16", ')
+
+
+def tirc_spelling(text: str) -> str:
+    """The inverse of tvm_spelling (TVM prints ldmatrix without its dtype)."""
+    return text.replace("T.ptx_legacy.ldmatrix(", 'T.ptx_ldmatrix("float16", ')
+
+
 def main() -> int:
     root = Path(__file__).parent
+    only = sys.argv[1:]  # folder names, to regenerate only those
     for before in sorted(root.glob("*/*.before.tir")):
+        if only and before.parent.name not in only:
+            continue
         after = before.with_name(before.name.replace(".before.", ".after."))
         if after.exists() and after.read_text().startswith("# by hand"):
             continue
@@ -93,9 +107,9 @@ def main() -> int:
             for line in text.splitlines()
             if line.startswith("# pass:")
         )
-        module = _apply(name, tvm.script.from_source(text))
+        module = _apply(name, tvm.script.from_source(tvm_spelling(text)))
         header = f"# {before.name} after {name}, as Apache TVM 0.27 prints it\n"
-        after.write_text(header + module.script() + "\n")
+        after.write_text(header + tirc_spelling(module.script()) + "\n")
         print(f"wrote {after.relative_to(root)}")
     return 0
 
