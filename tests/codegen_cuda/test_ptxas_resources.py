@@ -8,17 +8,19 @@ not installed."""
 from __future__ import annotations
 
 import functools
+import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.codegen_cuda.gpu_plans import GpuPlan, gpu_plans
+from tests.codegen_cuda.gpu_plans import GPU_SAMPLES, GpuPlan, gpu_plans
 from tirc.codegen.cuda import emit_cuda
 from tirc.codegen.cuda.kernels import module_kernels
 from tirc.codegen.nvptx import emit_ptx
 from tirc.diagnostics import DiagnosticError, Severity
+from tirc.driver.compile import compile_file
 from tirc.driver.cuda_toolchain import has_nvrtc, ptx_from_cuda
 from tirc.driver.kernel_resources import (
     KernelResources,
@@ -148,3 +150,43 @@ def test_llvm_kernels_fit_without_spills(plan: GpuPlan, arch: str) -> None:
             pytest.skip(str(error))  # wmma fragments: CUDA C only
         raise
     _check(module, ptx_resources(ptx, arch), arch)
+
+
+MMA = GpuPlan(GPU_SAMPLES / "matmul_fp16_mma.tir", GPU_SAMPLES / "matmul_fp16_mma.plan.json", {})
+
+
+@pytest.mark.parametrize("emit", ["ptx", "cu"])
+def test_compile_reports_resources_and_bank_conflicts(
+    emit: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`tirc compile --resources`: ptxas's account of each kernel, and a warning at each
+    ldmatrix of matmul_fp16_mma (its rows are 32 bytes apart); the output is written as
+    without it."""
+    _require("ptxas")
+    out = tmp_path / f"mm.{emit}"
+    status = compile_file(
+        str(MMA.program),
+        target="cuda -arch=sm_80",
+        plan=str(MMA.plan),
+        defines=["N=32"],
+        emit=emit,
+        output=str(out),
+        ptx_via="llvm" if emit == "ptx" else None,  # for cu: the PTX tirc would make
+        resources=True,
+    )
+    assert status == 0 and out.read_text()
+    err = capsys.readouterr().err
+    assert re.search(r"remark: main_kernel \(sm_80\): \d+ registers, 0 bytes spill stores", err)
+    assert err.count("2-way shared-memory bank conflicts: 8 wavefronts where 4 would do") == 2
+    assert "ldmatrix.x4.trans of B_shared in main_kernel" in err
+
+
+def test_resources_for_cpu_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(DiagnosticError, match="--resources reports what CUDA kernels use"):
+        compile_file(
+            str(GPU_SAMPLES.parent / "matmul.tir"),
+            target="cpu",
+            output=str(tmp_path / "mm.o"),
+            resources=True,
+        )
+    assert not (tmp_path / "mm.o").exists()

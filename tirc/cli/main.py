@@ -460,6 +460,12 @@ def run_command(
     help="tvm-ffi: also a packed function __tvm_ffi_NAME per function, which tvm_ffi.load_module "
     "finds and calls on DLPack tensors (docs/python.md).",
 )
+@click.option(
+    "--resources",
+    is_flag=True,
+    help="cuda: report each kernel's registers, spills and shared memory (ptxas -v) and "
+    "its shared-memory bank conflicts on stderr; warn of spills and conflicts.",
+)
 def compile_command(
     file: str,
     plan: str | None,
@@ -476,6 +482,7 @@ def compile_command(
     arch: str | None,
     ptx_via: str | None,
     abi: str,
+    resources: bool,
 ) -> int:
     """Compile FILE: schedule (--plan), lower, and emit code for --target."""
     from tirc.driver.compile import compile_file, default_emit, depfile_path
@@ -496,6 +503,7 @@ def compile_command(
             arch=arch,
             ptx_via=ptx_via,
             abi=abi,
+            resources=resources,
         )
     )
 

@@ -48,7 +48,8 @@ class CodeOptions:
     """What a backend takes besides the module and the target: the kind to emit, LLVM's
     optimization level, the pipeline file (None: the target's), the symbols' prefix, how
     CUDA's PTX is made (None: NVRTC where it is installed), the name of the source for
-    messages and comments, and the ABI."""
+    messages and comments, the ABI, and whether to report each CUDA kernel's resources
+    (ptxas's registers and spills, shared-memory bank conflicts) on stderr."""
 
     emit: str
     opt_level: int = 3
@@ -57,6 +58,7 @@ class CodeOptions:
     ptx_via: str | None = None
     source_name: str = ""
     abi: str = "c"
+    resources: bool = False
 
 
 def compile_file(
@@ -75,6 +77,7 @@ def compile_file(
     arch: str | None = None,
     ptx_via: str | None = None,
     abi: str = "c",
+    resources: bool = False,
 ) -> int:
     """Compiles the file at `path` ('-': stdin) for `target` (a Target or its spelling) to
     `output` (default: the input's name with the kind's suffix, for cuda stdout; '-':
@@ -85,13 +88,21 @@ def compile_file(
     kernels and launchers are named after it); `opt_level` is LLVM's (default 3; for cuda,
     only where LLVM makes the PTX); `arch` is `--arch`, the CUDA architecture (default
     sm_90); `ptx_via` is nvrtc or llvm (default: NVRTC where cuda-python has it);
-    `abi="tvm-ffi"` adds a packed function beside each exported one (docs/python.md).
+    `abi="tvm-ffi"` adds a packed function beside each exported one (docs/python.md);
+    `resources` reports each CUDA kernel's registers, spills and bank conflicts on stderr.
     Returns 0; a DiagnosticError for anything wrong, and then nothing is written."""
     target = parse_target(target)
     if arch is not None:
         target = target.with_arch(arch)
     emit = emit if emit is not None else default_emit(target)
     check_compile_options(target, emit, opt_level=opt_level, ptx_via=ptx_via, abi=abi)
+    if resources and target.backend != "cuda":
+        raise DiagnosticError.at(
+            None,
+            "--resources reports what CUDA kernels use (ptxas -v), but --target "
+            f"{target.name} makes none",
+            Note("drop it, or compile with --target cuda"),
+        )
     check_stdin_once([p for p in (path, plan, pipeline, intrinsics) if p is not None])
     output = output if output is not None else default_output(path, emit, target)
     if output == STDOUT and emit in BINARY_KINDS and os.isatty(1):
@@ -118,6 +129,7 @@ def compile_file(
             ptx_via,
             "<stdin>" if path == STDIN else os.path.basename(path),
             abi,
+            resources,
         )
         data = backend_code(module, target, options)
     if depfile is not None:

@@ -43,7 +43,8 @@ MAX_THREADS_PER_BLOCK = 1024
 
 def cuda_code(module: IRModule, target: Target, options: CodeOptions) -> str | bytes:
     """The (scheduled) module lowered for cuda (or by the options' pipeline) and emitted;
-    kernels that the architecture could never launch are warned of on stderr."""
+    kernels that the architecture could never launch are warned of on stderr, and with
+    `options.resources` each kernel's ptxas account and bank conflicts are reported there."""
     from tirc.driver.lower import lower_module
 
     arch = target.arch or DEFAULT_CUDA_ARCH
@@ -59,7 +60,7 @@ def cuda_code(module: IRModule, target: Target, options: CodeOptions) -> str | b
         from tirc.diagnostics.render import render
 
         render(warnings)
-    return cuda_artifact(
+    artifact = cuda_artifact(
         lowered,
         options.emit,
         arch=arch,
@@ -68,6 +69,15 @@ def cuda_code(module: IRModule, target: Target, options: CodeOptions) -> str | b
         opt_level=options.opt_level,
         abi=options.abi,
     )
+    if options.resources:
+        from tirc.diagnostics.render import render
+        from tirc.driver.kernel_resources import kernel_report
+
+        ptx = artifact if options.emit == "ptx" else None
+        if not isinstance(ptx, str):
+            ptx = module_ptx(lowered, arch=arch, via=options.ptx_via, opt_level=options.opt_level)
+        render(kernel_report(lowered, arch, ptx))
+    return artifact
 
 
 def check_ptx_via(via: str | None, emit: str) -> None:

@@ -20,8 +20,12 @@ import subprocess
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from tirc.diagnostics import Diagnostic, DiagnosticError, Note, Severity, Span
+
+if TYPE_CHECKING:
+    from tirc.ir.function import IRModule
 
 REGISTERS_PER_BLOCK = 65536  # sm_50 and later
 MAX_REGISTERS_PER_THREAD = 255
@@ -155,6 +159,42 @@ def resource_warnings(
                     f"{register_budget(count)}: its launch will fail",
                     span,
                     (Note("use fewer threads a block, or fewer registers"),),
+                )
+            )
+    return found
+
+
+def kernel_report(lowered: IRModule, arch: str, ptx: str) -> list[Diagnostic]:
+    """What `tirc compile --resources` says of a module lowered for cuda: per kernel a
+    remark with ptxas's account for `arch`, the warnings of `resource_warnings`, and a
+    warning at each shared-memory access that bank conflicts slow down (or a remark where
+    its addresses cannot be computed)."""
+    from tirc.analysis.bank_conflicts import bank_conflicts
+    from tirc.codegen.cuda.kernels import module_kernels
+
+    threads = {kernel.name: kernel.threads_per_block() for kernel in module_kernels(lowered)}
+    spans = {name: func.span for name, func in lowered.functions}
+    resources = ptx_resources(ptx, arch)
+    found = [
+        Diagnostic(Severity.REMARK, kernel.summary(), spans.get(kernel.name))
+        for kernel in resources
+    ]
+    found += resource_warnings(resources, threads, spans)
+    for item in bank_conflicts(lowered):
+        access = item.access
+        where = f"{access.instruction} of {access.buffer} in {access.kernel}"
+        if item.unknown is not None:
+            message = f"{where}: bank conflicts not computed ({item.unknown})"
+            found.append(Diagnostic(Severity.REMARK, message, access.span))
+        elif item.excess:
+            found.append(
+                Diagnostic(
+                    Severity.WARNING,
+                    f"{where} has {item.ways}-way shared-memory bank conflicts: "
+                    f"{item.wavefronts} wavefronts where {item.ideal} would do (summed over "
+                    f"{item.instructions} warp requests)",
+                    access.span,
+                    (Note("pad the rows (storage_align) or swizzle the layout"),),
                 )
             )
     return found
