@@ -208,3 +208,67 @@ def _describe(item: AccessConflicts) -> str:
         f"wavefronts for {item.ideal} ({item.ways}-way) over {item.instructions} warp "
         f"instructions{'' if item.unknown is None else ', unknown: ' + item.unknown}"
     )
+
+
+CP_ASYNC = """
+@T.prim_func
+def copy(A: T.handle("float16", "global")):
+    threadIdx_x = T.launch_thread("threadIdx.x", 64)
+    A_shared = T.alloc_shared((8192,), "float16")
+    for i in range(2):
+        T.ptx_cp_async("float16", A_shared.data, OFFSET, A, threadIdx_x * 8, 16)
+    T.ptx_commit_group()
+    T.ptx_wait_group(0)
+"""
+
+
+@pytest.mark.parametrize(
+    ("offset", "expected"),
+    [
+        # 16-byte chunks one after another: each phase of 8 lanes covers 128 bytes
+        ("(i * 64 + threadIdx_x) * 8", (4, 16, 16, 1)),
+        # one chunk from each 128-byte row: all 8 lanes of a phase in one bank group
+        ("(i * 64 + threadIdx_x) * 64", (4, 128, 16, 8)),
+        # the same rows with the chunk swizzled by the row (chunk ^ row % 8)
+        ("(i * 64 + threadIdx_x) * 64 + (threadIdx_x % 8 ^ i) * 8", (4, 16, 16, 1)),
+    ],
+)
+def test_cp_async_rows(offset: str, expected: tuple[int, int, int, int]) -> None:
+    """2 warps x 2 iterations = 4 warp requests of 4 phases each."""
+    (found,) = bank_conflicts(parse(CP_ASYNC.replace("OFFSET", offset)))
+    assert found.access.instruction == "cp.async 16 B"
+    assert (found.instructions, found.wavefronts, found.ideal, found.ways) == expected
+
+
+VECTOR_STORE = """
+@T.prim_func
+def store(A: T.handle("float32", "global"), n: T.int32):
+    A_1 = T.decl_buffer((4096,), data=A)
+    threadIdx_x = T.launch_thread("threadIdx.x", 32)
+    S = T.alloc_shared((4096,))
+    if threadIdx_x < LIMIT:
+        S[T.Ramp(threadIdx_x * STRIDE, 1, 4)] = A_1[T.Ramp(threadIdx_x * 4, 1, 4)]
+    A_1[threadIdx_x] = S[threadIdx_x * n]
+"""
+
+
+@pytest.mark.parametrize(
+    ("limit", "stride", "expected"),
+    [
+        (32, 4, (1, 4, 4, 1)),  # float4 stores one after another: 4 phases
+        (32, 8, (1, 8, 4, 2)),  # 32 bytes apart: 2-way
+        (8, 8, (1, 2, 1, 2)),  # lanes 8-31 masked off: one phase, 2-way
+        (0, 4, (0, 0, 0, 0)),  # no lane stores
+    ],
+)
+def test_vector_store_under_a_condition(
+    limit: int, stride: int, expected: tuple[int, int, int, int]
+) -> None:
+    text = VECTOR_STORE.replace("LIMIT", str(limit)).replace("STRIDE", str(stride))
+    store, load = bank_conflicts(parse(text))
+    assert store.access.instruction == "st.shared 16 B"
+    assert (store.instructions, store.wavefronts, store.ideal, store.ways) == expected
+    assert load.access.instruction == "ld.shared 4 B"
+    assert load.unknown == "'n' has no known value"  # a shape variable, given by value:
+    _, load = bank_conflicts(parse(text), {"n": 2})
+    assert (load.wavefronts, load.ways) == (2, 2)
