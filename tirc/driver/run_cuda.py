@@ -19,6 +19,8 @@ DiagnosticError saying which (exit 1). Tests run all of this against a fake driv
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from tirc.diagnostics import Diagnostic, DiagnosticError, Note
@@ -27,6 +29,9 @@ from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.target import CUDA_ARCHES, Target
 from tirc.runtime.cuda_driver import Device
 from tirc.runtime.throughput import Timing
+
+if TYPE_CHECKING:
+    from tirc.runtime.cuda_module import Timer
 
 
 def pick_arch(target: Target, device_arch: str) -> str:
@@ -88,11 +93,13 @@ def run_on_cuda(
     repeats: int = 20,
     device: Device | None = None,
     opt_level: int | None = None,
+    timer: Timer | None = None,
 ) -> tuple[float, Timing | None, str]:
     """Runs `name` of the scheduled module on the GPU with `args` (arrays are updated with
     the results). Returns (seconds of the first call, the timing with `bench`, the arch).
     `device` is the GPU to use (default: the first of this machine's); `opt_level` is
-    LLVM's, where LLVM makes the PTX."""
+    LLVM's, where LLVM makes the PTX; `timer` times the calls instead of a pair of CUDA
+    events around each (tirc.runtime.cuda_module.call_on_device)."""
     from tirc.driver.lower import lower_module
     from tirc.runtime.cuda_module import call_on_device
 
@@ -102,6 +109,6 @@ def run_on_cuda(
     lowered = lower_module(module, target=target, for_backend=True)
     image = module_image(lowered, arch, ptx=device.load_ptx, opt_level=opt_level)
     elapsed, timing = call_on_device(
-        device, lowered, image, name, args, bench=bench, repeats=repeats
+        device, lowered, image, name, args, bench=bench, repeats=repeats, timer=timer
     )
     return elapsed, timing, arch

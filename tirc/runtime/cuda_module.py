@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -26,6 +26,8 @@ from tirc.runtime.cuda_driver import Device, Releases
 from tirc.runtime.cuda_host import HostRun, Pointer
 from tirc.runtime.throughput import Timing
 
+Timer = Callable[[Callable[[Any], None], int], Timing]  # (queue one call on a stream, count)
+
 
 def call_on_device(
     device: Device,
@@ -36,10 +38,13 @@ def call_on_device(
     *,
     bench: bool = False,
     repeats: int = 20,
+    timer: Timer | None = None,
 ) -> tuple[float, Timing | None]:
     """Runs host function `name` of `lowered` (its kernels in `image`, a cubin or PTX) with
     `args`, whose arrays are replaced by the results. Returns the seconds of the first call
-    and, with `bench`, the timing of `repeats` more."""
+    and, with `bench`, the timing of `repeats` more: by `timer` where given (it gets a
+    function that queues one call on a stream, and the count), else each call between two
+    CUDA events."""
     program = _program(lowered, name)
     with Releases(device) as releases:
         cu_module = device.call("cuModuleLoadData", image)
@@ -67,7 +72,11 @@ def call_on_device(
             if array.nbytes:
                 device.call("cuMemcpyDtoH", array.ctypes.data, pointer, array.nbytes)
             args[param_name] = array
-        timing = _time(device, host, program, stream, repeats, releases) if bench else None
+        timing: Timing | None = None
+        if bench and timer is not None:
+            timing = timer(lambda on: host.run(program.host, on), repeats)
+        elif bench:
+            timing = _time(device, host, program, stream, repeats, releases)
     return elapsed, timing
 
 
