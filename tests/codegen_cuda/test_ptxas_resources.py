@@ -190,3 +190,21 @@ def test_resources_for_cpu_is_refused(tmp_path: Path) -> None:
             resources=True,
         )
     assert not (tmp_path / "mm.o").exists()
+
+
+def test_resources_without_ptxas_names_the_toolkit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    with pytest.raises(DiagnosticError, match="--resources needs ptxas, which is not on PATH"):
+        compile_file(
+            str(MMA.program),
+            target="cuda",
+            plan=str(MMA.plan),
+            defines=["N=32"],
+            emit="ptx",
+            output=str(tmp_path / "mm.ptx"),
+            ptx_via="llvm",
+            resources=True,
+        )
+    assert not (tmp_path / "mm.ptx").exists()

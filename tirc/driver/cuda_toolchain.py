@@ -125,25 +125,42 @@ def _check(nvrtc: object, error: object, what: str) -> None:
 def cubin_from_ptx(ptx: str, arch: str, externs: Mapping[str, Span | None] | None = None) -> bytes:
     """A cubin for `arch` from PTX, through ptxas from the CUDA toolkit; `externs` are the
     functions the program calls (see the module's docstring)."""
+    cubin, _ = assemble_ptx(ptx, arch, externs)
+    return cubin
+
+
+def assemble_ptx(
+    ptx: str,
+    arch: str,
+    externs: Mapping[str, Span | None] | None = None,
+    *,
+    verbose: bool = False,
+    purpose: str = "--emit cubin",
+) -> tuple[bytes, str]:
+    """The cubin ptxas makes of `ptx` for `arch`, and its log (with `verbose`, `ptxas -v`:
+    each kernel's registers, spills and shared memory). `purpose` names what needs ptxas
+    where it is missing."""
     ptxas = shutil.which("ptxas")
     if ptxas is None:
         raise DiagnosticError.at(
             None,
-            "--emit cubin needs ptxas, which is not on PATH",
-            Note("install the CUDA toolkit (ptxas ships with it) or emit ptx and assemble later"),
+            f"{purpose} needs ptxas, which is not on PATH",
+            Note("install the CUDA toolkit (ptxas ships with it)"),
+            *([Note("or emit ptx and assemble later")] if purpose == "--emit cubin" else []),
         )
     with tempfile.TemporaryDirectory(prefix="tirc-") as directory:
         source = os.path.join(directory, "kernel.ptx")
         target = os.path.join(directory, "kernel.cubin")
         with open(source, "w") as file:
             file.write(ptx)
+        flags = ["-v"] if verbose else []
         done = subprocess.run(
-            [ptxas, f"-arch={arch}", source, "-o", target], capture_output=True, text=True
+            [ptxas, *flags, f"-arch={arch}", source, "-o", target], capture_output=True, text=True
         )
         if done.returncode != 0:
             raise rejection("ptxas", "the generated PTX", done.stderr, externs or {})
         with open(target, "rb") as file:
-            return file.read()
+            return file.read(), done.stdout + done.stderr
 
 
 # how the tools say that a function is not declared (NVRTC and nvcc) or not defined (ptxas)

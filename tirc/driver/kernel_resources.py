@@ -13,16 +13,12 @@ resources requested".
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import subprocess
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from tirc.diagnostics import Diagnostic, DiagnosticError, Note, Severity, Span
+from tirc.diagnostics import Diagnostic, Note, Severity, Span
 
 if TYPE_CHECKING:
     from tirc.ir.function import IRModule
@@ -105,26 +101,10 @@ def parse_ptxas_log(log: str) -> list[KernelResources]:
 
 def ptx_resources(ptx: str, arch: str) -> list[KernelResources]:
     """Each kernel's resources as ptxas assembles `ptx` for `arch` (sm_80, ...)."""
-    from tirc.driver.cuda_toolchain import rejection
+    from tirc.driver.cuda_toolchain import assemble_ptx
 
-    ptxas = shutil.which("ptxas")
-    if ptxas is None:
-        raise DiagnosticError.at(
-            None,
-            "reading the kernels' registers and spills needs ptxas, which is not on PATH",
-            Note("install the CUDA toolkit (ptxas ships with it)"),
-        )
-    with tempfile.TemporaryDirectory(prefix="tirc-") as directory:
-        source = os.path.join(directory, "kernel.ptx")
-        with open(source, "w") as file:
-            file.write(ptx)
-        target = os.path.join(directory, "kernel.cubin")
-        done = subprocess.run(
-            [ptxas, "-v", f"-arch={arch}", source, "-o", target], capture_output=True, text=True
-        )
-    if done.returncode != 0:
-        raise rejection("ptxas", "the generated PTX", done.stderr, {})
-    return parse_ptxas_log(done.stdout + done.stderr)
+    _, log = assemble_ptx(ptx, arch, verbose=True, purpose="--resources")
+    return parse_ptxas_log(log)
 
 
 def resource_warnings(
