@@ -60,6 +60,7 @@ class SharedAccess:
     buffer: str
     span: Span | None
     width: int  # bytes each lane reads or writes
+    buffer_span: Span | None = None  # where the buffer comes from (what it caches)
 
 
 @dataclass(frozen=True)
@@ -167,6 +168,15 @@ class _Collector(Visitor):
     kernel: str
     sites: list[_Site] = field(default_factory=list)
     scope: list[_Scope] = field(default_factory=list)
+    buffers: dict[E.Var, Buffer] = field(default_factory=dict)  # by data, for pointers
+
+    def visit_AllocBuffer(self, node: S.AllocBuffer) -> None:
+        self.buffers.setdefault(node.buffer.data, node.buffer)
+        self.generic_visit(node)
+
+    def visit_DeclBuffer(self, node: S.DeclBuffer) -> None:
+        self.buffers.setdefault(node.buffer.data, node.buffer)
+        self.generic_visit(node)
 
     def visit_SeqStmt(self, node: S.SeqStmt) -> None:
         depth = len(self.scope)  # a Bind holds to the end of its sequence
@@ -259,7 +269,9 @@ class _Collector(Visitor):
         if buffer_var.pointer is not None and buffer_var.pointer.scope not in SHARED_SCOPES:
             return
         request = (*terms, (offset, element)) if isinstance(offset, E.PrimExpr) else terms
-        access = SharedAccess(self.kernel, name, buffer_var.name, call.span, width)
+        buffer = self.buffers.get(buffer_var)
+        origin = None if buffer is None else buffer.span
+        access = SharedAccess(self.kernel, name, buffer_var.name, call.span, width, origin)
         self.sites.append(_Site(access, tuple(self.scope), (request,), phase, lanes_used))
 
     def _buffer_site(
@@ -294,7 +306,8 @@ class _Collector(Visitor):
             base = index.value if isinstance(index, E.Broadcast) else index
             width = element
             requests = ((*offset, (base, element)),)
-        access = SharedAccess(self.kernel, f"{kind} {width} B", buffer.name, span, width)
+        name = f"{kind} {width} B"
+        access = SharedAccess(self.kernel, name, buffer.name, span, width, buffer.span)
         self.sites.append(_Site(access, tuple(self.scope), requests, lanes_per_phase(width)))
 
 

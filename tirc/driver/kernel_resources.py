@@ -174,7 +174,10 @@ def kernel_report(lowered: IRModule, arch: str, ptx: str) -> list[Diagnostic]:
                     f"{item.wavefronts} wavefronts where {item.ideal} would do (summed over "
                     f"{item.instructions} warp requests)",
                     access.span,
-                    (Note("pad the rows (storage_align) or swizzle the layout"),),
+                    (
+                        Note(f"{access.buffer} holds this buffer", access.buffer_span),
+                        Note("pad the rows (storage_align) or swizzle the layout"),
+                    ),
                 )
             )
     return found
