@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -24,8 +25,11 @@ from tirc.analysis.bank_conflicts import (
 )
 from tirc.analysis.lane_values import NotEvaluable, evaluate
 from tirc.interp import random_inputs, run
+from tirc.interp.memory.storage import view_of
+from tirc.interp.threads import ptx as interpreted_ptx
 from tirc.ir import dtype as dt
 from tirc.ir import expr as E
+from tirc.ir.function import IRModule
 from tirc.ir.substitute import substitute
 from tirc.text import parse
 
@@ -128,6 +132,35 @@ def test_mma_sample_ldmatrix_is_two_way() -> None:
         assert item.excess == 4 and item.exhaustive and item.unknown is None
 
 
+def _interpreted_ldmatrix_wavefronts(
+    module: IRModule, monkeypatch: pytest.MonkeyPatch
+) -> list[list[int]]:
+    """Differential: the wavefronts of each ldmatrix as the interpreter runs it, from the
+    row addresses its lanes give there (every block, every k step)."""
+    requests: list[list[int]] = []
+    original = interpreted_ptx.ldmatrix
+
+    def recording(by_thread: dict[int, tuple[Any, ...]], site: int) -> dict[int, None]:
+        addresses = [0] * 32
+        for thread, (_, _, _, _, shared, offset) in by_thread.items():
+            _, base = view_of(shared, dt.parse_dtype("uint16"))
+            addresses[thread % 32] = (base + offset) * 2
+        requests.append(phase_wavefronts(addresses, 16, 8))
+        return original(by_thread, site)
+
+    monkeypatch.setattr(interpreted_ptx, "ldmatrix", recording)
+    inputs = random_inputs(module["main"], 0)
+    run(module["main"], inputs, module=module)
+    return requests
+
+
+def test_interpreter_sees_the_same_ldmatrix_phases(monkeypatch: pytest.MonkeyPatch) -> None:
+    lowered = _mma_plan(GPU_SAMPLES / "matmul_fp16_mma.plan.json").lowered()
+    seen = _interpreted_ldmatrix_wavefronts(lowered, monkeypatch)
+    assert len(seen) == 2 * 2 * 2 * 2  # blocks (2 x 2) x k steps x (A, B)
+    assert all(phases == [2, 2, 2, 2] for phases in seen)
+
+
 def _padded_plan(directory: Path) -> Path:
     """The sample's plan with A_shared and B_shared rows padded to 40 halves (a stride with
     stride % 32 == 8, as storage_align asks), before the ldmatrix tensorize."""
@@ -150,7 +183,9 @@ def _padded_plan(directory: Path) -> Path:
     return path
 
 
-def test_padded_rows_make_ldmatrix_conflict_free(tmp_path: Path) -> None:
+def test_padded_rows_make_ldmatrix_conflict_free(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Rows 80 bytes apart fall in 8 distinct bank groups (80 / 16 = 5 is odd); the padded
     kernel still computes what the unscheduled program does (interpreter differential)."""
     padded = _mma_plan(_padded_plan(tmp_path))
@@ -160,6 +195,8 @@ def test_padded_rows_make_ldmatrix_conflict_free(tmp_path: Path) -> None:
     for item in found:
         assert (item.wavefronts, item.ideal, item.ways) == (4, 4, 1)
         assert item.is_conflict_free
+    seen = _interpreted_ldmatrix_wavefronts(lowered, monkeypatch)
+    assert len(seen) == 16 and all(phases == [1, 1, 1, 1] for phases in seen)
     original = parse(padded.program.read_text(), defines=padded.defines)
     inputs = random_inputs(original["main"], 0)
     expected = {key: np.array(value, copy=True) for key, value in inputs.items()}
