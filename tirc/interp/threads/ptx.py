@@ -3,8 +3,12 @@
 mma.sync, ldmatrix and mma_store are warp collectives: each lane of a warp arrives with its
 own operands (its register arrays, its row address), and once all 32 are there the resolver
 below moves the elements between lanes as PTX defines (see tirc.ir.ptx for the fragment
-layouts). cp.async copies at once (the data is there when the wait returns, as on a GPU);
-commit and wait need nothing more.
+layouts). cp.async reads its source when issued and writes shared memory only when a wait
+retires its group: `commit_group` closes the thread's open copies into a group, and
+`wait_group(n)` completes all groups but the n most recent, as on a GPU at its latest; a
+program that reads a copy it has not waited for sees the old values, and a write that lands
+after another thread read the element, in one barrier interval, is a data race. The
+destination also counts as written when the copy is issued (it may land at once).
 
     ldmatrix .x4: lane 8j + r names row r of matrix j; lane t receives word j =
                   (row t / 4, columns 2(t % 4), 2(t % 4) + 1) of matrix j (.trans: transposed)
@@ -13,6 +17,8 @@ commit and wait need nothing more.
 
 from __future__ import annotations
 
+from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -21,7 +27,7 @@ from tirc.interp.fault import Fault
 from tirc.interp.memory.storage import access_type, storage_of, view_of
 from tirc.interp.semantics.values import NARROW
 from tirc.interp.semantics.warp import WARP_SIZE
-from tirc.interp.threads.scheduler import shared_load, shared_store
+from tirc.interp.threads.scheduler import BlockContext, shared_load, shared_store
 from tirc.ir.dtype import DataType, parse_dtype
 from tirc.ir.ptx import ELEMENT_DTYPES, MmaShape, a_element, b_element, c_element
 
@@ -68,6 +74,17 @@ class Registers:
             self.set_raw(index, float(np.float32(value)) if self.dtype.bits == 32 else value)
         else:
             self.set_raw(index, int(value))
+
+    def claim(self, index: int, value: Any) -> None:
+        """Race-checks a write of `value` without storing it (a copy in flight)."""
+        where = self.base + index
+        self._check(where)
+        tracker = getattr(storage_of(self.handle), "race", None)
+        if tracker is not None:
+            name = storage_of(self.handle).name
+            tracker.write(
+                where * self.size, self.thread, self.site, name, value, self.memory[where]
+            )
 
     def _check(self, where: int) -> None:
         if not 0 <= where < len(self.memory):
@@ -184,6 +201,35 @@ def mma_fill(size: int, local: object, offset: int, dtype: DataType, site: int) 
         registers[index] = 0
 
 
+class CopiesInFlight:
+    """One thread's cp.async copies not yet complete: those issued since its last commit,
+    and its committed groups, oldest first. A copy is the function that lands it."""
+
+    def __init__(self) -> None:
+        self.open: list[Callable[[], None]] = []
+        self.groups: deque[list[Callable[[], None]]] = deque()
+
+    def commit(self) -> None:
+        self.groups.append(self.open)
+        self.open = []
+
+    def wait(self, count: int) -> None:
+        while len(self.groups) > max(count, 0):
+            for land in self.groups.popleft():
+                land()
+
+
+def copies_in_flight(block: BlockContext | None, thread: int) -> CopiesInFlight | None:
+    """The thread's copies in flight, kept with its block; None outside a kernel."""
+    if block is None or thread < 0:
+        return None
+    key = ("cp.async", thread)
+    found = block.storages.get(key)
+    if found is None:
+        found = block.storages[key] = CopiesInFlight()
+    return found  # type: ignore[return-value]
+
+
 def cp_async(
     shared: object,
     shared_off: int,
@@ -193,15 +239,39 @@ def cp_async(
     predicate: bool,
     dtype: DataType,
     thread: int,
+    block: BlockContext | None,
     site: int,
 ) -> None:
-    """Copies `size` bytes (zeros where the predicate is false), a byte at a time."""
+    """Copies `size` bytes (zeros where the predicate is false): the source is read now, the
+    destination written when a wait retires the copy (at once outside a kernel)."""
     count = size // (dtype.bits // 8)
     into = Registers(shared, shared_off, dtype, thread, site)
-    if not predicate:
-        for index in range(count):
-            into.set_raw(index, 0)
+    if predicate:
+        start = Registers(source, source_off, dtype, thread, site)
+        values = [start.raw(index) for index in range(count)]
+    else:
+        values = [0] * count
+
+    def land() -> None:
+        for index, value in enumerate(values):
+            into.set_raw(index, value)
+
+    copies = copies_in_flight(block, thread)
+    if copies is None:
+        land()
         return
-    start = Registers(source, source_off, dtype, thread, site)
-    for index in range(count):
-        into.set_raw(index, start.raw(index))
+    for index, value in enumerate(values):
+        into.claim(index, value)
+    copies.open.append(land)
+
+
+def commit_group(thread: int, block: BlockContext | None) -> None:
+    copies = copies_in_flight(block, thread)
+    if copies is not None:
+        copies.commit()
+
+
+def wait_group(count: int, thread: int, block: BlockContext | None) -> None:
+    copies = copies_in_flight(block, thread)
+    if copies is not None:
+        copies.wait(count)

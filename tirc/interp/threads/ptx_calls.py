@@ -6,7 +6,8 @@ resolves once every lane of the warp has arrived:
     T.ptx_ldmatrix("float16", False, 4, ".b16", A.data, 0, p, off)
     -> (yield (4, site, _ldmatrix, (False, 4, A, 0, p, off)))
 
-ptx_cp_async copies at once; ptx_commit_group and ptx_wait_group do nothing.
+ptx_cp_async, ptx_commit_group and ptx_wait_group act on the thread's copies in flight,
+kept with its block (tirc.interp.threads.ptx.CopiesInFlight).
 """
 
 from __future__ import annotations
@@ -99,15 +100,26 @@ def _cp_async(compiler: CallCompiler, call: Call) -> Code:
     function = compiler.ctx.constant(ptx.cp_async, "cp_async")
     shared, shared_off, source, source_off = _texts(compiler, call.args[:4])
     predicate = compiler.argument(call.args[5]).text if len(call.args) > 5 else "True"
-    thread = "_tid" if compiler.ctx.kernel is not None else "-1"
     return Code(
         f"{function}({shared}, {shared_off}, {source}, {source_off}, {size}, {predicate}, "
-        f"_dtype({str(element)!r}), {thread}, {site})"
+        f"_dtype({str(element)!r}), {_thread(compiler)}, {site})"
     )
 
 
-def _nothing(compiler: CallCompiler, call: Call) -> Code:
-    return Code("None")
+def _thread(compiler: CallCompiler) -> str:
+    """The running thread and its block, or none outside a kernel."""
+    return "_tid, _block" if compiler.ctx.kernel is not None else "-1, None"
+
+
+def _commit_group(compiler: CallCompiler, call: Call) -> Code:
+    function = compiler.ctx.constant(ptx.commit_group, "commit_group")
+    return Code(f"{function}({_thread(compiler)})")
+
+
+def _wait_group(compiler: CallCompiler, call: Call) -> Code:
+    count = compiler.argument(call.args[0]).text
+    function = compiler.ctx.constant(ptx.wait_group, "wait_group")
+    return Code(f"{function}({count}, {_thread(compiler)})")
 
 
 RULES: dict[str, CallRule] = {
@@ -116,6 +128,6 @@ RULES: dict[str, CallRule] = {
     "mma_store": _mma_store,
     "mma_fill": _mma_fill,
     "ptx_cp_async": _cp_async,
-    "ptx_commit_group": _nothing,
-    "ptx_wait_group": _nothing,
+    "ptx_commit_group": _commit_group,
+    "ptx_wait_group": _wait_group,
 }

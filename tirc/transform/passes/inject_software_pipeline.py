@@ -8,8 +8,18 @@ stage and an order: at time step t, the statement of stage s runs iteration t - 
 time step statements run in the given order. Only buffers allocated in the loop's body block,
 or in the block whose body is the loop, are versioned (as in TVM); each gets
 `max(stage(reader) - stage(writer) + [reader runs after writer in a step])` versions and an
-outer index `iteration % versions`. `software_pipeline_async_stages` is accepted and dropped:
-the copies stay synchronous (thread-sync adds the barriers they need).
+outer index `iteration % versions`.
+
+`software_pipeline_async_stages` names stages whose statements run asynchronously (cp.async,
+after inject-ptx-async-copy). Each such statement gets `T.attr(0, "async_scope", 1)`; the
+statements of one async stage that are next to each other in the order form one commit group,
+`T.attr(0, "async_commit_queue_scope", stage)` around them. The first statement of each stage
+that reads what a group wrote waits for it: `T.attr(0, "async_wait_queue_scope", stage)` and
+`T.attr(0, "async_wait_inflight_count", n)`, where n counts the groups, of any async stage
+(a GPU thread has one queue), committed after that one and before the read: exact in the
+prologue and epilogue (an affine expression of the unrolled step, or its least value), the
+value at the first steady step (the least) in the body. An async result must be read at a
+later stage, or later in the order of its own stage, than its group's commit.
 
     for i in T.serial(16, annotations={stage: [0, 1]}):    B = alloc((2, 1))
         with T.sblock():                                    B[0, 0] = A[0]
@@ -22,6 +32,8 @@ the copies stay synchronous (thread-sync adds the barriers they need).
 from __future__ import annotations
 
 import dataclasses
+import enum
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from tirc.analysis.arith.analyzer import Analyzer
@@ -42,6 +54,11 @@ STAGE = "software_pipeline_stage"
 ORDER = "software_pipeline_order"
 ASYNC_STAGES = "software_pipeline_async_stages"
 PIPELINE_KEYS = (STAGE, ORDER, ASYNC_STAGES)
+# the attributes that async stages leave, which inject-ptx-async-copy and thread-sync read
+ASYNC_SCOPE = "async_scope"
+COMMIT_QUEUE_SCOPE = "async_commit_queue_scope"
+WAIT_QUEUE_SCOPE = "async_wait_queue_scope"
+WAIT_INFLIGHT_COUNT = "async_wait_inflight_count"
 
 
 def is_pipelined(stmt: S.Stmt) -> bool:
@@ -175,6 +192,122 @@ def _guard(stmt: S.Stmt, condition: PrimExpr) -> S.Stmt:
     return S.IfThenElse(condition, stmt, span=stmt.span)
 
 
+def _attr(key: str, value: int | PrimExpr, body: S.Stmt) -> S.AttrStmt:
+    expr = E.IntImm(value, dt.INT32) if isinstance(value, int) else value
+    return S.AttrStmt(E.IntImm(0, dt.INT32), key, expr, body, span=body.span)
+
+
+def _wrap_inside(stmt: S.Stmt, key: str, value: int | PrimExpr) -> S.Stmt:
+    """`stmt` with an attribute around what it runs: inside a block, so that the block's
+    predicate stays outside, or around the statement."""
+    if isinstance(stmt, S.SBlockRealize):
+        block = dataclasses.replace(stmt.block, body=_attr(key, value, stmt.block.body))
+        return dataclasses.replace(stmt, block=block)
+    return _attr(key, value, stmt)
+
+
+class _Phase(enum.Enum):
+    PROLOGUE = "prologue"
+    BODY = "body"
+    EPILOGUE = "epilogue"
+
+
+@dataclass(frozen=True)
+class _Group:
+    """Statements of one async stage next to each other in the order: one commit group."""
+
+    stage: int
+    members: tuple[int, ...]
+    end: int  # the position of the last member in the order
+
+
+class _AsyncPlan:
+    """The commit groups of a pipeline's async stages and the statements that wait for them:
+    the first statement of each stage (in the order) that reads what a group writes."""
+
+    def __init__(
+        self,
+        loop: S.For,
+        stages: tuple[int, ...],
+        ordered: tuple[int, ...],
+        accesses: list[_Accesses],
+        async_stages: set[int],
+    ) -> None:
+        self.stages = stages
+        self.position = {index: place for place, index in enumerate(ordered)}
+        groups: list[_Group] = []
+        for place, index in enumerate(ordered):
+            if stages[index] not in async_stages:
+                continue
+            if groups and groups[-1].stage == stages[index] and groups[-1].end == place - 1:
+                last = groups[-1]
+                groups[-1] = _Group(last.stage, (*last.members, index), place)
+            else:
+                groups.append(_Group(stages[index], (index,), place))
+        self.groups = tuple(groups)
+        self.waits: dict[int, tuple[_Group, ...]] = {}
+        waited: set[tuple[_Group, int]] = set()
+        for index in ordered:
+            needs = []
+            for group in groups:
+                written = set().union(*(accesses[m].writes for m in group.members))
+                shared = accesses[index].reads & written
+                if not shared:
+                    continue
+                if index in group.members or not self._after_commit(index, group):
+                    name = min(var.name for var in shared)
+                    raise DiagnosticError.at(
+                        loop.span,
+                        f"statement {index} of the pipelined loop reads '{name}' before the "
+                        f"asynchronous stage {group.stage} that writes it commits its copy: read "
+                        "an asynchronous result at a later stage, or later in the order",
+                    )
+                if (group, stages[index]) not in waited:
+                    waited.add((group, stages[index]))
+                    needs.append(group)
+            if needs:
+                self.waits[index] = tuple(needs)
+        for group in groups:
+            if not any(done is group for done, _ in waited):
+                raise DiagnosticError.at(
+                    loop.span,
+                    f"nothing in the pipelined loop reads what asynchronous stage {group.stage} "
+                    f"writes (statement {group.members[0]}): no statement would wait for it",
+                )
+
+    def _after_commit(self, reader: int, group: _Group) -> bool:
+        stage = self.stages[reader]
+        return group.stage < stage or (group.stage == stage and group.end < self.position[reader])
+
+    def in_flight(self, reader: int, group: _Group, commits: Callable[[_Group, int], bool]) -> int:
+        """How many groups may still be in flight when `reader` reads what `group` copied for
+        its iteration: those committed after that copy and before the read, where
+        `commits(g, d)` says whether group g commits d steps before the reader's step."""
+        first = group.stage - self.stages[reader]
+        count = 0
+        for steps in range(first, 1):
+            for other in self.groups:
+                after = steps > first or other.end > group.end
+                before = steps < 0 or other.end < self.position[reader]
+                if after and before and commits(other, steps):
+                    count += 1
+        return count
+
+
+def _affine(values: dict[int, int], var: E.Var, analyzer: Analyzer) -> PrimExpr:
+    """`a + b * var` through the (step, value) pairs if one exists, else their least value."""
+    steps = sorted(values)
+    low = values[steps[0]]
+    if len(steps) == 1:
+        return E.IntImm(low, var.dtype)
+    rise, run = values[steps[1]] - low, steps[1] - steps[0]
+    slope = rise // run
+    if rise % run or any(values[s] != low + slope * (s - steps[0]) for s in steps):
+        return E.IntImm(min(values.values()), var.dtype)
+    offset = E.IntImm(low - slope * steps[0], var.dtype)
+    return analyzer.simplify(E.Add(offset, E.Mul(var, E.IntImm(slope, var.dtype))))
+
+
 @dataclass
 class _Pipeline:
     """One pipelined loop and what it needs to be rewritten."""
@@ -182,11 +315,18 @@ class _Pipeline:
     loop: S.For
     stmts: tuple[S.Stmt, ...]
     stages: tuple[int, ...]
-    orders: tuple[int, ...]
+    ordered: tuple[int, ...]  # statement indices in the order they run within a step
     versioned: dict[E.Var, Buffer]  # old data handle -> buffer with a version axis in front
     analyzer: Analyzer
+    plan: _AsyncPlan | None
 
-    def segment(self, start: PrimExpr, length: PrimExpr, kind: S.ForKind, keep: S.Attrs) -> S.Stmt:
+    @property
+    def max_stage(self) -> int:
+        return max(self.stages)
+
+    def segment(
+        self, phase: _Phase, start: PrimExpr, length: PrimExpr, kind: S.ForKind, keep: S.Attrs
+    ) -> S.Stmt:
         """Time steps [start, start + length): each statement runs the iteration its stage
         is at, where that iteration exists."""
         loop = self.loop
@@ -199,12 +339,25 @@ class _Pipeline:
         time: PrimExpr = start if single else E.Add(var, start)
         end = E.Add(loop.min, loop.extent)
         items: list[S.Stmt] = []
-        for index in sorted(range(len(self.stmts)), key=lambda k: (self.orders[k], k)):
+        groups = {m: g for g in self.plan.groups for m in g.members} if self.plan else {}
+        for index in self.ordered:
+            group = groups.get(index)
+            if group is not None and group.members[0] != index:
+                continue  # emitted with the first member of its group
             iteration = analyzer.simplify(E.Sub(time, E.IntImm(self.stages[index], dtype)))
             condition = analyzer.simplify(E.And(E.GE(iteration, loop.min), E.LT(iteration, end)))
             if E.is_const_int(condition, 0):
                 continue
-            stmt = self.versioned_stmt(self.stmts[index], iteration, analyzer)
+            members = group.members if group is not None else (index,)
+            stmts = []
+            for member in members:
+                stmt = self.versioned_stmt(self.stmts[member], iteration, analyzer)
+                if group is not None:
+                    stmt = _wrap_inside(stmt, ASYNC_SCOPE, 1)
+                stmts.append(self.waiting(member, stmt, phase, var, single, analyzer))
+            stmt = S.seq(*stmts)
+            if group is not None:
+                stmt = _attr(COMMIT_QUEUE_SCOPE, group.stage, stmt)
             if not E.is_const_int(condition, 1):
                 stmt = _guard(stmt, condition)
             items.append(stmt)
@@ -214,6 +367,48 @@ class _Pipeline:
         if single:
             return body
         return S.For(var, E.IntImm(0, dtype), length, kind, body, annotations=keep, span=loop.span)
+
+    def waiting(
+        self, index: int, stmt: S.Stmt, phase: _Phase, var: E.Var, single: bool, analyzer: Analyzer
+    ) -> S.Stmt:
+        """`stmt` (statement `index`) waiting, where it must, for the groups it reads."""
+        plan = self.plan
+        if plan is None or index not in plan.waits:
+            return stmt
+        steps = [0] if phase is _Phase.BODY or single else list(range(self.max_stage))
+        counts: dict[_Group, dict[int, int]] = {}
+        for group in plan.waits[index]:
+            counts[group] = {
+                step: plan.in_flight(index, group, self.commits(phase, step))
+                for step in steps
+                if self.runs(phase, step, self.stages[index])
+            }
+        group = min(counts, key=lambda g: min(counts[g].values(), default=0))
+        if not counts[group]:
+            return stmt  # the statement never runs in this segment
+        count = _affine(counts[group], var, analyzer)
+        stmt = _wrap_inside(stmt, WAIT_INFLIGHT_COUNT, count)
+        return _wrap_inside(stmt, WAIT_QUEUE_SCOPE, group.stage)
+
+    def runs(self, phase: _Phase, step: int, stage: int) -> bool:
+        """Whether a statement of `stage` runs at `step` of the phase: whether its iteration
+        there is one of the loop's (provably; False when that is unknown)."""
+        extent = self.loop.extent
+        if phase is _Phase.EPILOGUE:  # the iteration, counted from the loop's end
+            offset = step - stage
+            return offset < 0 and self.proves(E.GE(extent, E.IntImm(-offset, extent.dtype)))
+        offset = step - stage + (self.max_stage if phase is _Phase.BODY else 0)
+        if offset < 0:
+            return False
+        return phase is _Phase.BODY or self.proves(E.GT(extent, E.IntImm(offset, extent.dtype)))
+
+    def commits(self, phase: _Phase, step: int) -> Callable[[_Group, int], bool]:
+        """Whether a group commits `d` steps before step `step` of the phase (in the body,
+        its first step: the fewest groups in flight, as the prologue commits fewer)."""
+        return lambda group, d: self.runs(phase, step + d, group.stage)
+
+    def proves(self, condition: PrimExpr) -> bool:
+        return self.analyzer.can_prove(condition)
 
     def versioned_stmt(self, stmt: S.Stmt, iteration: PrimExpr, analyzer: Analyzer) -> S.Stmt:
         versions = {
@@ -253,8 +448,9 @@ def pipeline(
         raise DiagnosticError.at(
             loop.span, f"the loop's '{ORDER}' must be a permutation of 0..{len(stmts) - 1}"
         )
-    if ASYNC_STAGES in loop.annotations:
-        _int_list(loop, ASYNC_STAGES, None)
+    async_stages = (
+        set(_int_list(loop, ASYNC_STAGES, None)) if ASYNC_STAGES in loop.annotations else set()
+    )
     keep = S.Attrs(tuple((k, v) for k, v in loop.annotations.items if k not in PIPELINE_KEYS))
     max_stage = max(stages, default=0)
     if max_stage == 0:
@@ -289,12 +485,15 @@ def pipeline(
             f"cannot version buffer '{uses.found.name}' for the software pipeline: its data "
             "is used other than through buffer accesses",
         )
-    plan = _Pipeline(loop, stmts, stages, orders, versioned, analyzer)
+    ordered = tuple(sorted(range(len(stmts)), key=lambda k: (orders[k], k)))
+    plan = _AsyncPlan(loop, stages, ordered, accesses, async_stages) if async_stages else None
+    rewrite = _Pipeline(loop, stmts, stages, ordered, versioned, analyzer, plan)
     extent = analyzer.simplify(E.Sub(loop.extent, stage_count))
+    unrolled, none = S.ForKind.UNROLLED, S.EMPTY_ATTRS
     parts = [
-        plan.segment(loop.min, stage_count, S.ForKind.UNROLLED, S.EMPTY_ATTRS),
-        plan.segment(E.Add(loop.min, stage_count), extent, loop.kind, keep),
-        plan.segment(E.Add(loop.min, loop.extent), stage_count, S.ForKind.UNROLLED, S.EMPTY_ATTRS),
+        rewrite.segment(_Phase.PROLOGUE, loop.min, stage_count, unrolled, none),
+        rewrite.segment(_Phase.BODY, E.Add(loop.min, stage_count), extent, loop.kind, keep),
+        rewrite.segment(_Phase.EPILOGUE, E.Add(loop.min, loop.extent), stage_count, unrolled, none),
     ]
     result = S.seq(*parts)
     if block is not None:

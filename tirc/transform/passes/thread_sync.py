@@ -10,6 +10,13 @@ memory through pointers count as accesses: `T.tvm_access_ptr` by its read/write 
 it (ptx_cp_async writes its destination, ptx_ldmatrix reads its source, mma_store and
 tvm_store_matrix_sync write, tvm_load_matrix_sync reads; any other call reads and writes).
 
+Asynchronous copies (stores under `T.attr(0, "async_scope", 1)`, or `T.ptx_cp_async`) may land
+any time until a wait retires them (`async_wait_inflight_count` around a statement, or
+`T.ptx_wait_group(n)`), so a barrier does not make them visible: they count as writes where
+they are issued (other threads must have read the old values first) and again at every wait
+after them, until a wait for all groups (`n == 0`). The barrier a read needs goes after the
+wait, inside its attribute: `wait_group(n); __syncthreads(); read`.
+
     with T.launch_thread("threadIdx.x", 32) as tx:           ... as tx:
         S[tx] = A[tx]                                 ->          S[tx] = A[tx]
         B[tx] = S[31 - tx]                                        T.tvm_storage_sync("shared")
@@ -27,6 +34,11 @@ from tirc.ir import stmt as S
 from tirc.ir.function import PrimFunc
 from tirc.ir.functor import Mutator, Visitor
 from tirc.transform.pass_base import Dialect, FunctionPass
+from tirc.transform.passes.inject_software_pipeline import (
+    ASYNC_SCOPE,
+    WAIT_INFLIGHT_COUNT,
+    WAIT_QUEUE_SCOPE,
+)
 
 SHARED_SCOPES = ("shared", "shared.dyn")
 # spelled as the parser completes `T.tvm_storage_sync("shared")`
@@ -41,24 +53,45 @@ SYNC = S.Evaluate(
 
 @dataclass
 class _Accesses:
-    """Shared buffers (by data handle) read and written since the last barrier."""
+    """Shared buffers (by data handle) read and written since the last barrier, and written by
+    asynchronous copies that no wait for every group has retired since they were issued."""
 
     reads: set[E.Var] = field(default_factory=set)
     writes: set[E.Var] = field(default_factory=set)
+    pending: set[E.Var] = field(default_factory=set)
 
     def conflicts(self, later: _Accesses) -> bool:
-        return bool(later.reads & self.writes or later.writes & self.reads)
+        return bool(later.reads & self.writes or (later.writes | later.pending) & self.reads)
 
     def merged(self, other: _Accesses) -> _Accesses:
-        return _Accesses(self.reads | other.reads, self.writes | other.writes)
+        return _Accesses(
+            self.reads | other.reads, self.writes | other.writes, self.pending | other.pending
+        )
+
+    def after_barrier(self) -> _Accesses:
+        return _Accesses(pending=self.pending)
+
+    def after_wait(self, count: E.PrimExpr) -> _Accesses:
+        """A wait may complete any pending copy; only a wait for all groups completes all."""
+        pending = set() if E.is_const_int(count, 0) else self.pending
+        return _Accesses(self.reads, self.writes | self.pending, pending)
 
 
 class _Collector(Visitor):
     """The shared accesses of a statement; `synced` when it holds a barrier of its own."""
 
-    def __init__(self) -> None:
+    def __init__(self, in_async: bool) -> None:
         self.accesses = _Accesses()
         self.synced = False
+        self.in_async = in_async
+
+    def visit_AttrStmt(self, node: S.AttrStmt) -> None:
+        if node.key != ASYNC_SCOPE or self.in_async:
+            self.generic_visit(node)
+            return
+        self.in_async = True
+        self.generic_visit(node)
+        self.in_async = False
 
     def visit_BufferLoad(self, node: E.BufferLoad) -> None:
         if node.buffer.scope in SHARED_SCOPES:
@@ -67,7 +100,7 @@ class _Collector(Visitor):
 
     def visit_BufferStore(self, node: S.BufferStore) -> None:
         if node.buffer.scope in SHARED_SCOPES:
-            self.accesses.writes.add(node.buffer.data)
+            (self.accesses.pending if self.in_async else self.accesses.writes).add(node.buffer.data)
         self.generic_visit(node)
 
     def visit_Call(self, node: E.Call) -> None:
@@ -91,13 +124,15 @@ class _Collector(Visitor):
             self.accesses.reads.add(data)
         if flags & _WRITE:
             self.accesses.writes.add(data)
+        if flags & _ASYNC:
+            self.accesses.pending.add(data)
 
 
-_READ, _WRITE, _READ_WRITE = 1, 2, 3
+_READ, _WRITE, _READ_WRITE, _ASYNC = 1, 2, 3, 4  # _ASYNC: written by an asynchronous copy
 # how intrinsics use the buffers whose data they take (argument index -> flags), the dtype
 # argument not counted; a shared buffer's data elsewhere in a call is read and written
 _POINTER_ARGS: dict[str, dict[int, int]] = {
-    "ptx_cp_async": {0: _WRITE, 2: _READ},
+    "ptx_cp_async": {0: _ASYNC, 2: _READ},
     "ptx_ldmatrix": {3: _WRITE, 5: _READ},
     "mma_store": {2: _WRITE, 3: _READ},
     "tvm_load_matrix_sync": {0: _WRITE, 5: _READ},
@@ -107,10 +142,23 @@ _POINTER_ARGS: dict[str, dict[int, int]] = {
 }
 
 
-def _accesses(stmt: S.Stmt) -> tuple[_Accesses, bool]:
-    collector = _Collector()
+def _accesses(stmt: S.Stmt, in_async: bool) -> tuple[_Accesses, bool]:
+    collector = _Collector(in_async)
     collector.visit(stmt)
     return collector.accesses, collector.synced
+
+
+def _wait_count(stmt: S.Stmt) -> E.PrimExpr | None:
+    """The group count of `T.ptx_wait_group(n)`; None for any other statement."""
+    if isinstance(stmt, S.Evaluate) and isinstance(stmt.value, E.Call):
+        call = stmt.value
+        if call.op == "ptx_wait_group" and isinstance(call.args[0], E.PrimExpr):
+            return call.args[0]
+    return None
+
+
+def _is_wait_scope(stmt: S.Stmt) -> bool:
+    return isinstance(stmt, S.AttrStmt) and stmt.key in (WAIT_QUEUE_SCOPE, WAIT_INFLIGHT_COUNT)
 
 
 class _Planner(Mutator):
@@ -120,12 +168,18 @@ class _Planner(Mutator):
     def __init__(self) -> None:
         self.state = _Accesses()
         self.in_kernel = False
+        self.in_async = False
 
     def visit_AttrStmt(self, node: S.AttrStmt) -> S.Stmt:
         entering = node.key == "thread_extent" and not self.in_kernel
         if entering:
             self.in_kernel, self.state = True, _Accesses()
+        if node.key == WAIT_INFLIGHT_COUNT and self.in_kernel:
+            self.state = self.state.after_wait(node.value)
+        was_async = self.in_async
+        self.in_async = was_async or node.key == ASYNC_SCOPE
         body = self.body(node.body)
+        self.in_async = was_async
         if entering:
             self.in_kernel = False
         return node if body is node.body else dataclasses.replace(node, body=body)
@@ -141,10 +195,17 @@ class _Planner(Mutator):
         old = stmt.stmts if isinstance(stmt, S.SeqStmt) else (stmt,)
         new: list[S.Stmt] = []
         for child in old:
-            accesses, synced = _accesses(child)
-            if self.state.conflicts(accesses) and not _starts_with_sync(child):
+            count = _wait_count(child)
+            if count is not None:
+                self.state = self.state.after_wait(count)
+            accesses, synced = _accesses(child, self.in_async)
+            if (
+                self.state.conflicts(accesses)
+                and not _starts_with_sync(child)
+                and not _is_wait_scope(child)  # the barrier goes inside, after the wait
+            ):
                 new.append(SYNC)
-                self.state = _Accesses()
+                self.state = self.state.after_barrier()
             if synced or isinstance(child, _COMPOUND):
                 new.append(self.visit(child))  # barriers inside: let it track the state
             else:
