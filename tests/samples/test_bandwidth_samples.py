@@ -1,0 +1,94 @@
+"""samples/gpu/elementwise_vec and samples/gpu/softmax_rows, every plan of each (the variants
+benchmarks/bench_cuda.py times), at the shape the program's comment gives tests: lowered for
+cuda and run in the interpreter's thread model (which catches a missing barrier), the result
+is numpy's; the CUDA C moves global memory in 16-byte vectors, reduces across threads with
+warp shuffles, synchronizes a block only where threads share memory, and compiles with nvcc
+for sm_80 and sm_90."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.codegen_cuda.gpu_plans import GpuPlan, gpu_plans
+from tests.codegen_cuda.helpers import nvcc_accepts
+from tirc.codegen.cuda import emit_cuda
+from tirc.interp import run
+
+PLANS = gpu_plans("elementwise_vec") + gpu_plans("softmax_rows")
+LARGE = 1 << 20  # elements: the interpreter's thread model takes tens of seconds beyond
+
+
+def _numpy(plan: GpuPlan, a: np.ndarray) -> np.ndarray:
+    if plan.program.stem == "elementwise_vec":
+        return a * np.float32(2) + np.float32(1)
+    x = a.astype(np.float64)
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def test_every_sample_has_its_plans() -> None:
+    ids = {plan.id for plan in PLANS}
+    assert {"elementwise_vec", "elementwise_vec.grid", "softmax_rows", "softmax_rows.block"} <= ids
+
+
+def _shape_of(plan: GpuPlan) -> tuple[int, ...]:
+    if plan.program.stem == "elementwise_vec":
+        return (int(plan.defines["N"]),)
+    return (int(plan.defines["M"]), int(plan.defines["N"]))
+
+
+def _smallest(plan: GpuPlan) -> GpuPlan:
+    """An elementwise plan at the least N it takes: the product of its split's factors."""
+    if plan.program.stem != "elementwise_vec":
+        return plan
+    steps = json.loads(plan.plan.read_text())["steps"]
+    factors = next(step["factors"] for step in steps if step["op"] == "split")
+    return dataclasses.replace(plan, defines={"N": str(math.prod(f for f in factors if f))})
+
+
+def _by_size() -> list[object]:
+    cases: list[object] = []
+    for plan in map(_smallest, PLANS):
+        large = math.prod(_shape_of(plan)) > LARGE
+        cases.append(pytest.param(plan, id=plan.id, marks=[pytest.mark.slow] if large else []))
+    return cases
+
+
+@pytest.mark.parametrize("plan", _by_size())
+def test_plan_in_the_thread_model_matches_numpy(plan: GpuPlan) -> None:
+    lowered = plan.lowered()
+    function = lowered["main"]
+    a = np.random.default_rng(0).uniform(-4, 4, _shape_of(plan)).astype(np.float32)
+    args: dict[str, np.ndarray | int] = {"A": a.copy(), "B": np.zeros_like(a)}
+    run(function, args, module=lowered)
+    np.testing.assert_allclose(np.asarray(args["B"]), _numpy(plan, a), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("plan", PLANS, ids=lambda plan: plan.id)
+def test_cuda_c_moves_memory_in_16_byte_vectors(plan: GpuPlan) -> None:
+    source = emit_cuda(plan.lowered())
+    assert re.search(r"= \*\(float4\*\)\(A \+ ", source), "A is not read as float4"
+    assert re.search(r"\*\(float4\*\)\(B \+ [^;]*\) = ", source), "B is not written as float4"
+    assert not re.search(r"\bA\[", source), "A is read element by element somewhere"
+    if plan.program.stem == "softmax_rows":
+        assert "__shfl_down_sync" in source, "the reductions do not use warp shuffles"
+        shares = "shared" in plan.id or "block" in plan.id
+        assert ("__syncthreads" in source) == shares, (
+            "a block barrier where no thread reads another's shared memory"
+            if not shares
+            else "threads share memory without a barrier"
+        )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("plan", PLANS, ids=lambda plan: plan.id)
+def test_cuda_c_compiles_with_nvcc(plan: GpuPlan, arch: str, tmp_path: Path) -> None:
+    assert nvcc_accepts(emit_cuda(plan.lowered()), tmp_path, arch=arch) == ""
