@@ -488,6 +488,12 @@ DELIBERATE = (
     ),
     (
         "tirc refuses",
+        "reindex needs indices over the block's iterators",
+        "reindex of a block indexed by a loop inside it (a read_at copy): TVM's stage uses the "
+        "loop variable outside its loop",
+    ),
+    (
+        "tirc refuses",
         "which its init, moved to the outer block, does not run under",
         "blockize of a reduction under a predicate: TVM leaves loop variables free in the init",
     ),

@@ -1,8 +1,12 @@
 """What read_at and write_at share: a copy block between a buffer and a cache of it in
-another storage scope, placed in a loop's body and covering what one block under the loop
-accesses over one iteration of it and over the thread loops above that share the cache (a
-shared cache spans threadIdx and vthread loops); the block then accesses the cache. A read
-copy goes right before the loop's child that holds the block, a write copy right after.
+another storage scope, placed in a loop's body, as TVM 0.27 places it. It covers what every
+block under the loop that reads (read_at) or writes (write_at) the buffer accesses in one
+iteration of the loop, each region relaxed as an interval over the loops between its block
+and the loop (and the thread loops above that share the cache: a shared cache spans threadIdx
+and vthread loops), not cut to the buffer. A read copy goes before the first child of the
+loop's body that reads the buffer, and every child from there on reads the cache instead (no
+child may write the buffer before that); a write copy goes after the last child that writes
+it, and every child up to there writes the cache (no child may read the buffer after that).
 
 The copy block is named after the cache (`A_shared`), annotated `auto_copy`, and iterates
 over the loops (up to and including the chosen one) its region depends on, in the order the
@@ -13,13 +17,15 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+from collections.abc import Callable
 
+from tirc.analysis.arith import Analyzer
 from tirc.ir import dtype as dt
 from tirc.ir import expr as E
-from tirc.ir.arith import arithmetic
+from tirc.ir.arith import arithmetic, match_types
 from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var
-from tirc.ir.functor import Mutator, walk
+from tirc.ir.functor import Mutator, Visitor, walk
 from tirc.ir.stmt import (
     Attrs,
     BufferStore,
@@ -28,16 +34,18 @@ from tirc.ir.stmt import (
     IterVar,
     SBlock,
     SBlockRealize,
+    SeqStmt,
     Stmt,
 )
 from tirc.ir.substitute import substitute
-from tirc.schedule.buffer_access import AccessKind, nth_buffer, region_of
-from tirc.schedule.cache_stage import with_stage_inserted
+from tirc.schedule.buffer_access import AccessKind, nth_buffer
 from tirc.schedule.errors import ScheduleError
 from tirc.schedule.rebind import serial_loop
-from tirc.schedule.region_bound import relax_block_region
+from tirc.schedule.region_bound import loop_domains, relax_regions
 from tirc.schedule.schedule import Schedule, describe
 from tirc.schedule.sref import SRef
+from tirc.schedule.stage_pipeline import stage_pipeline_root
+from tirc.schedule.state import ScheduleState
 from tirc.schedule.storage_scope import check_storage_scope, with_scope
 
 
@@ -64,32 +72,126 @@ def copy_at(
         )
     kind = AccessKind.READ if direction is Direction.READ else AccessKind.WRITE
     buffer = nth_buffer(block, buffer_index, kind)
-    regions = block.block.reads if kind is AccessKind.READ else block.block.writes
-    region = region_of(regions, buffer)
-    assert region is not None
-    # the copy serves every thread that shares the cache: relax the thread loops it spans
-    relaxed = relax_block_region(region, block, loop, scope=storage_scope)
-    for item in relaxed.region:
-        if not isinstance(item.extent, IntImm):
+    body = loop.loop.body
+    children = list(body.stmts) if isinstance(body, SeqStmt) else [body]
+    accesses = [_Accesses(state, loop, buffer, storage_scope, child) for child in children]
+    reads = [i for i, access in enumerate(accesses) if access.reads]
+    writes = [i for i, access in enumerate(accesses) if access.writes]
+    if direction is Direction.READ:
+        if writes and writes[-1] >= reads[0]:
             raise ScheduleError(
-                f"the region of {buffer.name} that {describe(block)} accesses in one iteration "
-                f"of {describe(loop)} has a non-constant extent",
+                f"{buffer.name} is written in the body of {describe(loop)} at or before its "
+                "first read there: read_at copies it in before the first read",
                 loop,
                 block,
             )
+        position, redirected = reads[0], range(reads[0], len(children))
+    else:
+        if reads and reads[-1] > writes[-1]:
+            raise ScheduleError(
+                f"{buffer.name} is read in the body of {describe(loop)} after its last write "
+                "there: write_at copies it out after the last write",
+                loop,
+                block,
+            )
+        position, redirected = writes[-1] + 1, range(writes[-1] + 1)
+    regions = [region for access in accesses for region in access.regions(direction)]
+    stage_pipeline_root(state, block)
     cache = with_scope(buffer, storage_scope)
-    copy = _copy_nest(relaxed, cache, _outer_loops(loop, scope), direction)
-    new_block = _Redirect(buffer, cache).visit(block.block)
-    # right before (after) the loop's child that holds the block, after (before) any copies
-    # placed there earlier
-    child = _child_index(loop, block)
-    position = child if direction is Direction.READ else child + 1
-    new_loop = with_stage_inserted(_Swap(block.block, new_block).visit(loop.loop), position, copy)
+    region, loops = _union(buffer, regions), _outer_loops(loop, scope)
+    _check_bound_by_loops(region, loops, loop)
+    copy = _copy_nest(region, cache, loops, direction)
+    redirect = _Redirect(buffer, cache)
+    children = [
+        redirect.visit(child) if i in redirected else child for i, child in enumerate(children)
+    ]
+    children.insert(position, copy)
+    new_loop = dataclasses.replace(loop.loop, body=SeqStmt(tuple(children)))
     root = scope.block
     replaced = _Swap(loop.loop, new_loop).visit(root)
     new_root = dataclasses.replace(replaced, alloc_buffers=root.alloc_buffers + (cache,))
-    state.replace(scope, new_root, {block.block: new_block})
+    state.replace(scope, new_root, dict(redirect.blocks))
     return state.get_sref(_first_block(copy))
+
+
+class _Accesses(Visitor):
+    """Whether the outermost blocks of one child of the loop's body read and write the
+    buffer, and the regions they access, each relaxed over the loops between the block and
+    the loop (and the thread loops above that share the cache), as intervals."""
+
+    def __init__(self, state: ScheduleState, loop: SRef, buffer: Buffer, scope: str, child: Stmt):
+        self.state, self.loop, self.buffer, self.scope = state, loop, buffer, scope
+        self.reads = self.writes = False
+        self.read_regions: list[BufferRegion] = []
+        self.write_regions: list[BufferRegion] = []
+        self.visit(child)
+
+    def regions(self, direction: Direction) -> list[BufferRegion]:
+        return self.read_regions if direction is Direction.READ else self.write_regions
+
+    def visit_SBlockRealize(self, node: SBlockRealize) -> None:
+        block = node.block
+        binding = dict(zip((iv.var for iv in block.iter_vars), node.iter_values, strict=True))
+        sref = self.state.get_sref(block)
+        domains = loop_domains(sref.parent, self.loop, self.scope)
+        for regions, found in (
+            (block.reads, self.read_regions),
+            (block.writes, self.write_regions),
+        ):
+            for region in regions:
+                if region.buffer is self.buffer:
+                    found.extend(relax_regions((substitute(region, binding),), domains))
+        self.reads = self.reads or any(r.buffer is self.buffer for r in block.reads)
+        self.writes = self.writes or any(w.buffer is self.buffer for w in block.writes)
+
+
+def _check_bound_by_loops(region: BufferRegion, loops: list[For], loop: SRef) -> None:
+    """The copy iterates over the loops its region depends on: any other variable there (a
+    shape, an iterator of a block above) has no loop to take it from."""
+    bound = {node.loop_var for node in loops}
+    free: list[Var] = []
+    walk(region.region, lambda node: free.append(node) if isinstance(node, Var) else None)
+    for var in free:
+        if var not in bound:
+            raise ScheduleError(
+                f"the region of {region.buffer.name} to copy at {describe(loop)} depends on "
+                f"{var.name}, which is not a loop from its scope down to {describe(loop)}",
+                loop,
+            )
+
+
+def _union(buffer: Buffer, regions: list[BufferRegion]) -> BufferRegion:
+    """Per dimension the smallest interval holding every region's."""
+    analyzer = Analyzer()
+    ranges = []
+    for dim in range(len(buffer.shape)):
+        items = [region.region[dim] for region in regions]
+        low, high = items[0].min, _end(items[0])
+        for item in items[1:]:
+            low = _pick(analyzer, low, item.min, E.LE, E.Min)
+            high = _pick(analyzer, high, _end(item), E.GE, E.Max)
+        ranges.append(Range(analyzer.simplify(low), analyzer.simplify(arithmetic("-", high, low))))
+    return BufferRegion(buffer, tuple(ranges))
+
+
+def _end(item: Range) -> PrimExpr:
+    return arithmetic("+", item.min, item.extent)
+
+
+def _pick(
+    analyzer: Analyzer,
+    a: PrimExpr,
+    b: PrimExpr,
+    keeps: Callable[[PrimExpr, PrimExpr], PrimExpr],
+    both: Callable[[PrimExpr, PrimExpr], PrimExpr],
+) -> PrimExpr:
+    """`a` where `keeps(a, b)` holds, `b` where the reverse does, else `both(a, b)`."""
+    a, b = match_types(a, b)
+    if analyzer.can_prove(keeps(a, b)):
+        return a
+    if analyzer.can_prove(keeps(b, a)):
+        return b
+    return both(a, b)
 
 
 def _scope_of(loop: SRef) -> SRef | None:
@@ -120,6 +222,7 @@ def _copy_nest(region: BufferRegion, cache: Buffer, loops: list[For], direction:
 
     for item in region.region:
         walk(item.min, look)
+        walk(item.extent, look)
     block_vars = [Var(f"v{position}", var.dtype) for position, var in enumerate(used)]
     renamed = substitute(region, dict(zip(used, block_vars, strict=True)))
     # a constant extent makes an int32 copy loop, cast where the buffer is indexed in int64,
@@ -183,10 +286,17 @@ def _first_block(stmt: Stmt) -> SBlock:
 
 
 class _Redirect(Mutator):
-    """The block's accesses to `old` (body, init, regions) go to `new` instead."""
+    """Accesses to `old` (bodies, inits, regions) go to `new` instead; `blocks` maps each
+    block rewritten to its new self."""
 
     def __init__(self, old: Buffer, new: Buffer):
         self.old, self.new = old, new
+        self.blocks: dict[SBlock, SBlock] = {}
+
+    def visit_SBlock(self, node: SBlock) -> SBlock:
+        new: SBlock = self.generic_visit(node)
+        self.blocks[node] = new
+        return new
 
     def visit_BufferLoad(self, node: BufferLoad) -> PrimExpr:
         new: BufferLoad = self.generic_visit(node)

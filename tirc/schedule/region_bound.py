@@ -182,3 +182,24 @@ def or_predicates(items: list[PrimExpr]) -> PrimExpr:
     for item in items[1:]:
         result = E.Or(result, item)
     return result
+
+
+def relax_regions(
+    regions: tuple[BufferRegion, ...], domains: dict[Var, Range]
+) -> tuple[BufferRegion, ...]:
+    """The regions as the variables in `domains` range over them, each dimension an
+    interval (the buffer's whole extent where unbounded); no predicate, no cut."""
+    analyzer = Analyzer()
+    for var, domain in domains.items():
+        analyzer.bind(var, domain)
+    result = []
+    for region in regions:
+        ranges = []
+        for dim, item in enumerate(region.region):
+            relaxed = relax_range(item, domains, analyzer)
+            if relaxed is None:
+                extent = region.buffer.shape[dim]
+                relaxed = Range(IntImm(0, extent.dtype), extent)
+            ranges.append(relaxed)
+        result.append(BufferRegion(region.buffer, tuple(ranges)))
+    return tuple(result)

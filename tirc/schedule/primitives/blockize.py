@@ -27,7 +27,6 @@ import dataclasses
 from dataclasses import dataclass
 
 from tirc.analysis.arith import Analyzer
-from tirc.analysis.arith.int_set import relax_range
 from tirc.analysis.arith.subspace import Division, DivisionError, divide_subspace
 from tirc.ir import expr as E
 from tirc.ir.buffer import BufferRegion, Range
@@ -40,6 +39,7 @@ from tirc.schedule.errors import ScheduleError
 from tirc.schedule.primitives import primitive
 from tirc.schedule.properties import uses_var
 from tirc.schedule.rebind import outer_domains
+from tirc.schedule.region_bound import relax_regions
 from tirc.schedule.schedule import Schedule, describe
 from tirc.schedule.signature import Kind, Param, Signature, optional
 from tirc.schedule.sref import SRef
@@ -184,8 +184,8 @@ def build_blockized(
     outer_block = SBlock(
         f"{block.name}_o",
         tuple(outer_vars),
-        _relax_regions(reads, domains),
-        _relax_regions(writes, domains),
+        relax_regions(reads, domains),
+        relax_regions(writes, domains),
         body,
         init=None if init is None else _outer_init(init, inner_realize, nest.loops, block.name),
     )
@@ -205,26 +205,6 @@ def _extents(block: SBlock) -> list[PrimExpr]:
 def _iter_var(var: Var, extent: int | PrimExpr, iter_type: IterType) -> IterVar:
     size = IntImm(extent, var.dtype) if isinstance(extent, int) else extent
     return IterVar(var, Range(IntImm(0, var.dtype), size), iter_type)
-
-
-def _relax_regions(
-    regions: tuple[BufferRegion, ...], domains: dict[Var, Range]
-) -> tuple[BufferRegion, ...]:
-    """The regions as the inner iterators range over their domains."""
-    analyzer = Analyzer()
-    for var, domain in domains.items():
-        analyzer.bind(var, domain)
-    result = []
-    for region in regions:
-        ranges = []
-        for dim, item in enumerate(region.region):
-            relaxed = relax_range(item, domains, analyzer)
-            if relaxed is None:
-                extent = region.buffer.shape[dim]
-                relaxed = Range(IntImm(0, extent.dtype), extent)
-            ranges.append(relaxed)
-        result.append(BufferRegion(region.buffer, tuple(ranges)))
-    return tuple(result)
 
 
 def _check_init_predicate(
@@ -477,8 +457,8 @@ def _inner_block(
     domains = {iv.var: iv.dom for iv in inner_vars if iv.dom is not None}
     return (
         realize,
-        _relax_regions(new_block.reads, domains),
-        _relax_regions(new_block.writes, domains),
+        relax_regions(new_block.reads, domains),
+        relax_regions(new_block.writes, domains),
     )
 
 

@@ -34,6 +34,7 @@ from tirc.schedule.rebind import const_value, serial_loop
 from tirc.schedule.schedule import Schedule, describe
 from tirc.schedule.signature import Kind, Param, Signature
 from tirc.schedule.sref import SRef
+from tirc.schedule.stage_pipeline import stage_pipeline_root
 from tirc.schedule.state import ScheduleState
 
 
@@ -56,6 +57,7 @@ class _Einsum:
 def pad_einsum(sch: Schedule, block: SRef, padding: list[int]) -> None:
     state = sch.state_owning(block)
     node = block.block
+    stage_pipeline_root(state, block)
     factors = _check_padding(padding, node, block)
     einsum = _extract(node, block)
     realize = realize_of(block)

@@ -1,5 +1,8 @@
-"""read_at: copy the part of a buffer a block reads in one iteration of a loop into a
-cache in another storage scope, at the start of the loop's body; the block reads the cache.
+"""read_at: copy the part of a buffer the blocks under a loop read in one iteration of it
+(the union of their regions, as intervals) into a cache in another storage scope, before the
+first child of the loop's body that reads it; that child and every later one read the cache.
+A write of the buffer at or before that child is refused, as are a region that depends on
+anything but loops up to the given one, and a scope that is not a stage pipeline.
 
     for k0:                                 for k0:
         for k1: C[..] += A[vi, vk] ...  →       A_shared[v0*32 : v0*32+32, v1*16 : ...] = A[...]

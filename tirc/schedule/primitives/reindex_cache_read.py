@@ -9,7 +9,7 @@ iterators; the block reads the cache at the mapped indices.
 from __future__ import annotations
 
 from tirc.schedule.buffer_access import AccessKind, nth_buffer, region_of
-from tirc.schedule.cache_common import only_writer, scope_of
+from tirc.schedule.cache_common import only_writer
 from tirc.schedule.cache_rewrite import CacheReadRewriter
 from tirc.schedule.cache_stage import CacheStage, detect_location
 from tirc.schedule.primitives import primitive
@@ -22,6 +22,7 @@ from tirc.schedule.reindex_cache import (
 from tirc.schedule.schedule import Schedule
 from tirc.schedule.signature import Kind, Param, Signature
 from tirc.schedule.sref import SRef
+from tirc.schedule.stage_pipeline import stage_pipeline_root
 from tirc.schedule.storage_scope import check_storage_scope
 
 
@@ -41,7 +42,7 @@ def reindex_cache_read(
     state = sch.state_owning(block)
     check_storage_scope(storage_scope, block)
     buffer = nth_buffer(block, read_buffer_index, AccessKind.READ)
-    scope = scope_of(block)
+    scope = stage_pipeline_root(state, block)
     region = region_of(block.block.reads, buffer)
     assert region is not None
     # A block that reads a region may also be the buffer's writer: refuse it before the stage

@@ -9,7 +9,7 @@ iterators; the block writes the cache at the mapped indices, a stage copies it b
 from __future__ import annotations
 
 from tirc.schedule.buffer_access import AccessKind, nth_buffer, region_of
-from tirc.schedule.cache_common import only_writer, scope_of
+from tirc.schedule.cache_common import only_writer
 from tirc.schedule.cache_rewrite import CacheWriteRewriter
 from tirc.schedule.cache_stage import CacheStage, detect_location
 from tirc.schedule.primitives import primitive
@@ -23,6 +23,7 @@ from tirc.schedule.schedule import Schedule
 from tirc.schedule.scope import DepKind
 from tirc.schedule.signature import Kind, Param, Signature
 from tirc.schedule.sref import SRef
+from tirc.schedule.stage_pipeline import stage_pipeline_root
 from tirc.schedule.storage_scope import check_storage_scope
 
 
@@ -42,7 +43,7 @@ def reindex_cache_write(
     state = sch.state_owning(block)
     check_storage_scope(storage_scope, block)
     buffer = nth_buffer(block, write_buffer_index, AccessKind.WRITE)
-    scope = scope_of(block)
+    scope = stage_pipeline_root(state, block)
     only_writer(state, scope, buffer)
     region = region_of(block.block.writes, buffer)
     assert region is not None

@@ -255,9 +255,10 @@ _COMPARE: dict[type, Callable[[int, int], bool]] = {
 def _init_runs_first(realize: SBlockRealize, block: SRef, placed: list[SRef]) -> bool:
     """Whether, in the new order, each element's first iteration is still the one whose
     reduction iterators all sit at their minimum (where T.init() runs), found by running
-    the loops when their bounds are constants and they are few. The role test above is
-    only sufficient: a fused `i * 32 + k` split by 4 and swapped still meets k == 0 first
-    in each row (TVM reorders it), while a split by 48 does not."""
+    the loops when their bounds are constants and they are few (a loop that feeds only
+    data-parallel iterators, and not the predicate, run once: the element fixes it). The
+    role test above is only sufficient: a fused `i * 32 + k` split by 4 and swapped still
+    meets k == 0 first in each row (TVM reorders it), while a split by 48 does not."""
     reordered = {id(sref) for sref in placed}
     inner: list[SRef] = []
     node = block.parent
@@ -269,7 +270,13 @@ def _init_runs_first(realize: SBlockRealize, block: SRef, placed: list[SRef]) ->
     total = 1
     for sref in loops:
         low, extent = sref.loop.min, sref.loop.extent
-        if not (isinstance(low, IntImm) and isinstance(extent, IntImm)):
+        if not isinstance(low, IntImm):
+            return False
+        if _role(realize, sref) == "S" and not uses_var(realize.predicate, sref.loop.loop_var):
+            # a loop feeding only data-parallel iterators is fixed by the element: one of its
+            # values shows the order of each element's iterations (a symbolic batch `b`)
+            extent = IntImm(1, extent.dtype)
+        if not isinstance(extent, IntImm):
             return False
         ranges.append(range(low.value, low.value + extent.value))
         total *= extent.value

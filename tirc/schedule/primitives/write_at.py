@@ -1,5 +1,8 @@
 """write_at: have a block write a cache in another storage scope, copied back into the buffer
-at the end of a loop's body: the part the block writes in one iteration of the loop.
+in a loop's body, after the last child that writes it: the part every block there writes in
+one iteration of the loop, as intervals. Every child up to that one accesses the cache
+instead; a read of the buffer after the last write is refused, as are a region that depends
+on anything but loops up to the given one, and a scope that is not a stage pipeline.
 
     for j0:                                 for j0:
         for k: C[vi, vj] += ...         →       for k: C_local[vi, vj] += ...
