@@ -113,7 +113,7 @@ def _ldmatrix(found: list[AccessConflicts]) -> list[AccessConflicts]:
 
 
 def _mma_plan(plan: Path) -> GpuPlan:
-    return GpuPlan(GPU_SAMPLES / "matmul_fp16_mma.tir", plan, {"N": "32"})
+    return GpuPlan(GPU_SAMPLES / "matmul_fp16_mma.tir", plan, (("N", "32"),))
 
 
 def test_mma_sample_ldmatrix_is_two_way() -> None:
@@ -197,7 +197,7 @@ def test_padded_rows_make_ldmatrix_conflict_free(
         assert item.is_conflict_free
     seen = _interpreted_ldmatrix_wavefronts(lowered, monkeypatch)
     assert len(seen) == 16 and all(phases == [1, 1, 1, 1] for phases in seen)
-    original = parse(padded.program.read_text(), defines=padded.defines)
+    original = parse(padded.program.read_text(), defines=dict(padded.defines))
     inputs = random_inputs(original["main"], 0)
     expected = {key: np.array(value, copy=True) for key, value in inputs.items()}
     got = {key: np.array(value, copy=True) for key, value in inputs.items()}

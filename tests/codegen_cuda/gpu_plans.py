@@ -4,6 +4,7 @@ comment gives tests (`tests use -D N=32`, `Tests use -D M=128 -D N=128`)."""
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,17 +22,24 @@ _TEST_DEFINES = re.compile(r"tests use((?:[ ,]*-D \w+=\w+)+)", re.IGNORECASE)
 class GpuPlan:
     program: Path
     plan: Path
-    defines: dict[str, str]
+    defines: tuple[tuple[str, str], ...]  # -D NAME=VALUE, in order
 
     @property
     def id(self) -> str:
         return self.plan.name.removesuffix(".plan.json")
 
     def lowered(self) -> IRModule:
-        """The program at its test shape, scheduled by the plan and lowered for cuda."""
-        module = parse(self.program.read_text(), name=str(self.program), defines=self.defines)
-        scheduled, _ = apply_plan_file(module, str(self.plan))
-        return lower_module(scheduled, target="cuda")
+        """The program at its test shape, scheduled by the plan and lowered for cuda (once
+        a test process: modules are immutable)."""
+        return _lowered(self)
+
+
+@functools.cache
+def _lowered(plan: GpuPlan) -> IRModule:
+    text = plan.program.read_text()
+    module = parse(text, name=str(plan.program), defines=dict(plan.defines))
+    scheduled, _ = apply_plan_file(module, str(plan.plan))
+    return lower_module(scheduled, target="cuda")
 
 
 def gpu_plans(prefix: str = "") -> list[GpuPlan]:
@@ -51,9 +59,10 @@ def gpu_plans(prefix: str = "") -> list[GpuPlan]:
     return found
 
 
-def defines_for_tests(text: str) -> dict[str, str]:
+def defines_for_tests(text: str) -> tuple[tuple[str, str], ...]:
     """The -D settings a program's comment asks tests to use."""
     match = _TEST_DEFINES.search(text)
     if match is None:
-        return {}
-    return dict(item.split("=", 1) for item in re.findall(r"-D (\w+=\w+)", match.group(1)))
+        return ()
+    settings = re.findall(r"-D (\w+)=(\w+)", match.group(1))
+    return tuple((name, value) for name, value in settings)

@@ -2,12 +2,11 @@
 sm_80 and sm_90, each kernel of each samples/gpu plan (found by name, at the shape its
 program gives tests) spills nothing to local memory and uses no more registers than a block
 of its threads can have, with PTX from its CUDA C (NVRTC, or nvcc where cuda-python is not
-installed) and from LLVM's NVPTX backend. Skipped, with the reason, where the CUDA toolkit is
-not installed."""
+installed) and from LLVM's NVPTX backend (both slow: CI runs them after the fast set). Skipped,
+with the reason, where the CUDA toolkit is not installed."""
 
 from __future__ import annotations
 
-import functools
 import re
 import shutil
 import subprocess
@@ -91,16 +90,6 @@ def _require(tool: str) -> str:
     return path
 
 
-@functools.cache
-def _lowered_by_id(plan_id: str) -> IRModule:
-    (plan,) = [plan for plan in PLANS if plan.id == plan_id]
-    return plan.lowered()
-
-
-def _lowered(plan: GpuPlan) -> IRModule:
-    return _lowered_by_id(plan.id)  # once for both architectures and both paths
-
-
 def _cuda_c_ptx(module: IRModule, arch: str, directory: Path) -> str:
     source = emit_cuda(module)
     if has_nvrtc():
@@ -131,18 +120,19 @@ def _check(module: IRModule, resources: list[KernelResources], arch: str) -> Non
 @pytest.mark.parametrize("plan", PLANS, ids=[plan.id for plan in PLANS])
 def test_cuda_c_kernels_fit_without_spills(plan: GpuPlan, arch: str, tmp_path: Path) -> None:
     _require("ptxas")
-    module = _lowered(plan)
+    module = plan.lowered()
     resources = ptx_resources(_cuda_c_ptx(module, arch, tmp_path), arch)
     _check(module, resources, arch)
     for kernel in resources:  # nothing in local memory at all
         assert kernel.stack_frame == 0, kernel.summary()
 
 
+@pytest.mark.slow  # lowering every plan: about 10 s of CPU for the ~20 plans, and growing
 @pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("plan", PLANS, ids=[plan.id for plan in PLANS])
 def test_llvm_kernels_fit_without_spills(plan: GpuPlan, arch: str) -> None:
     _require("ptxas")
-    module = _lowered(plan)
+    module = plan.lowered()
     try:
         ptx = emit_ptx(module, arch=arch)
     except DiagnosticError as error:
@@ -152,7 +142,7 @@ def test_llvm_kernels_fit_without_spills(plan: GpuPlan, arch: str) -> None:
     _check(module, ptx_resources(ptx, arch), arch)
 
 
-MMA = GpuPlan(GPU_SAMPLES / "matmul_fp16_mma.tir", GPU_SAMPLES / "matmul_fp16_mma.plan.json", {})
+MMA = GpuPlan(GPU_SAMPLES / "matmul_fp16_mma.tir", GPU_SAMPLES / "matmul_fp16_mma.plan.json", ())
 
 
 @pytest.mark.parametrize("emit", ["ptx", "cu"])
