@@ -38,6 +38,14 @@ PROGRAMS = {
         with T.launch_thread("threadIdx.x", 64) as tx:
             B[T.Ramp(tx * 4, 1, 4)] = A[T.Ramp(tx * 4, 1, 4)]
 """,
+    "half_vector_copy": """
+    @T.prim_func
+    def main(A: T.Buffer((512,), "float16"), B: T.Buffer((512,), "float16")):
+        with T.launch_thread("threadIdx.x", 64) as tx:
+            B[T.Ramp(tx * 8, 1, 8)] = A[T.Ramp(tx * 8, 1, 8)]
+            B[T.Ramp(tx * 4 + 256, 1, 4)] = A[T.Ramp(tx * 4 + 256, 1, 4)]
+            B[T.Ramp(tx * 8 + 1, 1, 8)] = A[T.Ramp(tx * 8 + 1, 1, 8)]
+""",
     "dynamic_shape": """
     @T.prim_func
     def main(a: T.handle, b: T.handle):
@@ -98,6 +106,16 @@ def test_half_math_goes_through_float() -> None:
 def test_aligned_vector_copy_uses_float4() -> None:
     text = emit_cuda(module("vector_copy"))
     assert "*(float4*)(B + tx * 4) = *(float4*)(A + tx * 4);" in text
+
+
+def test_aligned_half_vector_copy_moves_raw_words() -> None:
+    # CUDA has no 8-half vector struct: a 16-byte copy of 8 halves moves a uint4, 4 halves a
+    # uint2 (one ld/st.v4.u32 instead of 8 half loads and stores); a misaligned one stays
+    # lane by lane
+    text = emit_cuda(module("half_vector_copy"))
+    assert "*(uint4*)(B + tx * 8) = *(uint4*)(A + tx * 8);" in text
+    assert "*(uint2*)(B + tx * 4 + 256) = *(uint2*)(A + tx * 4 + 256);" in text
+    assert "B[tx * 8 + 1 + 7] = A[tx * 8 + 1 + 7];" in text
 
 
 def test_launcher_takes_shape_variables_and_computes_the_grid() -> None:

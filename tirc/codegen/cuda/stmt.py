@@ -9,6 +9,7 @@ become one store per lane except for aligned copies, which use CUDA's vector str
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 from tirc.analysis.arith.bound import Bound
 from tirc.codegen.cuda import types
@@ -177,9 +178,12 @@ def _store(w: KernelWriter, node: S.BufferStore) -> None:
         w.out.line(f"{pointer}[{w.p(index)}] = {w.p(node.value)};")
         return
     if isinstance(index, E.Ramp) and _is_vector_copy(w, node, index):
-        vector = types.vector_type(node.value.dtype)
-        base = w.p(index.base)
-        w.out.line(f"*({vector}*)({pointer} + {base}) = {w.p(node.value)};")
+        # one 16-, 8- or 4-byte move: a vector struct, or raw words for the types that have none
+        vector = types.copy_type(node.value.dtype)
+        source = cast(E.BufferLoad, node.value)
+        source_index = cast(E.Ramp, source.indices[-1])
+        read = f"*({vector}*)({w.p.pointer(source.buffer)} + {w.p(source_index.base)})"
+        w.out.line(f"*({vector}*)({pointer} + {w.p(index.base)}) = {read};")
         return
     if isinstance(index, E.Ramp) and _is_vector_map(w, node, index):
         _store_vector_map(w, node, index)
@@ -202,7 +206,7 @@ def _store(w: KernelWriter, node: S.BufferStore) -> None:
 def _is_vector_copy(w: KernelWriter, node: S.BufferStore, index: E.PrimExpr) -> bool:
     value = node.value
     return (
-        types.vector_type(value.dtype) is not None
+        types.copy_type(value.dtype) is not None
         and node.predicate is None
         and isinstance(value, E.BufferLoad)
         and value.predicate is None

@@ -62,6 +62,17 @@ def vector_type(dtype: DataType) -> str | None:
     return VECTOR_TYPES.get((str(dtype.element), dtype.lanes))
 
 
+COPY_TYPES = {4: "unsigned", 8: "uint2", 16: "uint4"}  # raw words, by bytes
+
+
+def copy_type(dtype: DataType) -> str | None:
+    """A type whose loads and stores move a vector of `dtype` as it is: its vector struct, or
+    raw words of the same size (`uint4` for 8 halves), or None."""
+    if not dtype.is_vector:
+        return None
+    return vector_type(dtype) or COPY_TYPES.get(dtype.bits * dtype.lanes // 8)
+
+
 def c_type(dtype: DataType) -> str:
     """The C type of a scalar dtype, or of a vector dtype with a CUDA vector struct."""
     if dtype.is_vector:
