@@ -344,7 +344,21 @@ def schedule_command(
 )
 @click.option("--check", is_flag=True, help="Compare the results with the interpreter's.")
 @remarks_option
-@click.option("--bench", is_flag=True, help="Report the median time over repeats.")
+@click.option(
+    "--bench",
+    is_flag=True,
+    help="Report the median time over repeats, as GB/s moved (the bytes of each buffer "
+    "parameter the function reads, plus those it writes: an in-place buffer counts twice) "
+    "and, for a GEMM-like program or with --flops, TFLOP/s (counted: 2 x the iterations of "
+    "each block that reduces with a multiply-add, C = C + A * B; a matmul's 2MNK).",
+)
+@click.option(
+    "--flops",
+    type=click.FloatRange(min=1),
+    default=None,
+    metavar="N",
+    help="With --bench: the float operations of one call, for TFLOP/s (e.g. 1.1e12).",
+)
 @click.option(
     "-O",
     "opt_level",
@@ -374,6 +388,7 @@ def run_command(
     sizes: tuple[str, ...],
     check: bool,
     bench: bool,
+    flops: float | None,
     opt_level: int | None,
     defines: tuple[str, ...],
     gpu_model: str | None,
@@ -397,6 +412,7 @@ def run_command(
             opt_level=opt_level,
             gpu_model=gpu_model,
             sizes=parse_sizes(sizes),
+            flops=None if flops is None else round(flops),
         )
     )
 

@@ -33,20 +33,21 @@ from tirc.ir.buffer import Buffer
 from tirc.ir.expr import Var
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.target import Target
-from tirc.runtime.throughput import Timing, count_flops
+from tirc.runtime.throughput import Timing, moved_bytes, multiply_add_flops
 
 
 @dataclass(frozen=True)
 class Ran:
     """What a backend's run gives the summary: the seconds of the call, its timing with
-    --bench (and the float operations to say it in), and notes before the check's and after
-    the timing's."""
+    --bench (and the bytes and float operations of a call to say it in), and notes before
+    the check's and after the timing's."""
 
     elapsed: float
     timing: Timing | None = None
     flops: int | None = None
     first_notes: tuple[str, ...] = ()
     last_notes: tuple[str, ...] = ()
+    moved: int = 0
 
 
 @dataclass(frozen=True)
@@ -101,15 +102,23 @@ def run_file(
     opt_level: int | None = None,
     gpu_model: str | None = None,
     sizes: Mapping[str, int] | None = None,
+    flops: int | None = None,
 ) -> int:
     """Runs `func` (default: the only function, or `main`) of the file at `path` on
     `target`, scheduled by `plan`, on inputs from `inputs` and random ones shaped by `sizes`
     (shape variables by name); writes every buffer parameter to `save` (an npz, atomically)
     and prints a summary. Returns 0; a failed `check` is a DiagnosticError. `opt_level` is
     LLVM's (default 3); `gpu_model` is how the interpreter runs GPU kernels
-    (tirc.interp.lockstep GPU_MODELS; default threads)."""
+    (tirc.interp.lockstep GPU_MODELS; default threads). With `bench`, the timing is said as
+    GB/s of the bytes the buffer parameters move (each read once, each written once) and,
+    with `flops` (a call's float operations) or for a GEMM-like program (counted:
+    tirc.runtime.throughput.multiply_add_flops), as TFLOP/s."""
     target = parse_target(target)
     check_run_options(target, check=check, opt_level=opt_level, gpu_model=gpu_model)
+    if flops is not None and not bench:
+        raise DiagnosticError.at(
+            None, "--flops says what --bench divides by its time; add --bench, or drop --flops"
+        )
     # with --bench (which takes a while) a transient progress line on a terminal's stderr
     meter = meter_for() if bench else Meter(None)
     from tirc.interp.lockstep.kernel import gpu_model as model
@@ -128,6 +137,7 @@ def run_file(
             opt_level,
             meter,
             sizes or {},
+            flops,
         )
     buffers = {
         param.name: args[param.name]
@@ -142,7 +152,7 @@ def run_file(
     for note in ran.first_notes:
         print(note, file=stream)
     if ran.timing is not None:
-        print(f"bench: {ran.timing.describe(ran.flops, _buffer_bytes(args))}", file=stream)
+        print(f"bench: {ran.timing.describe(ran.moved, ran.flops)}", file=stream)
     for note in ran.last_notes:
         print(note, file=stream)
     return ExitCode.OK
@@ -189,6 +199,7 @@ def _execute(
     opt_level: int | None,
     meter: Meter,
     sizes: Mapping[str, int],
+    flops: int | None = None,
 ) -> tuple[str, PrimFunc, dict[str, np.ndarray | int], dict[str, np.ndarray], Ran]:
     """Parses, verifies, schedules, runs the function on the target and checks it: its name,
     the function, the arguments after the run, the inputs given and what the run gave."""
@@ -217,10 +228,13 @@ def _execute(
         elapsed, timing, arch = run_on_cuda(
             module, name, function, target, args, bench=bench, opt_level=opt_level
         )
-        source = original[name] if name in original else function
-        ran = Ran(elapsed, timing, count_flops(source) if timing else None, (f"device: {arch}",))
+        ran = Ran(elapsed, timing, first_notes=(f"device: {arch}",))
     else:
         ran = _run_on_cpu(module, name, function, target, args, bench, opt_level, meter)
+    if ran.timing is not None:  # what the timing is said in, counted on the program as written
+        source = original[name] if name in original else function
+        counted = flops if flops is not None else multiply_add_flops(source)
+        ran = dataclasses.replace(ran, flops=counted, moved=moved_bytes(source, args))
     if reference is not None:
         rule = CHECK_RULES[target.backend]
         meter.stage("checking against the interpreter")
@@ -284,7 +298,7 @@ def _run_on_cpu(
         if busy is not None:
             first.append(f"bench: {busy}")
     meter.stage(f"compiling {name} for {target}")
-    call, lowered = jit_compile(module, name, target, 3 if opt_level is None else opt_level)
+    call, _ = jit_compile(module, name, target, 3 if opt_level is None else opt_level)
     pristine = {key: np.array(value, copy=True) for key, value in args.items()} if bench else None
     meter.stage(f"running {name}")
     start = time.perf_counter()
@@ -302,7 +316,7 @@ def _run_on_cpu(
     timing = time_calls(lambda: call(scratch), meter=meter)
     meter.stage("timing a numpy copy of the buffers", total=1.0)
     baseline = f"bench: {_numpy_baseline(function, args, timing.median, meter)}"
-    return Ran(elapsed, timing, count_flops(lowered[name]), tuple(first), (baseline,))
+    return Ran(elapsed, timing, None, tuple(first), (baseline,))
 
 
 def _interpret(module: IRModule, function: PrimFunc, values: dict[str, np.ndarray]) -> None:
@@ -321,10 +335,6 @@ def _interpret(module: IRModule, function: PrimFunc, values: dict[str, np.ndarra
 
 def _param(function: PrimFunc, name: str) -> Var:
     return next(p for p in function.params if p.name == name)
-
-
-def _buffer_bytes(args: Mapping[str, object]) -> int:
-    return sum(value.nbytes for value in args.values() if isinstance(value, np.ndarray))
 
 
 def _numpy_baseline(
