@@ -3,10 +3,12 @@ another storage scope, placed in a loop's body, as TVM 0.27 places it. It covers
 block under the loop that reads (read_at) or writes (write_at) the buffer accesses in one
 iteration of the loop, each region relaxed as an interval over the loops between its block
 and the loop (and the thread loops above that share the cache: a shared cache spans threadIdx
-and vthread loops), not cut to the buffer. A read copy goes before the first child of the
-loop's body that reads the buffer, and every child from there on reads the cache instead (no
-child may write the buffer before that); a write copy goes after the last child that writes
-it, and every child up to there writes the cache (no child may read the buffer after that).
+and vthread loops). Where that passes the buffer's bounds (a padding block's `X[vw - 1]`,
+guarded by its condition), the copy is cut to the buffer: TVM 0.27 copies from outside it.
+A read copy goes before the first child of the loop's body that reads the buffer, and every
+child from there on reads the cache instead (no child may write the buffer before that); a
+write copy goes after the last child that writes it, and every child up to there writes the
+cache (no child may read the buffer after that).
 
 The copy block is named after the cache (`A_shared`), annotated `auto_copy`, and iterates
 over the loops (up to and including the chosen one) its region depends on, in the order the
@@ -41,7 +43,7 @@ from tirc.ir.substitute import substitute
 from tirc.schedule.buffer_access import AccessKind, nth_buffer
 from tirc.schedule.errors import ScheduleError
 from tirc.schedule.rebind import serial_loop
-from tirc.schedule.region_bound import loop_domains, relax_regions
+from tirc.schedule.region_bound import clamp_to_buffer, loop_domains, relax_regions
 from tirc.schedule.schedule import Schedule, describe
 from tirc.schedule.sref import SRef
 from tirc.schedule.stage_pipeline import stage_pipeline_root
@@ -98,7 +100,7 @@ def copy_at(
     regions = [region for access in accesses for region in access.regions(direction)]
     stage_pipeline_root(state, block)
     cache = with_scope(buffer, storage_scope)
-    region, loops = _union(buffer, regions), _outer_loops(loop, scope)
+    region, loops = clamp_to_buffer(_union(buffer, regions)), _outer_loops(loop, scope)
     _check_bound_by_loops(region, loops, loop)
     copy = _copy_nest(region, cache, loops, direction)
     redirect = _Redirect(buffer, cache)
