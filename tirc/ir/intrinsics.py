@@ -124,7 +124,7 @@ register(Intrinsic("tvm_warp_shuffle_down", 5, 5, Result.SECOND_ARG, Effect.READ
 register(Intrinsic("tvm_warp_activemask", 0, 0, Result.EXPLICIT, Effect.READ))
 register(Intrinsic("ptx_mma", 14, None, Result.EXPLICIT, Effect.UPDATE))
 register(Intrinsic("ptx_ldmatrix", 8, 8, Result.EXPLICIT, Effect.UPDATE))
-register(Intrinsic("ptx_cp_async", 5, 6, Result.EXPLICIT, Effect.UPDATE))
+register(Intrinsic("ptx_cp_async", 6, 7, Result.EXPLICIT, Effect.UPDATE))  # dtype first
 register(Intrinsic("ptx_commit_group", 0, 0, Result.EXPLICIT, Effect.UPDATE))
 register(Intrinsic("ptx_wait_group", 1, 1, Result.EXPLICIT, Effect.UPDATE))
 register(Intrinsic("mma_store", 7, 7, Result.EXPLICIT, Effect.UPDATE))

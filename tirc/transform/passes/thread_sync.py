@@ -14,8 +14,8 @@ Asynchronous copies (stores under `T.attr(0, "async_scope", 1)`, or `T.ptx_cp_as
 any time until a wait retires them (`async_wait_inflight_count` around a statement, or
 `T.ptx_wait_group(n)`), so a barrier does not make them visible: they count as writes where
 they are issued (other threads must have read the old values first) and again at every wait
-after them, until a wait for all groups (`n == 0`). The barrier a read needs goes after the
-wait, inside its attribute: `wait_group(n); __syncthreads(); read`.
+after them, until a wait for all groups (`n == 0`). Barriers go inside the async attributes,
+as TVM puts them: the one a read needs after the wait, `wait_group(n); __syncthreads(); read`.
 
     with T.launch_thread("threadIdx.x", 32) as tx:           ... as tx:
         S[tx] = A[tx]                                 ->          S[tx] = A[tx]
@@ -36,11 +36,13 @@ from tirc.ir.functor import Mutator, Visitor
 from tirc.transform.pass_base import Dialect, FunctionPass
 from tirc.transform.passes.inject_software_pipeline import (
     ASYNC_SCOPE,
+    COMMIT_QUEUE_SCOPE,
     WAIT_INFLIGHT_COUNT,
     WAIT_QUEUE_SCOPE,
 )
 
 SHARED_SCOPES = ("shared", "shared.dyn")
+ASYNC_KEYS = (ASYNC_SCOPE, COMMIT_QUEUE_SCOPE, WAIT_QUEUE_SCOPE, WAIT_INFLIGHT_COUNT)
 # spelled as the parser completes `T.tvm_storage_sync("shared")`
 SYNC = S.Evaluate(
     E.Call(
@@ -157,8 +159,8 @@ def _wait_count(stmt: S.Stmt) -> E.PrimExpr | None:
     return None
 
 
-def _is_wait_scope(stmt: S.Stmt) -> bool:
-    return isinstance(stmt, S.AttrStmt) and stmt.key in (WAIT_QUEUE_SCOPE, WAIT_INFLIGHT_COUNT)
+def _is_async_scope(stmt: S.Stmt) -> bool:
+    return isinstance(stmt, S.AttrStmt) and stmt.key in ASYNC_KEYS
 
 
 class _Planner(Mutator):
@@ -202,7 +204,7 @@ class _Planner(Mutator):
             if (
                 self.state.conflicts(accesses)
                 and not _starts_with_sync(child)
-                and not _is_wait_scope(child)  # the barrier goes inside, after the wait
+                and not _is_async_scope(child)  # the barrier goes inside (after a wait)
             ):
                 new.append(SYNC)
                 self.state = self.state.after_barrier()

@@ -1,0 +1,191 @@
+"""Asynchronous software pipelines end to end: inject-software-pipeline's async stages, thread-sync
+and inject-ptx-async-copy in the cuda pipeline. The lowered program computes what the
+unscheduled one does in the interpreter, whose cp.async lands only when a wait retires it (so a
+wait count one too lax is caught); the CUDA C waits, then synchronizes, then reads; nvcc and
+ptxas accept it. The passes' own before/after pairs are goldens (golden/inject_software_pipeline
+/async_*, golden/inject_ptx_async_copy, golden/thread_sync/async_pipeline).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.codegen_cuda.helpers import nvcc_accepts, ptxas_accepts
+from tirc.codegen.cuda.module import emit_cuda
+from tirc.codegen.nvptx.module import emit_ptx
+from tirc.diagnostics import DiagnosticError
+from tirc.driver.lower import lower_module
+from tirc.interp import random_inputs, run
+from tirc.ir import expr as E
+from tirc.ir.function import IRModule
+from tirc.ir.functor import Mutator, walk
+from tirc.ir.node import Node
+from tirc.text import parse
+
+PROGRAMS = Path(__file__).parent / "programs"
+MATMUL = PROGRAMS / "async_pipeline_matmul.tir"
+INTERLEAVED = PROGRAMS / "async_pipeline_interleaved.tir"
+STAGES = '"software_pipeline_stage": [0, 0, 1]'
+
+
+def matmul(stages: int) -> IRModule:
+    """The matmul with its compute in stage `stages - 1` (a pipeline of `stages` stages)."""
+    text = MATMUL.read_text()
+    assert STAGES in text
+    text = text.replace(STAGES, f'"software_pipeline_stage": [0, 0, {stages - 1}]')
+    return parse(text, name=str(MATMUL))
+
+
+def calls(module: IRModule, op: str) -> list[E.Call]:
+    found: list[E.Call] = []
+
+    def look(node: Node) -> None:
+        if isinstance(node, E.Call) and node.op == op:
+            found.append(node)
+
+    walk(module, look)
+    return found
+
+
+def outputs(module: IRModule, seed: int) -> dict[str, np.ndarray | int]:
+    args = random_inputs(module["main"], seed)
+    run(module["main"], args, module=module)
+    return args
+
+
+def assert_computes_the_same(original: IRModule, lowered: IRModule) -> None:
+    want, got = outputs(original, 3), outputs(lowered, 3)
+    for name, value in want.items():
+        np.testing.assert_array_equal(got[name], value, err_msg=name)
+
+
+@pytest.mark.parametrize("stages", [2, 3, 4])
+def test_pipelined_matmul_computes_the_same(stages: int) -> None:
+    """16-byte cp.async for every copy; the loop waits with stages - 1 groups in flight (the
+    tile it reads complete, the later ones, this step's included, not), the epilogue with
+    fewer down to 0."""
+    original = matmul(stages)
+    lowered = lower_module(original, target="cuda")
+    copies = calls(lowered, "ptx_cp_async")
+    assert copies and all(E.int_value(call.args[4]) == 16 for call in copies)
+    counts = sorted({E.int_value(call.args[0]) for call in calls(lowered, "ptx_wait_group")})
+    assert counts == list(range(stages))
+    assert_computes_the_same(original, lowered)
+
+
+def test_predicated_interleaved_copies_compute_the_same() -> None:
+    """Predicated 4-byte copies, two commit groups a step around the compute: the loop waits
+    with 5 groups in flight, exactly enough (TVM 0.27 waits with 5 there too, but commits the
+    prologue's copies in fewer groups, so its first steps read copies still in flight)."""
+    original = parse(INTERLEAVED.read_text(), name=str(INTERLEAVED))
+    lowered = lower_module(original, target="cuda")
+    copies = calls(lowered, "ptx_cp_async")
+    assert copies and all(len(call.args) == 6 for call in copies)  # predicated
+    counts = [E.int_value(call.args[0]) for call in calls(lowered, "ptx_wait_group")]
+    assert counts == [5, 4, 2, 0]
+    assert_computes_the_same(original, lowered)
+
+
+class _Laxer(Mutator):
+    """Every wait leaves one group more in flight than it should."""
+
+    def visit_Call(self, node: E.Call) -> E.PrimExpr:
+        if node.op != "ptx_wait_group":
+            return node
+        count = node.args[0]
+        assert isinstance(count, E.IntImm)
+        return dataclasses.replace(node, args=(E.IntImm(count.value + 1, count.dtype),))
+
+
+def test_a_lax_wait_is_caught() -> None:
+    """In the interpreter a copy lands when a wait retires it: one group too many in flight
+    and a thread reads what another's copy has not yet written."""
+    lowered = lower_module(matmul(2), target="cuda")
+    functions = tuple((name, _Laxer().visit(func)) for name, func in lowered.functions)
+    lax = dataclasses.replace(lowered, functions=functions)
+    with pytest.raises(DiagnosticError, match="data race on shared memory 'A_shared'"):
+        outputs(lax, 3)
+
+
+def kernel_source(module: IRModule) -> str:
+    return emit_cuda(module)
+
+
+@pytest.mark.parametrize("stages", [2, 3])
+def test_cuda_waits_then_synchronizes_then_reads(stages: int) -> None:
+    source = kernel_source(lower_module(matmul(stages), target="cuda"))
+    loop = source[source.index("for (int k_0") :]
+    order = re.findall(
+        r"cp\.async\.cg\.shared\.global|cp\.async\.commit_group|cp\.async\.wait_group \d+|"
+        r"__syncthreads\(\)|[AB]_shared\[",
+        loop,
+    )
+    # the loop: barrier (the copies overwrite what the last step read), copies, commit, wait,
+    # barrier, reads
+    body = order[: order.index("__syncthreads()", 1) + 2]
+    assert body[0] == "__syncthreads()"
+    assert body[-4:] == [
+        "cp.async.commit_group",
+        f"cp.async.wait_group {stages - 1}",
+        "__syncthreads()",
+        "A_shared[",
+    ]
+    assert set(body[1:-4]) == {"cp.async.cg.shared.global"}
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_cuda_compiles(arch: str, tmp_path: Path) -> None:
+    source = kernel_source(lower_module(matmul(3), target="cuda"))
+    assert nvcc_accepts(source, tmp_path, arch) == ""
+    interleaved = parse(INTERLEAVED.read_text(), name=str(INTERLEAVED))
+    source = kernel_source(lower_module(interleaved, target="cuda"))
+    assert nvcc_accepts(source, tmp_path, arch) == ""
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_nvptx_assembles(arch: str, tmp_path: Path) -> None:
+    ptx = emit_ptx(lower_module(matmul(3), target="cuda"), arch=arch)
+    assert "cp.async.cg.shared.global" in ptx and "cp.async.wait_group 1;" in ptx
+    assert ptxas_accepts(ptx, tmp_path, arch) == ""
+
+
+def pipeline_program(stage: str, order: str, async_stages: str) -> str:
+    return f"""
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((16,), "float32"), C: T.Buffer((16,), "float32")):
+    for tx in T.thread_binding(1, thread="threadIdx.x"):
+        for i in T.serial(16, annotations={{"software_pipeline_stage": {stage},
+                "software_pipeline_order": {order},
+                "software_pipeline_async_stages": {async_stages}}}):
+            with T.sblock("step"):
+                S = T.sblock_alloc_buffer((1,), scope="shared")
+                with T.sblock("copy"):
+                    S[0] = A[i]
+                with T.sblock("use"):
+                    C[i] = S[0] + T.float32(1.0)
+"""
+
+
+@pytest.mark.parametrize(
+    ("stage", "order", "message"),
+    [
+        ("[1, 0]", "[0, 1]", "reads 'S' before the asynchronous stage 1 that writes it commits"),
+        ("[1, 1]", "[1, 0]", "reads 'S' before the asynchronous stage 1 that writes it commits"),
+    ],
+)
+def test_a_read_before_the_commit_is_refused(stage: str, order: str, message: str) -> None:
+    module = parse(pipeline_program(stage, order, "[0, 1]"))
+    with pytest.raises(DiagnosticError, match=message) as caught:
+        lower_module(module, target="cuda")
+    assert caught.value.diagnostics[0].span is not None
+
+
+def test_an_async_stage_nobody_reads_is_refused() -> None:
+    module = parse(pipeline_program("[0, 1]", "[0, 1]", "[1]"))
+    with pytest.raises(DiagnosticError, match="nothing in the pipelined loop reads"):
+        lower_module(module, target="cuda")
