@@ -150,7 +150,11 @@ def test_cuda_compiles(arch: str, tmp_path: Path) -> None:
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 def test_nvptx_assembles(arch: str, tmp_path: Path) -> None:
     ptx = emit_ptx(lower_module(matmul(3), target="cuda"), arch=arch)
-    assert "cp.async.cg.shared.global" in ptx and "cp.async.wait_group 1;" in ptx
+    assert "cp.async.cg.shared.global" in ptx and "cp.async.wait_group 2;" in ptx
+    assert ptxas_accepts(ptx, tmp_path, arch) == ""
+    interleaved = parse(INTERLEAVED.read_text(), name=str(INTERLEAVED))
+    ptx = emit_ptx(lower_module(interleaved, target="cuda"), arch=arch)
+    assert re.search(r"cp\.async\.ca\.shared\.global \[%r\d+\], \[%rd\d+\], 4, %r\d+;", ptx)
     assert ptxas_accepts(ptx, tmp_path, arch) == ""
 
 
