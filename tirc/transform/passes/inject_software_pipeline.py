@@ -80,6 +80,32 @@ class _Accesses(Visitor):
         self.writes.add(node.buffer.data)
         self.generic_visit(node)
 
+    def visit_SBlock(self, node: S.SBlock) -> None:
+        # a tensorized block reads and writes through pointers: its regions say what
+        self.reads.update(region.buffer.data for region in node.reads)
+        self.writes.update(region.buffer.data for region in node.writes)
+        self.generic_visit(node)
+
+    def visit_Call(self, node: E.Call) -> None:
+        pointer = _access_pointer(node)
+        if pointer is not None:
+            data, mask = pointer
+            if mask & 1:
+                self.reads.add(data)
+            if mask & 2:
+                self.writes.add(data)
+        self.generic_visit(node)
+
+
+def _access_pointer(call: E.Call) -> tuple[E.Var, int] | None:
+    """(data, read/write mask) of a `T.tvm_access_ptr(type, data, offset, extent, mask)`."""
+    if call.op != "tvm_access_ptr" or len(call.args) != 5:
+        return None
+    data, mask = call.args[1], call.args[4]
+    if not isinstance(data, E.Var):
+        return None
+    return data, mask.value if isinstance(mask, E.IntImm) else 3
+
 
 class _Versioner(Mutator):
     """Accesses of versioned buffers get the version index in front."""
@@ -111,9 +137,34 @@ class _Versioner(Mutator):
         whole = Range(E.IntImm(0, buffer.index_dtype), buffer.shape[0])
         return BufferRegion(buffer, (whole, *node.region), span=node.span)
 
+    def visit_Call(self, node: E.Call) -> E.PrimExpr:
+        """A pointer into a versioned buffer (ldmatrix's operand, say) moves to its version:
+        the offset grows by the version times the size of one version."""
+        node = self.generic_visit(node)
+        pointer = _access_pointer(node)
+        found = self.versions.get(pointer[0]) if pointer is not None else None
+        if found is None:
+            return node
+        buffer, index = found
+        offset = node.args[2]
+        assert isinstance(offset, E.PrimExpr)
+        if buffer.strides:
+            size = buffer.strides[0]
+        else:
+            size = E.IntImm(1, offset.dtype)
+            for extent in buffer.shape[1:]:
+                size = E.Mul(size, extent)
+        moved = E.Add(offset, E.Mul(_like(index, offset), _like(size, offset)))
+        args = (node.args[0], buffer.data, moved, *node.args[3:])
+        return dataclasses.replace(node, args=args)
+
+
+def _like(expr: E.PrimExpr, other: E.PrimExpr) -> E.PrimExpr:
+    return expr if expr.dtype == other.dtype else E.Cast(other.dtype, expr)
+
 
 class _HandleUses(Visitor):
-    """Uses of a data handle other than through buffer accesses (e.g. in `tvm_access_ptr`)."""
+    """Uses of a data handle other than through buffer accesses and `tvm_access_ptr`."""
 
     def __init__(self, handles: set[E.Var]) -> None:
         self.handles = handles
@@ -122,6 +173,14 @@ class _HandleUses(Visitor):
     def visit_Var(self, node: E.Var) -> None:
         if node in self.handles:
             self.found = node
+
+    def visit_Call(self, node: E.Call) -> None:
+        if _access_pointer(node) is None:
+            self.generic_visit(node)
+            return
+        for position, arg in enumerate(node.args):
+            if position != 1:
+                self.visit(arg)
 
 
 def _int_list(loop: S.For, key: str, count: int | None) -> tuple[int, ...]:
