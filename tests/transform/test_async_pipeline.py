@@ -191,5 +191,5 @@ def test_a_read_before_the_commit_is_refused(stage: str, order: str, message: st
 
 def test_an_async_stage_nobody_reads_is_refused() -> None:
     module = parse(pipeline_program("[0, 1]", "[0, 1]", "[1]"))
-    with pytest.raises(DiagnosticError, match="nothing in the pipelined loop reads"):
+    with pytest.raises(DiagnosticError, match="nothing in the pipelined loop reads what this"):
         lower_module(module, target="cuda")

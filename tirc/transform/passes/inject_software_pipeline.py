@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 from tirc.analysis.arith.analyzer import Analyzer
 from tirc.analysis.regions import infer_access_regions
-from tirc.diagnostics import DiagnosticError
+from tirc.diagnostics import DiagnosticError, Note
 from tirc.ir import dtype as dt
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
@@ -287,6 +287,7 @@ class _AsyncPlan:
     def __init__(
         self,
         loop: S.For,
+        stmts: tuple[S.Stmt, ...],
         stages: tuple[int, ...],
         ordered: tuple[int, ...],
         accesses: list[_Accesses],
@@ -316,10 +317,12 @@ class _AsyncPlan:
                 if index in group.members or not self._after_commit(index, group):
                     name = min(var.name for var in shared)
                     raise DiagnosticError.at(
-                        loop.span,
-                        f"statement {index} of the pipelined loop reads '{name}' before the "
+                        stmts[index].span or loop.span,
+                        f"this statement of the pipelined loop reads '{name}' before the "
                         f"asynchronous stage {group.stage} that writes it commits its copy: read "
                         "an asynchronous result at a later stage, or later in the order",
+                        Note("written asynchronously here", stmts[group.members[-1]].span),
+                        Note("the pipelined loop", loop.span),
                     )
                 if (group, stages[index]) not in waited:
                     waited.add((group, stages[index]))
@@ -329,9 +332,10 @@ class _AsyncPlan:
         for group in groups:
             if not any(done is group for done, _ in waited):
                 raise DiagnosticError.at(
-                    loop.span,
-                    f"nothing in the pipelined loop reads what asynchronous stage {group.stage} "
-                    f"writes (statement {group.members[0]}): no statement would wait for it",
+                    stmts[group.members[0]].span or loop.span,
+                    f"nothing in the pipelined loop reads what this statement of asynchronous "
+                    f"stage {group.stage} writes: no statement would wait for its copy",
+                    Note("the pipelined loop", loop.span),
                 )
 
     def _after_commit(self, reader: int, group: _Group) -> bool:
@@ -545,7 +549,9 @@ def pipeline(
             "is used other than through buffer accesses",
         )
     ordered = tuple(sorted(range(len(stmts)), key=lambda k: (orders[k], k)))
-    plan = _AsyncPlan(loop, stages, ordered, accesses, async_stages) if async_stages else None
+    plan = (
+        _AsyncPlan(loop, stmts, stages, ordered, accesses, async_stages) if async_stages else None
+    )
     rewrite = _Pipeline(loop, stmts, stages, ordered, versioned, analyzer, plan)
     extent = analyzer.simplify(E.Sub(loop.extent, stage_count))
     unrolled, none = S.ForKind.UNROLLED, S.EMPTY_ATTRS
