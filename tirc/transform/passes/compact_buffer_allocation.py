@@ -116,9 +116,33 @@ class _Touched(Visitor):
                 ends.append(self.relaxed(index.base, last, both=True))
             elif index.dtype.is_vector:
                 ends.append((None, None))
+            elif buffer.scope == "local":
+                ends.append(self.tightest(index))
             else:
                 ends.append(self.relaxed(index, index))
         self.touch(buffer, ends)
+
+    def tightest(self, index: E.PrimExpr) -> tuple[E.PrimExpr | None, E.PrimExpr | None]:
+        """The index relaxed as written, or simplified first where that gives a smaller
+        constant extent: a register array over `(k0 * 128 + tx * 4 + v) % 128 // 4` (a
+        lane's slice of a row, laid out by transform_layout) holds the lane's `tx` alone,
+        where relaxing the expression as written spans all 32 lanes."""
+        plain = self.relaxed(index, index)
+        simpler = self.analyzer.simplify(index)
+        if simpler is index:
+            return plain
+        tight = self.relaxed(simpler, simpler)
+        narrower = self.extent(tight)
+        if narrower is not None and narrower < (self.extent(plain) or narrower + 1):
+            return tight
+        return plain
+
+    def extent(self, ends: tuple[E.PrimExpr | None, E.PrimExpr | None]) -> int | None:
+        low, high = ends
+        if low is None or high is None:
+            return None
+        size = self.analyzer.simplify(E.Sub(high, _like(low, high) or low))
+        return size.value + 1 if isinstance(size, E.IntImm) else None
 
     def relaxed(
         self, low: E.PrimExpr, high: E.PrimExpr, both: bool = False
