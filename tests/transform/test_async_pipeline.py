@@ -193,3 +193,36 @@ def test_an_async_stage_nobody_reads_is_refused() -> None:
     module = parse(pipeline_program("[0, 1]", "[0, 1]", "[1]"))
     with pytest.raises(DiagnosticError, match="nothing in the pipelined loop reads what this"):
         lower_module(module, target="cuda")
+
+
+IN_FLIGHT = """
+@T.prim_func
+def main(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 1)
+    S = T.alloc_shared((4,), "float32")
+    for i in range(4):
+        S[i] = T.float32(0.0)
+    T.ptx_cp_async("float32", S.data, 0, A.data, 0, 4)
+    T.ptx_commit_group()
+    T.ptx_cp_async("float32", S.data, 1, A.data, 1, 4)
+    T.ptx_commit_group()
+    T.ptx_cp_async("float32", S.data, 2, A.data, 2, 4)
+    T.ptx_wait_group(1)
+    B[0] = S[0]
+    B[1] = S[1]
+    T.ptx_wait_group(0)
+    B[2] = S[1]
+    B[3] = S[2]
+    T.ptx_commit_group()
+    T.ptx_wait_group(0)
+    B[4] = S[2]
+"""
+
+
+def test_the_interpreter_lands_copies_when_a_wait_retires_them() -> None:
+    """wait_group(n) completes every committed group but the n most recent; a copy not yet
+    committed belongs to no group, and no wait completes it (PTX's cp.async.wait_group)."""
+    module = parse(IN_FLIGHT)
+    args = {"A": np.arange(1, 9, dtype="float32"), "B": np.full(8, -1, dtype="float32")}
+    run(module["main"], args, module=module)
+    assert list(args["B"][:5]) == [1, 0, 2, 0, 3]
