@@ -21,6 +21,7 @@ from tirc.ir import expr as E
 from tirc.ir.arith import arithmetic, match_types
 from tirc.ir.buffer import BufferRegion, Range
 from tirc.ir.expr import IntImm, PrimExpr, Var
+from tirc.ir.functor import walk
 from tirc.ir.substitute import substitute
 from tirc.schedule.errors import ScheduleError
 from tirc.schedule.properties import realize_of
@@ -99,14 +100,17 @@ def _check_cover(
     lca: SRef,
     root: SRef,
 ) -> None:
-    """Refuses where the cover provably fails: every producer surely writes nothing (a
-    region of symbolic extent), or the bounds show a gap. Where tirc's iterator maps cannot
-    bound a producer's region, or the bounds compare neither way, the cover is let through."""
+    """Refuses where the cover fails: every producer surely writes nothing (a region of
+    symbolic extent), the bounds show a gap, or bounds over loop variables alone do not
+    provably cover. Where tirc's iterator maps cannot bound a producer's region, or bounds
+    over shape variables compare neither way (tirc's arithmetic may know less than TVM's
+    there), the cover is let through."""
     bounds = [_surely_written(write, producer, lca) for producer, write in written]
     if any(bound is None for bound in bounds):
         return
     known = [bound for bound in bounds if bound is not None and bound is not NOTHING]
     consumed = _maybe_read(read, consumer, lca)
+    loops = {node.loop.loop_var for node in consumer.ancestors() if node.is_loop}
     analyzer = Analyzer()
     for dim, want in enumerate(consumed):
         extent = read.buffer.shape[dim]
@@ -114,10 +118,13 @@ def _check_cover(
         produced = _union_lower_bound([bound[dim] for bound in known], analyzer)
         if produced is not None:
             have = _clamp(produced, extent, analyzer)
-            if not (
-                analyzer.can_prove(E.GT(*match_types(have[0], want[0])))
-                or analyzer.can_prove(E.GT(*match_types(want[1], have[1])))
-            ):
+            covered = analyzer.can_prove(
+                E.LE(*match_types(have[0], want[0]))
+            ) and analyzer.can_prove(E.LE(*match_types(want[1], have[1])))
+            gap = analyzer.can_prove(E.GT(*match_types(have[0], want[0]))) or analyzer.can_prove(
+                E.GT(*match_types(want[1], have[1]))
+            )
+            if covered or not (gap or _over_loops((*want, *have), loops)):
                 continue
             written_text = f"only [{_text(have[0])}, {_text(have[1])}]"
         else:
@@ -131,6 +138,13 @@ def _check_cover(
             consumer,
             producer,
         )
+
+
+def _over_loops(bounds: tuple[PrimExpr, ...], loops: set[Var]) -> bool:
+    """Whether every variable in `bounds` is one of `loops`."""
+    free: list[Var] = []
+    walk(bounds, lambda node: free.append(node) if isinstance(node, Var) else None)
+    return all(var in loops for var in free)
 
 
 def _text(bound: PrimExpr) -> str:

@@ -1,8 +1,9 @@
 """reindex: give a block's access to a buffer its own buffer indexed by the block's
 iterators, with a copy stage between it and the original (before the block for a read,
 after it for a write); layouts can then be transformed on the block's own terms. The stage
-goes just before (after) the statement of the block's scope that holds the block, whatever
-else that statement holds. The scope must be a stage pipeline, and the indices may use only
+goes just before (after) the outermost loop above the block in its scope; the loops down to
+the block's own must each be the only child of the one above (the block itself may have
+siblings under its loop). The scope must be a stage pipeline, and the indices may use only
 the block's iterators and outer variables: an index over a loop inside the block (a read_at
 copy's `v0 + ax0`) is refused, where TVM 0.27 moves the loop variable out of its loop.
 
@@ -164,16 +165,26 @@ def _reindex_buffer(buffer: Buffer, covered: list[IterVar]) -> Buffer:
 
 
 def _outer_position(block: SRef, scope: SRef) -> int:
-    """The index in the scope's body of the statement holding `block`: the stage goes just
-    before it (or after it, for a write), whatever else that statement holds."""
-    node = block
+    """The index in the scope's body of the outermost loop above `block`: the stage goes just
+    before it (after it, for a write). The loops from there down to the block's own must
+    form a chain, each the only child of the one above; the block may have siblings."""
+    node = block.parent
+    if node is scope or node is None or not node.is_loop:
+        raise ScheduleError(f"{describe(block)} must be under a loop for reindex", block)
     while node.parent is not scope:
-        assert node.parent is not None
-        node = node.parent
+        outer = node.parent
+        assert outer is not None
+        if not (outer.is_loop and node.is_loop and outer.loop.body is node.stmt):
+            raise ScheduleError(
+                f"the loops above {describe(block)} must form a chain, each the only child "
+                "of the one above, for reindex",
+                block,
+            )
+        node = outer
     body = scope.block.body
     if isinstance(body, SeqStmt):
         for position, stmt in enumerate(body.stmts):
-            if stmt is node.stmt or (isinstance(stmt, SBlockRealize) and stmt.block is node.stmt):
+            if stmt is node.stmt:
                 return position
     return 0
 
