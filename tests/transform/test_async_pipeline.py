@@ -226,3 +226,22 @@ def test_the_interpreter_lands_copies_when_a_wait_retires_them() -> None:
     args = {"A": np.arange(1, 9, dtype="float32"), "B": np.full(8, -1, dtype="float32")}
     run(module["main"], args, module=module)
     assert list(args["B"][:5]) == [1, 0, 2, 0, 3]
+
+
+def test_the_barrier_after_a_wait_is_needed() -> None:
+    """golden/thread_sync/async_pending: with its barriers the program runs; without the one
+    after the wait, a thread reads S before another's copy has landed."""
+    path = Path(__file__).parent / "golden" / "thread_sync" / "async_pending.after.tir"
+    module = parse(path.read_text(), name=str(path))
+    args = random_inputs(module["main"], 0)
+    a = np.array(args["A"]).reshape(4, 32)
+    run(module["main"], args, module=module)
+    np.testing.assert_array_equal(args["B"], (a[:, ::-1] * 2 + a[:, ::-1]).reshape(-1))
+    text = path.read_text().replace(
+        '        T.ptx_wait_group(0)\n        T.tvm_storage_sync("shared", T.bool(False), -1)\n',
+        "        T.ptx_wait_group(0)\n",
+    )
+    assert text != path.read_text()
+    module = parse(text, name=str(path))
+    with pytest.raises(DiagnosticError, match="data race on shared memory 'S'"):
+        run(module["main"], random_inputs(module["main"], 0), module=module)
