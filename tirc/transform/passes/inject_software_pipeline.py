@@ -27,6 +27,14 @@ later stage, or later in the order of its own stage, than its group's commit.
             B[0] = A[i]                              ->         B[(i + 1) % 2, 0] = A[i + 1]
             C[i] = B[0] + 1                                     C[i] = B[i % 2, 0] + 1
                                                             C[15] = B[1, 0] + 1
+
+With `async_stages: [0]` (commit, wait and async for the attributes; B in shared memory):
+
+    commit(0): async: B[0, 0] = A[0]
+    for i in range(15):
+        commit(0): async: B[(i + 1) % 2, 0] = A[i + 1]
+        wait(0, in flight 1): C[i] = B[i % 2, 0] + 1      # this step's copy may still fly
+    wait(0, in flight 0): C[15] = B[1, 0] + 1
 """
 
 from __future__ import annotations
