@@ -2,7 +2,9 @@
 (the union of their regions, as intervals) into a cache in another storage scope, before the
 first child of the loop's body that reads it; that child and every later one read the cache.
 A write of the buffer at or before that child is refused, as are a region that depends on
-anything but loops up to the given one, and a scope that is not a stage pipeline.
+anything but loops up to the given one, and a scope that is not a stage pipeline. A region
+past the buffer's bounds (a padding block's guarded `X[vw - 1]`) is cut to them, where TVM
+0.27 copies from outside the buffer.
 
     for k0:                                 for k0:
         for k1: C[..] += A[vi, vk] ...  →       A_shared[v0*32 : v0*32+32, v1*16 : ...] = A[...]

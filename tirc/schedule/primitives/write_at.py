@@ -2,7 +2,8 @@
 in a loop's body, after the last child that writes it: the part every block there writes in
 one iteration of the loop, as intervals. Every child up to that one accesses the cache
 instead; a read of the buffer after the last write is refused, as are a region that depends
-on anything but loops up to the given one, and a scope that is not a stage pipeline.
+on anything but loops up to the given one, and a scope that is not a stage pipeline. A region
+past the buffer's bounds is cut to them, where TVM 0.27 copies outside the buffer.
 
     for j0:                                 for j0:
         for k: C[vi, vj] += ...         →       for k: C_local[vi, vj] += ...
