@@ -447,19 +447,18 @@ class _Pipeline:
         if plan is None or index not in plan.waits:
             return stmt
         steps = [0] if phase is _Phase.BODY or single else list(range(self.max_stage))
-        counts: dict[_Group, dict[int, int]] = {}
-        for group in plan.waits[index]:
-            counts[group] = {
-                step: plan.in_flight(index, group, self.commits(phase, step))
-                for step in steps
-                if self.runs(phase, step, self.stages[index])
-            }
-        group = min(counts, key=lambda g: min(counts[g].values(), default=0))
-        if not counts[group]:
+        steps = [step for step in steps if self.runs(phase, step, self.stages[index])]
+        if not steps:
             return stmt  # the statement never runs in this segment
-        count = _affine(counts[group], var, analyzer)
-        stmt = _wrap_inside(stmt, WAIT_INFLIGHT_COUNT, count)
-        return _wrap_inside(stmt, WAIT_QUEUE_SCOPE, group.stage)
+        groups = plan.waits[index]
+        counts = {  # per group and step; the wait must complete every group the step reads
+            group: [plan.in_flight(index, group, self.commits(phase, step)) for step in steps]
+            for group in groups
+        }
+        least = dict(zip(steps, map(min, zip(*counts.values(), strict=True)), strict=True))
+        queue = min(groups, key=lambda group: min(counts[group])).stage
+        stmt = _wrap_inside(stmt, WAIT_INFLIGHT_COUNT, _affine(least, var, analyzer))
+        return _wrap_inside(stmt, WAIT_QUEUE_SCOPE, queue)
 
     def runs(self, phase: _Phase, step: int, stage: int) -> bool:
         """Whether a statement of `stage` runs at `step` of the phase: whether its iteration
