@@ -14,7 +14,10 @@ from collections.abc import Callable
 EXTENTS = (1, 7, 16, 24, 32, 64)
 
 
-def _function(params: list[tuple[str, tuple[str, ...], str]], symbolic: bool, body: str) -> str:
+Param = tuple[str, tuple[str, ...], str]  # name, shape, dtype
+
+
+def _function(params: list[Param], symbolic: bool, body: str) -> str:
     """A prim_func over buffer parameters (name, shape, dtype); `n` is bound through
     match_buffer where a shape names it."""
     head = []
@@ -78,7 +81,7 @@ def reduction(rng: random.Random, symbolic: bool) -> str:
         f"            B[vi] = {init}",
         f"        B[vi] = {update}",
     ]
-    params = [("A", (rows, cols), "float32")]
+    params: list[Param] = [("A", (rows, cols), "float32")]
     if epilogue:
         body += [
             f"for i in range({rows}):",
@@ -119,7 +122,7 @@ def matmul(rng: random.Random, symbolic: bool) -> str:
             '        vi, vj = T.axis.remap("SS", [i, j])',
             f"        D[vi, vj] = T.max(C[vi, vj], T.{acc}(0))",
         ]
-    params = [("A", (m, k), dtype), ("B", (k, n), dtype), (out, (m, n), acc)]
+    params: list[Param] = [("A", (m, k), dtype), ("B", (k, n), dtype), (out, (m, n), acc)]
     return _function(params, symbolic, "\n".join(body))
 
 
@@ -144,7 +147,7 @@ def conv(rng: random.Random, symbolic: bool) -> str:
         "        Y[vb, vf, vh, vw] = Y[vb, vf, vh, vw] + P[vb, vc, vh + vr, vw + vs]"
         " * W[vf, vc, vr, vs]",
     ]
-    params = [
+    params: list[Param] = [
         ("X", (batch, str(channels), str(size), str(size)), "float32"),
         ("W", (str(filters), str(channels), "3", "3"), "float32"),
         ("Y", (batch, str(filters), str(size), str(size)), "float32"),

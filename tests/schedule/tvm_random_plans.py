@@ -294,7 +294,7 @@ def _step(rng: random.Random, module: IRModule, names: _Names, func: str) -> lis
         steps.append(["ReIndex", [b], [index, int(side == "writes")], [names.fresh("b")]])
     elif kind == "transform_layout" and regions:
         index_map = _layout_map(rng, regions[index].buffer.shape)
-        attrs = [index, int(side == "writes"), None, False]
+        attrs: list[Any] = [index, int(side == "writes"), None, False]
         steps.append(["TransformLayout", [b, index_map], attrs, []])
     elif kind == "transform_block_layout" and block.iter_vars:
         steps.append(["TransformBlockLayout", [b], [_block_map(rng, block)], []])
@@ -320,9 +320,9 @@ def _step(rng: random.Random, module: IRModule, names: _Names, func: str) -> lis
     elif kind == "rolling_buffer" and block.writes:
         steps.append(["RollingBuffer", [b], [0], []])
     elif kind == "reorder_block_iter_var" and len(block.iter_vars) >= 2:
-        order = list(range(len(block.iter_vars)))
-        rng.shuffle(order)
-        steps.append(["ReorderBlockIterVar", [b, order], [], []])
+        permutation = list(range(len(block.iter_vars)))
+        rng.shuffle(permutation)
+        steps.append(["ReorderBlockIterVar", [b, permutation], [], []])
     elif kind == "pad_einsum" and block.iter_vars:
         padding = [rng.choice([1, 1, 4, 8, 16]) for _ in block.iter_vars]
         steps.append(["PadEinsum", [b], [padding], []])
@@ -379,7 +379,8 @@ def generate(inputs: list[str], count: int, seed: int, out: Path) -> None:
             path.write_text(text)
             module = parse(text, name=str(path))
             func = module.names()[0]
-            names, trace, status, starts = _Names(), [], "ok", []
+            trace: list[list[Any]] = []
+            names, status, starts = _Names(), "ok", []
             index_dtypes: dict[str, str] = {}
             for _ in range(rng.randint(1, 6)):
                 step = None
