@@ -112,6 +112,9 @@ def _check_cover(
     consumed = _maybe_read(read, consumer, lca)
     loops = {node.loop.loop_var for node in consumer.ancestors() if node.is_loop}
     analyzer = Analyzer()
+    for node in (lca, *lca.ancestors()):  # the loops left free: a unit loop's variable is 0
+        if node.is_loop:
+            analyzer.bind(node.loop.loop_var, Range(node.loop.min, node.loop.extent))
     for dim, want in enumerate(consumed):
         extent = read.buffer.shape[dim]
         want = _clamp(want, extent, analyzer)
