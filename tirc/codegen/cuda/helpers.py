@@ -108,14 +108,25 @@ template <typename T>
 __device__ __forceinline__ void tirc_mma_fill(T* registers, int size) {
     for (int i = 0; i < size; ++i) registers[i] = T(0);
 }
+// A lane's two elements of a row are neighbours: one store of both where they are aligned.
+template <typename T>
+struct alignas(2 * sizeof(T)) tirc_pair { T x, y; };
 template <typename T, typename S>
 __device__ __forceinline__ void tirc_mma_store(T* dst, const T* registers, int tiles, S stride) {
     unsigned lane = tirc_lane_id();
-    for (int i = 0; i < 4 * tiles; ++i) {
+    unsigned long long bytes = (unsigned long long)stride * sizeof(T);
+    bool paired = (((unsigned long long)dst | bytes) % (2 * sizeof(T))) == 0;
+    for (int i = 0; i < 4 * tiles; i += 2) {
         int e = i % 4;
         long long row = lane / 4 + 8 * (e / 2);
-        long long col = 8 * (i / 4) + 2 * (lane % 4) + e % 2;
-        dst[row * stride + col] = registers[i];
+        long long col = 8 * (i / 4) + 2 * (lane % 4);
+        T* at = dst + row * stride + col;
+        if (paired) {
+            *(tirc_pair<T>*)at = tirc_pair<T>{registers[i], registers[i + 1]};
+        } else {
+            at[0] = registers[i];
+            at[1] = registers[i + 1];
+        }
     }
 }
 """
