@@ -9,6 +9,7 @@ ptxas accept it. The passes' own before/after pairs are goldens (golden/inject_s
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import re
 from pathlib import Path
 
@@ -245,3 +246,70 @@ def test_the_barrier_after_a_wait_is_needed() -> None:
     module = parse(text, name=str(path))
     with pytest.raises(DiagnosticError, match="data race on shared memory 'S'"):
         run(module["main"], random_inputs(module["main"], 0), module=module)
+
+
+def two_copies(stages: tuple[int, ...], order: tuple[int, ...], async_stages: set[int]) -> str:
+    """Two tiles copied to shared memory and added, crossing threads (31 - tx)."""
+    return f"""
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((6, 32), "float32"), B: T.Buffer((6, 32), "float32"),
+         C: T.Buffer((6, 32), "float32")):
+    for tx in T.thread_binding(32, thread="threadIdx.x"):
+        for i in T.serial(6, annotations={{"software_pipeline_stage": {list(stages)},
+                "software_pipeline_order": {list(order)},
+                "software_pipeline_async_stages": {sorted(async_stages)}}}):
+            with T.sblock("step"):
+                SA = T.sblock_alloc_buffer((32,), scope="shared")
+                SB = T.sblock_alloc_buffer((32,), scope="shared")
+                with T.sblock("copy_a"):
+                    SA[tx] = A[i, tx]
+                with T.sblock("copy_b"):
+                    SB[tx] = B[i, tx]
+                with T.sblock("add"):
+                    C[i, tx] = SA[31 - tx] + SB[31 - tx]
+"""
+
+
+def _configurations() -> list[tuple[tuple[int, ...], tuple[int, ...], set[int]]]:
+    """Stages of the copies and the add (add last or later), orders, async stages of the
+    copies: every third of them, so that each shape (interleaved groups, two async stages,
+    the add in a copy's stage) is there."""
+    found: list[tuple[tuple[int, ...], tuple[int, ...], set[int]]] = []
+    for a, b, c in itertools.product(range(3), range(3), range(1, 4)):
+        if c < max(a, b):
+            continue
+        for order in itertools.permutations(range(3)):
+            if order[2] < max(order[:2]) and c == max(a, b):
+                continue  # the add before a copy of its own stage: not a pipeline
+            copies = sorted({a, b} - {c})  # an async stage holding the add: nothing waits
+            for count in (1, 2):
+                for chosen in itertools.combinations(copies, count):
+                    found.append(((a, b, c), order, set(chosen)))
+    return found[::3]
+
+
+@pytest.mark.parametrize(
+    ("stages", "order", "async_stages"),
+    _configurations(),
+    ids=lambda value: str(sorted(value) if isinstance(value, set) else list(value)),
+)
+def test_any_pipeline_waits_enough(
+    stages: tuple[int, ...], order: tuple[int, ...], async_stages: set[int]
+) -> None:
+    """Prologue, body and epilogue wait for every copy a thread reads, and the barriers
+    follow the waits: the lowered program adds the tiles, each thread the other end's. And
+    no more than that: with one group more left in flight at every wait, it does not."""
+    lowered = lower_module(parse(two_copies(stages, order, async_stages)), target="cuda")
+    assert calls(lowered, "ptx_cp_async")
+    assert _adds_the_tiles(lowered)
+    functions = tuple((name, _Laxer().visit(func)) for name, func in lowered.functions)
+    try:
+        assert not _adds_the_tiles(dataclasses.replace(lowered, functions=functions))
+    except DiagnosticError as error:
+        assert "data race" in error.diagnostics[0].message
+
+
+def _adds_the_tiles(module: IRModule) -> bool:
+    args = outputs(module, 5)
+    a, b = np.asarray(args["A"]), np.asarray(args["B"])
+    return bool(np.array_equal(args["C"], a[:, ::-1] + b[:, ::-1]))
