@@ -618,9 +618,9 @@ def _cublas(a: np.ndarray, b: np.ndarray, repeats: int) -> float | str:
 RUNS = {"elementwise": run_elementwise, "softmax": run_softmax, "gemm": run_gemm}
 
 
-def run_rows(rows: list[Row], repeats: int) -> list[Row]:
-    """Runs the rows in order; returns those left when a kernel faulted (the context is
-    lost), which must run in a fresh process."""
+def run_rows(rows: list[Row], repeats: int, deadline: float) -> list[Row]:
+    """Runs the rows in order, those past `deadline` (time.monotonic) skipped; returns those
+    left when a kernel faulted (the context is lost), which must run in a fresh process."""
     from tirc.runtime.cuda_driver import CudaError
 
     for index, row in enumerate(rows):
@@ -629,16 +629,19 @@ def run_rows(rows: list[Row], repeats: int) -> list[Row]:
         row.result["plan"] = (
             str(row.plan.relative_to(ROOT)) if isinstance(row.plan, Path) else "inline"
         )
+        if start > deadline:
+            row.result["error"] = "skipped: the run is past its --budget"
+            continue
         try:
             count = max(3, int(repeats * row.repeats_scale))
             row.result.update(RUNS[row.group](row, count))
             row.result["repeats"] = count
-        except CudaError as error:
-            row.result["error"] = _one_line(error)
-            if error.is_fault:
-                return rows[index + 1 :]
         except Exception as error:  # recorded in the row; the others still run
             row.result["error"] = _one_line(error)
+            faulted = isinstance(error, CudaError) and error.is_fault
+            if faulted or "faulted on the GPU" in str(error):  # the context is lost
+                print(_summary(row), file=sys.stderr, flush=True)
+                return rows[index + 1 :]
         row.result["seconds"] = round(time.monotonic() - start, 1)
         print(_summary(row), file=sys.stderr, flush=True)
     return []
@@ -654,16 +657,16 @@ def _summary(row: Row) -> str:
     return f"{row.name:40s} {r['ms']:9.4f} ms {rate}  {ratio}  check {r['check']}"
 
 
-def in_child(names: list[str], options: argparse.Namespace) -> dict[str, Any]:
-    """Runs the named rows in a fresh process; their results by name."""
+def in_child(names: list[str], options: argparse.Namespace, budget: float) -> dict[str, Any]:
+    """Runs the named rows in a fresh process within `budget` seconds; their results by name."""
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder) / "rows.json"
         command = [
             sys.executable, __file__, "--rows", ",".join(names), "--json", str(out),
             "--repeats", str(options.repeats), "--gemm-sizes", options.gemm_sizes,
-            "--elements", str(options.elements),
+            "--elements", str(options.elements), "--budget", str(max(1.0, budget)),
         ]  # fmt: skip
-        subprocess.run(command, check=False)
+        subprocess.run(command, check=False, stdout=sys.stderr)  # its rows: in our JSON
         if not out.exists():
             return {name: {"error": "the fresh process wrote no results"} for name in names}
         results = json.loads(out.read_text())
@@ -703,6 +706,9 @@ def main() -> int:
     parser.add_argument("--compile-only", action="store_true", help="build every row; no GPU")
     parser.add_argument("--arch", default="sm_90", help="--compile-only's architecture")
     parser.add_argument("--json", default=None, help="also write the results here")
+    parser.add_argument(
+        "--budget", type=float, default=240.0, help="seconds; later rows are skipped"
+    )
     options = parser.parse_args()
     sizes = tuple(int(size) for size in options.gemm_sizes.split(",") if size)
     rows = select(all_rows(sizes, options.elements), options.only)
@@ -717,12 +723,13 @@ def main() -> int:
         return compile_only(rows, options.arch)
     results: dict[str, Any] = {} if options.rows else {"device": device_info()}
     start = time.monotonic()
-    left = run_rows(rows, options.repeats)
+    left = run_rows(rows, options.repeats, start + options.budget)
     for row in rows:
         if row.result:
             results[row.name] = row.result
     if left:
-        results.update(in_child([row.name for row in left], options))
+        spent = time.monotonic() - start
+        results.update(in_child([row.name for row in left], options, options.budget - spent))
     if not options.rows:
         results["seconds"] = round(time.monotonic() - start, 1)
     text = json.dumps(results, indent=2)
