@@ -95,9 +95,7 @@ class _Accesses(Visitor):
         self.generic_visit(node)
 
     def visit_Call(self, node: E.Call) -> None:
-        pointer = _access_pointer(node)
-        if pointer is not None:
-            data, mask = pointer
+        for data, _, mask in _pointers(node):
             if mask & 1:
                 self.reads.add(data)
             if mask & 2:
@@ -105,14 +103,32 @@ class _Accesses(Visitor):
         self.generic_visit(node)
 
 
-def _access_pointer(call: E.Call) -> tuple[E.Var, int] | None:
-    """(data, read/write mask) of a `T.tvm_access_ptr(type, data, offset, extent, mask)`."""
-    if call.op != "tvm_access_ptr" or len(call.args) != 5:
-        return None
-    data, mask = call.args[1], call.args[4]
-    if not isinstance(data, E.Var):
-        return None
-    return data, mask.value if isinstance(mask, E.IntImm) else 3
+READ, WRITE = 1, 2
+# the warp-register intrinsics: (position of a data handle, read/write) in their arguments; the
+# element offset follows the handle
+REGISTER_OPERANDS: dict[str, tuple[tuple[int, int], ...]] = {
+    "ptx_mma": ((6, READ), (8, READ), (10, READ | WRITE)),
+    "ptx_ldmatrix": ((3, WRITE),),
+    "mma_fill": ((1, WRITE),),
+    "mma_store": ((3, READ),),
+}
+
+
+def _pointers(call: E.Call) -> list[tuple[E.Var, int, int]]:
+    """(data, position of its element offset, read/write mask) of each buffer `call` reaches
+    through a pointer: `T.tvm_access_ptr(type, data, offset, extent, mask)`, and the register
+    operands of the warp-register intrinsics (mma.sync fragments)."""
+    if call.op == "tvm_access_ptr" and len(call.args) == 5:
+        data, mask = call.args[1], call.args[4]
+        if isinstance(data, E.Var):
+            return [(data, 2, mask.value if isinstance(mask, E.IntImm) else READ | WRITE)]
+        return []
+    found = []
+    for position, mask in REGISTER_OPERANDS.get(call.op, ()):
+        data = call.args[position] if position + 1 < len(call.args) else None
+        if isinstance(data, E.Var):
+            found.append((data, position + 1, mask))
+    return found
 
 
 class _Versioner(Mutator):
@@ -149,22 +165,39 @@ class _Versioner(Mutator):
         """A pointer into a versioned buffer (ldmatrix's operand, say) moves to its version:
         the offset grows by the version times the size of one version."""
         node = self.generic_visit(node)
-        pointer = _access_pointer(node)
-        found = self.versions.get(pointer[0]) if pointer is not None else None
-        if found is None:
+        args = list(node.args)
+        for data, position, _ in _pointers(node):
+            found = self.versions.get(data)
+            if found is None:
+                continue
+            buffer, index = found
+            offset = args[position]
+            assert isinstance(offset, E.PrimExpr)
+            size = buffer.strides[0] if buffer.strides else _product(buffer.shape[1:], offset)
+            args[position - 1] = buffer.data
+            args[position] = _plus_times(offset, _like(index, offset), _like(size, offset))
+        if args == list(node.args):
             return node
-        buffer, index = found
-        offset = node.args[2]
-        assert isinstance(offset, E.PrimExpr)
-        if buffer.strides:
-            size = buffer.strides[0]
+        return dataclasses.replace(node, args=tuple(args))
+
+
+def _product(extents: tuple[E.PrimExpr, ...], like: E.PrimExpr) -> E.PrimExpr:
+    """The product of `extents`, folded where they are constants."""
+    result: E.PrimExpr = E.IntImm(1, like.dtype)
+    for extent in extents:
+        if isinstance(result, E.IntImm) and isinstance(extent, E.IntImm):
+            result = E.IntImm(result.value * extent.value, like.dtype)
         else:
-            size = E.IntImm(1, offset.dtype)
-            for extent in buffer.shape[1:]:
-                size = E.Mul(size, extent)
-        moved = E.Add(offset, E.Mul(_like(index, offset), _like(size, offset)))
-        args = (node.args[0], buffer.data, moved, *node.args[3:])
-        return dataclasses.replace(node, args=args)
+            result = E.Mul(result, _like(extent, like))
+    return result
+
+
+def _plus_times(offset: E.PrimExpr, index: E.PrimExpr, size: E.PrimExpr) -> E.PrimExpr:
+    """offset + index * size, folded where index and size are constants."""
+    if isinstance(index, E.IntImm) and isinstance(size, E.IntImm):
+        moved = index.value * size.value
+        return offset if moved == 0 else E.Add(offset, E.IntImm(moved, offset.dtype))
+    return E.Add(offset, E.Mul(index, size))
 
 
 def _like(expr: E.PrimExpr, other: E.PrimExpr) -> E.PrimExpr:
@@ -172,7 +205,7 @@ def _like(expr: E.PrimExpr, other: E.PrimExpr) -> E.PrimExpr:
 
 
 class _HandleUses(Visitor):
-    """Uses of a data handle other than through buffer accesses and `tvm_access_ptr`."""
+    """Uses of a data handle other than through buffer accesses and pointer operands."""
 
     def __init__(self, handles: set[E.Var]) -> None:
         self.handles = handles
@@ -183,11 +216,9 @@ class _HandleUses(Visitor):
             self.found = node
 
     def visit_Call(self, node: E.Call) -> None:
-        if _access_pointer(node) is None:
-            self.generic_visit(node)
-            return
+        handles = {position - 1 for _, position, _ in _pointers(node)}
         for position, arg in enumerate(node.args):
-            if position != 1:
+            if position not in handles:
                 self.visit(arg)
 
 
