@@ -110,8 +110,11 @@ def _check_cover(
         return
     known = [bound for bound in bounds if bound is not None and bound is not NOTHING]
     consumed = _maybe_read(read, consumer, lca)
-    loops = {node.loop.loop_var for node in consumer.ancestors() if node.is_loop}
+    outer = [node.loop for node in consumer.ancestors() if node.is_loop]
+    loops = {loop.loop_var for loop in outer}
     analyzer = Analyzer()
+    for loop in outer:  # TVM's analyzer knows the range of every loop around the consumer
+        analyzer.bind(loop.loop_var, Range(loop.min, loop.extent))
     for node in (lca, *lca.ancestors()):  # the loops left free: a unit loop's variable is 0
         if node.is_loop:
             analyzer.bind(node.loop.loop_var, Range(node.loop.min, node.loop.extent))
