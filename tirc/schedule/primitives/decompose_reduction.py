@@ -157,7 +157,8 @@ def _init_nest(block: SBlock, realize: SBlockRealize, loops: list[SRef], loop: S
         binding = node.thread_binding
         if binding is not None:
             binding = dataclasses.replace(binding, var=Var(binding.var.name, binding.var.dtype))
-        body = For(var, node.min, node.extent, node.kind, body, binding)
+        # a copy of the loop (annotations and all), as TVM 0.27 makes it
+        body = dataclasses.replace(node, loop_var=var, body=body, thread_binding=binding)
     return substitute(body, fresh)
 
 
