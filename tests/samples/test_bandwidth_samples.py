@@ -8,9 +8,11 @@ for sm_80 and sm_90."""
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 import math
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +23,7 @@ from tests.codegen_cuda.helpers import nvcc_accepts
 from tirc.codegen.cuda import emit_cuda
 from tirc.interp import run
 
+ROOT = Path(__file__).resolve().parents[2]
 PLANS = gpu_plans("elementwise_vec") + gpu_plans("softmax_rows")
 LARGE = 1 << 20  # elements: the interpreter's thread model takes tens of seconds beyond
 
@@ -94,3 +97,25 @@ def test_cuda_c_moves_memory_in_16_byte_vectors(plan: GpuPlan) -> None:
 @pytest.mark.parametrize("plan", PLANS, ids=lambda plan: plan.id)
 def test_cuda_c_compiles_with_nvcc(plan: GpuPlan, arch: str, tmp_path: Path) -> None:
     assert nvcc_accepts(emit_cuda(plan.lowered()), tmp_path, arch=arch) == ""
+
+
+def test_the_benchmark_times_every_plan_at_its_sizes() -> None:
+    spec = importlib.util.spec_from_file_location(
+        "bench_cuda", ROOT / "benchmarks" / "bench_cuda.py"
+    )
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("bench_cuda", bench)  # its dataclasses look their module up
+    spec.loader.exec_module(bench)
+    rows = {row.name: row for row in bench.all_rows((4096,), 1 << 26)}
+    for plan in PLANS:
+        if plan.program.stem == "elementwise_vec":
+            assert rows[plan.id].defines == {"N": str(1 << 26)}
+        else:
+            assert rows[f"{plan.id}@4096x1024"].shape == (4096, 1024)
+            assert rows[f"{plan.id}@32768x4096"].defines == {"M": "32768", "N": "4096"}
+    assert rows["matmul_fp16_tc@4096"].defines == {"N": "4096"}
+    chosen = bench.select(list(rows.values()), ["*x1024"])
+    assert sorted(row.name for row in chosen) == sorted(
+        f"{plan.id}@4096x1024" for plan in PLANS if plan.program.stem == "softmax_rows"
+    )
