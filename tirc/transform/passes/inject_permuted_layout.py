@@ -137,7 +137,7 @@ class _Uses(Visitor):
         if node.dtype.is_handle:
             span = self.calls[-1].span if self.calls else node.span
             name = self.calls[-1].op if self.calls else "an expression"
-            self.add(node, span, f"its pointer in T.{name}")
+            self.add(node, span, f"its pointer in T.{name}")  # not in PERMUTABLE
 
 
 def _ldmatrix_operand(call: E.Call) -> tuple[E.Call, E.Var] | None:
@@ -211,14 +211,21 @@ def _permuted_buffers(func: PrimFunc) -> dict[E.Var, int]:
             )
         rows[data] = _check_layout(buffer, first.span)
         for use in found:
-            if not use.permuted or use.what not in PERMUTABLE:
-                where = "outside the blocks annotated" if not use.permuted else "in"
-                raise DiagnosticError.at(
-                    use.span,
-                    f"{use.what} of shared buffer {buffer.name} {where} {KEY} would not see "
-                    "the permuted layout",
-                    Note(f"{buffer.name} is permuted here", first.span),
+            if use.what not in PERMUTABLE:
+                message = (
+                    f"shared buffer {buffer.name} is permuted, but {use.what} would not see "
+                    "the permuted layout (only stores, loads and T.ptx_ldmatrix are permuted)"
                 )
+            elif not use.permuted:
+                message = (
+                    f"{use.what} of shared buffer {buffer.name} outside the blocks annotated "
+                    f"{KEY} would not see the permuted layout"
+                )
+            else:
+                continue
+            raise DiagnosticError.at(
+                use.span, message, Note(f"{buffer.name} is permuted here", first.span)
+            )
     return rows
 
 
