@@ -17,6 +17,7 @@ import pytest
 
 from tests.codegen_cuda.helpers import GPU_SAMPLES, nvcc_accepts
 from tests.transform.helpers import run_passes
+from tirc.analysis.bank_conflicts import bank_conflicts
 from tirc.codegen.cuda import emit_cuda
 from tirc.diagnostics import DiagnosticError
 from tirc.driver.lower import lower_module
@@ -342,6 +343,25 @@ def test_matmul_ldmatrix_addresses_are_bank_conflict_free(k_tiles: int) -> None:
     permuted = run_pipeline(_scheduled(k_tiles), passes[:upto])
     assert max(_phase_ways(plain, "A_shared")) == {2: 4, 4: 8}[k_tiles]
     assert set(_phase_ways(permuted, "A_shared")) == {1}
+
+
+@pytest.mark.parametrize("k_tiles", [2, 4], ids=["64_byte_rows", "128_byte_rows"])
+def test_lowered_matmul_ldmatrix_of_a_is_conflict_free_by_the_bank_analysis(k_tiles: int) -> None:
+    """The same, measured by tirc.analysis.bank_conflicts on the program lowered through the
+    whole cuda pipeline (after common-subexpr-elim, flattening, warp-memory lowering)."""
+
+    def ways(permuted: tuple[str, ...]) -> set[int]:
+        lowered = lower_module(_scheduled(k_tiles, permuted=permuted), target="cuda")
+        found = [
+            access
+            for access in bank_conflicts(lowered)
+            if access.access.instruction == "ldmatrix.x4" and access.access.buffer == "A_shared"
+        ]
+        assert found and all(access.unknown is None for access in found)
+        return {access.ways for access in found}
+
+    assert ways(()) == {{2: 4, 4: 8}[k_tiles]}
+    assert ways(("A_shared", "A_shared_warp_o")) == {1}
 
 
 def _variables(expr: E.PrimExpr) -> set[E.Var]:
