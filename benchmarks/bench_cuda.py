@@ -90,25 +90,6 @@ ELEMENTWISE_PLAN = {
 ELEMENTS = 1 << 26
 SOFTMAX_SHAPES = ((4096, 1024), (32768, 4096))
 FLUSH_BYTES = 256 << 20  # more than any GPU's L2
-SPIN_PTX = """\
-.version 7.0
-.target sm_70
-.address_size 64
-
-.visible .entry tirc_bench_spin(.param .u64 cycles)
-{
-    .reg .pred %p;
-    .reg .b64 %rd<5>;
-    ld.param.u64 %rd1, [cycles];
-    mov.u64 %rd2, %clock64;
-SPIN:
-    mov.u64 %rd3, %clock64;
-    sub.s64 %rd4, %rd3, %rd2;
-    setp.lt.s64 %p, %rd4, %rd1;
-    @%p bra SPIN;
-    ret;
-}
-"""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -326,28 +307,21 @@ def _one_line(error: BaseException) -> str:
 
 class Clock:
     """Times calls queued on `stream` by CUDA events, each after an L2 flush, all queued
-    behind a spinning kernel so that the host's launch time is not measured."""
+    behind a spinning kernel (tirc.runtime.cuda_spin) so that the host's launch time is not
+    measured. Lives as long as the process."""
 
     def __init__(self, device: Any) -> None:
+        from tirc.runtime.cuda_driver import Releases
+        from tirc.runtime.cuda_spin import Spinner
+
         self.device = device
         self.stream = device.call("cuStreamCreate", 0)
         self.flush = device.allocate(FLUSH_BYTES)
-        self.module = device.call("cuModuleLoadData", SPIN_PTX.encode() + b"\0")
-        self.spin = device.call("cuModuleGetFunction", self.module, b"tirc_bench_spin")
-        try:
-            self.hertz = device.attribute("CLOCK_RATE") * 1e3  # the attribute is in kHz
-        except Exception:  # an attribute CUDA may retire: spinning longer than needed is safe
-            self.hertz = 2.5e9
-
-    def close(self) -> None:
-        self.device.call("cuModuleUnload", self.module)
-        self.device.call("cuMemFree", self.flush)
-        self.device.call("cuStreamDestroy", self.stream)
+        self.spin = Spinner.load(device, Releases(device))  # never unloaded
+        self.hertz = self.spin.hertz
 
     def time(self, call: Callable[[Any], None], repeats: int) -> float:
         """The median seconds of `call(stream)` over `repeats` calls."""
-        import ctypes
-
         device, stream = self.device, self.stream
         call(stream)  # warm-up
         device.call("cuStreamSynchronize", stream)
@@ -362,16 +336,7 @@ class Clock:
             for _ in range(repeats)
         ]
         try:
-            cycles = int((2 * host * repeats + 2e-3) * self.hertz)
-            device.call(
-                "cuLaunchKernel",
-                self.spin,
-                1, 1, 1, 1, 1, 1,
-                0,
-                stream,
-                ((cycles,), (ctypes.c_uint64,)),
-                0,
-            )  # fmt: skip
+            self.spin.launch(stream, seconds=2 * host * repeats + 2e-3)
             for begin, end in events:
                 self._flush()
                 device.call("cuEventRecord", begin, stream)

@@ -143,7 +143,10 @@ def test_bench_times_with_events_and_releases_them() -> None:
     )
     assert arch == "sm_90"
     assert timing is not None and timing.repeats == 3 and timing.median == 0.25e-3
-    assert len(fake.launches) == 1 + 1 + 3  # the checked call, the warm-up, the repeats
+    # the checked call, the warm-up, the kernel the repeats queue behind, the repeats
+    kernels = [launch.kernel for launch in fake.launches]
+    assert len(kernels) == 1 + 1 + 1 + 3 and kernels[2] == "tirc_spin"
+    assert "tirc_spin" not in kernels[:2] + kernels[3:]
     assert fake.leaks() == []
 
 

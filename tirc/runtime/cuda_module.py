@@ -24,6 +24,7 @@ from tirc.ir.buffer import Buffer
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.runtime.cuda_driver import Device, Releases
 from tirc.runtime.cuda_host import HostRun, Pointer
+from tirc.runtime.cuda_spin import Spinner
 from tirc.runtime.throughput import Timing
 
 Timer = Callable[[Callable[[Any], None], int], Timing]  # (queue one call on a stream, count)
@@ -150,17 +151,25 @@ def _time(
     repeats: int,
     releases: Releases,
 ) -> Timing:
-    """The median time of one call (all its launches), by CUDA events, after a warm-up."""
-    start = device.call("cuEventCreate", 0)
-    releases.add("cuEventDestroy", start)
-    end = device.call("cuEventCreate", 0)
-    releases.add("cuEventDestroy", end)
+    """The median time of one call (all its launches), each between its own pair of CUDA
+    events, after a warm-up. The calls are queued behind a kernel that spins until the host
+    has queued them all (tirc.runtime.cuda_spin), so the host's time to launch them is not
+    in the numbers."""
+    spin = Spinner.load(device, releases)
+    started = time.perf_counter()
     host.run(program.host, stream)  # warm-up
-    samples = []
+    queueing = time.perf_counter() - started  # the host's time to queue a call
+    events = []
     for _ in range(repeats):
+        pair = device.call("cuEventCreate", 0), device.call("cuEventCreate", 0)
+        for event in pair:
+            releases.add("cuEventDestroy", event)
+        events.append(pair)
+    spin.launch(stream, seconds=2 * queueing * repeats + 1e-3)
+    for start, end in events:
         device.call("cuEventRecord", start, stream)
         host.run(program.host, stream)
         device.call("cuEventRecord", end, stream)
-        device.call("cuEventSynchronize", end)
-        samples.append(device.call("cuEventElapsedTime", start, end) / 1e3)
+    device.call("cuStreamSynchronize", stream)
+    samples = [device.call("cuEventElapsedTime", start, end) / 1e3 for start, end in events]
     return Timing(statistics.median(samples), len(samples), clock="CUDA events")
