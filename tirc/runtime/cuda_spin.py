@@ -15,7 +15,7 @@ import ctypes
 from dataclasses import dataclass
 from typing import Any
 
-from tirc.runtime.cuda_driver import Device, Releases
+from tirc.runtime.cuda_driver import CudaError, Device, Releases
 
 PTX = """\
 .version 7.0
@@ -56,7 +56,7 @@ class Spinner:
         function = device.call("cuModuleGetFunction", module, b"tirc_spin")
         try:
             hertz = device.attribute("CLOCK_RATE") * 1e3  # the attribute is in kHz
-        except (AttributeError, ValueError):  # an attribute a CUDA release may retire
+        except (AttributeError, CudaError):  # an attribute a CUDA release may retire
             hertz = FALLBACK_HERTZ
         return cls(device, function, hertz)
 
