@@ -229,13 +229,24 @@ def test_gemm_plans_load_fragments_without_conflicts(plan: GpuPlan) -> None:
     assert not conflicts, "\n".join(conflicts)
 
 
+# The padded plan is the step before the swizzle (docs/gpu.md): its A tile's rows of 32 halves
+# padded to 40 (80 bytes) are conflict-free for ldmatrix, but a phase of eight 16-byte stores
+# covers two rows, whose 64 bytes each overlap in 4 banks: 2-way. No padding serves both; the
+# XOR swizzle of the other plans does.
+STORE_WAYS = {("gemm_mma", "A_shared"): 2}
+
+
 @pytest.mark.parametrize("plan", GEMM_PLANS, ids=[plan.id for plan in GEMM_PLANS])
 def test_gemm_plans_store_tiles_without_conflicts(plan: GpuPlan) -> None:
     """16-byte stores into shared memory (the global -> shared copy without cp.async)."""
     found = bank_conflicts(plan.lowered())
     stores = [item for item in found if item.access.instruction == "st.shared 16 B"]
-    conflicts = [_describe(item) for item in stores if not item.is_conflict_free]
-    assert not conflicts, "\n".join(conflicts)
+    wrong = [
+        _describe(item)
+        for item in stores
+        if item.ways != STORE_WAYS.get((plan.id, item.access.buffer), 1)
+    ]
+    assert not wrong, "\n".join(wrong)
 
 
 def _describe(item: AccessConflicts) -> str:
