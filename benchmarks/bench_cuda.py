@@ -634,6 +634,24 @@ def _summary(row: Row) -> str:
     return f"{row.name:40s} {r['ms']:9.4f} ms {rate}  {ratio}  check {r['check']}"
 
 
+def best_rows(results: dict[str, Any]) -> dict[str, str]:
+    """For each workload (a group at a size), its correct row with the highest ratio to the
+    baseline (or the highest rate without one), as `name: ratio x baseline`."""
+    best: dict[str, tuple[float, str]] = {}
+    for name, result in results.items():
+        if not isinstance(result, dict) or result.get("check") != "ok":
+            continue
+        size = name.partition("@")[2] or "x".join(result.get("defines", {}).values())
+        key = f"{result['group']}@{size}"
+        score = result.get("ratio", 0.0)
+        rate = result.get("gbps") or result.get("tflops") or 0.0
+        if key not in best or score > best[key][0]:
+            unit = "GB/s" if "gbps" in result else "TFLOP/s"
+            text = f"{name}: {rate:.1f} {unit}, {score:.3f}x {result.get('baseline', '')}"
+            best[key] = (score, text)
+    return {key: text for key, (_, text) in sorted(best.items())}
+
+
 def in_child(names: list[str], options: argparse.Namespace, budget: float) -> dict[str, Any]:
     """Runs the named rows in a fresh process within `budget` seconds; their results by name."""
     with tempfile.TemporaryDirectory() as folder:
@@ -709,6 +727,9 @@ def main() -> int:
         results.update(in_child([row.name for row in left], options, options.budget - spent))
     if not options.rows:
         results["seconds"] = round(time.monotonic() - start, 1)
+        results["best"] = best_rows(results)
+        for line in (f"best {key}: {value}" for key, value in results["best"].items()):
+            print(line, file=sys.stderr)
     text = json.dumps(results, indent=2)
     print(text)
     if options.json:
