@@ -21,7 +21,8 @@ it as a glob):
   32768 x 4096, against torch.softmax (skipped with a note without torch). GB/s count the
   input read once and the output written once.
 - `gemm_*@N`: every samples/gpu/gemm_*.plan.json (plan P schedules P.tir, else the longest
-  S.tir with P starting `S_`) and matmul_fp16_tc, at 4096^3 and 8192^3, against torch.matmul
+  S.tir with P starting `S_`; a program whose comment says `--target 'cuda -arch=sm_90a'`
+  is compiled for that target) and matmul_fp16_tc, at 4096^3 and 8192^3, against torch.matmul
   on float16 (cuBLAS); `--gemm-sizes` changes the sizes. TFLOP/s count 2 M N K.
 
 Timing: every call (tirc's, the copy's, torch's) is timed by its own pair of CUDA events
@@ -248,15 +249,17 @@ def compile_only(rows: list[Row], arch: str) -> int:
     failures = 0
     for row in rows:
         start = time.monotonic()
+        target = target_of(row.text)
+        row_arch = target.partition("-arch=")[2] or arch
         try:
-            lowered = lower_module(build(row), target="cuda", for_backend=True)
+            lowered = lower_module(build(row), target=target, for_backend=True)
             if _which("nvcc"):  # the CUDA C, as NVRTC compiles it on the GPU's machine
-                note = "nvcc: " + _nvcc_summary(emit_cuda(lowered), arch)
+                note = "nvcc: " + _nvcc_summary(emit_cuda(lowered), row_arch)
             else:
-                ptx = module_ptx(lowered, arch=arch, via=None)
+                ptx = module_ptx(lowered, arch=row_arch, via=None)
                 note = f"{len(ptx)} characters of PTX via {ptx_path(None)}"
                 if _which("ptxas"):
-                    note += ", " + _ptxas_summary(ptx, arch)
+                    note += ", " + _ptxas_summary(ptx, row_arch)
         except Exception as error:  # reported in the row's line; the others still build
             failures += 1
             note = f"FAILED: {_one_line(error)}"
@@ -354,6 +357,16 @@ class Clock:
         self.device.call("cuMemsetD8Async", self.flush, 0, FLUSH_BYTES, self.stream)
 
 
+_TARGET = re.compile(r"^#.*--target '(cuda -arch=sm_\w+)'", re.MULTILINE)
+
+
+def target_of(text: str) -> str:
+    """The target a program's comment asks for (`# ... --target 'cuda -arch=sm_90a'`, for a
+    Hopper-only kernel), else cuda for this GPU's architecture."""
+    found = _TARGET.search(text)
+    return found.group(1) if found else "cuda"
+
+
 def run_tirc(row: Row, args: dict[str, np.ndarray | int], repeats: int) -> float:
     """Runs the row's kernel on `args` (the arrays become the results) and times `repeats`
     more calls with the Clock: the median seconds of one."""
@@ -366,10 +379,11 @@ def run_tirc(row: Row, args: dict[str, np.ndarray | int], repeats: int) -> float
         return Timing(clock.time(call, count), count, "CUDA events, L2 flushed")
 
     module = build(row)
-    _, timing, _ = run_on_cuda(
-        module, "main", module["main"], "cuda", args, bench=True, repeats=repeats,
+    _, timing, arch = run_on_cuda(
+        module, "main", module["main"], target_of(row.text), args, bench=True, repeats=repeats,
         device=DEVICE.get(), timer=timer,
     )  # fmt: skip
+    row.result["arch"] = arch
     assert timing is not None
     return timing.median
 
