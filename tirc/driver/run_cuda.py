@@ -26,7 +26,7 @@ import numpy as np
 from tirc.diagnostics import Diagnostic, DiagnosticError, Note
 from tirc.driver.target import parse_target
 from tirc.ir.function import IRModule, PrimFunc
-from tirc.ir.target import CUDA_ARCHES, Target
+from tirc.ir.target import CUDA_ARCHES, Target, arch_number
 from tirc.runtime.cuda_driver import Device
 from tirc.runtime.throughput import Timing
 
@@ -40,8 +40,9 @@ def pick_arch(target: Target, device_arch: str) -> str:
         return target.arch
     if device_arch in CUDA_ARCHES:
         return device_arch
-    number = int(device_arch[3:])
-    known = [arch for arch in CUDA_ARCHES if int(arch[3:]) <= number]
+    number = arch_number(device_arch)
+    # arch-specific variants (sm_90a) only where asked for: their code runs on that GPU alone
+    known = [arch for arch in CUDA_ARCHES if arch[-1].isdigit() and arch_number(arch) <= number]
     return known[-1] if known else CUDA_ARCHES[0]
 
 

@@ -59,8 +59,23 @@ KINDS: dict[str, TargetKind] = {
 ALIASES = {"llvm": "cpu", "nvptx": "cuda"}  # TVM's names for the same targets
 SPELLINGS = (*KINDS, *ALIASES)
 
-CUDA_ARCHES = ("sm_70", "sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120")
+CUDA_ARCHES = (
+    "sm_70",
+    "sm_75",
+    "sm_80",
+    "sm_86",
+    "sm_89",
+    "sm_90",
+    "sm_90a",  # sm_90 with its arch-specific instructions (wgmma, setmaxnreg)
+    "sm_100",
+    "sm_120",
+)
 DEFAULT_CUDA_ARCH = "sm_90"  # what `tirc compile --target cuda` builds for without -arch
+
+
+def arch_number(arch: str) -> int:
+    """The compute capability of a CUDA architecture as a number: sm_90a -> 90."""
+    return int(arch.removeprefix("sm_").rstrip("abf"))
 
 
 @dataclass(frozen=True, slots=True)

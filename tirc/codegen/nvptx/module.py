@@ -26,6 +26,7 @@ PTX_VERSIONS = {
     "sm_86": "ptx71",
     "sm_89": "ptx78",
     "sm_90": "ptx80",
+    "sm_90a": "ptx80",
     "sm_100": "ptx86",
     "sm_120": "ptx87",
 }
