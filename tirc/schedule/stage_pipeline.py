@@ -113,11 +113,10 @@ def _check_cover(
     outer = [node.loop for node in consumer.ancestors() if node.is_loop]
     loops = {loop.loop_var for loop in outer}
     analyzer = Analyzer()
-    for loop in outer:  # TVM's analyzer knows the range of every loop around the consumer
+    # TVM's analyzer knows the range of every loop around the consumer, those left free
+    # above the common ancestor included: a unit loop's variable is 0 there
+    for loop in outer:
         analyzer.bind(loop.loop_var, Range(loop.min, loop.extent))
-    for node in (lca, *lca.ancestors()):  # the loops left free: a unit loop's variable is 0
-        if node.is_loop:
-            analyzer.bind(node.loop.loop_var, Range(node.loop.min, node.loop.extent))
     for dim, want in enumerate(consumed):
         extent = read.buffer.shape[dim]
         want = _clamp(want, extent, analyzer)
