@@ -5,7 +5,13 @@
    unscheduled program on the CPU backend (thread loops serial) on the same seeded inputs;
 2. the `gpu`-marked tests (pytest -m gpu);
 3. the samples' CUDA client (make -C samples run-cuda), which links every launcher;
-4. benchmarks/bench_cuda.py (tensor-core GEMM against cuBLAS, elementwise against a copy).
+4. benchmarks/bench_cuda.py (tensor-core GEMMs against cuBLAS, elementwise against a copy,
+   softmax against torch);
+5. peak: benchmarks/cuda/mma_sync_peak.cu, the mma.sync ceiling the GEMMs are compared with;
+6. tune: `tirc tune --target cuda` on samples/matmul.tir for a minute, timed on the GPU, and
+   the plan it writes run again with --check --bench.
+
+Steps run in the order `--steps` gives them (the default is the order above).
 
 It needs only the checkout and a Python with numpy, click, rich, llvmlite, lark, ml_dtypes
 and cuda-python (no install of tirc, no package registry): it puts the checkout on
@@ -31,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-STEPS = ("differential", "tests", "samples", "bench")
+STEPS = ("differential", "tests", "samples", "bench", "peak", "tune")
 CASE_FOLDERS = (ROOT / ".gpu-cases", ROOT.parent / "shared" / "conformance" / "cases")
 
 
@@ -138,6 +144,38 @@ def bench(out: Path, limit: float) -> dict:
     return result
 
 
+def peak(out: Path, limit: float) -> dict:
+    """Builds and runs benchmarks/cuda/mma_sync_peak.cu (nvcc for the device's own arch)."""
+    binary = Path("/tmp/tirc-mma-sync-peak")
+    source = ROOT / "benchmarks" / "cuda" / "mma_sync_peak.cu"
+    build = _run(
+        ["nvcc", "-O3", "-arch=native", "-o", str(binary), str(source)], limit, out / "peak.log"
+    )
+    if build["rc"] != 0:
+        return build
+    result = _run([str(binary)], limit, out / "peak.log")
+    lines = [line for line in result["tail"] if line.startswith("{")]
+    if lines:
+        result["numbers"] = json.loads(lines[-1])
+    return result
+
+
+def tune(out: Path, limit: float) -> dict:
+    """A minute of `tirc tune --target cuda`, then its plan run and checked."""
+    plan = out / "tuned_matmul.plan.json"
+    database = Path("/tmp/tirc-gpu-check-tune.db")
+    database.unlink(missing_ok=True)
+    tirc = [sys.executable, "-m", "tirc"]
+    program = "samples/matmul.tir"
+    search = [*tirc, "tune", program, "--target", "cuda", "--trials", "256"]
+    search += ["--time-budget", "60", "--db", str(database), "-o", str(plan)]
+    result = _run(search, limit, out / "tune.log")
+    if result["rc"] == 0 and plan.exists():
+        check = [*tirc, "run", program, "--plan", str(plan), "--target", "cuda", "--check"]
+        result["tuned_run"] = _run([*check, "--bench"], limit, out / "tune_run.log")
+    return result
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "gpu-check")
@@ -159,18 +197,18 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     report: dict = {"device": device(), "steps": steps}
     start = time.monotonic()
-    if "differential" in steps:
-        if cases is None:
-            report["differential"] = {"error": "no conformance cases (make gpu-cases)"}
+    runs = {"tests": tests, "samples": samples, "bench": bench, "peak": peak, "tune": tune}
+    for step in steps:
+        if step == "differential":
+            if cases is None:
+                report[step] = {"error": "no conformance cases (make gpu-cases)"}
+            else:
+                sizes = tuple(int(size) for size in args.sizes.split(","))
+                report[step] = differential(cases, args.jobs, args.timeout, sizes)
         else:
-            sizes = tuple(int(size) for size in args.sizes.split(","))
-            report["differential"] = differential(cases, args.jobs, args.timeout, sizes)
-        (args.out / "report.json").write_text(json.dumps(report, indent=1))
-    for step, run in (("tests", tests), ("samples", samples), ("bench", bench)):
-        if step in steps:
-            report[step] = run(args.out, 300)
-            (args.out / "report.json").write_text(json.dumps(report, indent=1))
+            report[step] = runs[step](args.out, 300)
             print(f"{step}: rc {report[step]['rc']} in {report[step]['seconds']} s", flush=True)
+        (args.out / "report.json").write_text(json.dumps(report, indent=1))
     report["seconds"] = round(time.monotonic() - start, 1)
     (args.out / "report.json").write_text(json.dumps(report, indent=1))
     if "differential" in report and "counts" in report["differential"]:
