@@ -199,6 +199,9 @@ def cuda_artifact(
 ) -> str | bytes:
     """The text or bytes of one CUDA output kind for a lowered module."""
     from tirc.codegen.cuda import emit_cuda
+    from tirc.codegen.cuda.wgmma_ptx import check_arch
+
+    check_arch(lowered, arch)
 
     if emit == "cu":
         return emit_cuda(lowered, source_name=source_name, abi=abi)
@@ -220,8 +223,10 @@ def module_ptx(
     """PTX through NVRTC (from the CUDA C) or LLVM (optimized at `opt_level`). A function the
     program calls with `T.call_extern` that NVRTC cannot find is an error at the call; through
     LLVM it stays an `.extern` declaration, for ptxas or the user's link step to resolve."""
+    from tirc.codegen.cuda.wgmma_ptx import check_arch
     from tirc.driver.cuda_toolchain import ptx_from_cuda
 
+    check_arch(lowered, arch)
     if via not in (None, *PTX_PATHS):
         raise DiagnosticError.at(None, f"unknown --ptx-via '{via}'", Note("choose nvrtc or llvm"))
     if ptx_path(via) == "nvrtc":

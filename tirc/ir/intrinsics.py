@@ -130,3 +130,16 @@ register(Intrinsic("ptx_wait_group", 1, 1, Result.EXPLICIT, Effect.UPDATE))
 register(Intrinsic("mma_store", 7, 7, Result.EXPLICIT, Effect.UPDATE))
 register(Intrinsic("mma_fill", 4, 4, Result.EXPLICIT, Effect.UPDATE))
 register(Intrinsic("ret", 1, 1, Result.FIRST_ARG, Effect.OPAQUE))
+
+# Hopper warpgroup MMA (sm_90a; tirc.ir.wgmma says what the arguments mean)
+register(Intrinsic("ptx_wgmma", 19, 19, Result.EXPLICIT, Effect.UPDATE, doc="wgmma.mma_async"))
+for _name in (
+    "ptx_wgmma_fence",
+    "ptx_wgmma_commit_group",
+    "ptx_wgmma_wait_group",
+    "ptx_fence_proxy_async",
+):
+    _arity = int(_name.endswith("wait_group"))
+    register(Intrinsic(_name, _arity, _arity, Result.EXPLICIT, Effect.UPDATE))
+    FIXED_RESULTS[_name] = dt.VOID
+FIXED_RESULTS["ptx_wgmma"] = dt.VOID

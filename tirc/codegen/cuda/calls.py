@@ -267,5 +267,9 @@ def print_call(p: ExprPrinter, call: E.Call, lane: int | None) -> Code:
 
         handler = PTX_HANDLERS.get(call.op)
     if handler is None:
+        from tirc.codegen.cuda.wgmma_ptx import HANDLERS as WGMMA_HANDLERS
+
+        handler = WGMMA_HANDLERS.get(call.op)
+    if handler is None:
         raise DiagnosticError.at(call.span, f"CUDA codegen: no CUDA spelling for T.{call.op}")
     return handler(p, call, lane)

@@ -141,6 +141,7 @@ _POINTER_ARGS: dict[str, dict[int, int]] = {
     "tvm_store_matrix_sync": {0: _READ, 5: _WRITE},
     "tvm_fill_fragment": {0: _WRITE},
     "tvm_mma_sync": {0: _WRITE, 2: _READ, 4: _READ, 6: _READ},
+    "ptx_wgmma": {4: _READ, 10: _READ},
 }
 
 
