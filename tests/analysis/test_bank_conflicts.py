@@ -224,7 +224,8 @@ def test_gemm_plans_load_fragments_without_conflicts(plan: GpuPlan) -> None:
     checked = [
         item for item in found if item.access.instruction.startswith(("ldmatrix", "cp.async"))
     ]
-    assert _ldmatrix(checked), "the plan uses no ldmatrix"
+    if "wgmma" not in plan.id:  # wgmma reads its operands through descriptors, not ldmatrix
+        assert _ldmatrix(checked), "the plan uses no ldmatrix"
     conflicts = [_describe(item) for item in checked if not item.is_conflict_free]
     assert not conflicts, "\n".join(conflicts)
 

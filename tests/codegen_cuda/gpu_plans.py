@@ -15,6 +15,7 @@ from tirc.ir.function import IRModule
 from tirc.text import parse
 
 GPU_SAMPLES = Path(__file__).parents[2] / "samples" / "gpu"
+_TARGET = re.compile(r"^#.*--target 'cuda -arch=(sm_\w+)'", re.MULTILINE)
 _TEST_DEFINES = re.compile(r"tests use((?:[ ,]*-D \w+=\w+)+)", re.IGNORECASE)
 
 
@@ -27,6 +28,13 @@ class GpuPlan:
     @property
     def id(self) -> str:
         return self.plan.name.removesuffix(".plan.json")
+
+    @property
+    def arch(self) -> str | None:
+        """The architecture the program's comment requires (`--target 'cuda -arch=sm_90a'`
+        for a Hopper-only kernel), else None: any."""
+        found = _TARGET.search(self.program.read_text())
+        return found.group(1) if found else None
 
     def lowered(self) -> IRModule:
         """The program at its test shape, scheduled by the plan and lowered for cuda (once

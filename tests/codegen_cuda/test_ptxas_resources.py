@@ -115,11 +115,21 @@ def _check(module: IRModule, resources: list[KernelResources], arch: str) -> Non
     assert not resource_warnings(resources, threads)
 
 
+def _arch_for(plan: GpuPlan, arch: str) -> str:
+    """The plan's own architecture where its program requires one (sm_90a: wgmma), once."""
+    if plan.arch is None:
+        return arch
+    if arch != ARCHS[-1]:
+        pytest.skip(f"{plan.id} runs only on {plan.arch}: checked once, with the last arch")
+    return plan.arch
+
+
 @pytest.mark.slow  # nvcc takes about half a second a plan and architecture
 @pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("plan", PLANS, ids=[plan.id for plan in PLANS])
 def test_cuda_c_kernels_fit_without_spills(plan: GpuPlan, arch: str, tmp_path: Path) -> None:
     _require("ptxas")
+    arch = _arch_for(plan, arch)
     module = plan.lowered()
     resources = ptx_resources(_cuda_c_ptx(module, arch, tmp_path), arch)
     _check(module, resources, arch)
@@ -132,11 +142,12 @@ def test_cuda_c_kernels_fit_without_spills(plan: GpuPlan, arch: str, tmp_path: P
 @pytest.mark.parametrize("plan", PLANS, ids=[plan.id for plan in PLANS])
 def test_llvm_kernels_fit_without_spills(plan: GpuPlan, arch: str) -> None:
     _require("ptxas")
+    arch = _arch_for(plan, arch)
     module = plan.lowered()
     try:
         ptx = emit_ptx(module, arch=arch)
     except DiagnosticError as error:
-        if "need --ptx-via nvrtc" in str(error):
+        if "need --ptx-via nvrtc" in str(error) or "use --ptx-via nvrtc" in str(error):
             pytest.skip(str(error))  # wmma fragments: CUDA C only
         raise
     _check(module, ptx_resources(ptx, arch), arch)
