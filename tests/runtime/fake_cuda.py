@@ -225,6 +225,76 @@ def _max_threads(directives: str) -> int | None:
     return total
 
 
+# -- tensor maps (cuTensorMapEncodeTiled) -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class cuuint64_t:  # noqa: N801  (cuda-python's names)
+    value: int
+
+    def __int__(self) -> int:
+        return self.value
+
+
+@dataclass(frozen=True)
+class cuuint32_t:  # noqa: N801
+    value: int
+
+    def __int__(self) -> int:
+        return self.value
+
+
+class CUtensorMapDataType(enum.IntEnum):  # noqa: N801
+    CU_TENSOR_MAP_DATA_TYPE_UINT8 = 0
+    CU_TENSOR_MAP_DATA_TYPE_UINT16 = 1
+    CU_TENSOR_MAP_DATA_TYPE_UINT32 = 2
+    CU_TENSOR_MAP_DATA_TYPE_INT32 = 3
+    CU_TENSOR_MAP_DATA_TYPE_UINT64 = 4
+    CU_TENSOR_MAP_DATA_TYPE_INT64 = 5
+    CU_TENSOR_MAP_DATA_TYPE_FLOAT16 = 6
+    CU_TENSOR_MAP_DATA_TYPE_FLOAT32 = 7
+    CU_TENSOR_MAP_DATA_TYPE_FLOAT64 = 8
+    CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 = 9
+
+
+TENSOR_MAP_BYTES = {0: 1, 1: 2, 2: 4, 3: 4, 4: 8, 5: 8, 6: 2, 7: 4, 8: 8, 9: 2}
+
+
+class CUtensorMapInterleave(enum.IntEnum):  # noqa: N801
+    CU_TENSOR_MAP_INTERLEAVE_NONE = 0
+
+
+class CUtensorMapSwizzle(enum.IntEnum):  # noqa: N801
+    CU_TENSOR_MAP_SWIZZLE_NONE = 0
+    CU_TENSOR_MAP_SWIZZLE_32B = 1
+    CU_TENSOR_MAP_SWIZZLE_64B = 2
+    CU_TENSOR_MAP_SWIZZLE_128B = 3
+
+
+class CUtensorMapL2promotion(enum.IntEnum):  # noqa: N801
+    CU_TENSOR_MAP_L2_PROMOTION_NONE = 0
+    CU_TENSOR_MAP_L2_PROMOTION_L2_128B = 2
+
+
+class CUtensorMapFloatOOBfill(enum.IntEnum):  # noqa: N801
+    CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0
+
+
+@dataclass(frozen=True)
+class CUtensorMap:
+    """What a map was encoded from (innermost dimension first, as the driver takes it)."""
+
+    dtype: CUtensorMapDataType
+    address: int
+    dims: tuple[int, ...]
+    strides: tuple[int, ...]  # bytes, of dimensions 1 and up
+    box: tuple[int, ...]
+    swizzle: CUtensorMapSwizzle
+
+    def getPtr(self) -> int:  # noqa: N802
+        return id(self)
+
+
 # -- the driver --------------------------------------------------------------------------------
 
 
@@ -260,6 +330,7 @@ class FakeDriver:
     fail: dict[str, CUresult] = field(default_factory=dict)  # a call's first result
     calls: list[str] = field(default_factory=list)  # every call's name, in order
     launches: list[Launch] = field(default_factory=list)
+    tensor_maps: list[CUtensorMap] = field(default_factory=list)
     copies: list[tuple[str, int, int]] = field(default_factory=list)  # (direction, address, n)
     function_attributes: list[tuple[str, CUfunction_attribute, int]] = field(default_factory=list)
     allocations: dict[int, Allocation] = field(default_factory=dict)
@@ -276,6 +347,13 @@ class FakeDriver:
     CUresult = CUresult
     CUdevice_attribute = CUdevice_attribute
     CUfunction_attribute = CUfunction_attribute
+    cuuint64_t = cuuint64_t
+    cuuint32_t = cuuint32_t
+    CUtensorMapDataType = CUtensorMapDataType
+    CUtensorMapInterleave = CUtensorMapInterleave
+    CUtensorMapSwizzle = CUtensorMapSwizzle
+    CUtensorMapL2promotion = CUtensorMapL2promotion
+    CUtensorMapFloatOOBfill = CUtensorMapFloatOOBfill
 
     # -- what a test asks afterwards
 
@@ -552,6 +630,72 @@ class FakeDriver:
         self.events.remove(self._check(event, "CUevent", self.events))
         return (CUresult.CUDA_SUCCESS,)
 
+    def cuTensorMapEncodeTiled(  # noqa: N802
+        self,
+        dtype: Any,
+        rank: int,
+        address: object,
+        dims: list[Any],
+        strides: list[Any],
+        box: list[Any],
+        element_strides: list[Any],
+        interleave: Any,
+        swizzle: Any,
+        l2_promotion: Any,
+        oob_fill: Any,
+    ) -> tuple:
+        """Checks the map as the driver documents its requirements."""
+        error = self._enter("cuTensorMapEncodeTiled")
+        if error != CUresult.CUDA_SUCCESS:
+            return error, None
+        where = "cuTensorMapEncodeTiled"
+        for name, values, kind in (
+            ("globalDim", dims, cuuint64_t),
+            ("globalStrides", strides, cuuint64_t),
+            ("boxDim", box, cuuint32_t),
+            ("elementStrides", element_strides, cuuint32_t),
+        ):
+            if not all(isinstance(value, kind) for value in values):
+                raise Misuse(f"{where}: {name} must be a list of {kind.__name__}, got {values!r}")
+        if not (isinstance(rank, int) and 1 <= rank <= 5):
+            raise Misuse(f"{where}: rank {rank!r}")
+        if (len(dims), len(strides), len(box), len(element_strides)) != (
+            rank,
+            rank - 1,
+            rank,
+            rank,
+        ):
+            raise Misuse(f"{where}: {len(dims)} dims, {len(strides)} strides for rank {rank}")
+        if not isinstance(address, int) or address % 16:
+            raise Misuse(f"{where}: the global address {address!r} is not a 16-byte aligned int")
+        element = TENSOR_MAP_BYTES[CUtensorMapDataType(dtype)]
+        extents = [int(value) for value in dims]
+        steps = [int(value) for value in strides]
+        size = element * extents[0]
+        for extent, step in zip(extents[1:], steps, strict=True):
+            if step % 16 or step < size:
+                raise Misuse(f"{where}: stride {step} (bytes) for dims {extents}")
+            size = step * extent
+        self._find(address, size, where)
+        tile = [int(value) for value in box]
+        if not all(1 <= extent <= 256 for extent in tile) or tile[0] * element % 16:
+            raise Misuse(f"{where}: box {tile}")
+        span = {1: 32, 2: 64, 3: 128}.get(int(swizzle))
+        if span is not None and tile[0] * element > span:
+            raise Misuse(f"{where}: a box row of {tile[0] * element} bytes with swizzle {span}")
+        if any(int(value) != 1 for value in element_strides):
+            raise Misuse(f"{where}: element strides {element_strides}")
+        made = CUtensorMap(
+            CUtensorMapDataType(dtype),
+            address,
+            tuple(extents),
+            tuple(steps),
+            tuple(tile),
+            CUtensorMapSwizzle(swizzle),
+        )
+        self.tensor_maps.append(made)
+        return CUresult.CUDA_SUCCESS, made
+
     def cuLaunchKernel(  # noqa: N802
         self,
         function: Handle,
@@ -622,9 +766,14 @@ class FakeDriver:
             raise Misuse(
                 f"{entry.name} takes {len(entry.params)} parameters, the launch gives {len(values)}"
             )
-        args = []
+        args: list[tuple[str, object]] = []
         for index, (param, value, kind) in enumerate(zip(entry.params, values, kinds, strict=True)):
             where = f"{entry.name} parameter {index} (.{param.kind}{param.bytes * 8})"
+            if kind is None and isinstance(value, CUtensorMap):  # cuda-python's getPtr()
+                if param.bytes != 128 or param.kind != "b":
+                    raise Misuse(f"{where}: a CUtensorMap (.b8[128]) where the kernel wants this")
+                args.append(("tensor map", value))
+                continue
             if kind is None or not hasattr(kind, "_type_"):
                 raise Misuse(f"{where}: {kind!r} is not a ctypes type")
             if ctypes.sizeof(kind) != param.bytes:

@@ -199,9 +199,11 @@ def cuda_artifact(
 ) -> str | bytes:
     """The text or bytes of one CUDA output kind for a lowered module."""
     from tirc.codegen.cuda import emit_cuda
+    from tirc.codegen.cuda.tma import check_tma_arch
     from tirc.codegen.cuda.wgmma_ptx import check_arch
 
     check_arch(lowered, arch)
+    check_tma_arch(lowered, arch)
 
     if emit == "cu":
         return emit_cuda(lowered, source_name=source_name, abi=abi)
@@ -223,10 +225,12 @@ def module_ptx(
     """PTX through NVRTC (from the CUDA C) or LLVM (optimized at `opt_level`). A function the
     program calls with `T.call_extern` that NVRTC cannot find is an error at the call; through
     LLVM it stays an `.extern` declaration, for ptxas or the user's link step to resolve."""
+    from tirc.codegen.cuda.tma import check_tma_arch
     from tirc.codegen.cuda.wgmma_ptx import check_arch
     from tirc.driver.cuda_toolchain import ptx_from_cuda
 
     check_arch(lowered, arch)
+    check_tma_arch(lowered, arch)
     if via not in (None, *PTX_PATHS):
         raise DiagnosticError.at(None, f"unknown --ptx-via '{via}'", Note("choose nvrtc or llvm"))
     if ptx_path(via) == "nvrtc":

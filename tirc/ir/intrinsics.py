@@ -143,3 +143,16 @@ for _name in (
     register(Intrinsic(_name, _arity, _arity, Result.EXPLICIT, Effect.UPDATE))
     FIXED_RESULTS[_name] = dt.VOID
 FIXED_RESULTS["ptx_wgmma"] = dt.VOID
+
+# Hopper's mbarriers and TMA loads (tirc.ir.tma): a barrier is an element of a uint64 shared
+# buffer, named by its data handle and index. (ptx_fence_proxy_async is registered above.)
+for _name, _arity in (
+    ("ptx_mbarrier_init", 3),  # bar, index, arrival count
+    ("ptx_mbarrier_arrive", 2),
+    ("ptx_mbarrier_arrive_expect_tx", 3),  # bar, index, transaction bytes
+    ("ptx_mbarrier_wait", 3),  # bar, index, phase parity
+    ("ptx_mbarrier_inval", 2),
+):
+    register(Intrinsic(_name, _arity, _arity, Result.EXPLICIT, Effect.UPDATE))
+    FIXED_RESULTS[_name] = dt.VOID
+register(Intrinsic("ptx_tma_load", 11, 23, Result.EXPLICIT, Effect.UPDATE))  # dtype first

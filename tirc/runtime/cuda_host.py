@@ -46,6 +46,7 @@ class HostRun:
     launches: int = 0  # launches made by this call
     facts: dict[int, _KernelFacts] = field(default_factory=dict)
     shared_sizes: dict[int, E.PrimExpr] = field(default_factory=dict)  # per kernel, found once
+    maps: dict[int, list[Any]] = field(default_factory=dict)  # TMA loads per kernel, found once
 
     def evaluate(self, expr: E.PrimExpr, what: str) -> int | float | bool:
         from tirc.analysis.arith import Analyzer
@@ -142,6 +143,9 @@ class HostRun:
             else:
                 values.append(value)
                 kinds.append(_ctype(var))
+        for load in self._tensor_maps(node.index):
+            values.append(self._tensor_map(kernel, node, load))
+            kinds.append(None)  # a CUtensorMap: cuda-python passes its bytes
         self.launches += 1
         self.device.call(
             "cuLaunchKernel",
@@ -165,6 +169,30 @@ class HostRun:
                     f"{self.name}, grid {_dims(grid)}, block {_dims(block)}): {error.text}",
                     Note(COMPUTE_SANITIZER),
                 ) from None
+
+    def _tensor_maps(self, index: int) -> list[Any]:
+        """The TMA loads of kernel `index`, one per tensor map it takes (found once)."""
+        if index not in self.maps:
+            from tirc.ir.tma import tensor_maps
+
+            self.maps[index] = tensor_maps(self.program.kernels[index].body)
+        return self.maps[index]
+
+    def _tensor_map(self, kernel: Any, node: Any, load: Any) -> Any:
+        """The tensor map of a TMA load at this launch (tirc.runtime.cuda_tensor_map)."""
+        from tirc.runtime.cuda_tensor_map import encode_tensor_map
+
+        tensor = kernel.at_launch(load.tensor, node)
+        pointer = self.values.get(tensor) if isinstance(tensor, E.Var) else None
+        if not isinstance(pointer, Pointer):
+            raise DiagnosticError.at(
+                load.call.span, f"--target cuda: {kernel.name} reads a tensor the host lacks"
+            )
+        shape = [
+            int(self.evaluate(kernel.at_launch(extent, node), f"the tensor map of {kernel.name}"))
+            for extent in load.shape
+        ]
+        return encode_tensor_map(self.device, load, int(pointer.address), shape)
 
     def _check_launch(
         self,

@@ -271,5 +271,9 @@ def print_call(p: ExprPrinter, call: E.Call, lane: int | None) -> Code:
 
         handler = WGMMA_HANDLERS.get(call.op)
     if handler is None:
+        from tirc.codegen.cuda.tma import HANDLERS as TMA_HANDLERS
+
+        handler = TMA_HANDLERS.get(call.op)
+    if handler is None:
         raise DiagnosticError.at(call.span, f"CUDA codegen: no CUDA spelling for T.{call.op}")
     return handler(p, call, lane)

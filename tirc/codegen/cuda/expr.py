@@ -18,6 +18,7 @@ from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType
 from tirc.ir.functor import Dispatch
 from tirc.ir.substitute import substitute
+from tirc.ir.tma import TmaLoad
 
 # C precedence levels, higher binds tighter
 PRIMARY, UNARY, MULTIPLY, ADD, SHIFT, RELATION, EQUALITY = 16, 15, 13, 12, 11, 10, 9
@@ -63,6 +64,8 @@ class ExprPrinter:
         # scalar integer Binds (common-subexpr-elim's cse_vN): their values, in terms of
         # variables bound otherwise, for proofs such as alignment
         self.bound_values: dict[E.Var, E.PrimExpr] = {}
+        # the kernel's tensor-map parameters (tirc.codegen.cuda.tma): each TMA load's map
+        self.tensor_maps: list[tuple[TmaLoad, str]] = []
 
     def __call__(self, expr: object, lane: int | None = None) -> str:
         return self.code(expr, lane)[0]

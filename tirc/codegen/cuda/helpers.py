@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import re
 
+from tirc.codegen.cuda.tma_helpers import DEVICE_HELPERS as TMA_DEVICE
+from tirc.codegen.cuda.tma_helpers import HOST_HELPERS as TMA_HOST
+
 FLOOR = """\
 // Floor division and modulo for signed integers (C's / and % truncate toward zero).
 template <typename T>
@@ -139,6 +142,8 @@ _HELPERS: tuple[tuple[str, str], ...] = (
     (r"TIRC_ALLOCA\(", ALLOCA),
     (r"tirc_(fill_fragment|load_matrix_sync|store_matrix_sync|mma_sync)\(", WMMA),
     (r"tirc_mma_(fill|store)\(", MMA_REGISTERS),
+    (r"\btirc_tensor_map\b|tirc_mbarrier_wait\(", TMA_DEVICE),
+    (r"tirc_encode_tensor_map\(", TMA_HOST),
 )
 
 

@@ -14,12 +14,14 @@ from tirc.codegen.cuda.kernel import STATIC_SHARED_LIMIT, dynamic_shared_layout,
 from tirc.codegen.cuda.kernels import DeviceProgram, Kernel, KernelLaunch, uses_of
 from tirc.codegen.cuda.names import NameTable
 from tirc.codegen.cuda.stmt import allocation_size
+from tirc.codegen.cuda.tma import encode_tensor_maps
 from tirc.codegen.cuda.writer import Writer
 from tirc.diagnostics import DiagnosticError
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
 from tirc.ir.buffer import Buffer
 from tirc.ir.functor import Dispatch
+from tirc.ir.tma import tensor_maps
 
 RULES: Dispatch[HostWriter, [], None] = Dispatch("CUDA codegen")
 
@@ -126,6 +128,7 @@ def _launch(h: HostWriter, node: KernelLaunch) -> None:
     for arg in node.args:
         h.check_known(arg, f"the launch of {kernel.name}")
     arguments = [h.p(arg) for arg in node.args]
+    arguments += _tensor_maps(h, kernel, node)
     grid_name = h.p.names.fresh(f"{kernel.name}_grid")
     block_name = h.p.names.fresh(f"{kernel.name}_block")
     if not (isinstance(shared_bytes, E.IntImm) and shared_bytes.value <= STATIC_SHARED_LIMIT):
@@ -142,6 +145,18 @@ def _launch(h: HostWriter, node: KernelLaunch) -> None:
     )
     # an empty grid is a launch error in CUDA, and nothing to do for tirc
     h.out.line(f"if ({grid_name}.x * {grid_name}.y * {grid_name}.z != 0) {launch}")
+
+
+def _tensor_maps(h: HostWriter, kernel: Kernel, node: KernelLaunch) -> list[str]:
+    """The tensor maps the kernel's TMA loads read through, built here (tirc.codegen.cuda.tma)."""
+    maps = tensor_maps(kernel.body)
+    names = [h.p.names.fresh(f"{kernel.name}_tensor_map") for _ in maps]
+    for load in maps:
+        h.check_known(kernel.at_launch(load.tensor, node), f"the tensor map of {kernel.name}")
+        for extent in load.shape:
+            h.check_known(kernel.at_launch(extent, node), f"the tensor map of {kernel.name}")
+    encode_tensor_maps(h.out, h.p, maps, lambda expr: kernel.at_launch(expr, node), names)
+    return names
 
 
 def _at_launch(kernel: Kernel, node: KernelLaunch, tag: str) -> E.PrimExpr | None:

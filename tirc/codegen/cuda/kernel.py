@@ -8,6 +8,7 @@ from tirc.codegen.cuda.expr import ExprPrinter
 from tirc.codegen.cuda.kernels import Kernel, uses_of
 from tirc.codegen.cuda.names import NameTable
 from tirc.codegen.cuda.stmt import KernelWriter, allocation_size
+from tirc.codegen.cuda.tma import tensor_map_params
 from tirc.codegen.cuda.writer import Writer
 from tirc.ir import dtype as dt
 from tirc.ir import expr as E
@@ -100,6 +101,7 @@ def kernel_text(kernel: Kernel, *, restrict: bool, sizes: frozenset[E.Var] = fro
             params.append(f"{types.c_type(var.dtype)} {names(var)}")
             if var.is_size_var or var in sizes:
                 printer.analyzer.ranges[var] = shape_bound(var)
+    params += tensor_map_params(printer, kernel.body)
     offsets, total = dynamic_shared_layout(kernel)
     bounds = _launch_bounds(kernel)
     out = Writer()

@@ -25,6 +25,7 @@ from tirc.ir.dtype import DataType
 from tirc.ir.functor import Dispatch, walk
 from tirc.ir.structural import structural_equal
 from tirc.ir.substitute import substitute
+from tirc.ir.tma import shared_alignment
 
 WMMA_SCOPES = ("wmma.matrix_a", "wmma.matrix_b", "wmma.accumulator")
 
@@ -296,7 +297,8 @@ def _alloc(w: KernelWriter, node: S.AllocBuffer) -> None:
     size = allocation_size(buffer)
     if scope in ("shared", "shared.dyn"):
         assert isinstance(size, E.IntImm)  # others are dynamic shared memory
-        w.out.line(f"__shared__ __align__(16) {element} {name}[{size.value}];")
+        align = shared_alignment(w.kernel.body, buffer.data)
+        w.out.line(f"__shared__ __align__({align}) {element} {name}[{size.value}];")
     elif isinstance(size, E.IntImm):
         w.out.line(f"__align__(16) {element} {name}[{size.value}];")
     else:

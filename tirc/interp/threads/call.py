@@ -396,11 +396,13 @@ _RULES: dict[str, CallRule] = {
 
 def _add_ptx_rules() -> None:
     from tirc.interp.threads.ptx_calls import RULES
+    from tirc.interp.threads.tma_calls import RULES as TMA_RULES
     from tirc.interp.threads.wgmma_calls import RULES as WGMMA_RULES
     from tirc.interp.threads.wmma_calls import RULES as WMMA_RULES
 
     _RULES.update(RULES)
     _RULES.update(WMMA_RULES)
+    _RULES.update(TMA_RULES)
     _RULES.update(WGMMA_RULES)
 
 

@@ -22,6 +22,9 @@ BARRIER, SHUFFLE, ACTIVE_MASK, ALLREDUCE = 0, 1, 2, 3
 # a warp instruction (tirc.interp.threads.ptx): (WARP_OP, site, resolve, operands); once the warp is
 # there, resolve({thread: operands}, site) returns each thread's reply
 WARP_OP = 4
+# a wait on a condition other threads or copies make true (tirc.interp.threads.mbarrier):
+# (POLL, site, poll, describe); tried when no thread can go on, released once poll() is true
+POLL = 5
 
 Thread = Generator[Any, Any, None]
 Kernel = Callable[..., Thread]
@@ -246,6 +249,8 @@ def run_block(threads: list[Thread], block: BlockContext) -> None:
         if not runnable:
             runnable = _resolve_allreduce(waiting, replies, block)
         if not runnable:
+            runnable = _resolve_polls(waiting)
+        if not runnable:
             runnable = _release_barrier(waiting, live, block)
 
 
@@ -342,6 +347,23 @@ def write_results(results: tuple, outputs: tuple[tuple[object, DataType], ...]) 
         memory, base = view_of(handle, dtype)
         narrow = NARROW.get(str(dtype))
         memory[base] = narrow.encode(value) if narrow is not None else value
+
+
+def _resolve_polls(waiting: dict[int, tuple]) -> list[int]:
+    """Releases the threads whose polled condition now holds (replies stay None). When every
+    waiting thread polls and none can go on, the block is deadlocked: an error at the first."""
+    polls = [thread for thread, request in waiting.items() if request[0] == POLL]
+    released = [thread for thread in polls if waiting[thread][2]()]
+    if not released and polls and len(polls) == len(waiting):
+        first = min(polls)
+        raise Fault(
+            waiting[first][1],
+            f"every thread of the block waits and none can go on: this wait is for "
+            f"{waiting[first][3]()} ({len(polls)} threads waiting)",
+        )
+    for thread in released:
+        del waiting[thread]
+    return sorted(released)
 
 
 def _release_barrier(waiting: dict[int, tuple], live: set[int], block: BlockContext) -> list[int]:

@@ -33,6 +33,7 @@ from tirc.ir import expr as E
 from tirc.ir import stmt as S
 from tirc.ir.function import PrimFunc
 from tirc.ir.functor import Mutator, Visitor
+from tirc.ir.tma import tma_load
 from tirc.transform.pass_base import Dialect, FunctionPass
 from tirc.transform.passes.inject_software_pipeline import (
     ASYNC_SCOPE,
@@ -111,6 +112,14 @@ class _Collector(Visitor):
         elif node.op == "tvm_access_ptr" and isinstance(node.args[1], E.Var):
             mask = node.args[4]
             self.touch(node.args[1], mask.value if isinstance(mask, E.IntImm) else _READ_WRITE)
+        elif node.op.startswith("ptx_mbarrier_"):
+            pass  # an mbarrier is a synchronization object, not data other threads read
+        elif node.op == "ptx_tma_load":
+            # the destination, written when issued as far as other threads' reads go (they
+            # must be done first); its readers wait on the mbarrier, not on a barrier
+            shared = tma_load(node).shared
+            if isinstance(shared, E.Var):
+                self.touch(shared, _WRITE)
         elif node.op != "address_of":  # address_of(S[i]): its load is the read
             modes = _POINTER_ARGS.get(node.op, {})
             for index, arg in enumerate(node.args):

@@ -1,0 +1,140 @@
+"""mbarrier and TMA loads in CUDA C for sm_90a: the sample's kernel and launcher compile with
+nvcc and its PTX assembles with ptxas; the kernel takes one `__grid_constant__` tensor map per
+map and the launcher encodes it from the tensor's shape, box and swizzle; architectures before
+sm_90 are refused at the call; `tirc run --target cuda` builds the map with the driver and
+passes it by value (the fake driver checks the map and the launch)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.codegen_cuda.helpers import ptxas_accepts, require_tool
+from tests.runtime.fake_cuda import CUtensorMapDataType, CUtensorMapSwizzle, FakeDriver, fake_device
+from tirc.api import parse
+from tirc.codegen.cuda import emit_cuda
+from tirc.diagnostics import DiagnosticError
+from tirc.driver import run_cuda
+from tirc.driver.compile_cuda import cuda_artifact
+from tirc.driver.lower import lower_module
+from tirc.ir.function import IRModule
+
+SAMPLE = Path(__file__).parents[2] / "samples" / "gpu" / "tma_copy.tir"
+
+
+def _lowered(arch: str = "sm_90a", m: int = 64, n: int = 128) -> IRModule:
+    module = parse(SAMPLE, defines={"M": m, "N": n})
+    return lower_module(module, target=f"cuda -arch={arch}", for_backend=True)
+
+
+def test_kernel_takes_the_map_and_issues_the_copy() -> None:
+    cuda = emit_cuda(_lowered())
+    assert "const __grid_constant__ tirc_tensor_map A_tensor_map)" in cuda
+    assert "__shared__ __align__(1024) half S[4096];" in cuda  # a 128-byte swizzle's alignment
+    assert (
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
+        "[%0], [%1, {%2, %3}], [%4]" in cuda
+    )
+    assert '"l"((unsigned long long)&A_tensor_map), "r"((int)(cse_v1)), "r"((int)(by * 64))' in cuda
+    assert "mbarrier.init.shared::cta.b64" in cuda
+    assert "mbarrier.arrive.expect_tx.shared::cta.b64 state, [%0], %1" in cuda
+    assert "tirc_mbarrier_wait(" in cuda
+
+
+def test_launcher_encodes_the_map_innermost_first() -> None:
+    cuda = emit_cuda(_lowered())
+    launcher = cuda[cuda.index('extern "C" int main_launch') :]
+    assert "const cuuint64_t tirc_dims[2] = {(cuuint64_t)(128), (cuuint64_t)(64)};" in launcher
+    assert "const cuuint64_t tirc_strides[1] = {(cuuint64_t)(128) * 2};" in launcher
+    assert "const cuuint32_t tirc_box[2] = {64, 64};" in launcher
+    assert (
+        "tirc_encode_tensor_map(&main_kernel_tensor_map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, "
+        "(void*)(A), tirc_dims, tirc_strides, tirc_box, 128);" in launcher
+    )
+    assert (
+        "<<<main_kernel_grid, main_kernel_block, 0, stream>>>(A, B, main_kernel_tensor_map);"
+        in (launcher)
+    )
+
+
+def test_nvcc_compiles_and_ptxas_assembles_for_sm_90a(tmp_path: Path) -> None:
+    nvcc = require_tool("nvcc")
+    cu = tmp_path / "tma_copy.cu"
+    cu.write_text(emit_cuda(_lowered()))
+    for flags in (
+        ["-c", "-o", str(tmp_path / "tma_copy.o")],
+        ["-ptx", "-o", str(tmp_path / "k.ptx")],
+    ):
+        done = subprocess.run(
+            [nvcc, "-arch=sm_90a", str(cu), *flags], capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+    ptx = (tmp_path / "k.ptx").read_text()
+    assert "cp.async.bulk.tensor.2d" in ptx and "mbarrier.try_wait.parity" in ptx
+    assert ptxas_accepts(ptx, tmp_path, arch="sm_90a") == ""
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_89"])
+def test_older_architectures_are_refused_at_the_call(arch: str) -> None:
+    with pytest.raises(DiagnosticError) as error:
+        cuda_artifact(_lowered(arch), "cu", arch=arch)
+    diagnostic = error.value.diagnostics[0]
+    assert "needs sm_90" in diagnostic.message and arch in diagnostic.message
+    assert diagnostic.span is not None and diagnostic.span.line in (20, 21)
+
+
+def _nvcc_ptx(directory: Path) -> object:
+    """run_cuda.module_image through nvcc (NVRTC, which tirc uses, may be missing here)."""
+
+    def module_image(
+        lowered: IRModule, arch: str, *, ptx: bool = False, opt_level: object = None
+    ) -> bytes:
+        cu, out = directory / "k.cu", directory / "k.ptx"
+        cu.write_text(emit_cuda(lowered))
+        subprocess.run(
+            [require_tool("nvcc"), f"-arch={arch}", "-ptx", str(cu), "-o", str(out)], check=True
+        )
+        return out.read_bytes() + b"\0"
+
+    return module_image
+
+
+def test_run_builds_the_map_with_the_driver_and_passes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(run_cuda, "module_image", _nvcc_ptx(tmp_path))
+    module = parse(SAMPLE, defines={"M": 128, "N": 192})
+    driver = FakeDriver()
+    a = np.ones((128, 192), "float16")
+    b = np.zeros_like(a)
+    _, _, arch = run_cuda.run_on_cuda(
+        module,
+        "main",
+        module["main"],
+        "cuda -arch=sm_90a",
+        {"A": a, "B": b},
+        device=fake_device(driver),
+    )
+    assert arch == "sm_90a"
+    (made,) = driver.tensor_maps
+    assert made.dtype == CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+    assert (made.dims, made.strides, made.box) == ((192, 128), (384,), (64, 64))
+    assert made.swizzle == CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B
+    (launch,) = driver.launches
+    assert launch.grid == (3, 2, 1) and launch.args[2] == ("tensor map", made)
+    assert made.address == launch.args[0][1]  # A's device copy
+    assert driver.leaks() == []
+
+
+def test_maps_the_driver_would_refuse_are_named() -> None:
+    from tirc.ir.tma import tensor_maps
+    from tirc.runtime.cuda_tensor_map import _problem
+
+    (load,) = tensor_maps(_lowered()["main_kernel"].body)
+    # rows of 36 halves are 72 bytes apart: TMA wants multiples of 16
+    assert _problem(load, 0x1000, [64, 36]) == "its rows are 72 bytes apart, not a multiple of 16"
+    assert _problem(load, 0x1008, [64, 64]) == "the tensor's address 0x1008 is not 16-byte aligned"
+    assert _problem(load, 0x1000, [64, 64]) is None

@@ -1,0 +1,160 @@
+"""The thread model's mbarriers and TMA loads (tirc.interp.threads.mbarrier) as the PTX ISA
+defines them: phases complete when the expected arrivals and the transaction bytes are all in,
+a wait on a parity returns once that phase has completed, a TMA copy lands only when waited
+for (a read before the wait sees the old tile), out-of-bounds box elements are zeros, the
+swizzled layout is the hardware's, and a block whose threads all wait forever is an error at
+the wait."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tirc.diagnostics import DiagnosticError
+from tirc.interp.runner import run
+from tirc.ir.tma import swizzled_byte
+from tirc.text import parse
+
+SAMPLE = Path(__file__).parents[2] / "samples" / "gpu" / "tma_copy.tir"
+
+
+def _run(text: str, **arrays: np.ndarray) -> None:
+    module = parse(text)
+    run(module["main"], arrays, module=module, gpu_model="threads")
+
+
+def test_sample_tma_copy_matches_numpy() -> None:
+    from tirc.api import parse as parse_file
+
+    module = parse_file(SAMPLE, defines={"M": 64, "N": 128})
+    a = np.random.default_rng(1).standard_normal((64, 128)).astype("float16")
+    b = np.zeros_like(a)
+    run(module["main"], {"A": a, "B": b}, module=module, gpu_model="threads")
+    np.testing.assert_array_equal(b[:64], a * np.float16(2))
+
+
+# two threads arrive on a barrier expecting 2; thread 0 also counts a copy of 64 floats
+# (256 bytes) of a 4 x 16 box at (y, x) of a 8 x 32 tensor; every thread then waits on
+# the parity and copies the tile (as it lies in shared memory, the swizzle applied) out
+PHASES = """
+@T.prim_func
+def main(A: T.Buffer((8, 32), "float32"), B: T.Buffer((65,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 64)
+    S = T.alloc_buffer((64,), "float32", scope="shared")
+    bar = T.alloc_buffer((2,), "uint64", scope="shared")
+    if tx == 0:
+        T.ptx_mbarrier_init(bar.data, 1, 2)
+    T.tvm_storage_sync("shared")
+    if tx == 0:
+        T.ptx_mbarrier_arrive_expect_tx(bar.data, 1, 256)
+        T.ptx_tma_load(
+            "float32", A.data, 2, {swizzle}, 8, 32, 4, 16, S.data, 0, bar.data, 1, {y}, {x}
+        )
+    {early}
+    if tx == 1:
+        T.ptx_mbarrier_arrive(bar.data, 1)
+    T.ptx_mbarrier_wait(bar.data, 1, {parity})
+    B[tx] = S[tx]
+"""
+
+
+def _phases(y: int = 2, x: int = 8, parity: int = 0, swizzle: int = 0, early: str = "") -> str:
+    return PHASES.format(swizzle=swizzle, parity=parity, y=y, x=x, early=early)
+
+
+def _box(a: np.ndarray, y: int, x: int) -> np.ndarray:
+    padded = np.zeros((8 + 8, 32 + 32), "float32")
+    padded[4 : 4 + 8, 16 : 16 + 32] = a
+    return padded[4 + y : 4 + y + 4, 16 + x : 16 + x + 16].reshape(-1)
+
+
+A = np.arange(256, dtype="float32").reshape(8, 32) + 1
+
+
+@pytest.mark.parametrize(("y", "x"), [(2, 8), (-2, 0), (6, 24), (0, -8)])
+def test_box_lands_after_the_phase_completes_with_zeros_outside(y: int, x: int) -> None:
+    b = np.full(65, -1, "float32")
+    _run(_phases(y, x), A=A.copy(), B=b)
+    np.testing.assert_array_equal(b[:64], _box(A, y, x))
+
+
+def test_swizzled_box_lands_where_the_hardware_puts_it() -> None:
+    b = np.full(65, -1, "float32")
+    # 64-byte rows (16 floats) under the 64-byte swizzle; 4 rows of the box: 256 bytes
+    _run(_phases(0, 0, swizzle=64), A=A.copy(), B=b)
+    tile = _box(A, 0, 0)
+    expected = np.empty(64, "float32")
+    for element in range(64):
+        expected[swizzled_byte(element * 4, 64) // 4] = tile[element]
+    np.testing.assert_array_equal(b[:64], expected)
+    assert not np.array_equal(b[:64], tile)
+
+
+def test_a_read_before_the_wait_sees_the_old_tile() -> None:
+    early = "if tx == 5:\n        B[64] = S[5] + T.float32(100)"
+    b = np.full(65, -1, "float32")
+    _run(_phases(early=early), A=A.copy(), B=b)
+    assert b[64] == 100  # the shared tile was still zeros
+
+
+def test_waiting_on_the_completed_phase_parity_returns_at_once() -> None:
+    # parity 1 is the phase before phase 0, complete from the start (PTX's convention): the
+    # threads go on without the copy, and read the tile before it lands
+    b = np.full(65, -1, "float32")
+    _run(_phases(parity=1), A=A.copy(), B=b)
+    np.testing.assert_array_equal(b[:64], np.zeros(64, "float32"))
+
+
+DEADLOCK = """
+@T.prim_func
+def main(B: T.Buffer((32,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 32)
+    bar = T.alloc_buffer((1,), "uint64", scope="shared")
+    if tx == 0:
+        T.ptx_mbarrier_init(bar.data, 0, COUNT)
+    T.tvm_storage_sync("shared")
+    T.ptx_mbarrier_arrive(bar.data, 0)
+    T.ptx_mbarrier_wait(bar.data, 0, PARITY)
+    B[tx] = T.float32(1)
+"""
+
+
+def test_all_threads_arriving_complete_phase_zero() -> None:
+    b = np.zeros(32, "float32")
+    _run(DEADLOCK.replace("COUNT", "32").replace("PARITY", "0"), B=b)
+    assert (b == 1).all()
+
+
+@pytest.mark.parametrize(
+    ("count", "parity", "state"),
+    [
+        ("33", "0", "phase 0 with 1 of 33 arrivals and 0 transaction bytes pending"),
+        ("32", "1", "phase 1 with 32 of 32 arrivals and 0 transaction bytes pending"),
+    ],
+)
+def test_a_wait_that_never_completes_is_an_error_at_the_wait(
+    count: str, parity: str, state: str
+) -> None:
+    with pytest.raises(DiagnosticError) as error:
+        _run(DEADLOCK.replace("COUNT", count).replace("PARITY", parity), B=np.zeros(32, "float32"))
+    diagnostic = error.value.diagnostics[0]
+    assert "every thread of the block waits and none can go on" in diagnostic.message
+    assert state in diagnostic.message
+    assert diagnostic.span is not None and diagnostic.span.line == 10
+
+
+def test_arrivals_past_a_phase_count_toward_the_next() -> None:
+    # 32 threads arrive on a barrier of 16: phases 0 and 1 complete; the wait for parity 1
+    # (phase 1) returns, as its phase has completed
+    text = DEADLOCK.replace("COUNT", "16").replace("PARITY", "1")
+    b = np.zeros(32, "float32")
+    _run(text, B=b)
+    assert (b == 1).all()
+
+
+def test_an_arrival_count_of_zero_is_an_error() -> None:
+    with pytest.raises(DiagnosticError) as error:
+        _run(DEADLOCK.replace("COUNT", "0").replace("PARITY", "0"), B=np.zeros(32, "float32"))
+    assert "the arrival count is 1 to 1048575, not 0" in error.value.diagnostics[0].message

@@ -1,0 +1,184 @@
+"""Hopper's mbarriers and TMA loads in the thread model (the PTX ISA's semantics, exactly).
+
+An mbarrier counts a phase: `init(count)` sets its expected arrivals; each `arrive` takes one
+pending arrival away, `arrive_expect_tx(bytes)` also adds bytes to the transaction count, and
+every TMA copy completing on it takes its bytes away. The phase completes when both reach
+zero: its number goes up by one and the pending arrivals are the expected count again.
+`wait(parity)` returns once the phase of that parity has completed, that is while the current
+phase's parity differs from it: waiting on parity 0 of a fresh barrier blocks until phase 0
+completes.
+
+A TMA load reads global memory when it is issued and lands in shared memory (in the swizzled
+layout, tirc.ir.tma.swizzled_byte) only when no thread can go on and some thread waits on its
+barrier, as late as the hardware may: a thread that reads the tile without waiting sees the old
+values. The copies write through the async proxy, ordered by the barrier, so they are not
+race-checked. When every thread of a block waits and no barrier can complete, the wait is an
+error at its call, naming the barrier's state.
+
+A barrier's state lives beside its 64-bit word (in the block's storages, keyed by the word).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tirc.interp.fault import Fault
+from tirc.interp.memory.storage import storage_of, view_of
+from tirc.interp.threads.scheduler import POLL, BlockContext
+from tirc.ir.dtype import DataType, parse_dtype
+from tirc.ir.tma import swizzled_byte
+
+_U8 = parse_dtype("uint8")
+_U64 = parse_dtype("uint64")
+MAX_COUNT = (1 << 20) - 1  # the most arrivals a phase may expect
+
+
+@dataclass
+class MBarrier:
+    expected: int = 0
+    pending: int = 0
+    transactions: int = 0  # bytes still to arrive this phase
+    phase: int = 0
+    valid: bool = False
+    copies: list[Any] = field(default_factory=list)  # TMA loads in flight: (bytes, land)
+
+    def complete_if_done(self) -> None:
+        if self.pending == 0 and self.transactions == 0:
+            self.phase += 1
+            self.pending = self.expected
+
+    def land(self) -> None:
+        """Completes the copies in flight (the hardware may finish them at any time)."""
+        copies, self.copies = self.copies, []
+        for size, land in copies:
+            land()
+            self.transactions -= size
+            self.complete_if_done()
+
+    def describe(self) -> str:
+        return (
+            f"phase {self.phase} with {self.pending} of {self.expected} arrivals and "
+            f"{self.transactions} transaction bytes pending"
+        )
+
+
+def _barrier(
+    handle: object, index: int, block: BlockContext | None, site: int, what: str
+) -> MBarrier:
+    if block is None:
+        raise Fault(site, f"{what} acts on a shared-memory mbarrier: it runs only in a GPU kernel")
+    storage = storage_of(handle)
+    if str(getattr(storage, "dtype", _U64)) != "uint64":
+        raise Fault(site, f"{what}: an mbarrier is a uint64 element, not {storage.dtype}")
+    _, base = view_of(handle, _U64)
+    key = ("mbarrier", id(storage), base + index)
+    found = block.storages.get(key)
+    if found is None:
+        found = block.storages[key] = MBarrier()
+    if not isinstance(found, MBarrier):
+        raise TypeError(key)
+    return found
+
+
+def _valid(barrier: MBarrier, site: int, what: str) -> MBarrier:
+    if not barrier.valid:
+        raise Fault(site, f"{what} on an mbarrier that is not initialized (T.ptx_mbarrier_init)")
+    return barrier
+
+
+def init(handle: object, index: int, count: int, block: BlockContext | None, site: int) -> None:
+    barrier = _barrier(handle, index, block, site, "T.ptx_mbarrier_init")
+    if not 1 <= count <= MAX_COUNT:
+        raise Fault(
+            site, f"T.ptx_mbarrier_init: the arrival count is 1 to {MAX_COUNT}, not {count}"
+        )
+    barrier.expected = barrier.pending = count
+    barrier.transactions, barrier.phase, barrier.valid = 0, 0, True
+    barrier.copies = []
+
+
+def inval(handle: object, index: int, block: BlockContext | None, site: int) -> None:
+    _barrier(handle, index, block, site, "T.ptx_mbarrier_inval").valid = False
+
+
+def arrive(
+    handle: object, index: int, transactions: int, block: BlockContext | None, site: int
+) -> None:
+    what = "T.ptx_mbarrier_arrive"
+    barrier = _valid(_barrier(handle, index, block, site, what), site, what)
+    barrier.transactions += transactions
+    barrier.pending -= 1
+    barrier.complete_if_done()
+
+
+def wait(
+    handle: object, index: int, parity: int, block: BlockContext | None, site: int
+) -> Generator[tuple[Any, ...], None, None]:
+    """Returns at once when the phase of `parity` has completed (judged now, as the
+    instruction does), else yields a scheduler POLL, which the scheduler tries once no
+    thread can go on and releases when that phase has completed."""
+    what = "T.ptx_mbarrier_wait"
+    barrier = _valid(_barrier(handle, index, block, site, what), site, what)
+    if barrier.phase % 2 != parity % 2:
+        return
+
+    def poll() -> bool:
+        barrier.land()
+        return barrier.phase % 2 != parity % 2
+
+    yield (POLL, site, poll, lambda: f"the mbarrier's parity {parity % 2}: {barrier.describe()}")
+
+
+def tma_load(
+    dtype: DataType,
+    tensor: object,
+    swizzle: int,
+    shape: tuple[int, ...],
+    box: tuple[int, ...],
+    shared: object,
+    shared_offset: int,
+    barrier_handle: object,
+    barrier_index: int,
+    coords: tuple[int, ...],
+    block: BlockContext | None,
+    site: int,
+) -> None:
+    """cp.async.bulk.tensor: the box at `coords` of the dense global tensor (zeros outside
+    it), into shared memory from element `shared_offset`, completing on the barrier."""
+    what = "T.ptx_tma_load"
+    barrier = _valid(_barrier(barrier_handle, barrier_index, block, site, what), site, what)
+    source, source_base = view_of(tensor, dtype)
+    values = np.asarray(source)[source_base : source_base + int(np.prod(shape))].reshape(shape)
+    tile = np.zeros(box, dtype=values.dtype)
+    inside = []
+    for corner, extent, size in zip(coords, box, shape, strict=True):
+        low, high = max(corner, 0), min(corner + extent, size)
+        inside.append(
+            (slice(low - corner, max(high - corner, low - corner)), slice(low, max(high, low)))
+        )
+    tile[tuple(part[0] for part in inside)] = values[tuple(part[1] for part in inside)]
+    raw = tile.tobytes()
+    element = dtype.bits // 8
+    destination, base = view_of(shared, _U8)
+    start = base + shared_offset * element
+    if start % 128:
+        raise Fault(
+            site, f"{what}: the shared destination is at byte {start}, not 128-byte aligned"
+        )
+    if swizzle and start % 1024:
+        raise Fault(
+            site, f"{what}: a swizzled destination must be 1024-byte aligned, not at byte {start}"
+        )
+    if start + len(raw) > len(destination):
+        raise Fault(site, f"{what}: the box ({len(raw)} bytes) passes the end of the shared buffer")
+
+    def land() -> None:
+        for chunk in range(0, len(raw), 16):
+            at = start + swizzled_byte(chunk, swizzle)
+            destination[at : at + 16] = raw[chunk : chunk + 16]
+
+    barrier.copies.append((len(raw), land))
