@@ -138,3 +138,25 @@ def test_maps_the_driver_would_refuse_are_named() -> None:
     assert _problem(load, 0x1000, [64, 36]) == "its rows are 72 bytes apart, not a multiple of 16"
     assert _problem(load, 0x1008, [64, 64]) == "the tensor's address 0x1008 is not 16-byte aligned"
     assert _problem(load, 0x1000, [64, 64]) is None
+
+
+def test_tirc_run_on_the_fake_gpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The GPU check's command, `tirc run samples/gpu/tma_copy.tir --target 'cuda -arch=sm_90a'`,
+    up to the launch (the fake driver runs no kernel, so without --check)."""
+    import contextlib
+    import io
+
+    from tirc.cli.main import main
+    from tirc.runtime.cuda_driver import Device
+
+    driver = FakeDriver()
+    monkeypatch.setattr(run_cuda, "module_image", _nvcc_ptx(tmp_path))
+    monkeypatch.setattr(run_cuda, "Device", lambda: Device(driver, load_ptx=True))
+    output = io.StringIO()
+    args = ["run", str(SAMPLE), "--target", "cuda -arch=sm_90a", "-D", "M=128", "-D", "N=64"]
+    with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
+        code = main(args)
+    assert code == 0, output.getvalue()
+    assert "sm_90a" in output.getvalue()
+    (made,) = driver.tensor_maps
+    assert made.dims == (64, 128) and [launch.grid for launch in driver.launches] == [(1, 2, 1)]
