@@ -31,10 +31,10 @@ def kernel(name: str) -> IRModule:
     return lower_module(parse(path.read_text(), name=str(path)), target="cuda")
 
 
-def sample(defines: dict[str, str]) -> IRModule:
-    path = SAMPLES / "gemm_wgmma.tir"
+def sample(defines: dict[str, str], name: str = "gemm_wgmma") -> IRModule:
+    path = SAMPLES / f"{name}.tir"
     module = parse(path.read_text(), name=str(path), defines=defines)
-    scheduled, _ = apply_plan_file(module, str(SAMPLES / "gemm_wgmma.plan.json"))
+    scheduled, _ = apply_plan_file(module, str(SAMPLES / f"{name}.plan.json"))
     return lower_module(scheduled, target="cuda")
 
 
@@ -86,9 +86,15 @@ def test_interpreter_computes_the_product(name: str, k: int, n: int) -> None:
     np.testing.assert_allclose(c, want, rtol=1e-6, atol=1e-5)
 
 
-def test_sample_matches_numpy_in_the_interpreter() -> None:
-    m, n, k = 64, 128, 128  # one block tile, two k stages
-    module = sample({"M": str(m), "N": str(n), "K": str(k)})
+@pytest.mark.parametrize(
+    ("name", "m", "n", "k"),
+    [  # one block tile, two k stages each
+        ("gemm_wgmma", 64, 128, 128),
+        pytest.param("gemm_wgmma_128x256", 128, 256, 64, marks=pytest.mark.slow),  # 12 s
+    ],
+)
+def test_sample_matches_numpy_in_the_interpreter(name: str, m: int, n: int, k: int) -> None:
+    module = sample({"M": str(m), "N": str(n), "K": str(k)}, name)
     rng = np.random.default_rng(2)
     a = rng.uniform(-1, 1, (m, k)).astype(np.float16)
     b = rng.uniform(-1, 1, (k, n)).astype(np.float16)
@@ -130,9 +136,12 @@ def _nvcc(directory: Path, *flags: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, capture_output=True, text=True)
 
 
-@pytest.mark.parametrize("name", ["wgmma_f16f32", "wgmma_swizzle128", "sample"])
+@pytest.mark.parametrize(
+    "name", ["wgmma_f16f32", "wgmma_swizzle128", "gemm_wgmma", "gemm_wgmma_128x256"]
+)
 def test_nvcc_and_ptxas_accept_it_for_sm_90a(name: str, tmp_path: Path) -> None:
-    module = sample({"M": "128", "N": "256", "K": "128"}) if name == "sample" else kernel(name)
+    shape = {"M": "128", "N": "256", "K": "128"}
+    module = sample(shape, name) if name.startswith("gemm") else kernel(name)
     (tmp_path / "k.cu").write_text(str(cuda_artifact(module, "cu", arch="sm_90a")))
     done = _nvcc(tmp_path, "-cubin", "-Xptxas", "-v")
     assert done.returncode == 0, done.stderr
@@ -193,9 +202,11 @@ def test_bad_arguments_are_located(change: str, message: str) -> None:
     assert "wgmma_f16f32.tir:22:9" in str(error.value)
 
 
-def test_sample_lowers_at_the_benchmark_sizes() -> None:
+@pytest.mark.parametrize(
+    ("name", "shape"), [("gemm_wgmma", "m64n128k16"), ("gemm_wgmma_128x256", "m64n256k16")]
+)
+def test_samples_lower_at_the_benchmark_sizes(name: str, shape: str) -> None:
     for size in ("4096", "8192"):
-        module = sample({"M": size, "N": size, "K": size})
-        assert "wgmma.mma_async.sync.aligned.m64n128k16" in str(
-            cuda_artifact(module, "cu", arch="sm_90a")
-        )
+        module = sample({"M": size, "N": size, "K": size}, name)
+        text = str(cuda_artifact(module, "cu", arch="sm_90a"))
+        assert f"wgmma.mma_async.sync.aligned.{shape}.f32.f16.f16" in text
