@@ -16,6 +16,7 @@ from tirc.ir import stmt as S
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType
 from tirc.ir.functor import walk
+from tirc.ir.tma import shared_alignment
 
 SHARED_ALIGNMENT = 16  # bytes; enough for the widest vector access (float4)
 
@@ -45,17 +46,25 @@ def dynamic_shared_layout(kernel: Kernel) -> tuple[dict[Buffer, E.PrimExpr], E.P
     for buffer, size in allocations:
         if buffer.scope == "shared" and isinstance(size, E.IntImm) and not all_dynamic:
             continue
+        alignment = shared_alignment(kernel.body, buffer.data)
+        if alignment > SHARED_ALIGNMENT:  # a TMA destination (tirc.ir.tma)
+            total = _simplify(_round_up(total, alignment))
         offsets[buffer] = total
         element_bytes = E.IntImm(_element_bytes(buffer), dt.INT64)
-        padded = E.Mul(
-            E.FloorDiv(
-                E.Add(E.Mul(size, element_bytes), E.IntImm(SHARED_ALIGNMENT - 1, dt.INT64)),
-                E.IntImm(SHARED_ALIGNMENT, dt.INT64),
-            ),
-            E.IntImm(SHARED_ALIGNMENT, dt.INT64),
-        )
-        total = _simplify(E.Add(total, padded))
+        total = _simplify(E.Add(total, _round_up(E.Mul(size, element_bytes), SHARED_ALIGNMENT)))
     return offsets, total
+
+
+def _round_up(expr: E.PrimExpr, alignment: int) -> E.PrimExpr:
+    step = E.IntImm(alignment, dt.INT64)
+    return E.Mul(E.FloorDiv(E.Add(expr, E.IntImm(alignment - 1, dt.INT64)), step), step)
+
+
+def dynamic_shared_alignment(kernel: Kernel, offsets: dict[Buffer, E.PrimExpr]) -> int:
+    """The alignment dynamic shared memory is declared with: the most its buffers need."""
+    return max(
+        [SHARED_ALIGNMENT, *(shared_alignment(kernel.body, buffer.data) for buffer in offsets)]
+    )
 
 
 def _element_bytes(buffer: Buffer) -> int:
@@ -109,7 +118,7 @@ def kernel_text(kernel: Kernel, *, restrict: bool, sizes: frozenset[E.Var] = fro
     with out.block(signature):
         if offsets:
             out.line(
-                f"extern __shared__ __align__({SHARED_ALIGNMENT}) "
+                f"extern __shared__ __align__({dynamic_shared_alignment(kernel, offsets)}) "
                 "unsigned char tirc_dynamic_shared[];"
             )
         KernelWriter(kernel, printer, out, offsets).emit(kernel.body)
