@@ -1,7 +1,7 @@
 """Hopper's warpgroup MMA (wgmma, sm_90a): the accumulator and shared-memory layouts against
 small cases worked by hand from the PTX ISA's definitions, what the interpreter computes
 thread by thread against numpy (no swizzle and 128-byte swizzle, K-major A and MN-major B),
-the CUDA C spelling, nvcc/ptxas for sm_90a, and the located refusals elsewhere."""
+the CUDA C and LLVM spellings, nvcc/ptxas for sm_90a, and the located refusals elsewhere."""
 
 from __future__ import annotations
 
@@ -172,11 +172,24 @@ def test_other_arches_are_refused_at_the_call(arch: str, where: str, message: st
     )
 
 
-def test_llvm_path_refuses_with_a_location() -> None:
-    with pytest.raises(DiagnosticError) as error:
-        cuda_artifact(kernel("wgmma_f16f32"), "ptx", arch="sm_90a", ptx_via="llvm")
-    assert "--ptx-via llvm does not support T.ptx_" in str(error.value)
-    assert "use --ptx-via nvrtc" in str(error.value)
+@pytest.mark.parametrize("name", ["wgmma_f16f32", "wgmma_swizzle128", "gemm_wgmma"])
+def test_llvm_path_spells_them_and_ptxas_accepts(name: str, tmp_path: Path) -> None:
+    shape = {"M": "128", "N": "256", "K": "128"}
+    module = sample(shape, name) if name.startswith("gemm") else kernel(name)
+    ptx = str(cuda_artifact(module, "ptx", arch="sm_90a", ptx_via="llvm"))
+    assert ".target sm_90a" in ptx
+    assert "wgmma.fence.sync.aligned;" in ptx
+    assert "fence.proxy.async.shared::cta;" in ptx
+    assert "wgmma.commit_group.sync.aligned;" in ptx
+    assert "wgmma.wait_group.sync.aligned 0;" in ptx
+    assert "p, 1, 1, 0, 1; }" in ptx  # scale-d, scale-a, scale-b, K-major A, MN-major B
+    ptxas = shutil.which("ptxas")
+    if ptxas is None:
+        pytest.skip("ptxas is not installed")
+    (tmp_path / "k.ptx").write_text(ptx)
+    command = [ptxas, "-arch=sm_90a", str(tmp_path / "k.ptx"), "-o", str(tmp_path / "k.cubin")]
+    done = subprocess.run(command, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
 
 
 @pytest.mark.parametrize(

@@ -285,6 +285,10 @@ def lower_call(v: ValueBuilder, call: E.Call) -> ir.Value:
 
         lowering = PTX_LOWERINGS.get(call.op)
     if lowering is None:
+        from tirc.codegen.nvptx.wgmma_ptx import LOWERINGS as WGMMA_LOWERINGS
+
+        lowering = WGMMA_LOWERINGS.get(call.op)
+    if lowering is None:
         raise DiagnosticError.at(
             call.span, f"--ptx-via llvm does not support T.{call.op}; use --ptx-via nvrtc"
         )
