@@ -235,3 +235,46 @@ def test_every_rank_loads_its_box_in_the_interpreter(rank: int) -> None:
     b = np.zeros(64, "float16")
     run(module["main"], {"A": a, "B": b}, module=module, gpu_model="threads")
     np.testing.assert_array_equal(b, a[(1,) * (rank - 1)][64:128])
+
+
+GEMM = SAMPLE.with_name("gemm_wgmma_tma.tir")
+
+
+@pytest.mark.slow  # about 10 s: 64 x 128 x 256 through the thread model
+def test_tma_wgmma_gemm_matches_numpy() -> None:
+    from tirc.interp.runner import run
+
+    module = parse(GEMM, defines={"M": 64, "N": 128, "K": 256})
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((64, 256)).astype("float16")
+    b = rng.standard_normal((256, 128)).astype("float16")
+    c = np.zeros((64, 128), "float32")
+    run(module["main"], {"A": a, "B": b, "C": c}, module=module, gpu_model="threads")
+    np.testing.assert_allclose(c, a.astype("float32") @ b.astype("float32"), rtol=1e-5, atol=1e-4)
+
+
+def test_tma_wgmma_gemm_assembles_with_two_maps(tmp_path: Path) -> None:
+    lowered = lower_module(
+        parse(GEMM, defines={"M": 128, "N": 256, "K": 512}),
+        target="cuda -arch=sm_90a",
+        for_backend=True,
+    )
+    cuda = emit_cuda(lowered)
+    assert (
+        "const __grid_constant__ tirc_tensor_map A_tensor_map, "
+        "const __grid_constant__ tirc_tensor_map B_tensor_map)" in cuda
+    )
+    # 48 KiB of tiles and the barriers: dynamic shared memory, the tiles 1024-byte aligned
+    assert "extern __shared__ __align__(1024) unsigned char tirc_dynamic_shared[];" in cuda
+    cu = tmp_path / "gemm.cu"
+    cu.write_text(cuda)
+    done = subprocess.run(
+        [require_tool("nvcc"), "-gencode", "arch=compute_90a,code=sm_90a", "-ptx", str(cu)]
+        + ["-o", str(tmp_path / "k.ptx")],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    ptx = (tmp_path / "k.ptx").read_text()
+    assert "cp.async.bulk.tensor.2d" in ptx and "wgmma.mma_async" in ptx
+    assert ptxas_accepts(ptx, tmp_path, arch="sm_90a") == ""

@@ -73,3 +73,20 @@ def test_bad_loads_are_located(swizzle: str, box: str, message: str) -> None:
     diagnostic = error.value.diagnostics[0]
     assert message in diagnostic.message
     assert diagnostic.span is not None and diagnostic.span.line == 7
+
+
+def test_two_tensors_of_one_type_have_two_maps() -> None:
+    text = """
+@T.prim_func
+def main(A: T.Buffer(("n", 64), "float16"), B: T.Buffer(("m", 64), "float16")):
+    tx = T.launch_thread("threadIdx.x", 32)
+    S = T.alloc_buffer((4096,), "float16", scope="shared")
+    bar = T.alloc_buffer((1,), "uint64", scope="shared")
+    n = T.int32()
+    m = T.int32()
+    T.ptx_tma_load("float16", A.data, 2, 0, n, 64, 64, 64, S.data, 0, bar.data, 0, 0, 0)
+    T.ptx_tma_load("float16", B.data, 2, 0, m, 64, 64, 64, S.data, 0, bar.data, 0, 0, 0)
+    T.ptx_tma_load("float16", A.data, 2, 0, n, 64, 64, 64, S.data, 0, bar.data, 0, 64, 0)
+"""
+    first, second = tensor_maps(parse(text)["main"].body)
+    assert first.tensor is not second.tensor and first.shape[0] is not second.shape[0]

@@ -72,10 +72,22 @@ class TmaLoad:
             self.dtype == other.dtype
             and self.swizzle == other.swizzle
             and self.box == other.box
-            and structural_equal(self.tensor, other.tensor)
+            and _same(self.tensor, other.tensor)
             and len(self.shape) == len(other.shape)
-            and all(structural_equal(a, b) for a, b in zip(self.shape, other.shape, strict=True))
+            and all(_same(a, b) for a, b in zip(self.shape, other.shape, strict=True))
         )
+
+
+def _same(a: E.PrimExpr, b: E.PrimExpr) -> bool:
+    """The same expression of the same variables (structural equality alone would take any
+    two variables of a type for each other)."""
+    return structural_equal(a, b) and _variables(a) == _variables(b)
+
+
+def _variables(expr: E.PrimExpr) -> list[int]:
+    found: list[int] = []
+    walk(expr, lambda node: found.append(id(node)) if isinstance(node, E.Var) else None)
+    return found
 
 
 def _constant(call: E.Call, index: int, what: str) -> int:
