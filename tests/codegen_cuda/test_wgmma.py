@@ -91,6 +91,7 @@ def test_interpreter_computes_the_product(name: str, k: int, n: int) -> None:
     [  # one block tile, two k stages each
         ("gemm_wgmma", 64, 128, 128),
         pytest.param("gemm_wgmma_128x256", 128, 256, 64, marks=pytest.mark.slow),  # 12 s
+        pytest.param("gemm_wgmma_128x256_s3", 128, 256, 192, marks=pytest.mark.slow),  # 27 s
     ],
 )
 def test_sample_matches_numpy_in_the_interpreter(name: str, m: int, n: int, k: int) -> None:
@@ -137,7 +138,14 @@ def _nvcc(directory: Path, *flags: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.parametrize(
-    "name", ["wgmma_f16f32", "wgmma_swizzle128", "gemm_wgmma", "gemm_wgmma_128x256"]
+    "name",
+    [
+        "wgmma_f16f32",
+        "wgmma_swizzle128",
+        "gemm_wgmma",
+        "gemm_wgmma_128x256",
+        "gemm_wgmma_128x256_s3",
+    ],
 )
 def test_nvcc_and_ptxas_accept_it_for_sm_90a(name: str, tmp_path: Path) -> None:
     shape = {"M": "128", "N": "256", "K": "128"}
@@ -216,7 +224,12 @@ def test_bad_arguments_are_located(change: str, message: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("name", "shape"), [("gemm_wgmma", "m64n128k16"), ("gemm_wgmma_128x256", "m64n256k16")]
+    ("name", "shape"),
+    [
+        ("gemm_wgmma", "m64n128k16"),
+        ("gemm_wgmma_128x256", "m64n256k16"),
+        ("gemm_wgmma_128x256_s3", "m64n256k16"),
+    ],
 )
 def test_samples_lower_at_the_benchmark_sizes(name: str, shape: str) -> None:
     for size in ("4096", "8192"):
