@@ -278,3 +278,57 @@ def test_tma_wgmma_gemm_assembles_with_two_maps(tmp_path: Path) -> None:
     ptx = (tmp_path / "k.ptx").read_text()
     assert "cp.async.bulk.tensor.2d" in ptx and "wgmma.mma_async" in ptx
     assert ptxas_accepts(ptx, tmp_path, arch="sm_90a") == ""
+
+
+# B = 3 A: each 64 x 64 tile in by a TMA load, tripled in shared memory, out by a TMA store
+STORE = """
+@T.prim_func
+def main(A: T.Buffer((128, 64), "float16"), B: T.Buffer((128, 64), "float16")):
+    by = T.launch_thread("blockIdx.y", 2)
+    tx = T.launch_thread("threadIdx.x", 128)
+    S = T.alloc_buffer((4096,), "float16", scope="shared")
+    bar = T.alloc_buffer((1,), "uint64", scope="shared")
+    if tx == 0:
+        T.ptx_mbarrier_init(bar.data, 0, 1)
+        T.ptx_fence_proxy_async()
+    T.tvm_storage_sync("shared")
+    if tx == 0:
+        T.ptx_mbarrier_arrive_expect_tx(bar.data, 0, 8192)
+        T.ptx_tma_load("float16", A.data, 2, {swizzle}, 128, 64, 64, 64, S.data, 0, bar.data, 0,
+                       by * 64, 0)
+    T.ptx_mbarrier_wait(bar.data, 0, 0)
+    for i in range(32):
+        S[i * 128 + tx] = S[i * 128 + tx] * T.float16(3)
+    T.ptx_fence_proxy_async()
+    T.tvm_storage_sync("shared")
+    if tx == 0:
+        T.ptx_tma_store("float16", B.data, 2, {swizzle}, 128, 64, 64, 64, S.data, 0, by * 64, 0)
+        T.ptx_tma_store_commit()
+        T.ptx_tma_store_wait(0)
+"""
+
+
+@pytest.mark.parametrize("swizzle", [0, 128])
+def test_tma_store_writes_the_tile_back(swizzle: int, tmp_path: Path) -> None:
+    from tirc.interp.runner import run
+    from tirc.text import parse as parse_text
+
+    module = parse_text(STORE.format(swizzle=swizzle))
+    a = np.random.default_rng(4).standard_normal((128, 64)).astype("float16")
+    b = np.zeros_like(a)
+    run(module["main"], {"A": a, "B": b}, module=module, gpu_model="threads")
+    np.testing.assert_array_equal(b, a * np.float16(3))
+    lowered = lower_module(module, target="cuda -arch=sm_90a", for_backend=True)
+    cuda = emit_cuda(lowered)
+    assert "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%1, {%2, %3}], [%0]" in cuda
+    assert "cp.async.bulk.commit_group" in cuda and "cp.async.bulk.wait_group 0" in cuda
+    assert "const __grid_constant__ tirc_tensor_map B_tensor_map" in cuda
+    cu = tmp_path / "k.cu"
+    cu.write_text(cuda)
+    done = subprocess.run(
+        [require_tool("nvcc"), "-arch=sm_90a", "-ptx", str(cu), "-o", str(tmp_path / "k.ptx")],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert ptxas_accepts((tmp_path / "k.ptx").read_text(), tmp_path, arch="sm_90a") == ""

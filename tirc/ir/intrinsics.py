@@ -156,3 +156,7 @@ for _name, _arity in (
     register(Intrinsic(_name, _arity, _arity, Result.EXPLICIT, Effect.UPDATE))
     FIXED_RESULTS[_name] = dt.VOID
 register(Intrinsic("ptx_tma_load", 11, 23, Result.EXPLICIT, Effect.UPDATE))  # dtype first
+register(Intrinsic("ptx_tma_store", 9, 21, Result.EXPLICIT, Effect.UPDATE))  # dtype first
+for _name, _arity in (("ptx_tma_store_commit", 0), ("ptx_tma_store_wait", 1)):
+    register(Intrinsic(_name, _arity, _arity, Result.EXPLICIT, Effect.UPDATE))
+    FIXED_RESULTS[_name] = dt.VOID

@@ -4,6 +4,9 @@ map the compiler derives from them, and the shared-memory swizzle the copy write
     T.ptx_tma_load("float16", A.data, 2, 128, M, K, 64, 64, S.data, 0, bar.data, 0, y, x)
         dtype, global tensor, rank, swizzle bytes, shape (rank), box (rank),
         shared destination and element offset, mbarrier and index, box corner (rank)
+    T.ptx_tma_store("float16", C.data, 2, 0, M, N, 64, 64, S.data, 0, y, x)
+        the same without the barrier: the box from shared memory into the tensor, in a bulk
+        group (T.ptx_tma_store_commit(), T.ptx_tma_store_wait(n))
 
 Shapes, boxes and coordinates are in the IR's row-major order (outermost first); the tensor
 map and PTX take them innermost first. The global tensor is dense (row-major strides from its
@@ -30,13 +33,14 @@ MBARRIER_OPS = (
     "ptx_mbarrier_wait",
     "ptx_mbarrier_inval",
 )
-HOPPER_OPS = (*MBARRIER_OPS, "ptx_tma_load")
+TMA_COPIES = ("ptx_tma_load", "ptx_tma_store")
+HOPPER_OPS = (*MBARRIER_OPS, *TMA_COPIES, "ptx_tma_store_commit", "ptx_tma_store_wait")
 FIRST_ARCH = 90  # sm_90: the first with TMA, mbarrier transaction counts and try_wait
 
 
 @dataclass(frozen=True, slots=True, eq=False)
 class TmaLoad:
-    """One `T.ptx_tma_load` call, read."""
+    """One `T.ptx_tma_load` or `T.ptx_tma_store` call, read."""
 
     call: E.Call
     dtype: DataType
@@ -46,8 +50,8 @@ class TmaLoad:
     box: tuple[int, ...]
     shared: E.PrimExpr
     shared_offset: E.PrimExpr
-    barrier: E.PrimExpr
-    barrier_index: E.PrimExpr
+    barrier: E.PrimExpr | None  # None for a store
+    barrier_index: E.PrimExpr | None
     coords: tuple[E.PrimExpr, ...]
 
     @property
@@ -107,51 +111,52 @@ def _expressions(call: E.Call) -> tuple[E.PrimExpr, ...]:
 
 
 def tma_load(call: E.Call) -> TmaLoad:
-    """The operands of a `T.ptx_tma_load` call; a located error where they cannot be a TMA
-    load (rank 1-5, a swizzle of 0/32/64/128 bytes, constant boxes of 1-256 elements whose
-    innermost row is a multiple of 16 bytes, and equal to the swizzle span where there is one)."""
+    """The operands of a `T.ptx_tma_load` (or `T.ptx_tma_store`, which has no barrier) call;
+    a located error where they cannot be a TMA copy (rank 1-5, a swizzle of 0/32/64/128
+    bytes, constant boxes of 1-256 elements whose innermost row is a multiple of 16 bytes,
+    and equal to the swizzle span where there is one)."""
     args = _expressions(call)
+    op = f"T.{call.op}"
+    is_load = call.op == "ptx_tma_load"
     rank = _constant(call, 1, "rank") if len(args) > 1 else 0
     if not 1 <= rank <= 5:
-        raise DiagnosticError.at(
-            call.span, f"T.ptx_tma_load copies boxes of 1 to 5 dimensions, not {rank}"
-        )
-    if len(args) != 7 + 3 * rank:
+        raise DiagnosticError.at(call.span, f"{op} copies boxes of 1 to 5 dimensions, not {rank}")
+    barrier = "barrier, index, " if is_load else ""
+    if len(args) != 3 * rank + (7 if is_load else 5):
         raise DiagnosticError.at(
             call.span,
-            f"T.ptx_tma_load of rank {rank} takes {8 + 3 * rank} arguments (dtype, tensor, rank, "
-            f"swizzle, {rank} extents, {rank} box extents, shared, offset, barrier, index, "
-            f"{rank} coordinates), not {len(args) + 1}",
+            f"{op} of rank {rank} takes {3 * rank + (8 if is_load else 6)} arguments (dtype, "
+            f"tensor, rank, swizzle, {rank} extents, {rank} box extents, shared, offset, "
+            f"{barrier}{rank} coordinates), not {len(args) + 1}",
         )
     dtype = call.dtype.element
     if dtype.bits % 8 or dtype.lanes != 1:
-        raise DiagnosticError.at(
-            call.span, f"T.ptx_tma_load copies whole-byte elements, not {dtype}"
-        )
+        raise DiagnosticError.at(call.span, f"{op} copies whole-byte elements, not {dtype}")
     swizzle = _constant(call, 2, "swizzle")
     if swizzle not in SWIZZLES:
         raise DiagnosticError.at(
-            call.span, f"T.ptx_tma_load: swizzle {swizzle} is not one of 0, 32, 64, 128 (bytes)"
+            call.span, f"{op}: swizzle {swizzle} is not one of 0, 32, 64, 128 (bytes)"
         )
     box = tuple(_constant(call, 3 + rank + i, "box extent") for i in range(rank))
     for extent in box:
         if not 1 <= extent <= MAX_BOX:
             raise DiagnosticError.at(
-                call.span, f"T.ptx_tma_load: a box extent is 1 to {MAX_BOX} elements, not {extent}"
+                call.span, f"{op}: a box extent is 1 to {MAX_BOX} elements, not {extent}"
             )
     row = box[-1] * (dtype.bits // 8)
     if row % 16:
         raise DiagnosticError.at(
-            call.span, f"T.ptx_tma_load: the box's rows are {row} bytes, not a multiple of 16"
+            call.span, f"{op}: the box's rows are {row} bytes, not a multiple of 16"
         )
     if swizzle and row != swizzle:
         raise DiagnosticError.at(
             call.span,
-            f"T.ptx_tma_load: with a {swizzle}-byte swizzle the box's rows must be {swizzle} "
-            f"bytes, not {row}",
+            f"{op}: with a {swizzle}-byte swizzle the box's rows must be {swizzle} bytes, "
+            f"not {row}",
             Note("choose the innermost box extent to fill the swizzle span, or swizzle 0"),
         )
     start = 3 + 2 * rank
+    corner = start + (4 if is_load else 2)
     return TmaLoad(
         call,
         dtype,
@@ -161,9 +166,9 @@ def tma_load(call: E.Call) -> TmaLoad:
         box,
         args[start],
         args[start + 1],
-        args[start + 2],
-        args[start + 3],
-        tuple(args[start + 4 :]),
+        args[start + 2] if is_load else None,
+        args[start + 3] if is_load else None,
+        tuple(args[corner:]),
     )
 
 
@@ -173,7 +178,7 @@ def tensor_maps(body: Node) -> list[TmaLoad]:
     found: list[TmaLoad] = []
 
     def visit(node: Node) -> None:
-        if isinstance(node, E.Call) and node.op == "ptx_tma_load":
+        if isinstance(node, E.Call) and node.op in TMA_COPIES:
             load = tma_load(node)
             if not any(load.same_map(other) for other in found):
                 found.append(load)
@@ -225,11 +230,11 @@ def check_hopper_arch(body: Node, arch: str) -> None:
 
 
 def shared_alignment(body: Node, data: E.Var) -> int:
-    """The byte alignment a shared array needs: 1024 as a swizzled TMA destination (the
-    swizzle is a function of the address), 128 as another, else 16 (a float4)."""
+    """The byte alignment a shared array needs: 1024 as a swizzled TMA destination or source
+    (the swizzle is a function of the address), 128 as another, else 16 (a float4)."""
     found = 16
     for call in hopper_calls(body):
-        if call.op == "ptx_tma_load":
+        if call.op in TMA_COPIES:
             load = tma_load(call)
             if load.shared is data:
                 found = max(found, 1024 if load.swizzle else 128)

@@ -14,6 +14,7 @@ so that NVRTC, which has no cuda.h, compiles the kernels.
 
 from __future__ import annotations
 
+from tirc.codegen.cuda import types
 from tirc.codegen.cuda.expr import PRIMARY, Code, ExprPrinter
 from tirc.codegen.cuda.writer import Writer
 from tirc.diagnostics import DiagnosticError
@@ -89,32 +90,46 @@ def print_inval(p: ExprPrinter, call: E.Call, lane: int | None) -> Code:
     return _asm("mbarrier.inval.shared::cta.b64 [%0]", f'"r"({_barrier(p, call)})')
 
 
-def print_tma_load(p: ExprPrinter, call: E.Call, lane: int | None) -> Code:
+def print_tma_copy(p: ExprPrinter, call: E.Call, lane: int | None) -> Code:
+    """A TMA load (completing on its mbarrier) or store (in the thread's bulk group)."""
     load = tma_load(call)
     name = _map_name(p, load)
-    from tirc.codegen.cuda import types
-
-    element = types.c_type(load.dtype)
     rank = load.rank
-    coords = ", ".join(f"%{2 + i}" for i in range(rank))
-    instruction = (
-        f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.mbarrier::complete_tx::bytes "
-        f"[%0], [%1, {{{coords}}}], [%{2 + rank}]"
-    )
+    coords = "{" + ", ".join(f"%{2 + i}" for i in range(rank)) + "}"
     operands = [
-        f'"r"({_shared(p, load.shared, load.shared_offset, element)})',
+        f'"r"({_shared(p, load.shared, load.shared_offset, types.c_type(load.dtype))})',
         f'"l"((unsigned long long)&{name})',
         *(f'"r"((int)({p(coord)}))' for coord in reversed(load.coords)),
-        f'"r"({_shared(p, load.barrier, load.barrier_index, "unsigned long long")})',
     ]
+    if load.barrier is None or load.barrier_index is None:
+        instruction = (
+            f"cp.async.bulk.tensor.{rank}d.global.shared::cta.bulk_group [%1, {coords}], [%0]"
+        )
+        return _asm(instruction, ", ".join(operands))
+    instruction = (
+        f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.mbarrier::complete_tx::bytes "
+        f"[%0], [%1, {coords}], [%{2 + rank}]"
+    )
+    operands.append(f'"r"({_shared(p, load.barrier, load.barrier_index, "unsigned long long")})')
     return _asm(instruction, ", ".join(operands))
+
+
+def print_store_commit(p: ExprPrinter, call: E.Call, lane: int | None) -> Code:
+    return _asm("cp.async.bulk.commit_group", "")
+
+
+def print_store_wait(p: ExprPrinter, call: E.Call, lane: int | None) -> Code:
+    count = call.args[0]
+    if not isinstance(count, E.IntImm):
+        raise DiagnosticError.at(call.span, f"T.{call.op}: the group count must be a constant")
+    return _asm(f"cp.async.bulk.wait_group {count.value}", "")
 
 
 def _map_name(p: ExprPrinter, load: TmaLoad) -> str:
     for other, name in p.tensor_maps:
         if other.same_map(load):
             return name
-    raise DiagnosticError.at(load.call.span, "CUDA codegen: T.ptx_tma_load outside a kernel")
+    raise DiagnosticError.at(load.call.span, f"CUDA codegen: T.{load.call.op} outside a kernel")
 
 
 HANDLERS = {
@@ -123,7 +138,10 @@ HANDLERS = {
     "ptx_mbarrier_arrive_expect_tx": print_arrive,
     "ptx_mbarrier_wait": print_wait,
     "ptx_mbarrier_inval": print_inval,
-    "ptx_tma_load": print_tma_load,
+    "ptx_tma_load": print_tma_copy,
+    "ptx_tma_store": print_tma_copy,
+    "ptx_tma_store_commit": print_store_commit,
+    "ptx_tma_store_wait": print_store_wait,
 }
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -133,52 +133,86 @@ def wait(
     yield (POLL, site, poll, lambda: f"the mbarrier's parity {parity % 2}: {barrier.describe()}")
 
 
+class Copy(NamedTuple):
+    """A TMA copy's operands, evaluated: the box at `coords` of the dense `tensor` of extents
+    `shape`, and where it lies in shared memory (from element `offset`, swizzled)."""
+
+    dtype: DataType
+    tensor: object
+    swizzle: int
+    shape: tuple[int, ...]
+    box: tuple[int, ...]
+    shared: object
+    offset: int
+    coords: tuple[int, ...]
+
+
 def tma_load(
-    dtype: DataType,
-    tensor: object,
-    swizzle: int,
-    shape: tuple[int, ...],
-    box: tuple[int, ...],
-    shared: object,
-    shared_offset: int,
-    barrier_handle: object,
-    barrier_index: int,
-    coords: tuple[int, ...],
-    block: BlockContext | None,
-    site: int,
+    copy: Copy, barrier_handle: object, barrier_index: int, block: BlockContext | None, site: int
 ) -> None:
-    """cp.async.bulk.tensor: the box at `coords` of the dense global tensor (zeros outside
-    it), into shared memory from element `shared_offset`, completing on the barrier."""
+    """cp.async.bulk.tensor: the box of the global tensor (zeros outside it) into shared
+    memory, landing when waited for and completing its bytes on the barrier."""
     what = "T.ptx_tma_load"
     barrier = _valid(_barrier(barrier_handle, barrier_index, block, site, what), site, what)
-    source, source_base = view_of(tensor, dtype)
-    values = np.asarray(source)[source_base : source_base + int(np.prod(shape))].reshape(shape)
-    tile = np.zeros(box, dtype=values.dtype)
-    inside = []
-    for corner, extent, size in zip(coords, box, shape, strict=True):
-        low, high = max(corner, 0), min(corner + extent, size)
-        inside.append(
-            (slice(low - corner, max(high - corner, low - corner)), slice(low, max(high, low)))
-        )
-    tile[tuple(part[0] for part in inside)] = values[tuple(part[1] for part in inside)]
+    values = _tensor(copy)
+    tile = np.zeros(copy.box, dtype=values.dtype)
+    in_tile, in_tensor = _overlap(copy)
+    tile[in_tile] = values[in_tensor]
     raw = tile.tobytes()
-    element = dtype.bits // 8
-    destination, base = view_of(shared, _U8)
-    start = base + shared_offset * element
-    if start % 128:
-        raise Fault(
-            site, f"{what}: the shared destination is at byte {start}, not 128-byte aligned"
-        )
-    if swizzle and start % 1024:
-        raise Fault(
-            site, f"{what}: a swizzled destination must be 1024-byte aligned, not at byte {start}"
-        )
-    if start + len(raw) > len(destination):
-        raise Fault(site, f"{what}: the box ({len(raw)} bytes) passes the end of the shared buffer")
+    destination, start = _shared_box(copy, len(raw), site, what)
 
     def land() -> None:
         for chunk in range(0, len(raw), 16):
-            at = start + swizzled_byte(chunk, swizzle)
+            at = start + swizzled_byte(chunk, copy.swizzle)
             destination[at : at + 16] = raw[chunk : chunk + 16]
 
     barrier.copies.append((len(raw), land))
+
+
+def tma_store(copy: Copy, block: BlockContext | None, site: int) -> None:
+    """cp.async.bulk.tensor to global memory: the box (as it lies in shared memory, swizzled)
+    into the tensor, its elements outside the tensor dropped. The model completes it when
+    issued, one of the orders the hardware may take; its bulk group's commit and wait are
+    then no-ops."""
+    what = "T.ptx_tma_store"
+    values = _tensor(copy)
+    nbytes = int(np.prod(copy.box)) * (copy.dtype.bits // 8)
+    source, start = _shared_box(copy, nbytes, site, what)
+    raw = bytearray(nbytes)
+    for chunk in range(0, nbytes, 16):
+        at = start + swizzled_byte(chunk, copy.swizzle)
+        raw[chunk : chunk + 16] = source[at : at + 16]
+    tile = np.frombuffer(bytes(raw), dtype=values.dtype).reshape(copy.box)
+    in_tile, in_tensor = _overlap(copy)
+    values[in_tensor] = tile[in_tile]
+
+
+def _tensor(copy: Copy) -> np.ndarray:
+    """The dense global tensor, as an array over its memory."""
+    memory, base = view_of(copy.tensor, copy.dtype)
+    return np.asarray(memory)[base : base + int(np.prod(copy.shape))].reshape(copy.shape)
+
+
+def _overlap(copy: Copy) -> tuple[tuple[slice, ...], tuple[slice, ...]]:
+    """Where the box and the tensor overlap: slices of the box, of the tensor."""
+    in_tile, in_tensor = [], []
+    for corner, extent, size in zip(copy.coords, copy.box, copy.shape, strict=True):
+        low, high = max(corner, 0), max(min(corner + extent, size), max(corner, 0))
+        in_tile.append(slice(low - corner, high - corner))
+        in_tensor.append(slice(low, high))
+    return tuple(in_tile), tuple(in_tensor)
+
+
+def _shared_box(copy: Copy, nbytes: int, site: int, what: str) -> tuple[memoryview, int]:
+    """Shared memory as bytes, and where the box starts, checked as the hardware needs."""
+    memory, base = view_of(copy.shared, _U8)
+    start = base + copy.offset * (copy.dtype.bits // 8)
+    if start % 128:
+        raise Fault(site, f"{what}: the shared box is at byte {start}, not 128-byte aligned")
+    if copy.swizzle and start % 1024:
+        raise Fault(
+            site, f"{what}: a swizzled shared box must be 1024-byte aligned, not at byte {start}"
+        )
+    if start + nbytes > len(memory):
+        raise Fault(site, f"{what}: the box ({nbytes} bytes) passes the end of the shared buffer")
+    return memory, start

@@ -2,7 +2,8 @@
 
 T.ptx_mbarrier_wait(bar.data, 0, phase)  ->  (yield from wait(bar, 0, phase, _block, site))
 T.ptx_tma_load("float16", A.data, 2, 0, M, K, 64, 64, S.data, 0, bar.data, 0, y, x)
-    ->  tma_load(dtype, A, 0, (M, K), (64, 64), S, 0, bar, 0, (y, x), _block, site)
+    ->  tma_load(Copy(dtype, A, 0, (M, K), (64, 64), S, 0, (y, x)), bar, 0, _block, site)
+T.ptx_tma_store(...)  ->  tma_store(Copy(...), _block, site)
 """
 
 from __future__ import annotations
@@ -50,19 +51,26 @@ def _tuple(texts: list[str]) -> str:
     return "(" + "".join(f"{text}, " for text in texts) + ")"
 
 
-def _tma_load(compiler: CallCompiler, call: Call) -> Code:
+def _tma_copy(compiler: CallCompiler, call: Call) -> Code:
     load = tma_load(call)
-    dtype = f"_dtype({str(load.dtype)!r})"
-    parts = [
-        dtype,
+    barrier = () if load.barrier is None else (load.barrier, load.barrier_index)
+    copy = [
+        f"_dtype({str(load.dtype)!r})",
         compiler.argument(load.tensor).text,
         str(load.swizzle),
         _tuple(_texts(compiler, load.shape)),
         repr(load.box),
-        *_texts(compiler, (load.shared, load.shared_offset, load.barrier, load.barrier_index)),
+        *_texts(compiler, (load.shared, load.shared_offset)),
         _tuple(_texts(compiler, load.coords)),
     ]
-    return Code(_call(compiler, call, mbarrier.tma_load, parts))
+    operands = [f"{compiler.ctx.constant(mbarrier.Copy, 'Copy')}({', '.join(copy)})"]
+    operands += _texts(compiler, barrier)
+    function = mbarrier.tma_load if barrier else mbarrier.tma_store
+    return Code(_call(compiler, call, function, operands))
+
+
+def _nothing(compiler: CallCompiler, call: Call) -> Code:
+    return Code("None")
 
 
 RULES: dict[str, CallRule] = {
@@ -71,5 +79,8 @@ RULES: dict[str, CallRule] = {
     "ptx_mbarrier_arrive_expect_tx": _arrive,
     "ptx_mbarrier_wait": _wait,
     "ptx_mbarrier_inval": _inval,
-    "ptx_tma_load": _tma_load,
+    "ptx_tma_load": _tma_copy,
+    "ptx_tma_store": _tma_copy,
+    "ptx_tma_store_commit": _nothing,  # stores complete when issued (mbarrier.tma_store)
+    "ptx_tma_store_wait": _nothing,
 }
