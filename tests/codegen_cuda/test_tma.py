@@ -332,3 +332,59 @@ def test_tma_store_writes_the_tile_back(swizzle: int, tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert ptxas_accepts((tmp_path / "k.ptx").read_text(), tmp_path, arch="sm_90a") == ""
+
+
+# a tensor of n rows (the launch decides), copied through 64-row boxes: the last box passes
+# the tensor's end, where TMA reads zeros
+SYMBOLIC = """
+@T.prim_func
+def main(a: T.handle, b: T.handle):
+    n = T.int32()
+    A = T.match_buffer(a, (n, 64), "float16")
+    B = T.match_buffer(b, (n, 64), "float16")
+    by = T.launch_thread("blockIdx.y", (n + 63) // 64)
+    tx = T.launch_thread("threadIdx.x", 128)
+    S = T.alloc_buffer((4096,), "float16", scope="shared")
+    bar = T.alloc_buffer((1,), "uint64", scope="shared")
+    if tx == 0:
+        T.ptx_mbarrier_init(bar.data, 0, 1)
+        T.ptx_fence_proxy_async()
+    T.tvm_storage_sync("shared")
+    if tx == 0:
+        T.ptx_mbarrier_arrive_expect_tx(bar.data, 0, 8192)
+        T.ptx_tma_load("float16", A.data, 2, 0, n, 64, 64, 64, S.data, 0, bar.data, 0, by * 64, 0)
+    T.ptx_mbarrier_wait(bar.data, 0, 0)
+    for i in range(32):
+        if by * 64 + i * 2 + tx // 64 < n:
+            B[by * 64 + i * 2 + tx // 64, tx % 64] = S[i * 128 + tx]
+"""
+
+
+def test_a_map_over_a_shape_the_launch_decides(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tirc.interp.runner import run
+    from tirc.text import parse as parse_text
+
+    module = parse_text(SYMBOLIC)
+    a = np.random.default_rng(5).standard_normal((100, 64)).astype("float16")
+    b = np.zeros_like(a)
+    run(module["main"], {"A": a, "B": b}, module=module, gpu_model="threads")
+    np.testing.assert_array_equal(b, a)
+    lowered = lower_module(module, target="cuda -arch=sm_90a", for_backend=True)
+    launcher = emit_cuda(lowered).split('extern "C" int main_launch')[1]
+    assert "const cuuint64_t tirc_dims[2] = {(cuuint64_t)(64), (cuuint64_t)(n)};" in launcher
+    monkeypatch.setattr(run_cuda, "module_image", _nvcc_ptx(tmp_path))
+    driver = FakeDriver()
+    run_cuda.run_on_cuda(
+        module,
+        "main",
+        module["main"],
+        "cuda -arch=sm_90a",
+        {"a": a, "b": b},
+        device=fake_device(driver),
+    )
+    (made,) = driver.tensor_maps
+    assert (made.dims, made.strides) == ((64, 100), (128,))
+    (launch,) = driver.launches
+    assert launch.grid == (1, 2, 1) and launch.args[2] == ("u32", 100)
