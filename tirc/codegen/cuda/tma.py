@@ -14,12 +14,15 @@ so that NVRTC, which has no cuda.h, compiles the kernels.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from tirc.codegen.cuda import types
 from tirc.codegen.cuda.expr import PRIMARY, Code, ExprPrinter
 from tirc.codegen.cuda.writer import Writer
 from tirc.diagnostics import DiagnosticError
 from tirc.ir import expr as E
 from tirc.ir.function import IRModule
+from tirc.ir.node import Node
 from tirc.ir.tma import TmaLoad, check_hopper_arch, tensor_maps, tma_load
 
 TENSOR_MAP_TYPE = "tirc_tensor_map"
@@ -43,10 +46,10 @@ TENSOR_MAP_DTYPES = {
 }
 
 
-def tensor_map_params(p: ExprPrinter, body: E.PrimExpr | object) -> list[str]:
+def tensor_map_params(p: ExprPrinter, body: Node) -> list[str]:
     """The kernel parameters of the tensor maps `body` reads through, named in `p`."""
     params = []
-    for load in tensor_maps(body):  # type: ignore[arg-type]
+    for load in tensor_maps(body):
         hint = load.tensor.name if isinstance(load.tensor, E.Var) else "tensor"
         name = p.names.fresh(f"{hint}_tensor_map")
         p.tensor_maps.append((load, name))
@@ -146,7 +149,11 @@ HANDLERS = {
 
 
 def encode_tensor_maps(
-    out: Writer, p: ExprPrinter, maps: list[TmaLoad], at_launch: object, names: list[str]
+    out: Writer,
+    p: ExprPrinter,
+    maps: list[TmaLoad],
+    at_launch: Callable[[E.PrimExpr], E.PrimExpr],
+    names: list[str],
 ) -> None:
     """Launcher lines that build each map (over the host's values: `at_launch` maps a kernel
     expression to the host's) into the variables `names`, returning the error if one fails."""
@@ -154,9 +161,9 @@ def encode_tensor_maps(
         dtype = TENSOR_MAP_DTYPES.get(str(load.dtype))
         if dtype is None:
             raise DiagnosticError.at(
-                load.call.span, f"T.ptx_tma_load: a tensor map cannot hold {load.dtype}"
+                load.call.span, f"T.{load.call.op}: a tensor map cannot hold {load.dtype}"
             )
-        shape = [p(at_launch(extent)) for extent in reversed(load.shape)]  # type: ignore[operator]
+        shape = [p(at_launch(extent)) for extent in reversed(load.shape)]
         strides = []
         for index in range(1, load.rank):
             step = " * ".join(f"(cuuint64_t)({extent})" for extent in shape[:index])
@@ -171,7 +178,7 @@ def encode_tensor_maps(
             )
             box = ", ".join(str(extent) for extent in reversed(load.box))
             out.line(f"const cuuint32_t tirc_box[{load.rank}] = {{{box}}};")
-            tensor = p(at_launch(load.tensor))  # type: ignore[operator]
+            tensor = p(at_launch(load.tensor))
             out.line(
                 f"int tirc_status = tirc_encode_tensor_map(&{name}, "
                 f"CU_TENSOR_MAP_DATA_TYPE_{dtype}, {load.rank}, (void*)({tensor}), tirc_dims, "
