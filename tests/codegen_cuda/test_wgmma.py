@@ -90,6 +90,7 @@ def test_interpreter_computes_the_product(name: str, k: int, n: int) -> None:
     ("name", "m", "n", "k"),
     [  # one block tile, two k stages each
         ("gemm_wgmma", 64, 128, 128),
+        ("gemm_wgmma_tensorize", 64, 128, 128),
         pytest.param("gemm_wgmma_128x256", 128, 256, 64, marks=pytest.mark.slow),  # 12 s
         pytest.param("gemm_wgmma_128x256_s3", 128, 256, 192, marks=pytest.mark.slow),  # 27 s
     ],
@@ -145,6 +146,7 @@ def _nvcc(directory: Path, *flags: str) -> subprocess.CompletedProcess[str]:
         "gemm_wgmma",
         "gemm_wgmma_128x256",
         "gemm_wgmma_128x256_s3",
+        "gemm_wgmma_tensorize",
     ],
 )
 def test_nvcc_and_ptxas_accept_it_for_sm_90a(name: str, tmp_path: Path) -> None:
@@ -229,6 +231,7 @@ def test_bad_arguments_are_located(change: str, message: str) -> None:
         ("gemm_wgmma", "m64n128k16"),
         ("gemm_wgmma_128x256", "m64n256k16"),
         ("gemm_wgmma_128x256_s3", "m64n256k16"),
+        ("gemm_wgmma_tensorize", "m64n128k16"),
     ],
 )
 def test_samples_lower_at_the_benchmark_sizes(name: str, shape: str) -> None:
@@ -236,3 +239,34 @@ def test_samples_lower_at_the_benchmark_sizes(name: str, shape: str) -> None:
         module = sample({"M": size, "N": size, "K": size}, name)
         text = str(cuda_artifact(module, "cu", arch="sm_90a"))
         assert f"wgmma.mma_async.sync.aligned.{shape}.f32.f16.f16" in text
+
+
+def test_tensorize_keeps_the_accumulators_in_registers() -> None:
+    """gemm_wgmma_tensorize's plan: the wgmma, fill and store intrinsics of cuda_wgmma.tir
+    replace the blocks, the descriptors' LBO and SBO come from the transformed shared
+    buffers' strides, and the (128, 64) warpgroup buffer becomes 64 floats a thread."""
+    text = emit_cuda(sample({"M": "64", "N": "128", "K": "128"}, "gemm_wgmma_tensorize"))
+    assert "float C_warp[64];" in text
+    assert text.count("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16") == 1
+    assert "((unsigned long long)((128) & 0x3FFFF) >> 4) << 16" in text  # A: LBO 128
+    assert "((unsigned long long)((256) & 0x3FFFF) >> 4) << 32" in text  # A: SBO 256
+    assert "((unsigned long long)((2048) & 0x3FFFF) >> 4) << 16" in text  # B: LBO 2048
+    assert "tvm_warp_shuffle" not in text and "__shfl" not in text
+
+
+WARPGROUP_SHUFFLE = """
+@T.prim_func
+def main(A: T.Buffer((128,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 128)
+    W = T.alloc_buffer((128,), "float32", scope="warp")
+    W[tx] = A[tx]
+    A[tx] = W[(tx + 1) % 128]
+"""
+
+
+def test_warpgroup_registers_of_another_thread_are_refused() -> None:
+    with pytest.raises(DiagnosticError) as error:
+        lower_module(parse(WARPGROUP_SHUFFLE, name="shuffle.tir"), target="cuda")
+    text = str(error.value)
+    assert "shuffle.tir:7:" in text
+    assert "reads warpgroup memory 'W' of another thread" in text

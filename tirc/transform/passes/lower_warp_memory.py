@@ -49,6 +49,7 @@ from tirc.text import script
 from tirc.transform.pass_base import Dialect, FunctionPass
 
 WARP_SIZE = 32
+WARPGROUP_SIZE = 128  # wgmma's accumulators: a "warp" buffer over a warpgroup's threads
 
 # the warp-register intrinsics: the positions of their (data, element offset) operand pairs
 REGISTER_OPERANDS: dict[str, tuple[int, ...]] = {
@@ -56,6 +57,7 @@ REGISTER_OPERANDS: dict[str, tuple[int, ...]] = {
     "ptx_ldmatrix": (3,),
     "mma_fill": (1,),
     "mma_store": (3,),
+    "ptx_wgmma": (16,),
 }
 
 
@@ -214,13 +216,14 @@ def _warp(
     """How the allocation's elements lie over the lanes, from its writes in `scope`."""
     buffer = alloc.buffer
     name = buffer.name
-    if not (isinstance(extent, E.IntImm) and 0 < extent.value <= WARP_SIZE) or (
-        WARP_SIZE % extent.value
+    if not (isinstance(extent, E.IntImm) and 0 < extent.value <= WARPGROUP_SIZE) or (
+        WARP_SIZE % extent.value and extent.value != WARPGROUP_SIZE
     ):
         raise DiagnosticError.at(
             alloc.span,
             f"warp memory '{name}' needs threadIdx.x to be a constant number of lanes that "
-            f"divides the warp size ({WARP_SIZE}), not {script(extent)}",
+            f"divides the warp size ({WARP_SIZE}), or a warpgroup's {WARPGROUP_SIZE}, not "
+            f"{script(extent)}",
         )
     width = extent.value
     shape = buffer.shape
@@ -338,6 +341,12 @@ class _Rewriter(Mutator):
                 f"this load reads warp memory '{self.warp.old.name}' of another lane at a "
                 f"register index ({script(local)}) that depends on threadIdx.x; a warp shuffle "
                 "sends every lane's register of one index",
+            )
+        if self.warp.width > WARP_SIZE:
+            raise DiagnosticError.at(
+                load.span,
+                f"this load reads warpgroup memory '{self.warp.old.name}' of another thread; "
+                "only a thread's own registers can be read (no shuffle crosses warps)",
             )
         mask = E.Call(dt.UINT32, "tvm_warp_activemask", ())
         width = E.IntImm(self.warp.width, dt.INT32)
