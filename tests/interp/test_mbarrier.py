@@ -158,3 +158,62 @@ def test_an_arrival_count_of_zero_is_an_error() -> None:
     with pytest.raises(DiagnosticError) as error:
         _run(DEADLOCK.replace("COUNT", "0").replace("PARITY", "0"), B=np.zeros(32, "float32"))
     assert "the arrival count is 1 to 1048575, not 0" in error.value.diagnostics[0].message
+
+
+# a producer warp (its lane 0) streams the K // 16 tiles of 16 x 32 floats of A through
+# STAGES shared stages by TMA; a consumer warp sums them into B. Stage s is full (full[s]:
+# one arrival and the tile's bytes) and empty again (empty[s]: the 32 consumers' arrivals);
+# use n of a stage waits for full parity n % 2, the producer for empty parity (n + 1) % 2,
+# which a fresh barrier has already passed
+PRODUCER_CONSUMER = """
+@T.prim_func
+def main(A: T.Buffer((K, 32), "float32"), B: T.Buffer((32,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 64)
+    S = T.alloc_buffer((STAGES * 512,), "float32", scope="shared")
+    full = T.alloc_buffer((STAGES,), "uint64", scope="shared")
+    empty = T.alloc_buffer((STAGES,), "uint64", scope="shared")
+    acc = T.alloc_buffer((1,), "float32", scope="local")
+    if tx == 0:
+        for s in range(STAGES):
+            T.ptx_mbarrier_init(full.data, s, 1)
+            T.ptx_mbarrier_init(empty.data, s, 32)
+        T.ptx_fence_proxy_async()
+    T.tvm_storage_sync("shared")
+    if tx == 32:
+        for k in range(K // 16):
+            T.ptx_mbarrier_wait(empty.data, k % STAGES, (k // STAGES + 1) % 2)
+            T.ptx_mbarrier_arrive_expect_tx(full.data, k % STAGES, 2048)
+            T.ptx_tma_load(
+                "float32", A.data, 2, 128, K, 32, 16, 32, S.data, k % STAGES * 512,
+                full.data, k % STAGES, k * 16, 0
+            )
+    if tx < 32:
+        acc[0] = T.float32(0)
+        for k in range(K // 16):
+            T.ptx_mbarrier_wait(full.data, k % STAGES, k // STAGES % 2)
+            for r in range(16):
+                acc[0] = acc[0] + S[k % STAGES * 512 + r * 32 + T.bitwise_xor(tx, r % 8 * 4)]
+            ARRIVE
+        B[tx] = acc[0]
+"""
+
+
+@pytest.mark.parametrize("stages", [1, 2, 3])
+def test_producer_and_consumers_through_full_and_empty_barriers(stages: int) -> None:
+    text = PRODUCER_CONSUMER.replace("STAGES", str(stages)).replace("K", "128")
+    text = text.replace("ARRIVE", f"T.ptx_mbarrier_arrive(empty.data, k % {stages})")
+    a = np.random.default_rng(6).standard_normal((128, 32)).astype("float32")
+    b = np.zeros(32, "float32")
+    _run(text, A=a, B=b)
+    np.testing.assert_allclose(b, a.sum(axis=0), rtol=1e-5)
+
+
+def test_a_consumer_that_never_frees_its_stage_deadlocks_the_producer() -> None:
+    text = PRODUCER_CONSUMER.replace("STAGES", "2").replace("K", "128").replace("ARRIVE", "")
+    with pytest.raises(DiagnosticError) as error:
+        _run(text, A=np.zeros((128, 32), "float32"), B=np.zeros(32, "float32"))
+    message = error.value.diagnostics[0].message
+    assert "every thread of the block waits and none can go on" in message
+    # the consumers wait for stage 0's second fill, which the producer, waiting for stage 0
+    # to be emptied, never issues
+    assert "parity 1: phase 1 with 1 of 1 arrivals" in message and "(33 threads waiting)" in message
