@@ -243,11 +243,14 @@ def test_samples_lower_at_the_benchmark_sizes(name: str, shape: str) -> None:
 
 def test_tensorize_keeps_the_accumulators_in_registers() -> None:
     """gemm_wgmma_tensorize's plan: the wgmma, fill and store intrinsics of cuda_wgmma.tir
-    replace the blocks, the descriptors' LBO and SBO come from the transformed shared
-    buffers' strides, and the (128, 64) warpgroup buffer becomes 64 floats a thread."""
+    replace the blocks, the k loop is a 2-stage cp.async pipeline, the descriptors' LBO and
+    SBO come from the transformed shared buffers' strides, and the (128, 64) warpgroup
+    buffer becomes 64 floats a thread."""
     text = emit_cuda(sample({"M": "64", "N": "128", "K": "128"}, "gemm_wgmma_tensorize"))
     assert "float C_warp[64];" in text
-    assert text.count("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16") == 1
+    # software-pipelined: the loop's wgmma and the epilogue's, the copies a stage ahead
+    assert text.count("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16") == 2
+    assert 'asm volatile("cp.async.wait_group 1;\\n" ::);' in text
     assert "((unsigned long long)((128) & 0x3FFFF) >> 4) << 16" in text  # A: LBO 128
     assert "((unsigned long long)((256) & 0x3FFFF) >> 4) << 32" in text  # A: SBO 256
     assert "((unsigned long long)((2048) & 0x3FFFF) >> 4) << 16" in text  # B: LBO 2048
