@@ -217,3 +217,9 @@ def test_a_consumer_that_never_frees_its_stage_deadlocks_the_producer() -> None:
     # the consumers wait for stage 0's second fill, which the producer, waiting for stage 0
     # to be emptied, never issues
     assert "parity 1: phase 1 with 1 of 1 arrivals" in message and "(33 threads waiting)" in message
+    ((span, note),) = [(n.span, n.message) for n in error.value.diagnostics[0].notes]
+    assert note == (
+        "1 thread waits here, for the mbarrier's parity 0: phase 0 with 32 of 32 arrivals and "
+        "0 transaction bytes pending"
+    )
+    assert span is not None and span.line == 17

@@ -356,14 +356,30 @@ def _resolve_polls(waiting: dict[int, tuple]) -> list[int]:
     released = [thread for thread in polls if waiting[thread][2]()]
     if not released and polls and len(polls) == len(waiting):
         first = min(polls)
+        counts: dict[int, int] = {}
+        for thread in polls:
+            counts[waiting[thread][1]] = counts.get(waiting[thread][1], 0) + 1
+        others = {
+            waiting[t][1]: t
+            for t in sorted(polls, reverse=True)
+            if waiting[t][1] != waiting[first][1]
+        }
         raise Fault(
             waiting[first][1],
             f"every thread of the block waits and none can go on: this wait is for "
             f"{waiting[first][3]()} ({len(polls)} threads waiting)",
+            tuple(
+                (site, f"{_threads(counts[site])} here, for {waiting[thread][3]()}")
+                for site, thread in sorted(others.items(), key=lambda item: item[1])
+            ),
         )
     for thread in released:
         del waiting[thread]
     return sorted(released)
+
+
+def _threads(count: int) -> str:
+    return "1 thread waits" if count == 1 else f"{count} threads wait"
 
 
 def _release_barrier(waiting: dict[int, tuple], live: set[int], block: BlockContext) -> list[int]:
