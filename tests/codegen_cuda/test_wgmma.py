@@ -9,6 +9,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -273,3 +274,22 @@ def test_warpgroup_registers_of_another_thread_are_refused() -> None:
     text = str(error.value)
     assert "shuffle.tir:7:" in text
     assert "reads warpgroup memory 'W' of another thread" in text
+
+
+def test_bfloat16_operands(tmp_path: Path) -> None:
+    """The same kernel on bfloat16 A and B: the interpreter's product, and nvcc for sm_90a."""
+    path = KERNELS / "wgmma_f16f32.tir"
+    text = path.read_text().replace('"float16"', '"bfloat16"')
+    text = text.replace('"fp16", "fp16"', '"bf16", "bf16"')
+    module = lower_module(parse(text, name=str(path)), target="cuda")
+    rng = np.random.default_rng(4)
+    a = rng.uniform(-2, 2, (64, 32)).astype(ml_dtypes.bfloat16)
+    b = rng.uniform(-2, 2, (32, 16)).astype(ml_dtypes.bfloat16)
+    c = np.zeros((64, 16), np.float32)
+    run(module["main"], {"A": a, "B": b, "C": c}, module=module)
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64), atol=1e-5)
+    source = emit_cuda(module)
+    assert "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16" in source
+    (tmp_path / "k.cu").write_text(source)
+    done = _nvcc(tmp_path, "-cubin")
+    assert done.returncode == 0, done.stderr
