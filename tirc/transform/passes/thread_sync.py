@@ -114,13 +114,16 @@ class _Collector(Visitor):
             self.touch(node.args[1], mask.value if isinstance(mask, E.IntImm) else _READ_WRITE)
         elif node.op.startswith("ptx_mbarrier_"):
             pass  # an mbarrier is a synchronization object, not data other threads read
-        elif node.op in ("ptx_tma_load", "ptx_tma_store"):
-            # a load's destination, written when issued as far as other threads' reads go
-            # (they must be done first; its readers wait on the mbarrier, not on a barrier);
-            # a store's source, read (other threads' writes must be done first)
+        elif node.op == "ptx_tma_load":
+            # its destination is the mbarrier's to order: readers wait on it, and the program
+            # frees a stage (a barrier, or an mbarrier its readers arrive on) before refilling
+            # it; a barrier here would stall a producer warp's loop against its consumers'
+            pass
+        elif node.op == "ptx_tma_store":
+            # its source is read (other threads' writes must be done first)
             shared = tma_load(node).shared
             if isinstance(shared, E.Var):
-                self.touch(shared, _WRITE if node.op == "ptx_tma_load" else _READ)
+                self.touch(shared, _READ)
         elif node.op != "address_of":  # address_of(S[i]): its load is the read
             modes = _POINTER_ARGS.get(node.op, {})
             for index, arg in enumerate(node.args):
