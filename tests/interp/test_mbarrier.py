@@ -1,7 +1,7 @@
 """The thread model's mbarriers and TMA loads (tirc.interp.threads.mbarrier) as the PTX ISA
 defines them: phases complete when the expected arrivals and the transaction bytes are all in,
 a wait on a parity returns once that phase has completed, a TMA copy lands only when waited
-for (a read before the wait sees the old tile), out-of-bounds box elements are zeros, the
+for (a read before the wait races with it), out-of-bounds box elements are zeros, the
 swizzled layout is the hardware's, and a block whose threads all wait forever is an error at
 the wait."""
 
@@ -92,11 +92,19 @@ def test_swizzled_box_lands_where_the_hardware_puts_it() -> None:
     assert not np.array_equal(b[:64], tile)
 
 
-def test_a_read_before_the_wait_sees_the_old_tile() -> None:
+def test_a_read_before_the_wait_races_with_the_copy() -> None:
+    # thread 5 reads the tile while the copy is in flight: the copy may land before or after
     early = "if tx == 5:\n        B[64] = S[5] + T.float32(100)"
-    b = np.full(65, -1, "float32")
-    _run(_phases(early=early), A=A.copy(), B=b)
-    assert b[64] == 100  # the shared tile was still zeros
+    with pytest.raises(DiagnosticError) as error:
+        _run(_phases(early=early), A=A.copy(), B=np.full(65, -1, "float32"))
+    diagnostic = error.value.diagnostics[0]
+    assert diagnostic.message.startswith(
+        "data race on shared memory 'S' at byte 20: this TMA load (issued by thread (0, 0, 0) "
+        "of block (0, 0, 0)) lands there after thread (5, 0, 0) of block (0, 0, 0) read it"
+    )
+    assert diagnostic.span is not None and diagnostic.span.line == 12  # the TMA load
+    (note,) = diagnostic.notes
+    assert note.span is not None and note.span.line == 16  # the read
 
 
 def test_waiting_on_the_completed_phase_parity_returns_at_once() -> None:
@@ -223,3 +231,15 @@ def test_a_consumer_that_never_frees_its_stage_deadlocks_the_producer() -> None:
         "0 transaction bytes pending"
     )
     assert span is not None and span.line == 17
+
+
+def test_consumers_freeing_a_stage_before_reading_it_race_with_its_refill() -> None:
+    text = PRODUCER_CONSUMER.replace("STAGES", "2").replace("K", "128").replace("ARRIVE", "")
+    text = text.replace(
+        "k // 2 % 2)\n", "k // 2 % 2)\n            T.ptx_mbarrier_arrive(empty.data, k % 2)\n"
+    )
+    assert text.count("ptx_mbarrier_arrive(empty.data") == 1
+    with pytest.raises(DiagnosticError) as error:
+        _run(text, A=np.zeros((128, 32), "float32"), B=np.zeros(32, "float32"))
+    message = error.value.diagnostics[0].message
+    assert "this TMA load (issued by thread (32, 0, 0)" in message and "read it" in message

@@ -45,6 +45,8 @@ class MBarrier:
     phase: int = 0
     valid: bool = False
     copies: list[Any] = field(default_factory=list)  # TMA loads in flight: (bytes, land)
+    # the reads its arrivals released: (race tracker, byte address, reader)
+    released: set[tuple[int, int, int]] = field(default_factory=set)
 
     def complete_if_done(self) -> None:
         if self.pending == 0 and self.transactions == 0:
@@ -106,29 +108,48 @@ def inval(handle: object, index: int, block: BlockContext | None, site: int) -> 
 
 
 def arrive(
-    handle: object, index: int, transactions: int, block: BlockContext | None, site: int
+    handle: object,
+    index: int,
+    transactions: int,
+    thread: int,
+    block: BlockContext | None,
+    site: int,
 ) -> None:
+    """An arrival, and a release: the shared memory the thread has read so far is ordered
+    before what a thread that waits for the phase does after (the race check of TMA loads)."""
     what = "T.ptx_mbarrier_arrive"
     barrier = _valid(_barrier(handle, index, block, site, what), site, what)
+    if block is not None:
+        for tracker in block.trackers:
+            barrier.released.update(
+                (id(tracker), address, thread)
+                for address, readers in tracker.readers.items()
+                if thread in readers
+            )
     barrier.transactions += transactions
     barrier.pending -= 1
     barrier.complete_if_done()
 
 
 def wait(
-    handle: object, index: int, parity: int, block: BlockContext | None, site: int
+    handle: object, index: int, parity: int, thread: int, block: BlockContext | None, site: int
 ) -> Generator[tuple[Any, ...], None, None]:
     """Returns at once when the phase of `parity` has completed (judged now, as the
     instruction does), else yields a scheduler POLL, which the scheduler tries once no
-    thread can go on and releases when that phase has completed."""
+    thread can go on and releases when that phase has completed. Passing acquires the reads
+    the barrier's arrivals released."""
     what = "T.ptx_mbarrier_wait"
     barrier = _valid(_barrier(handle, index, block, site, what), site, what)
     if barrier.phase % 2 != parity % 2:
+        _acquired(block, thread).update(barrier.released)
         return
 
     def poll() -> bool:
         barrier.land()
-        return barrier.phase % 2 != parity % 2
+        if barrier.phase % 2 == parity % 2:
+            return False
+        _acquired(block, thread).update(barrier.released)
+        return True
 
     yield (POLL, site, poll, lambda: f"the mbarrier's parity {parity % 2}: {barrier.describe()}")
 
@@ -148,7 +169,12 @@ class Copy(NamedTuple):
 
 
 def tma_load(
-    copy: Copy, barrier_handle: object, barrier_index: int, block: BlockContext | None, site: int
+    copy: Copy,
+    barrier_handle: object,
+    barrier_index: int,
+    thread: int,
+    block: BlockContext | None,
+    site: int,
 ) -> None:
     """cp.async.bulk.tensor: the box of the global tensor (zeros outside it) into shared
     memory, landing when waited for and completing its bytes on the barrier."""
@@ -160,8 +186,10 @@ def tma_load(
     tile[in_tile] = values[in_tensor]
     raw = tile.tobytes()
     destination, start = _shared_box(copy, len(raw), site, what)
+    acquired = frozenset(_acquired(block, thread))
 
     def land() -> None:
+        _check_unread(copy, start, len(raw), thread, acquired, site)
         for chunk in range(0, len(raw), 16):
             at = start + swizzled_byte(chunk, copy.swizzle)
             destination[at : at + 16] = raw[chunk : chunk + 16]
@@ -185,6 +213,48 @@ def tma_store(copy: Copy, block: BlockContext | None, site: int) -> None:
     tile = np.frombuffer(bytes(raw), dtype=values.dtype).reshape(copy.box)
     in_tile, in_tensor = _overlap(copy)
     values[in_tensor] = tile[in_tile]
+
+
+def _acquired(block: BlockContext | None, thread: int) -> set[tuple[int, int, int]]:
+    """The reads a thread's passed waits acquired (see MBarrier.released)."""
+    if block is None:
+        return set()
+    key = ("mbarrier acquired", thread)
+    found = block.storages.get(key)
+    if not isinstance(found, set):
+        found = block.storages[key] = set()
+    return found
+
+
+def _check_unread(
+    copy: Copy,
+    start: int,
+    nbytes: int,
+    issuer: int,
+    acquired: frozenset[tuple[int, int, int]],
+    site: int,
+) -> None:
+    """A data race when another thread read the bytes a landing copy writes since the last
+    barrier, unless that read was released (an arrival after it) to a barrier the issuer had
+    waited for before issuing: else the copy may have landed before the read (a read before
+    the wait for the copy), or the read may not be over when it lands (a refill that nothing
+    orders after the read). The issuer's own reads are program-ordered."""
+    tracker = getattr(storage_of(copy.shared), "race", None)
+    if tracker is None:
+        return
+    for address, readers in tracker.readers.items():
+        if not start <= address < start + nbytes:
+            continue
+        for reader, read_site in readers.items():
+            if reader != issuer and (id(tracker), address, reader) not in acquired:
+                describe = tracker.block.describe_thread
+                raise Fault(
+                    site,
+                    f"data race on shared memory '{storage_of(copy.shared).name}' at byte "
+                    f"{address}: this TMA load (issued by {describe(issuer)}) lands there after "
+                    f"{describe(reader)} read it, with no barrier or mbarrier between",
+                    ((read_site, f"{describe(reader)} read it here"),),
+                )
 
 
 def _tensor(copy: Copy) -> np.ndarray:

@@ -2,7 +2,7 @@
 
 T.ptx_mbarrier_wait(bar.data, 0, phase)  ->  (yield from wait(bar, 0, phase, _block, site))
 T.ptx_tma_load("float16", A.data, 2, 0, M, K, 64, 64, S.data, 0, bar.data, 0, y, x)
-    ->  tma_load(Copy(dtype, A, 0, (M, K), (64, 64), S, 0, (y, x)), bar, 0, _block, site)
+    ->  tma_load(Copy(dtype, A, 0, (M, K), (64, 64), S, 0, (y, x)), bar, 0, _tid, _block, site)
 T.ptx_tma_store(...)  ->  tma_store(Copy(...), _block, site)
 """
 
@@ -34,13 +34,19 @@ def _init(compiler: CallCompiler, call: Call) -> Code:
     return Code(_call(compiler, call, mbarrier.init, _texts(compiler, call.args)))
 
 
+def _thread(compiler: CallCompiler) -> str:
+    return "_tid" if compiler.ctx.kernel is not None else "-1"
+
+
 def _arrive(compiler: CallCompiler, call: Call) -> Code:
     parts = _texts(compiler, call.args)
-    return Code(_call(compiler, call, mbarrier.arrive, parts if len(parts) == 3 else [*parts, "0"]))
+    parts = parts if len(parts) == 3 else [*parts, "0"]
+    return Code(_call(compiler, call, mbarrier.arrive, [*parts, _thread(compiler)]))
 
 
 def _wait(compiler: CallCompiler, call: Call) -> Code:
-    return Code(f"(yield from {_call(compiler, call, mbarrier.wait, _texts(compiler, call.args))})")
+    parts = [*_texts(compiler, call.args), _thread(compiler)]
+    return Code(f"(yield from {_call(compiler, call, mbarrier.wait, parts)})")
 
 
 def _inval(compiler: CallCompiler, call: Call) -> Code:
@@ -64,7 +70,8 @@ def _tma_copy(compiler: CallCompiler, call: Call) -> Code:
         _tuple(_texts(compiler, load.coords)),
     ]
     operands = [f"{compiler.ctx.constant(mbarrier.Copy, 'Copy')}({', '.join(copy)})"]
-    operands += _texts(compiler, barrier)
+    if barrier:
+        operands += [*_texts(compiler, barrier), _thread(compiler)]
     function = mbarrier.tma_load if barrier else mbarrier.tma_store
     return Code(_call(compiler, call, function, operands))
 
