@@ -293,3 +293,16 @@ def test_bfloat16_operands(tmp_path: Path) -> None:
     (tmp_path / "k.cu").write_text(source)
     done = _nvcc(tmp_path, "-cubin")
     assert done.returncode == 0, done.stderr
+
+
+def test_accumulators_land_at_the_wait() -> None:
+    """Stored before wgmma.wait_group, the accumulators still hold what they held before the
+    wgmmas (7.0 here), as on a GPU; after the wait, the product (the first test)."""
+    path = KERNELS / "wgmma_f16f32.tir"
+    text = path.read_text().replace("    T.ptx_wgmma_wait_group(0)\n", "")
+    text += "    T.ptx_wgmma_wait_group(0)\n"
+    module = lower_module(parse(text, name=str(path)), target="cuda")
+    c = np.zeros((64, 16), np.float32)
+    a, b = np.ones((64, 32), np.float16), np.ones((32, 16), np.float16)
+    run(module["main"], {"A": a, "B": b, "C": c}, module=module)
+    np.testing.assert_array_equal(c, np.full((64, 16), 7, np.float32))

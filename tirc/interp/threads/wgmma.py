@@ -2,14 +2,21 @@
 
 Each thread of the warpgroup computes its own N / 2 accumulator elements when it issues the
 call: the rows and columns it holds (tirc.ir.wgmma.accumulator_position), from A and B read
-through their descriptors' layouts in shared memory, in float64, rounded once to float32. On
-a GPU the result is there only after `wgmma.wait_group`; a program that reads its accumulators
-before waiting is wrong there and is not caught here. Fences and commits have nothing to do
-in this model; the shared tile must have been written (and a barrier passed) before the call,
-which the race tracker checks like any other shared read.
+through their descriptors' layouts in shared memory, in float64, rounded once to float32.
+As on a GPU, the results land in the registers only when a `wgmma.wait_group` retires their
+group (`commit_group` closes the thread's open wgmmas into one): a program that reads its
+accumulators before waiting sees the old values. Successive wgmmas on the same accumulators
+chain as the hardware chains them (each adds to the previous one's pending result). The
+shared tiles must have been written (and a barrier passed) before the call, which the race
+tracker checks like any other shared read; fences have nothing to do in this model.
 """
 
 from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+
+import numpy as np
 
 from tirc.interp.fault import Fault
 from tirc.interp.memory.storage import storage_of, view_of
@@ -41,6 +48,54 @@ class Operand:
         return float(self.registers[index])
 
 
+class PendingWgmma:
+    """One thread's wgmma results not yet waited for: the latest pending value of each
+    accumulator element (what the next wgmma adds to), and the writes that land them, in
+    groups, oldest first."""
+
+    def __init__(self) -> None:
+        self.latest: dict[tuple[int, int], tuple[int, float]] = {}
+        self.open: list[Callable[[], None]] = []
+        self.groups: deque[list[Callable[[], None]]] = deque()
+        self.issued = 0
+
+    def value(self, registers: Registers, index: int) -> float:
+        found = self.latest.get((id(registers.memory), registers.base + index))
+        return found[1] if found is not None else float(registers[index])
+
+    def write(self, registers: Registers, index: int, value: float) -> None:
+        self.issued += 1
+        key, number = (id(registers.memory), registers.base + index), self.issued
+        self.latest[key] = (number, value)
+
+        def land() -> None:
+            registers[index] = value
+            if self.latest.get(key, (None,))[0] == number:
+                del self.latest[key]
+
+        self.open.append(land)
+
+    def commit(self) -> None:
+        self.groups.append(self.open)
+        self.open = []
+
+    def wait(self, count: int) -> None:
+        while len(self.groups) > max(count, 0):
+            for land in self.groups.popleft():
+                land()
+
+
+def pending_of(block: BlockContext | None, thread: int) -> PendingWgmma | None:
+    """The thread's wgmmas in flight, kept with its block; None outside a kernel."""
+    if block is None or thread < 0:
+        return None
+    key = ("wgmma", thread)
+    found = block.storages.get(key)
+    if found is None:
+        found = block.storages[key] = PendingWgmma()
+    return found  # type: ignore[return-value]
+
+
 def wgmma(
     shape: WgmmaShape,
     a: tuple,
@@ -53,7 +108,8 @@ def wgmma(
     site: int,
 ) -> None:
     """a and b: (pointer, offset, lbo, sbo, swizzle, trans) of the shared operands."""
-    if block is None or thread < 0:
+    pending = pending_of(block, thread)
+    if block is None or pending is None:
         raise Fault(site, "wgmma is a warpgroup instruction: it runs only inside a GPU kernel")
     threads = block.dims[0] * block.dims[1] * block.dims[2]
     if threads % WARPGROUP_SIZE:
@@ -68,5 +124,17 @@ def wgmma(
         row, column = accumulator_position(thread, register)
         total = sum(left(row, k) * right(column, k) for k in range(16))
         if scale_d:
-            total += float(accumulator[register])
-        accumulator[register] = total
+            total += pending.value(accumulator, register)
+        pending.write(accumulator, register, float(np.float32(total)))
+
+
+def commit_group(thread: int, block: BlockContext | None) -> None:
+    pending = pending_of(block, thread)
+    if pending is not None:
+        pending.commit()
+
+
+def wait_group(count: int, thread: int, block: BlockContext | None) -> None:
+    pending = pending_of(block, thread)
+    if pending is not None:
+        pending.wait(count)

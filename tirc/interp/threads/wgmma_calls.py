@@ -3,7 +3,8 @@
     T.ptx_wgmma("m64n8k16", "fp16", "fp16", "fp32", A.data, 0, ..., C.data, 0, 1)
     -> wgmma(shape, (A, 0, lbo, sbo, swizzle, trans), (B, ...), C, 0, 1, _tid, _block, site)
 
-The fences, commit and wait are no-ops in the thread model (the mma is complete when issued).
+commit_group and wait_group act on the thread's wgmmas in flight (their results land at the
+wait); the fences are no-ops in the thread model.
 """
 
 from __future__ import annotations
@@ -42,10 +43,26 @@ def _nothing(compiler: CallCompiler, call: Call) -> Code:
     return Code("None")
 
 
+def _thread(compiler: CallCompiler) -> str:
+    """The running thread and its block, or none outside a kernel."""
+    return "_tid, _block" if compiler.ctx.kernel is not None else "-1, None"
+
+
+def _commit_group(compiler: CallCompiler, call: Call) -> Code:
+    function = compiler.ctx.constant(wgmma.commit_group, "wgmma_commit_group")
+    return Code(f"{function}({_thread(compiler)})")
+
+
+def _wait_group(compiler: CallCompiler, call: Call) -> Code:
+    count = compiler.argument(call.args[0]).text
+    function = compiler.ctx.constant(wgmma.wait_group, "wgmma_wait_group")
+    return Code(f"{function}({count}, {_thread(compiler)})")
+
+
 RULES: dict[str, CallRule] = {
     "ptx_wgmma": _mma,
     "ptx_wgmma_fence": _nothing,
-    "ptx_wgmma_commit_group": _nothing,
-    "ptx_wgmma_wait_group": _nothing,
+    "ptx_wgmma_commit_group": _commit_group,
+    "ptx_wgmma_wait_group": _wait_group,
     "ptx_fence_proxy_async": _nothing,
 }
