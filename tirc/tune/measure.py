@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from tirc.ir.target import DEFAULT_CUDA_ARCH
 from tirc.tune.task import Task, iteration_count
 
 INTERP_LIMIT = 2_000_000  # iterations above which the reference is compiled, not interpreted
@@ -280,7 +281,7 @@ def _measure_cuda(task: Task, job: Job, reference: Reference, channel: Connectio
         module = _scheduled(task, job.plan_json)
         lowered = run_pipeline(module, default_pipeline("cuda").passes)
         source = emit_cuda(lowered)
-        problem = _compile_cuda(source)
+        problem = _compile_cuda(source, task.target.arch or DEFAULT_CUDA_ARCH)
     except Exception as error:
         return Result(BUILD_ERROR, message=_describe(error))
     built = time.perf_counter() - started
@@ -303,8 +304,9 @@ def _measure_cuda(task: Task, job: Job, reference: Reference, channel: Connectio
     return Result(BUILT, message="matches in the interpreter", build_seconds=built)
 
 
-def _compile_cuda(source: str) -> str:
-    """What nvcc says against the CUDA C (compiled to an object: ptxas runs too), or ''."""
+def _compile_cuda(source: str, arch: str) -> str:
+    """What nvcc says against the CUDA C compiled for `arch` (to an object: ptxas runs too),
+    or ''."""
     nvcc = shutil.which("nvcc")
     if nvcc is None:
         return ""
@@ -312,7 +314,7 @@ def _compile_cuda(source: str) -> str:
         path = os.path.join(directory, "kernel.cu")
         with open(path, "w") as file:
             file.write(source)
-        command = [nvcc, "-c", "-arch=sm_80", "-o", os.path.join(directory, "k.o"), path]
+        command = [nvcc, "-c", f"-arch={arch}", "-o", os.path.join(directory, "k.o"), path]
         done = subprocess.run(command, capture_output=True, text=True, timeout=300)
     return "" if done.returncode == 0 else f"nvcc: {done.stderr.strip()[:1500]}"
 
