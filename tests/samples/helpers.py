@@ -22,3 +22,10 @@ def tirc_command() -> str:
     """The tirc of the Python running the tests, as make's TIRC."""
     script = Path(sys.executable).with_name("tirc")
     return str(script) if script.exists() else f"{sys.executable} -m tirc"
+
+
+def schedulable_samples() -> list[Path]:
+    """samples/*.tir and samples/gpu/*.tir that a plan schedules (s-tir); the Hopper samples
+    written as lowered tir (wgmma and TMA calls by hand) have no blocks to schedule or tune."""
+    paths = sorted(SAMPLES.glob("*.tir")) + sorted((SAMPLES / "gpu").glob("*.tir"))
+    return [path for path in paths if "s_tir=True" in path.read_text()]

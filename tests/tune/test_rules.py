@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.samples.helpers import schedulable_samples
 from tirc.ir.structural import structural_equal
 from tirc.schedule.apply import apply_plan
 from tirc.schedule.plan import read_plan
@@ -16,7 +17,7 @@ from tirc.text import parse
 from tirc.tune.space import generate
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
-PROGRAMS = sorted(SAMPLES.glob("*.tir")) + sorted((SAMPLES / "gpu").glob("*.tir"))
+PROGRAMS = schedulable_samples()
 CPU_RULES = {"multi-level-tiling", "auto-inline", "rfactor", "parallel-vectorize-unroll"}
 GPU_RULES = {"gpu-multi-level-tiling", "cross-thread-reduction", "auto-bind", "auto-inline"}
 

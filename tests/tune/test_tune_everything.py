@@ -12,16 +12,10 @@ from pathlib import Path
 import pytest
 
 from tests.codegen_cuda.gpu_plans import defines_for_tests
+from tests.samples.helpers import schedulable_samples
 
 ROOT = Path(__file__).resolve().parents[2]
-# the programs a plan schedules (s-tir); the Hopper samples written as lowered tir (wgmma, TMA
-# calls by hand) have nothing to tune
-SAMPLES = [
-    path
-    for path in sorted((ROOT / "samples").glob("*.tir"))
-    + sorted((ROOT / "samples" / "gpu").glob("*.tir"))
-    if "s_tir=True" in path.read_text()
-]
+SAMPLES = schedulable_samples()
 CASES = sorted((ROOT.parent / "shared" / "conformance" / "cases").glob("*/io.npz"))
 
 REQUIRED_ARCH = re.compile(r"^#.*--target 'cuda -arch=(sm_\w+)'", re.MULTILINE)
