@@ -7,7 +7,6 @@ global loads or cp.async with commit/wait groups) and keeps the accumulators in 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
