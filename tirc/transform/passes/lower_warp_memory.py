@@ -464,4 +464,56 @@ class LowerWarpMemory(FunctionPass):
         body = lowering.visit(func.body)
         if not lowering.lowered:
             return func
-        return dataclasses.replace(func, body=body)
+        return dataclasses.replace(func, body=_without_dead_bindings(body, lowering.bindings))
+
+
+class _Uses(Visitor):
+    """The variables a statement reads (a binding's own variable is a definition)."""
+
+    def __init__(self) -> None:
+        self.used: set[E.Var] = set()
+
+    def visit_Var(self, node: E.Var) -> None:
+        self.used.add(node)
+
+    def visit_Bind(self, node: S.Bind) -> None:
+        self.visit(node.value)
+
+
+class _DropBindings(Mutator):
+    def __init__(self, dead: set[E.Var]) -> None:
+        self.dead = dead
+
+    def visit_SeqStmt(self, node: S.SeqStmt) -> S.Stmt:
+        stmt = self.generic_visit(node)
+        if not isinstance(stmt, S.SeqStmt):
+            return stmt
+        kept = [s for s in stmt.stmts if not (isinstance(s, S.Bind) and s.var in self.dead)]
+        return stmt if len(kept) == len(stmt.stmts) else S.seq(*kept)
+
+
+def _calls(expr: E.PrimExpr) -> bool:
+    found = False
+
+    class _Calls(Visitor):
+        def visit_Call(self, node: E.Call) -> None:
+            nonlocal found
+            found = True
+
+    _Calls().visit(expr)
+    return found
+
+
+def _without_dead_bindings(body: S.Stmt, bindings: Bindings) -> S.Stmt:
+    """`body` without the bindings the rewrite left unused (the lane offsets common-subexpr-elim
+    bound for the warp buffers' indices, `x = tx * 8`: the registers' indices no longer
+    need them, and nvcc warns of each), until none is left."""
+    candidates = {var for var, value in bindings.items() if not _calls(value)}  # pure ones
+    while True:
+        uses = _Uses()
+        uses.visit(body)
+        dead = candidates - uses.used
+        if not dead:
+            return body
+        body = _DropBindings(dead).visit(body)
+        candidates -= dead
