@@ -119,7 +119,8 @@ class BlockContext:
             found = allocate(name, count, dtype, scope)
             found.race = self.watch()
             self.storages[site] = found
-        return found  # type: ignore[return-value]
+        assert isinstance(found, Storage)  # the storages of allocation sites are these
+        return found
 
     def outer_shared(self, key: int, handle: object) -> object:
         """Shared memory allocated outside the kernel: the same memory in every block (so

@@ -93,7 +93,8 @@ def pending_of(block: BlockContext | None, thread: int) -> PendingWgmma | None:
     found = block.storages.get(key)
     if found is None:
         found = block.storages[key] = PendingWgmma()
-    return found  # type: ignore[return-value]
+    assert isinstance(found, PendingWgmma)  # what this key holds
+    return found
 
 
 def wgmma(
