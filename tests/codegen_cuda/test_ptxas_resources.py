@@ -137,8 +137,8 @@ def test_cuda_c_kernels_fit_without_spills(plan: GpuPlan, arch: str, tmp_path: P
         assert kernel.stack_frame == 0, kernel.summary()
 
 
-@pytest.mark.slow  # lowering every plan: about 10 s of CPU for the ~20 plans, and growing
-@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.slow  # lowering every plan: about 10 s of CPU for the ~30 plans, and growing
+@pytest.mark.parametrize("arch", ARCHS[-1:])  # sm_80's registers: the CUDA C path above
 @pytest.mark.parametrize("plan", PLANS, ids=[plan.id for plan in PLANS])
 def test_llvm_kernels_fit_without_spills(plan: GpuPlan, arch: str) -> None:
     _require("ptxas")

@@ -1,9 +1,11 @@
 """`tirc tune` with a tiny budget over every sample (CPU and CUDA) and every conformance case
-with inputs (../shared/conformance/cases/*/io.npz, which TVM ran on the CPU) finishes without
+with inputs (../shared/conformance/cases/*/io.npz, which TVM ran on the CPU; every other one in CI)
+finishes without
 an internal error: a plan, or a diagnosed error (exit 1) where nothing built and matched."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -16,7 +18,9 @@ from tests.samples.helpers import schedulable_samples
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = schedulable_samples()
+# every other conformance case (CI's time): TIRC_TUNE_EVERY_CASE=1 takes them all
 CASES = sorted((ROOT.parent / "shared" / "conformance" / "cases").glob("*/io.npz"))
+CASES = CASES if os.environ.get("TIRC_TUNE_EVERY_CASE") else CASES[::2]
 
 REQUIRED_ARCH = re.compile(r"^#.*--target 'cuda -arch=(sm_\w+)'", re.MULTILINE)
 
