@@ -1,7 +1,7 @@
-"""`tirc tune` with a tiny budget over every sample (CPU and CUDA) and every conformance case
-with inputs (../shared/conformance/cases/*/io.npz, which TVM ran on the CPU; every other one in CI)
-finishes without
-an internal error: a plan, or a diagnosed error (exit 1) where nothing built and matched."""
+"""`tirc tune` with a tiny budget over every sample (CPU and CUDA) and the conformance cases
+with inputs (../shared/conformance/cases/*/io.npz, which TVM ran on the CPU; every other one in
+CI) finishes without an internal error: a plan, or a diagnosed error (exit 1) where nothing
+built and matched."""
 
 from __future__ import annotations
 
