@@ -9,7 +9,9 @@
    softmax against torch);
 5. peak: benchmarks/cuda/mma_sync_peak.cu, the mma.sync ceiling the GEMMs are compared with;
 6. tune: `tirc tune --target cuda` on samples/matmul.tir for a minute, timed on the GPU, and
-   the plan it writes run again with --check --bench.
+   the plan it writes run again with --check --bench;
+7. hopper: the Hopper samples (wgmma, TMA, mbarrier) run with `--target 'cuda -arch=sm_90a'
+   --check` at their test shapes, each against the interpreter (a Hopper GPU only).
 
 Steps run in the order `--steps` gives them (the default is the order above).
 
@@ -37,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-STEPS = ("differential", "tests", "samples", "bench", "peak", "tune")
+STEPS = ("differential", "tests", "samples", "bench", "peak", "tune", "hopper")
 CASE_FOLDERS = (ROOT / ".gpu-cases", ROOT.parent / "shared" / "conformance" / "cases")
 
 
@@ -176,6 +178,36 @@ def tune(out: Path, limit: float) -> dict:
     return result
 
 
+HOPPER = (  # (program, plan or None): hand-written tir needs none
+    ("gemm_wgmma", "gemm_wgmma"),
+    ("gemm_wgmma_128x256", None),
+    ("gemm_wgmma_128x256_s3", None),
+    ("gemm_wgmma_tma", None),
+    ("tma_copy", None),
+)
+
+
+def hopper(out: Path, limit: float) -> dict:
+    """Each Hopper sample at the shape its comment gives tests, on the GPU and checked against
+    the interpreter; a step of its own per sample, so that one hang costs only its time."""
+    from tests.codegen_cuda.gpu_plans import defines_for_tests
+
+    results: dict = {"rc": 0, "seconds": 0.0, "samples": {}}
+    for program, plan in HOPPER:
+        source = ROOT / "samples" / "gpu" / f"{program}.tir"
+        command = [sys.executable, "-m", "tirc", "run", str(source)]
+        if plan is not None:
+            command += ["--plan", str(source.with_name(f"{plan}.plan.json"))]
+        for name, value in defines_for_tests(source.read_text()):
+            command += ["-D", f"{name}={value}"]
+        command += ["--target", "cuda -arch=sm_90a", "--check"]
+        result = _run(command, min(limit, 120), out / f"hopper_{program}.log")
+        results["samples"][program] = {"rc": result["rc"], "tail": result["tail"][-6:]}
+        results["rc"] = results["rc"] or result["rc"]
+        results["seconds"] = round(results["seconds"] + result["seconds"], 1)
+    return results
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "gpu-check")
@@ -197,7 +229,14 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     report: dict = {"device": device(), "steps": steps}
     start = time.monotonic()
-    runs = {"tests": tests, "samples": samples, "bench": bench, "peak": peak, "tune": tune}
+    runs = {
+        "tests": tests,
+        "samples": samples,
+        "bench": bench,
+        "peak": peak,
+        "tune": tune,
+        "hopper": hopper,
+    }
     for step in steps:
         if step == "differential":
             if cases is None:
