@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -202,8 +202,9 @@ def mma_fill(size: int, local: object, offset: int, dtype: DataType, site: int) 
 
 
 class CopiesInFlight:
-    """One thread's cp.async copies not yet complete: those issued since its last commit,
-    and its committed groups, oldest first. A copy is the function that lands it."""
+    """One thread's asynchronous writes not yet complete (cp.async copies; wgmma results in
+    tirc.interp.threads.wgmma): those issued since its last commit, and its committed groups,
+    oldest first. A write is the function that lands it."""
 
     def __init__(self) -> None:
         self.open: list[Callable[[], None]] = []
@@ -219,16 +220,25 @@ class CopiesInFlight:
                 land()
 
 
-def copies_in_flight(block: BlockContext | None, thread: int) -> CopiesInFlight | None:
-    """The thread's copies in flight, kept with its block; None outside a kernel."""
+InFlight = TypeVar("InFlight", bound=CopiesInFlight)
+
+
+def in_flight_of(block: BlockContext | None, thread: int, kind: type[InFlight]) -> InFlight | None:
+    """The thread's asynchronous writes of one kind, kept with its block; None outside a
+    kernel."""
     if block is None or thread < 0:
         return None
-    key = ("cp.async", thread)
+    key = (kind.__name__, thread)
     found = block.storages.get(key)
     if found is None:
-        found = block.storages[key] = CopiesInFlight()
-    assert isinstance(found, CopiesInFlight)  # what this key holds
+        found = block.storages[key] = kind()
+    assert isinstance(found, kind)  # what this key holds
     return found
+
+
+def copies_in_flight(block: BlockContext | None, thread: int) -> CopiesInFlight | None:
+    """The thread's cp.async copies in flight; None outside a kernel."""
+    return in_flight_of(block, thread, CopiesInFlight)
 
 
 def cp_async(

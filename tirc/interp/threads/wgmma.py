@@ -13,14 +13,11 @@ tracker checks like any other shared read; fences have nothing to do in this mod
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Callable
-
 import numpy as np
 
 from tirc.interp.fault import Fault
 from tirc.interp.memory.storage import storage_of, view_of
-from tirc.interp.threads.ptx import Registers
+from tirc.interp.threads.ptx import CopiesInFlight, Registers, in_flight_of
 from tirc.interp.threads.scheduler import BlockContext
 from tirc.ir.dtype import parse_dtype
 from tirc.ir.ptx import ELEMENT_DTYPES
@@ -48,15 +45,14 @@ class Operand:
         return float(self.registers[index])
 
 
-class PendingWgmma:
+class PendingWgmma(CopiesInFlight):
     """One thread's wgmma results not yet waited for: the latest pending value of each
     accumulator element (what the next wgmma adds to), and the writes that land them, in
     groups, oldest first."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.latest: dict[tuple[int, int], tuple[int, float]] = {}
-        self.open: list[Callable[[], None]] = []
-        self.groups: deque[list[Callable[[], None]]] = deque()
         self.issued = 0
 
     def value(self, registers: Registers, index: int) -> float:
@@ -75,26 +71,10 @@ class PendingWgmma:
 
         self.open.append(land)
 
-    def commit(self) -> None:
-        self.groups.append(self.open)
-        self.open = []
-
-    def wait(self, count: int) -> None:
-        while len(self.groups) > max(count, 0):
-            for land in self.groups.popleft():
-                land()
-
 
 def pending_of(block: BlockContext | None, thread: int) -> PendingWgmma | None:
     """The thread's wgmmas in flight, kept with its block; None outside a kernel."""
-    if block is None or thread < 0:
-        return None
-    key = ("wgmma", thread)
-    found = block.storages.get(key)
-    if found is None:
-        found = block.storages[key] = PendingWgmma()
-    assert isinstance(found, PendingWgmma)  # what this key holds
-    return found
+    return in_flight_of(block, thread, PendingWgmma)
 
 
 def wgmma(
