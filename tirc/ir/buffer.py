@@ -1,7 +1,8 @@
 """Buffers and the regions of them that blocks read and write.
 
 A Buffer is a typed, shaped view of memory at its `data` handle. Buffers compare by identity;
-two buffers may share `data` only through `match_buffer` or `T.decl_buffer(data=...)`.
+two buffers may share `data` only through `match_buffer` or `T.decl_buffer(data=...)`. The
+class lives in `tirc.ir.expr` beside `BufferLoad`, which holds one; it is imported from here.
 """
 
 from __future__ import annotations
@@ -10,47 +11,10 @@ from dataclasses import dataclass
 
 from tirc.ir import dtype as dt
 from tirc.ir.dtype import DataType
-from tirc.ir.expr import IntImm, PrimExpr, Var
+from tirc.ir.expr import Buffer, IntImm, PointerType, PrimExpr, Var
 from tirc.ir.node import IRError, Node
 
-
-@dataclass(frozen=True, slots=True, eq=False)
-class Buffer(Node):
-    name: str
-    data: Var  # a handle; its pointer type names the element type and storage scope
-    dtype: DataType
-    shape: tuple[PrimExpr, ...]
-    strides: tuple[PrimExpr, ...] = ()  # empty: compact row-major
-    elem_offset: PrimExpr | None = None  # None: zero
-    data_alignment: int = 64
-    offset_factor: int = 1
-    axis_separators: tuple[int, ...] = ()
-    buffer_type: str = "default"  # or "auto_broadcast"
-
-    def __post_init__(self) -> None:
-        if self.strides and len(self.strides) != len(self.shape):
-            raise IRError(
-                f"buffer {self.name} has {len(self.shape)} dimensions "
-                f"but {len(self.strides)} strides"
-            )
-
-    @property
-    def scope(self) -> str:
-        return self.data.pointer.scope if self.data.pointer is not None else "global"
-
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    @property
-    def index_dtype(self) -> DataType:
-        """The dtype of this buffer's index arithmetic: that of its shape, the widest of its
-        extents' when they differ (TVM builds `T.Buffer((T.int64(16), 16))`)."""
-        widest: DataType | None = None
-        for extent in self.shape:
-            if widest is None or extent.dtype.bits > widest.bits:
-                widest = extent.dtype
-        return widest if widest is not None else dt.INT32
+__all__ = ["Buffer", "BufferRegion", "MatchBufferRegion", "Range", "make_buffer"]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -100,10 +64,25 @@ def make_buffer(
     shape: tuple[PrimExpr, ...],
     dtype: DataType = dt.FLOAT32,
     scope: str = "global",
-    **fields: object,
+    *,
+    strides: tuple[PrimExpr, ...] = (),
+    elem_offset: PrimExpr | None = None,
+    data_alignment: int = 64,
+    offset_factor: int = 1,
+    axis_separators: tuple[int, ...] = (),
+    buffer_type: str = "default",
 ) -> Buffer:
-    """A buffer with a fresh data handle named after it."""
-    from tirc.ir.expr import PointerType
-
+    """A buffer with a fresh data handle named after it; the keywords are Buffer's fields."""
     data = Var(name, dt.HANDLE, PointerType(dtype, scope))
-    return Buffer(name, data, dtype, tuple(shape), **fields)  # type: ignore[arg-type]
+    return Buffer(
+        name,
+        data,
+        dtype,
+        tuple(shape),
+        strides=strides,
+        elem_offset=elem_offset,
+        data_alignment=data_alignment,
+        offset_factor=offset_factor,
+        axis_separators=axis_separators,
+        buffer_type=buffer_type,
+    )

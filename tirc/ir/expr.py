@@ -2,6 +2,8 @@
 
 Binary operators require operands of one dtype (the parser inserts the casts TVMScript
 implies); comparison and logic results are `bool` with the operands' lane count.
+`Buffer` is defined here too, beside `BufferLoad`: each refers to the other, and
+`tirc.ir.buffer` (the regions of buffers) re-exports it.
 """
 
 from __future__ import annotations
@@ -12,9 +14,6 @@ from typing import TYPE_CHECKING, TypeGuard
 from tirc.ir import dtype as dt
 from tirc.ir.dtype import DataType
 from tirc.ir.node import IRError, Node
-
-if TYPE_CHECKING:
-    from tirc.ir.buffer import Buffer
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -306,6 +305,45 @@ class Call(PrimExpr):
     dtype: DataType
     op: str
     args: tuple[object, ...]  # PrimExprs, and for a few builtins a Buffer or DataType
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Buffer(Node):
+    name: str
+    data: Var  # a handle; its pointer type names the element type and storage scope
+    dtype: DataType
+    shape: tuple[PrimExpr, ...]
+    strides: tuple[PrimExpr, ...] = ()  # empty: compact row-major
+    elem_offset: PrimExpr | None = None  # None: zero
+    data_alignment: int = 64
+    offset_factor: int = 1
+    axis_separators: tuple[int, ...] = ()
+    buffer_type: str = "default"  # or "auto_broadcast"
+
+    def __post_init__(self) -> None:
+        if self.strides and len(self.strides) != len(self.shape):
+            raise IRError(
+                f"buffer {self.name} has {len(self.shape)} dimensions "
+                f"but {len(self.strides)} strides"
+            )
+
+    @property
+    def scope(self) -> str:
+        return self.data.pointer.scope if self.data.pointer is not None else "global"
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def index_dtype(self) -> DataType:
+        """The dtype of this buffer's index arithmetic: that of its shape, the widest of its
+        extents' when they differ (TVM builds `T.Buffer((T.int64(16), 16))`)."""
+        widest: DataType | None = None
+        for extent in self.shape:
+            if widest is None or extent.dtype.bits > widest.bits:
+                widest = extent.dtype
+        return widest if widest is not None else dt.INT32
 
 
 @dataclass(frozen=True, slots=True, eq=False)

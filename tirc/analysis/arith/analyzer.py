@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from tirc.analysis.arith.bound import Bound, const_bound
-from tirc.analysis.arith.simplify import Simplifier
-from tirc.ir.buffer import Range
-from tirc.ir.expr import IntImm, PrimExpr, Var
+from tirc.analysis.arith.facts import Facts
+from tirc.analysis.arith.int_set import relax
+from tirc.ir import expr as E
+from tirc.ir.expr import IntImm, PrimExpr
 
 
-class Analyzer:
+class Analyzer(Facts):
     """Bounds of variables, and simplification and proofs under them.
 
     `bind(var, Range)` records the constant bounds of `min <= var < min + extent` (`i` in
@@ -18,35 +18,6 @@ class Analyzer:
 
     `mark_non_negative(n)` records what a schedule knows of its buffers' shape variables.
     """
-
-    def __init__(self) -> None:
-        self.ranges: dict[Var, Bound] = {}
-        self.domains: dict[Var, Range] = {}
-
-    def bind(self, var: Var, domain: Range | Bound) -> None:
-        if isinstance(domain, Range):
-            low = const_bound(domain.min, self.ranges)
-            extent = const_bound(domain.extent, self.ranges)
-            if low.min is None or extent.max is None or low.max is None:
-                bound = Bound(low.min, None)
-            else:
-                bound = Bound(low.min, low.max + extent.max - 1)
-            self.domains[var] = domain
-        else:
-            bound = domain
-            self.domains.pop(var, None)
-        self.ranges[var] = bound
-
-    def mark_non_negative(self, var: Var) -> None:
-        """Record `var >= 0` (a shape variable), keeping what else is known of it."""
-        self.ranges[var] = self.ranges.get(var, Bound(None, None)).intersect(Bound(0, None))
-
-    def const_bound(self, expr: PrimExpr) -> Bound:
-        return const_bound(expr, self.ranges)
-
-    def simplify(self, expr: PrimExpr) -> PrimExpr:
-        result: PrimExpr = Simplifier(self.ranges).visit(expr)
-        return result
 
     def can_prove(self, condition: PrimExpr, symbolic: bool = False) -> bool:
         """True only when `condition` holds for every value of the known variables.
@@ -65,18 +36,9 @@ class Analyzer:
         return self._prove_by_relaxing(condition)
 
     def _prove_by_relaxing(self, condition: PrimExpr) -> bool:
-        from tirc.analysis.arith.int_set import relax
-        from tirc.ir import expr as E
-
-        shapes = {
-            E.LT: lambda a, b: (b, a, 1),
-            E.LE: lambda a, b: (b, a, 0),
-            E.GT: lambda a, b: (a, b, 1),
-            E.GE: lambda a, b: (a, b, 0),
-        }
         if not isinstance(condition, E.CompareOp):
             return False
-        shape = shapes.get(type(condition))
+        shape = _DIFFERENCES.get(type(condition))
         if shape is None:
             return False
         a, b = condition.a, condition.b
@@ -90,8 +52,11 @@ class Analyzer:
         low = self.const_bound(self.simplify(relaxed.min)).min
         return low is not None and low >= least
 
-    def can_prove_equal(self, a: PrimExpr, b: PrimExpr) -> bool:
-        from tirc.ir.expr import Sub
 
-        difference = self.simplify(Sub(a, b))
-        return isinstance(difference, IntImm) and difference.value == 0
+# a comparison as (upper, lower, least): it holds when upper - lower >= least
+_DIFFERENCES = {
+    E.LT: lambda a, b: (b, a, 1),
+    E.LE: lambda a, b: (b, a, 0),
+    E.GT: lambda a, b: (a, b, 1),
+    E.GE: lambda a, b: (a, b, 0),
+}

@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from tirc.analysis.arith.analyzer import Analyzer
+from tirc.analysis.arith.facts import Facts
 from tirc.ir import expr as E
 from tirc.ir.buffer import Range
 from tirc.ir.expr import IntImm, PrimExpr, Var
+from tirc.ir.functor import walk
 from tirc.ir.integer import int_range
 
 
@@ -36,7 +37,7 @@ def _const(expr: PrimExpr | None) -> int | None:
 
 
 class _Relaxer:
-    def __init__(self, domains: Mapping[Var, Range], analyzer: Analyzer):
+    def __init__(self, domains: Mapping[Var, Range], analyzer: Facts):
         self.domains = domains
         self.analyzer = analyzer
 
@@ -58,8 +59,6 @@ class _Relaxer:
         return _by_bounds(self, expr)
 
     def _depends(self, expr: PrimExpr) -> bool:
-        from tirc.ir.functor import walk
-
         found = False
 
         def visit(node: object) -> None:
@@ -192,18 +191,18 @@ _RULES: dict[type, Callable] = {
 
 
 def relax(
-    expr: PrimExpr, domains: Mapping[Var, Range], analyzer: Analyzer | None = None
+    expr: PrimExpr, domains: Mapping[Var, Range], analyzer: Facts | None = None
 ) -> IntervalSet:
     """The interval `expr` spans when each variable in `domains` ranges over its Range."""
     if analyzer is None:
-        analyzer = Analyzer()
+        analyzer = Facts()
         for var, domain in domains.items():
             analyzer.bind(var, domain)
     return _Relaxer(domains, analyzer).relax(expr)
 
 
 def relax_range(
-    region: Range, domains: Mapping[Var, Range], analyzer: Analyzer | None = None
+    region: Range, domains: Mapping[Var, Range], analyzer: Facts | None = None
 ) -> Range | None:
     """The Range covering `[min, min + extent)` as the variables in `domains` range."""
     low = relax(region.min, domains, analyzer)
@@ -211,6 +210,6 @@ def relax_range(
     high = relax(last, domains, analyzer)
     if low.min is None or high.max is None:
         return None
-    helper = analyzer or Analyzer()
+    helper = analyzer or Facts()
     extent = helper.simplify(E.Add(E.Sub(high.max, low.min), IntImm(1, region.extent.dtype)))
     return Range(helper.simplify(low.min), extent)

@@ -1,0 +1,60 @@
+"""What is known about variables, and the queries that need nothing more: constant bounds,
+simplification, and proofs by simplifying to a constant.
+
+The Analyzer adds symbolic proofs, which relax over interval sets (`int_set`); interval sets
+in turn ask these queries, so they take Facts and the Analyzer builds on both.
+"""
+
+from __future__ import annotations
+
+from tirc.analysis.arith.bound import Bound, const_bound
+from tirc.analysis.arith.simplify import Simplifier
+from tirc.ir.buffer import Range
+from tirc.ir.expr import IntImm, PrimExpr, Sub, Var
+
+
+class Facts:
+    """Constant bounds of variables and the Ranges they were bound to.
+
+    `bind(var, Range)` records the constant bounds of `min <= var < min + extent` (`i` in
+    `[0, n)` is at least 0) and the Range itself; `mark_non_negative(n)` records what a
+    schedule knows of its buffers' shape variables.
+    """
+
+    def __init__(self) -> None:
+        self.ranges: dict[Var, Bound] = {}
+        self.domains: dict[Var, Range] = {}
+
+    def bind(self, var: Var, domain: Range | Bound) -> None:
+        if isinstance(domain, Range):
+            low = const_bound(domain.min, self.ranges)
+            extent = const_bound(domain.extent, self.ranges)
+            if low.min is None or extent.max is None or low.max is None:
+                bound = Bound(low.min, None)
+            else:
+                bound = Bound(low.min, low.max + extent.max - 1)
+            self.domains[var] = domain
+        else:
+            bound = domain
+            self.domains.pop(var, None)
+        self.ranges[var] = bound
+
+    def mark_non_negative(self, var: Var) -> None:
+        """Record `var >= 0` (a shape variable), keeping what else is known of it."""
+        self.ranges[var] = self.ranges.get(var, Bound(None, None)).intersect(Bound(0, None))
+
+    def const_bound(self, expr: PrimExpr) -> Bound:
+        return const_bound(expr, self.ranges)
+
+    def simplify(self, expr: PrimExpr) -> PrimExpr:
+        result: PrimExpr = Simplifier(self.ranges).visit(expr)
+        return result
+
+    def can_prove(self, condition: PrimExpr) -> bool:
+        """True only when `condition` simplifies to a true constant under the known bounds."""
+        result = self.simplify(condition)
+        return isinstance(result, IntImm) and result.value != 0
+
+    def can_prove_equal(self, a: PrimExpr, b: PrimExpr) -> bool:
+        difference = self.simplify(Sub(a, b))
+        return isinstance(difference, IntImm) and difference.value == 0
