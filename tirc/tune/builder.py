@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -220,6 +220,51 @@ class PlanBuilder:
         index = self.sampler.choice(len(candidates), weights)
         _, names = self.run("sample_categorical", decision=index, candidates=candidates)
         return Sampled(names[0], candidates[index])
+
+
+@dataclass
+class Tiles:
+    """A nest tiled S0 S1 R0 S2 R1 S3: the loops of each level, outermost first."""
+
+    spatial: list[list[SRef]]  # four levels, each with one loop per spatial loop of the nest
+    reduce: list[list[SRef]]  # two levels, each with one loop per reduction loop
+    factors: list[list[Sampled]]  # each spatial loop's sampled factors
+
+    @property
+    def order(self) -> list[SRef]:
+        s, r = self.spatial, self.reduce
+        return s[0] + s[1] + r[0] + s[2] + r[1] + s[3]
+
+
+def tile_nest(
+    builder: PlanBuilder,
+    loops: list[SRef],
+    roles: Sequence[IterType],
+    max_innermost: int,
+    preferred: Callable[[int, SRef], Sequence[int]] | None = None,
+) -> Tiles:
+    """Each spatial loop tiled in four and each reduction loop in two (sampled perfect tiles,
+    innermost factors from `preferred(position, loop)` where given), then reordered S0 S1 R0
+    S2 R1 S3: the head of both multi-level-tiling rules."""
+    spatial: list[list[SRef]] = []
+    reduce: list[list[SRef]] = []
+    factors: list[list[Sampled]] = []
+    for position, (loop, role) in enumerate(zip(loops, roles, strict=True)):
+        if role is IterType.SPATIAL:
+            innermost = preferred(position, loop) if preferred is not None else ()
+            sampled = builder.sample_tile(loop, 4, max_innermost, innermost)
+            factors.append(sampled)
+            spatial.append(builder.split(loop, list(sampled)))
+        else:
+            sampled = builder.sample_tile(loop, 2, max_innermost)
+            reduce.append(builder.split(loop, list(sampled)))
+    tiles = Tiles(
+        [[tile[level] for tile in spatial] for level in range(4)],
+        [[tile[level] for tile in reduce] for level in range(2)],
+        factors,
+    )
+    builder.run("reorder", ordered_loops=tiles.order)
+    return tiles
 
 
 # -- queries over the program being scheduled ------------------------------------------------

@@ -11,9 +11,10 @@ output tile is kept in a `local` write cache written back by each thread.
 
 from __future__ import annotations
 
-from tirc.ir.stmt import IterType
+import math
+
 from tirc.schedule.sref import SRef
-from tirc.tune.builder import PlanBuilder, Redraw, loop_extent
+from tirc.tune.builder import PlanBuilder, Redraw, loop_extent, tile_nest
 from tirc.tune.rules.analysis import has_reuse, plain_nest
 
 MAX_INNERMOST = 16
@@ -28,24 +29,11 @@ def apply(builder: PlanBuilder, name: str) -> list[str] | None:
     if len(nest.block.block.writes) != 1:
         return None
     block = builder.get_sblock(name)
-    loops = builder.get_loops(block)
-    spatial_tiles: list[list] = []
-    reduce_tiles: list[list] = []
-    threads = 1
-    for loop, role in zip(loops, nest.roles, strict=True):
-        if role is IterType.SPATIAL:
-            factors = builder.sample_tile(loop, 4, MAX_INNERMOST)
-            threads *= factors[1].value
-            spatial_tiles.append(builder.split(loop, list(factors)))
-        else:
-            factors = builder.sample_tile(loop, 2, MAX_INNERMOST)
-            reduce_tiles.append(builder.split(loop, list(factors)))
+    tiles = tile_nest(builder, builder.get_loops(block), nest.roles, MAX_INNERMOST)
+    threads = math.prod(factors[1].value for factors in tiles.factors)
     if threads > MAX_THREADS:
         raise Redraw(f"{threads} threads in a block: more than {MAX_THREADS}")
-    levels = [[tile[level] for tile in spatial_tiles] for level in range(4)]
-    reductions = [[tile[level] for tile in reduce_tiles] for level in range(2)]
-    order = levels[0] + levels[1] + reductions[0] + levels[2] + reductions[1] + levels[3]
-    builder.run("reorder", ordered_loops=order)
+    levels, reductions = tiles.spatial, tiles.reduce
     blocks_loop = builder.fuse(levels[0])
     builder.run("bind", loop=blocks_loop, thread="blockIdx.x")
     threads_loop = builder.fuse(levels[1])

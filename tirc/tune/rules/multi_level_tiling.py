@@ -14,8 +14,9 @@ the whole nest is sampled too.
 from __future__ import annotations
 
 from tirc.ir.expr import Var
+from tirc.ir.stmt import IterType
 from tirc.schedule.sref import SRef
-from tirc.tune.builder import PlanBuilder, Sampled, loop_extent
+from tirc.tune.builder import PlanBuilder, loop_extent, tile_nest
 from tirc.tune.rules.analysis import has_reuse, is_innermost_contiguous, plain_nest
 from tirc.tune.rules.common import annotate_unroll, vector_lanes, vectorize_innermost
 from tirc.tune.rules.packing import pack, packable_reads
@@ -30,28 +31,17 @@ def apply(builder: PlanBuilder, name: str) -> list[str] | None:
     if len(nest.block.block.writes) != 1:
         return None
     block = builder.get_sblock(name)
-    loops = builder.get_loops(block)
-    spatial_tiles: list[list] = []
-    reduce_tiles: list[list] = []
-    spatial_factors: list[list[Sampled]] = []
     lanes = vector_lanes()
-    last_spatial = max(i for i, role in enumerate(nest.roles) if role.value == "S")
-    for position, (loop, role) in enumerate(zip(loops, nest.roles, strict=True)):
-        if role.value == "S":
-            # a register tile: whole vectors along the last axis, a few rows along the others
-            preferred = [1, 2, 4, 8]
-            if position == last_spatial:
-                preferred = _vector_tiles(loop_extent(loop) or 1, lanes)
-            factors = builder.sample_tile(loop, 4, MAX_INNERMOST, preferred)
-            spatial_factors.append(factors)
-            spatial_tiles.append(builder.split(loop, list(factors)))
-        else:
-            factors = builder.sample_tile(loop, 2, MAX_INNERMOST)
-            reduce_tiles.append(builder.split(loop, list(factors)))
-    levels = [[tile[level] for tile in spatial_tiles] for level in range(4)]
-    reductions = [[tile[level] for tile in reduce_tiles] for level in range(2)]
-    order = levels[0] + levels[1] + reductions[0] + levels[2] + reductions[1] + levels[3]
-    builder.run("reorder", ordered_loops=order)
+    last_spatial = max(i for i, role in enumerate(nest.roles) if role is IterType.SPATIAL)
+
+    def preferred(position: int, loop: SRef) -> list[int]:
+        # a register tile: whole vectors along the last axis, a few rows along the others
+        if position == last_spatial:
+            return _vector_tiles(loop_extent(loop) or 1, lanes)
+        return [1, 2, 4, 8]
+
+    tiles = tile_nest(builder, builder.get_loops(block), nest.roles, MAX_INNERMOST, preferred)
+    levels, reductions = tiles.spatial, tiles.reduce
     innermost = levels[3][-1]
     vector = is_innermost_contiguous(nest.block, innermost)
 
@@ -61,7 +51,7 @@ def apply(builder: PlanBuilder, name: str) -> list[str] | None:
         builder.run("vectorize", loop=innermost)
     vector_iterator = _iterator_of(nest.block, innermost)
     if vector and vector_iterator is not None:
-        width = spatial_factors[-1][-1].value
+        width = tiles.factors[-1][-1].value
         for index in packable_reads(nest.block, vector_iterator):
             if width > 1 and builder.sample_choice([False, True]).value:
                 pack(builder, block, index, width)
