@@ -6,43 +6,25 @@ external C functions."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from llvmlite import ir
 
 from tirc.codegen.llvm import types as T
 from tirc.codegen.llvm import vector_math
 from tirc.codegen.llvm.casts import emit_cast, reinterpret
-from tirc.codegen.llvm.emitter import unsupported
-from tirc.codegen.llvm.expr import FLOAT_FLAGS
+from tirc.codegen.llvm.emitter import (
+    EXPR_RULES,
+    FLOAT_FLAGS,
+    Emitter,
+    llvm_intrinsic,
+    unsupported,
+)
 from tirc.codegen.llvm.fixed_point import emit_q_multiply_shift, emit_q_multiply_shift_per_axis
 from tirc.ir import dtype as dt
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import Call, PrimExpr
 
-if TYPE_CHECKING:
-    from tirc.codegen.llvm.emitter import Emitter
-
 CallRule = Callable[["Emitter", Call], ir.Value]
-
-
-def _suffix(typ: ir.Type) -> str:
-    """LLVM's overload suffix of a type: f32, v8f32, i64."""
-    if isinstance(typ, ir.VectorType):
-        return f"v{typ.count}{_suffix(typ.element)}"
-    if isinstance(typ, ir.IntType):
-        return f"i{typ.width}"
-    return {"half": "f16", "float": "f32", "double": "f64"}[str(typ)]
-
-
-def llvm_intrinsic(
-    em: Emitter, name: str, args: list[ir.Value], dtype: DataType, extra: tuple[ir.Value, ...] = ()
-) -> ir.Value:
-    """`name.<suffix>(args..., extra...)` overloaded on the first argument's type."""
-    typ = args[0].type
-    arg_types = [a.type for a in args] + [e.type for e in extra]
-    function = em.declare(f"{name}.{_suffix(typ)}", T.value_type(dtype), arg_types)
-    return em.builder.call(function, [*args, *extra])
 
 
 def _args(em: Emitter, call: Call) -> list[ir.Value]:
@@ -295,6 +277,7 @@ for _name in ("log1p", "expm1", "asinh", "acosh", "atanh", "erf", "hypot", "next
     CALL_RULES[_name] = _libm(_name)
 
 
+@EXPR_RULES.register(Call)
 def emit_call(em: Emitter, call: Call) -> ir.Value:
     rule = CALL_RULES.get(call.op)
     if rule is None:

@@ -1,8 +1,10 @@
 """The state of emitting one LLVM function: the builder, what each Var is bound to, the loop
 targets of break/continue, the heap allocations to free, and how an assertion fails.
 
-Expressions and statements are emitted by the rule tables of `expr` and `stmt`, keyed by IR
-class; this module only holds the state they share and dispatches into them.
+Expressions and statements are emitted by the rules in `EXPR_RULES` and `STMT_RULES`, keyed
+by IR class: this module owns the tables and the building blocks the rules share (broadcast,
+overloaded intrinsics, counted loops, frees), and `expr`, `stmt`, `calls` and `memory`
+register into them; `function` loads those modules, so nothing here imports a rule.
 """
 
 from __future__ import annotations
@@ -15,13 +17,24 @@ from typing import Any
 from llvmlite import ir
 
 from tirc.codegen.llvm import types as T
+from tirc.codegen.llvm.narrow_float import is_narrow_float, round_value
 from tirc.diagnostics import DiagnosticError
+from tirc.ir import expr as E
 from tirc.ir.buffer import Buffer
+from tirc.ir.dtype import DataType
 from tirc.ir.expr import PrimExpr, Var
+from tirc.ir.functor import Dispatch
 from tirc.ir.stmt import Stmt
 
 ExprRule = Callable[["Emitter", Any], ir.Value]
 StmtRule = Callable[["Emitter", Any], None]
+
+FLOAT_FLAGS = ("contract",)  # the fast-math flags of every float operation
+
+# classes whose bfloat16 or float8 result is computed in float32 and must be rounded (see
+# `narrow_float`);
+# the others make theirs from bfloat16 values unchanged, or round it themselves (casts)
+ROUNDED = (E.Add, E.Sub, E.Mul, E.Div, E.Mod, E.FloorDiv, E.FloorMod, E.Ramp, E.Call)
 
 
 @dataclass
@@ -54,26 +67,19 @@ class Emitter:
     def expr(self, expr: object) -> ir.Value:
         """The value of an expression; anything else (a call's buffer or dtype argument where
         an expression belongs) is refused, located."""
-        from tirc.codegen.llvm.expr import EXPR_RULES, ROUNDED
-        from tirc.codegen.llvm.narrow_float import is_narrow_float, round_value
-
-        rule = EXPR_RULES.get(type(expr))
-        if rule is None or not isinstance(expr, PrimExpr):
+        if not (isinstance(expr, PrimExpr) and EXPR_RULES.handles(type(expr))):
             raise unsupported(expr, f"{type(expr).__name__} expressions")
         with located(expr):
-            value = rule(self, expr)
+            value = EXPR_RULES(self, expr)
             if isinstance(expr, ROUNDED) and is_narrow_float(expr.dtype.element):
                 value = round_value(self.builder, value, expr.dtype.element)
         return value
 
     def stmt(self, stmt: Stmt) -> None:
-        from tirc.codegen.llvm.stmt import STMT_RULES
-
-        rule = STMT_RULES.get(type(stmt))
-        if rule is None:
+        if not STMT_RULES.handles(type(stmt)):
             raise unsupported(stmt, f"{type(stmt).__name__} statements")
         with located(stmt):
-            rule(self, stmt)
+            STMT_RULES(self, stmt)
 
     def lookup(self, var: Var) -> ir.Value:
         try:
@@ -128,6 +134,74 @@ class Emitter:
         if isinstance(existing, ir.Function):
             return existing
         return ir.Function(self.module, ir.FunctionType(result, args), name)
+
+
+EXPR_RULES: Dispatch[Emitter, [], ir.Value] = Dispatch("CPU expression")
+STMT_RULES: Dispatch[Emitter, [], None] = Dispatch("CPU statement")
+
+
+def broadcast(em: Emitter, value: ir.Value, lanes: int) -> ir.Value:
+    """`value` in every lane of a vector."""
+    vector_type = ir.VectorType(value.type, lanes)
+    if isinstance(value, ir.Constant):
+        return ir.Constant(vector_type, [value] * lanes)
+    single = em.builder.insert_element(ir.Constant(vector_type, None), value, ir.Constant(T.I32, 0))
+    mask = ir.Constant(ir.VectorType(T.I32, lanes), [0] * lanes)
+    return em.builder.shuffle_vector(single, ir.Constant(vector_type, None), mask)
+
+
+def _suffix(typ: ir.Type) -> str:
+    """LLVM's overload suffix of a type: f32, v8f32, i64."""
+    if isinstance(typ, ir.VectorType):
+        return f"v{typ.count}{_suffix(typ.element)}"
+    if isinstance(typ, ir.IntType):
+        return f"i{typ.width}"
+    return {"half": "f16", "float": "f32", "double": "f64"}[str(typ)]
+
+
+def llvm_intrinsic(
+    em: Emitter, name: str, args: list[ir.Value], dtype: DataType, extra: tuple[ir.Value, ...] = ()
+) -> ir.Value:
+    """`name.<suffix>(args..., extra...)` overloaded on the first argument's type."""
+    typ = args[0].type
+    arg_types = [a.type for a in args] + [e.type for e in extra]
+    function = em.declare(f"{name}.{_suffix(typ)}", T.value_type(dtype), arg_types)
+    return em.builder.call(function, [*args, *extra])
+
+
+def free_all(em: Emitter, pointers: list[ir.Value]) -> None:
+    if not pointers or em.builder.block.is_terminated:
+        return
+    free = em.declare("free", T.VOID, [T.POINTER])
+    for pointer in reversed(pointers):
+        em.builder.call(free, [pointer])
+
+
+def emit_counted_loop(
+    em: Emitter, var: Var, begin: ir.Value, end: ir.Value, step: ir.Value, body: Stmt
+) -> None:
+    """for (var = begin; var < end; var += step) body"""
+    builder = em.builder
+    before = builder.block
+    header, inside = em.new_block(f"for.{var.name}"), em.new_block(f"for.{var.name}.body")
+    latch, done = em.new_block(f"for.{var.name}.next"), em.new_block(f"for.{var.name}.end")
+    builder.branch(header)
+    builder.position_at_end(header)
+    counter = builder.phi(begin.type, name=var.name)
+    counter.add_incoming(begin, before)
+    builder.cbranch(builder.icmp_signed("<", counter, end), inside, done)
+    builder.position_at_end(inside)
+    em.env[var] = counter
+    em.loops.append(Loop(exit=done, next=latch))
+    em.stmt(body)
+    em.loops.pop()
+    if not builder.block.is_terminated:
+        builder.branch(latch)
+    builder.position_at_end(latch)
+    following = builder.add(counter, step, flags=("nsw",))
+    counter.add_incoming(following, latch)
+    builder.branch(header)
+    builder.position_at_end(done)
 
 
 def _is_zero(expr: PrimExpr) -> bool:

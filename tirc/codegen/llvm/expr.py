@@ -1,4 +1,5 @@
-"""Expressions to LLVM values, one rule per IR class (`EXPR_RULES`).
+"""Expressions to LLVM values, one rule per IR class registered in `EXPR_RULES` (calls and
+buffer loads register theirs in `calls` and `memory`).
 
 Integers wrap, except that signed add/sub/mul carry `nsw` as TVM's code does: index
 arithmetic must widen to 64 bits for the vectorizer, and programs whose signed arithmetic
@@ -8,30 +9,35 @@ overflows are outside what the backend promises. Float operations allow FMA cont
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from llvmlite import ir
 
 from tirc.codegen.llvm import narrow_float
 from tirc.codegen.llvm import types as T
 from tirc.codegen.llvm.casts import emit_cast
+from tirc.codegen.llvm.emitter import (
+    EXPR_RULES,
+    FLOAT_FLAGS,
+    Emitter,
+    ExprRule,
+    broadcast,
+    llvm_intrinsic,
+)
 from tirc.ir import expr as E
 from tirc.ir.dtype import DataType
 
-if TYPE_CHECKING:
-    from tirc.codegen.llvm.emitter import Emitter, ExprRule
 
-FLOAT_FLAGS = ("contract",)
-
-
+@EXPR_RULES.register(E.Var)
 def _var(em: Emitter, expr: E.Var) -> ir.Value:
     return em.lookup(expr)
 
 
+@EXPR_RULES.register(E.IntImm)
 def _int_imm(em: Emitter, expr: E.IntImm) -> ir.Value:
     return ir.Constant(T.value_type(expr.dtype), expr.value)
 
 
+@EXPR_RULES.register(E.FloatImm)
 def _float_imm(em: Emitter, expr: E.FloatImm) -> ir.Value:
     if narrow_float.is_narrow_float(expr.dtype):
         value = narrow_float.constant(expr.value, expr.dtype)
@@ -39,6 +45,7 @@ def _float_imm(em: Emitter, expr: E.FloatImm) -> ir.Value:
     return ir.Constant(T.value_type(expr.dtype), expr.value)
 
 
+@EXPR_RULES.register(E.StringImm)
 def _string_imm(em: Emitter, expr: E.StringImm) -> ir.Value:
     data = bytearray(expr.value.encode("utf-8") + b"\0")
     typ = ir.ArrayType(T.I8, len(data))
@@ -50,6 +57,7 @@ def _string_imm(em: Emitter, expr: E.StringImm) -> ir.Value:
     return variable
 
 
+@EXPR_RULES.register(E.Cast)
 def _cast(em: Emitter, expr: E.Cast) -> ir.Value:
     return emit_cast(em.builder, em.expr(expr.value), expr.value.dtype, expr.dtype)
 
@@ -77,8 +85,6 @@ def _arith(int_op: str, uint_op: str, float_op: str) -> ExprRule:
 
 
 def _float_floor_division(em: Emitter, a: ir.Value, b: ir.Value, dtype: DataType) -> ir.Value:
-    from tirc.codegen.llvm.calls import llvm_intrinsic
-
     quotient = em.builder.fdiv(a, b)
     return llvm_intrinsic(em, "llvm.floor", [quotient], dtype)
 
@@ -149,18 +155,22 @@ def _compare(symbol: str) -> ExprRule:
     return emit
 
 
+@EXPR_RULES.register(E.And)
 def _and(em: Emitter, expr: E.And) -> ir.Value:
     return em.builder.and_(em.expr(expr.a), em.expr(expr.b))
 
 
+@EXPR_RULES.register(E.Or)
 def _or(em: Emitter, expr: E.Or) -> ir.Value:
     return em.builder.or_(em.expr(expr.a), em.expr(expr.b))
 
 
+@EXPR_RULES.register(E.Not)
 def _not(em: Emitter, expr: E.Not) -> ir.Value:
     return em.builder.not_(em.expr(expr.a))
 
 
+@EXPR_RULES.register(E.Select)
 def _select(em: Emitter, expr: E.Select) -> ir.Value:
     condition = em.expr(expr.condition)
     true_value, false_value = em.expr(expr.true_value), em.expr(expr.false_value)
@@ -170,20 +180,12 @@ def _select(em: Emitter, expr: E.Select) -> ir.Value:
     return em.builder.select(condition, true_value, false_value)
 
 
-def broadcast(em: Emitter, value: ir.Value, lanes: int) -> ir.Value:
-    """`value` in every lane of a vector."""
-    vector_type = ir.VectorType(value.type, lanes)
-    if isinstance(value, ir.Constant):
-        return ir.Constant(vector_type, [value] * lanes)
-    single = em.builder.insert_element(ir.Constant(vector_type, None), value, ir.Constant(T.I32, 0))
-    mask = ir.Constant(ir.VectorType(T.I32, lanes), [0] * lanes)
-    return em.builder.shuffle_vector(single, ir.Constant(vector_type, None), mask)
-
-
+@EXPR_RULES.register(E.Broadcast)
 def _broadcast(em: Emitter, expr: E.Broadcast) -> ir.Value:
     return broadcast(em, em.expr(expr.value), expr.lanes)
 
 
+@EXPR_RULES.register(E.Ramp)
 def _ramp(em: Emitter, expr: E.Ramp) -> ir.Value:
     base, stride = em.expr(expr.base), em.expr(expr.stride)
     element = expr.base.dtype
@@ -197,6 +199,7 @@ def _ramp(em: Emitter, expr: E.Ramp) -> ir.Value:
     return add(broadcast(em, base, expr.lanes), multiply(broadcast(em, stride, expr.lanes), steps))
 
 
+@EXPR_RULES.register(E.Shuffle)
 def _shuffle(em: Emitter, expr: E.Shuffle) -> ir.Value:
     sources: list[tuple[ir.Value, int]] = []
     for vector in expr.vectors:
@@ -214,57 +217,24 @@ def _shuffle(em: Emitter, expr: E.Shuffle) -> ir.Value:
     return result
 
 
+@EXPR_RULES.register(E.Let)
 def _let(em: Emitter, expr: E.Let) -> ir.Value:
     em.env[expr.var] = em.expr(expr.value)
     return em.expr(expr.body)
 
 
-def _call(em: Emitter, expr: E.Call) -> ir.Value:
-    from tirc.codegen.llvm.calls import emit_call
-
-    return emit_call(em, expr)
-
-
-def _load(em: Emitter, expr: E.BufferLoad) -> ir.Value:
-    from tirc.codegen.llvm.memory import emit_load
-
-    return emit_load(em, expr)
-
-
-# classes whose bfloat16 or float8 result is computed in float32 and must be rounded (see
-# `narrow_float`);
-# the others make theirs from bfloat16 values unchanged, or round it themselves (casts)
-ROUNDED = (E.Add, E.Sub, E.Mul, E.Div, E.Mod, E.FloorDiv, E.FloorMod, E.Ramp, E.Call)
-
-EXPR_RULES: dict[type, ExprRule] = {
-    E.Var: _var,
-    E.IntImm: _int_imm,
-    E.FloatImm: _float_imm,
-    E.StringImm: _string_imm,
-    E.Cast: _cast,
-    E.Add: _arith("add", "add", "fadd"),
-    E.Sub: _arith("sub", "sub", "fsub"),
-    E.Mul: _arith("mul", "mul", "fmul"),
-    E.Div: _arith("sdiv", "udiv", "fdiv"),
-    E.Mod: _arith("srem", "urem", "frem"),
-    E.FloorDiv: _binary(_floordiv),
-    E.FloorMod: _binary(_floormod),
-    E.Min: _extremum("<"),
-    E.Max: _extremum(">"),
-    E.EQ: _compare("=="),
-    E.NE: _compare("!="),
-    E.LT: _compare("<"),
-    E.LE: _compare("<="),
-    E.GT: _compare(">"),
-    E.GE: _compare(">="),
-    E.And: _and,
-    E.Or: _or,
-    E.Not: _not,
-    E.Select: _select,
-    E.Broadcast: _broadcast,
-    E.Ramp: _ramp,
-    E.Shuffle: _shuffle,
-    E.Let: _let,
-    E.Call: _call,
-    E.BufferLoad: _load,
-}
+EXPR_RULES.register(E.Add)(_arith("add", "add", "fadd"))
+EXPR_RULES.register(E.Sub)(_arith("sub", "sub", "fsub"))
+EXPR_RULES.register(E.Mul)(_arith("mul", "mul", "fmul"))
+EXPR_RULES.register(E.Div)(_arith("sdiv", "udiv", "fdiv"))
+EXPR_RULES.register(E.Mod)(_arith("srem", "urem", "frem"))
+EXPR_RULES.register(E.FloorDiv)(_binary(_floordiv))
+EXPR_RULES.register(E.FloorMod)(_binary(_floormod))
+EXPR_RULES.register(E.Min)(_extremum("<"))
+EXPR_RULES.register(E.Max)(_extremum(">"))
+EXPR_RULES.register(E.EQ)(_compare("=="))
+EXPR_RULES.register(E.NE)(_compare("!="))
+EXPR_RULES.register(E.LT)(_compare("<"))
+EXPR_RULES.register(E.LE)(_compare("<="))
+EXPR_RULES.register(E.GT)(_compare(">"))
+EXPR_RULES.register(E.GE)(_compare(">="))

@@ -13,17 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TypeAlias
 
 from llvmlite import ir
 
-from tirc.codegen.llvm.emitter import unsupported
-from tirc.codegen.llvm.expr import broadcast
+from tirc.codegen.llvm.emitter import Emitter, broadcast, unsupported
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import Broadcast, Call, IntImm, PrimExpr, are_exprs
-
-if TYPE_CHECKING:
-    from tirc.codegen.llvm.emitter import Emitter
 
 DYNAMIC_LEFT_LIMIT = 63
 """The largest left shift a non-constant shift operand is taken to be (larger ones clamp)."""

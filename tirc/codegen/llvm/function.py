@@ -8,10 +8,13 @@ from __future__ import annotations
 from llvmlite import ir
 
 from tirc.codegen.abi import AbiParam, ParamKind, function_abi
+
+# The rule modules fill the emitter's EXPR_RULES and STMT_RULES as they load; this is the one
+# place that loads them.
+from tirc.codegen.llvm import calls, expr, memory, stmt  # noqa: F401
 from tirc.codegen.llvm import types as T
 from tirc.codegen.llvm.casts import emit_cast
-from tirc.codegen.llvm.emitter import Emitter
-from tirc.codegen.llvm.stmt import free_all
+from tirc.codegen.llvm.emitter import Emitter, free_all
 from tirc.codegen.llvm.streaming import emit_fence, streaming_buffers
 from tirc.ir import dtype as dt
 from tirc.ir.function import PrimFunc

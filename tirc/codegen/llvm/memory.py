@@ -9,60 +9,17 @@ never touches memory.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from llvmlite import ir
 
 from tirc.codegen.llvm import narrow_float
 from tirc.codegen.llvm import types as T
-from tirc.codegen.llvm.emitter import unsupported
-from tirc.codegen.llvm.expr import broadcast
+from tirc.codegen.llvm.emitter import EXPR_RULES, Emitter, broadcast, unsupported
+from tirc.codegen.llvm.indexing import flat_index
 from tirc.codegen.llvm.streaming import mark_streaming
 from tirc.ir import expr as E
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType
-
-if TYPE_CHECKING:
-    from tirc.codegen.llvm.emitter import Emitter
-
-
-def flat_index(buffer: Buffer, indices: tuple[E.PrimExpr, ...]) -> E.PrimExpr:
-    """One index for a multi-dimensional access (lowered programs are already flat)."""
-    if len(indices) == 1:
-        return indices[0]
-    strides = list(buffer.strides)
-    if not strides:
-        running: E.PrimExpr = E.IntImm(1, indices[-1].dtype.element)
-        for extent in reversed(buffer.shape):
-            strides.insert(0, running)
-            running = E.Mul(running, _as(extent, running))
-    total: E.PrimExpr | None = None
-    for index, stride in zip(indices, strides, strict=True):
-        term = _scaled(index, stride)
-        total = term if total is None else _add(total, term)
-    assert total is not None
-    return total
-
-
-def _as(expr: E.PrimExpr, like: E.PrimExpr) -> E.PrimExpr:
-    want = like.dtype.element
-    return expr if expr.dtype == want else E.Cast(want, expr)
-
-
-def _scaled(index: E.PrimExpr, stride: E.PrimExpr) -> E.PrimExpr:
-    lanes = index.dtype.lanes
-    stride = _as(stride, index)
-    return E.Mul(index, E.Broadcast(stride, lanes) if lanes > 1 else stride)
-
-
-def _add(a: E.PrimExpr, b: E.PrimExpr) -> E.PrimExpr:
-    lanes_a, lanes_b = a.dtype.lanes, b.dtype.lanes
-    if lanes_a != lanes_b:
-        a = E.Broadcast(a, lanes_b) if lanes_a == 1 else a
-        b = E.Broadcast(b, lanes_a) if lanes_b == 1 else b
-    if a.dtype != b.dtype:
-        b = E.Cast(a.dtype, b)
-    return E.Add(a, b)
 
 
 def _contiguous_base(index: E.PrimExpr) -> E.PrimExpr | None:
@@ -100,6 +57,7 @@ def _to_memory(em: Emitter, value: ir.Value, dtype: DataType) -> ir.Value:
     return value
 
 
+@EXPR_RULES.register(E.BufferLoad)
 def emit_load(em: Emitter, load: E.BufferLoad) -> ir.Value:
     buffer = load.buffer
     index = flat_index(buffer, load.indices)

@@ -26,8 +26,7 @@ from collections.abc import Sequence
 from llvmlite import ir
 
 from tirc.codegen.llvm import types as T
-from tirc.codegen.llvm.emitter import Emitter
-from tirc.codegen.llvm.stmt import emit_counted_loop, free_all
+from tirc.codegen.llvm.emitter import Emitter, emit_counted_loop, free_all
 from tirc.codegen.llvm.streaming import emit_fence, sfence
 from tirc.ir import expr as E
 from tirc.ir import stmt as S

@@ -1,4 +1,4 @@
-"""Statements to control flow, one rule per IR class (`STMT_RULES`).
+"""Statements to control flow, one rule per IR class registered in `STMT_RULES`.
 
 Loops are counted with a phi in a header block; `T.parallel` loops go to `parallel` to be
 outlined, adjacent ones of a sequence into one OpenMP region. An allocation lives on the
@@ -8,26 +8,29 @@ enclosing sequence.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from llvmlite import ir
 
 from tirc.codegen.llvm import types as T
-from tirc.codegen.llvm.emitter import Loop, unsupported
+from tirc.codegen.llvm.emitter import (
+    STMT_RULES,
+    Emitter,
+    Loop,
+    StmtRule,
+    emit_counted_loop,
+    free_all,
+    unsupported,
+)
 from tirc.codegen.llvm.memory import emit_store
+from tirc.codegen.llvm.parallel import emit_parallel_for, emit_parallel_loops, parallel_runs
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
-
-if TYPE_CHECKING:
-    from tirc.codegen.llvm.emitter import Emitter, StmtRule
 
 STACK_LIMIT_BYTES = 32 * 1024
 """Larger allocations go to the heap: OpenMP worker threads have small stacks."""
 
 
+@STMT_RULES.register(S.SeqStmt)
 def _seq(em: Emitter, stmt: S.SeqStmt) -> None:
-    from tirc.codegen.llvm.parallel import emit_parallel_loops, parallel_runs
-
     em.frees.append([])
     for child in stmt.stmts if em.in_parallel else parallel_runs(stmt.stmts):
         if isinstance(child, tuple):  # adjacent parallel loops: one OpenMP region
@@ -37,18 +40,12 @@ def _seq(em: Emitter, stmt: S.SeqStmt) -> None:
     free_all(em, em.frees.pop())
 
 
-def free_all(em: Emitter, pointers: list[ir.Value]) -> None:
-    if not pointers or em.builder.block.is_terminated:
-        return
-    free = em.declare("free", T.VOID, [T.POINTER])
-    for pointer in reversed(pointers):
-        em.builder.call(free, [pointer])
-
-
+@STMT_RULES.register(S.Bind)
 def _bind(em: Emitter, stmt: S.Bind) -> None:
     em.env[stmt.var] = em.expr(stmt.value)
 
 
+@STMT_RULES.register(S.AssertStmt)
 def _assert(em: Emitter, stmt: S.AssertStmt) -> None:
     condition = em.expr(stmt.condition)
     failed, passed = em.new_block("assert.failed"), em.new_block("assert.passed")
@@ -58,10 +55,9 @@ def _assert(em: Emitter, stmt: S.AssertStmt) -> None:
     em.builder.position_at_end(passed)
 
 
+@STMT_RULES.register(S.For)
 def _for(em: Emitter, stmt: S.For) -> None:
     if stmt.kind is S.ForKind.PARALLEL and not em.in_parallel:
-        from tirc.codegen.llvm.parallel import emit_parallel_for
-
         emit_parallel_for(em, stmt)
         return
     if stmt.kind is S.ForKind.THREAD_BINDING:
@@ -72,33 +68,7 @@ def _for(em: Emitter, stmt: S.For) -> None:
     emit_counted_loop(em, stmt.loop_var, begin, end, step, stmt.body)
 
 
-def emit_counted_loop(
-    em: Emitter, var: E.Var, begin: ir.Value, end: ir.Value, step: ir.Value, body: S.Stmt
-) -> None:
-    """for (var = begin; var < end; var += step) body"""
-    builder = em.builder
-    before = builder.block
-    header, inside = em.new_block(f"for.{var.name}"), em.new_block(f"for.{var.name}.body")
-    latch, done = em.new_block(f"for.{var.name}.next"), em.new_block(f"for.{var.name}.end")
-    builder.branch(header)
-    builder.position_at_end(header)
-    counter = builder.phi(begin.type, name=var.name)
-    counter.add_incoming(begin, before)
-    builder.cbranch(builder.icmp_signed("<", counter, end), inside, done)
-    builder.position_at_end(inside)
-    em.env[var] = counter
-    em.loops.append(Loop(exit=done, next=latch))
-    em.stmt(body)
-    em.loops.pop()
-    if not builder.block.is_terminated:
-        builder.branch(latch)
-    builder.position_at_end(latch)
-    following = builder.add(counter, step, flags=("nsw",))
-    counter.add_incoming(following, latch)
-    builder.branch(header)
-    builder.position_at_end(done)
-
-
+@STMT_RULES.register(S.While)
 def _while(em: Emitter, stmt: S.While) -> None:
     builder = em.builder
     header, inside, done = (
@@ -129,6 +99,7 @@ def _jump(to_exit: bool) -> StmtRule:
     return emit
 
 
+@STMT_RULES.register(S.IfThenElse)
 def _if(em: Emitter, stmt: S.IfThenElse) -> None:
     builder = em.builder
     condition = em.expr(stmt.condition)
@@ -147,10 +118,12 @@ def _if(em: Emitter, stmt: S.IfThenElse) -> None:
     builder.position_at_end(done)
 
 
+@STMT_RULES.register(S.BufferStore)
 def _store(em: Emitter, stmt: S.BufferStore) -> None:
     emit_store(em, stmt.buffer, stmt.value, stmt.indices, stmt.predicate)
 
 
+@STMT_RULES.register(S.AllocBuffer)
 def _alloc(em: Emitter, stmt: S.AllocBuffer) -> None:
     buffer = stmt.buffer
     element = T.memory_type(buffer.dtype)
@@ -181,6 +154,7 @@ def _alloc(em: Emitter, stmt: S.AllocBuffer) -> None:
         em.frees[-1].append(pointer)
 
 
+@STMT_RULES.register(S.DeclBuffer)
 def _decl(em: Emitter, stmt: S.DeclBuffer) -> None:
     if stmt.data is not None:
         em.env[stmt.buffer.data] = em.expr(stmt.data)
@@ -188,28 +162,17 @@ def _decl(em: Emitter, stmt: S.DeclBuffer) -> None:
         em.lookup(stmt.buffer.data)  # a view of memory that must already be there
 
 
+@STMT_RULES.register(S.AttrStmt)
 def _attr(em: Emitter, stmt: S.AttrStmt) -> None:
     em.stmt(stmt.body)  # pragmas and hints have no effect on the CPU
 
 
+@STMT_RULES.register(S.Evaluate)
 def _evaluate(em: Emitter, stmt: S.Evaluate) -> None:
     if isinstance(stmt.value, (E.IntImm, E.FloatImm)):
         return
     em.expr(stmt.value)
 
 
-STMT_RULES: dict[type, StmtRule] = {
-    S.SeqStmt: _seq,
-    S.Bind: _bind,
-    S.AssertStmt: _assert,
-    S.For: _for,
-    S.While: _while,
-    S.Break: _jump(True),
-    S.Continue: _jump(False),
-    S.IfThenElse: _if,
-    S.BufferStore: _store,
-    S.AllocBuffer: _alloc,
-    S.DeclBuffer: _decl,
-    S.AttrStmt: _attr,
-    S.Evaluate: _evaluate,
-}
+STMT_RULES.register(S.Break)(_jump(True))
+STMT_RULES.register(S.Continue)(_jump(False))

@@ -27,6 +27,7 @@ from llvmlite import ir
 
 from tirc.codegen.abi import parameter_buffers
 from tirc.codegen.llvm import types as T
+from tirc.codegen.llvm.indexing import flat_index
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
 from tirc.ir.expr import Var
@@ -84,8 +85,6 @@ class _Disqualifier(Visitor):
 
 
 def _whole_lines(store: S.BufferStore) -> bool:
-    from tirc.codegen.llvm.memory import flat_index
-
     if store.predicate is not None or store.buffer.dtype.lanes != 1:
         return False
     index = flat_index(store.buffer, store.indices)
