@@ -11,6 +11,11 @@ memory or give a kernel garbage on a real GPU, raises `Misuse`: the host should 
 it first (with a DiagnosticError) or never made it. Calls return tuples `(CUresult, values...)`
 like cuda-python's.
 
+Nothing runs on a launch unless `run_kernel` says what it computes (tests write the results a
+kernel would into device memory with `write`). A pair of events times the launches queued
+between them: `kernel_ms(launch)` each where given, else 0.25 ms for the pair. `FakeGpu` opens
+such a device in another process (the tuner's candidates) and logs its launches to a file.
+
 `FakeDriver(fault_in="k")` makes kernel `k` fault as an illegal address would: the launch
 succeeds, the next synchronizing call returns CUDA_ERROR_ILLEGAL_ADDRESS, and so does every
 call after it (the context is lost), as on a GPU. `fail={"cuMemFree": CUresult.X}` makes the
@@ -21,7 +26,10 @@ from __future__ import annotations
 
 import ctypes
 import enum
+import json
+import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -328,6 +336,9 @@ class FakeDriver:
     attributes: dict[CUdevice_attribute, int] = field(default_factory=lambda: dict(H100))
     fault_in: str | None = None  # the kernel that faults
     fail: dict[str, CUresult] = field(default_factory=dict)  # a call's first result
+    run_kernel: Callable[[FakeDriver, Launch], None] | None = None  # what a launch computes
+    kernel_ms: Callable[[Launch], float] | None = None  # a launch's milliseconds on the device
+    log: str | None = None  # a file to append each launch to, a JSON line
     calls: list[str] = field(default_factory=list)  # every call's name, in order
     launches: list[Launch] = field(default_factory=list)
     tensor_maps: list[CUtensorMap] = field(default_factory=list)
@@ -338,6 +349,7 @@ class FakeDriver:
     functions: dict[Handle, Function] = field(default_factory=dict)
     streams: set[Handle] = field(default_factory=set)
     events: set[Handle] = field(default_factory=set)
+    recorded: dict[Handle, int] = field(default_factory=dict)  # event: launches queued before it
     pending: CUresult = CUresult.CUDA_SUCCESS  # an asynchronous fault not yet reported
     lost: CUresult = CUresult.CUDA_SUCCESS  # the sticky error of a lost context
     initialized: bool = False
@@ -370,6 +382,11 @@ class FakeDriver:
     def read(self, address: int, nbytes: int) -> bytes:
         allocation, offset = self._find(address, nbytes, "read")
         return bytes(allocation.data[offset : offset + nbytes])
+
+    def write(self, address: int, data: bytes) -> None:
+        """What a kernel stores (for `run_kernel`)."""
+        allocation, offset = self._find(address, len(data), "write")
+        allocation.data[offset : offset + len(data)] = data
 
     # -- helpers
 
@@ -608,6 +625,7 @@ class FakeDriver:
         if error == CUresult.CUDA_SUCCESS:
             self._check(event, "CUevent", self.events)
             self._check(stream, "CUstream", self.streams)
+            self.recorded[event] = len(self.launches)
         return (error,)
 
     def cuEventSynchronize(self, event: Handle) -> tuple:  # noqa: N802
@@ -621,13 +639,19 @@ class FakeDriver:
         error = self._enter("cuEventElapsedTime")
         self._check(start, "CUevent", self.events)
         self._check(end, "CUevent", self.events)
-        return error, 0.25  # milliseconds
+        if start not in self.recorded or end not in self.recorded:
+            raise Misuse("cuEventElapsedTime: an event that was never recorded")
+        if self.kernel_ms is None:
+            return error, 0.25  # milliseconds
+        between = self.launches[self.recorded[start] : self.recorded[end]]
+        return error, sum(self.kernel_ms(launch) for launch in between)
 
     def cuEventDestroy(self, event: Handle) -> tuple:  # noqa: N802
         error = self._enter("cuEventDestroy")
         if error != CUresult.CUDA_SUCCESS:
             return (error,)
         self.events.remove(self._check(event, "CUevent", self.events))
+        self.recorded.pop(event, None)
         return (CUresult.CUDA_SUCCESS,)
 
     def cuTensorMapEncodeTiled(  # noqa: N802
@@ -722,7 +746,14 @@ class FakeDriver:
         if extra not in (0, None):
             raise Misuse(f"{entry.name}: the fake driver takes kernelParams, not extra")
         args = self._check_arguments(entry, params)
-        self.launches.append(Launch(entry.name, grid, block, shared, args))
+        launch = Launch(entry.name, grid, block, shared, args)
+        self.launches.append(launch)
+        if self.log is not None:
+            record = {"pid": os.getpid(), "kernel": entry.name, "grid": grid, "block": block}
+            with open(self.log, "a") as file:
+                file.write(json.dumps(record) + "\n")
+        if self.run_kernel is not None:
+            self.run_kernel(self, launch)
         if entry.name == self.fault_in:
             self.pending = CUresult.CUDA_ERROR_ILLEGAL_ADDRESS
         return (CUresult.CUDA_SUCCESS,)
@@ -821,3 +852,18 @@ def fake_device(driver: FakeDriver | None = None) -> Any:
     from tirc.runtime.cuda_driver import Device
 
     return Device(FakeDriver() if driver is None else driver, load_ptx=True)
+
+
+@dataclass(frozen=True)
+class FakeGpu:
+    """Opens a fake device in the process that calls it, as the tuner's candidate processes
+    open the GPU: picklable where `run_kernel` and `kernel_ms` are module-level functions, and
+    each launch goes to `log` for the test in the parent process to read."""
+
+    run_kernel: Callable[[FakeDriver, Launch], None] | None = None
+    kernel_ms: Callable[[Launch], float] | None = None
+    log: str | None = None
+
+    def __call__(self) -> Any:
+        driver = FakeDriver(run_kernel=self.run_kernel, kernel_ms=self.kernel_ms, log=self.log)
+        return fake_device(driver)

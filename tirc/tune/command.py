@@ -10,12 +10,15 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Mapping
-from typing import TextIO
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, TextIO
 
 from tirc.diagnostics import DiagnosticError, Note
 from tirc.tune.database import Database
 from tirc.tune.task import load_task
+
+if TYPE_CHECKING:
+    from tirc.runtime.cuda_driver import Device
 
 DEFAULT_DB = "tirc-tune.db"
 
@@ -35,12 +38,15 @@ def tune_file(
     timeout: float,
     seed: int,
     stream: TextIO | None = None,
+    open_gpu: Callable[[], Device] | None = None,
 ) -> int:
+    """Tunes FILE and writes the best plan to `output`; `open_gpu` opens the GPU CUDA
+    candidates are timed on (default: this machine's; tests pass a fake)."""
     from tirc.driver.output import write_output
     from tirc.driver.source import read_source
     from tirc.driver.target import parse_target
-    from tirc.tune.measure import parse_workers
     from tirc.tune.tune import tune
+    from tirc.tune.workers import parse_workers
 
     stream = stream or sys.stderr
     parsed = parse_target(target)
@@ -50,7 +56,7 @@ def tune_file(
         )
     if trials < 1:
         raise DiagnosticError.at(None, f"--trials must be at least 1, not {trials}")
-    count = parse_workers(workers)
+    parsed_workers = parse_workers(workers)
     source = read_source(path)
     task = load_task(source.text, source.name, dict(defines), func, parsed, threads)
     database = Database(db or DEFAULT_DB)
@@ -61,12 +67,13 @@ def tune_file(
                 task,
                 trials=trials,
                 time_budget=time_budget,
-                workers=count,
+                workers=parsed_workers,
                 database=database,
                 scratch=scratch,
                 timeout=timeout,
                 seed=seed,
                 report=display.update,
+                open_gpu=open_gpu,
             )
     finally:
         database.close()

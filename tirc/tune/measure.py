@@ -9,9 +9,13 @@ turn to be timed, one at a time, and the timeout counts the build and the timing
 wait. A candidate whose checked run is over ten times slower than the best so far keeps
 that run as its time. With `--threads 1` the time is the thread's CPU time (a shared
 machine's load hardly moves it), with more threads the wall clock. A crash, a hang or an
-exception is the candidate's status, never the tuner's. For CUDA without a GPU, a candidate
-is built (CUDA C, compiled by nvcc where it is installed, so ptxas checks it) and, for the
-first few, run in the interpreter.
+exception is the candidate's status, never the tuner's.
+
+For CUDA with a GPU (`probe_gpu` opened one), a candidate is built for it (PTX, and a cubin
+where ptxas is installed) and, in its turn, run once and checked, then timed as `tirc run
+--bench` times: the calls queued behind a spinning kernel, each between two CUDA events, the
+median taken. Without a GPU, a candidate is built (CUDA C, compiled by nvcc where it is
+installed, so ptxas checks it) and, for the first few, run in the interpreter.
 """
 
 from __future__ import annotations
@@ -25,14 +29,18 @@ import tempfile
 import time
 import traceback
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tirc.ir.target import DEFAULT_CUDA_ARCH
 from tirc.tune.task import Task, iteration_count
+
+if TYPE_CHECKING:
+    from tirc.runtime.cuda_driver import Device
 
 INTERP_LIMIT = 2_000_000  # iterations above which the reference is compiled, not interpreted
 OK, WRONG, BUILD_ERROR, RUN_ERROR, TIMEOUT, CRASH, BUILT = (
@@ -60,6 +68,16 @@ class Reference:
     flops: int | None
     nbytes: int
     source: str  # "interpreter" or "unscheduled program compiled for the CPU"
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """The GPU that candidates are timed on: how a candidate's process opens it (picklable:
+    tirc.runtime.cuda_driver.Device, or a test's fake), and what `probe_gpu` found."""
+
+    open: Callable[[], Device]
+    arch: str  # the device's, e.g. sm_90
+    load_ptx: bool  # the driver is handed PTX rather than a cubin
 
 
 @dataclass
@@ -210,6 +228,21 @@ def _jit(module: Any, task: Task) -> Callable[[dict[str, Any]], int]:
     return jit_function(module, task.func, task.target if task.kind == "cpu" else "cpu")
 
 
+def probe_gpu(open_device: Callable[[], Device], timeout: float) -> Gpu | str:
+    """The GPU `open_device` opens, tried in a child process (this one keeps no CUDA context),
+    or why there is none (no cuda-python, no driver, no device)."""
+    status, value = _in_process(_probe, (open_device,), timeout)
+    if status == "ok":
+        arch, load_ptx = value
+        return Gpu(open_device, arch, load_ptx)
+    return str(value) if status == "error" else f"the probe ended: {status} ({value})"
+
+
+def _probe(open_device: Callable[[], Device]) -> tuple[str, bool]:
+    device = open_device()
+    return device.arch, device.load_ptx
+
+
 # -- one candidate ---------------------------------------------------------------------------
 
 
@@ -232,7 +265,9 @@ MIN_REPEATS = 3
 LONG_RUN = 1.0  # seconds: a run this long is timed once (the program as written, often)
 
 
-def _measure_cpu(task: Task, job: Job, reference: Reference, channel: Connection) -> Result:
+def _measure_cpu(
+    task: Task, job: Job, reference: Reference, gpu: Gpu | None, channel: Connection
+) -> Result:
     from tirc.driver.run_cpu import compare
     from tirc.runtime.jit import aligned_copy
 
@@ -272,7 +307,11 @@ def _measure_cpu(task: Task, job: Job, reference: Reference, channel: Connection
     return Result(OK, statistics.median(samples), build_seconds=built)
 
 
-def _measure_cuda(task: Task, job: Job, reference: Reference, channel: Connection) -> Result:
+def _measure_cuda(
+    task: Task, job: Job, reference: Reference, gpu: Gpu | None, channel: Connection
+) -> Result:
+    if gpu is not None:
+        return _measure_on_gpu(task, job, reference, gpu, channel)
     from tirc.codegen.cuda import emit_cuda
     from tirc.transform import default_pipeline, run_pipeline
 
@@ -304,6 +343,49 @@ def _measure_cuda(task: Task, job: Job, reference: Reference, channel: Connectio
     return Result(BUILT, message="matches in the interpreter", build_seconds=built)
 
 
+GPU_REPEATS = 20  # timed calls of a candidate on the GPU (tirc run --bench's count)
+
+
+def _measure_on_gpu(
+    task: Task, job: Job, reference: Reference, gpu: Gpu, channel: Connection
+) -> Result:
+    """Built for the GPU's architecture here, in parallel with other candidates; opened, run,
+    checked and timed in this candidate's turn, so that one candidate at a time uses the GPU."""
+    from tirc.driver.lower import lower_module
+    from tirc.driver.run_cpu import compare
+    from tirc.driver.run_cuda import module_image, pick_arch
+    from tirc.runtime.cuda_module import call_on_device
+
+    started = time.perf_counter()
+    try:
+        module = _scheduled(task, job.plan_json)
+        lowered = lower_module(module, target=task.target, for_backend=True)
+        image = module_image(lowered, pick_arch(task.target, gpu.arch), ptx=gpu.load_ptx)
+    except Exception as error:
+        return Result(BUILD_ERROR, message=_describe(error))
+    built = time.perf_counter() - started
+    inputs, expected = _load(reference.path)
+    channel.send(("ready", None))
+    channel.recv()  # our turn: nothing else runs on the GPU now
+    try:
+        device = gpu.open()
+        args: dict[str, Any] = {k: np.array(v, copy=True) for k, v in inputs.items()}
+        call_on_device(device, lowered, image, task.func, args)
+        problems = compare(module[task.func], args, expected, label="candidate")
+        if problems:
+            return Result(WRONG, message="; ".join(problems)[:2000], build_seconds=built)
+        # a second load and a fresh copy of the inputs: the timed calls start from the same
+        # state as the checked one (a kernel that accumulates into its output, say)
+        args = {k: np.array(v, copy=True) for k, v in inputs.items()}
+        _, timing = call_on_device(
+            device, lowered, image, task.func, args, bench=True, repeats=GPU_REPEATS
+        )
+    except Exception as error:
+        return Result(RUN_ERROR, message=_describe(error), build_seconds=built)
+    assert timing is not None  # bench=True times
+    return Result(OK, timing.median, f"timed by {timing.clock}", built)
+
+
 def _compile_cuda(source: str, arch: str) -> str:
     """What nvcc says against the CUDA C compiled for `arch` (to an object: ptxas runs too),
     or ''."""
@@ -332,58 +414,96 @@ class _Running:
 
 
 class LocalRunner:
-    """A pool of candidate processes on this machine (`--workers local:K`)."""
+    """A pool of candidate processes on this machine (`--workers local:K`).
 
-    def __init__(self, task: Task, reference: Reference, workers: int, timeout: float):
-        self.task, self.reference = task, reference
+    `gpu` is the GPU that CUDA candidates are timed on (None: built and checked only);
+    `turn`, where given, is taken before a built candidate is timed and given back when it
+    ends (a Ray task's hold on its machine: tirc/tune/workers.py)."""
+
+    def __init__(
+        self,
+        task: Task,
+        reference: Reference,
+        workers: int,
+        timeout: float,
+        gpu: Gpu | None = None,
+        turn: Callable[[], AbstractContextManager[object]] | None = None,
+    ):
+        self.task, self.reference, self.gpu, self.turn = task, reference, gpu, turn
         self.workers, self.timeout = max(workers, 1), timeout
+        self.parallelism = self.workers
+
+    def find_gpu(self, open_device: Callable[[], Device]) -> Gpu | str:
+        """The GPU to time CUDA candidates on, opened in a child process here, or why not."""
+        found = probe_gpu(open_device, self.timeout)
+        self.gpu = found if isinstance(found, Gpu) else None
+        return found
+
+    def close(self) -> None:
+        pass
 
     def run(self, jobs: Sequence[Job]) -> list[Result]:
         results: list[Result | None] = [None] * len(jobs)
         pending = list(enumerate(jobs))
         running: list[_Running] = []
         timing: _Running | None = None
-        while pending or running:
-            while pending and len(running) < self.workers:
-                index, job = pending.pop(0)
-                running.append(self._start(index, job))
-            if timing is None:
-                timing = next((r for r in running if r.ready), None)
-                if timing is not None:
-                    timing.channel.send("go")
-                    timing.deadline = time.monotonic() + self.timeout
-            ready = wait([r.channel for r in running], timeout=0.5)
-            still: list[_Running] = []
-            for item in running:
-                if item.channel in ready and not item.ready:
-                    message = _receive(item.channel)
-                    if message is not None and message[0] == "ready":
-                        item.ready = True
-                        item.deadline = float("inf")  # waiting its turn is not its fault
-                        still.append(item)
-                        continue
-                    results[item.index] = _as_result(message or ("crash", _exit(item.process)))
-                elif item.channel in ready or time.monotonic() > item.deadline:
-                    outcome = _collect(item.process, item.channel, item.deadline)
-                    results[item.index] = _as_result(outcome)
-                else:
-                    still.append(item)
-                    continue
-                _stop(item.process)
-                if item is timing:
+        with ExitStack() as held:  # the turn, while a candidate is timed
+            while pending or running:
+                while pending and len(running) < self.workers:
+                    index, job = pending.pop(0)
+                    running.append(self._start(index, job))
+                if timing is None:
+                    timing = next((r for r in running if r.ready), None)
+                    if timing is not None:
+                        if self.turn is not None:
+                            held.enter_context(self.turn())
+                        timing.channel.send("go")
+                        timing.deadline = time.monotonic() + self.timeout
+                running, ended = _poll(running, results)
+                if any(item is timing for item in ended):
                     timing = None
-            running = still
+                    held.close()
         return [r if r is not None else Result(CRASH) for r in results]
 
     def _start(self, index: int, job: Job) -> _Running:
         function = _measure_cuda if self.task.kind == "cuda" else _measure_cpu
         parent, child = _CONTEXT.Pipe(duplex=True)
         process = _CONTEXT.Process(
-            target=_serve, args=(function, (self.task, job, self.reference), child), daemon=True
+            target=_serve,
+            args=(function, (self.task, job, self.reference, self.gpu), child),
+            daemon=True,
         )
         process.start()
         child.close()
         return _Running(index, process, parent, time.monotonic() + self.timeout)
+
+
+def _poll(
+    running: list[_Running], results: list[Result | None]
+) -> tuple[list[_Running], list[_Running]]:
+    """Waits up to half a second for news from the candidates: those still running, and
+    those that ended (their results put in `results`)."""
+    ready = wait([r.channel for r in running], timeout=0.5)
+    still: list[_Running] = []
+    ended: list[_Running] = []
+    for item in running:
+        if item.channel in ready and not item.ready:
+            message = _receive(item.channel)
+            if message is not None and message[0] == "ready":
+                item.ready = True
+                item.deadline = float("inf")  # waiting its turn is not its fault
+                still.append(item)
+                continue
+            results[item.index] = _as_result(message or ("crash", _exit(item.process)))
+        elif item.channel in ready or time.monotonic() > item.deadline:
+            outcome = _collect(item.process, item.channel, item.deadline)
+            results[item.index] = _as_result(outcome)
+        else:
+            still.append(item)
+            continue
+        _stop(item.process)
+        ended.append(item)
+    return still, ended
 
 
 def _serve(function: Callable[..., Any], args: tuple[Any, ...], channel: Connection) -> None:
@@ -424,24 +544,3 @@ def _as_result(outcome: tuple[str, Any]) -> Result:
     if status == "timeout":
         return Result(TIMEOUT, message="ran past the timeout")
     return Result(CRASH, message=f"the candidate's process died (exit code {value})")
-
-
-def parse_workers(spec: str | None) -> int:
-    """`local` or `local:K` (K processes; default: this machine's cores)."""
-    from tirc.diagnostics import DiagnosticError, Note
-    from tirc.tune.task import cpu_count
-
-    if spec is None or spec == "local":
-        return cpu_count()
-    kind, _, count = spec.partition(":")
-    if kind == "local" and count.isdigit() and int(count) >= 1:
-        return int(count)
-    if kind == "ray":
-        raise DiagnosticError.at(
-            None,
-            "--workers ray is not available in this tirc yet",
-            Note("use --workers local:K (K processes on this machine)"),
-        )
-    raise DiagnosticError.at(
-        None, f"bad --workers '{spec}'", Note("expected local or local:K with K >= 1")
-    )

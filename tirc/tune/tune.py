@@ -11,16 +11,22 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import closing
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from tirc.schedule.apply import apply_plan
 from tirc.schedule.plan import Plan, read_plan
 from tirc.tune.cost_model import CostModel
 from tirc.tune.database import Database, Row
-from tirc.tune.measure import BUILT, OK, Job, LocalRunner, Result, make_reference
+from tirc.tune.measure import BUILT, OK, Gpu, Job, Result, make_reference
 from tirc.tune.search import Measured, Search, candidate_features
 from tirc.tune.space import Candidate
 from tirc.tune.task import Task
+from tirc.tune.workers import Workers, make_runner
+
+if TYPE_CHECKING:
+    from tirc.runtime.cuda_driver import Device
 
 INTERPRETED_CUDA_CANDIDATES = 3
 MAX_EMPTY_ROUNDS = 50  # proposals in a row the verifier rejected entirely before giving up
@@ -66,60 +72,79 @@ def tune(
     *,
     trials: int,
     time_budget: float | None,
-    workers: int,
+    workers: Workers,
     database: Database,
     scratch: str,
     timeout: float = 120.0,
     seed: int = 0,
     report: Callable[[Progress], None] | None = None,
     model: CostModel | None = None,
+    open_gpu: Callable[[], Device] | None = None,
 ) -> Outcome:
+    """Tunes `task`; for CUDA, candidates are timed on the GPU that `open_gpu` opens (default:
+    this machine's first, or a Ray node's; tests pass a fake) where there is one."""
     started = time.monotonic()
     reference = make_reference(task, scratch, max(timeout * 4, 120.0))
-    runner = LocalRunner(task, reference, workers, timeout)
     model = model or CostModel()
     search = Search(task.module, task.func, task.kind, model, seed)
     outcome = Outcome(None, None, reference.flops, reference.nbytes, 0, 0)
     outcome.notes.append(f"reference: {reference.source}; cost model: {model.name}")
     _resume(task, database, search, outcome)
-    if task.kind == "cuda":
-        outcome.notes.append("no GPU was measured: candidates were built and checked only")
-    batch_size = max(workers * 2, 4)
-    first = not search.seen and task.kind == "cpu"  # the program as written: a baseline
-    interpreted = 0
-    while outcome.new < trials:
-        if time_budget is not None and time.monotonic() - started > time_budget:
-            outcome.notes.append(f"stopped at the time budget ({time_budget:g} s)")
-            break
-        wanted = min(batch_size, trials - outcome.new)
-        candidates = search.propose(wanted - 1 if first else wanted)
-        if first:
-            candidates.insert(0, _empty(task))
-            first = False
-        candidates = [c for c in candidates if _is_valid(c, search, outcome)]
-        if not candidates:
-            if outcome.pruned and search.proposals < MAX_EMPTY_ROUNDS:
-                continue
-            outcome.notes.append("the design space has no candidate left to measure")
-            break
-        best = database.best(task.key)
-        jobs = []
-        for candidate in candidates:
-            interpret = (
-                task.kind == "cuda"
-                and reference.source == "interpreter"  # a small program: interpreting is quick
-                and interpreted < INTERPRETED_CUDA_CANDIDATES
-            )
-            interpreted += interpret
-            jobs.append(Job(candidate.plan.to_json(), interpret, best.seconds if best else None))
-        results = runner.run(jobs)
-        for candidate, result in zip(candidates, results, strict=True):
-            _record(task, database, search, candidate, result, outcome)
-        model.fit()
-        if report is not None:
-            report(_progress(task, database, outcome, trials, started))
+    with closing(make_runner(workers, task, reference, timeout)) as runner:
+        if task.kind == "cuda":
+            outcome.notes.append(_gpu_note(runner.find_gpu(open_gpu or _cuda_device())))
+        batch_size = max(runner.parallelism * 2, 4)
+        first = not search.seen and task.kind == "cpu"  # the program as written: a baseline
+        interpreted = 0
+        while outcome.new < trials:
+            if time_budget is not None and time.monotonic() - started > time_budget:
+                outcome.notes.append(f"stopped at the time budget ({time_budget:g} s)")
+                break
+            wanted = min(batch_size, trials - outcome.new)
+            candidates = search.propose(wanted - 1 if first else wanted)
+            if first:
+                candidates.insert(0, _empty(task))
+                first = False
+            candidates = [c for c in candidates if _is_valid(c, search, outcome)]
+            if not candidates:
+                if outcome.pruned and search.proposals < MAX_EMPTY_ROUNDS:
+                    continue
+                outcome.notes.append("the design space has no candidate left to measure")
+                break
+            best = database.best(task.key)
+            jobs = []
+            for candidate in candidates:
+                # without a GPU, the first few CUDA candidates of a small program run in the
+                # interpreter (quick there)
+                interpret = (
+                    task.kind == "cuda"
+                    and runner.gpu is None
+                    and reference.source == "interpreter"
+                    and interpreted < INTERPRETED_CUDA_CANDIDATES
+                )
+                interpreted += interpret
+                seconds = best.seconds if best else None
+                jobs.append(Job(candidate.plan.to_json(), interpret, seconds))
+            results = runner.run(jobs)
+            for candidate, result in zip(candidates, results, strict=True):
+                _record(task, database, search, candidate, result, outcome)
+            model.fit()
+            if report is not None:
+                report(_progress(task, database, outcome, trials, started))
     _finish(task, database, outcome)
     return outcome
+
+
+def _cuda_device() -> Callable[[], Device]:
+    from tirc.runtime.cuda_driver import Device
+
+    return Device
+
+
+def _gpu_note(found: Gpu | str) -> str:
+    if isinstance(found, Gpu):
+        return f"timed on the GPU ({found.arch}) by CUDA events, one candidate at a time"
+    return f"no GPU was measured ({found}): candidates were built and checked only"
 
 
 def _is_valid(candidate: Candidate, search: Search, outcome: Outcome) -> bool:
