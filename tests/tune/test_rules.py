@@ -18,7 +18,13 @@ from tirc.tune.space import generate
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 PROGRAMS = schedulable_samples()
-CPU_RULES = {"multi-level-tiling", "auto-inline", "rfactor", "parallel-vectorize-unroll"}
+CPU_RULES = {
+    "multi-level-tiling",
+    "auto-inline",
+    "rfactor",
+    "random-compute-location",
+    "parallel-vectorize-unroll",
+}
 GPU_RULES = {"gpu-multi-level-tiling", "cross-thread-reduction", "auto-bind", "auto-inline"}
 
 
@@ -119,3 +125,67 @@ def test_a_rule_that_crashes_is_left_out_and_the_rest_still_schedule(
     candidate = generate(module, "main", "cpu", random.Random(0))
     assert ("multi-level-tiling", "C") in candidate.skipped
     assert candidate.applied == (("parallel-vectorize-unroll", "C"),)
+
+
+CONV = """
+@T.prim_func(s_tir=True)
+def main(data: T.Buffer((1, 4, 10, 10), "float32"), weight: T.Buffer((8, 4, 3, 3), "float32"),
+         conv: T.Buffer((1, 8, 10, 10), "float32")):
+    pad = T.sblock_alloc_buffer((1, 4, 12, 12))
+    for n, c, h, w in T.grid(1, 4, 12, 12):
+        with T.sblock("pad"):
+            vn, vc, vh, vw = T.axis.remap("SSSS", [n, c, h, w])
+            pad[vn, vc, vh, vw] = T.if_then_else(1 <= vh and vh < 11 and 1 <= vw and vw < 11,
+                                                 data[vn, vc, vh - 1, vw - 1], T.float32(0.0))
+    for n, f, y, x, c, ry, rx in T.grid(1, 8, 10, 10, 4, 3, 3):
+        with T.sblock("conv"):
+            vn, vf, vy, vx, vc, vry, vrx = T.axis.remap("SSSSRRR", [n, f, y, x, c, ry, rx])
+            with T.init():
+                conv[vn, vf, vy, vx] = T.float32(0.0)
+            conv[vn, vf, vy, vx] = (conv[vn, vf, vy, vx]
+                                    + pad[vn, vc, vy + vry, vx + vrx] * weight[vf, vc, vry, vrx])
+"""
+
+
+def test_a_kept_producer_is_computed_at_a_sampled_location_of_its_consumer() -> None:
+    """conv2d's padding, when auto-inline keeps it, goes under a loop of the tiled convolution
+    that sample_compute_location draws; the location replays, and the program still computes
+    what it did."""
+    module = parse(CONV)
+    want = _interpret(module)
+    located = []
+    for seed in range(12):
+        candidate = generate(module, "main", "cpu", random.Random(seed))
+        steps = candidate.plan.steps
+        samples = [s for s in steps if s.op == "sample_compute_location"]
+        if ("random-compute-location", "pad") not in candidate.applied:
+            continue
+        assert len(samples) == 1 and samples[0].decision >= 0
+        moved = next(s for s in steps if s.op == "compute_at")
+        assert moved.args["loop"].name == samples[0].outputs[0]
+        assert candidate.module is not None
+        replayed, _ = apply_plan(module, read_plan(candidate.plan.to_json()))
+        assert structural_equal(replayed, candidate.module)
+        located.append(samples[0].decision)
+        got = _interpret(candidate.module)
+        np.testing.assert_allclose(got["conv"], want["conv"], rtol=1e-5, atol=1e-5)
+    assert len(set(located)) >= 2, located  # the location is a choice, not a constant
+
+
+def test_a_location_decision_forced_elsewhere_moves_the_producer() -> None:
+    module = parse(CONV)
+    for seed in range(20):
+        candidate = generate(module, "main", "cpu", random.Random(seed))
+        if ("random-compute-location", "pad") in candidate.applied:
+            break
+    else:
+        pytest.fail("no seed located the padding under the convolution")
+    index = [s.op for s in candidate.plan.steps if s.decision is not None].index(
+        "sample_compute_location"
+    )
+    forced = list(candidate.decisions)
+    forced[index] = 0  # the root: the producer stays a nest of its own
+    root = generate(module, "main", "cpu", random.Random(0), forced)
+    assert ("random-compute-location", "pad") not in root.applied
+    decision = next(s.decision for s in root.plan.steps if s.op == "sample_compute_location")
+    assert decision == -1

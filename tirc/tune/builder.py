@@ -221,6 +221,19 @@ class PlanBuilder:
         _, names = self.run("sample_categorical", decision=index, candidates=candidates)
         return Sampled(names[0], candidates[index])
 
+    def sample_compute_location(self, block: SRef) -> Sampled:
+        """A legal location for the producer `block` (a loop of its consumer, or the root as
+        a LocationMark), drawn among sample_compute_location's candidates; the plan records
+        the location's index, so it replays where the loops are the same."""
+        from tirc.schedule.primitives.sample_compute_location import compute_locations
+
+        locations = compute_locations(self.sch, block)
+        index = self.sampler.choice(len(locations))
+        location, names = self.run(
+            "sample_compute_location", decision=locations[index], block=block
+        )
+        return Sampled(names[0], location)
+
 
 @dataclass
 class Tiles:

@@ -51,6 +51,12 @@ def sample_compute_location(
     return LocationMark.ROOT
 
 
+def compute_locations(sch: Schedule, block: SRef) -> list[int]:
+    """The decisions that name a legal location of `block` (-1, the root, first; then loop
+    indices): what a sampler draws from."""
+    return _candidates(sch, block, -1)[0]
+
+
 def _candidates(
     sch: Schedule, block: SRef, decision: int
 ) -> tuple[list[int], list[SRef | LocationMark]]:

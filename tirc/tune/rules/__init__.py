@@ -28,11 +28,18 @@ def rules_for(target: str) -> tuple[tuple[str, Rule], ...]:
             ("cross-thread-reduction", cross_thread_reduction.apply),
             ("auto-bind", auto_bind.apply),
         )
-    from tirc.tune.rules import auto_inline, multi_level_tiling, parallel_vectorize_unroll, rfactor
+    from tirc.tune.rules import (
+        auto_inline,
+        multi_level_tiling,
+        parallel_vectorize_unroll,
+        random_compute_location,
+        rfactor,
+    )
 
     return (
         ("auto-inline", auto_inline.apply),
         ("multi-level-tiling", multi_level_tiling.apply),
         ("rfactor", rfactor.apply),
+        ("random-compute-location", random_compute_location.apply),
         ("parallel-vectorize-unroll", parallel_vectorize_unroll.apply),
     )
