@@ -432,6 +432,7 @@ class LocalRunner:
         self.task, self.reference, self.gpu, self.turn = task, reference, gpu, turn
         self.workers, self.timeout = max(workers, 1), timeout
         self.parallelism = self.workers
+        self.description = f"{self.workers} processes on this machine"
 
     def find_gpu(self, open_device: Callable[[], Device]) -> Gpu | str:
         """The GPU to time CUDA candidates on, opened in a child process here, or why not."""

@@ -91,6 +91,7 @@ def tune(
     outcome.notes.append(f"reference: {reference.source}; cost model: {model.name}")
     _resume(task, database, search, outcome)
     with closing(make_runner(workers, task, reference, timeout)) as runner:
+        outcome.notes.append(f"workers: {runner.description}")
         if task.kind == "cuda":
             outcome.notes.append(_gpu_note(runner.find_gpu(open_gpu or _cuda_device())))
         batch_size = max(runner.parallelism * 2, 4)

@@ -50,6 +50,7 @@ def parse_workers(spec: str | None) -> Workers:
     if kind == "local" and rest.isdigit() and int(rest) >= 1:
         return Workers("local", int(rest))
     if kind == "ray" and (rest or not colon):
+        import_ray()  # missing: said now, not after the reference is computed
         return Workers("ray", address=rest or None)
     raise DiagnosticError.at(
         None,
@@ -63,6 +64,7 @@ class Runner(Protocol):
 
     parallelism: int  # candidates measured at once, for the size of a batch
     gpu: Gpu | None
+    description: str  # where candidates are measured, for a note
 
     def find_gpu(self, open_device: Callable[[], Device]) -> Gpu | str: ...
 
@@ -116,6 +118,14 @@ class RayRunner:
         resources = ray.cluster_resources()
         self.parallelism = max(int(resources.get("CPU", 1)), 1)
         self.gpus = int(resources.get("GPU", 0))
+        where = (
+            "the Ray instance this process had started"
+            if not self.started
+            else f"the Ray cluster at {address}"
+            if address
+            else "a Ray instance started here"
+        )
+        self.description = f"Ray tasks on {where} ({self.parallelism} CPUs, {self.gpus} GPUs)"
         self.gpu: Gpu | None = None
         with open(reference.path, "rb") as file:  # the nodes do not share this machine's files
             self.reference = (ray.put(file.read()), replace(reference, path=""))
