@@ -17,6 +17,7 @@ from tirc.codegen.llvm import compile_module
 from tirc.driver.lower import lower_module
 from tirc.driver.run_cpu import jit_function
 from tirc.driver.target import parse_target
+from tirc.transform.passes.make_c_abi import MakeCAbi
 
 KINDS = ["float8_e4m3fn", "float8_e5m2"]
 NUMPY = {"float8_e4m3fn": ml_dtypes.float8_e4m3fn, "float8_e5m2": ml_dtypes.float8_e5m2}
@@ -232,7 +233,7 @@ def test_reduction_accumulates_in_float32_and_in_float8(kind: str) -> None:
 
 
 def test_header_passes_float8_buffers_as_bytes() -> None:
-    text = header_text(parse_text(elementwise("float8_e5m2")), "f8")
+    text = header_text(MakeCAbi().run(parse_text(elementwise("float8_e5m2"))), "f8")
     assert (
         "int32_t main(uint8_t *TIRC_RESTRICT A, uint8_t *TIRC_RESTRICT B, float *TIRC_RESTRICT W,"
         in text

@@ -4,8 +4,8 @@ value per scalar parameter (int64 for integers and bools, float or double for fl
 for an untyped handle; the result is an int32 status, 0 on success. A scalar parameter that a
 parameter buffer's shape, strides or offset use is a shape: a caller with arrays can tell it.
 
-A function that has not been through make-c-abi (a custom pipeline) is read as it would be
-after it.
+The function must have been through make-c-abi (no buffer_map): codegen reads what the
+pipeline left and runs no pass.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import Var
 from tirc.ir.function import PrimFunc
-from tirc.transform.passes.make_c_abi import c_abi_function
 
 
 class ParamKind(enum.Enum):
@@ -53,7 +52,14 @@ class AbiParam:
 
 
 def function_abi(func: PrimFunc) -> list[AbiParam]:
-    func = c_abi_function(func)
+    """The C parameters of `func`, which make-c-abi has given its C signature; a located error
+    for a function that still binds buffers to its parameters."""
+    if func.buffer_map:
+        raise DiagnosticError.at(
+            func.span,
+            "a function that binds buffers to its parameters has no C signature yet: lower it "
+            "with a pipeline that ends with make-c-abi",
+        )
     buffers = parameter_buffers(func)
     shapes = {var for buffer in buffers.values() for var in layout_vars(buffer)}
     params: list[AbiParam] = []

@@ -117,9 +117,12 @@ def compile_file(
         module, _ = apply_plan_file(module, plan, intrinsics)
     if emit == "header":
         from tirc.codegen.header import header_text
+        from tirc.transform.passes.make_c_abi import MakeCAbi
 
         guard = Path(output).stem if output != STDOUT else Path(display(path)).stem
-        data: str | bytes = header_text(module, guard, prefix)
+        # a header needs only the C signatures, which make-c-abi writes out; the rest of the
+        # pipeline would not change them
+        data: str | bytes = header_text(MakeCAbi().run(module), guard, prefix)
     else:
         options = CodeOptions(
             emit,

@@ -18,7 +18,6 @@ from tirc.codegen.llvm.emitter import Emitter, free_all
 from tirc.codegen.llvm.streaming import emit_fence, streaming_buffers
 from tirc.ir import dtype as dt
 from tirc.ir.function import PrimFunc
-from tirc.transform.passes.make_c_abi import c_abi_function
 
 FAILED = -1  # an assert of the program failed
 MISALIGNED = -2  # a buffer pointer is not at its buffer's data_alignment
@@ -28,7 +27,6 @@ def emit_function(
     module: ir.Module, symbol: str, func: PrimFunc, exported: bool, cache_bytes: int = 0
 ) -> ir.Function:
     """`cache_bytes`: the target's last-level cache, above which outputs may stream."""
-    func = c_abi_function(func)  # a no-op after the pipeline's make-c-abi
     abi = function_abi(func)
     arg_types = [T.value_type(param.abi_dtype) for param in abi]
     checked = [i for i, param in enumerate(abi) if _needs_check(param)]

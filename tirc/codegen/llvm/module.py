@@ -11,8 +11,12 @@ from llvmlite import ir
 from tirc.codegen.header import exported_functions
 from tirc.codegen.llvm.function import emit_function
 from tirc.codegen.llvm.target import target_machine
+from tirc.codegen.llvm.tvm_ffi import add_tvm_ffi_wrappers
+from tirc.diagnostics import Note
 from tirc.ir.function import IRModule
 from tirc.ir.target import Target
+from tirc.transform.dialects import require_dialect
+from tirc.transform.pass_base import Dialect
 
 
 @dataclass
@@ -36,7 +40,14 @@ class CompiledModule:
 def build_ir(
     module: IRModule, target: Target, machine: llvm.TargetMachine, prefix: str = ""
 ) -> tuple[ir.Module, list[str]]:
-    """The unoptimized LLVM module of a lowered `module`; private functions stay internal."""
+    """The unoptimized LLVM module of a lowered `module`; private functions stay internal.
+    The module must be what the cpu pipeline leaves (tir-c-abi): this backend runs no pass."""
+    require_dialect(
+        module,
+        Dialect.C_ABI,
+        "the CPU backend reads a module lowered for the CPU",
+        Note("lower it with the cpu pipeline, which ends with make-c-abi"),
+    )
     result = ir.Module(name="tirc")
     result.triple = target.triple
     result.data_layout = str(machine.target_data)
@@ -58,8 +69,6 @@ def compile_module(
     machine = target_machine(target, opt_level)
     text, symbols = build_ir(module, target, machine, prefix)
     if abi == "tvm-ffi":
-        from tirc.codegen.llvm.tvm_ffi import add_tvm_ffi_wrappers
-
         symbols += add_tvm_ffi_wrappers(text, module, exported_functions(module, prefix))
     parsed = llvm.parse_assembly(str(text))
     parsed.verify()
