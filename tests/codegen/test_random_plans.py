@@ -37,10 +37,10 @@ from tirc.driver.run_cpu import compare, jit_function
 from tirc.interp import random_inputs, run
 from tirc.ir.expr import IntImm
 from tirc.ir.function import IRModule, PrimFunc
+from tirc.ir.functor import uses_var
 from tirc.ir.stmt import For, ForKind, IterType, SBlock, SBlockRealize, Stmt
 from tirc.schedule.apply import apply_plan
 from tirc.schedule.plan import read_plan
-from tirc.schedule.properties import uses_var
 from tirc.text import parse
 
 SAMPLE_NAMES = tuple(sorted(p.stem for p in SAMPLES.glob("*.tir")))

@@ -125,6 +125,20 @@ def walk(node: object, callback: Callable[[Node], None]) -> None:
     _Walker(callback).visit(node)
 
 
+def uses_var(node: object, variables: set[Var] | Var) -> bool:
+    """Whether `node` mentions any of `variables` (compared by identity)."""
+    wanted = {id(variables)} if isinstance(variables, Var) else {id(v) for v in variables}
+    found = False
+
+    def look(item: Node) -> None:
+        nonlocal found
+        if id(item) in wanted:
+            found = True
+
+    walk(node, look)
+    return found
+
+
 class _Walker(Visitor):
     # one class for every walk, rather than a new class (and dispatch table) per call
     def __init__(self, callback: Callable[[Node], None]):

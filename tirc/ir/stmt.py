@@ -94,9 +94,16 @@ class IterType(enum.Enum):
 @dataclass(frozen=True, slots=True, eq=False)
 class IterVar(Node):
     var: Var
-    dom: Range | None
+    dom: Range | None  # None only for a thread index (launch_thread, a loop's thread binding)
     iter_type: IterType
     thread_tag: str = ""
+
+
+def domain_of(iter_var: IterVar) -> Range:
+    """The domain of an iteration variable that has one, as a block's always do."""
+    if iter_var.dom is None:
+        raise IRError(f"the iteration variable {iter_var.var.name} has no domain")
+    return iter_var.dom
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -12,6 +12,8 @@ from typing import Any
 
 class _CallablePackage(types.ModuleType):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # deferred: the Python API sits above this layer (the one exception of pyproject's
+        # layering contract for this package); it is needed only when the package is called
         from tirc.api import schedule
 
         return schedule(*args, **kwargs)

@@ -40,7 +40,7 @@ def apply_plan(
 ) -> tuple[IRModule, Plan]:
     """The scheduled module and the plan as applied (the readable trace)."""
     sch = Schedule(module, plan.func)
-    sch.context = dict(context or {})  # type: ignore[attr-defined]
+    sch.context = dict(context or {})
     env: dict[str, Any] = {}
     applied: list[Step] = []
     for number, step in enumerate(plan.steps, start=1):

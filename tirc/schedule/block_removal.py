@@ -30,15 +30,14 @@ def plan_leaf_removal(block: SRef) -> RemovalPlan:
         body = node.loop.body
         if isinstance(body, SeqStmt) and len(body.stmts) > 1:
             break
-        last = node.stmt  # type: ignore[assignment]
+        last = node.loop
         node = node.parent
     assert node is not None, "the root block has no parent"
-    stmt = node.stmt
-    body = stmt.body  # type: ignore[union-attr]
+    stmt = node.node
+    body = stmt.body
     if isinstance(body, SeqStmt):
         kept = [child for child in body.stmts if not _holds(child, last)]
         if len(kept) < len(body.stmts):
-            assert isinstance(stmt, (For, SBlock))
             return RemovalPlan(node, dataclasses.replace(stmt, body=seq(*kept)))
     raise ScheduleError(
         f"{describe(block)} is the only leaf in the scope of {describe(node)}: removing it "

@@ -42,7 +42,7 @@ def only_writer(state: ScheduleState, scope: SRef, buffer: Buffer) -> SRef | Non
 
 def blocks_under(state: ScheduleState, sref: SRef) -> list[SRef]:
     """The blocks whose nearest enclosing block is `sref` (or is above the loop `sref`)."""
-    return child_blocks(sref, children, state.get_sref)  # type: ignore[arg-type]
+    return child_blocks(sref, children, state.get_sref)
 
 
 def all_readers_under(state: ScheduleState, buffer: Buffer, scope: SRef, stmt: SRef) -> bool:

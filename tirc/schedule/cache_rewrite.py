@@ -40,14 +40,14 @@ class _StageRewriter(Mutator):
         new: For = self.generic_visit(node)
         if node is self.stage.location:
             assert self.stage.stmt is not None
-            new = with_stage_inserted(new, self.stage.position, self.stage.stmt)  # type: ignore[assignment]
+            new = with_stage_inserted(new, self.stage.position, self.stage.stmt)
         return new
 
     def finish_block(self, node: SBlock, new: SBlock) -> SBlock:
         """Insert the stage and the allocation where they belong."""
         if node is self.stage.location:
             assert self.stage.stmt is not None
-            new = with_stage_inserted(new, self.stage.position, self.stage.stmt)  # type: ignore[assignment]
+            new = with_stage_inserted(new, self.stage.position, self.stage.stmt)
         if node is self.scope and self.stage.alloc is not None:
             new = dataclasses.replace(new, alloc_buffers=new.alloc_buffers + (self.stage.alloc,))
         return new

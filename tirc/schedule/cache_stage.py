@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from tirc.analysis.arith import Analyzer
 from tirc.ir import expr as E
@@ -33,6 +34,8 @@ from tirc.ir.stmt import (
 from tirc.schedule.errors import ScheduleError
 from tirc.schedule.schedule import describe
 from tirc.schedule.sref import SRef
+
+LoopOrBlock = TypeVar("LoopOrBlock", For, SBlock)
 
 
 @dataclass
@@ -156,7 +159,7 @@ def insert_stage(body: Stmt, position: int, stage: Stmt) -> Stmt:
     return SeqStmt(tuple(items))
 
 
-def with_stage_inserted(node: For | SBlock, position: int, stage: Stmt) -> For | SBlock:
+def with_stage_inserted(node: LoopOrBlock, position: int, stage: Stmt) -> LoopOrBlock:
     return dataclasses.replace(node, body=insert_stage(node.body, position, stage))
 
 

@@ -13,6 +13,15 @@ import dataclasses
 from tirc.analysis.arith import Analyzer
 from tirc.analysis.arith.compare import less_than, normal_comparisons
 from tirc.analysis.arith.int_set import relax
+from tirc.analysis.block_var_domain import (
+    Interval,
+    Region,
+    UnsolvableRegion,
+    VarDomain,
+    fold,
+    from_range,
+    solve_block_var_domains,
+)
 from tirc.analysis.shape_bounds import mark_shape_vars
 from tirc.ir import dtype as dt
 from tirc.ir import expr as E
@@ -22,15 +31,6 @@ from tirc.ir.functor import Mutator
 from tirc.ir.stmt import For, ForKind, SBlock, SBlockRealize, SeqStmt, Stmt
 from tirc.ir.substitute import substitute
 from tirc.schedule.block_removal import RemovalPlan, plan_leaf_removal
-from tirc.schedule.block_var_domain import (
-    Interval,
-    Region,
-    UnsolvableRegion,
-    VarDomain,
-    fold,
-    from_range,
-    solve_block_var_domains,
-)
 from tirc.schedule.errors import ScheduleError
 from tirc.schedule.insertion_point import find_split, loop_children
 from tirc.schedule.properties import not_complete, not_reduction, realize_of
@@ -38,6 +38,7 @@ from tirc.schedule.schedule import Schedule, describe
 from tirc.schedule.scope import BlockScope, DepKind
 from tirc.schedule.sref import SRef
 from tirc.schedule.stage_pipeline import stage_pipeline_root
+from tirc.text import script
 
 
 def move_block_under_loop(
@@ -85,8 +86,9 @@ def move_block_under_loop(
     try:
         domains = solve_block_var_domains(block.block.iter_vars, provided, required, analyzer)
     except UnsolvableRegion as error:
+        reason = str(error) if error.index is None else f"{error} {script(error.index)}"
         raise ScheduleError(
-            f"cannot regenerate the loops of {describe(block)}: {error}", block, loop
+            f"cannot regenerate the loops of {describe(block)}: {reason}", block, loop
         ) from None
     nest = _loop_nest(block.block, domains, analyzer, preserve_unit_loops)
     new_loop = dataclasses.replace(
@@ -297,13 +299,13 @@ class _ScopeRebuilder(Mutator):
         if not self.top:
             return node  # another scope
         self.top = False
-        if node is self.removal.source.stmt:
-            node = self.removal.target  # type: ignore[assignment]
-        return self.generic_visit(node)
+        current = self.removal.target if node is self.removal.source.stmt else node
+        assert isinstance(current, SBlock)  # a removal's target is of its source's kind
+        return self.generic_visit(current)
 
     def visit_For(self, node: For) -> For:
-        if node is self.removal.source.stmt:
-            node = self.removal.target  # type: ignore[assignment]
-        if node is self.loop:
+        current = self.removal.target if node is self.removal.source.stmt else node
+        assert isinstance(current, For)  # a removal's target is of its source's kind
+        if current is self.loop:
             return self.new_loop
-        return self.generic_visit(node)
+        return self.generic_visit(current)

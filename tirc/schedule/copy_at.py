@@ -20,8 +20,10 @@ from __future__ import annotations
 import dataclasses
 import enum
 from collections.abc import Callable
+from typing import Any
 
 from tirc.analysis.arith import Analyzer
+from tirc.analysis.region_bound import clamp_to_buffer, relax_regions
 from tirc.ir import dtype as dt
 from tirc.ir import expr as E
 from tirc.ir.arith import arithmetic, match_types
@@ -40,10 +42,10 @@ from tirc.ir.stmt import (
     Stmt,
 )
 from tirc.ir.substitute import substitute
+from tirc.schedule.block_region import loop_domains
 from tirc.schedule.buffer_access import AccessKind, nth_buffer
 from tirc.schedule.errors import ScheduleError
 from tirc.schedule.rebind import serial_loop
-from tirc.schedule.region_bound import clamp_to_buffer, loop_domains, relax_regions
 from tirc.schedule.schedule import Schedule, describe
 from tirc.schedule.sref import SRef
 from tirc.schedule.stage_pipeline import stage_pipeline_root
@@ -317,12 +319,5 @@ class _Swap(Mutator):
     def __init__(self, old: For | SBlock, new: For | SBlock):
         self.old, self.new = old, new
 
-    def visit_For(self, node: For) -> For:
-        if node is self.old:
-            return self.new  # type: ignore[return-value]
-        return self.generic_visit(node)
-
-    def visit_SBlock(self, node: SBlock) -> SBlock:
-        if node is self.old:
-            return self.new  # type: ignore[return-value]
-        return self.generic_visit(node)
+    def visit(self, node: Any) -> Any:
+        return self.new if node is self.old else super().visit(node)

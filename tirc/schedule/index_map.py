@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tirc.analysis.arith import Analyzer
 from tirc.analysis.arith.int_set import relax
@@ -15,10 +16,15 @@ from tirc.analysis.arith.iter_map import Level, detect_iter_map
 from tirc.diagnostics import Diagnostic, DiagnosticError, Source, Span
 from tirc.ir import dtype as dt
 from tirc.ir import expr as E
+from tirc.ir.arith import arithmetic
 from tirc.ir.buffer import Range
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.schedule.dtype_substitute import substitute_legalized
+from tirc.text import script
+
+if TYPE_CHECKING:
+    from tirc.text.syntax import tree
 
 # `T.index_map(...)` without `index_dtype` makes int64 variables (TVMScript's default).
 SCRIPT_DEFAULT_DTYPE = dt.parse_dtype("int64")
@@ -216,20 +222,14 @@ def _bound(domains: dict[Var, Range]) -> Analyzer:
 
 
 def _plus_one(expr: PrimExpr) -> PrimExpr:
-    from tirc.ir import expr as E
-
     return E.Add(expr, IntImm(1, expr.dtype))
 
 
 def _sub(a: PrimExpr, b: PrimExpr) -> PrimExpr:
-    from tirc.ir.arith import arithmetic
-
     return arithmetic("-", a, b)
 
 
 def _text(expr: PrimExpr) -> str:
-    from tirc.text import script
-
     return script(expr)
 
 
@@ -247,6 +247,7 @@ def parse_index_map(
     for a bare lambda, as TVM's Python API takes the dtype of the block it is applied to.
     Raises DiagnosticError located in `text` when it is not an index map.
     """
+    # deferred: start-up time (the parser is loaded only when a plan's index map is read)
     from tirc.text.syntax import parse_syntax, tree
 
     source = Source(name, text)
@@ -280,8 +281,8 @@ def parse_index_map(
     return _build(source, node.args[0], inverse, dtype)
 
 
-def _is_index_map_call(func: object) -> bool:
-    from tirc.text.syntax import tree
+def _is_index_map_call(func: tree.Expr) -> bool:
+    from tirc.text.syntax import tree  # deferred: start-up time (the parser's syntax tree)
 
     return (
         isinstance(func, tree.Attribute)
@@ -291,7 +292,9 @@ def _is_index_map_call(func: object) -> bool:
     )
 
 
-def _build(source: Source, node: object, inverse: object, dtype: DataType) -> IndexMap:
+def _build(
+    source: Source, node: tree.Lambda, inverse: tree.Lambda | None, dtype: DataType
+) -> IndexMap:
     initial, final = _evaluate_lambda(source, node, dtype)
     given = None
     if inverse is not None:
@@ -302,16 +305,16 @@ def _build(source: Source, node: object, inverse: object, dtype: DataType) -> In
 
 
 def _evaluate_lambda(
-    source: Source, node: object, dtype: DataType
+    source: Source, node: tree.Lambda, dtype: DataType
 ) -> tuple[tuple[Var, ...], tuple[PrimExpr, ...]]:
     """The lambda's parameters as fresh variables and its body's values over them."""
+    # deferred: start-up time (the parser's builder is loaded only when an index map is read)
     from tirc.text.builder.context import BuildError, Context
     from tirc.text.builder.namespace import global_names
     from tirc.text.builder.scope import Scope
     from tirc.text.builder.stmt import Builder
     from tirc.text.syntax import tree
 
-    assert isinstance(node, tree.Lambda)
     params = tuple(Var(param, dtype) for param in node.params)
     scope = Scope(names=global_names()).child()
     for var in params:
@@ -326,8 +329,8 @@ def _evaluate_lambda(
     return params, final
 
 
-def _span(source: Source, node: object) -> Span:
-    return Span(source, node.start, node.end)  # type: ignore[attr-defined]
+def _span(source: Source, node: tree.Syntax) -> Span:
+    return Span(source, node.start, node.end)
 
 
 def _error(span: Span, message: str) -> DiagnosticError:

@@ -100,7 +100,8 @@ class ScopeInliner(Mutator):
 
     def visit_For(self, node: For) -> For:
         current = self.target if node is self.source else node
-        return self.generic_visit(current)  # type: ignore[return-value]
+        assert isinstance(current, For)  # leaf_removal's target is of its source's kind
+        return self.generic_visit(current)
 
     def visit_SBlock(self, node: SBlock) -> SBlock:
         current = self.target if node is self.source else node

@@ -225,8 +225,8 @@ class _Matcher:
         self.stmt(lhs.then_case, rhs.then_case)
         if (lhs.else_case is None) != (rhs.else_case is None):
             raise IntrinsicMismatch("an if with an else where the intrinsic has none, or back")
-        if lhs.else_case is not None:
-            self.stmt(lhs.else_case, rhs.else_case)  # type: ignore[arg-type]
+        if lhs.else_case is not None and rhs.else_case is not None:
+            self.stmt(lhs.else_case, rhs.else_case)
 
     # -- buffers and regions -----------------------------------------------------------------
 

@@ -29,8 +29,9 @@ def _splits(mapping: IndexMap) -> dict[Var, tuple[int, int, int]] | None:
     parts: dict[Var, dict[str, tuple[int, int]]] = {}
     plain: set[Var] = set()
     for position, index in enumerate(mapping.final):
-        if _variable(index, mapping) is not None:
-            plain.add(_variable(index, mapping))  # type: ignore[arg-type]
+        variable = _variable(index, mapping)
+        if variable is not None:
+            plain.add(variable)
         elif isinstance(index, (E.FloorDiv, E.FloorMod)):
             var, factor = _variable(index.a, mapping), index.b
             if var is None or not (isinstance(factor, IntImm) and factor.value > 0):
@@ -173,9 +174,12 @@ def pad_in_producer(
             else None
         ),
     )
+    padded = padded_shape(mapping, shape)
+    if padded is None:  # not a split map: there is no padding to store
+        return None
     if not accesses or any(expr_key(n.indices) != expr_key(old_vars) for n in accesses):
         return None
-    inverse = mapping.inverse(padded_shape(mapping, shape))  # type: ignore[arg-type]
+    inverse = mapping.inverse(padded)
     loop_vars = tuple(
         Var(mapping.output_var(position).name, extent.dtype)
         for position, extent in enumerate(buffer.shape)

@@ -11,9 +11,10 @@ from __future__ import annotations
 import dataclasses
 
 from tirc.ir.expr import Var
+from tirc.ir.functor import uses_var
 from tirc.ir.stmt import For, ForKind, IterType, IterVar, SBlock, SBlockRealize
 from tirc.schedule.errors import ScheduleError
-from tirc.schedule.properties import not_complete, not_reduction, realize_of, uses_var
+from tirc.schedule.properties import not_complete, not_reduction, realize_of
 from tirc.schedule.schedule import Schedule, describe
 from tirc.schedule.sref import SRef
 from tirc.schedule.state import ScheduleState, children

@@ -10,12 +10,14 @@ TVM instructions as a trace without decisions. Names from before TVM's sblock re
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from tirc.diagnostics import DiagnosticError, Note, Source, Span
+from tirc.schedule import primitives
 from tirc.schedule.signature import Kind, Signature
 
 
@@ -35,8 +37,6 @@ class Step:
     decision: Any = None  # the value a sampling step takes
 
     def to_json(self) -> dict[str, Any]:
-        from tirc.schedule import primitives
-
         entry = primitives.by_op(self.op)
         many = entry is None or entry.signature.outputs == "many"
         result: dict[str, Any] = {"op": self.op}
@@ -148,18 +148,14 @@ def _span_for(source: Source, offsets: list[tuple[int, int]], index: int) -> Spa
 
 
 def _signature(op: str, span: Span | None, tvm: bool) -> Signature:
-    from tirc.schedule import primitives
-
     if tvm:
         entry = primitives.by_tvm_name(TVM_ALIASES.get(op, op))
     else:
         entry = primitives.by_op(OP_ALIASES.get(op, op))
     if entry is None:
-        import difflib
-
-        known = [p for p in primitives.all_ops()]
+        known = primitives.all_ops()
         if tvm:
-            known = [primitives.by_op(p).signature.tvm for p in known]  # type: ignore[union-attr]
+            known = [entry.signature.tvm for entry in primitives.load_all().values()]
         close = difflib.get_close_matches(op, known, n=1)
         hint = f"; did you mean '{close[0]}'?" if close else ""
         raise DiagnosticError.at(span, f"unknown schedule primitive '{op}'{hint}")
@@ -262,8 +258,6 @@ def _read_readable(
         known = {p.name for p in signature.params} | {"op", "out", "decision"}
         extra = sorted(set(item) - known)
         if extra:
-            import difflib
-
             close = difflib.get_close_matches(extra[0], sorted(known), n=1)
             hint = f"; did you mean '{close[0]}'?" if close else ""
             raise DiagnosticError.at(

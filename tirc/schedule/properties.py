@@ -12,26 +12,11 @@ from tirc.analysis.arith.iter_map import detect_iter_map
 from tirc.ir import expr as E
 from tirc.ir.buffer import Range
 from tirc.ir.expr import IntImm, PrimExpr, Var
-from tirc.ir.functor import child_fields, walk
+from tirc.ir.functor import child_fields, uses_var, walk
 from tirc.ir.node import Node
 from tirc.ir.stmt import BufferStore, For, IterType, SBlock, SBlockRealize, Stmt
 from tirc.ir.substitute import substitute
 from tirc.schedule.sref import SRef
-
-
-def uses_var(node: object, variables: set[Var] | Var) -> bool:
-    """Whether `node` mentions any of `variables` (compared by identity)."""
-    wanted = {id(variables)} if isinstance(variables, Var) else {id(v) for v in variables}
-    found = False
-
-    def look(item: Node) -> None:
-        nonlocal found
-        if id(item) in wanted:
-            found = True
-
-    walk(node, look)
-    return found
-
 
 Writers = Mapping[int, list[SRef]]  # id(buffer) -> the blocks that write it
 
@@ -134,7 +119,7 @@ def realize_of(block: SRef) -> SBlockRealize:
     or blocks (a realize sits directly in its parent's body)."""
     target = block.block
     assert block.parent is not None, "the root block has no realize"
-    pending: list[object] = [block.parent.stmt.body]  # type: ignore[union-attr]
+    pending: list[object] = [block.parent.node.body]
     while pending:
         node = pending.pop()
         if isinstance(node, SBlockRealize):

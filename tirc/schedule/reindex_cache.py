@@ -17,7 +17,17 @@ from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.dtype import BOOL
 from tirc.ir.expr import BufferLoad, IntImm, PointerType, PrimExpr, Var
 from tirc.ir.functor import walk
-from tirc.ir.stmt import BufferStore, For, ForKind, IterType, IterVar, SBlock, SBlockRealize, Stmt
+from tirc.ir.stmt import (
+    BufferStore,
+    For,
+    ForKind,
+    IterType,
+    IterVar,
+    SBlock,
+    SBlockRealize,
+    Stmt,
+    domain_of,
+)
 from tirc.ir.substitute import substitute
 from tirc.schedule.errors import ScheduleError
 from tirc.schedule.index_map import IndexMapError, parse_index_map
@@ -60,7 +70,7 @@ def reindex_layout(
         mapping = parse_index_map(index_map, dtype_hint=dtype)
         analyzer = Analyzer()
         indices = mapping.map([iv.var for iv in node.iter_vars], analyzer)
-        shape = mapping.map_shape([iv.dom.extent for iv in node.iter_vars])  # type: ignore[union-attr]
+        shape = mapping.map_shape([domain_of(iv).extent for iv in node.iter_vars])
     except (DiagnosticError, IndexMapError) as error:
         raise ScheduleError(
             f"the index map does not apply to {describe(block)}: {error}", block

@@ -6,6 +6,8 @@ property assembles the current functions.
 
 from __future__ import annotations
 
+from typing import Any
+
 from tirc.ir.function import IRModule
 from tirc.ir.stmt import For, SBlock
 from tirc.schedule.errors import ScheduleError
@@ -18,6 +20,9 @@ class Schedule:
         self.base = module
         self.default_func = func_name or _default_function(module)
         self.states: dict[str, ScheduleState] = {}
+        # what steps may look up beyond their arguments: "intrinsics", the user's tensor
+        # intrinsics by name (tensorize)
+        self.context: dict[str, Any] = {}
 
     @property
     def module(self) -> IRModule:

@@ -60,7 +60,7 @@ def _unique(srefs: Iterable[SRef]) -> list[SRef]:
 
 
 def child_blocks(
-    root: SRef, children: Callable[[object], list[For | SBlock]], sref_of: Callable[[object], SRef]
+    root: SRef, children: Callable[[object], list[For | SBlock]], sref_of: Callable[[SBlock], SRef]
 ) -> list[SRef]:
     """Blocks whose nearest enclosing block is `root`, in program order."""
     result: list[SRef] = []

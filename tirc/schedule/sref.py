@@ -30,6 +30,12 @@ class SRef:
         return isinstance(self.stmt, For)
 
     @property
+    def node(self) -> For | SBlock:
+        """The loop or block this handle follows; it must not have been removed."""
+        assert self.stmt is not None, "the loop or block was removed"
+        return self.stmt
+
+    @property
     def block(self) -> SBlock:
         assert isinstance(self.stmt, SBlock), "not a block"
         return self.stmt

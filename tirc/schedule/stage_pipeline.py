@@ -23,9 +23,9 @@ from tirc.ir.buffer import BufferRegion, Range
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.functor import walk
 from tirc.ir.substitute import substitute
+from tirc.schedule.block_region import loop_domains, relax_block_region
 from tirc.schedule.errors import ScheduleError
 from tirc.schedule.properties import realize_of
-from tirc.schedule.region_bound import loop_domains, relax_block_region
 from tirc.schedule.schedule import describe
 from tirc.schedule.scope import BlockScope, DepKind
 from tirc.schedule.sref import SRef

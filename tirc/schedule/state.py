@@ -128,11 +128,12 @@ class ScheduleState:
         new blocks that continue them (their srefs follow)."""
         old = src.stmt
         assert old is not None, "replacing a removed statement"
-        if isinstance(old, SBlock) and not isinstance(target, SBlock):
-            raise TypeError("a block can only be replaced by a block")
         reuse: dict[int, For | SBlock] = {id(k): v for k, v in (block_reuse or {}).items()}
-        if isinstance(old, SBlock) and target is not old:
-            reuse.setdefault(id(old), target)  # type: ignore[arg-type]  # src follows its stmt
+        if isinstance(old, SBlock):
+            if not isinstance(target, SBlock):
+                raise TypeError("a block can only be replaced by a block")
+            if target is not old:
+                reuse.setdefault(id(old), target)  # src follows its stmt
         parent = src.parent
         fresh = _subtree(target)
         kept = {id(node) for node in fresh}
@@ -186,7 +187,7 @@ class ScheduleState:
         """The child blocks of scope root `block` and the dependences between them."""
         cached = self._scopes.get(id(block))
         if cached is None:
-            blocks = child_blocks(block, children, self.get_sref)  # type: ignore[arg-type]
+            blocks = child_blocks(block, children, self.get_sref)
             cached = self._scopes[id(block)] = build_scope(block, blocks)
         return cached
 

@@ -122,7 +122,7 @@ class PlanBuilder:
 
     def __init__(self, module: IRModule, func: str, sampler: Sampler):
         self.sch = Schedule(module, func)
-        self.sch.context = {}  # type: ignore[attr-defined]  # apply_plan sets it too
+        self.sch.context = {}  # apply_plan sets it too
         self.func = func
         self.sampler = sampler
         self.steps: list[Step] = []

@@ -51,11 +51,13 @@ def _plain(value: object) -> AttrValue:
 
 
 def _sequence(value: object) -> AttrValue:
-    return tuple(_convert(item) for item in value)  # type: ignore[attr-defined]
+    assert isinstance(value, (list, tuple))  # registered for list and tuple
+    return tuple(_convert(item) for item in value)
 
 
 def _mapping(value: object) -> AttrValue:
-    items = value.items()  # type: ignore[attr-defined]
+    assert isinstance(value, dict)  # registered for dict
+    items = value.items()
     for name, _ in items:
         if not isinstance(name, str):
             raise _Unsupported(f"map key {name!r} is not a string")

@@ -28,18 +28,18 @@ from dataclasses import dataclass
 
 from tirc.analysis.arith import Analyzer
 from tirc.analysis.arith.subspace import Division, DivisionError, divide_subspace
+from tirc.analysis.region_bound import relax_regions
 from tirc.ir import expr as E
 from tirc.ir.buffer import BufferRegion, Range
 from tirc.ir.expr import IntImm, PrimExpr, Var
+from tirc.ir.functor import uses_var
 from tirc.ir.stmt import For, IterType, IterVar, SBlock, SBlockRealize, SeqStmt, Stmt, seq
 from tirc.ir.structural import expr_key
 from tirc.ir.substitute import substitute
 from tirc.schedule.access_simplify import simplify_accesses
 from tirc.schedule.errors import ScheduleError
 from tirc.schedule.primitives import primitive
-from tirc.schedule.properties import uses_var
 from tirc.schedule.rebind import outer_domains
-from tirc.schedule.region_bound import relax_regions
 from tirc.schedule.schedule import Schedule, describe
 from tirc.schedule.signature import Kind, Param, Signature, optional
 from tirc.schedule.sref import SRef
@@ -331,8 +331,7 @@ def _members(blocks: list[SRef]) -> tuple[SRef, list[_Member]]:
     if any(block.enclosing_block() is not scope for block in blocks):
         raise ScheduleError("the blocks to blockize must be in the same scope", *blocks)
     parent = _common_parent(blocks)
-    holder = parent.stmt
-    body = holder.body  # type: ignore[union-attr]
+    body = parent.node.body
     items = list(body.stmts) if isinstance(body, SeqStmt) else [body]
     members: dict[int, _Member] = {}
     for block in blocks:
@@ -368,7 +367,8 @@ def _chain_to(block: SRef, parent: SRef) -> tuple[Stmt, tuple[For, ...], SBlockR
     nothing) down to it, and those loops."""
     node = block
     while node.parent is not parent:
-        node = node.parent  # type: ignore[assignment]
+        assert node.parent is not None  # `parent` is above `block`
+        node = node.parent
     loops: list[For] = []
     stmt: Stmt = node.loop if node.is_loop else _realize_in(parent, block.block)
     top = stmt
@@ -385,7 +385,7 @@ def _chain_to(block: SRef, parent: SRef) -> tuple[Stmt, tuple[For, ...], SBlockR
 
 
 def _realize_in(parent: SRef, block: SBlock) -> Stmt:
-    body = parent.stmt.body  # type: ignore[union-attr]
+    body = parent.node.body
     items = body.stmts if isinstance(body, SeqStmt) else (body,)
     for item in items:
         if isinstance(item, SBlockRealize) and item.block is block:
@@ -481,8 +481,7 @@ def _union(regions: list[BufferRegion]) -> tuple[BufferRegion, ...]:
 
 
 def _spliced(parent: SRef, members: list[_Member], outer: SBlockRealize) -> For | SBlock:
-    holder = parent.stmt
-    assert holder is not None
+    holder = parent.node
     body = holder.body
     tops = {id(member.top) for member in members}
     items: list[Stmt] = []

@@ -14,6 +14,7 @@ import dataclasses
 
 from tirc.ir.buffer import Buffer, BufferRegion
 from tirc.ir.stmt import SBlock
+from tirc.schedule.block_region import loop_domains, relax_block_region
 from tirc.schedule.buffer_access import AccessKind, nth_buffer, region_of
 from tirc.schedule.cache_common import (
     all_readers_under,
@@ -26,7 +27,6 @@ from tirc.schedule.cache_common import (
 from tirc.schedule.cache_rewrite import CacheReadRewriter
 from tirc.schedule.cache_stage import CacheStage, detect_location, make_cache_stage
 from tirc.schedule.primitives import primitive
-from tirc.schedule.region_bound import loop_domains, relax_block_region
 from tirc.schedule.schedule import Schedule
 from tirc.schedule.scope import DepKind
 from tirc.schedule.signature import Kind, Param, Signature, optional

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 
 from tirc.ir.stmt import SBlock
+from tirc.schedule.block_region import relax_block_region
 from tirc.schedule.buffer_access import AccessKind, nth_buffer, region_of
 from tirc.schedule.cache_common import (
     all_readers_under,
@@ -22,7 +23,6 @@ from tirc.schedule.cache_common import (
 from tirc.schedule.cache_rewrite import CacheWriteRewriter
 from tirc.schedule.cache_stage import CacheStage, detect_location, make_cache_stage
 from tirc.schedule.primitives import primitive
-from tirc.schedule.region_bound import relax_block_region
 from tirc.schedule.schedule import Schedule
 from tirc.schedule.scope import DepKind
 from tirc.schedule.signature import Kind, Param, Signature, optional

@@ -19,7 +19,7 @@ from tirc.ir.buffer import Buffer, Range
 from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var
 from tirc.ir.functor import walk
 from tirc.ir.node import Node
-from tirc.ir.stmt import BufferStore, SBlock
+from tirc.ir.stmt import BufferStore, For, SBlock
 from tirc.ir.substitute import substitute
 from tirc.schedule.errors import ScheduleError
 from tirc.schedule.inline import ScopeInliner, data_buffers, leaf_removal
@@ -150,12 +150,12 @@ class _Inliner(ScopeInliner):
         store: BufferStore,
         producer: SBlock,
         root: SBlock,
-        source: object,
-        target: object,
+        source: For | SBlock,
+        target: For | SBlock,
         state: ScheduleState,
         scope_root: SRef,
     ):
-        super().__init__(buffer, root, source, target, data_buffers(state.func, scope_root))  # type: ignore[arg-type]
+        super().__init__(buffer, root, source, target, data_buffers(state.func, scope_root))
         self.store = store
         self.producer = producer
 

@@ -23,14 +23,14 @@ from typing import Any
 from tirc.analysis.arith import Analyzer
 from tirc.ir import expr as E
 from tirc.ir.buffer import Range
-from tirc.ir.expr import BufferLoad, Call, IntImm, PrimExpr, Var
-from tirc.ir.functor import walk
+from tirc.ir.expr import BufferLoad, Call, IntImm, PrimExpr, Var, are_exprs
+from tirc.ir.functor import uses_var, walk
 from tirc.ir.stmt import BufferStore, For, IterVar, SBlock, SBlockRealize, Stmt
 from tirc.ir.substitute import substitute
 from tirc.schedule.access_simplify import simplify_accesses
 from tirc.schedule.errors import ScheduleError
 from tirc.schedule.primitives import primitive
-from tirc.schedule.properties import realize_of, uses_var
+from tirc.schedule.properties import realize_of
 from tirc.schedule.rebind import conjoin, const_value
 from tirc.schedule.schedule import Schedule, describe
 from tirc.schedule.signature import Kind, Param, Signature
@@ -76,10 +76,11 @@ def _padding_parts(node: SBlock, block: SRef) -> tuple[BufferStore, PrimExpr, Pr
         and isinstance(store, BufferStore)
         and isinstance(store.value, Call)
         and store.value.op == "if_then_else"
+        and are_exprs(store.value.args)
     ):
         condition, value, pad = store.value.args
-        if not _reads_buffers(pad):  # type: ignore[arg-type]
-            return store, condition, value, pad  # type: ignore[return-value]
+        if not _reads_buffers(pad):
+            return store, condition, value, pad
     raise ScheduleError(
         f"{describe(block)} is not a padding block: its body must be one store of "
         "T.if_then_else(in-bounds condition, value, pad value) with a pad value that reads "

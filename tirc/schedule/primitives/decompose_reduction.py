@@ -13,17 +13,18 @@ The reduction block is renamed `<name>_update` and reads what it writes; the new
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from tirc.ir import expr as E
 from tirc.ir.buffer import BufferRegion
 from tirc.ir.expr import IntImm, PrimExpr, Var
-from tirc.ir.functor import Mutator
+from tirc.ir.functor import Mutator, uses_var
 from tirc.ir.node import Node
 from tirc.ir.stmt import For, IterType, IterVar, SBlock, SBlockRealize, SeqStmt, Stmt, seq
 from tirc.ir.substitute import substitute
 from tirc.schedule.errors import ScheduleError
 from tirc.schedule.primitives import primitive
-from tirc.schedule.properties import not_reduction, realize_of, uses_var
+from tirc.schedule.properties import not_reduction, realize_of
 from tirc.schedule.schedule import Schedule, describe
 from tirc.schedule.signature import Kind, Param, Signature
 from tirc.schedule.sref import SRef
@@ -57,15 +58,18 @@ def decompose_reduction(sch: Schedule, block: SRef, loop: SRef) -> SRef:
     update = _update_block(block.block)
     new_loop = _BlockSwap(block.block, update).visit(loop.loop)
     parent = loop.parent
-    assert parent is not None and parent.stmt is not None
-    new_parent = _InsertBefore(loop.loop, init, new_loop).generic_visit(parent.stmt)
+    assert parent is not None
+    holder = parent.node
+    new_parent = _InsertBefore(loop.loop, init, new_loop).generic_visit(holder)
     reuse = {block.block: update}
-    if isinstance(parent.stmt, SBlock):
-        reuse[parent.stmt] = new_parent  # type: ignore[assignment]
+    if isinstance(holder, SBlock):
+        assert isinstance(new_parent, SBlock)  # generic_visit keeps the node's class
+        reuse[holder] = new_parent
     state.replace(parent, new_parent, reuse)
     init_block = init
     while not isinstance(init_block, SBlockRealize):
-        init_block = init_block.body  # type: ignore[attr-defined]
+        assert isinstance(init_block, For)  # _init_nest: loops down to the init's realize
+        init_block = init_block.body
     return state.get_sref(init_block.block)
 
 
@@ -202,7 +206,7 @@ class _InsertBefore(Mutator):
     def __init__(self, loop: For, init: Stmt, new_loop: For):
         self.loop, self.init, self.new_loop = loop, init, new_loop
 
-    def visit(self, node: object) -> object:
+    def visit(self, node: Any) -> Any:
         if node is self.loop:
             return SeqStmt((self.init, self.new_loop))
         if isinstance(node, (For, SBlock)):
@@ -211,5 +215,5 @@ class _InsertBefore(Mutator):
             items = [self.visit(item) for item in node.stmts]
             if all(a is b for a, b in zip(items, node.stmts, strict=True)):
                 return node
-            return seq(*items)  # type: ignore[arg-type]
+            return seq(*items)
         return super().visit(node) if isinstance(node, (Node, tuple)) else node

@@ -11,15 +11,15 @@ from it by division and remainder (mixed radix, innermost fastest).
 from __future__ import annotations
 
 from tirc.analysis.arith import Analyzer
+from tirc.analysis.block_var_domain import fold
 from tirc.ir import expr as E
 from tirc.ir.buffer import Range
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import IntImm, PrimExpr, Var
-from tirc.schedule.block_var_domain import fold
+from tirc.ir.functor import uses_var
 from tirc.schedule.errors import ScheduleError
 from tirc.schedule.primitives import primitive
 from tirc.schedule.primitives.split import check_plain_loop
-from tirc.schedule.properties import uses_var
 from tirc.schedule.rebind import outer_domains, rebind, serial_loop
 from tirc.schedule.schedule import Schedule, describe
 from tirc.schedule.signature import Kind, Param, Signature, optional

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from tirc.analysis.region_bound import estimate_region
 from tirc.analysis.regions import infer_access_regions
 from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.dtype import BOOL
@@ -35,7 +36,6 @@ from tirc.schedule.inline import data_buffers
 from tirc.schedule.primitives import primitive
 from tirc.schedule.primitives.split import check_plain_loop
 from tirc.schedule.rebind import const_value
-from tirc.schedule.region_bound import estimate_region
 from tirc.schedule.schedule import Schedule, describe
 from tirc.schedule.signature import Kind, Param, Signature, optional
 from tirc.schedule.sref import SRef
@@ -63,11 +63,9 @@ def loop_partition(
     bounds = _bounds(values, extent, loop)
     loops, realize = _single_block_chain(loop)
     _check_reduction_init(realize, loop)
-    common = _rewrite(state, loop, loops, realize, bounds)
-    state.replace(loop, common, {realize.block: _first_block(common)})
-    partitions = common.block.body
-    assert isinstance(partitions, SeqStmt)
-    return [state.get_sref(p.block.body) for p in partitions.stmts]  # type: ignore[attr-defined]
+    common, nests = _rewrite(state, loop, loops, realize, bounds)
+    state.replace(loop, common, {realize.block: _first_block(nests[0])})
+    return [state.get_sref(nest) for nest in nests]
 
 
 # -- legality -------------------------------------------------------------------------------
@@ -165,12 +163,15 @@ def _rewrite(
     loops: list[For],
     realize: SBlockRealize,
     bounds: list[tuple[int, int]],
-) -> SBlockRealize:
+) -> tuple[SBlockRealize, list[For]]:
+    """The opaque block holding the partitions, each in its own opaque block, and the
+    partitions' loops."""
     node = loops[0]
     name = node.loop_var.name
     block_name = realize.block.name
     buffers = data_buffers(state.func, loop)
     partitions: list[Stmt] = []
+    nests: list[For] = []
     for index, (start, end) in enumerate(bounds):
         var = Var(f"{name}{index}", node.loop_var.dtype)
         # The first partition keeps the inner loops' and iterators' variables; the others
@@ -208,8 +209,9 @@ def _rewrite(
             kind=ForKind.SERIAL,  # as TVM rebuilds it: an unrolled loop's parts are serial
             body=body,
         )
+        nests.append(nest)
         partitions.append(_opaque(f"{block_name}_{var.name}_partition", nest))
-    return _opaque(f"{block_name}_{name}_common", SeqStmt(tuple(partitions)))
+    return _opaque(f"{block_name}_{name}_common", SeqStmt(tuple(partitions))), nests
 
 
 def _partition_realize(
@@ -313,9 +315,9 @@ def _opaque(name: str, body: Stmt) -> SBlockRealize:
     return SBlockRealize((), IntImm(1, BOOL), SBlock(name, (), (), (), body))
 
 
-def _first_block(common: SBlockRealize) -> SBlock:
+def _first_block(first: For) -> SBlock:
     """The renamed block of the first partition: the old block's handle follows it."""
-    stmt: Stmt = common.block.body.stmts[0].block.body  # type: ignore[attr-defined]
+    stmt: Stmt = first
     while isinstance(stmt, For):
         stmt = stmt.body
     assert isinstance(stmt, SBlockRealize)

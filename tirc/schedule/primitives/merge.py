@@ -57,11 +57,12 @@ def merge(sch: Schedule, loops: list[SRef]) -> SRef:
         nest = serial_loop(var, sref.loop.extent, nest)
     tops = [chain[0] for chain in chains]
     _replace_tops(state, tops, nest, reuse)
-    current: Stmt = nest
+    current = nest
     for _ in range(len(first) - 1):
         assert isinstance(current, For)
         current = current.body
-    return state.get_sref(current)  # type: ignore[arg-type]
+    assert isinstance(current, For)  # the innermost merged loop: the nest has len(first)
+    return state.get_sref(current)
 
 
 def _chain(loop: SRef) -> list[SRef]:
@@ -94,11 +95,11 @@ def _check(chains: list[list[SRef]], loops: list[SRef]) -> None:
                 raise ScheduleError(
                     f"cannot merge: {describe(sref)} has more than the next loop inside it", sref
                 )
-        extents = [sref.loop.extent for sref in row]
-        if not all(isinstance(e, IntImm) for e in extents):
+        extents = [e for e in (sref.loop.extent for sref in row) if isinstance(e, IntImm)]
+        if len(extents) < len(row):
             raise ScheduleError("cannot merge loops with symbolic extents", *row)
-        if len({e.value for e in extents}) > 1:  # type: ignore[attr-defined]
-            listed = ", ".join(str(e.value) for e in extents)  # type: ignore[attr-defined]
+        if len({e.value for e in extents}) > 1:
+            listed = ", ".join(str(e.value) for e in extents)
             raise ScheduleError(f"the loops to merge have different extents ({listed})", *row)
 
 

@@ -19,14 +19,29 @@ domain grown.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from tirc.analysis.arith import Analyzer
 from tirc.ir import expr as E
 from tirc.ir.buffer import Buffer, BufferRegion, Range, make_buffer
-from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var
+from tirc.ir.dtype import BOOL
+from tirc.ir.expr import BufferLoad, FloatImm, IntImm, PrimExpr, Var
 from tirc.ir.functor import Mutator, walk
-from tirc.ir.stmt import BufferStore, For, IterType, IterVar, SBlock, SBlockRealize, Stmt, seq
+from tirc.ir.stmt import (
+    BufferStore,
+    For,
+    IterType,
+    IterVar,
+    SBlock,
+    SBlockRealize,
+    SeqStmt,
+    Stmt,
+    domain_of,
+    seq,
+)
+from tirc.ir.structural import find_difference
 from tirc.schedule.errors import ScheduleError
 from tirc.schedule.primitives import primitive
 from tirc.schedule.properties import realize_of
@@ -79,14 +94,15 @@ def pad_einsum(sch: Schedule, block: SRef, padding: list[int]) -> None:
 
 def _check_padding(padding: list[int], node: SBlock, block: SRef) -> list[int]:
     values = [const_value(item) for item in padding]
-    if len(values) != len(node.iter_vars) or any(v is None or v <= 0 for v in values):
+    positive = [value for value in values if value is not None and value > 0]
+    if len(values) != len(node.iter_vars) or len(positive) != len(values):
         given = ", ".join(str(item) for item in padding)
         raise ScheduleError(
             f"the padding of {describe(block)} must be {len(node.iter_vars)} positive integers, "
             f"one per iterator; got ({given})",
             block,
         )
-    return values  # type: ignore[return-value]
+    return positive
 
 
 def _extract(node: SBlock, block: SRef) -> _Einsum:
@@ -144,8 +160,6 @@ def _plain(indices: tuple[PrimExpr, ...]) -> bool:
 
 
 def _same(a: tuple[PrimExpr, ...], b: tuple[PrimExpr, ...]) -> bool:
-    from tirc.ir.structural import find_difference
-
     return len(a) == len(b) and all(
         find_difference(x, y) is None for x, y in zip(a, b, strict=True)
     )
@@ -237,7 +251,7 @@ def _rewrite(
         allocated.append(padded)
         epilogue.append(_copy_back_block(einsum.output, padded))
     iter_vars = tuple(
-        dataclasses.replace(iv, dom=Range(iv.dom.min, changed[id(iv.var)]))  # type: ignore[union-attr]
+        dataclasses.replace(iv, dom=Range(domain_of(iv).min, changed[id(iv.var)]))
         if id(iv.var) in changed
         else iv
         for iv in node.iter_vars
@@ -253,7 +267,7 @@ def _rewrite(
         nest = dataclasses.replace(body_loop, body=nest, extent=extent or body_loop.extent)
     outer = loops[0].loop if loops else realize
     scope_block = scope.block
-    body: Stmt = _InsertAround(outer, prologue, nest, epilogue).visit(scope_block.body)  # type: ignore[assignment]
+    body: Stmt = _InsertAround(outer, prologue, nest, epilogue).visit(scope_block.body)
     new_scope = dataclasses.replace(
         scope_block, body=body, alloc_buffers=scope_block.alloc_buffers + tuple(allocated)
     )
@@ -271,7 +285,9 @@ def _padded_buffer(buffer: Buffer, shape: tuple[PrimExpr, ...]) -> Buffer:
     return make_buffer(f"{buffer.name}_pad", shape, buffer.dtype, buffer.scope)
 
 
-def _grid(shape: tuple[PrimExpr, ...], build: object) -> Stmt:
+def _grid(
+    shape: tuple[PrimExpr, ...], build: Callable[[list[Var], tuple[IterVar, ...]], SBlock]
+) -> Stmt:
     """A spatial block over `shape` (loops i0.., iterators v0..) whose body `build(vars)` makes."""
     loop_vars = [Var(f"i{k}", extent.dtype) for k, extent in enumerate(shape)]
     block_vars = [Var(f"v{k}", extent.dtype) for k, extent in enumerate(shape)]
@@ -279,17 +295,11 @@ def _grid(shape: tuple[PrimExpr, ...], build: object) -> Stmt:
         IterVar(var, Range(IntImm(0, var.dtype), extent), IterType.SPATIAL)
         for var, extent in zip(block_vars, shape, strict=True)
     )
-    made: SBlock = build(block_vars, iter_vars)  # type: ignore[operator]
-    stmt: Stmt = SBlockRealize(tuple(loop_vars), IntImm(1, _bool()), made)
+    made = build(block_vars, iter_vars)
+    stmt: Stmt = SBlockRealize(tuple(loop_vars), IntImm(1, BOOL), made)
     for var, extent in reversed(list(zip(loop_vars, shape, strict=True))):
         stmt = serial_loop(var, extent, stmt)
     return stmt
-
-
-def _bool():  # type: ignore[no-untyped-def]
-    from tirc.ir import dtype as dt
-
-    return dt.BOOL
 
 
 def _fill_block(source: Buffer, padded: Buffer) -> Stmt:
@@ -327,8 +337,6 @@ def _copy_back_block(target: Buffer, padded: Buffer) -> Stmt:
 
 
 def _zero(buffer: Buffer) -> PrimExpr:
-    from tirc.ir.expr import FloatImm
-
     if buffer.dtype.is_float:
         return FloatImm(0.0, buffer.dtype)
     return IntImm(0, buffer.dtype)
@@ -365,13 +373,13 @@ class _InsertAround(Mutator):
     def __init__(self, outer: Stmt, before: list[Stmt], nest: Stmt, after: list[Stmt]):
         self.outer, self.before, self.nest, self.after = outer, before, nest, after
 
-    def visit(self, node: object) -> object:
+    def visit(self, node: Any) -> Any:
         if node is self.outer:
             return seq(*self.before, self.nest, *self.after)
         if isinstance(node, (For, SBlock)):
             return node
         return super().visit(node)
 
-    def visit_SeqStmt(self, node: object) -> Stmt:
-        items = [self.visit(item) for item in node.stmts]  # type: ignore[attr-defined]
-        return seq(*items)  # type: ignore[arg-type]
+    def visit_SeqStmt(self, node: SeqStmt) -> Stmt:
+        items = [self.visit(item) for item in node.stmts]
+        return seq(*items)

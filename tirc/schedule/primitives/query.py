@@ -10,6 +10,7 @@ from tirc.ir.stmt import SBlock
 from tirc.schedule.errors import ScheduleError
 from tirc.schedule.primitives import primitive
 from tirc.schedule.schedule import Schedule, describe
+from tirc.schedule.scope import BlockScope, child_blocks
 from tirc.schedule.signature import Kind, Param, Signature, optional
 from tirc.schedule.sref import SRef
 from tirc.schedule.state import children
@@ -68,19 +69,10 @@ def get_loops(sch: Schedule, block: SRef) -> list[SRef]:
     )
 )
 def get_child_blocks(sch: Schedule, parent: SRef) -> list[SRef]:
-    state = sch.state_owning(parent)
-    result: list[SRef] = []
-    pending = list(reversed(children(parent.stmt)))
-    while pending:
-        node = pending.pop()
-        if isinstance(node, SBlock):
-            result.append(state.get_sref(node))
-        else:
-            pending.extend(reversed(children(node)))
-    return result
+    return child_blocks(parent, children, sch.state_owning(parent).get_sref)
 
 
-def _scope_of(sch: Schedule, block: SRef) -> tuple[object, SRef]:
+def _scope_of(sch: Schedule, block: SRef) -> tuple[BlockScope, SRef]:
     if not block.is_block:
         raise ScheduleError(f"{describe(block)} is not a block", block)
     root = block.enclosing_block()
@@ -94,7 +86,7 @@ def _scope_of(sch: Schedule, block: SRef) -> tuple[object, SRef]:
 )
 def get_producers(sch: Schedule, block: SRef) -> list[SRef]:
     scope, _ = _scope_of(sch, block)
-    return scope.producers(block)  # type: ignore[attr-defined]
+    return scope.producers(block)
 
 
 @primitive(
@@ -102,7 +94,7 @@ def get_producers(sch: Schedule, block: SRef) -> list[SRef]:
 )
 def get_consumers(sch: Schedule, block: SRef) -> list[SRef]:
     scope, _ = _scope_of(sch, block)
-    return scope.consumers(block)  # type: ignore[attr-defined]
+    return scope.consumers(block)
 
 
 @primitive(

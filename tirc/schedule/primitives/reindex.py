@@ -16,10 +16,23 @@ from __future__ import annotations
 import dataclasses
 
 from tirc.analysis.arith import Analyzer
+from tirc.ir.arith import arithmetic
 from tirc.ir.buffer import Buffer, BufferRegion, Range
-from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var
+from tirc.ir.dtype import BOOL
+from tirc.ir.expr import BufferLoad, IntImm, PointerType, PrimExpr, Var
 from tirc.ir.functor import Mutator, Visitor, walk
-from tirc.ir.stmt import BufferStore, For, IterType, IterVar, SBlock, SBlockRealize, SeqStmt, Stmt
+from tirc.ir.stmt import (
+    BufferStore,
+    For,
+    ForKind,
+    IterType,
+    IterVar,
+    SBlock,
+    SBlockRealize,
+    SeqStmt,
+    Stmt,
+    domain_of,
+)
 from tirc.ir.structural import structural_equal
 from tirc.ir.substitute import substitute
 from tirc.schedule.buffer_access import AccessKind, access_kind, nth_buffer
@@ -51,7 +64,7 @@ def reindex(sch: Schedule, block: SRef, buffer_index: int, buffer_index_type: ob
     indices = _access_indices(block, buffer)
     analyzer = Analyzer()
     for iter_var in node.iter_vars:
-        analyzer.bind(iter_var.var, iter_var.dom)  # type: ignore[arg-type]
+        analyzer.bind(iter_var.var, domain_of(iter_var))
     indices = [
         index if isinstance(index, (Var, IntImm)) else analyzer.simplify(index) for index in indices
     ]
@@ -152,10 +165,7 @@ def _access_indices(block: SRef, buffer: Buffer) -> list[PrimExpr]:
 
 
 def _reindex_buffer(buffer: Buffer, covered: list[IterVar]) -> Buffer:
-    from tirc.ir.arith import arithmetic
-    from tirc.ir.expr import PointerType
-
-    shape = tuple(arithmetic("+", iv.dom.min, iv.dom.extent) for iv in covered)  # type: ignore[union-attr]
+    shape = tuple(arithmetic("+", domain_of(iv).min, domain_of(iv).extent) for iv in covered)
     data = Var(
         f"{buffer.data.name}_reindex", buffer.data.dtype, PointerType(buffer.dtype, buffer.scope)
     )
@@ -218,12 +228,10 @@ def _make_stage(
         body=BufferStore(dest, BufferLoad(source, tuple(source_indices)), tuple(dest_indices)),
     )
     loop_vars = [Var(f"ax{i}", iv.var.dtype) for i, iv in enumerate(iter_vars)]
-    from tirc.ir.dtype import BOOL
-    from tirc.ir.stmt import ForKind
-
     stmt: Stmt = SBlockRealize(tuple(loop_vars), IntImm(1, BOOL), stage_block)
     for var, iv in reversed(list(zip(loop_vars, iter_vars, strict=True))):
-        stmt = For(var, iv.dom.min, iv.dom.extent, ForKind.SERIAL, stmt)  # type: ignore[union-attr]
+        dom = domain_of(iv)
+        stmt = For(var, dom.min, dom.extent, ForKind.SERIAL, stmt)
     return stage_block, stmt
 
 

@@ -25,12 +25,13 @@ from tirc.analysis.well_formed.accesses import evaluate
 from tirc.ir import expr as E
 from tirc.ir.buffer import Range
 from tirc.ir.expr import IntImm, PrimExpr, Var
+from tirc.ir.functor import uses_var
 from tirc.ir.node import Node
 from tirc.ir.stmt import IterType, SBlock, SBlockRealize, Stmt
 from tirc.ir.substitute import substitute
 from tirc.schedule.errors import ScheduleError
 from tirc.schedule.primitives import primitive
-from tirc.schedule.properties import is_affine_map, uses_var
+from tirc.schedule.properties import is_affine_map
 from tirc.schedule.rebind import outer_domains
 from tirc.schedule.schedule import Schedule, describe
 from tirc.schedule.signature import Kind, Param, Signature

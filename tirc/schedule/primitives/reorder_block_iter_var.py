@@ -31,8 +31,9 @@ def reorder_block_iter_var(sch: Schedule, block: SRef, new_order: list[int]) -> 
     state = sch.state_owning(block)
     node = block.block
     order = [const_value(item) for item in new_order]
+    positions = [position for position in order if position is not None]
     count = len(node.iter_vars)
-    if sorted(order) != list(range(count)):  # type: ignore[type-var]
+    if len(positions) != len(order) or sorted(positions) != list(range(count)):
         listed = ", ".join(str(item) for item in order)
         raise ScheduleError(
             f"the order ({listed}) is not a permutation of 0..{count - 1}, the positions of "
@@ -44,11 +45,10 @@ def reorder_block_iter_var(sch: Schedule, block: SRef, new_order: list[int]) -> 
         raise ScheduleError("the root block has no iteration variables to reorder", block)
     new_block = dataclasses.replace(
         node,
-        iter_vars=tuple(node.iter_vars[index] for index in order),  # type: ignore[index]
+        iter_vars=tuple(node.iter_vars[index] for index in positions),
     )
-    rewriter = _Repermute(node, new_block, order)  # type: ignore[arg-type]
-    assert parent.stmt is not None  # the parent of a live sref is live
-    new_parent = rewriter.generic_visit(parent.stmt)
+    rewriter = _Repermute(node, new_block, positions)
+    new_parent = rewriter.generic_visit(parent.node)
     state.replace(parent, new_parent, {node: new_block})
 
 

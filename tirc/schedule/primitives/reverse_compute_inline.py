@@ -19,12 +19,15 @@ subregion of the buffer with T.match_buffer.
 from __future__ import annotations
 
 import dataclasses
+from typing import Literal, TypeGuard
 
 from tirc.analysis.arith import Analyzer
 from tirc.analysis.arith.bound import Bound
 from tirc.analysis.arith.int_set import relax
 from tirc.analysis.arith.iter_map import Level, detect_iter_map
 from tirc.analysis.arith.iter_map_inverse import inverse_iter_map
+from tirc.analysis.block_var_domain import fold
+from tirc.analysis.symbolic_dims import is_constant, lone_symbolic_dims
 from tirc.ir import expr as E
 from tirc.ir.buffer import Buffer, Range
 from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var
@@ -32,7 +35,6 @@ from tirc.ir.functor import walk
 from tirc.ir.stmt import BufferStore, For, IterType, SBlock, SBlockRealize, Stmt
 from tirc.ir.structural import find_difference
 from tirc.ir.substitute import Substituter, substitute
-from tirc.schedule.block_var_domain import fold
 from tirc.schedule.errors import ScheduleError
 from tirc.schedule.inline import ScopeInliner, data_buffers, leaf_removal
 from tirc.schedule.primitives import primitive
@@ -44,7 +46,6 @@ from tirc.schedule.signature import Kind, Param, Signature
 from tirc.schedule.sref import SRef
 from tirc.schedule.stage_pipeline import stage_pipeline_root
 from tirc.schedule.state import ScheduleState
-from tirc.schedule.symbolic_dims import is_constant, lone_symbolic_dims
 
 
 @primitive(
@@ -156,13 +157,13 @@ def _plan(block: SRef, producer: SRef, buffer: Buffer) -> _Plan:
         if iv.var in inverse:
             mapping[iv.var] = inverse[iv.var]
         elif _is_unit(iv.dom):
-            mapping[iv.var] = iv.dom.min  # type: ignore[union-attr]
+            mapping[iv.var] = iv.dom.min
         else:
             raise refuse(f"the consumer's iterator {iv.var.name} does not index {buffer.name}")
     guard = _guard(consumer, store_block, mapping)
     if guard is False:
         raise refuse("the producer does not compute everything the consumer reads")
-    return _Plan(buffer, consumer, store, mapping, store_block, guard)  # type: ignore[arg-type]
+    return _Plan(buffer, consumer, store, mapping, store_block, guard)
 
 
 def _copies_updated_element(
@@ -228,7 +229,7 @@ def _invert_indices(
     return inverse
 
 
-def _is_unit(dom: Range | None) -> bool:
+def _is_unit(dom: Range | None) -> TypeGuard[Range]:
     return dom is not None and E.is_const_int(dom.extent, 1) and isinstance(dom.min, IntImm)
 
 
@@ -245,7 +246,7 @@ def _loads_of(stmt: Stmt, buffer: Buffer) -> list[BufferLoad]:
 
 def _guard(
     consumer: SBlock, producer: SBlock, mapping: dict[Var, PrimExpr]
-) -> PrimExpr | None | bool:
+) -> PrimExpr | None | Literal[False]:
     """Where the producer's iterations fall inside the consumer's domain, as a condition on
     the producer's iterators: None when always, False when the producer misses some."""
     domains = {iv.var: iv.dom for iv in producer.iter_vars if iv.dom is not None}
@@ -286,13 +287,13 @@ class _Inliner(ScopeInliner):
         self,
         plan: _Plan,
         root: SBlock,
-        source: object,
-        target: object,
+        source: For | SBlock,
+        target: For | SBlock,
         state: ScheduleState,
         scope_root: SRef,
     ):
         buffers = data_buffers(state.func, scope_root)
-        super().__init__(plan.buffer, root, source, target, buffers)  # type: ignore[arg-type]
+        super().__init__(plan.buffer, root, source, target, buffers)
         self.plan = plan
         self.domains: dict[Var, Range] = {}
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import Any
 
 from tirc.analysis.arith import Analyzer
 from tirc.analysis.reducer import Match, match_reducer, same
@@ -25,7 +26,7 @@ from tirc.ir import dtype as dt
 from tirc.ir import expr as E
 from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var, is_const_int
-from tirc.ir.functor import Mutator, walk
+from tirc.ir.functor import Mutator, uses_var, walk
 from tirc.ir.node import Node
 from tirc.ir.stmt import (
     Bind,
@@ -43,7 +44,7 @@ from tirc.ir.stmt import (
 from tirc.ir.substitute import substitute
 from tirc.schedule.errors import ScheduleError
 from tirc.schedule.primitives import primitive
-from tirc.schedule.properties import not_reduction, realize_of, uses_var
+from tirc.schedule.properties import not_reduction, realize_of
 from tirc.schedule.schedule import Schedule, describe
 from tirc.schedule.signature import Kind, Param, Signature
 from tirc.schedule.sref import SRef
@@ -93,9 +94,9 @@ def rfactor(sch: Schedule, loop: SRef, factor_axis: int) -> SRef:
     if len(_blocks_under(state, loops[0].loop)) == 1:
         wb_nest = plan.wb_nest()
     else:  # the write-back stays among the outermost loop's other children
-        wb_nest = _WriteBack(realize, plan).visit(loops[0].loop)  # type: ignore[assignment]
+        wb_nest = _WriteBack(realize, plan).visit(loops[0].loop)
     root = scope_root.block
-    body: Stmt = _SwapLoop(loops[0].loop, SeqStmt((rf_nest, wb_nest))).visit(root.body)  # type: ignore[assignment]
+    body: Stmt = _SwapLoop(loops[0].loop, SeqStmt((rf_nest, wb_nest))).visit(root.body)
     new_root = dataclasses.replace(
         root, body=body, alloc_buffers=root.alloc_buffers + tuple(plan.rf_buffers)
     )
@@ -257,7 +258,8 @@ def _inits_and_updates(block: SRef) -> tuple[list[PrimExpr], list[BufferStore]]:
         return ScheduleError(f"cannot factor the reduction of {describe(block)}: {why}", block)
 
     init_stmts = node.init.stmts if isinstance(node.init, SeqStmt) else (node.init,)
-    if not all(isinstance(stmt, BufferStore) for stmt in init_stmts):
+    init_stores = [stmt for stmt in init_stmts if isinstance(stmt, BufferStore)]
+    if len(init_stores) != len(init_stmts):
         raise refuse("its init is not a sequence of buffer stores")
     body = node.body.stmts if isinstance(node.body, SeqStmt) else (node.body,)
     lets: dict[Var, PrimExpr] = {}
@@ -272,18 +274,19 @@ def _inits_and_updates(block: SRef) -> tuple[list[PrimExpr], list[BufferStore]]:
     if lets:
         # each store writes one bound value; the bindings' order is the reduction's order
         order = list(lets)
-        if len(lets) != len(stores) or any(s.value not in lets for s in stores):
+        stored = [s.value for s in stores if isinstance(s.value, Var) and s.value in lets]
+        if len(lets) != len(stores) or len(stored) != len(stores):
             raise refuse(f"its update binds {len(lets)} values but stores {len(stores)}")
-        stores.sort(key=lambda s: order.index(s.value))  # type: ignore[arg-type]
-        stores = [dataclasses.replace(s, value=lets[s.value]) for s in stores]  # type: ignore[index]
-    if len(stores) != len(init_stmts):
-        raise refuse(f"its init stores {len(init_stmts)} values but its update {len(stores)}")
+        in_order = sorted(zip(stored, stores, strict=True), key=lambda p: order.index(p[0]))
+        stores = [dataclasses.replace(s, value=lets[var]) for var, s in in_order]
+    if len(stores) != len(init_stores):
+        raise refuse(f"its init stores {len(init_stores)} values but its update {len(stores)}")
     inits: list[PrimExpr] = []
     for store in stores:
-        found = [s for s in init_stmts if s.buffer is store.buffer]  # type: ignore[union-attr]
-        if len(found) != 1 or not same(found[0].indices, store.indices):  # type: ignore[union-attr]
+        found = [s for s in init_stores if s.buffer is store.buffer]
+        if len(found) != 1 or not same(found[0].indices, store.indices):
             raise refuse(f"its init and update do not store {store.buffer.name} alike")
-        inits.append(found[0].value)  # type: ignore[union-attr]
+        inits.append(found[0].value)
         if not same(store.indices, stores[0].indices):
             raise refuse("its update stores its buffers at different indices")
         if not same(store.buffer.shape, stores[0].buffer.shape):
@@ -502,7 +505,7 @@ class _WriteBack(Mutator):
             if loop is not plan.rf_loop and loop.loop_var in plan.reduce_vars
         }
 
-    def visit(self, node: object) -> object:
+    def visit(self, node: Any) -> Any:
         if node is self.realize:
             return self.wb_realize
         if isinstance(node, SBlock):
@@ -518,7 +521,7 @@ class _SwapLoop(Mutator):
     def __init__(self, old: For, new: Stmt):
         self.old, self.new = old, new
 
-    def visit(self, node: object) -> object:
+    def visit(self, node: Any) -> Any:
         if node is self.old:
             return self.new
         if isinstance(node, SBlock):
@@ -527,5 +530,5 @@ class _SwapLoop(Mutator):
             items = [self.visit(item) for item in node.stmts]
             if all(a is b for a, b in zip(items, node.stmts, strict=True)):
                 return node
-            return seq(*items)  # type: ignore[arg-type]
+            return seq(*items)
         return super().visit(node) if isinstance(node, (Node, tuple)) else node

@@ -22,6 +22,7 @@ import math
 from dataclasses import dataclass
 
 from tirc.analysis.arith import Analyzer
+from tirc.analysis.region_bound import estimate_region
 from tirc.analysis.regions import infer_access_regions
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
@@ -35,7 +36,6 @@ from tirc.schedule.errors import ScheduleError
 from tirc.schedule.inline import data_buffers
 from tirc.schedule.primitives import primitive
 from tirc.schedule.properties import realize_of
-from tirc.schedule.region_bound import estimate_region
 from tirc.schedule.schedule import Schedule, describe
 from tirc.schedule.scope import DepKind
 from tirc.schedule.signature import Kind, Param, Signature
@@ -300,25 +300,27 @@ class _Roller(Mutator):
         return new
 
     def visit_SBlock(self, node: SBlock, is_owner: bool = False) -> SBlock:
-        new: SBlock = self.generic_visit(node)
-        changes: dict[str, object] = {}
+        visited: SBlock = self.generic_visit(node)
+        new = visited
         if is_owner:
-            changes["alloc_buffers"] = tuple(
+            allocated = tuple(
                 self.rolling.new if b is self.rolling.old else b for b in new.alloc_buffers
             )
+            new = dataclasses.replace(new, alloc_buffers=allocated)
         else:
             axis = self.rolling.axis
             if axis < len(new.iter_vars) and new.iter_vars[axis].iter_type is not IterType.OPAQUE:
                 iter_vars = list(new.iter_vars)
                 iter_vars[axis] = dataclasses.replace(iter_vars[axis], iter_type=IterType.OPAQUE)
-                changes["iter_vars"] = tuple(iter_vars)
+                new = dataclasses.replace(new, iter_vars=tuple(iter_vars))
         touched = any(r.buffer is self.rolling.old for r in node.reads + node.writes)
-        if touched:
-            reads, writes = infer_access_regions(new, self.buffers)
-            changes["reads"] = self.regions(new.reads, reads)
-            changes["writes"] = self.regions(new.writes, writes)
-        if changes:
-            new = dataclasses.replace(new, **changes)  # type: ignore[arg-type]
+        if touched:  # the regions of the block as visited, before the changes above
+            reads, writes = infer_access_regions(visited, self.buffers)
+            new = dataclasses.replace(
+                new,
+                reads=self.regions(visited.reads, reads),
+                writes=self.regions(visited.writes, writes),
+            )
         if new is not node:
             self.reuse[node] = new
         return new

@@ -93,14 +93,15 @@ def _extents(node: For, values: list[int | None], loop: SRef) -> list[PrimExpr]:
         known *= value or 1
     extent = node.extent
     analyzer = Analyzer()
-    if None not in values:
+    given = [value for value in values if value is not None]
+    if len(given) == len(values):
         if not analyzer.can_prove(E.GE(IntImm(known, dtype), extent)):
             raise ScheduleError(
                 f"the product of the factors ({known}) does not cover the loop's extent "
                 f"{_text(extent)}",
                 loop,
             )
-        return [IntImm(value, dtype) for value in values]  # type: ignore[arg-type]
+        return [IntImm(value, dtype) for value in given]
     inferred = analyzer.simplify(
         E.FloorDiv(E.Add(extent, IntImm(known - 1, dtype)), IntImm(known, dtype))
     )

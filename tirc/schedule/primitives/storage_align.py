@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import TypeGuard
 
 from tirc.schedule.buffer_access import AccessKind, nth_buffer
 from tirc.schedule.buffer_site import allocation_site
@@ -72,16 +73,21 @@ def _existing(block: SRef) -> list[tuple[int, ...]]:
     if KEY not in annotations:
         return []
     value = annotations.get(KEY)
-    valid = isinstance(value, tuple) and all(
+    if isinstance(value, tuple):
+        entries = [item for item in value if _is_entry(item)]
+        if len(entries) == len(value):
+            return entries
+    raise ScheduleError(
+        f"the annotation {KEY} of {describe(block)} must be a list of "
+        f"[buffer_index, axis, factor, offset] integer lists, but it is {value!r}",
+        block,
+    )
+
+
+def _is_entry(item: object) -> TypeGuard[tuple[int, ...]]:
+    """`(buffer_index, axis, factor, offset)`, four integers."""
+    return (
         isinstance(item, tuple)
         and len(item) == 4
         and all(isinstance(x, int) and not isinstance(x, bool) for x in item)
-        for item in value
     )
-    if not valid:
-        raise ScheduleError(
-            f"the annotation {KEY} of {describe(block)} must be a list of "
-            f"[buffer_index, axis, factor, offset] integer lists, but it is {value!r}",
-            block,
-        )
-    return list(value)  # type: ignore[call-overload]

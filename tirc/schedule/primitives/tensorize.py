@@ -77,7 +77,7 @@ def tensorize(sch: Schedule, target: SRef, intrin: str, preserve_unit_iters: boo
 
 
 def _intrinsic(sch: Schedule, name: str, target: SRef) -> TensorIntrin:
-    user = getattr(sch, "context", {}).get("intrinsics")
+    user = sch.context.get("intrinsics")
     found = lookup(name, user)
     if found is None:
         known = sorted(set(builtin_intrinsics()) | set(user or {}))

@@ -20,7 +20,17 @@ from tirc.ir import expr as E
 from tirc.ir.buffer import BufferRegion, Range
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.functor import Mutator, walk
-from tirc.ir.stmt import BufferStore, For, ForKind, IterType, IterVar, SBlock, SBlockRealize, Stmt
+from tirc.ir.stmt import (
+    BufferStore,
+    For,
+    ForKind,
+    IterType,
+    IterVar,
+    SBlock,
+    SBlockRealize,
+    Stmt,
+    domain_of,
+)
 from tirc.ir.substitute import substitute
 from tirc.schedule.access_simplify import simplify_accesses
 from tirc.schedule.dtype_substitute import substitute_legalized
@@ -62,7 +72,7 @@ def transform_block_layout(sch: Schedule, block: SRef, index_map: str | IndexMap
     for iter_var in reversed(new_block.iter_vars):
         loop_var = realize_new.iter_values[new_block.iter_vars.index(iter_var)]
         assert isinstance(loop_var, Var)
-        extent = iter_var.dom.extent  # type: ignore[union-attr]
+        extent = domain_of(iter_var).extent
         nest = For(loop_var, IntImm(0, loop_var.dtype), extent, ForKind.SERIAL, nest)
     if loops:
         state.replace(loops[0], nest, {node: new_block})

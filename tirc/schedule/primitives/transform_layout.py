@@ -318,17 +318,18 @@ class _Rewriter(Mutator):
             if iter_var.dom is not None:
                 self.domains[iter_var.var] = iter_var.dom
         new: SBlock = self.generic_visit(node)
-        changes: dict[str, object] = {}
         if self._mentions(new.reads) or self._mentions(new.writes):
             reads, writes = infer_access_regions(new)
-            changes["reads"] = self._regions(new.reads, reads, writes)
-            changes["writes"] = self._regions(new.writes, writes, reads)
+            new = dataclasses.replace(
+                new,
+                reads=self._regions(new.reads, reads, writes),
+                writes=self._regions(new.writes, writes, reads),
+            )
         if any(buffer is self.old for buffer in new.alloc_buffers):
-            changes["alloc_buffers"] = tuple(
+            allocated = tuple(
                 self.new if buffer is self.old else buffer for buffer in new.alloc_buffers
             )
-        if changes:
-            new = dataclasses.replace(new, **changes)  # type: ignore[arg-type]
+            new = dataclasses.replace(new, alloc_buffers=allocated)
         if new is not node:
             self.reuse[node] = new
         return new

@@ -38,7 +38,7 @@ def _can_inline(builder: PlanBuilder, name: str) -> bool:
     from tirc.schedule.schedule import Schedule
 
     trial = Schedule(builder.module, builder.func)
-    trial.context = {}  # type: ignore[attr-defined]  # the primitives read it
+    trial.context = {}  # the primitives read it
     entry = primitives.by_op("compute_inline")
     assert entry is not None
     try:

@@ -14,13 +14,13 @@ from dataclasses import dataclass
 
 from tirc.analysis.arith import Analyzer
 from tirc.analysis.arith.iter_map import IterSplit, IterSum, Level, detect_iter_map
+from tirc.analysis.symbolic_dims import is_constant, lone_symbolic_dims
 from tirc.ir import expr as E
 from tirc.ir.arith import arithmetic
 from tirc.ir.buffer import Buffer, Range
 from tirc.ir.expr import IntImm, PrimExpr, Var
+from tirc.ir.functor import uses_var
 from tirc.ir.stmt import IterVar
-from tirc.schedule.properties import uses_var
-from tirc.schedule.symbolic_dims import is_constant, lone_symbolic_dims
 
 
 def fold(op: str, a: PrimExpr, b: PrimExpr) -> PrimExpr:
@@ -146,7 +146,12 @@ def _equal(analyzer: Analyzer, a: PrimExpr | None, b: PrimExpr | None) -> bool:
 
 
 class UnsolvableRegion(Exception):
-    """No iteration variable can be found that provides a dimension of the region."""
+    """No iteration variable can be found that provides a dimension of the region; `index`
+    is the provided index that none provides, for the caller to print."""
+
+    def __init__(self, reason: str, index: PrimExpr | None = None):
+        super().__init__(reason)
+        self.index = index
 
 
 Region = list[Interval]
@@ -343,10 +348,11 @@ def _solve_dimension(
 ) -> tuple[Var, VarDomain]:
     """The iteration variable behind one dimension and the interval it must cover, for the
     patterns `v * e`, `v`, `x // f` and `x % f` of the provided index."""
-    if not provided.is_bounded or required.empty:
+    first, last_provided = provided.min, provided.max
+    if provided.empty or first is None or last_provided is None or required.empty:
         raise UnsolvableRegion("the provided region is unbounded")
-    low = analyzer.simplify(provided.min)  # type: ignore[arg-type]
-    high = analyzer.simplify(provided.max)  # type: ignore[arg-type]
+    low = analyzer.simplify(first)
+    high = analyzer.simplify(last_provided)
     need_low = None if required.min is None else analyzer.simplify(required.min)
     need_high = None if required.max is None else analyzer.simplify(required.max)
     if isinstance(low, E.Mul) and (isinstance(low.a, Var) or isinstance(low.b, Var)):
@@ -400,10 +406,4 @@ def _solve_dimension(
                 return _solve_dimension(
                     Interval.point(low.a), Interval(need_low, None), last, analyzer
                 )
-    raise UnsolvableRegion(f"no iteration variable provides the index {_text(low)}")
-
-
-def _text(expr: PrimExpr) -> str:
-    from tirc.text import script
-
-    return script(expr)
+    raise UnsolvableRegion("no iteration variable provides the index", low)

@@ -6,12 +6,13 @@ loops further up that share the buffer's memory level. Where the block's predica
 fused iterator (an imperfect split), the bound is taken from the iterator map, as TVM does;
 otherwise each dimension is relaxed as an interval, and what of that interval lies outside the
 buffer is cut off (no iteration the predicate lets run reaches it). A dimension left unbounded
-is the buffer's whole extent.
+is the buffer's whole extent. The schedule reads the loops off its tree
+(`tirc.schedule.block_region`); these queries take them as IR.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from tirc.analysis.arith import Analyzer
 from tirc.analysis.arith.int_set import relax_range
@@ -22,35 +23,24 @@ from tirc.ir import expr as E
 from tirc.ir.buffer import BufferRegion, Range
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.functor import walk
-from tirc.ir.stmt import ForKind
+from tirc.ir.stmt import For, ForKind, SBlockRealize
 from tirc.ir.substitute import substitute
-from tirc.schedule.properties import realize_of
-from tirc.schedule.rebind import conjoin
-from tirc.schedule.sref import SRef
 
 
-def loop_domains(low: SRef | None, high: SRef | None, scope: str) -> dict[Var, Range]:
-    """Ranges of the loops from `low` up to `high` (exclusive), stopping at a block; then of
-    the thread loops above that a buffer in `scope` is shared across (a shared buffer
-    across threads, a warp buffer across threadIdx.x)."""
-    domains: dict[Var, Range] = {}
-    node = low
-    while node is not None and node is not high and node.is_loop:
-        loop = node.loop
-        domains[loop.loop_var] = Range(loop.min, loop.extent)
-        node = node.parent
+def loop_domains(inner: Iterable[For], outer: Iterable[For], scope: str) -> dict[Var, Range]:
+    """Ranges of the `inner` loops (those a region is relaxed over, innermost first), then of
+    the thread loops among `outer` (those further up) that a buffer in `scope` is shared
+    across (a shared buffer across threads, a warp buffer across threadIdx.x)."""
+    domains = {loop.loop_var: Range(loop.min, loop.extent) for loop in inner}
     if scope_rank(scope) != GLOBAL:  # a global buffer is one per kernel: nothing to share
-        while node is not None:
-            if node.is_loop:
-                loop = node.loop
-                binding = loop.thread_binding
-                if (
-                    loop.kind is ForKind.THREAD_BINDING
-                    and binding is not None
-                    and can_relax_under_thread(scope, binding.thread_tag)
-                ):
-                    domains[loop.loop_var] = Range(loop.min, loop.extent)
-            node = node.parent
+        for loop in outer:
+            binding = loop.thread_binding
+            if (
+                loop.kind is ForKind.THREAD_BINDING
+                and binding is not None
+                and can_relax_under_thread(scope, binding.thread_tag)
+            ):
+                domains[loop.loop_var] = Range(loop.min, loop.extent)
     return domains
 
 
@@ -63,21 +53,21 @@ def _strict_bound(
 ) -> list[Range] | None:
     """Per dimension `base + [0, fused extent)` from the iterator map of the region's
     starts, which takes the predicate's bounds into account; None when it does not apply."""
-    for item in region:
-        if not isinstance(item.extent, IntImm):
-            return None
+    extents = [item.extent for item in region if isinstance(item.extent, IntImm)]
+    if len(extents) != len(region):
+        return None
     found = detect_iter_map([item.min for item in region], domains, predicate)
     if found.errors:
         return None
     analyzer = Analyzer()
     result = []
-    for item, total in zip(region, found.sums, strict=True):
+    for extent, total in zip(extents, found.sums, strict=True):
         if not total.splits:
-            result.append(Range(analyzer.simplify(total.base), item.extent))
+            result.append(Range(analyzer.simplify(total.base), extent))
             continue
-        dtype = item.extent.dtype
-        extent = total.extent + item.extent.value - 1  # type: ignore[attr-defined]
-        result.append(Range(analyzer.simplify(total.base), IntImm(extent, dtype)))
+        assert isinstance(total.extent, int)  # constant: detect_iter_map is not symbolic here
+        covered = total.extent + extent.value - 1
+        result.append(Range(analyzer.simplify(total.base), IntImm(covered, extent.dtype)))
     return result
 
 
@@ -107,25 +97,18 @@ def estimate_region(
     return BufferRegion(region.buffer, tuple(ranges))
 
 
-def relax_block_region(
+def relax_realized_region(
     region: BufferRegion,
-    block: SRef,
-    high: SRef | None,
-    extra_predicate: PrimExpr | None = None,
-    scope: str | None = None,
+    realize: SBlockRealize,
+    domains: Mapping[Var, Range],
+    predicate: PrimExpr,
 ) -> BufferRegion:
-    """The part of `region` (of `block`, over its iterators) that runs under `high`: the
-    bindings substituted, the loops from the block's parent up to `high` relaxed, and the
-    thread loops above that share memory of `scope` (the buffer's own by default)."""
-    realize = realize_of(block)
-    binding = dict(zip((iv.var for iv in block.block.iter_vars), realize.iter_values, strict=True))
+    """`region` (of `realize`'s block, over its iterators) with the bindings substituted,
+    relaxed over `domains` under `predicate` (over the iterators too), and cut to the buffer."""
+    iter_vars = (iv.var for iv in realize.block.iter_vars)
+    binding = dict(zip(iter_vars, realize.iter_values, strict=True))
     substituted = substitute(region, binding)
-    predicate = realize.predicate
-    if extra_predicate is not None and not _is_true(extra_predicate):
-        predicate = conjoin(predicate, extra_predicate)
-    predicate = substitute(predicate, binding)
-    domains = loop_domains(block.parent, high, region.buffer.scope if scope is None else scope)
-    return clamp_to_buffer(estimate_region(substituted, domains, predicate))
+    return clamp_to_buffer(estimate_region(substituted, domains, substitute(predicate, binding)))
 
 
 def clamp_to_buffer(region: BufferRegion) -> BufferRegion:
@@ -175,13 +158,6 @@ def _passes_symbolic_extent(high: PrimExpr, extent: PrimExpr) -> bool:
     divisions: list[PrimExpr] = []
     walk(extent, lambda node: divisions.append(node) if isinstance(node, E.FloorDiv) else None)
     return at_least(high, extent, divisions)
-
-
-def or_predicates(items: list[PrimExpr]) -> PrimExpr:
-    result = items[0]
-    for item in items[1:]:
-        result = E.Or(result, item)
-    return result
 
 
 def relax_regions(
