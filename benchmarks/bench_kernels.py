@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from tirc.driver.progress import Meter
@@ -109,7 +109,6 @@ def numpy_reference(name: str, args: dict[str, object]) -> tuple[str, object]:
 def measure_tirc(name: str, seconds: float, plan: str | None = None) -> dict[str, float]:
     """Runs in a child: tirc's (with `plan`, default samples/bench/<name>.plan.json) and
     numpy's medians for one workload, and tirc checked against numpy."""
-    import numpy as np
 
     from tirc.driver.run_cpu import jit_function
     from tirc.driver.schedule import apply_plan_file
@@ -122,14 +121,7 @@ def measure_tirc(name: str, seconds: float, plan: str | None = None) -> dict[str
     )
     call = jit_function(module, "main", "cpu")
     built = time.perf_counter() - begin
-    func = dict(module.functions)["main"]
-    args = random_inputs(func)
-    output, reference = numpy_reference(name, args)
-    call(args)
-    want = np.empty_like(args[output])
-    reference(want)
-    if not np.allclose(args[output], want, rtol=1e-3, atol=1e-3):
-        raise SystemExit(f"{name}: tirc's result differs from numpy's")
+    args, reference, want = checked_arguments(name, dict(module.functions)["main"], call)
     tirc, tirc_cpu = timings(lambda: call(args), seconds)
     numpy, numpy_cpu = timings(lambda: reference(want), seconds)
     return {
@@ -139,6 +131,23 @@ def measure_tirc(name: str, seconds: float, plan: str | None = None) -> dict[str
         "numpy_cpu": numpy_cpu,
         "build_s": built,
     }
+
+
+def checked_arguments(
+    name: str, func: object, call: Callable[[dict[str, object]], object]
+) -> tuple[dict[str, object], Callable[[Any], object], Any]:
+    """Random arguments for `func` after one `call` on them, numpy's reference computation of
+    its output, and that output; SystemExit when tirc's output differs from it."""
+    import numpy as np
+
+    args = random_inputs(func)
+    output, reference = numpy_reference(name, args)
+    call(args)
+    want = np.empty_like(args[output])
+    reference(want)
+    if not np.allclose(args[output], want, rtol=1e-3, atol=1e-3):
+        raise SystemExit(f"{name}: tirc's result differs from numpy's")
+    return args, reference, want  # type: ignore[return-value]  # numpy_reference's callable
 
 
 def timings(call: Callable[[], object], seconds: float) -> tuple[float, float]:

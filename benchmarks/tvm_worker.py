@@ -1,13 +1,14 @@
 """The TVM side of `bench_kernels.py`, run by TVM's own Python (never imported by tirc).
 
-`python tvm_worker.py kernel KERNEL.tir PLAN.json SECONDS PARAMS` (PARAMS: a JSON list of
-`[shape, dtype]`, one per parameter) parses the kernel with
+`python tvm_worker.py kernel KERNEL.tir PLAN.json SECONDS PARAMS [MCPU]` (PARAMS: a JSON
+list of `[shape, dtype]`, one per parameter) parses the kernel with
 TVMScript, replays tirc's readable plan as TVM schedule calls (the readable form's ops and
 parameters are TVM's method and keyword names; index maps are `T.index_map(lambda ...)`
-text), builds it for this CPU with LLVM, and prints
+text), builds it with LLVM for this CPU (or for `llvm -mcpu=MCPU`), and prints
 one JSON line: the median wall and CPU (process time) seconds of a call after a warm-up,
 and the build seconds.
 `python tvm_worker.py build KERNEL.tir PLAN.json OUT` only builds (for whole-process timing).
+`python tvm_worker.py asm KERNEL.tir PLAN.json MCPU OUT` writes the assembly TVM makes.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ def replay(schedule: Any, plan: dict[str, Any]) -> None:
             bound[out] = result
 
 
-def build(kernel: str, plan_path: str | None) -> Any:
+def build(kernel: str, plan_path: str | None, mcpu: str | None = None) -> Any:
     import tvm
     from tvm import s_tir
 
@@ -72,7 +73,7 @@ def build(kernel: str, plan_path: str | None) -> Any:
         schedule = s_tir.Schedule(module)
         replay(schedule, plan)
         module = schedule.mod
-    cpu = tvm.target.codegen.llvm_get_system_cpu()
+    cpu = mcpu or tvm.target.codegen.llvm_get_system_cpu()
     return tvm.compile(module, target=tvm.target.Target({"kind": "llvm", "mcpu": cpu}))
 
 
@@ -88,9 +89,11 @@ def random_arguments(params: list[list[Any]]) -> list[Any]:
     ]
 
 
-def kernel_main(kernel: str, plan: str, seconds: float, params: str) -> None:
+def kernel_main(
+    kernel: str, plan: str, seconds: float, params: str, mcpu: str | None = None
+) -> None:
     begin = time.perf_counter()
-    executable = build(kernel, plan)
+    executable = build(kernel, plan, mcpu)
     built = time.perf_counter() - begin
     arrays = random_arguments(json.loads(params))
     main = executable["main"]
@@ -110,10 +113,15 @@ def kernel_main(kernel: str, plan: str, seconds: float, params: str) -> None:
 def main() -> None:
     mode = sys.argv[1]
     if mode == "kernel":
-        kernel_main(sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.argv[5])
+        mcpu = sys.argv[6] if len(sys.argv) > 6 else None
+        kernel_main(sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.argv[5], mcpu)
     elif mode == "build":
         executable = build(sys.argv[2], sys.argv[3] or None)
         executable.export_library(sys.argv[4])
+    elif mode == "asm":
+        executable = build(sys.argv[2], sys.argv[3], sys.argv[4])
+        with open(sys.argv[5], "w") as file:
+            file.write(executable.mod.inspect_source("asm"))
     else:
         raise SystemExit(f"unknown mode {mode}")
 

@@ -18,6 +18,7 @@ from llvmlite import ir
 
 from tirc.codegen.llvm import types as T
 from tirc.codegen.llvm.narrow_float import is_narrow_float, round_value
+from tirc.codegen.llvm.register_tile import RegisterFile
 from tirc.diagnostics import DiagnosticError
 from tirc.ir import expr as E
 from tirc.ir.buffer import Buffer
@@ -63,6 +64,7 @@ class Emitter:
     alignment: dict[Var, int] = field(default_factory=dict)  # known alignment of pointers
     streaming: frozenset[Var] = frozenset()  # buffers whose stores stream (see streaming.py)
     streamed: bool = False  # whether a streaming store was emitted: the function needs a fence
+    registers: RegisterFile | None = None  # the target's vector registers (register_tile.py)
 
     def expr(self, expr: object) -> ir.Value:
         """The value of an expression; anything else (a call's buffer or dtype argument where

@@ -15,6 +15,7 @@ from tirc.codegen.llvm import calls, expr, memory, stmt  # noqa: F401
 from tirc.codegen.llvm import types as T
 from tirc.codegen.llvm.casts import emit_cast
 from tirc.codegen.llvm.emitter import Emitter, free_all
+from tirc.codegen.llvm.register_tile import RegisterFile
 from tirc.codegen.llvm.streaming import emit_fence, streaming_buffers
 from tirc.ir import dtype as dt
 from tirc.ir.function import PrimFunc
@@ -24,9 +25,15 @@ MISALIGNED = -2  # a buffer pointer is not at its buffer's data_alignment
 
 
 def emit_function(
-    module: ir.Module, symbol: str, func: PrimFunc, exported: bool, cache_bytes: int = 0
+    module: ir.Module,
+    symbol: str,
+    func: PrimFunc,
+    exported: bool,
+    cache_bytes: int = 0,
+    registers: RegisterFile | None = None,
 ) -> ir.Function:
-    """`cache_bytes`: the target's last-level cache, above which outputs may stream."""
+    """`cache_bytes`: the target's last-level cache, above which outputs may stream;
+    `registers`: its vector registers, which accumulator tiles are fitted to."""
     abi = function_abi(func)
     arg_types = [T.value_type(param.abi_dtype) for param in abi]
     checked = [i for i, param in enumerate(abi) if _needs_check(param)]
@@ -47,6 +54,7 @@ def emit_function(
 
     em = Emitter(module, function, builder, fail, symbol=symbol)
     em.streaming = streaming_buffers(func, cache_bytes)
+    em.registers = registers
     for param, arg in zip(abi, function.args, strict=True):
         arg.name = param.name
         if param.kind is ParamKind.BUFFER:

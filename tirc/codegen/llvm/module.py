@@ -10,7 +10,7 @@ from llvmlite import ir
 
 from tirc.codegen.header import exported_functions
 from tirc.codegen.llvm.function import emit_function
-from tirc.codegen.llvm.target import target_machine
+from tirc.codegen.llvm.target import target_machine, vector_registers
 from tirc.codegen.llvm.tvm_ffi import add_tvm_ffi_wrappers
 from tirc.diagnostics import Note
 from tirc.ir.function import IRModule
@@ -53,9 +53,10 @@ def build_ir(
     result.data_layout = str(machine.target_data)
     exported = dict(exported_functions(module, prefix))
     symbols = []
+    registers = vector_registers(target)
     for name, func in module.functions:
         symbol = next((s for s, n in exported.items() if n == name), prefix + name)
-        emit_function(result, symbol, func, symbol in exported, target.cache_bytes)
+        emit_function(result, symbol, func, symbol in exported, target.cache_bytes, registers)
         if symbol in exported:
             symbols.append(symbol)
     return result, symbols

@@ -173,6 +173,7 @@ def _outline(
 
     child = Emitter(em.module, function, builder, fail, in_parallel=True, symbol=name)
     child.streaming, child.alignment = em.streaming, dict(em.alignment)
+    child.registers = em.registers
     for position, var in enumerate(captured):
         child.env[var] = field(3 + position, em.alignment.get(var, 0))
     threads = builder.call(em.declare("omp_get_num_threads", T.I32, []), [])

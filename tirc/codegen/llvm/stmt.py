@@ -1,9 +1,10 @@
 """Statements to control flow, one rule per IR class registered in `STMT_RULES`.
 
 Loops are counted with a phi in a header block; `T.parallel` loops go to `parallel` to be
-outlined, adjacent ones of a sequence into one OpenMP region. An allocation lives on the
-stack when it is small and of constant size, otherwise on the heap until the end of its
-enclosing sequence.
+outlined, adjacent ones of a sequence into one OpenMP region; a loop nest that updates an
+accumulator tile too large for the target's registers runs once per part (`register_tile`).
+An allocation lives on the stack when it is small and of constant size, otherwise on the
+heap until the end of its enclosing sequence.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from tirc.codegen.llvm.emitter import (
 )
 from tirc.codegen.llvm.memory import emit_store
 from tirc.codegen.llvm.parallel import emit_parallel_for, emit_parallel_loops, parallel_runs
+from tirc.codegen.llvm.register_tile import split_nest
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
 
@@ -62,6 +64,12 @@ def _for(em: Emitter, stmt: S.For) -> None:
         return
     if stmt.kind is S.ForKind.THREAD_BINDING:
         raise unsupported(stmt, "thread-bound loops (use --target cuda)")
+    parts = split_nest(stmt, em.registers) if em.registers is not None else None
+    for part in parts or [stmt]:
+        _counted(em, part)
+
+
+def _counted(em: Emitter, stmt: S.For) -> None:
     begin = em.expr(stmt.min)
     end = em.builder.add(begin, em.expr(stmt.extent))
     step = em.expr(stmt.step) if stmt.step is not None else ir.Constant(begin.type, 1)

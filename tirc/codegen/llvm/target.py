@@ -10,6 +10,7 @@ from pathlib import Path
 
 import llvmlite.binding as llvm
 
+from tirc.codegen.llvm.register_tile import RegisterFile
 from tirc.diagnostics import DiagnosticError, Note, Span
 from tirc.ir.target import Target, option_span
 
@@ -122,3 +123,37 @@ def target_machine(target: Target, opt_level: int) -> llvm.TargetMachine:
         reloc="pic",
         codemodel="default",
     )
+
+
+REGISTER_PROBE = """
+define void @probe(ptr %a, ptr %b) {
+  %x = load <16 x float>, ptr %a
+  %y = load <16 x float>, ptr %b
+  %z = fadd <16 x float> %x, %y
+  store <16 x float> %z, ptr %a
+  ret void
+}
+"""
+
+
+def vector_registers(target: Target) -> RegisterFile | None:
+    """The vector registers code for `target` computes in: on x86-64, 32 of 64 bytes where
+    LLVM uses AVX-512's zmm registers for a 64-byte vector, else 16 of 32 (ymm) or 16 bytes
+    (xmm); on AArch64, 32 NEON registers of 16 bytes; None for another architecture."""
+    return _vector_registers(target.triple, target.arch, target.features)
+
+
+@cache
+def _vector_registers(triple: str, cpu: str, features: str) -> RegisterFile | None:
+    architecture = triple.split("-")[0]
+    if architecture in ("aarch64", "arm64"):
+        return RegisterFile(32, 16)
+    if architecture != "x86_64":
+        return None
+    initialize_llvm()
+    # a CPU's name implies its features, which LLVM does not list: ask its code generator
+    machine = llvm.Target.from_triple(triple).create_target_machine(cpu=cpu, features=features)
+    assembly = machine.emit_assembly(llvm.parse_assembly(REGISTER_PROBE))
+    if "%zmm" in assembly:
+        return RegisterFile(32, 64)
+    return RegisterFile(16, 32 if "%ymm" in assembly else 16)
