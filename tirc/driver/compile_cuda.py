@@ -129,7 +129,7 @@ def launch_limit_warnings(lowered: IRModule, arch: str) -> list[Diagnostic]:
     with the device's own limits."""
     from tirc.codegen.cuda.kernel import dynamic_shared_layout
     from tirc.codegen.cuda.kernels import module_kernels
-    from tirc.codegen.cuda.stmt import allocation_size
+    from tirc.codegen.cuda.kernels import allocation_size
 
     found: list[Diagnostic] = []
     for kernel in module_kernels(lowered):

@@ -137,7 +137,7 @@ def _scalar(value: object) -> int | float | bool:
 
 
 def _allocation_bytes(buffer: Buffer) -> E.PrimExpr:
-    from tirc.codegen.cuda.stmt import allocation_size
+    from tirc.codegen.cuda.kernels import allocation_size
 
     bytes_per = max(1, buffer.dtype.bits * buffer.dtype.lanes // 8)
     return E.Mul(allocation_size(buffer), E.IntImm(bytes_per, dt.INT64))  # an int64 count

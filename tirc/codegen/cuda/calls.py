@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tirc.codegen.cuda import types
+from tirc.codegen.cuda.dp4a import print_dp4a
 from tirc.codegen.cuda.expr import (
     BIT_AND,
     BIT_OR,
@@ -16,12 +17,17 @@ from tirc.codegen.cuda.expr import (
     CONDITIONAL,
     LOGIC_OR,
     PRIMARY,
+    RULES,
     SHIFT,
     UNARY,
     Code,
     ExprPrinter,
     is_narrow_float,
 )
+from tirc.codegen.cuda.ptx import HANDLERS as PTX_HANDLERS
+from tirc.codegen.cuda.tma import HANDLERS as TMA_HANDLERS
+from tirc.codegen.cuda.wgmma_ptx import HANDLERS as WGMMA_HANDLERS
+from tirc.codegen.cuda.wmma import print_wmma_call
 from tirc.diagnostics import DiagnosticError
 from tirc.ir import expr as E
 from tirc.ir.dtype import DataType
@@ -170,8 +176,6 @@ def _extern(p: ExprPrinter, call: E.Call, lane: int | None) -> Code:
     if not isinstance(name, E.StringImm):
         raise DiagnosticError.at(call.span, f"{call.op}: the function name must be a string")
     if name.value == "__dp4a":
-        from tirc.codegen.cuda.dp4a import print_dp4a
-
         return print_dp4a(p, call, lane)
     args = ", ".join(p(arg, lane) for arg in call.args[1:])
     return f"{name.value}({args})", PRIMARY
@@ -224,8 +228,6 @@ def _q_multiply_shift(p: ExprPrinter, call: E.Call, lane: int | None) -> Code:
 
 
 def _wmma(p: ExprPrinter, call: E.Call, lane: int | None) -> Code:
-    from tirc.codegen.cuda.wmma import print_wmma_call
-
     return print_wmma_call(p, call)
 
 
@@ -260,19 +262,14 @@ _HANDLERS: dict[str, CallHandler] = {
 }
 
 
+@RULES.register(E.Call)
 def print_call(p: ExprPrinter, call: E.Call, lane: int | None) -> Code:
     handler = _HANDLERS.get(call.op)
     if handler is None:
-        from tirc.codegen.cuda.ptx import HANDLERS as PTX_HANDLERS
-
         handler = PTX_HANDLERS.get(call.op)
     if handler is None:
-        from tirc.codegen.cuda.wgmma_ptx import HANDLERS as WGMMA_HANDLERS
-
         handler = WGMMA_HANDLERS.get(call.op)
     if handler is None:
-        from tirc.codegen.cuda.tma import HANDLERS as TMA_HANDLERS
-
         handler = TMA_HANDLERS.get(call.op)
     if handler is None:
         raise DiagnosticError.at(call.span, f"CUDA codegen: no CUDA spelling for T.{call.op}")

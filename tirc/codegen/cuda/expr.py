@@ -309,10 +309,3 @@ def _load(p: ExprPrinter, node: E.BufferLoad, lane: int | None) -> Code:
         zero = types.float_literal(0.0, node.dtype.element) if node.dtype.is_float else "0"
         return f"{p.operand(node.predicate, lane, LOGIC_OR)} ? {text} : {zero}", CONDITIONAL
     return text, PRIMARY
-
-
-@RULES.register(E.Call)
-def _call(p: ExprPrinter, node: E.Call, lane: int | None) -> Code:
-    from tirc.codegen.cuda.calls import print_call
-
-    return print_call(p, node, lane)

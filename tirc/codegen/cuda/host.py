@@ -11,9 +11,14 @@ from tirc.codegen.abi import ParamKind, function_abi
 from tirc.codegen.cuda import types
 from tirc.codegen.cuda.expr import ExprPrinter
 from tirc.codegen.cuda.kernel import STATIC_SHARED_LIMIT, dynamic_shared_layout, shape_bound
-from tirc.codegen.cuda.kernels import DeviceProgram, Kernel, KernelLaunch, uses_of
+from tirc.codegen.cuda.kernels import (
+    DeviceProgram,
+    Kernel,
+    KernelLaunch,
+    allocation_size,
+    uses_of,
+)
 from tirc.codegen.cuda.names import NameTable
-from tirc.codegen.cuda.stmt import allocation_size
 from tirc.codegen.cuda.tma import encode_tensor_maps
 from tirc.codegen.cuda.writer import Writer
 from tirc.diagnostics import DiagnosticError

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from tirc.analysis.arith.analyzer import Analyzer
 from tirc.analysis.arith.bound import Bound
 from tirc.codegen.cuda import types
 from tirc.codegen.cuda.expr import ExprPrinter
-from tirc.codegen.cuda.kernels import Kernel, uses_of
+from tirc.codegen.cuda.kernels import Kernel, allocation_size, uses_of
 from tirc.codegen.cuda.names import NameTable
-from tirc.codegen.cuda.stmt import KernelWriter, allocation_size
+from tirc.codegen.cuda.stmt import KernelWriter
 from tirc.codegen.cuda.tma import tensor_map_params
 from tirc.codegen.cuda.writer import Writer
 from tirc.ir import dtype as dt
@@ -72,8 +73,6 @@ def _element_bytes(buffer: Buffer) -> int:
 
 
 def _simplify(expr: E.PrimExpr) -> E.PrimExpr:
-    from tirc.analysis.arith.analyzer import Analyzer
-
     return Analyzer().simplify(expr)
 
 

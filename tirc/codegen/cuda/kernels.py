@@ -12,8 +12,10 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from tirc.analysis.arith.analyzer import Analyzer
 from tirc.codegen.abi import ParamKind, function_abi
 from tirc.diagnostics import DiagnosticError, Note
+from tirc.ir import dtype as dt
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
 from tirc.ir.abi import is_kernel, launched_kernel
@@ -23,6 +25,7 @@ from tirc.ir.functor import Mutator, Visitor, walk
 from tirc.ir.node import Node
 from tirc.ir.structural import structural_equal
 from tirc.ir.substitute import substitute
+from tirc.transform.dialects import require_dialect
 from tirc.transform.pass_base import Dialect
 from tirc.transform.passes.split_host_device import Uses, uses_of
 
@@ -84,8 +87,6 @@ class DeviceProgram:
 def require_split(module: IRModule) -> IRModule:
     """`module`, when it is split into host and kernel functions with C signatures (what the
     cuda pipeline leaves); else a DiagnosticError at the first thing that is not."""
-    from tirc.transform.dialects import require_dialect
-
     require_dialect(
         module,
         Dialect.HOST_DEVICE,
@@ -152,6 +153,15 @@ def check_whole_warps(kernel: Kernel) -> None:
         )
 
 
+def allocation_size(buffer: Buffer) -> E.PrimExpr:
+    """The number of elements of an allocation, in int64, simplified."""
+    size: E.PrimExpr = E.IntImm(1, dt.INT64)
+    for extent in buffer.shape:
+        value = extent if extent.dtype == dt.INT64 else E.Cast(dt.INT64, extent)
+        size = value if E.is_const_int(size, 1) else E.Mul(size, value)
+    return Analyzer().simplify(size)
+
+
 def hoist_dynamic_allocations(body: S.Stmt, params: frozenset[E.Var]) -> S.Stmt:
     """`body` with its per-thread arrays whose size only the launch knows allocated at the
     kernel's start. Such an array is a stack allocation (an alloca) that lives until the
@@ -163,8 +173,6 @@ def hoist_dynamic_allocations(body: S.Stmt, params: frozenset[E.Var]) -> S.Stmt:
             alloc A[n]          ->      for k in range(K):
             ...                             ...
     """
-    from tirc.codegen.cuda.stmt import allocation_size
-
     hoisted: list[S.Stmt] = []
 
     def is_hoistable(stmt: S.Stmt) -> bool:

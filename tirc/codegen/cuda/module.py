@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+# calls registers the Call rule in expr.RULES as it loads; this is the one place that loads it
+from tirc.codegen.cuda import calls  # noqa: F401
 from tirc.codegen.cuda.helpers import helpers_used
 from tirc.codegen.cuda.host import launcher_text
 from tirc.codegen.cuda.kernel import kernel_text
@@ -17,6 +19,7 @@ from tirc.codegen.cuda.kernels import (
     require_split,
     size_params,
 )
+from tirc.codegen.cuda.tvm_ffi import tvm_ffi_text
 from tirc.ir.function import IRModule
 
 # a word in the kernels -> the header that defines it
@@ -52,8 +55,6 @@ def emit_cuda(module: IRModule, *, source_name: str = "", abi: str = "c") -> str
     parts += ["\n" + text for text in helpers_used(device + host)]
     parts.append("\n" + device)
     if abi == "tvm-ffi":
-        from tirc.codegen.cuda.tvm_ffi import tvm_ffi_text
-
         host += tvm_ffi_text(programs)
     parts.append("\n#if !defined(__CUDACC_RTC__)\n\n" + host + "\n#endif  // !__CUDACC_RTC__\n")
     return "".join(parts)

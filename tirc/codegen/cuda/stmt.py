@@ -14,10 +14,10 @@ from typing import cast
 from tirc.analysis.arith.bound import Bound
 from tirc.codegen.cuda import types
 from tirc.codegen.cuda.expr import ExprPrinter
-from tirc.codegen.cuda.kernels import Kernel, uses_of
+from tirc.codegen.cuda.kernels import Kernel, allocation_size, uses_of
+from tirc.codegen.cuda.wmma import check_fragment_accesses, fragment_declaration, fragment_shapes
 from tirc.codegen.cuda.writer import Writer
 from tirc.diagnostics import DiagnosticError
-from tirc.ir import dtype as dt
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
 from tirc.ir.buffer import Buffer, Range
@@ -31,24 +31,6 @@ WMMA_SCOPES = ("wmma.matrix_a", "wmma.matrix_b", "wmma.accumulator")
 
 
 RULES: Dispatch[KernelWriter, [], None] = Dispatch("CUDA codegen")
-
-
-def allocation_size(buffer: Buffer) -> E.PrimExpr:
-    """The number of elements of an allocation, in int64."""
-    size: E.PrimExpr = E.IntImm(1, _INT64)
-    for extent in buffer.shape:
-        value = extent if extent.dtype == _INT64 else E.Cast(_INT64, extent)
-        size = value if E.is_const_int(size, 1) else E.Mul(size, value)
-    return _fold(size)
-
-
-def _fold(expr: E.PrimExpr) -> E.PrimExpr:
-    from tirc.analysis.arith.analyzer import Analyzer
-
-    return Analyzer().simplify(expr)
-
-
-_INT64 = dt.INT64
 
 
 class KernelWriter:
@@ -286,9 +268,10 @@ def _alloc(w: KernelWriter, node: S.AllocBuffer) -> None:
     element = types.c_type(buffer.dtype)
     scope = buffer.scope
     if scope in WMMA_SCOPES:
-        from tirc.codegen.cuda.wmma import declare_fragment
-
-        declare_fragment(w, node)
+        if w.fragment_shapes is None:
+            check_fragment_accesses(w.kernel.body)
+            w.fragment_shapes = fragment_shapes(w.kernel.body)
+        w.out.line(fragment_declaration(w.p, w.fragment_shapes, node))
         return
     if buffer in w.dynamic_shared:
         offset = w.p(w.dynamic_shared[buffer])

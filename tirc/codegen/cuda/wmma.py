@@ -7,17 +7,13 @@ interpreter: fragments row-major, fragment `index` at element index * size.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from tirc.codegen.cuda import types
 from tirc.codegen.cuda.expr import PRIMARY, Code, ExprPrinter
+from tirc.codegen.cuda.kernels import allocation_size
 from tirc.diagnostics import Diagnostic, DiagnosticError, Note
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
 from tirc.ir.functor import walk
-
-if TYPE_CHECKING:
-    from tirc.codegen.cuda.stmt import KernelWriter
 
 WMMA = "nvcuda::wmma"
 _ROLE = {
@@ -89,12 +85,12 @@ _ACCESS: dict[type, tuple[str, str]] = {
 }
 
 
-def declare_fragment(w: KernelWriter, node: S.AllocBuffer) -> None:
+def fragment_declaration(
+    p: ExprPrinter, shapes: dict[E.Var, tuple[int, int, int, str]], node: S.AllocBuffer
+) -> str:
+    """The declaration of the fragment that `node` allocates, its shape from `shapes`
+    (`fragment_shapes` of the kernel); `p` learns that the buffer is a fragment."""
     buffer = node.buffer
-    shapes = w.fragment_shapes
-    if shapes is None:
-        check_fragment_accesses(w.kernel.body)
-        shapes = w.fragment_shapes = fragment_shapes(w.kernel.body)
     shape = shapes.get(buffer.data)
     if shape is None:
         raise DiagnosticError.at(
@@ -103,8 +99,6 @@ def declare_fragment(w: KernelWriter, node: S.AllocBuffer) -> None:
     m, n, k, layout = shape
     role = _ROLE[buffer.scope]
     rows_cols = {"matrix_a": m * k, "matrix_b": k * n, "accumulator": m * n}[role]
-    from tirc.codegen.cuda.stmt import allocation_size
-
     size = allocation_size(buffer)
     if not isinstance(size, E.IntImm):
         raise DiagnosticError.at(node.span, f"fragment {buffer.name} needs a constant size")
@@ -112,10 +106,10 @@ def declare_fragment(w: KernelWriter, node: S.AllocBuffer) -> None:
     element = types.scalar_type(buffer.dtype)
     layout_arg = "" if role == "accumulator" else f", {WMMA}::{layout}"
     fragment = f"{WMMA}::fragment<{WMMA}::{role}, {m}, {n}, {k}, {element}{layout_arg}>"
-    w.p.fragments.add(buffer.data)
+    p.fragments.add(buffer.data)
     if role == "accumulator":
-        w.p.accumulators.add(buffer.data)
-    w.out.line(f"{fragment} {w.p.names(buffer.data)}[{count}];")
+        p.accumulators.add(buffer.data)
+    return f"{fragment} {p.names(buffer.data)}[{count}];"
 
 
 def print_wmma_call(p: ExprPrinter, call: E.Call) -> Code:

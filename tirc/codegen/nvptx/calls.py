@@ -9,8 +9,11 @@ from collections.abc import Callable
 
 import llvmlite.ir as ir
 
+from tirc.codegen.cuda.dp4a import dp4a_operands
 from tirc.codegen.nvptx import types
-from tirc.codegen.nvptx.values import _INTRINSIC_MATH, _LIBDEVICE_MATH, ValueBuilder
+from tirc.codegen.nvptx.ptx import LOWERINGS as PTX_LOWERINGS
+from tirc.codegen.nvptx.values import _INTRINSIC_MATH, _LIBDEVICE_MATH, RULES, ValueBuilder
+from tirc.codegen.nvptx.wgmma_ptx import LOWERINGS as WGMMA_LOWERINGS
 from tirc.diagnostics import DiagnosticError
 from tirc.ir import expr as E
 from tirc.ir.dtype import DataType
@@ -207,8 +210,6 @@ def _address_of(v: ValueBuilder, call: E.Call) -> ir.Value:
 def _dp4a(v: ValueBuilder, call: E.Call) -> ir.Value:
     """CUDA's __dp4a(a, b, c) (see tirc/codegen/cuda/dp4a.py) as `llvm.nvvm.idp4a.{s,u}.{s,u}`,
     signed or not as each operand's type says; a vector operand travels as one 32-bit word."""
-    from tirc.codegen.cuda.dp4a import dp4a_operands
-
     dp4a = dp4a_operands(call)
     words = []
     for operand in (dp4a.a, dp4a.b):
@@ -278,15 +279,12 @@ _LOWERINGS: dict[str, CallLowering] = {
 }
 
 
+@RULES.register(E.Call)
 def lower_call(v: ValueBuilder, call: E.Call) -> ir.Value:
     lowering = _LOWERINGS.get(call.op)
     if lowering is None:
-        from tirc.codegen.nvptx.ptx import LOWERINGS as PTX_LOWERINGS
-
         lowering = PTX_LOWERINGS.get(call.op)
     if lowering is None:
-        from tirc.codegen.nvptx.wgmma_ptx import LOWERINGS as WGMMA_LOWERINGS
-
         lowering = WGMMA_LOWERINGS.get(call.op)
     if lowering is None:
         raise DiagnosticError.at(

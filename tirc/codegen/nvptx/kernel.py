@@ -10,9 +10,14 @@ from __future__ import annotations
 import llvmlite.ir as ir
 
 from tirc.codegen.cuda.kernel import dynamic_shared_layout, pointer_element
-from tirc.codegen.cuda.kernels import Kernel, uses_of
-from tirc.codegen.cuda.stmt import allocation_size
-from tirc.codegen.nvptx import types
+from tirc.codegen.cuda.kernels import Kernel, allocation_size, uses_of
+from tirc.codegen.cuda.wmma import check_fragment_accesses
+
+# calls registers the Call rule in values.RULES as it loads; this is the one place that loads it
+from tirc.codegen.nvptx import (
+    calls,  # noqa: F401
+    types,
+)
 from tirc.codegen.nvptx.values import ValueBuilder
 from tirc.diagnostics import DiagnosticError
 from tirc.ir import expr as E
@@ -206,8 +211,6 @@ def _alloc(k: KernelBuilder, node: S.AllocBuffer) -> None:
     element = types.memory_type(buffer.dtype)
     size = allocation_size(buffer)
     if buffer.scope.startswith("wmma."):
-        from tirc.codegen.cuda.wmma import check_fragment_accesses
-
         check_fragment_accesses(k.kernel.body)  # an error of the program's comes first
         raise DiagnosticError.at(node.span, "--ptx-via llvm: wmma fragments need --ptx-via nvrtc")
     if buffer in k.dynamic_offsets:

@@ -2,7 +2,7 @@
 
 `if_then_else` branches, so that the arm not taken (often an out-of-bounds load) never runs.
 Math beyond what PTX has instructions for calls libdevice's `__nv_*` functions, which the
-module links in.
+module links in. Calls are lowered by `calls`, which registers its rule in `RULES`.
 """
 
 from __future__ import annotations
@@ -278,10 +278,3 @@ def _load(v: ValueBuilder, node: E.BufferLoad) -> ir.Value:
     if buffer.dtype.element.is_bool:
         return v.b.trunc(value, types.value_type(node.dtype))
     return value
-
-
-@RULES.register(E.Call)
-def _call(v: ValueBuilder, node: E.Call) -> ir.Value:
-    from tirc.codegen.nvptx.calls import lower_call
-
-    return lower_call(v, node)
