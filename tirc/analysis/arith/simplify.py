@@ -66,11 +66,11 @@ class Simplifier(Mutator):
 
     # -- canonical sums --------------------------------------------------------------------
 
-    def _sum(self, node: PrimExpr) -> PrimExpr:
+    def _sum(self, node: E.BinaryOp) -> PrimExpr:
         rebuilt = self.generic_visit(node)
         if not _is_index(rebuilt):
             return rebuilt
-        a, b = _const(rebuilt.a), _const(rebuilt.b)  # type: ignore[attr-defined]
+        a, b = _const(rebuilt.a), _const(rebuilt.b)
         if a is not None and b is not None:  # folded at once, as the canonical sum would
             value = _FOLD[type(rebuilt)](a, b)
             return IntImm(integer.wrap(value, rebuilt.dtype), rebuilt.dtype)
@@ -83,26 +83,26 @@ class Simplifier(Mutator):
 
     # -- division ----------------------------------------------------------------------------
 
-    def _division(self, node: PrimExpr, is_mod: bool) -> PrimExpr:
+    def _division(self, node: E.BinaryOp, is_mod: bool) -> PrimExpr:
         rebuilt = self.generic_visit(node)
-        a, b = rebuilt.a, rebuilt.b  # type: ignore[attr-defined]
+        a, b = rebuilt.a, rebuilt.b
         if not _is_index(rebuilt):
             return rebuilt
-        divisor = _const(b)
-        if divisor and _const(a) is not None:
+        divisor, dividend = _const(b), _const(a)
+        if divisor and dividend is not None:
             fold = integer.floormod if is_mod else integer.floordiv
-            value = fold(a.value, divisor)
+            value = fold(dividend, divisor)
             return IntImm(integer.wrap(value, a.dtype), a.dtype)
         if divisor is None:
             symbolic = self._symbolic_division(a, b, is_mod)
             if symbolic is not None:
                 return symbolic
         if divisor is None or divisor <= 0:
-            if _const(a) is not None and divisor is not None and divisor != 0:
+            if dividend is not None and divisor is not None and divisor != 0:
                 value = (
-                    integer.floormod(a.value, divisor)
+                    integer.floormod(dividend, divisor)
                     if is_mod
-                    else integer.floordiv(a.value, divisor)
+                    else integer.floordiv(dividend, divisor)
                 )
                 return IntImm(integer.wrap(value, a.dtype), a.dtype)
             return rebuilt
@@ -269,14 +269,17 @@ class Simplifier(Mutator):
     def visit_FloorMod(self, node: E.FloorMod) -> PrimExpr:
         return self._division(node, is_mod=True)
 
-    def _truncated(self, node: PrimExpr, is_mod: bool) -> PrimExpr:
+    def _truncated(self, node: E.BinaryOp, is_mod: bool) -> PrimExpr:
         rebuilt = self.generic_visit(node)
-        a, b = rebuilt.a, rebuilt.b  # type: ignore[attr-defined]
+        a, b = rebuilt.a, rebuilt.b
         if not _is_index(rebuilt):
             return rebuilt
-        if _const(a) is not None and _const(b) not in (None, 0):
+        dividend, divisor = _const(a), _const(b)
+        if dividend is not None and divisor is not None and divisor != 0:
             value = (
-                integer.truncmod(a.value, b.value) if is_mod else integer.truncdiv(a.value, b.value)
+                integer.truncmod(dividend, divisor)
+                if is_mod
+                else integer.truncdiv(dividend, divisor)
             )
             return IntImm(integer.wrap(value, a.dtype), a.dtype)
         bound_a, bound_b = self.bound(a), self.bound(b)
@@ -301,9 +304,9 @@ class Simplifier(Mutator):
 
     # -- min / max ---------------------------------------------------------------------------
 
-    def _extremum(self, node: PrimExpr, pick_min: bool) -> PrimExpr:
+    def _extremum(self, node: E.BinaryOp, pick_min: bool) -> PrimExpr:
         rebuilt = self.generic_visit(node)
-        a, b = rebuilt.a, rebuilt.b  # type: ignore[attr-defined]
+        a, b = rebuilt.a, rebuilt.b
         if not _is_index(rebuilt):
             return rebuilt
         if expr_key(a) == expr_key(b):
@@ -419,8 +422,8 @@ class Simplifier(Mutator):
 
     def visit_Var(self, node: Var) -> PrimExpr:
         bound = self.ranges.get(node)
-        if bound is not None and bound.is_const and _is_index(node):
-            return IntImm(bound.min, node.dtype)  # type: ignore[arg-type]
+        if bound is not None and bound.min is not None and bound.is_const and _is_index(node):
+            return IntImm(bound.min, node.dtype)
         return node
 
 
@@ -449,12 +452,12 @@ def _same(x: object, y: object) -> bool:
     return x == y
 
 
-def _absorbed(a: PrimExpr, b: PrimExpr, inner: type) -> PrimExpr | None:
+def _absorbed(a: PrimExpr, b: PrimExpr, inner: type[E.BinaryOp]) -> PrimExpr | None:
     """The absorption laws: min(max(x, y), x) -> x and max(min(x, y), y) -> y, either side."""
     for outer_arg, other in ((a, b), (b, a)):
         if isinstance(outer_arg, inner):
             key = expr_key(other)
-            if key in (expr_key(outer_arg.a), expr_key(outer_arg.b)):  # type: ignore[attr-defined]
+            if key in (expr_key(outer_arg.a), expr_key(outer_arg.b)):
                 return other
     return None
 

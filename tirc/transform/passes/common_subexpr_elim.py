@@ -179,7 +179,8 @@ class _Record(Visitor):
 
     def copy_parts(self, expr: E.PrimExpr, slot: _Slot) -> None:
         """Records the computations inside `expr` (not itself) as uses at `slot`."""
-        for operand in (expr.a, expr.b):  # type: ignore[attr-defined]
+        assert isinstance(expr, E.BinaryOp)  # a computation of size > 1 is arithmetic
+        for operand in (expr.a, expr.b):
             size, key, _ = self.facts.of(operand)
             if size > 1:
                 self.enclosing.append(self.add(key, slot, False))
@@ -345,7 +346,7 @@ class _Rewrite(Mutator):
                 a is b for a, b in zip(kids, stmt.stmts, strict=True)
             )
             return stmt if same else dataclasses.replace(stmt, stmts=tuple(kids))
-        changes: dict[str, object] = {}
+        changes: dict[str, Any] = {}  # field name -> new value, fields found by name
         at = 0
         for name in child_fields(type(stmt)):
             value = getattr(stmt, name)
@@ -358,7 +359,7 @@ class _Rewrite(Mutator):
                 continue
             if new is not value:
                 changes[name] = new
-        return dataclasses.replace(stmt, **changes) if changes else stmt  # type: ignore[arg-type]
+        return dataclasses.replace(stmt, **changes) if changes else stmt
 
 
 @dataclass(frozen=True)

@@ -204,8 +204,8 @@ class _Emitter:
             body.append(steps)
             offset *= 2
         if broadcast:
-            lane = self.group_offset(n)
-            lane = _int(0) if lane is None else E.Mul(_int(n, lane), self.threads.group_index)  # type: ignore[arg-type]
+            group = self.threads.group_index
+            lane = _int(0) if group is None else E.Mul(_int(n, group), group)
             for buf in bufs:
                 call = E.Call(
                     buf.dtype,
