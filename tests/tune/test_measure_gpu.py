@@ -18,6 +18,7 @@ import pytest
 
 from tests.runtime.fake_cuda import FakeDriver, FakeGpu, Launch
 from tirc.diagnostics import DiagnosticError
+from tirc.driver.target import parse_target
 from tirc.tune.command import tune_file
 
 N = 4096
@@ -58,7 +59,7 @@ def tune(tmp_path: Path, open_gpu: object, trials: int) -> tuple[int, str]:
     stream = io.StringIO()
     code = tune_file(
         str(tmp_path / "k.tir"),
-        target="cuda",
+        target=parse_target("cuda"),
         defines={},
         func=None,
         trials=trials,

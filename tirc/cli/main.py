@@ -110,6 +110,32 @@ class TargetType(click.ParamType):
 TARGET = TargetType()
 
 
+# `-D NAME=VALUE`, repeatable: the command's `defines`, for tirc.driver.defines.parse_defines
+defines_option = click.option(
+    "-D", "defines", multiple=True, metavar="NAME=VALUE", help="Override a module parameter."
+)
+
+
+def program_options(
+    *, target: str, target_help: str, func_help: str | None = None
+) -> Callable[[Callable[..., int]], Callable[..., int]]:
+    """The options that say which program is built and for what, as compile, run and tune
+    take them: `--target` (read into a Target, default `target`), `-D NAME=VALUE`
+    (defines_option) and, where `func_help` is given, `--func NAME`."""
+
+    def decorate(command: Callable[..., int]) -> Callable[..., int]:
+        command = defines_option(command)
+        if func_help is not None:
+            command = click.option("--func", "func", default=None, metavar="NAME", help=func_help)(
+                command
+            )
+        return click.option(
+            "--target", type=TARGET, default=target, show_default=True, help=target_help
+        )(command)
+
+    return decorate
+
+
 @click.group(
     context_settings={"help_option_names": ["-h", "--help"]},
     epilog=examples(
@@ -177,9 +203,7 @@ remarks_option = click.option(
 )
 @click.argument("file")
 @click.option("-o", "--output", default="-", metavar="OUT", help="Output file ('-': stdout).")
-@click.option(
-    "-D", "defines", multiple=True, metavar="NAME=VALUE", help="Override a module parameter."
-)
+@defines_option
 @click.option("--plan", default=None, metavar="PLAN.json", help="Schedule with this plan first.")
 @click.option("--lower", is_flag=True, help="Print the module lowered to tir.")
 @click.option(
@@ -288,9 +312,7 @@ def diff_command(left: str, right: str) -> int:
 )
 @click.option("--intrinsics", default=None, metavar="JSON", help="Tensor intrinsics for tensorize.")
 @click.option("-o", "--output", default="-", metavar="OUT", help="Output file ('-': stdout).")
-@click.option(
-    "-D", "defines", multiple=True, metavar="NAME=VALUE", help="Override a module parameter."
-)
+@defines_option
 def schedule_command(
     file: str,
     plan: str,
@@ -323,15 +345,12 @@ def schedule_command(
     ),
 )
 @click.argument("file")
-@click.option(
-    "--target",
-    type=TARGET,
-    default="interp",
-    show_default=True,
-    help="interp, cpu, 'cpu -mcpu=NAME', cuda or 'cuda -arch=sm_XX' (a GPU here).",
+@program_options(
+    target="interp",
+    target_help="interp, cpu, 'cpu -mcpu=NAME', cuda or 'cuda -arch=sm_XX' (a GPU here).",
+    func_help="Function to run.",
 )
 @click.option("--plan", default=None, metavar="PLAN.json", help="Schedule with this plan first.")
-@click.option("--func", "func", default=None, metavar="NAME", help="Function to run.")
 @click.option("--inputs", default=None, metavar="IN.npz", help="Arguments by parameter name.")
 @click.option("--save", default=None, metavar="OUT.npz", help="Write every buffer after the run.")
 @click.option("--seed", default=0, show_default=True, help="Seed for arguments not given.")
@@ -365,9 +384,6 @@ def schedule_command(
     type=click.IntRange(0, 3),
     default=None,
     help="LLVM optimization level (default 3; cpu, and cuda where LLVM makes the PTX).",
-)
-@click.option(
-    "-D", "defines", multiple=True, metavar="NAME=VALUE", help="Override a module parameter."
 )
 @click.option(
     "--gpu-model",
@@ -434,13 +450,7 @@ def run_command(
 )
 @click.argument("file")
 @click.option("--plan", default=None, metavar="PLAN.json", help="Schedule with this plan first.")
-@click.option(
-    "--target",
-    type=TARGET,
-    default="cpu",
-    show_default=True,
-    help="cpu, 'cpu -mcpu=NAME', cuda or 'cuda -arch=sm_XX'.",
-)
+@program_options(target="cpu", target_help="cpu, 'cpu -mcpu=NAME', cuda or 'cuda -arch=sm_XX'.")
 @click.option(
     "--emit",
     type=Choice(["obj", "so", "ll", "asm", "header", "cu", "ptx", "cubin"]),
@@ -448,9 +458,6 @@ def run_command(
     help="What to write (cpu: obj so ll asm header; cuda: cu ptx cubin).",
 )
 @click.option("-o", "--output", default=None, metavar="OUT", help="Output file ('-': stdout).")
-@click.option(
-    "-D", "defines", multiple=True, metavar="NAME=VALUE", help="Override a module parameter."
-)
 @click.option("-MD", "md", is_flag=True, help="Write a make depfile next to the output.")
 @remarks_option
 @click.option("-MF", "mf", default=None, metavar="DEPFILE", help="Write the depfile here.")
@@ -535,11 +542,11 @@ def compile_command(
     ),
 )
 @click.argument("file", required=False)
-@click.option("--target", default="cpu", show_default=True, help="cpu, 'cpu -mcpu=NAME' or cuda.")
-@click.option(
-    "-D", "defines", multiple=True, metavar="NAME=VALUE", help="Override a module parameter."
+@program_options(
+    target="cpu",
+    target_help="cpu, 'cpu -mcpu=NAME', cuda or 'cuda -arch=sm_XX' (timed on a GPU here, if any).",
+    func_help="The function to tune (default: the only one, or main).",
 )
-@click.option("--func", default=None, help="The function to tune (default: the only one, or main).")
 @click.option(
     "--trials", type=int, default=64, show_default=True, help="Candidates to measure this run."
 )
@@ -550,7 +557,8 @@ def compile_command(
     "--workers",
     default=None,
     metavar="SPEC",
-    help="local or local:K: K candidate processes on this machine (default: one per core).",
+    help="local or local:K: K candidate processes on this machine (default: one per core); "
+    "ray or ray:ADDRESS: Ray tasks on a Ray cluster (pip install 'tirc[ray]').",
 )
 @click.option(
     "--db", default=None, metavar="DB", help="The tuning database (default: tirc-tune.db)."
@@ -574,7 +582,7 @@ def compile_command(
 @click.option("--report", "show_report", is_flag=True, help="List the best plans in the database.")
 def tune_command(
     file: str | None,
-    target: str,
+    target: Target,
     defines: tuple[str, ...],
     func: str | None,
     trials: int,

@@ -18,6 +18,7 @@ from tirc.tune.database import Database
 from tirc.tune.task import load_task
 
 if TYPE_CHECKING:
+    from tirc.ir.target import Target
     from tirc.runtime.cuda_driver import Device
 
 DEFAULT_DB = "tirc-tune.db"
@@ -26,7 +27,7 @@ DEFAULT_DB = "tirc-tune.db"
 def tune_file(
     path: str,
     *,
-    target: str,
+    target: Target,
     defines: Mapping[str, str],
     func: str | None,
     trials: int,
@@ -44,13 +45,11 @@ def tune_file(
     candidates are timed on (default: this machine's; tests pass a fake)."""
     from tirc.driver.output import write_output
     from tirc.driver.source import read_source
-    from tirc.driver.target import parse_target
     from tirc.tune.tune import tune
     from tirc.tune.workers import parse_workers
 
     stream = stream or sys.stderr
-    parsed = parse_target(target)
-    if parsed.backend not in ("llvm", "cuda"):
+    if target.backend not in ("llvm", "cuda"):
         raise DiagnosticError.at(
             None, f"tirc tune cannot tune for '{target}'", Note("choose --target cpu or cuda")
         )
@@ -58,7 +57,7 @@ def tune_file(
         raise DiagnosticError.at(None, f"--trials must be at least 1, not {trials}")
     parsed_workers = parse_workers(workers)
     source = read_source(path)
-    task = load_task(source.text, source.name, dict(defines), func, parsed, threads)
+    task = load_task(source.text, source.name, dict(defines), func, target, threads)
     database = Database(db or DEFAULT_DB)
     display = _Display(stream)
     try:
