@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from tirc.analysis.well_formed.checker import Checker
 from tirc.diagnostics import Diagnostic, Note, Span
 from tirc.ir.buffer import Buffer
-from tirc.ir.expr import PrimExpr, Var
+from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.function import PrimFunc
 from tirc.ir.functor import child_fields
 from tirc.ir.node import Node
@@ -73,8 +73,9 @@ class ThreadChecker(Checker):
             self.kernel[tag] = Launch(extent, self.span_of(stmt))
         elif not is_same(first.extent, extent):
             self.error(
-                f"'{tag}' is bound with extent {show(extent)} here but {show(first.extent)} "
-                "elsewhere in the same kernel; a kernel has one extent per thread tag",
+                f"'{tag}' is bound with {describe_extent(extent)} here but "
+                f"{describe_extent(first.extent)} elsewhere in the same kernel; a kernel has one "
+                "extent per thread tag",
                 stmt,
                 Note(f"'{tag}' is first bound here", first.span),
             )
@@ -96,17 +97,14 @@ def is_same(a: object, b: object) -> bool:
     return a == b
 
 
-def show(expr: PrimExpr) -> str:
-    """An extent for a message: its value when constant, else its text."""
-    value = getattr(expr, "value", None)
-    if isinstance(value, int):
-        return str(value)
-    try:
-        from tirc.text import script
-
-        return script(expr)
-    except ImportError:  # the printer is optional for messages
-        return type(expr).__name__
+def describe_extent(expr: PrimExpr) -> str:
+    """An extent for a message: its value when constant, its name when a variable; the
+    message's location shows any other in the source (analysis does not print IR)."""
+    if isinstance(expr, IntImm):
+        return f"extent {expr.value}"
+    if isinstance(expr, Var):
+        return f"extent {expr.name}"
+    return "a computed extent"
 
 
 def check_threads(func: PrimFunc) -> list[Diagnostic]:
