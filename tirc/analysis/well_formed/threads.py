@@ -73,9 +73,8 @@ class ThreadChecker(Checker):
             self.kernel[tag] = Launch(extent, self.span_of(stmt))
         elif not is_same(first.extent, extent):
             self.error(
-                f"'{tag}' is bound with {describe_extent(extent)} here but "
-                f"{describe_extent(first.extent)} elsewhere in the same kernel; a kernel has one "
-                "extent per thread tag",
+                f"'{tag}' is bound with extent {show(extent)} here but {show(first.extent)} "
+                "elsewhere in the same kernel; a kernel has one extent per thread tag",
                 stmt,
                 Note(f"'{tag}' is first bound here", first.span),
             )
@@ -97,14 +96,15 @@ def is_same(a: object, b: object) -> bool:
     return a == b
 
 
-def describe_extent(expr: PrimExpr) -> str:
-    """An extent for a message: its value when constant, its name when a variable; the
-    message's location shows any other in the source (analysis does not print IR)."""
+def show(expr: PrimExpr) -> str:
+    """An extent for a message: its value when constant, a variable's name, else its source
+    text (analysis does not print IR), or `?` for one built without a source."""
     if isinstance(expr, IntImm):
-        return f"extent {expr.value}"
+        return str(expr.value)
     if isinstance(expr, Var):
-        return f"extent {expr.name}"
-    return "a computed extent"
+        return expr.name
+    span = expr.span
+    return span.source.text[span.start : span.end] if span is not None else "?"
 
 
 def check_threads(func: PrimFunc) -> list[Diagnostic]:
