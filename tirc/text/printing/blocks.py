@@ -3,17 +3,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.stmt import IterType, IterVar, SBlock, SBlockRealize
 from tirc.text.printing.buffers import buffer_call, define_buffer, end_of, region_text
+from tirc.text.printing.emitter import Emitter
 from tirc.text.printing.literals import quote
 from tirc.text.printing.sameness import same_expr
 from tirc.text.printing.values import format_attrs
-
-if TYPE_CHECKING:
-    from tirc.text.printing.stmt import StmtPrinter
 
 _AXIS = {
     IterType.SPATIAL: "spatial",
@@ -28,7 +24,7 @@ def is_true(expr: PrimExpr) -> bool:
     return type(expr) is IntImm and expr.value == 1
 
 
-def print_realize(printer: StmtPrinter, realize: SBlockRealize) -> None:
+def print_realize(printer: Emitter, realize: SBlockRealize) -> None:
     block = realize.block
     printer.open(f"with T.sblock({quote(block.name)}):")
     _print_iter_vars(printer, block.iter_vars, realize.iter_values)
@@ -38,7 +34,7 @@ def print_realize(printer: StmtPrinter, realize: SBlockRealize) -> None:
     printer.close()
 
 
-def print_block_contents(printer: StmtPrinter, block: SBlock) -> None:
+def print_block_contents(printer: Emitter, block: SBlock) -> None:
     """Everything after the iteration variables: regions, attributes, buffers, init, body."""
     printer.line(f"T.reads({', '.join(region_text(printer, r) for r in block.reads)})")
     printer.line(f"T.writes({', '.join(region_text(printer, r) for r in block.writes)})")
@@ -58,14 +54,14 @@ def print_block_contents(printer: StmtPrinter, block: SBlock) -> None:
     printer.body(block.body)
 
 
-def print_alloc_buffers(printer: StmtPrinter, block: SBlock) -> None:
+def print_alloc_buffers(printer: Emitter, block: SBlock) -> None:
     for buffer in block.alloc_buffers:
         name = define_buffer(printer, buffer)
         printer.line(f"{name} = {buffer_call(printer, 'T.sblock_alloc_buffer', buffer, name)}")
 
 
 def _print_iter_vars(
-    printer: StmtPrinter, iter_vars: tuple[IterVar, ...], values: tuple[PrimExpr, ...]
+    printer: Emitter, iter_vars: tuple[IterVar, ...], values: tuple[PrimExpr, ...]
 ) -> None:
     group: list[int] = []
     for index, iter_var in enumerate(iter_vars):
@@ -77,7 +73,7 @@ def _print_iter_vars(
     _flush_remap(printer, group, iter_vars, values)
 
 
-def _is_remappable(printer: StmtPrinter, iter_var: IterVar, value: PrimExpr) -> bool:
+def _is_remappable(printer: Emitter, iter_var: IterVar, value: PrimExpr) -> bool:
     if iter_var.iter_type not in _REMAP_LETTER or type(value) is not Var:
         return False
     loop = printer.loops.get(value)
@@ -88,7 +84,7 @@ def _is_remappable(printer: StmtPrinter, iter_var: IterVar, value: PrimExpr) -> 
 
 
 def _flush_remap(
-    printer: StmtPrinter,
+    printer: Emitter,
     group: list[int],
     iter_vars: tuple[IterVar, ...],
     values: tuple[PrimExpr, ...],
@@ -107,7 +103,7 @@ def _flush_remap(
     group.clear()
 
 
-def _print_axis(printer: StmtPrinter, iter_var: IterVar, value: PrimExpr) -> None:
+def _print_axis(printer: Emitter, iter_var: IterVar, value: PrimExpr) -> None:
     expr = printer.exprs.expr
     dom = iter_var.dom
     if dom is None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import Var
+from tirc.ir.stmt import For, Stmt
 from tirc.text.printing.expr import ExprPrinter
 from tirc.text.printing.literals import quote
 from tirc.text.printing.names import NameTable
@@ -28,6 +29,9 @@ def type_annotation(var: Var) -> str:
 
 
 class Emitter:
+    """Lines and names. Nested bodies are printed by the subclass, `stmt.StmtPrinter`;
+    `blocks` and `loops` print through this class, so that they need not import it."""
+
     def __init__(self, *, declare_free_vars: bool = True) -> None:
         self.lines: list[str] = []
         self.indent = ""
@@ -36,6 +40,11 @@ class Emitter:
         self.data_owners: dict[Var, Buffer] = {}  # data handle -> the buffer that defined it
         self.declare_free_vars = declare_free_vars
         self.exprs = ExprPrinter(self.names, self._free_var, self.scalar_buffers)
+        self.loops: dict[Var, For] = {}  # enclosing loops by variable, for T.axis.remap
+
+    def body(self, node: Stmt) -> None:
+        """Print a nested body (a sequence's statements in turn, or one statement alone)."""
+        raise NotImplementedError("StmtPrinter prints bodies")
 
     def line(self, text: str) -> None:
         self.lines.append(self.indent + text)

@@ -3,16 +3,14 @@ annotations, extents free of the grid's own variables), `range` for one, `T.<kin
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from tirc.ir.canonical import difference
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.stmt import For, ForKind
+from tirc.ir.structural import structural_equal
 from tirc.text.printing.buffers import end_of, vars_in
+from tirc.text.printing.emitter import Emitter
 from tirc.text.printing.literals import quote
 from tirc.text.printing.values import format_attrs
-
-if TYPE_CHECKING:
-    from tirc.text.printing.stmt import StmtPrinter
 
 _KIND_FUNCTION = {
     ForKind.SERIAL: "T.serial",
@@ -43,9 +41,6 @@ def is_plain(loop: For) -> bool:
 
 def is_collected(extent: PrimExpr) -> bool:
     """Whether the parser's `range(extent)` keeps `extent` as it is."""
-    from tirc.ir.canonical import difference
-    from tirc.ir.structural import structural_equal
-
     dtype = extent.dtype
     if type(extent) is IntImm or type(extent) is Var or not (dtype.is_integer and dtype.is_scalar):
         return True
@@ -71,7 +66,7 @@ def grid_of(loop: For) -> list[For]:
     return grid
 
 
-def print_for(printer: StmtPrinter, loop: For) -> None:
+def print_for(printer: Emitter, loop: For) -> None:
     grid = grid_of(loop)
     if len(grid) > 1 or (grid and not is_collected(loop.extent)):
         # `range(e)` reads back with e's like terms collected (`n - -4` as `n + 4`, as TVM
@@ -88,7 +83,7 @@ def print_for(printer: StmtPrinter, loop: For) -> None:
     printer.close()
 
 
-def _print_grid(printer: StmtPrinter, grid: list[For]) -> None:
+def _print_grid(printer: Emitter, grid: list[For]) -> None:
     extents = ", ".join(printer.exprs.expr(loop.extent) for loop in grid)
     printer.names.push()
     names = []
@@ -102,7 +97,7 @@ def _print_grid(printer: StmtPrinter, grid: list[For]) -> None:
     printer.close()
 
 
-def _loop_head(printer: StmtPrinter, loop: For) -> str:
+def _loop_head(printer: Emitter, loop: For) -> str:
     """The iterable of a single loop, evaluated before its variable is defined."""
     expr = printer.exprs.expr
     if is_zero(loop.min) and has_unit_step(loop):

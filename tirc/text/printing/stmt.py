@@ -52,7 +52,6 @@ _ALLOC_FUNCTION = {"local": "T.alloc_local", "shared": "T.alloc_shared"}
 class StmtPrinter(Emitter):
     def __init__(self, *, declare_free_vars: bool = True) -> None:
         super().__init__(declare_free_vars=declare_free_vars)
-        self.loops: dict[Var, For] = {}  # enclosing loops by variable, for T.axis.remap
         self.shared_threads: set[Var] = set()  # launched more than once: T.env_thread first
 
     def stmt(self, node: Stmt, alone: bool = False) -> None:

@@ -4,16 +4,25 @@ sorted keys, as TVM's maps print, tuples as lists, and the odd call argument (a 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import CommReducer, PrimExpr
 from tirc.ir.stmt import Attrs, IterVar
 from tirc.text.printing.literals import format_float, quote
+from tirc.text.printing.names import NameTable
 
-if TYPE_CHECKING:
-    from tirc.text.printing.expr import ExprPrinter
+
+class ExprPrinter(Protocol):
+    """What formatting a value asks of the expression printer (`expr.ExprPrinter`, which
+    formats call arguments through this module)."""
+
+    names: NameTable
+
+    def expr(self, node: PrimExpr) -> str: ...
+
+    def buffer_name(self, buffer: Buffer) -> str: ...
 
 
 def format_attrs(attrs: Attrs, exprs: ExprPrinter) -> str:
