@@ -209,6 +209,18 @@ def _extern(em: Emitter, call: Call) -> ir.Value:
     return value if not call.dtype.is_void else ir.Constant(T.I32, 0)
 
 
+def _llvm_intrinsic_call(em: Emitter, call: Call) -> ir.Value:
+    """`T.call_llvm_pure_intrin(dtype, "llvm.x86...", args...)`: an LLVM intrinsic by name,
+    declared with the operands' types (a tensor intrinsic's implementation, VNNI's)."""
+    symbol = getattr(call.args[0], "value", None)
+    if not isinstance(symbol, str) or not symbol.startswith("llvm."):
+        raise unsupported(call, "LLVM intrinsic calls whose name is not an 'llvm.' string")
+    args = [em.expr(arg) for arg in call.args[1:]]
+    result = T.VOID if call.dtype.is_void else T.value_type(call.dtype)
+    value = em.builder.call(em.declare(symbol, result, [a.type for a in args]), args)
+    return value if not call.dtype.is_void else ir.Constant(T.I32, 0)
+
+
 def _fmod(em: Emitter, call: Call) -> ir.Value:
     a, b = _args(em, call)
     return em.builder.frem(a, b, flags=FLOAT_FLAGS)
@@ -243,6 +255,8 @@ CALL_RULES: dict[str, CallRule] = {
     "undef": _undef,
     "call_extern": _extern,
     "call_pure_extern": _extern,
+    "call_llvm_intrin": _llvm_intrinsic_call,
+    "call_llvm_pure_intrin": _llvm_intrinsic_call,
     "q_multiply_shift": emit_q_multiply_shift,
     "q_multiply_shift_per_axis": emit_q_multiply_shift_per_axis,
 }

@@ -34,10 +34,12 @@ def rules_for(target: str) -> tuple[tuple[str, Rule], ...]:
         parallel_vectorize_unroll,
         random_compute_location,
         rfactor,
+        tensorize,
     )
 
     return (
         ("auto-inline", auto_inline.apply),
+        ("tensorize", tensorize.apply),
         ("multi-level-tiling", multi_level_tiling.apply),
         ("rfactor", rfactor.apply),
         ("random-compute-location", random_compute_location.apply),

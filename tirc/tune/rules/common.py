@@ -11,13 +11,18 @@ UNROLL_DEPTHS = [0, 16, 64, 512]
 
 
 @cache
-def vector_lanes() -> int:
-    """float32 lanes of the host's widest vectors (16 with AVX-512, 8 with AVX2, else 4): the
-    innermost tiles a random draw prefers are their multiples."""
+def host_features() -> frozenset[str]:
+    """The host CPU's features as LLVM names them (`+avx512f`, `+avx512vnni`)."""
     import llvmlite.binding as llvm
 
     llvm.initialize_native_target()
-    features = set(llvm.get_host_cpu_features().flatten().split(","))
+    return frozenset(llvm.get_host_cpu_features().flatten().split(","))
+
+
+def vector_lanes() -> int:
+    """float32 lanes of the host's widest vectors (16 with AVX-512, 8 with AVX2, else 4): the
+    innermost tiles a random draw prefers are their multiples."""
+    features = host_features()
     if "+avx512f" in features:
         return 16
     if "+avx2" in features:

@@ -1,0 +1,129 @@
+"""The tensorize rule: a reduction an intrinsic of the library computes is tiled to its shape
+and tensorized (VNNI on a CPU that has it), the candidates replay, build and match numpy; a
+program no intrinsic matches gets the plans it got without the rule."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from tirc.ir.structural import structural_equal
+from tirc.schedule.apply import apply_plan
+from tirc.schedule.plan import read_plan
+from tirc.text import parse
+from tirc.tune.rules import tensorize
+from tirc.tune.rules.common import host_features
+from tirc.tune.space import generate
+
+DENSE_U8I8 = """
+@T.prim_func(s_tir=True)
+def main(X: T.Buffer((32, 128), "uint8"), W: T.Buffer((48, 128), "int8"),
+         C: T.Buffer((32, 48), "int32")):
+    for i, j, k in T.grid(32, 48, 128):
+        with T.sblock("C"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                C[vi, vj] = 0
+            C[vi, vj] = C[vi, vj] + T.Cast("int32", X[vi, vk]) * T.Cast("int32", W[vj, vk])
+"""
+# Already in VNNI's layout: no copy is needed.
+DENSE_PACKED = """
+@T.prim_func(s_tir=True)
+def main(X: T.Buffer((16, 64), "uint8"), W: T.Buffer((4, 16, 16, 4), "int8"),
+         C: T.Buffer((16, 64), "int32")):
+    for i, j, k in T.grid(16, 64, 64):
+        with T.sblock("C"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                C[vi, vj] = 0
+            C[vi, vj] = C[vi, vj] + T.Cast("int32", X[vi, vk]) * T.Cast(
+                "int32", W[vj // 16, vk // 4, vj % 16, vk % 4])
+"""
+# Signed activations: vpdpbusd multiplies uint8 by int8, so VNNI does not match.
+DENSE_I8I8 = DENSE_U8I8.replace('"uint8"', '"int8"')
+MATMUL_F32 = """
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((32, 64), "float32"), B: T.Buffer((64, 48), "float32"),
+         C: T.Buffer((32, 48), "float32")):
+    for i, j, k in T.grid(32, 48, 64):
+        with T.sblock("C"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                C[vi, vj] = T.float32(0)
+            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+"""
+needs_vnni = pytest.mark.skipif(
+    "+avx512vnni" not in host_features(), reason="the host has no AVX-512 VNNI"
+)
+
+
+def _full_range(shape: tuple[int, ...], dtype: str, rng: np.random.Generator) -> np.ndarray:
+    info = np.iinfo(dtype)  # the whole 8-bit range: signedness must matter
+    return rng.integers(info.min, info.max + 1, shape).astype(dtype)
+
+
+@needs_vnni
+@pytest.mark.parametrize("program", [DENSE_U8I8, DENSE_PACKED], ids=["plain", "packed"])
+def test_vnni_candidates_tensorize_build_and_match_numpy(program: str) -> None:
+    from tirc.driver.run_cpu import jit_function
+
+    module = parse(program)
+    rng = np.random.default_rng(0)
+    for seed in range(3):
+        candidate = generate(module, "main", "cpu", random.Random(seed))
+        assert ("tensorize", "C") in candidate.applied
+        steps = [s for s in candidate.plan.steps if s.op == "tensorize"]
+        assert [s.args["intrin"] for s in steps] == ["dot_16x4_vnni"]
+        packs = [s for s in candidate.plan.steps if s.op == "transform_layout"]
+        assert len(packs) == (1 if program is DENSE_U8I8 else 0)
+        replayed, _ = apply_plan(module, read_plan(candidate.plan.to_json()))
+        assert candidate.module is not None and structural_equal(replayed, candidate.module)
+
+        func = module["main"]
+        shapes = {name: buffer for name, buffer in _buffers(func)}
+        x = _full_range(shapes["X"], "uint8", rng)
+        w = _full_range(shapes["W"], "int8", rng)
+        c = np.zeros(shapes["C"], "int32")
+        call = jit_function(candidate.module, "main")
+        assert call({"X": x, "W": w, "C": c}) == 0
+        weights = w if w.ndim == 2 else w.transpose(0, 2, 1, 3).reshape(c.shape[1], -1)
+        np.testing.assert_array_equal(c, x.astype(np.int32) @ weights.astype(np.int32).T)
+
+
+def _buffers(func: object) -> list[tuple[str, tuple[int, ...]]]:
+    return [
+        (buffer.name, tuple(int(d.value) for d in buffer.shape))
+        for _, buffer in func.buffer_map  # type: ignore[attr-defined]
+    ]
+
+
+@pytest.mark.parametrize("program", [DENSE_I8I8, MATMUL_F32], ids=["int8xint8", "float32"])
+def test_a_program_no_intrinsic_matches_gets_the_plans_it_got_without_the_rule(
+    program: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    module = parse(program)
+    with_rule = [generate(module, "main", "cpu", random.Random(s)) for s in range(3)]
+    monkeypatch.setattr(tensorize, "cpu_intrinsics", lambda: [])
+    without = [generate(module, "main", "cpu", random.Random(s)) for s in range(3)]
+    for a, b in zip(with_rule, without, strict=True):
+        assert not any(rule == "tensorize" for rule, _ in a.applied)
+        assert ("multi-level-tiling", "C") in a.applied
+        assert a.plan.to_json() == b.plan.to_json()
+
+
+def test_a_host_without_the_intrinsic_tiles_the_block_as_before(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(tensorize, "cpu_intrinsics", lambda: [])
+    candidate = generate(parse(DENSE_U8I8), "main", "cpu", random.Random(0))
+    assert candidate.applied[0] == ("multi-level-tiling", "C")
+    assert not [s for s in candidate.plan.steps if s.op == "tensorize"]
+
+
+def test_the_description_shape_of_each_cpu_intrinsic() -> None:
+    from tirc.ir.stmt import IterType
+
+    shape = tensorize.description_shape("dot_16x4_vnni")
+    assert shape.loops == ((IterType.SPATIAL, 16), (IterType.REDUCE, 4))
