@@ -102,23 +102,27 @@ def _nvcc_ptx(directory: Path) -> object:
     return module_image
 
 
+def _run_on_the_fake_driver(
+    module: IRModule, args: dict[str, np.ndarray], directory: Path, monkeypatch: pytest.MonkeyPatch
+) -> FakeDriver:
+    """Runs `main` of `module` for sm_90a through run_on_cuda on a fake driver (its PTX from
+    nvcc), which then holds the maps encoded and the launches."""
+    monkeypatch.setattr(run_cuda, "module_image", _nvcc_ptx(directory))
+    driver = FakeDriver()
+    _, _, arch = run_cuda.run_on_cuda(
+        module, "main", module["main"], "cuda -arch=sm_90a", args, device=fake_device(driver)
+    )
+    assert arch == "sm_90a"
+    return driver
+
+
 def test_run_builds_the_map_with_the_driver_and_passes_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(run_cuda, "module_image", _nvcc_ptx(tmp_path))
     module = parse(SAMPLE, defines={"M": 128, "N": 192})
-    driver = FakeDriver()
     a = np.ones((128, 192), "float16")
     b = np.zeros_like(a)
-    _, _, arch = run_cuda.run_on_cuda(
-        module,
-        "main",
-        module["main"],
-        "cuda -arch=sm_90a",
-        {"A": a, "B": b},
-        device=fake_device(driver),
-    )
-    assert arch == "sm_90a"
+    driver = _run_on_the_fake_driver(module, {"A": a, "B": b}, tmp_path, monkeypatch)
     (made,) = driver.tensor_maps
     assert made.dtype == CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT16
     assert (made.dims, made.strides, made.box) == ((192, 128), (384,), (64, 64))
@@ -374,16 +378,7 @@ def test_a_map_over_a_shape_the_launch_decides(
     lowered = lower_module(module, target="cuda -arch=sm_90a", for_backend=True)
     launcher = emit_cuda(lowered).split('extern "C" int main_launch')[1]
     assert "const cuuint64_t tirc_dims[2] = {(cuuint64_t)(64), (cuuint64_t)(n)};" in launcher
-    monkeypatch.setattr(run_cuda, "module_image", _nvcc_ptx(tmp_path))
-    driver = FakeDriver()
-    run_cuda.run_on_cuda(
-        module,
-        "main",
-        module["main"],
-        "cuda -arch=sm_90a",
-        {"a": a, "b": b},
-        device=fake_device(driver),
-    )
+    driver = _run_on_the_fake_driver(module, {"a": a, "b": b}, tmp_path, monkeypatch)
     (made,) = driver.tensor_maps
     assert (made.dims, made.strides) == ((64, 100), (128,))
     (launch,) = driver.launches

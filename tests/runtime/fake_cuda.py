@@ -114,11 +114,18 @@ class Handle:
 
 
 @dataclass(frozen=True)
-class CUdeviceptr:
-    address: int
+class _Integer:
+    """A cuda-python wrapper of one integer (a device pointer, a cuuint64_t): the driver's
+    checks want the exact wrapper a parameter is declared with, and read the number by int()."""
+
+    value: int
 
     def __int__(self) -> int:
-        return self.address
+        return self.value
+
+
+class CUdeviceptr(_Integer):
+    pass
 
 
 # -- PTX ---------------------------------------------------------------------------------------
@@ -236,20 +243,12 @@ def _max_threads(directives: str) -> int | None:
 # -- tensor maps (cuTensorMapEncodeTiled) -------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class cuuint64_t:  # noqa: N801  (cuda-python's names)
-    value: int
-
-    def __int__(self) -> int:
-        return self.value
+class cuuint64_t(_Integer):  # noqa: N801  (cuda-python's names)
+    pass
 
 
-@dataclass(frozen=True)
-class cuuint32_t:  # noqa: N801
-    value: int
-
-    def __int__(self) -> int:
-        return self.value
+class cuuint32_t(_Integer):  # noqa: N801
+    pass
 
 
 class CUtensorMapDataType(enum.IntEnum):  # noqa: N801
