@@ -52,7 +52,9 @@ def no_gpu() -> FakeDriver:
     raise DiagnosticError.at(None, "--target cuda: the CUDA driver is not available (test)")
 
 
-def tune(tmp_path: Path, open_gpu: object, trials: int) -> tuple[int, str]:
+def tune(
+    tmp_path: Path, open_gpu: object, trials: int, workers: str = "local:2"
+) -> tuple[int, str]:
     import io
 
     (tmp_path / "k.tir").write_text(KERNEL)
@@ -64,7 +66,7 @@ def tune(tmp_path: Path, open_gpu: object, trials: int) -> tuple[int, str]:
         func=None,
         trials=trials,
         time_budget=None,
-        workers="local:2",
+        workers=workers,
         db=str(tmp_path / "t.db"),
         output=str(tmp_path / "k.plan.json"),
         threads=0,
@@ -120,6 +122,18 @@ def test_each_candidate_is_launched_checked_timed_and_the_fastest_written(
     assert '"thread": "threadIdx.x"' in best_plan
     assert (tmp_path / "k.plan.json").read_text() == best_plan
     assert "best: 0.0010 ms" in output
+
+
+def test_a_kernel_that_faults_is_the_candidates_status(tmp_path: Path) -> None:
+    gpu = FakeGpu(run_kernel, kernel_ms, fault_in="main_kernel")
+    with pytest.raises(DiagnosticError, match="no candidate of main built and matched"):
+        tune(tmp_path, gpu, trials=2)
+    measured = rows(tmp_path)
+    assert len(measured) == 2
+    for _, status, seconds, message in measured:
+        assert (status, seconds) == ("run-error", None)
+        assert message.startswith("kernel main_kernel faulted on the GPU (launch 1 of main")
+        assert "CUDA_ERROR_ILLEGAL_ADDRESS" in message
 
 
 def test_without_a_gpu_the_candidates_are_built_and_checked_only(tmp_path: Path) -> None:

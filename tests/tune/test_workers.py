@@ -87,7 +87,10 @@ def test_the_machine_turn_is_one_holder_at_a_time() -> None:
 @pytest.fixture(scope="module")
 def ray_instance() -> Iterator[None]:
     ray = pytest.importorskip("ray", reason="ray (the tirc[ray] extra) is not installed")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    # one GPU as Ray counts them (a resource): the fake driver stands for it
+    ray.init(
+        num_cpus=2, num_gpus=1, include_dashboard=False, log_to_driver=False, logging_level="ERROR"
+    )
     yield
     ray.shutdown()
 
@@ -104,10 +107,34 @@ def test_candidates_are_measured_as_ray_tasks(
     code = main([*args, "--threads", "1", "--db", str(db), "-o", str(plan)])
     output = capsys.readouterr().err
     assert code == 0, output
-    assert "note: workers: Ray tasks on the Ray instance this process had started (2 CPUs" in output
+    assert (
+        "note: workers: Ray tasks on the Ray instance this process had started (2 CPUs, 1 GPU)"
+        in output
+    )
     assert ray.is_initialized()  # a Ray instance already there is used, and left running
     with sqlite3.connect(db) as connection:
         rows = list(connection.execute("SELECT plan, status, seconds FROM measurements"))
     assert len(rows) == 3 and {status for _, status, _ in rows} == {"ok"}, rows
     assert all(seconds > 0 for *_, seconds in rows)
     assert plan.read_text() == min(rows, key=lambda row: row[2])[0]
+
+
+def test_cuda_candidates_are_timed_in_ray_tasks_on_its_gpu(
+    ray_instance: None, tmp_path: Path
+) -> None:
+    from tests.runtime.fake_cuda import FakeGpu
+    from tests.tune.test_measure_gpu import kernel_ms, rows, run_kernel, tune
+
+    log = tmp_path / "launches.jsonl"
+    gpu = FakeGpu(run_kernel, kernel_ms, str(log))
+    code, output = tune(tmp_path, gpu, trials=8, workers="ray")
+    assert code == 0, output
+    assert "note: workers: Ray tasks on" in output
+    assert "timed on the GPU (sm_90) by CUDA events" in output
+    measured = rows(tmp_path)
+    assert sorted(status for _, status, _, _ in measured) == ["ok"] * 5 + ["wrong"]
+    best_plan, _, best_seconds, _ = min((r for r in measured if r[1] == "ok"), key=lambda r: r[2])
+    assert best_seconds == pytest.approx(1e-6)  # blocks of 256 threads, as locally
+    assert (tmp_path / "k.plan.json").read_text() == best_plan
+    pids = {line.split('"pid": ')[1].split(",")[0] for line in log.read_text().splitlines()}
+    assert len(pids) == 6  # each candidate in a process of its own, on the Ray worker

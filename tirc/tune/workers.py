@@ -125,7 +125,8 @@ class RayRunner:
             if address
             else "a Ray instance started here"
         )
-        self.description = f"Ray tasks on {where} ({self.parallelism} CPUs, {self.gpus} GPUs)"
+        counts = f"{self.parallelism} CPU{'s' * (self.parallelism != 1)}, {self.gpus} GPU"
+        self.description = f"Ray tasks on {where} ({counts}{'s' * (self.gpus != 1)})"
         self.gpu: Gpu | None = None
         with open(reference.path, "rb") as file:  # the nodes do not share this machine's files
             self.reference = (ray.put(file.read()), replace(reference, path=""))
