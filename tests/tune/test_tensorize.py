@@ -127,3 +127,58 @@ def test_the_description_shape_of_each_cpu_intrinsic() -> None:
 
     shape = tensorize.description_shape("dot_16x4_vnni")
     assert shape.loops == ((IterType.SPATIAL, 16), (IterType.REDUCE, 4))
+
+
+GEMV_TEMPLATE = """
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((16, 64), "{a}"), x: T.Buffer((64,), "{b}"), y: T.Buffer((16,), "int32")):
+    for i, k in T.grid(16, 64):
+        with T.sblock("y"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                y[vi] = 0
+            y[vi] = y[vi] + T.Cast("int32", A[vi, vk]) * T.Cast("int32", x[vk])
+"""
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "intrin"),
+    [("int8", "int8", "dp4a_s8s8s32"), ("uint8", "int8", "dp4a_u8s8s32")],
+)
+def test_dp4a_candidates_compile_with_nvcc_and_match_in_the_interpreter(
+    a: str, b: str, intrin: str, tmp_path: object
+) -> None:
+    from pathlib import Path
+
+    from tests.codegen_cuda.helpers import nvcc_accepts, require_tool
+    from tirc.codegen.cuda import emit_cuda
+    from tirc.driver.lower import lower_module
+    from tirc.interp import run
+
+    require_tool("nvcc")
+    module = parse(GEMV_TEMPLATE.format(a=a, b=b))
+    rng = np.random.default_rng(1)
+    for seed in range(2):
+        candidate = generate(module, "main", "cuda", random.Random(seed))
+        assert candidate.module is not None
+        assert ("gpu-multi-level-tiling", "y") in candidate.applied
+        steps = [s for s in candidate.plan.steps if s.op == "tensorize"]
+        assert [s.args["intrin"] for s in steps] == [intrin]
+        source = emit_cuda(lower_module(candidate.module, target="cuda"))
+        assert "__dp4a" in source
+        complaint = nvcc_accepts(source, Path(str(tmp_path)))
+        assert complaint == "", complaint
+        matrix, vector = _full_range((16, 64), a, rng), _full_range((64,), b, rng)
+        result = np.zeros(16, "int32")
+        run(
+            candidate.module["main"],
+            {"A": matrix, "x": vector, "y": result},
+            module=candidate.module,
+        )
+        np.testing.assert_array_equal(result, matrix.astype(np.int32) @ vector.astype(np.int32))
+
+
+def test_a_float_matmul_on_the_gpu_is_not_tensorized() -> None:
+    candidate = generate(parse(MATMUL_F32), "main", "cuda", random.Random(0))
+    assert ("gpu-multi-level-tiling", "C") in candidate.applied
+    assert not [s for s in candidate.plan.steps if s.op in ("tensorize", "decompose_reduction")]

@@ -31,6 +31,7 @@ from tirc.tune.rules.analysis import Nest, plain_nest
 from tirc.tune.rules.common import annotate_unroll, host_features, vectorize_innermost
 
 MAX_INNERMOST = 16
+DP4A_INTRINSICS = ("dp4a_s8s8s32", "dp4a_u8s8s32", "dp4a_s8u8s32", "dp4a_u8u8u32")
 
 
 @dataclass(frozen=True)
