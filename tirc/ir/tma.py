@@ -23,6 +23,7 @@ from tirc.ir.dtype import DataType
 from tirc.ir.functor import walk
 from tirc.ir.node import Node
 from tirc.ir.structural import structural_equal
+from tirc.ir.target import arch_number
 
 SWIZZLES = (0, 32, 64, 128)  # bytes: the span whose 16-byte chunks the swizzle permutes
 MAX_BOX = 256  # elements along one box dimension
@@ -33,6 +34,7 @@ MBARRIER_OPS = (
     "ptx_mbarrier_wait",
     "ptx_mbarrier_inval",
 )
+
 TMA_COPIES = ("ptx_tma_load", "ptx_tma_store")
 HOPPER_OPS = (*MBARRIER_OPS, *TMA_COPIES, "ptx_tma_store_commit", "ptx_tma_store_wait")
 FIRST_ARCH = 90  # sm_90: the first with TMA, mbarrier transaction counts and try_wait
@@ -216,7 +218,6 @@ def hopper_calls(body: Node) -> list[E.Call]:
 
 def check_hopper_arch(body: Node, arch: str) -> None:
     """A located error at the first mbarrier or TMA call when `arch` predates them."""
-    from tirc.ir.target import arch_number
 
     calls = hopper_calls(body)
     if calls and arch_number(arch) < FIRST_ARCH:

@@ -20,6 +20,7 @@ from tirc.schedule.plan import Plan, Ref, Step
 from tirc.schedule.schedule import Schedule, describe
 from tirc.schedule.signature import Kind, Signature
 from tirc.schedule.sref import SRef
+from tirc.text import print_module
 
 _HANDLE_CHECK = {
     Kind.BLOCK: lambda v: isinstance(v, SRef) and v.is_block,
@@ -119,8 +120,6 @@ def _subject_notes(
                 state = None
             if state is not None:
                 if printed is None:
-                    from tirc.text import print_module
-
                     name = f"<the program before step {number}>"
                     printed = Source(name, print_module(sch.module))
                 span = printed_span(sref, state, printed)

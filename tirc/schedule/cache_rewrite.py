@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 
 from tirc.analysis.arith import Analyzer
+from tirc.ir.arith import arithmetic
 from tirc.ir.buffer import Buffer, BufferRegion, MatchBufferRegion, Range
 from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var
 from tirc.ir.functor import Mutator
@@ -97,8 +98,6 @@ class _StageRewriter(Mutator):
 
 
 def _minus(a: PrimExpr, b: PrimExpr) -> PrimExpr:
-    from tirc.ir.arith import arithmetic
-
     if isinstance(b, IntImm) and b.dtype != a.dtype:
         b = IntImm(b.value, a.dtype)  # a constant takes the index's type
     return arithmetic("-", a, b)

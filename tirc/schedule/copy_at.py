@@ -268,7 +268,6 @@ def _int32_if_constant(extent: PrimExpr) -> PrimExpr:
 
 def _child_index(loop: SRef, block: SRef) -> int:
     """The position, in the loop's body, of the statement that holds the block."""
-    from tirc.ir.stmt import SeqStmt
 
     node = block
     while node.parent is not loop:

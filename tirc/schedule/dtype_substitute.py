@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from tirc.ir import expr as E
+from tirc.ir.arith import match_types
 from tirc.ir.expr import PrimExpr, Var
 from tirc.ir.substitute import Substituter
 
@@ -18,8 +19,6 @@ T = TypeVar("T")
 
 class _Legalizer(Substituter):
     def _pair(self, node: Any) -> Any:
-        from tirc.ir.arith import match_types
-
         a, b = self.visit(node.a), self.visit(node.b)
         if a is node.a and b is node.b:
             return node
@@ -31,8 +30,6 @@ class _Legalizer(Substituter):
     visit_CompareOp = _pair
 
     def visit_Select(self, node: E.Select) -> PrimExpr:
-        from tirc.ir.arith import match_types
-
         condition = self.visit(node.condition)
         true_value, false_value = self.visit(node.true_value), self.visit(node.false_value)
         if (condition, true_value, false_value) == (

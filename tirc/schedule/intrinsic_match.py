@@ -16,7 +16,7 @@ from typing import Any
 
 from tirc.analysis.arith import Analyzer
 from tirc.ir import expr as E
-from tirc.ir.buffer import Buffer, BufferRegion
+from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.function import PrimFunc
@@ -33,6 +33,7 @@ from tirc.ir.stmt import (
     SeqStmt,
     Stmt,
 )
+from tirc.text import script
 
 
 class IntrinsicMismatch(Exception):
@@ -60,8 +61,6 @@ def match_intrinsic(realize: SBlockRealize, desc: PrimFunc) -> Match:
 
 
 def _text(node: object) -> str:
-    from tirc.text import script
-
     try:
         return script(node)
     except Exception:  # a fragment the printer cannot show alone: name its kind instead
@@ -376,8 +375,6 @@ class _Matcher:
 
 
 def _range(loop: For) -> Any:
-    from tirc.ir.buffer import Range
-
     return Range(loop.min, loop.extent)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 
 from tirc.ir.expr import Var
-from tirc.ir.functor import uses_var
+from tirc.ir.functor import uses_var, walk
 from tirc.ir.stmt import For, ForKind, IterType, IterVar, SBlock, SBlockRealize
 from tirc.schedule.errors import ScheduleError
 from tirc.schedule.properties import not_complete, not_reduction, realize_of
@@ -104,8 +104,6 @@ def _child_blocks(state: ScheduleState, loop: SRef) -> list[SRef]:
 
 
 def _realizes_under(stmt: For) -> list[SBlockRealize]:
-    from tirc.ir.functor import walk
-
     found: list[SBlockRealize] = []
     walk(stmt.body, lambda node: found.append(node) if isinstance(node, SBlockRealize) else None)
     return found

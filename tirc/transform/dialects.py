@@ -11,6 +11,7 @@ from collections.abc import Callable
 from tirc.diagnostics import Diagnostic, DiagnosticError, Note
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
+from tirc.ir.abi import is_kernel
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.functor import walk
 from tirc.ir.node import Node
@@ -37,8 +38,6 @@ def _multi_index(node: Node) -> str | None:
 
 
 def _buffer_map(func: PrimFunc) -> str | None:
-    from tirc.ir.abi import is_kernel
-
     if func.buffer_map and not is_kernel(func):
         return "has a buffer_map, not its C signature (make-c-abi)"
     return None
@@ -72,7 +71,6 @@ _HOST_RULES: dict[Dialect, Rule] = {Dialect.HOST_DEVICE: _host_thread}
 
 def check_dialect(module: IRModule, dialect: Dialect) -> list[Diagnostic]:
     """What in `module` is not allowed in `dialect` (the first few of them)."""
-    from tirc.ir.abi import is_kernel
 
     found: list[Diagnostic] = []
 

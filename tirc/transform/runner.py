@@ -12,9 +12,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TextIO
 
+from tirc.analysis.well_formed import verify_module
 from tirc.diagnostics import Diagnostic, DiagnosticError, Note
 from tirc.diagnostics.diagnostic import Severity
 from tirc.ir.function import IRModule
+from tirc.text import print_module
 from tirc.transform.dialects import check_dialect
 from tirc.transform.pass_base import ModulePass
 
@@ -50,8 +52,6 @@ class Instruments:
         if self.verify_each:
             verify_stage(pass_, module)
         if self.print_after_all or pass_.name in self.print_after:
-            from tirc.text import print_module
-
             self.out.write(f"# after {pass_.spelling()}\n{print_module(module)}\n\n")
 
     @property
@@ -74,7 +74,6 @@ class Instruments:
 def verify_stage(pass_: ModulePass, module: IRModule) -> None:
     """Raise 'pass X produced invalid IR' when `module` fails the verifier or the dialect
     the pass promised to leave."""
-    from tirc.analysis.well_formed import verify_module
 
     found: list[Diagnostic] = [
         d for d in verify_module(module) if d.severity is not Severity.WARNING

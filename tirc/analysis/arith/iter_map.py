@@ -24,6 +24,7 @@ from tirc.ir.canonical import to_sum
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.functor import walk
+from tirc.ir.substitute import substitute
 
 
 class Level(enum.Enum):
@@ -537,7 +538,6 @@ def normalize_iter_map(
     (this is how TVM writes block bindings after split and fuse). Unit iterators become 0
     unless `keep_unit_iters`.
     """
-    from tirc.ir.substitute import substitute
 
     for domain in domains.values():
         if not isinstance(domain.min, IntImm):

@@ -9,6 +9,7 @@ when nothing changed.
 from __future__ import annotations
 
 import dataclasses
+import math
 import operator
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -235,7 +236,6 @@ class Simplifier(Mutator):
 
     def _common_factor(self, rest: Sum, divisor: int) -> tuple[int, PrimExpr, PrimExpr] | None:
         """A factor g of the divisor with `rest == g * multiple + small` and small in [0, g)."""
-        import math
 
         factors = sorted(
             {math.gcd(divisor, abs(coeff)) for _, coeff in rest.terms.values()}, reverse=True

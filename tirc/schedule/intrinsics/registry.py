@@ -15,6 +15,7 @@ from importlib import resources
 from typing import Any
 
 from tirc.ir.function import IRModule, PrimFunc
+from tirc.text import parse
 
 _SUMMARY = re.compile(r"^## (?P<name>\w+): (?P<summary>.+)$", re.MULTILINE)
 
@@ -32,7 +33,6 @@ class TensorIntrin:
 def builtin_intrinsics() -> dict[str, TensorIntrin]:
     """Every intrinsic of the shipped library, in file and definition order (parsed once:
     the library is immutable data)."""
-    from tirc.text import parse
 
     found: dict[str, TensorIntrin] = {}
     library = resources.files("tirc.schedule.intrinsics") / "library"

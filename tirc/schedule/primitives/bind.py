@@ -10,6 +10,8 @@ other extents at this step and fails when it lowers them; tirc refuses here).
 
 from __future__ import annotations
 
+import difflib
+
 from tirc.analysis.arith import Analyzer
 from tirc.ir.arith import cast
 from tirc.ir.expr import PrimExpr
@@ -21,6 +23,7 @@ from tirc.schedule.primitives import primitive
 from tirc.schedule.schedule import Schedule, describe
 from tirc.schedule.signature import Kind, Param, Signature
 from tirc.schedule.sref import SRef
+from tirc.text import script
 
 THREADS = tuple(
     f"{axis}.{dim}" for axis in ("blockIdx", "threadIdx", "vthread") for dim in "xyz"
@@ -34,8 +37,6 @@ THREADS = tuple(
 )
 def bind(sch: Schedule, loop: SRef, thread: str) -> None:
     if thread not in THREADS:
-        import difflib
-
         close = difflib.get_close_matches(thread, THREADS, n=1)
         hint = f"; did you mean '{close[0]}'?" if close else ""
         raise ScheduleError(
@@ -88,6 +89,4 @@ def _same_extent(a: PrimExpr, b: PrimExpr) -> bool:
 
 
 def _text(expr: PrimExpr) -> str:
-    from tirc.text import script
-
     return script(expr)

@@ -17,6 +17,7 @@ import dataclasses
 
 from tirc.analysis.regions import infer_access_regions
 from tirc.ir import dtype as dt
+from tirc.ir.arith import arithmetic
 from tirc.ir.buffer import Buffer, BufferRegion, Range, make_buffer
 from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var
 from tirc.ir.functor import Mutator, walk
@@ -152,7 +153,6 @@ def _end(dom: Range) -> PrimExpr:
         return dom.extent
     if isinstance(dom.min, IntImm) and isinstance(dom.extent, IntImm):
         return IntImm(dom.min.value + dom.extent.value, dom.extent.dtype)
-    from tirc.ir.arith import arithmetic
 
     return arithmetic("+", dom.min, dom.extent)
 
@@ -185,8 +185,6 @@ def _is_zero(expr: PrimExpr) -> bool:
 
 
 def _plus(a: PrimExpr, b: PrimExpr) -> PrimExpr:
-    from tirc.ir.arith import arithmetic
-
     return arithmetic("+", a, b)
 
 

@@ -36,6 +36,7 @@ from tirc.schedule.schedule import Schedule, describe
 from tirc.schedule.signature import Kind, Param, Signature
 from tirc.schedule.splice import replace_with_sequence
 from tirc.schedule.sref import SRef
+from tirc.text import script
 
 Bounds = dict[int, tuple[PrimExpr, PrimExpr]]  # id(iterator) -> [low, high)
 
@@ -330,6 +331,4 @@ def _innermost_block(stmt: Stmt) -> SBlock:
 
 
 def _text(expr: PrimExpr) -> str:
-    from tirc.text import script
-
     return script(expr)

@@ -6,6 +6,8 @@ get_child_blocks, get_producers, get_consumers, get_output_blocks.
 
 from __future__ import annotations
 
+import difflib
+
 from tirc.ir.stmt import SBlock
 from tirc.schedule.errors import ScheduleError
 from tirc.schedule.primitives import primitive
@@ -31,7 +33,6 @@ def get_sblock(sch: Schedule, name: str, func_name: str | None = None) -> SRef:
     found = sch.blocks_named(name, func_name)
     if not found:
         state = sch.state_of(func_name)
-        import difflib
 
         names = [b.name for b in _all_blocks(state.root.stmt)]
         close = difflib.get_close_matches(name, names, n=1)

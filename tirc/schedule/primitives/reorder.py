@@ -25,7 +25,7 @@ from tirc.analysis.well_formed.accesses import evaluate
 from tirc.ir import expr as E
 from tirc.ir.buffer import Range
 from tirc.ir.expr import IntImm, PrimExpr, Var
-from tirc.ir.functor import uses_var
+from tirc.ir.functor import child_fields, uses_var
 from tirc.ir.node import Node
 from tirc.ir.stmt import IterType, SBlock, SBlockRealize, Stmt
 from tirc.ir.substitute import substitute
@@ -390,7 +390,6 @@ def _tying(predicate: PrimExpr, domains: dict[Var, Range], units: dict[Var, Prim
 
 def _realizes_below(stmt: Stmt) -> list[SBlockRealize]:
     """The realizes of the blocks directly below (not inside other blocks), in order."""
-    from tirc.ir.functor import child_fields
 
     found: list[SBlockRealize] = []
     pending: list[object] = [stmt]

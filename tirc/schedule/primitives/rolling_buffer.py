@@ -41,6 +41,7 @@ from tirc.schedule.scope import DepKind
 from tirc.schedule.signature import Kind, Param, Signature
 from tirc.schedule.sref import SRef
 from tirc.schedule.state import ScheduleState
+from tirc.text import script
 
 
 @dataclass(frozen=True)
@@ -347,6 +348,4 @@ class _Roller(Mutator):
 
 
 def _text(expr: PrimExpr) -> str:
-    from tirc.text import script
-
     return script(expr)

@@ -23,6 +23,7 @@ from tirc.schedule.schedule import Schedule, describe
 from tirc.schedule.signature import Kind, Param, Signature, optional
 from tirc.schedule.sref import SRef
 from tirc.schedule.state import ScheduleState
+from tirc.text import script
 
 
 @primitive(
@@ -171,6 +172,4 @@ def _covers_exactly(
 
 
 def _text(expr: PrimExpr) -> str:
-    from tirc.text import script
-
     return script(expr)

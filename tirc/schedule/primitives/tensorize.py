@@ -19,7 +19,7 @@ import dataclasses
 
 from tirc.ir.buffer import Buffer, BufferRegion, MatchBufferRegion, Range
 from tirc.ir.dtype import DataType
-from tirc.ir.expr import IntImm, PrimExpr
+from tirc.ir.expr import Cast, IntImm, PrimExpr
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.stmt import SBlock, SBlockRealize
 from tirc.schedule.errors import ScheduleError
@@ -32,6 +32,7 @@ from tirc.schedule.schedule import Schedule, describe
 from tirc.schedule.signature import Kind, Param, Signature, optional
 from tirc.schedule.sref import SRef
 from tirc.schedule.widen_index import widen_index_dtype
+from tirc.text import parse, print_module
 
 
 @primitive(
@@ -92,7 +93,6 @@ def _intrinsic(sch: Schedule, name: str, target: SRef) -> TensorIntrin:
 def _fresh(func: PrimFunc) -> PrimFunc:
     """A copy with its own variables and buffers, so that two tensorized blocks never share
     a definition (parsing the printed text renews every one of them)."""
-    from tirc.text import parse, print_module
 
     module = parse(print_module(IRModule((("intrinsic", func),), is_bare=True)))
     return module.functions[0][1]
@@ -145,8 +145,6 @@ def _implemented(
 
 
 def _as_dtype(expr: PrimExpr, dtype: DataType) -> PrimExpr:
-    from tirc.ir.expr import Cast
-
     if expr.dtype == dtype:
         return expr
     if isinstance(expr, IntImm):

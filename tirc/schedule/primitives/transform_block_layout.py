@@ -18,7 +18,7 @@ import dataclasses
 from tirc.analysis.arith import Analyzer
 from tirc.ir import expr as E
 from tirc.ir.buffer import BufferRegion, Range
-from tirc.ir.expr import IntImm, PrimExpr, Var
+from tirc.ir.expr import Cast, IntImm, PrimExpr, Var
 from tirc.ir.functor import Mutator, walk
 from tirc.ir.stmt import (
     BufferStore,
@@ -42,6 +42,7 @@ from tirc.schedule.schedule import Schedule, describe
 from tirc.schedule.signature import Kind, Param, Signature
 from tirc.schedule.sref import SRef
 from tirc.schedule.state import ScheduleState, children
+from tirc.text import script
 
 
 @primitive(
@@ -287,7 +288,6 @@ def _cast_like(extent: PrimExpr, var: Var) -> PrimExpr:
         return extent
     if isinstance(extent, IntImm):
         return IntImm(extent.value, var.dtype)
-    from tirc.ir.expr import Cast
 
     return Cast(var.dtype, extent)
 
@@ -296,7 +296,6 @@ def _replace_realize(
     state: ScheduleState, block: SRef, realize: SBlockRealize, nest: Stmt, old: SBlock, new: SBlock
 ) -> None:
     """A block with no loops above: the new nest takes its realize's place in the parent."""
-    from tirc.ir.functor import Mutator
 
     parent = block.parent
     assert parent is not None and parent.is_block
@@ -311,6 +310,4 @@ def _replace_realize(
 
 
 def _text(expr: PrimExpr) -> str:
-    from tirc.text import script
-
     return script(expr)

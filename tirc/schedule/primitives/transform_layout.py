@@ -35,6 +35,7 @@ from tirc.schedule.schedule import Schedule, describe
 from tirc.schedule.signature import Kind, Param, Signature, optional
 from tirc.schedule.sref import SRef
 from tirc.schedule.state import ScheduleState
+from tirc.text import script
 
 _KINDS = {0: ("read", "reads"), 1: ("write", "writes")}
 
@@ -260,8 +261,6 @@ def _size(shape: tuple) -> int | None:
 
 
 def _shape_text(shape: tuple) -> str:
-    from tirc.text import script
-
     return "(" + ", ".join(script(extent) for extent in shape) + ")"
 
 

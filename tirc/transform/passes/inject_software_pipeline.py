@@ -51,6 +51,7 @@ from tirc.ir import dtype as dt
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
 from tirc.ir.buffer import Buffer, BufferRegion, Range
+from tirc.ir.expr import PointerType
 from tirc.ir.function import PrimFunc
 from tirc.ir.functor import Mutator, Visitor
 from tirc.transform.fresh_copy import fresh_copy
@@ -521,8 +522,6 @@ class _Pipeline:
 
 
 def _versioned_buffer(buffer: Buffer, count: int) -> Buffer:
-    from tirc.ir.expr import PointerType
-
     pointer = buffer.data.pointer or PointerType(buffer.dtype)
     data = E.Var(buffer.data.name, buffer.data.dtype, pointer)
     strides = (E.Mul(buffer.strides[0], buffer.shape[0]), *buffer.strides) if buffer.strides else ()

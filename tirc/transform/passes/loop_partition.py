@@ -36,6 +36,7 @@ from tirc.ir.buffer import Range
 from tirc.ir.function import PrimFunc
 from tirc.ir.functor import Mutator, walk
 from tirc.ir.node import Node
+from tirc.ir.substitute import substitute
 from tirc.transform.fresh_copy import fresh_copy
 from tirc.transform.pass_base import Dialect, FunctionPass
 
@@ -183,8 +184,6 @@ def _simplified(interval: Interval, analyzer: Analyzer) -> Interval:
 
 
 def _substituted(expr: E.PrimExpr, var: E.Var, value: E.PrimExpr) -> E.PrimExpr:
-    from tirc.ir.substitute import substitute
-
     return substitute(expr, {var: value})
 
 
