@@ -57,7 +57,7 @@ def parse(
     """The module in `source`: TVMScript text, or the path of a .tir file. `defines`
     overrides module-level parameters (`-D N=64`: `defines={"N": 64}`). The module is
     verified (docs/validity.md)."""
-    from tirc.driver.commands import parse_source, verify_program
+    from tirc.driver.program import parse_source, verify_program
     from tirc.driver.source import read_source
 
     with _diagnosed():

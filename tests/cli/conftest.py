@@ -1,17 +1,18 @@
 """Stand-ins for the parser, printer, verifier and structural comparison, so the command line
 can be tested on its own: `oops` is a syntax error, `crash` a bug, `interrupt` a Ctrl-C,
-`bad` a verifier error and `warn` a verifier warning."""
+`bad` a verifier error and `warn` a verifier warning. They replace the names the driver
+calls, where it looks them up."""
 
 from __future__ import annotations
 
-import sys
-import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import pytest
 
+import tirc.analysis.well_formed
 from tirc.diagnostics import Diagnostic, DiagnosticError, Severity, Source, Span
+from tirc.driver import commands, program
 
 
 @dataclass
@@ -86,13 +87,8 @@ def find_difference(a: FakeModule, b: FakeModule) -> FakeDifference | None:
 
 @pytest.fixture
 def fake_layers(monkeypatch: pytest.MonkeyPatch) -> None:
-    text = types.ModuleType("tirc.text")
-    text.parse = parse  # type: ignore[attr-defined]
-    text.print_module = print_module  # type: ignore[attr-defined]
-    well_formed = types.ModuleType("tirc.analysis.well_formed")
-    well_formed.verify_module = verify_module  # type: ignore[attr-defined]
-    structural = types.ModuleType("tirc.ir.structural")
-    structural.find_difference = find_difference  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "tirc.text", text)
-    monkeypatch.setitem(sys.modules, "tirc.analysis.well_formed", well_formed)
-    monkeypatch.setitem(sys.modules, "tirc.ir.structural", structural)
+    monkeypatch.setattr(program, "parse", parse)
+    monkeypatch.setattr(program, "print_module", print_module)
+    # the driver imports the verifier when it verifies, so the module's name is the one to replace
+    monkeypatch.setattr(tirc.analysis.well_formed, "verify_module", verify_module)
+    monkeypatch.setattr(commands, "find_difference", find_difference)

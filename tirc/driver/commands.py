@@ -9,11 +9,15 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from tirc.diagnostics import Diagnostic, DiagnosticError, Note, Severity, Source
+from tirc.diagnostics import Diagnostic, DiagnosticError, Note, Severity
+from tirc.diagnostics.render import render
 from tirc.driver.defines import parse_defines
+from tirc.driver.difference import difference_report
 from tirc.driver.exit_code import ExitCode
 from tirc.driver.output import write_output
+from tirc.driver.program import module_text, parse_source
 from tirc.driver.source import STDIN, STDIN_NAME, check_stdin_once, read_source
+from tirc.ir.structural import find_difference
 
 if TYPE_CHECKING:
     from tirc.ir import IRModule
@@ -42,11 +46,11 @@ def print_file(
     values = parse_defines(defines)
     module = parse_source(read_source(path), values)
     if plan is not None:
-        from tirc.driver.schedule import apply_plan_file
+        from tirc.driver.schedule import apply_plan_file  # deferred: the schedule layer
 
         module, _ = apply_plan_file(module, plan)
     if lowering is not None:
-        from tirc.driver.lower import lower_module
+        from tirc.driver.lower import lower_module  # deferred: the transform layer, for --lower
 
         module = lower_module(module, **lowering)  # type: ignore[arg-type]
     write_output(output, module_text(module), keep_identical=True)
@@ -66,8 +70,6 @@ def check_files(paths: Sequence[str], *, verbose: bool = False) -> int:
         elif verbose:
             print(f"{display_name(path)}: ok")
     if diagnostics:
-        from tirc.diagnostics.render import render
-
         render(diagnostics)
     return ExitCode.USER_ERROR if failed else ExitCode.OK
 
@@ -77,7 +79,7 @@ def check_file(path: str) -> list[Diagnostic]:
         module = parse_source(read_source(path))
     except DiagnosticError as error:
         return list(error.diagnostics)
-    from tirc.analysis.well_formed import verify_module
+    from tirc.analysis.well_formed import verify_module  # deferred: for `tirc check` only
 
     return list(verify_module(module))
 
@@ -86,27 +88,12 @@ def diff_files(left: str, right: str) -> int:
     """`tirc diff`: exit 0 when the modules are structurally equal, else show where they differ."""
     check_stdin_once([left, right])
     left_module, right_module = parse_files([left, right])
-    from tirc.ir.structural import find_difference
-
     difference = find_difference(left_module, right_module)
     if difference is None:
         return ExitCode.OK
-    from tirc.diagnostics.render import render
-    from tirc.driver.difference import difference_report
-
     report = difference_report(difference, display_name(left), display_name(right))
     render([report], stream=sys.stdout, label=False)
     return ExitCode.USER_ERROR
-
-
-def verify_program(module: IRModule) -> None:
-    """Raise the verifier's errors in `module` (docs/validity.md) as one DiagnosticError;
-    warnings mark valid programs and stop nothing."""
-    from tirc.analysis.well_formed import verify_module
-
-    errors = [d for d in verify_module(module) if d.severity is Severity.ERROR]
-    if errors:
-        raise DiagnosticError(errors)
 
 
 def parse_files(paths: Sequence[str]) -> list[IRModule]:
@@ -123,18 +110,5 @@ def parse_files(paths: Sequence[str]) -> list[IRModule]:
     return modules
 
 
-def parse_source(source: Source, defines: Mapping[str, str] | None = None) -> IRModule:
-    from tirc.text import parse
-
-    return parse(source.text, name=source.name, defines=dict(defines) if defines else None)
-
-
 def display_name(path: str) -> str:
     return STDIN_NAME if path == STDIN else path
-
-
-def module_text(module: IRModule) -> str:
-    """A module as the file tirc writes: TVM's printed form, ending with a newline."""
-    from tirc.text import print_module
-
-    return print_module(module) + "\n"

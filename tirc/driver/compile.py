@@ -12,11 +12,11 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tirc.diagnostics import DiagnosticError, Note
+from tirc.driver.code_options import CodeOptions
 from tirc.driver.defines import parse_defines
 from tirc.driver.exit_code import ExitCode
 from tirc.driver.output import STDOUT, write_output
@@ -41,24 +41,6 @@ EMIT_SUFFIXES = {
 BINARY_KINDS = ("obj", "so", "cubin")
 ABIS = ("c", "tvm-ffi")
 TVM_FFI_EMITS = {"llvm": ("obj", "so", "ll", "asm"), "cuda": ("cu",)}  # code, by backend
-
-
-@dataclass(frozen=True)
-class CodeOptions:
-    """What a backend takes besides the module and the target: the kind to emit, LLVM's
-    optimization level, the pipeline file (None: the target's), the symbols' prefix, how
-    CUDA's PTX is made (None: NVRTC where it is installed), the name of the source for
-    messages and comments, the ABI, and whether to report each CUDA kernel's resources
-    (ptxas's registers and spills, shared-memory bank conflicts) on stderr."""
-
-    emit: str
-    opt_level: int = 3
-    pipeline: str | None = None
-    prefix: str = ""
-    ptx_via: str | None = None
-    source_name: str = ""
-    abi: str = "c"
-    resources: bool = False
 
 
 def compile_file(
@@ -107,7 +89,7 @@ def compile_file(
     output = output if output is not None else default_output(path, emit, target)
     if output == STDOUT and emit in BINARY_KINDS and os.isatty(1):
         raise DiagnosticError.at(None, f"refusing to write a binary --emit {emit} to a terminal")
-    from tirc.driver.commands import parse_source, verify_program
+    from tirc.driver.program import parse_source, verify_program
 
     module = parse_source(read_source(path), parse_defines(defines))
     verify_program(module)

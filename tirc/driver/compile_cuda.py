@@ -14,6 +14,7 @@ import os
 from typing import TYPE_CHECKING
 
 from tirc.diagnostics import Diagnostic, DiagnosticError, Note, Severity, Span
+from tirc.driver.code_options import CodeOptions
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
 from tirc.ir.buffer import Buffer
@@ -22,7 +23,6 @@ from tirc.ir.node import Node
 from tirc.ir.target import DEFAULT_CUDA_ARCH, Target
 
 if TYPE_CHECKING:
-    from tirc.driver.compile import CodeOptions
     from tirc.ir.function import IRModule
 
 PTX_PATHS = ("nvrtc", "llvm")
@@ -128,8 +128,7 @@ def launch_limit_warnings(lowered: IRModule, arch: str) -> list[Diagnostic]:
     code still compiles (the CUDA toolchain accepts it); `tirc run --target cuda` refuses it
     with the device's own limits."""
     from tirc.codegen.cuda.kernel import dynamic_shared_layout
-    from tirc.codegen.cuda.kernels import module_kernels
-    from tirc.codegen.cuda.kernels import allocation_size
+    from tirc.codegen.cuda.kernels import allocation_size, module_kernels
 
     found: list[Diagnostic] = []
     for kernel in module_kernels(lowered):

@@ -203,7 +203,7 @@ def _execute(
 ) -> tuple[str, PrimFunc, dict[str, np.ndarray | int], dict[str, np.ndarray], Ran]:
     """Parses, verifies, schedules, runs the function on the target and checks it: its name,
     the function, the arguments after the run, the inputs given and what the run gave."""
-    from tirc.driver.commands import parse_source, verify_program
+    from tirc.driver.program import parse_source, verify_program
 
     meter.stage("parsing")
     module = parse_source(read_source(path), defines)

@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tirc.diagnostics import DiagnosticError, Source, Span
-from tirc.driver.commands import parse_source
 from tirc.driver.defines import parse_defines
 from tirc.driver.exit_code import ExitCode
 from tirc.driver.output import write_output
+from tirc.driver.program import module_text, parse_source
 from tirc.driver.source import check_stdin_once, read_source
 
 if TYPE_CHECKING:
@@ -34,8 +34,6 @@ def schedule_file(
     check_stdin_once([p for p in (path, plan_path, intrinsics) if p is not None])
     module = parse_source(read_source(path), parse_defines(defines))
     scheduled, applied = apply_plan_file(module, plan_path, intrinsics)
-    from tirc.driver.commands import module_text
-
     text = module_text(scheduled)
     # The trace first: if stdout is the output, a failure writing the trace file still
     # leaves nothing written.
