@@ -56,19 +56,22 @@ def test_vector_registers_follow_the_cpu() -> None:
 
 
 @pytest.mark.parametrize(
-    ("name", "plan"),
+    ("name", "plan", "most"),
     [
-        ("matmul1024", BENCH / "matmul1024.plan.json"),  # 8 x 32 float32: 32 ymm accumulators
-        ("matmul1024", PLANS / "matmul1024_4x64.plan.json"),  # 4 x 64: 32 as well
-        ("conv2d56", BENCH / "conv2d56.plan.json"),  # 8 x 2 x 8: 16, and their operands
+        # before register_tile LLVM spilled and reloaded 28, 30 and 12 accumulators in every
+        # iteration of these loops for znver3, and 65 values in the last
+        ("matmul1024", BENCH / "matmul1024.plan.json", 0),  # 8 x 32 float32: 32 ymm
+        ("matmul1024", PLANS / "matmul1024_4x64.plan.json", 0),  # 4 x 64: 32 as well
+        ("conv2d56", BENCH / "conv2d56.plan.json", 0),  # 8 x 2 x 8: 16, and their operands
+        # 4 x 7 x 8: 28; the parts are 2 x 4 blocks of the f x y grid of updates (blocks of
+        # consecutive updates, f0 y0-6 with f1 y0-1, still spilled 33 and reloaded 45)
+        ("conv2d56", PLANS / "conv2d56_4x7x8.plan.json", 40),
     ],
 )
-def test_avx512_plans_do_not_spill_in_the_avx2_hot_loop(name: str, plan: Path) -> None:
-    # before register_tile, LLVM spilled and reloaded 28, 30 and 12 accumulators per
-    # iteration of these loops for znver3
+def test_avx512_plans_do_not_spill_in_the_avx2_hot_loop(name: str, plan: Path, most: int) -> None:
     loop = hot_loop(assembly(scheduled(name, plan), AVX2))
     assert loop is not None and loop.fmas >= 8
-    assert (loop.spills, loop.reloads) == (0, 0), loop
+    assert loop.spills + loop.reloads <= most, loop
 
 
 def test_a_tile_that_fits_is_emitted_as_it_is() -> None:
@@ -91,6 +94,7 @@ def host_runs_avx2() -> bool:
     [
         ("matmul1024", BENCH / "matmul1024.plan.json", {"1024": "128"}),
         ("conv2d56", BENCH / "conv2d56.plan.json", {"64": "16", "56": "8", "57": "9", "58": "10"}),
+        ("conv2d56", PLANS / "conv2d56_4x7x8.plan.json", {"64": "8"}),
     ],
 )
 def test_split_tiles_compute_what_the_whole_tile_computes(

@@ -16,14 +16,15 @@ still sees its updates in the original order (the same results, bit for bit):
       acc[0:32] = acc[0:32]   -->   for k:  acc[16:32] = acc[16:32] + a[k] * b[k, 16:32]
                   + a[k] * b[k, 0:32]
 
-The parts are blocks of consecutive statements times blocks of consecutive register-wide
-lane chunks, chosen to load the fewest operands per iteration among those whose estimated
-register need fits.
+The parts are blocks of the statements (read as a grid, as two unrolled loops leave them)
+times blocks of register-wide lane chunks, chosen to load the fewest operands per iteration
+among those whose estimated register need fits.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from collections.abc import Hashable, Iterator
 from dataclasses import dataclass
@@ -321,30 +322,55 @@ def loaded(pieces: list[Piece]) -> int:
 
 
 def best_partition(pieces: list[Piece], budget: int) -> list[list[Piece]] | None:
-    """Of the partitions into blocks of R consecutive statements times C consecutive chunks,
-    one whose groups each fit `budget` and that loads the fewest operands in all (then the
-    fewest groups); None when none fits."""
+    """One partition whose groups each fit `budget` and that loads the fewest operands in all
+    (then has the fewest groups), or None when none fits. The statements are read as an
+    `outer` x `inner` grid in program order (every factorization: two unrolled loops make
+    one, `f` x `y` say), and a partition takes blocks of consecutive rows, of consecutive
+    columns and of consecutive register-wide chunks of each statement."""
     statements = sorted({piece.statement for piece in pieces})
     chunks: dict[int, list[Piece]] = {}
     for piece in pieces:
         chunks.setdefault(piece.statement, []).append(piece)
     most_chunks = max(len(row) for row in chunks.values())
+    count = len(statements)
     best: tuple[tuple[int, int], list[list[Piece]]] | None = None
-    for rows in range(1, len(statements) + 1):
-        for columns in range(1, most_chunks + 1):
-            groups = []
-            for first in range(0, len(statements), rows):
-                block = statements[first : first + rows]
-                for column in range(0, most_chunks, columns):
-                    group = [p for s in block for p in chunks[s][column : column + columns]]
-                    if group:
-                        groups.append(group)
+    for outer in (n for n in range(1, count + 1) if count % n == 0):
+        inner = count // outer
+        for rows, columns, lanes in itertools.product(
+            range(1, outer + 1), range(1, inner + 1), range(1, most_chunks + 1)
+        ):
+            groups = grid_groups(statements, chunks, (outer, inner), (rows, columns, lanes))
             if any(needed(group) > budget for group in groups):
                 continue
             cost = (sum(loaded(group) for group in groups), len(groups))
             if best is None or cost < best[0]:
                 best = (cost, groups)
     return None if best is None else best[1]
+
+
+def grid_groups(
+    statements: list[int],
+    chunks: dict[int, list[Piece]],
+    grid: tuple[int, int],
+    blocks: tuple[int, int, int],
+) -> list[list[Piece]]:
+    """The groups of one partition: statement `i * inner + j` of the grid, blocks of `rows`
+    values of i, `columns` values of j and `lanes` chunks."""
+    (outer, inner), (rows, columns, lanes) = grid, blocks
+    most_chunks = max(len(row) for row in chunks.values())
+    groups = []
+    for first_row in range(0, outer, rows):
+        for first_column in range(0, inner, columns):
+            block = [
+                statements[i * inner + j]
+                for i in range(first_row, min(first_row + rows, outer))
+                for j in range(first_column, min(first_column + columns, inner))
+            ]
+            for first_chunk in range(0, most_chunks, lanes):
+                group = [p for s in block for p in chunks[s][first_chunk : first_chunk + lanes]]
+                if group:
+                    groups.append(group)
+    return groups
 
 
 # -- the parts ------------------------------------------------------------------------------
