@@ -17,7 +17,7 @@ import pytest
 from tirc.cli.main import main
 from tirc.diagnostics import DiagnosticError
 from tirc.tune.task import cpu_count
-from tirc.tune.workers import Workers, machine_turn, parse_workers
+from tirc.tune.workers import Workers, check_reachable, machine_turn, parse_workers
 
 KERNEL = """
 @T.prim_func(s_tir=True)
@@ -73,6 +73,18 @@ def test_without_ray_the_error_names_the_extra(
     assert code == 1
     assert error.startswith("error: --workers ray needs Ray, which is not installed")
     assert "pip install 'tirc[ray]'" in error and "Traceback" not in error
+
+
+def test_an_address_where_no_cluster_answers_is_said_at_once() -> None:
+    import socket
+
+    with socket.create_server(("127.0.0.1", 0)) as server:  # something listens here
+        check_reachable(f"127.0.0.1:{server.getsockname()[1]}")
+        check_reachable(f"ray://127.0.0.1:{server.getsockname()[1]}")
+        closed = server.getsockname()[1]
+    with pytest.raises(DiagnosticError, match=f"no Ray cluster answers at 127.0.0.1:{closed}"):
+        check_reachable(f"127.0.0.1:{closed}", seconds=5)
+    check_reachable("auto")  # Ray's own spelling: Ray resolves it
 
 
 def test_the_machine_turn_is_one_holder_at_a_time() -> None:

@@ -100,6 +100,8 @@ class RayRunner:
         self.ray, self.task, self.timeout = ray, task, timeout
         self.started = not ray.is_initialized()
         if self.started:
+            if address is not None:
+                check_reachable(address)
             try:
                 ray.init(
                     address=address,
@@ -108,25 +110,21 @@ class RayRunner:
                     logging_level="ERROR",
                 )
             except Exception as error:  # no cluster at the address, a version mismatch...
+                what = f"connect to the Ray cluster at {address}" if address else "start Ray"
                 raise DiagnosticError.at(
                     None,
-                    f"--workers ray: cannot "
-                    f"{f'connect to the Ray cluster at {address}' if address else 'start Ray'}: "
-                    f"{str(error).strip()[:500]}",
-                    Note("start one with `ray start --head` (docs/tune.md, Workers)"),
+                    f"--workers ray: cannot {what}: {str(error).strip()[:500]}",
+                    Note("start a cluster with `ray start --head` (docs/tune.md, Workers)"),
                 ) from None
         resources = ray.cluster_resources()
         self.parallelism = max(int(resources.get("CPU", 1)), 1)
         self.gpus = int(resources.get("GPU", 0))
-        where = (
-            "the Ray instance this process had started"
-            if not self.started
-            else f"the Ray cluster at {address}"
-            if address
-            else "a Ray instance started here"
-        )
-        counts = f"{self.parallelism} CPU{'s' * (self.parallelism != 1)}, {self.gpus} GPU"
-        self.description = f"Ray tasks on {where} ({counts}{'s' * (self.gpus != 1)})"
+        if not self.started:
+            where = "the Ray instance this process had started"
+        else:
+            where = f"the Ray cluster at {address}" if address else "a Ray instance started here"
+        counts = f"{_count(self.parallelism, 'CPU')}, {_count(self.gpus, 'GPU')}"
+        self.description = f"Ray tasks on {where} ({counts})"
         self.gpu: Gpu | None = None
         with open(reference.path, "rb") as file:  # the nodes do not share this machine's files
             self.reference = (ray.put(file.read()), replace(reference, path=""))
@@ -187,6 +185,28 @@ def _measure_on_node(
         )
         (result,) = runner.run([job])
     return result
+
+
+def check_reachable(address: str, seconds: float = 10.0) -> None:
+    """A located error where HOST:PORT (or ray://HOST:PORT) takes no connection: ray.init
+    retries such an address for minutes. Other spellings (auto) are Ray's to resolve."""
+    import socket
+
+    host, colon, port = address.removeprefix("ray://").rpartition(":")
+    if not colon or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host, int(port)), timeout=seconds).close()
+    except OSError as error:
+        raise DiagnosticError.at(
+            None,
+            f"--workers ray: no Ray cluster answers at {address} ({error})",
+            Note("start one with `ray start --head` there (docs/tune.md, Workers)"),
+        ) from None
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 @contextmanager
