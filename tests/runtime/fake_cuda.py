@@ -862,13 +862,7 @@ class FakeGpu:
     run_kernel: Callable[[FakeDriver, Launch], None] | None = None
     kernel_ms: Callable[[Launch], float] | None = None
     log: str | None = None
-    fault_in: str | None = None
 
     def __call__(self) -> Any:
-        driver = FakeDriver(
-            fault_in=self.fault_in,
-            run_kernel=self.run_kernel,
-            kernel_ms=self.kernel_ms,
-            log=self.log,
-        )
+        driver = FakeDriver(run_kernel=self.run_kernel, kernel_ms=self.kernel_ms, log=self.log)
         return fake_device(driver)

@@ -1,9 +1,9 @@
 """`tirc tune --target cuda` times candidates on the GPU: against the fake driver
 (tests/runtime/fake_cuda.py), whose kernels compute what the test says and take the time it
 says, each candidate is built, launched in its own process, checked against the reference
-before it is timed by CUDA events, a wrong one is rejected untimed, and the fastest correct
-one is the best in the database and the plan written. On a real GPU (marked `gpu`), the
-same on this machine's device."""
+before it is timed by CUDA events, a wrong one or one that faults is rejected untimed, and
+the fastest correct one is the best in the database and the plan written. On a real GPU
+(marked `gpu`), the same on this machine's device."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.runtime.fake_cuda import FakeDriver, FakeGpu, Launch
+from tests.runtime.fake_cuda import CUresult, FakeDriver, FakeGpu, Launch
 from tirc.diagnostics import DiagnosticError
 from tirc.driver.target import parse_target
 from tirc.tune.command import tune_file
@@ -31,11 +31,16 @@ def main(A: T.Buffer(({N},), "float32"), B: T.Buffer(({N},), "float32")):
             B[vi] = A[vi] * T.float32(2.0) + T.float32(1.0)
 """
 WRONG_BLOCK = 128  # candidates launched with blocks of this many threads compute garbage
+FAULT_BLOCK = 64  # and with these, fault
 
 
 def run_kernel(driver: FakeDriver, launch: Launch) -> None:
-    """B = A * 2 + 1, as the kernel would; B = A * 2 for blocks of WRONG_BLOCK threads."""
+    """B = A * 2 + 1, as the kernel would; B = A * 2 for blocks of WRONG_BLOCK threads, and
+    an illegal address for blocks of FAULT_BLOCK threads."""
     if launch.kernel == "tirc_spin":
+        return
+    if launch.block[0] == FAULT_BLOCK:
+        driver.pending = CUresult.CUDA_ERROR_ILLEGAL_ADDRESS  # said at the next synchronization
         return
     a, b = (int(value) for kind, value in launch.args)  # type: ignore[call-overload]  # pointers
     values = np.frombuffer(driver.read(a, N * 4), np.float32)
@@ -101,16 +106,20 @@ def test_each_candidate_is_launched_checked_timed_and_the_fastest_written(
     timed = set()
     for records in launches.values():
         (block,) = {block for kernel, block in records if kernel != "tirc_spin"}
-        if block == WRONG_BLOCK:
-            assert records == [("main_kernel", block)]  # checked, found wrong, never timed
+        if block in (WRONG_BLOCK, FAULT_BLOCK):
+            assert records == [("main_kernel", block)]  # run once, failed, never timed
         else:
             # checked; then its first call again, a warm-up and 20 calls behind one spin
             assert records.count(("main_kernel", block)) == 1 + 1 + 1 + 20
             assert records.count(("tirc_spin", 1)) == 1
             timed.add(block)
-    assert timed == {32, 64, 256, 512, 1024}
+    assert timed == {32, 256, 512, 1024}
     (wrong,) = [r for r in measured if r[1] == "wrong"]
     assert wrong[2] is None and "B: 4096 of 4096 values differ" in wrong[3]
+    (fault,) = [r for r in measured if r[1] == "run-error"]
+    assert fault[2] is None
+    assert fault[3].startswith("kernel main_kernel faulted on the GPU (launch 1 of main")
+    assert "CUDA_ERROR_ILLEGAL_ADDRESS" in fault[3]
     good = [r for r in measured if r[1] == "ok"]
     assert all(message == "timed by CUDA events" for *_, message in good)
     # each good candidate's time: the median of its calls by the fake's events, in seconds
@@ -122,18 +131,6 @@ def test_each_candidate_is_launched_checked_timed_and_the_fastest_written(
     assert '"thread": "threadIdx.x"' in best_plan
     assert (tmp_path / "k.plan.json").read_text() == best_plan
     assert "best: 0.0010 ms" in output
-
-
-def test_a_kernel_that_faults_is_the_candidates_status(tmp_path: Path) -> None:
-    gpu = FakeGpu(run_kernel, kernel_ms, fault_in="main_kernel")
-    with pytest.raises(DiagnosticError, match="no candidate of main built and matched"):
-        tune(tmp_path, gpu, trials=2)
-    measured = rows(tmp_path)
-    assert len(measured) == 2
-    for _, status, seconds, message in measured:
-        assert (status, seconds) == ("run-error", None)
-        assert message.startswith("kernel main_kernel faulted on the GPU (launch 1 of main")
-        assert "CUDA_ERROR_ILLEGAL_ADDRESS" in message
 
 
 def test_without_a_gpu_the_candidates_are_built_and_checked_only(tmp_path: Path) -> None:

@@ -131,6 +131,7 @@ def test_candidates_are_measured_as_ray_tasks(
     assert plan.read_text() == min(rows, key=lambda row: row[2])[0]
 
 
+@pytest.mark.slow  # ~20 s: six CUDA candidates in Ray tasks
 def test_cuda_candidates_are_timed_in_ray_tasks_on_its_gpu(
     ray_instance: None, tmp_path: Path
 ) -> None:
@@ -144,7 +145,7 @@ def test_cuda_candidates_are_timed_in_ray_tasks_on_its_gpu(
     assert "note: workers: Ray tasks on" in output
     assert "timed on the GPU (sm_90) by CUDA events" in output
     measured = rows(tmp_path)
-    assert sorted(status for _, status, _, _ in measured) == ["ok"] * 5 + ["wrong"]
+    assert sorted(status for _, status, _, _ in measured) == ["ok"] * 4 + ["run-error", "wrong"]
     best_plan, _, best_seconds, _ = min((r for r in measured if r[1] == "ok"), key=lambda r: r[2])
     assert best_seconds == pytest.approx(1e-6)  # blocks of 256 threads, as locally
     assert (tmp_path / "k.plan.json").read_text() == best_plan
