@@ -62,7 +62,7 @@ class Piece:
     start: int
     width: int
     registers: int
-    operands: dict[Hashable, int]  # key -> registers the operand takes
+    operands: dict[int, int]  # operand (numbered by `cut`) -> the registers it takes
 
 
 def split_nest(loop: S.For, registers: RegisterFile) -> list[S.For] | None:
@@ -75,8 +75,9 @@ def split_nest(loop: S.For, registers: RegisterFile) -> list[S.For] | None:
     if not stores:
         return None
     pieces = []
+    numbers: dict[Hashable, int] = {}
     for index, store in enumerate(stores):
-        cuts = cut(index, store, registers)
+        cuts = cut(index, store, registers, numbers)
         if not cuts:
             return None  # an update that is not lanewise: the nest stays whole
         pieces += cuts
@@ -245,9 +246,12 @@ def offset(base: E.PrimExpr, stride: E.PrimExpr, lanes: int) -> E.PrimExpr:
 # -- pieces, their registers and the partition ----------------------------------------------
 
 
-def cut(index: int, store: S.BufferStore, registers: RegisterFile) -> list[Piece]:
+def cut(
+    index: int, store: S.BufferStore, registers: RegisterFile, numbers: dict[Hashable, int]
+) -> list[Piece]:
     """The store's lanes in register-wide chunks (one piece of several registers when its
-    lanes do not divide into whole registers); none when its value is not lanewise."""
+    lanes do not divide into whole registers); none when its value is not lanewise. Operands
+    are numbered in `numbers`, so that the partition search compares integers."""
     lanes = store.value.dtype.lanes
     element = max(store.buffer.dtype.bits // 8, 1)
     per_register = max(registers.width_bytes // element, 1)
@@ -261,7 +265,9 @@ def cut(index: int, store: S.BufferStore, registers: RegisterFile) -> list[Piece
         if value is None:
             return []
         taken = math.ceil(width * element / registers.width_bytes)
-        pieces.append(Piece(index, start, width, taken, operands(value, store, registers)))
+        found = operands(value, store, registers)
+        numbered = {numbers.setdefault(key, len(numbers)): size for key, size in found.items()}
+        pieces.append(Piece(index, start, width, taken, numbered))
     return pieces
 
 
@@ -294,31 +300,26 @@ def operands(
     return found
 
 
-def needed(pieces: list[Piece]) -> int:
-    """Registers a group of pieces is estimated to need: its accumulators, the operands that
-    several of its statements share (live across the group), and the most that one statement
-    reads alone (live only while it is computed)."""
-    users: dict[Hashable, set[int]] = {}
-    sizes: dict[Hashable, int] = {}
+def estimate(pieces: list[Piece]) -> tuple[int, int]:
+    """The registers a group of pieces is estimated to need, and the operand registers it
+    loads per iteration. It needs its accumulators, the operands that several of its
+    statements share (live across the group), and the most that one statement reads alone
+    (live only while it is computed)."""
+    reader: dict[int, int] = {}  # operand -> the statement that reads it first
+    shared: set[int] = set()
+    sizes: dict[int, int] = {}
     for piece in pieces:
         for key, size in piece.operands.items():
-            users.setdefault(key, set()).add(piece.statement)
+            if reader.setdefault(key, piece.statement) != piece.statement:
+                shared.add(key)
             sizes[key] = size
-    shared = sum(sizes[key] for key, who in users.items() if len(who) > 1)
     alone: dict[int, int] = {}
-    for key, who in users.items():
-        if len(who) == 1:
-            (statement,) = who
+    for key, statement in reader.items():
+        if key not in shared:
             alone[statement] = alone.get(statement, 0) + sizes[key]
-    return sum(piece.registers for piece in pieces) + shared + max(alone.values(), default=0)
-
-
-def loaded(pieces: list[Piece]) -> int:
-    """Operand registers a group loads per iteration."""
-    sizes: dict[Hashable, int] = {}
-    for piece in pieces:
-        sizes.update(piece.operands)
-    return sum(sizes.values())
+    accumulators = sum(piece.registers for piece in pieces)
+    need = accumulators + sum(sizes[key] for key in shared) + max(alone.values(), default=0)
+    return need, sum(sizes.values())
 
 
 def best_partition(pieces: list[Piece], budget: int) -> list[list[Piece]] | None:
@@ -339,12 +340,20 @@ def best_partition(pieces: list[Piece], budget: int) -> list[list[Piece]] | None
         for rows, columns, lanes in itertools.product(
             range(1, outer + 1), range(1, inner + 1), range(1, most_chunks + 1)
         ):
-            groups = grid_groups(statements, chunks, (outer, inner), (rows, columns, lanes))
-            if any(needed(group) > budget for group in groups):
-                continue
-            cost = (sum(loaded(group) for group in groups), len(groups))
-            if best is None or cost < best[0]:
-                best = (cost, groups)
+            if rows * columns * lanes > budget:
+                continue  # a piece takes a register at least: the first group cannot fit
+            groups: list[list[Piece]] = []
+            loads = 0
+            for group in grid_groups(statements, chunks, (outer, inner), (rows, columns, lanes)):
+                need, load = estimate(group)
+                loads += load
+                if need > budget or (best is not None and loads > best[0][0]):
+                    break
+                groups.append(group)
+            else:
+                cost = (loads, len(groups))
+                if best is None or cost < best[0]:
+                    best = (cost, groups)
     return None if best is None else best[1]
 
 
@@ -353,12 +362,11 @@ def grid_groups(
     chunks: dict[int, list[Piece]],
     grid: tuple[int, int],
     blocks: tuple[int, int, int],
-) -> list[list[Piece]]:
+) -> Iterator[list[Piece]]:
     """The groups of one partition: statement `i * inner + j` of the grid, blocks of `rows`
     values of i, `columns` values of j and `lanes` chunks."""
     (outer, inner), (rows, columns, lanes) = grid, blocks
     most_chunks = max(len(row) for row in chunks.values())
-    groups = []
     for first_row in range(0, outer, rows):
         for first_column in range(0, inner, columns):
             block = [
@@ -369,8 +377,7 @@ def grid_groups(
             for first_chunk in range(0, most_chunks, lanes):
                 group = [p for s in block for p in chunks[s][first_chunk : first_chunk + lanes]]
                 if group:
-                    groups.append(group)
-    return groups
+                    yield group
 
 
 # -- the parts ------------------------------------------------------------------------------
