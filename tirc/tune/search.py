@@ -16,9 +16,12 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from tirc.ir.function import IRModule
+from tirc.ir.function import IRModule, PrimFunc
+from tirc.ir.functor import walk
+from tirc.ir.stmt import For
 from tirc.tune.cost_model import CostModel
 from tirc.tune.features import features
+from tirc.tune.lowered_features import lowered_features
 from tirc.tune.space import Candidate, generate
 
 DECISION_FEATURES = 24
@@ -34,16 +37,42 @@ class Measured:
 
 
 def candidate_features(candidate: Candidate, func: str) -> list[float]:
-    assert candidate.module is not None
-    values = features(candidate.module[func])
+    """What the cost model reads of a candidate: features of its scheduled program and of
+    that program lowered, then its decisions (computed once per candidate)."""
+    if candidate.features is None:
+        assert candidate.module is not None
+        target = candidate.target or target_of(candidate.module[func])
+        candidate.features = (
+            features(candidate.module[func])
+            + lowered_features(candidate.module, func, target)
+            + decision_features(candidate.decisions)
+        )
+    return candidate.features
+
+
+def decision_features(decisions: list[Any]) -> list[float]:
+    """The decisions as numbers (tiles as log2 of each factor), cut or padded to a fixed
+    length."""
     flat: list[float] = []
-    for decision in candidate.decisions:
+    for decision in decisions:
         if isinstance(decision, list):
             flat += [math.log2(max(int(f), 1)) for f in decision]
         else:
             flat.append(float(decision))
-    flat = flat[:DECISION_FEATURES] + [0.0] * max(DECISION_FEATURES - len(flat), 0)
-    return values + flat
+    return flat[:DECISION_FEATURES] + [0.0] * max(DECISION_FEATURES - len(flat), 0)
+
+
+def target_of(func: PrimFunc) -> str:
+    """'cuda' for a function with a loop bound to a GPU thread, else 'cpu' (a candidate read
+    back from the database does not say which)."""
+    bound = False
+
+    def visit(node: object) -> None:
+        nonlocal bound
+        bound = bound or (isinstance(node, For) and node.thread_binding is not None)
+
+    walk(func.body, visit)
+    return "cuda" if bound else "cpu"
 
 
 class Search:

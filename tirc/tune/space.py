@@ -32,6 +32,8 @@ class Candidate:
     skipped: frozenset[tuple[str, str]] = field(default_factory=frozenset)
     applied: tuple[tuple[str, str], ...] = ()  # (rule, block) pairs that scheduled something
     module: IRModule | None = None  # the scheduled program
+    target: str = ""  # 'cpu' or 'cuda'; empty for a candidate read back from the database
+    features: list[float] | None = None  # the cost model's, once computed
 
     @property
     def key(self) -> str:
@@ -81,6 +83,7 @@ def generate(
             frozenset(skip),
             tuple(applied),
             builder.module,
+            target,
         )
 
 
