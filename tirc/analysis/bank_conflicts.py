@@ -37,8 +37,7 @@ from tirc.ir import expr as E
 from tirc.ir import stmt as S
 from tirc.ir.buffer import Buffer
 from tirc.ir.function import IRModule, PrimFunc
-from tirc.ir.functor import Visitor, walk
-from tirc.ir.node import Node
+from tirc.ir.functor import Visitor, vars_in
 
 BANKS = 32
 BANK_BYTES = 4
@@ -364,26 +363,15 @@ def _flat_index(buffer: Buffer, indices: tuple[E.PrimExpr, ...]) -> E.PrimExpr |
 # --- evaluating one access -----------------------------------------------------------------
 
 
-def _variables(node: object) -> set[E.Var]:
-    found: set[E.Var] = set()
-
-    def visit(item: Node) -> None:
-        if isinstance(item, E.Var):
-            found.add(item)
-
-    walk(node, visit)
-    return found
-
-
 def _relevant(site: _Site) -> set[E.Var]:
     """The variables that the addresses and the enclosing conditions depend on."""
-    needed = _variables(site.requests)
+    needed = vars_in(site.requests)
     for entry in site.scope:
         if entry.kind == "condition":
-            needed |= _variables(entry.value)
+            needed |= vars_in(entry.value)
     for entry in reversed(site.scope):
         if entry.var in needed:
-            needed |= _variables((entry.value, entry.extent))
+            needed |= vars_in((entry.value, entry.extent))
     return needed
 
 

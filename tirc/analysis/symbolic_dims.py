@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from tirc.ir import expr as E
 from tirc.ir.buffer import Range
 from tirc.ir.expr import IntImm, PrimExpr, Var, is_const_int
-from tirc.ir.functor import walk
+from tirc.ir.functor import vars_in
 
 
 def is_constant(dom: Range) -> bool:
@@ -37,7 +37,7 @@ def lone_symbolic_dims(
     found: dict[int, tuple[Var, PrimExpr]] = {}
     used: set[Var] = set()
     for dim, index in enumerate(indices):
-        mentioned = _vars_in(index) & set(var_ranges)
+        mentioned = vars_in(index) & set(var_ranges)
         if not mentioned & symbolic:
             continue
         var, base = _var_plus_base(index)
@@ -60,14 +60,3 @@ def _var_plus_base(index: PrimExpr) -> tuple[Var | None, PrimExpr]:
         if isinstance(index.b, Var):
             return index.b, index.a
     return None, IntImm(0, dtype)
-
-
-def _vars_in(expr: PrimExpr) -> set[Var]:
-    found: set[Var] = set()
-
-    def look(node: object) -> None:
-        if isinstance(node, Var):
-            found.add(node)
-
-    walk(expr, look)
-    return found

@@ -139,6 +139,13 @@ def uses_var(node: object, variables: set[Var] | Var) -> bool:
     return found
 
 
+def vars_in(node: object) -> set[Var]:
+    """Every variable that `node` mentions (bound inside it or not), as `walk` reaches them."""
+    found: set[Var] = set()
+    walk(node, lambda item: found.add(item) if isinstance(item, Var) else None)
+    return found
+
+
 class _Walker(Visitor):
     # one class for every walk, rather than a new class (and dispatch table) per call
     def __init__(self, callback: Callable[[Node], None]):

@@ -25,7 +25,7 @@ from tirc.ir import expr as E
 from tirc.ir.buffer import Range
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import IntImm, PrimExpr, Var
-from tirc.ir.functor import walk
+from tirc.ir.functor import vars_in, walk
 from tirc.ir.substitute import substitute
 
 
@@ -125,14 +125,14 @@ def _divide_around_symbolic(
     the loops of constant extent (`vb = b` outer, `vc = c_0 * 3 + c_1` divided at c_1; an
     inner `vk = k` over `n` is `vk_o = 0`, `vk_i = k`, as TVM divides it)."""
     unsupported = DivisionError(f"loop {symbolic[0].name} does not have a constant range")
-    reads_symbolic = [bool(_vars_of(index) & set(symbolic)) for index in indices]
+    reads_symbolic = [bool(vars_in(index) & set(symbolic)) for index in indices]
     if extents is None:
         raise unsupported
-    if predicate is not None and _vars_of(predicate) & set(symbolic):
+    if predicate is not None and vars_in(predicate) & set(symbolic):
         raise unsupported
     pairs = list(zip(indices, reads_symbolic, strict=True))
     for index, read in pairs:
-        loops = _vars_of(index) & set(domains)
+        loops = vars_in(index) & set(domains)
         if read and loops & inner and loops - inner:
             raise unsupported
     constant = {var: domain for var, domain in domains.items() if var not in symbolic}
@@ -146,7 +146,7 @@ def _divide_around_symbolic(
             outer_part, inner_part = next(parts)
         else:
             whole, zero = Part(index, extents[position]), Part(IntImm(0, index.dtype), 1)
-            is_inner = bool(_vars_of(index) & inner)
+            is_inner = bool(vars_in(index) & inner)
             outer_part, inner_part = (zero, whole) if is_inner else (whole, zero)
         outer.append(outer_part)
         inner_parts.append(inner_part)
@@ -178,7 +178,7 @@ def _divide_whole_loops(
                 return None
             extent, is_inner = domain.extent, index in inner
         else:
-            loops = _vars_of(index) & set(domains)
+            loops = vars_in(index) & set(domains)
             if extents is None or (loops & inner and loops - inner):
                 return None
             extent, is_inner = extents[position], bool(loops & inner)
@@ -290,23 +290,12 @@ def _divide_predicate(
             continue
         if isinstance(term, IntImm) and term.value:
             continue
-        variables = _vars_of(term)
+        variables = vars_in(term)
         reads_inner = bool(variables & inner)
         if reads_inner and variables - inner:
             raise DivisionError("the predicate mixes inner and outer loops in one condition")
         (inner_terms if reads_inner else outer_terms).append(term)
     return _conjunction(outer_terms), _conjunction(inner_terms)
-
-
-def _vars_of(expr: PrimExpr) -> set[Var]:
-    found: set[Var] = set()
-
-    def visit(node: object) -> None:
-        if isinstance(node, Var):
-            found.add(node)
-
-    walk(expr, visit)
-    return found
 
 
 def _conjunction(terms: list[PrimExpr]) -> PrimExpr | None:

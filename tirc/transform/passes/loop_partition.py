@@ -34,7 +34,7 @@ from tirc.ir import expr as E
 from tirc.ir import stmt as S
 from tirc.ir.buffer import Range
 from tirc.ir.function import PrimFunc
-from tirc.ir.functor import Mutator, walk
+from tirc.ir.functor import Mutator, vars_in, walk
 from tirc.ir.node import Node
 from tirc.ir.substitute import substitute
 from tirc.transform.fresh_copy import fresh_copy
@@ -80,16 +80,10 @@ def _inner_domains(body: S.Stmt, var: E.Var) -> tuple[dict[E.Var, Range], set[E.
     walk(body, visit)
     domains: dict[E.Var, Range] = {}
     for loop in loops:
-        used = _variables(loop.min) | _variables(loop.extent)
+        used = vars_in(loop.min) | vars_in(loop.extent)
         if loop.step is None and var not in used and not used & defined:
             domains[loop.loop_var] = Range(loop.min, loop.extent)
     return domains, defined
-
-
-def _variables(expr: object) -> set[E.Var]:
-    found: set[E.Var] = set()
-    walk(expr, lambda node: found.add(node) if isinstance(node, E.Var) else None)
-    return found
 
 
 def _is_plain(expr: E.PrimExpr) -> bool:
@@ -131,7 +125,7 @@ def _deduce(
 ) -> Deduction | None:
     condition = call.args[0]
     assert isinstance(condition, E.PrimExpr)
-    used = _variables(condition)
+    used = vars_in(condition)
     if var not in used or not _is_plain(condition):
         return None
     if any(other in defined and other not in domains for other in used - {var}):

@@ -47,15 +47,9 @@ from tirc.ir import expr as E
 from tirc.ir import stmt as S
 from tirc.ir.buffer import Buffer, BufferRegion, Range, make_buffer
 from tirc.ir.function import PrimFunc
-from tirc.ir.functor import Mutator, Visitor, walk
+from tirc.ir.functor import Mutator, Visitor, vars_in, walk
 from tirc.ir.substitute import substitute
 from tirc.transform.pass_base import Dialect, FunctionPass
-
-
-def _vars_in(node: object) -> set[E.Var]:
-    found: set[E.Var] = set()
-    walk(node, lambda n: found.add(n) if isinstance(n, E.Var) else None)
-    return found
 
 
 def _is_thread_bound(loop: S.For) -> bool:
@@ -282,7 +276,7 @@ class _Lowering(Mutator):
             if iv.iter_type is not S.IterType.REDUCE
         ]
         conditions = [c for c in _conjuncts(realize.predicate) if not _is_true(c)]
-        conditions = [c for c in conditions if not (_vars_in(c) & loop_vars)]
+        conditions = [c for c in conditions if not (vars_in(c) & loop_vars)]
         conditions += [E.EQ(t.loop_var, E.const(0, t.loop_var.dtype)) for t in threads]
         if all(b.scope == "local" for b in reduced):
             conditions = []  # each thread keeps its own copy of the result
@@ -345,7 +339,7 @@ def _reduction_loops(realize: S.SBlockRealize, loops: list[S.For]) -> list[S.For
     used: set[E.Var] = set()
     for iv, value in zip(block.iter_vars, realize.iter_values, strict=False):
         if iv.iter_type is S.IterType.REDUCE:
-            used |= _vars_in(value)
+            used |= vars_in(value)
     return [loop for loop in loops if loop.loop_var in used]
 
 
