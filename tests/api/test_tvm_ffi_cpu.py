@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +33,7 @@ tvm_ffi = pytest.importorskip(
 
 
 @pytest.fixture(scope="module")
-def scale(tmp_path_factory: pytest.TempPathFactory) -> object:
+def scale(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., object]:
     library = tmp_path_factory.mktemp("scale") / "scale.so"
     assert (
         main(["compile", str(SCALE), "--emit", "so", "--abi", "tvm-ffi", "-o", str(library)]) == 0
@@ -51,13 +52,13 @@ def test_gallery_sample_through_tvm_ffi(kernel: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("n", [1, 7, 64, 1000])
-def test_symbolic_shape_told_by_the_tensors_or_passed(scale: object, n: int) -> None:
+def test_symbolic_shape_told_by_the_tensors_or_passed(scale: Callable[..., object], n: int) -> None:
     a = aligned_copy(np.arange(n, dtype="float32"))
     b = aligned_copy(np.zeros(n, dtype="float32"))
-    scale(a, b)  # type: ignore[operator]
+    scale(a, b)
     np.testing.assert_array_equal(b, 2 * np.arange(n, dtype="float32"))
     b[:] = 0
-    scale(a, b, n)  # type: ignore[operator]
+    scale(a, b, n)
     np.testing.assert_array_equal(b, 2 * np.arange(n, dtype="float32"))
 
 
@@ -101,10 +102,10 @@ BAD_CALLS = [
 
 @pytest.mark.parametrize(("args", "kind", "message"), BAD_CALLS)
 def test_a_wrong_call_raises_naming_the_parameter(
-    scale: object, args: tuple[object, ...], kind: type[Exception], message: str
+    scale: Callable[..., object], args: tuple[object, ...], kind: type[Exception], message: str
 ) -> None:
     with pytest.raises(kind) as raised:
-        scale(*args)  # type: ignore[operator]
+        scale(*args)
     assert f"main: {message}" in str(raised.value) or message in str(raised.value)
 
 
@@ -115,11 +116,11 @@ def test_wrong_constant_extent(tmp_path: Path) -> None:
         function(aligned(128, 128), aligned(128, 64), aligned(128, 128))
 
 
-def test_torch_cpu_tensors(scale: object) -> None:
+def test_torch_cpu_tensors(scale: Callable[..., object]) -> None:
     torch = pytest.importorskip("torch", reason="torch is not installed")
     a = torch.arange(100, dtype=torch.float32)
     b = torch.zeros(100, dtype=torch.float32)
-    scale(a, b)  # type: ignore[operator]
+    scale(a, b)
     assert torch.equal(b, 2 * a)
 
 
@@ -170,12 +171,12 @@ def test_declared_stride_is_bound_from_the_tensor(tmp_path: Path) -> None:
         function(rows[:, :4], aligned(8))
 
 
-def test_a_tensor_on_another_device_is_refused(scale: object) -> None:
+def test_a_tensor_on_another_device_is_refused(scale: Callable[..., object]) -> None:
     cuda = fake_device_tensor((8,))
     with pytest.raises(ValueError, match="main: A must be on the CPU, got a tensor on cuda"):
-        scale(cuda, aligned(8))  # type: ignore[operator]
+        scale(cuda, aligned(8))
     with pytest.raises(ValueError, match="main: B must be on the CPU, got a tensor on cuda"):
-        scale(aligned(8), cuda)  # type: ignore[operator]
+        scale(aligned(8), cuda)
 
 
 def test_scalars_bool_and_float16_tensors(tmp_path: Path) -> None:

@@ -8,10 +8,12 @@ from __future__ import annotations
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
+import tirc
 from tests.api.helpers import (
     SAMPLES,
     SCALE,
@@ -29,7 +31,7 @@ tvm_ffi = pytest.importorskip(
 
 
 @pytest.fixture(scope="module")
-def gallery_library(tmp_path_factory: pytest.TempPathFactory) -> object:
+def gallery_library(tmp_path_factory: pytest.TempPathFactory) -> Any:  # a tvm_ffi.Module
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc is not installed")
     directory = tmp_path_factory.mktemp("cuda")
@@ -51,9 +53,9 @@ def gallery_library(tmp_path_factory: pytest.TempPathFactory) -> object:
 @pytest.mark.slow  # nvcc over the whole gallery: a minute
 @pytest.mark.parametrize("kernel", gallery_kernels())
 def test_gallery_packed_functions_compile_and_check_the_device(
-    gallery_library: object, kernel: str
+    gallery_library: Any, kernel: str
 ) -> None:
-    function = gallery_library[f"{kernel}_main"]  # type: ignore[index]
+    function = gallery_library[f"{kernel}_main"]
     args = inputs(SAMPLES / f"{kernel}.tir")
     with pytest.raises(
         ValueError, match=f"{kernel}_main: .* must be on a CUDA device, got a tensor on cpu"
@@ -62,19 +64,18 @@ def test_gallery_packed_functions_compile_and_check_the_device(
     with pytest.raises(TypeError, match=f"takes {len(args)} arguments, got 0"):
         function()
     if not has_gpu():  # right shapes and dtypes pass every check, up to the launch
-        fakes = [fake_device_tensor(a.shape, str(a.dtype)) for a in args.values()]  # type: ignore[attr-defined]
+        arrays = [np.asarray(a) for a in args.values()]
+        fakes = [fake_device_tensor(a.shape, str(a.dtype)) for a in arrays]
         with pytest.raises(RuntimeError, match=f"{kernel}_main: the launch failed: "):
             function(*fakes)
 
 
 @pytest.fixture(scope="module")
-def scale_cuda(tmp_path_factory: pytest.TempPathFactory) -> object:
+def scale_cuda(tmp_path_factory: pytest.TempPathFactory) -> tirc.Module:
     """docs/examples/scale.tir built for cuda by tirc.build: its CUDA C with the packed
     functions, compiled by nvcc and loaded through tvm_ffi."""
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc is not installed")
-    import tirc
-
     return tirc.build(SCALE, target="cuda -arch=sm_80")
 
 
@@ -85,8 +86,8 @@ def has_gpu() -> bool:
     )
 
 
-def test_cuda_build_checks_tensors_before_the_launch(scale_cuda: object) -> None:
-    function = scale_cuda.main  # type: ignore[attr-defined]
+def test_cuda_build_checks_tensors_before_the_launch(scale_cuda: tirc.Module) -> None:
+    function = scale_cuda.main
     with pytest.raises(ValueError, match="main: A must be on a CUDA device, got a tensor on cpu"):
         function(np.zeros(8, "float32"), np.zeros(8, "float32"))
     a, b = fake_device_tensor((8,)), fake_device_tensor((6,))
@@ -103,10 +104,10 @@ def test_cuda_build_checks_tensors_before_the_launch(scale_cuda: object) -> None
             function(a, fake_device_tensor((8,)))
 
 
-def test_cuda_build_exports_its_library_and_source(scale_cuda: object, tmp_path: Path) -> None:
-    scale_cuda.export(tmp_path / "scale.cu")  # type: ignore[attr-defined]
+def test_cuda_build_exports_its_library_and_source(scale_cuda: tirc.Module, tmp_path: Path) -> None:
+    scale_cuda.export(tmp_path / "scale.cu")
     assert 'extern "C" int __tvm_ffi_main(' in (tmp_path / "scale.cu").read_text()
-    scale_cuda.export(tmp_path / "scale.so")  # type: ignore[attr-defined]
+    scale_cuda.export(tmp_path / "scale.so")
     function = tvm_ffi.load_module(str(tmp_path / "scale.so"))["main"]
     with pytest.raises(ValueError, match="must be on a CUDA device"):
         function(np.zeros(8, "float32"), np.zeros(8, "float32"))

@@ -18,6 +18,7 @@ from tirc.driver.exit_code import ExitCode
 
 if TYPE_CHECKING:
     from tirc.diagnostics import DiagnosticError
+    from tirc.driver.lower import LowerOptions
     from tirc.ir.target import Target
 
 
@@ -244,7 +245,7 @@ def print_command(
     """
     from tirc.driver import commands
 
-    lowering = None
+    lowering: LowerOptions | None = None
     if lower or pipeline or print_after or print_after_all or time_passes or verify_each:
         lowering = {
             "target": target or "cpu",

@@ -6,7 +6,7 @@ Errors travel as DiagnosticError; driver.guard renders them and exits 1.
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from tirc.diagnostics import Diagnostic, DiagnosticError, Note, Severity
@@ -20,6 +20,7 @@ from tirc.driver.source import STDIN, STDIN_NAME, check_stdin_once, read_source
 from tirc.ir.structural import find_difference
 
 if TYPE_CHECKING:
+    from tirc.driver.lower import LowerOptions
     from tirc.ir import IRModule
     from tirc.ir.target import Target
 
@@ -30,7 +31,7 @@ def print_file(
     defines: Sequence[str] = (),
     *,
     plan: str | None = None,
-    lowering: Mapping[str, object] | None = None,
+    lowering: LowerOptions | None = None,
     target: Target | str | None = None,
 ) -> int:
     """`tirc print`: parse FILE, apply `plan`, lower with the `lowering` options of
@@ -52,7 +53,7 @@ def print_file(
     if lowering is not None:
         from tirc.driver.lower import lower_module  # deferred: the transform layer, for --lower
 
-        module = lower_module(module, **lowering)  # type: ignore[arg-type]
+        module = lower_module(module, **lowering)
     write_output(output, module_text(module), keep_identical=True)
     return ExitCode.OK
 

@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Mapping
+from types import ModuleType
 
 from tirc.diagnostics import Diagnostic, DiagnosticError, Note, Span
 
@@ -104,7 +105,8 @@ def cuda_include_dirs() -> list[str]:
     candidates.append("/usr/local/cuda/include")
     try:
         # the pip wheels' namespace package: nvidia/<component>/include
-        import nvidia  # type: ignore[import-not-found, unused-ignore]
+        # deferred: an optional dependency; a namespace package without type information
+        import nvidia  # type: ignore[import-not-found, unused-ignore]  # absent, or no stubs
 
         for root in nvidia.__path__:
             candidates += sorted(os.path.join(root, name, "include") for name in os.listdir(root))
@@ -117,8 +119,8 @@ def cuda_include_dirs() -> list[str]:
     return found[:1]
 
 
-def _check(nvrtc: object, error: object, what: str) -> None:
-    if error != nvrtc.nvrtcResult.NVRTC_SUCCESS:  # type: ignore[attr-defined]
+def _check(nvrtc: ModuleType, error: object, what: str) -> None:
+    if error != nvrtc.nvrtcResult.NVRTC_SUCCESS:
         raise DiagnosticError.at(None, f"NVRTC failed in {what}: {error}")
 
 

@@ -6,7 +6,7 @@ Intermediate modules and the timing table go to stderr, so stdout keeps the lowe
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, TextIO, TypedDict
 
 from tirc.diagnostics import Diagnostic, DiagnosticError, Note
 from tirc.driver.target import parse_target
@@ -16,6 +16,17 @@ if TYPE_CHECKING:
     from tirc.ir.function import IRModule
     from tirc.transform.pass_base import ModulePass
     from tirc.transform.pipeline import Pipeline
+
+
+class LowerOptions(TypedDict, total=False):
+    """The options of `lower_module` that `tirc print --lower` passes on."""
+
+    target: Target | str
+    pipeline_path: str | None
+    print_after: Sequence[str]
+    print_after_all: bool
+    time_passes: bool
+    verify_each: bool
 
 
 def lower_module(

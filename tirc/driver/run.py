@@ -140,12 +140,12 @@ def run_file(
             flops,
         )
     buffers = {
-        param.name: args[param.name]
+        param.name: np.asarray(args[param.name])
         for param in function.params
         if _buffer_of(function, param) is not None
     }
     if save is not None:
-        write_output(save, npz_bytes(buffers))  # type: ignore[arg-type]
+        write_output(save, npz_bytes(buffers))
     # with `--save -` the npz goes to stdout, so the summary goes to stderr
     stream = sys.stderr if save == STDOUT else sys.stdout
     print(summary(name, str(target), ran.elapsed, function, args, given, save, sizes), file=stream)
@@ -555,7 +555,7 @@ def _check_sizes_known(func: PrimFunc, param: Var, known: Mapping[str, int]) -> 
 
 def npz_bytes(arrays: Mapping[str, np.ndarray]) -> bytes:
     stream = io.BytesIO()
-    np.savez(stream, **arrays)  # type: ignore[arg-type]
+    np.savez(stream, **arrays)  # type: ignore[arg-type]  # numpy's stub checks **kwds as allow_pickle too
     return stream.getvalue()
 
 

@@ -158,7 +158,9 @@ def _bind(
     if full:
         for param in sig.params:
             if param.kind is ParamKind.SHAPE:
-                shapes[param.var] = int(values[param.name])  # type: ignore[call-overload]
+                value = values[param.name]
+                assert isinstance(value, (int, np.integer))  # _number checked it, as "an int"
+                shapes[param.var] = int(value)
     return shapes
 
 

@@ -94,7 +94,13 @@ class JitFunction:
                     raise DiagnosticError.at(
                         None, f"cannot tell the value of shape variable {param.name}"
                     )
-                sizes[param.var] = int(given)  # type: ignore[call-overload]
+                if not isinstance(given, (int, np.integer)) or isinstance(given, bool):
+                    raise DiagnosticError.at(
+                        None,
+                        f"shape variable {param.name} must be an integer, "
+                        f"got {type(given).__name__}",
+                    )
+                sizes[param.var] = int(given)
         return sizes
 
 

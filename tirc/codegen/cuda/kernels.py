@@ -141,7 +141,7 @@ def check_whole_warps(kernel: Kernel) -> None:
     if found:
         call = found[0]
         shape = " x ".join(
-            str(kernel.dims[f"threadIdx.{axis}"].value)  # type: ignore[attr-defined]
+            str(E.int_value(kernel.dims[f"threadIdx.{axis}"]))
             for axis in "xyz"
             if f"threadIdx.{axis}" in kernel.dims
         )
@@ -230,18 +230,22 @@ def device_program(func: PrimFunc, kernels: dict[str, PrimFunc]) -> DeviceProgra
         call = launched_kernel(stmt, kernels)
         if call is None:
             return stmt
-        name = str(call.args[0].value)  # type: ignore[attr-defined]
+        first = call.args[0]
+        assert isinstance(first, E.StringImm)  # launched_kernel names the kernel by a string
+        name = first.value
         if name not in indices:
             indices[name] = len(program.kernels)
             program.kernels.append(kernel_of(name, kernels[name]))
         kernel = program.kernels[indices[name]]
         args = tuple(call.args[1:])
+        if not E.are_exprs(args):
+            raise DiagnosticError.at(call.span, f"{name} is launched with a non-expression")
         if len(args) != len(kernel.params):
             raise DiagnosticError.at(
                 call.span,
                 f"{name} takes {len(kernel.params)} arguments, but the call gives {len(args)}",
             )
-        return KernelLaunch(indices[name], args, span=stmt.span)  # type: ignore[arg-type]
+        return KernelLaunch(indices[name], args, span=stmt.span)
 
     program.host = _map_host(func.body, launch)
 
@@ -306,7 +310,7 @@ def _launch_dims(body: S.Stmt) -> dict[str, E.PrimExpr]:
         if all(structural_equal(v, first) for v in values):
             dims[tag] = first
         elif all(isinstance(v, E.IntImm) for v in values):
-            dims[tag] = max(values, key=lambda v: v.value)  # type: ignore[attr-defined]
+            dims[tag] = max(values, key=E.int_value)
         else:
             dims[tag] = _max_of(values)
     return dims

@@ -196,7 +196,9 @@ def _active_mask(v: ValueBuilder, call: E.Call) -> ir.Value:
 
 def _access_ptr(v: ValueBuilder, call: E.Call) -> ir.Value:
     annotation, data, offset = call.args[0], call.args[1], call.args[2]
-    element = types.memory_type(annotation.dtype)  # type: ignore[attr-defined]
+    if not isinstance(annotation, E.PrimExpr):
+        raise DiagnosticError.at(call.span, "--ptx-via llvm: tvm_access_ptr needs a typed value")
+    element = types.memory_type(annotation.dtype)
     return v.b.gep(v(data), [v(offset)], source_etype=element)
 
 

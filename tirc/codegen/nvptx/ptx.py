@@ -32,6 +32,13 @@ def _int(call: E.Call, index: int, what: str) -> int:
     return arg.value
 
 
+def _string(call: E.Call, index: int, what: str) -> str:
+    arg = call.args[index]
+    if not isinstance(arg, E.StringImm):
+        raise DiagnosticError.at(call.span, f"T.{call.op}: the {what} must be a string")
+    return arg.value
+
+
 def _address(v: ValueBuilder, pointer: object, offset: object, element: DataType) -> ir.Value:
     return v.b.gep(v(pointer), [v(offset)], source_etype=types.memory_type(element))
 
@@ -74,7 +81,7 @@ _WORDS = {"f32": (ir.FloatType(), "f"), "f64": (ir.DoubleType(), "d")}
 
 def lower_mma(v: ValueBuilder, call: E.Call) -> ir.Value:
     shape = mma_shape(call)
-    a_layout, b_layout = call.args[1].value, call.args[2].value  # type: ignore[attr-defined]
+    a_layout, b_layout = _string(call, 1, "A layout"), _string(call, 2, "B layout")
     a, a_off, b, b_off, c, c_off, saturate = call.args[6:13]
     a_word, a_code = _WORDS.get(shape.a_type, (types.I32, "r"))
     c_word, c_code = _WORDS.get(shape.c_type, (types.I32, "r"))

@@ -377,10 +377,11 @@ def region_range(ev: Evaluator, buffer: Buffer, axis: int, index: Index) -> Rang
 def access(ev: Evaluator, buffer: Buffer, indices: list[Index], span: Span) -> Any:
     """`A[i, j]` (a load) or, when any index is a slice, `A[i, 0:4]` (a region)."""
     check_rank(ev, buffer, len(indices), span)
-    if any(isinstance(index, SliceValue) for index in indices):
+    points = tuple(index for index in indices if not isinstance(index, SliceValue))
+    if len(points) < len(indices):
         region = tuple(region_range(ev, buffer, axis, index) for axis, index in enumerate(indices))
         return BufferRegion(buffer, region, span=span)
-    return BufferLoad(buffer, tuple(indices), span=span)  # type: ignore[arg-type]
+    return BufferLoad(buffer, points, span=span)
 
 
 def store_index(ev: Evaluator, index: Index) -> PrimExpr:

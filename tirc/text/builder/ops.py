@@ -329,7 +329,8 @@ def intrinsic_call(name: str) -> Callable[[Any, Invocation], PrimExpr]:
                 if not isinstance(value, PrimExpr):
                     what = arith.describe(value)
                     raise ev.error(arg.span, f"{inv.name} takes expressions, not {what}")
-            values = list(located(ev, inv.span, lambda: arith.match_types(values[0], values[1])))  # type: ignore[arg-type]
+            a, b = (value for value in values if isinstance(value, PrimExpr))
+            values = list(located(ev, inv.span, lambda: arith.match_types(a, b)))
         if not explicit:
             dtype = result_type(ev, inv, intrinsic, values)
         return located(ev, inv.span, lambda: Call(dtype, name, tuple(values), span=inv.span))

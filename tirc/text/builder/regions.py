@@ -122,9 +122,9 @@ def narrow(domains: dict[Var, Interval], condition: PrimExpr, negate: bool) -> d
     if isinstance(condition, ir.Not):
         return narrow(domains, condition.a, not negate)
     kind = type(condition)
-    if kind not in NEGATED:
+    if not isinstance(condition, ir.CompareOp) or kind not in NEGATED:
         return domains
-    a, b = condition.a, condition.b  # type: ignore[attr-defined]
+    a, b = condition.a, condition.b
     if isinstance(b, Var) and isinstance(a, IntImm):
         a, b, kind = b, a, MIRRORED[kind]
     if not (isinstance(a, Var) and a in domains and isinstance(b, IntImm)):
@@ -231,9 +231,12 @@ class Collector(Visitor):
             self.generic_visit(node)
             return
         condition, then_value, else_value = node.args
+        if not isinstance(condition, PrimExpr):
+            self.generic_visit(node)
+            return
         self.visit(condition)
-        self.with_condition(condition, then_value, False)  # type: ignore[arg-type]
-        self.with_condition(condition, else_value, True)  # type: ignore[arg-type]
+        self.with_condition(condition, then_value, False)
+        self.with_condition(condition, else_value, True)
 
     def visit_DeclBuffer(self, node: Any) -> None:
         return  # declaring a view of a buffer's data is not an access of it

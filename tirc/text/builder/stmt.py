@@ -357,8 +357,8 @@ class Builder(Evaluator):
             raise self.error(
                 value_node, f"{len(names)} names to assign but {len(values)} values to unpack"
             )
-        for item, value in zip(target.items, values, strict=True):
-            self.bind_value(item.id, self.check_value(value), self.span(item))  # type: ignore[attr-defined]
+        for name, item, value in zip(names, target.items, values, strict=True):
+            self.bind_value(name, self.check_value(value), self.span(item))
 
     def store_subscript(self, target: tree.Subscript, value: Any, node: tree.Syntax) -> None:
         buffer = self.check_value(self.evaluate(target.value))
@@ -379,7 +379,7 @@ class Builder(Evaluator):
         if isinstance(annotation, LetAnnotation):
             self.bind_let(name, annotation, value, node)
         elif isinstance(annotation, DTypeValue):
-            initial = None if value is None else self.as_expr(value, node.value)  # type: ignore[arg-type]
+            initial = None if node.value is None else self.as_expr(value, node.value)
             self.scope.bind(name, self.local_scalar(name, annotation.dtype, initial, span))
         elif isinstance(annotation, LocalArray):
             if value is not None:
@@ -407,7 +407,7 @@ class Builder(Evaluator):
             value = StringImm(value)
         elif dtype is not None and isinstance(value, (bool, int, float)):
             value = arith.make_const(value, dtype)
-        expr = self.as_expr(value, node.value)  # type: ignore[arg-type]
+        expr = self.as_expr(value, node.value or node)
         if dtype is None:
             dtype = expr.dtype
         elif expr.dtype != dtype:

@@ -15,7 +15,16 @@ from tirc.ir import arith
 from tirc.ir import dtype as dt
 from tirc.ir.buffer import Buffer, Range
 from tirc.ir.expr import CommReducer, IntImm, PrimExpr, StringImm, Var
-from tirc.ir.stmt import AttrStmt, Break, Continue, Evaluate, IterType, IterVar, Stmt
+from tirc.ir.stmt import (
+    AttrStmt,
+    Break,
+    Continue,
+    Evaluate,
+    IterType,
+    IterVar,
+    Stmt,
+    domain_of,
+)
 from tirc.text.builder.args import Param, Signature, attr_value, expect_dtype, expect_str
 from tirc.text.builder.frames import FunctionFrame, LoopFrame
 from tirc.text.builder.stmt import ContextValue, Declared
@@ -61,7 +70,7 @@ class LaunchContext(ContextValue):
         iv = self.iter_var(name)
         if name is not None:
             builder.scope.bind(name, iv.var)
-        builder.frames.append(LoopFrame(iv.var, iv.dom))  # type: ignore[arg-type]
+        builder.frames.append(LoopFrame(iv.var, domain_of(iv)))
         try:
             inner = body()
         finally:

@@ -110,7 +110,8 @@ class Lexer:
                 raise LexError(first.end(), "unexpected indent")
         for match in self.pattern.finditer(text):
             kind = match.lastgroup
-            value = match.group(kind)  # type: ignore[arg-type]
+            assert kind is not None  # every alternative of the pattern is a named group
+            value = match.group(kind)
             end = match.end()
             if kind == "NAME":
                 line_has_tokens = True
@@ -169,7 +170,7 @@ class Lexer:
             else:
                 line_has_tokens = True
                 last_end = end
-                yield Token(kind, value, end - len(value), end)  # type: ignore[arg-type]
+                yield Token(kind, value, end - len(value), end)
         if brackets:
             opener, where = brackets[-1]
             raise LexError(where, f"'{opener}' was never closed")
