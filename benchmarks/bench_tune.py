@@ -204,6 +204,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=2.0, help="timing per measurement")
     parser.add_argument("--rounds", type=int, default=3, help="measurement rounds, best kept")
     parser.add_argument("--kernels", nargs="+", choices=KERNELS, default=list(KERNELS))
+    parser.add_argument(
+        "--tune-only", action="store_true", help="only tirc tune, into --out (no measuring)"
+    )
     options = parser.parse_args()
     options.out.mkdir(parents=True, exist_ok=True)
     python = tvm_python()
@@ -223,6 +226,9 @@ def main() -> None:
         if not (options.plans and tuned.exists()):
             db = options.out / "tune.db"
             tuned = tune_tirc(name, options.trials, options.time_budget, options.out, db)
+        if options.tune_only:
+            print(describe_tuning(options.out / f"{name}.tuned.json", f"tirc tune {name}"))
+            continue
         library: Path | None = None
         tvm_dir = options.tvm_tuned or options.out
         if python is not None:
