@@ -6,18 +6,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tirc.ir import arith
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import IntImm, PrimExpr
 from tirc.ir.stmt import IterVar
+from tirc.text.builder.buffers import view, vload, vstore
+from tirc.text.builder.expr import ATTRIBUTES, Evaluator
 from tirc.text.builder.scope import nearest
 from tirc.text.builder.values import BoundMethod, DTypeValue, HandleType
 from tirc.text.syntax import tree
-
-if TYPE_CHECKING:
-    from tirc.text.builder.expr import Evaluator
 
 
 def _elem_offset(buffer: Buffer) -> PrimExpr:
@@ -27,8 +26,6 @@ def _elem_offset(buffer: Buffer) -> PrimExpr:
 
 
 def _view_method(ev: Any, buffer: Buffer, inv: Any) -> Any:
-    from tirc.text.builder.buffers import view
-
     return view(ev, buffer, inv)
 
 
@@ -37,14 +34,10 @@ def _scope_method(ev: Any, buffer: Buffer, inv: Any) -> str:
 
 
 def _vload_method(ev: Any, buffer: Buffer, inv: Any) -> Any:
-    from tirc.text.builder.buffers import vload
-
     return vload(ev, buffer, inv)
 
 
 def _vstore_method(ev: Any, buffer: Buffer, inv: Any) -> Any:
-    from tirc.text.builder.buffers import vstore
-
     return vstore(ev, buffer, inv)
 
 
@@ -85,6 +78,7 @@ TABLES: dict[type, tuple[str, dict[str, Callable[[Any], Any]]]] = {
 }
 
 
+@ATTRIBUTES.register(Buffer, IterVar, DTypeValue, HandleType, PrimExpr)
 def attribute(ev: Evaluator, value: Any, node: tree.Attribute) -> Any:
     value = ev.check_value(value)
     kind, table = TABLES.get(type(value), ("", {}))

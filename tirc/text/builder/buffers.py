@@ -8,14 +8,14 @@ the name it is assigned to.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tirc.diagnostics import Span
 from tirc.ir import arith
 from tirc.ir import dtype as dt
 from tirc.ir.buffer import Buffer, BufferRegion, MatchBufferRegion, Range
 from tirc.ir.dtype import DataType
-from tirc.ir.expr import BufferLoad, FloatImm, IntImm, PointerType, PrimExpr, Ramp, StringImm, Var
+from tirc.ir.expr import BufferLoad, FloatImm, IntImm, PointerType, PrimExpr, Var
 from tirc.ir.node import IRError
 from tirc.ir.stmt import AllocBuffer, Attrs, BufferStore, DeclBuffer
 from tirc.text.builder.args import (
@@ -29,12 +29,11 @@ from tirc.text.builder.args import (
     expect_shape,
     expect_str,
 )
-from tirc.text.builder.subscripts import Index, SliceValue
+from tirc.text.builder.expr import Evaluator
+from tirc.text.builder.frames import FunctionFrame, SBlockFrame
+from tirc.text.builder.stmt import Builder
+from tirc.text.builder.subscripts import check_rank, store
 from tirc.text.builder.values import Arg, Builtin, Invocation
-
-if TYPE_CHECKING:
-    from tirc.text.builder.expr import Evaluator
-    from tirc.text.builder.stmt import Builder
 
 DEFAULT_ALIGNMENT = 64
 
@@ -243,8 +242,6 @@ def is_block_allocation(ev: Builder) -> bool:
     """In a function written for TVM before 0.22 (`T.block`), `T.alloc_buffer` directly in a
     block or at the top of the function allocated for the block, as T.sblock_alloc_buffer
     does now."""
-    from tirc.text.builder.frames import FunctionFrame, SBlockFrame
-
     function = ev.function
     frame = ev.frames[-1] if ev.frames else None
     return bool(
@@ -347,73 +344,6 @@ def _predicate(ev: Evaluator, arg: Arg, lanes: int, what: str) -> PrimExpr | Non
         wanted = "bool" if lanes == 1 else f"bool or boolx{lanes}"
         raise ev.error(arg.span, f"the predicate of {what} must be {wanted}, not {dtype}")
     return predicate
-
-
-def check_rank(ev: Evaluator, buffer: Buffer, count: int, span: Span) -> None:
-    if count != buffer.ndim:
-        plural = "index" if count == 1 else "indices"
-        raise ev.error(
-            span,
-            f"buffer {buffer.name} has {buffer.ndim} dimension{'s' if buffer.ndim != 1 else ''} "
-            f"but {count} {plural} given",
-        )
-
-
-def region_range(ev: Evaluator, buffer: Buffer, axis: int, index: Index) -> Range:
-    if isinstance(index, SliceValue):
-        zero = IntImm(0, buffer.shape[axis].dtype)
-        lower = index.lower if index.lower is not None else zero
-        upper = index.upper if index.upper is not None else buffer.shape[axis]
-        try:
-            # One dtype for both ends (`0:4294967296` is int64 throughout), so that
-            # min + extent means the upper bound written.
-            lower, upper = arith.match_types(lower, upper)
-            return Range(lower, arith.difference(upper, lower), span=index.span)
-        except arith.ArithError as problem:
-            raise ev.error(index.span, str(problem)) from None
-    return Range(index, IntImm(1, index.dtype), span=index.span)
-
-
-def access(ev: Evaluator, buffer: Buffer, indices: list[Index], span: Span) -> Any:
-    """`A[i, j]` (a load) or, when any index is a slice, `A[i, 0:4]` (a region)."""
-    check_rank(ev, buffer, len(indices), span)
-    points = tuple(index for index in indices if not isinstance(index, SliceValue))
-    if len(points) < len(indices):
-        region = tuple(region_range(ev, buffer, axis, index) for axis, index in enumerate(indices))
-        return BufferRegion(buffer, region, span=span)
-    return BufferLoad(buffer, points, span=span)
-
-
-def store_index(ev: Evaluator, index: Index) -> PrimExpr:
-    """A store index; a slice `a:b` stores a vector, so it becomes `T.Ramp(a, 1, b - a)`."""
-    if not isinstance(index, SliceValue):
-        return index
-    if index.lower is None or index.upper is None:
-        raise ev.error(index.span, "a stored slice needs both bounds")
-    step = index.step if index.step is not None else IntImm(1, index.lower.dtype)
-    extent = arith.constant_difference(index.upper, index.lower)
-    if extent is None or not isinstance(step, IntImm) or step.value <= 0:
-        raise ev.error(index.span, "a stored slice needs constant bounds and step")
-    lanes = (extent + step.value - 1) // step.value
-    return Ramp(index.lower, arith.cast(index.lower.dtype, step), lanes, span=index.span)
-
-
-def store(
-    ev: Evaluator, buffer: Buffer, indices: list[Index], value: Any, span: Span
-) -> BufferStore:
-    """`A[i] = value`; the value converts to the buffer's element type, as TVM casts it."""
-    check_rank(ev, buffer, len(indices), span)
-    flat = tuple(store_index(ev, index) for index in indices)
-    expr = ev.as_expr(value, span)
-    lanes = flat[-1].dtype.lanes if flat else 1
-    expected = buffer.dtype.with_lanes(buffer.dtype.lanes * lanes)
-    if isinstance(expr, StringImm):
-        raise ev.error(span, f"cannot store a string into buffer {buffer.name}")
-    try:
-        converted = arith.cast(expected, expr)
-    except arith.ArithError as problem:
-        raise ev.error(span, f"cannot store into {buffer.name}: {problem}") from None
-    return BufferStore(buffer, converted, flat, span=span)
 
 
 BUILTINS = {

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tirc.diagnostics import Note, Span
 from tirc.ir import arith
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import PrimExpr
+from tirc.ir.functor import Dispatch
 from tirc.ir.stmt import IterVar
 from tirc.text.builder.context import CONSTRUCTION_ERRORS, BuildError, Context, SilentError
 from tirc.text.builder.scope import Scope, nearest
@@ -22,20 +23,14 @@ from tirc.text.builder.values import (
     Arg,
     BoundMethod,
     Builtin,
-    DTypeValue,
-    HandleType,
     Invocation,
     Lambda,
     LetAnnotation,
     LocalArray,
-    Macro,
     Namespace,
     Poison,
 )
 from tirc.text.syntax import tree
-
-if TYPE_CHECKING:
-    from tirc.text.builder.stmt import Builder
 
 PYTHON_BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "+": operator.add,
@@ -136,8 +131,6 @@ class Evaluator:
         return node.value
 
     def eval_attribute(self, node: tree.Attribute) -> Any:
-        from tirc.text.builder.attributes import attribute
-
         value = self.evaluate(node.value)
         if isinstance(value, Namespace):
             try:
@@ -147,7 +140,10 @@ class Evaluator:
                 hint = f"; did you mean {value.name}.{suggestion}?" if suggestion else ""
                 message = f"unknown name {value.name}.{node.attr}{hint}"
                 raise self.error(node, message) from None
-        return attribute(self, value, node)
+        value = self.check_value(value)
+        if not ATTRIBUTES.handles(type(value)):
+            raise self.error(node, f"{arith.describe(value)} has no attribute '{node.attr}'")
+        return ATTRIBUTES(self, value, node)
 
     def eval_call(self, node: tree.Call, targets: tuple[str, ...] = ()) -> Any:
         callee = self.evaluate(node.func)
@@ -168,16 +164,13 @@ class Evaluator:
         return self.call(callee, invocation, node)
 
     def call(self, callee: Any, invocation: Invocation, node: tree.Call | None = None) -> Any:
-        handler = CALLERS.get(type(callee))
-        if handler is None:
+        if not CALLERS.handles(type(callee)):
             description = arith.describe(callee)
             raise self.error(invocation.span, f"{invocation.name} is {description}, not a function")
-        return handler(self, callee, invocation, node)
+        return CALLERS(self, callee, invocation, node)
 
     def eval_subscript(self, node: tree.Subscript) -> Any:
-        from tirc.text.builder.subscripts import subscript
-
-        return subscript(self, self.evaluate(node.value), node)
+        return SUBSCRIPTS(self, self.evaluate(node.value), node)
 
     def eval_binop(self, node: tree.BinOp) -> Any:
         # Walk a left-leaning chain (`a + b + c + ...`) iteratively: long sums need no stack.
@@ -356,51 +349,30 @@ EVALUATORS: dict[type, Callable[[Any, Any], Any]] = {
 }
 
 
-def _call_builtin(ev: Any, callee: Builtin, inv: Invocation, node: tree.Call | None) -> Any:
+# The rules that the other modules of the builder register, by the class of the value: what
+# `value.name` reads (attributes.py), what `value[...]` is (subscripts.py), and what calling a
+# value does (here for builtins, methods and poison; ops.py for types, macro.py for macros and
+# lambdas, namespace.py for T.handle). module.py loads them all.
+ATTRIBUTES: Dispatch[Evaluator, [tree.Attribute], Any] = Dispatch("attribute")
+SUBSCRIPTS: Dispatch[Evaluator, [tree.Subscript], Any] = Dispatch("subscript")
+CALLERS: Dispatch[Evaluator, [Invocation, tree.Call | None], Any] = Dispatch("call")
+
+
+@CALLERS.register(Builtin)
+def _call_builtin(ev: Evaluator, callee: Builtin, inv: Invocation, node: tree.Call | None) -> Any:
     return callee.call(ev, inv)
 
 
-def _call_method(ev: Any, callee: BoundMethod, inv: Invocation, node: tree.Call | None) -> Any:
+@CALLERS.register(BoundMethod)
+def _call_method(
+    ev: Evaluator, callee: BoundMethod, inv: Invocation, node: tree.Call | None
+) -> Any:
     return callee.call(ev, callee.receiver, inv)
 
 
-def _call_dtype(ev: Any, callee: DTypeValue, inv: Invocation, node: tree.Call | None) -> Any:
-    from tirc.text.builder.ops import construct_dtype
-
-    return construct_dtype(ev, callee, inv)
-
-
-def _call_macro(ev: Builder, callee: Macro, inv: Invocation, node: tree.Call | None) -> Any:
-    from tirc.text.builder.macro import expand
-
-    return expand(ev, callee, inv)
-
-
-def _call_lambda(ev: Any, callee: Lambda, inv: Invocation, node: tree.Call | None) -> Any:
-    from tirc.text.builder.macro import apply_lambda
-
-    return apply_lambda(ev, callee, inv)
-
-
-def _call_handle(ev: Any, callee: HandleType, inv: Invocation, node: tree.Call | None) -> Any:
-    from tirc.text.builder.namespace import construct_handle
-
-    return construct_handle(ev, inv)
-
-
-def _call_poison(ev: Any, callee: Poison, inv: Invocation, node: tree.Call | None) -> Any:
+@CALLERS.register(Poison)
+def _call_poison(ev: Evaluator, callee: Poison, inv: Invocation, node: tree.Call | None) -> Any:
     raise SilentError()
-
-
-CALLERS: dict[type, Callable[[Any, Any, Invocation, tree.Call | None], Any]] = {
-    Builtin: _call_builtin,
-    BoundMethod: _call_method,
-    DTypeValue: _call_dtype,
-    Macro: _call_macro,
-    Lambda: _call_lambda,
-    Poison: _call_poison,
-    HandleType: _call_handle,
-}
 
 
 def is_buffer(value: object) -> bool:

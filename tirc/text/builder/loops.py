@@ -8,7 +8,7 @@ numbers take the other bound's type); the extent is `stop - start`, simplified.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tirc.diagnostics import Span
 from tirc.ir import arith
@@ -20,11 +20,9 @@ from tirc.ir.node import IRError
 from tirc.ir.stmt import EMPTY_ATTRS, Attrs, For, ForKind, IterType, IterVar, Stmt
 from tirc.text.builder.args import Bound, Param, Signature, expect_attrs, expect_dtype, expect_str
 from tirc.text.builder.frames import LoopFrame
+from tirc.text.builder.stmt import STATEMENTS, Builder
 from tirc.text.builder.values import Arg, Builtin, Invocation
 from tirc.text.syntax import tree
-
-if TYPE_CHECKING:
-    from tirc.text.builder.stmt import Builder
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,6 +184,7 @@ def loop_variable_names(ev: Builder, target: tree.Expr, count: int) -> list[tupl
     raise ev.error(target, "a loop variable must be a name")
 
 
+@STATEMENTS.register(tree.For)
 def build_for(ev: Builder, node: tree.For) -> None:
     loops = ev.check_value(ev.evaluate(node.iter))
     if not isinstance(loops, Loops):

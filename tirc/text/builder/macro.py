@@ -9,18 +9,16 @@ itself, directly or not, is an error naming the chain.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tirc.diagnostics import Note
 from tirc.text.builder.context import BuildError
 from tirc.text.builder.decorators import MacroOptions, options
+from tirc.text.builder.expr import CALLERS, Evaluator
 from tirc.text.builder.scope import Scope, nearest
+from tirc.text.builder.stmt import STATEMENTS, Builder
 from tirc.text.builder.values import Invocation, Lambda, Macro
 from tirc.text.syntax import tree
-
-if TYPE_CHECKING:
-    from tirc.text.builder.expr import Evaluator
-    from tirc.text.builder.stmt import Builder
 
 
 def macro_of(ev: Evaluator, node: tree.FunctionDef, scope: Scope) -> Macro | None:
@@ -103,3 +101,24 @@ def apply_lambda(ev: Evaluator, function: Lambda, inv: Invocation) -> Any:
         return ev.evaluate(node.body)
     finally:
         ev.scope = saved
+
+
+@STATEMENTS.register(tree.FunctionDef)
+def _define(builder: Builder, node: tree.FunctionDef) -> None:
+    """A `@T.macro` defined inside a function; any other nested definition is an error."""
+    macro = macro_of(builder, node, builder.scope)
+    if macro is None:
+        raise builder.error(node, "only @T.macro functions can be defined inside a function")
+    builder.scope.bind(node.name, macro)
+
+
+@CALLERS.register(Macro)
+def _call_macro(ev: Evaluator, callee: Macro, inv: Invocation, node: tree.Call | None) -> Any:
+    if not isinstance(ev, Builder):  # the builder evaluates every expression of a program
+        raise ev.error(inv.span, f"macro '{callee.name}' can only be used inside a function")
+    return expand(ev, callee, inv)
+
+
+@CALLERS.register(Lambda)
+def _call_lambda(ev: Evaluator, callee: Lambda, inv: Invocation, node: tree.Call | None) -> Any:
+    return apply_lambda(ev, callee, inv)

@@ -15,6 +15,11 @@ from tirc.diagnostics import Diagnostic, DiagnosticError, Note, Source, Span
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.node import IRError
 from tirc.ir.stmt import EMPTY_ATTRS, Attrs
+
+# the modules that register rules into expr's and stmt's tables (attributes, calls of types,
+# macros and lambdas, subscripts, `for` loops; namespace.py, imported below, calls of T.handle);
+# this is the one place that loads them
+from tirc.text.builder import attributes, loops, macro, ops, subscripts  # noqa: F401
 from tirc.text.builder.context import CONSTRUCTION_ERRORS, BuildError, Context, SilentError
 from tirc.text.builder.decorators import FunctionOptions, MacroOptions, ModuleOptions, options
 from tirc.text.builder.function import build_function

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tirc.ir import dtype as dt
+from tirc.ir.stmt import Attrs
 from tirc.text.builder import buffers, loops, ops, sblocks, threads
 from tirc.text.builder.args import Param, Signature, expect_attrs, expect_dtype, expect_str
 from tirc.text.builder.decorators import IR_MODULE, MACRO, PRIM_FUNC
+from tirc.text.builder.expr import CALLERS, Evaluator
 from tirc.text.builder.values import (
     Builtin,
     DTypeValue,
@@ -23,10 +25,7 @@ from tirc.text.builder.values import (
     LetAnnotation,
     Namespace,
 )
-
-if TYPE_CHECKING:
-    from tirc.ir.stmt import Attrs
-    from tirc.text.builder.expr import Evaluator
+from tirc.text.syntax import tree
 
 VECTOR_LANES = (2, 3, 4, 8, 16, 32, 64)
 
@@ -129,3 +128,8 @@ def global_names() -> dict[str, Any]:
 # `from tvm.script import <module> as <alias>`: which namespace each module is.
 SCRIPT_MODULES = {"tirx": tir_namespace, "tir": tir_namespace, "ir": ir_namespace}
 LEGACY_MODULES = frozenset({"tir"})
+
+
+@CALLERS.register(HandleType)
+def _call_handle(ev: Evaluator, callee: HandleType, inv: Invocation, node: tree.Call | None) -> Any:
+    return construct_handle(ev, inv)

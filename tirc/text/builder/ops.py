@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tirc.diagnostics import Span
 from tirc.ir import arith, intrinsics
@@ -32,10 +32,10 @@ from tirc.text.builder.args import (
     expect_list,
     expect_str,
 )
-from tirc.text.builder.values import Arg, Builtin, DTypeValue, HandleType, Invocation
-
-if TYPE_CHECKING:
-    from tirc.text.builder.expr import Evaluator
+from tirc.text.builder.expr import CALLERS, Evaluator
+from tirc.text.builder.macro import apply_lambda
+from tirc.text.builder.values import Arg, Builtin, DTypeValue, HandleType, Invocation, Lambda
+from tirc.text.syntax import tree
 
 SPECIAL_FLOATS = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
 
@@ -361,9 +361,6 @@ def result_type(
 def _comm_reducer(ev: Any, inv: Invocation) -> CommReducer:
     """`T.comm_reducer(lambda x, y: x + y, [T.float32(0)])`: a combiner over (lhs, rhs) and
     the identity of each value it reduces."""
-    from tirc.text.builder.macro import apply_lambda
-    from tirc.text.builder.values import Lambda
-
     bound = Signature("combiner", "identity").bind(ev, inv)
     combiner = ev.check_value(bound.value("combiner"))
     identity = [ev.as_expr(v, bound["identity"].span) for v in expect_list(ev, bound["identity"])]
@@ -462,3 +459,8 @@ def builtins() -> dict[str, Builtin]:
         }
     )
     return table
+
+
+@CALLERS.register(DTypeValue)
+def _call_dtype(ev: Evaluator, callee: DTypeValue, inv: Invocation, node: tree.Call | None) -> Any:
+    return construct_dtype(ev, callee, inv)

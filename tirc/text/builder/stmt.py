@@ -20,6 +20,7 @@ from tirc.ir import dtype as dt
 from tirc.ir.buffer import Buffer, BufferRegion, MatchBufferRegion
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import BufferLoad, IntImm, PointerType, PrimExpr, StringImm, Var
+from tirc.ir.functor import Dispatch
 from tirc.ir.node import IRError
 from tirc.ir.stmt import (
     AllocBuffer,
@@ -34,12 +35,11 @@ from tirc.ir.stmt import (
     While,
     seq,
 )
-from tirc.text.builder.buffers import store
 from tirc.text.builder.context import CONSTRUCTION_ERRORS, BuildError, Context, SilentError
 from tirc.text.builder.expr import Evaluator
 from tirc.text.builder.frames import Frame, FunctionFrame, InitFrame, LoopFrame, SBlockFrame
 from tirc.text.builder.scope import Scope
-from tirc.text.builder.subscripts import evaluate_indices, is_local_scalar
+from tirc.text.builder.subscripts import evaluate_indices, is_local_scalar, store
 from tirc.text.builder.values import (
     DTypeValue,
     HandleType,
@@ -148,7 +148,7 @@ class Builder(Evaluator):
         self.bodies[-1].append(Opener(wrap))
 
     def visit(self, stmt: tree.Stmt) -> None:
-        STATEMENTS[type(stmt)](self, stmt)
+        STATEMENTS(self, stmt)
 
     # Frames.
 
@@ -480,11 +480,6 @@ class Builder(Evaluator):
         body = self.build_body(node.body)
         self.emit(While(condition, body, span=self.span(node)))
 
-    def visit_for(self, node: tree.For) -> None:
-        from tirc.text.builder.loops import build_for
-
-        build_for(self, node)
-
     def visit_with(self, node: tree.With) -> None:
         stmt = self.build_with(node, 0)
         if stmt is not None:
@@ -542,14 +537,6 @@ class Builder(Evaluator):
 
     def visit_import(self, node: tree.Import) -> None:
         return
-
-    def visit_function_def(self, node: tree.FunctionDef) -> None:
-        from tirc.text.builder.macro import macro_of
-
-        macro = macro_of(self, node, self.scope)
-        if macro is None:
-            raise self.error(node, "only @T.macro functions can be defined inside a function")
-        self.scope.bind(node.name, macro)
 
     def visit_class_def(self, node: tree.ClassDef) -> None:
         raise self.error(node, "a class cannot be defined inside a function")
@@ -630,23 +617,21 @@ def names_in(node: tree.Syntax) -> list[str]:
     return found
 
 
-STATEMENTS: dict[type, Callable[[Builder, Any], None]] = {
-    tree.ExprStmt: Builder.visit_expr_stmt,
-    tree.Assign: Builder.visit_assign,
-    tree.AnnAssign: Builder.visit_ann_assign,
-    tree.AugAssign: Builder.visit_aug_assign,
-    tree.If: Builder.visit_if,
-    tree.While: Builder.visit_while,
-    tree.For: Builder.visit_for,
-    tree.With: Builder.visit_with,
-    tree.Assert: Builder.visit_assert,
-    tree.Return: Builder.visit_return,
-    tree.Pass: Builder.visit_pass,
-    tree.Break: Builder.visit_break,
-    tree.Continue: Builder.visit_continue,
-    tree.Import: Builder.visit_import,
-    tree.FunctionDef: Builder.visit_function_def,
-    tree.ClassDef: Builder.visit_class_def,
-}
+# The rule of each statement class; loops.py registers `for` and macro.py a nested `def`.
+STATEMENTS: Dispatch[Builder, [], None] = Dispatch("statement")
+STATEMENTS.register(tree.ExprStmt)(Builder.visit_expr_stmt)
+STATEMENTS.register(tree.Assign)(Builder.visit_assign)
+STATEMENTS.register(tree.AnnAssign)(Builder.visit_ann_assign)
+STATEMENTS.register(tree.AugAssign)(Builder.visit_aug_assign)
+STATEMENTS.register(tree.If)(Builder.visit_if)
+STATEMENTS.register(tree.While)(Builder.visit_while)
+STATEMENTS.register(tree.With)(Builder.visit_with)
+STATEMENTS.register(tree.Assert)(Builder.visit_assert)
+STATEMENTS.register(tree.Return)(Builder.visit_return)
+STATEMENTS.register(tree.Pass)(Builder.visit_pass)
+STATEMENTS.register(tree.Break)(Builder.visit_break)
+STATEMENTS.register(tree.Continue)(Builder.visit_continue)
+STATEMENTS.register(tree.Import)(Builder.visit_import)
+STATEMENTS.register(tree.ClassDef)(Builder.visit_class_def)
 
 __all__ = ["Builder", "ContextValue", "Declared", "InitFrame", "LoopFrame", "Note", "close_body"]

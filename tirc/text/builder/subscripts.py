@@ -6,18 +6,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tirc.diagnostics import Span
 from tirc.ir import arith
 from tirc.ir import dtype as dt
-from tirc.ir.buffer import Buffer
-from tirc.ir.expr import BufferLoad, IntImm, PointerType, PrimExpr, Var
+from tirc.ir.buffer import Buffer, BufferRegion, Range
+from tirc.ir.expr import BufferLoad, IntImm, PointerType, PrimExpr, Ramp, StringImm, Var
+from tirc.ir.stmt import BufferStore
+from tirc.text.builder.args import dtype_of
+from tirc.text.builder.expr import SUBSCRIPTS as SUBSCRIPT_RULES
+from tirc.text.builder.expr import Evaluator
 from tirc.text.builder.values import DTypeValue, HandleType, LetAnnotation, LocalArray
 from tirc.text.syntax import tree
-
-if TYPE_CHECKING:
-    from tirc.text.builder.expr import Evaluator
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,14 +57,10 @@ def evaluate_indices(ev: Evaluator, node: tree.Subscript) -> list[Index]:
 
 
 def _buffer(ev: Evaluator, buffer: Buffer, node: tree.Subscript) -> Any:
-    from tirc.text.builder.buffers import access
-
     return access(ev, buffer, evaluate_indices(ev, node), ev.span(node))
 
 
 def _let(ev: Evaluator, value: LetAnnotation, node: tree.Subscript) -> Any:
-    from tirc.text.builder.args import dtype_of
-
     items = index_items(node)
     if len(items) != 1:
         raise ev.error(node, "T.let[...] takes one type")
@@ -106,6 +103,73 @@ def _mapping(ev: Evaluator, value: dict[Any, Any], node: tree.Subscript) -> Any:
     return value[key]
 
 
+def check_rank(ev: Evaluator, buffer: Buffer, count: int, span: Span) -> None:
+    if count != buffer.ndim:
+        plural = "index" if count == 1 else "indices"
+        raise ev.error(
+            span,
+            f"buffer {buffer.name} has {buffer.ndim} dimension{'s' if buffer.ndim != 1 else ''} "
+            f"but {count} {plural} given",
+        )
+
+
+def region_range(ev: Evaluator, buffer: Buffer, axis: int, index: Index) -> Range:
+    if isinstance(index, SliceValue):
+        zero = IntImm(0, buffer.shape[axis].dtype)
+        lower = index.lower if index.lower is not None else zero
+        upper = index.upper if index.upper is not None else buffer.shape[axis]
+        try:
+            # One dtype for both ends (`0:4294967296` is int64 throughout), so that
+            # min + extent means the upper bound written.
+            lower, upper = arith.match_types(lower, upper)
+            return Range(lower, arith.difference(upper, lower), span=index.span)
+        except arith.ArithError as problem:
+            raise ev.error(index.span, str(problem)) from None
+    return Range(index, IntImm(1, index.dtype), span=index.span)
+
+
+def access(ev: Evaluator, buffer: Buffer, indices: list[Index], span: Span) -> Any:
+    """`A[i, j]` (a load) or, when any index is a slice, `A[i, 0:4]` (a region)."""
+    check_rank(ev, buffer, len(indices), span)
+    points = tuple(index for index in indices if not isinstance(index, SliceValue))
+    if len(points) < len(indices):
+        region = tuple(region_range(ev, buffer, axis, index) for axis, index in enumerate(indices))
+        return BufferRegion(buffer, region, span=span)
+    return BufferLoad(buffer, points, span=span)
+
+
+def store_index(ev: Evaluator, index: Index) -> PrimExpr:
+    """A store index; a slice `a:b` stores a vector, so it becomes `T.Ramp(a, 1, b - a)`."""
+    if not isinstance(index, SliceValue):
+        return index
+    if index.lower is None or index.upper is None:
+        raise ev.error(index.span, "a stored slice needs both bounds")
+    step = index.step if index.step is not None else IntImm(1, index.lower.dtype)
+    extent = arith.constant_difference(index.upper, index.lower)
+    if extent is None or not isinstance(step, IntImm) or step.value <= 0:
+        raise ev.error(index.span, "a stored slice needs constant bounds and step")
+    lanes = (extent + step.value - 1) // step.value
+    return Ramp(index.lower, arith.cast(index.lower.dtype, step), lanes, span=index.span)
+
+
+def store(
+    ev: Evaluator, buffer: Buffer, indices: list[Index], value: Any, span: Span
+) -> BufferStore:
+    """`A[i] = value`; the value converts to the buffer's element type, as TVM casts it."""
+    check_rank(ev, buffer, len(indices), span)
+    flat = tuple(store_index(ev, index) for index in indices)
+    expr = ev.as_expr(value, span)
+    lanes = flat[-1].dtype.lanes if flat else 1
+    expected = buffer.dtype.with_lanes(buffer.dtype.lanes * lanes)
+    if isinstance(expr, StringImm):
+        raise ev.error(span, f"cannot store a string into buffer {buffer.name}")
+    try:
+        converted = arith.cast(expected, expr)
+    except arith.ArithError as problem:
+        raise ev.error(span, f"cannot store into {buffer.name}: {problem}") from None
+    return BufferStore(buffer, converted, flat, span=span)
+
+
 SUBSCRIPTS: dict[type, Callable[[Any, Any, tree.Subscript], Any]] = {
     Buffer: _buffer,
     LetAnnotation: _let,
@@ -116,6 +180,7 @@ SUBSCRIPTS: dict[type, Callable[[Any, Any, tree.Subscript], Any]] = {
 }
 
 
+@SUBSCRIPT_RULES.register(object)  # every value: the table below says which can be indexed
 def subscript(ev: Evaluator, value: Any, node: tree.Subscript) -> Any:
     value = ev.check_value(value)
     if is_local_scalar(ev, value, node.value):
