@@ -11,6 +11,13 @@ from typing import Any
 from tirc.diagnostics import Diagnostic, DiagnosticError, Source, Span
 from tirc.ir import dtype as dt
 from tirc.ir.expr import PrimExpr, Var
+from tirc.text.builder.context import BuildError, Context
+from tirc.text.builder.macro import apply_lambda
+from tirc.text.builder.namespace import global_names
+from tirc.text.builder.scope import Scope
+from tirc.text.builder.stmt import Builder
+from tirc.text.builder.values import Arg, Invocation, Lambda
+from tirc.text.syntax import parse_syntax, tree
 
 
 @dataclass(frozen=True)
@@ -25,12 +32,6 @@ def parse_expression(
     text: str, *, name: str = "<expression>", variables: Mapping[str, Any] | None = None
 ) -> Any:
     """The value of one expression (`T.*` and the given variables in scope)."""
-    from tirc.text.builder.context import BuildError, Context
-    from tirc.text.builder.namespace import global_names
-    from tirc.text.builder.scope import Scope
-    from tirc.text.builder.stmt import Builder
-    from tirc.text.syntax import parse_syntax, tree
-
     source = Source(name, text)
     module = parse_syntax(source)
     if len(module.body) != 1 or not isinstance(module.body[0], tree.ExprStmt):
@@ -51,11 +52,6 @@ def parse_index_map(
     text: str, *, name: str = "<index map>", index_dtype: str = "int32"
 ) -> IndexMap:
     """An index map from `T.index_map(lambda ...: ...)` or a bare lambda."""
-    from tirc.text.builder.context import BuildError, Context
-    from tirc.text.builder.scope import Scope
-    from tirc.text.builder.stmt import Builder
-    from tirc.text.builder.values import Arg, Invocation, Lambda
-
     value = parse_expression(text, name=name)
     source = Source(name, text)
     if not isinstance(value, Lambda):
@@ -70,8 +66,6 @@ def parse_index_map(
     span = Span(source, 0, len(text))
     builder = Builder(Context(source), Scope())
     try:
-        from tirc.text.builder.macro import apply_lambda
-
         result = apply_lambda(
             builder, value, Invocation("lambda", [Arg(p, span) for p in params], {}, span)
         )

@@ -10,6 +10,8 @@ from collections.abc import Mapping
 
 from tirc.diagnostics import Diagnostic, DiagnosticError, Source, Span
 from tirc.ir.function import IRModule
+from tirc.text.builder import build_module
+from tirc.text.syntax import parse_syntax
 
 # Deeply nested expressions recurse in the builder; allow more depth than Python's default,
 # and report anything deeper as a located error rather than a crash.
@@ -26,9 +28,6 @@ def parse_module(
 
 def parse_source(source: Source, defines: Mapping[str, str] | None = None) -> IRModule:
     """Like parse_module, for a Source already read (keeps its name and text)."""
-    from tirc.text.builder import build_module
-    from tirc.text.syntax import parse_syntax
-
     previous = sys.getrecursionlimit()
     if previous < RECURSION_LIMIT:
         sys.setrecursionlimit(RECURSION_LIMIT)

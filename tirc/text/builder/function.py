@@ -22,10 +22,12 @@ from tirc.ir.stmt import Attrs, SBlock, SBlockRealize, Stmt
 from tirc.text.builder.context import CONSTRUCTION_ERRORS, BuildError, Context, SilentError
 from tirc.text.builder.decorators import FunctionOptions
 from tirc.text.builder.frames import FunctionFrame
+from tirc.text.builder.namespace import SymbolicShape
+from tirc.text.builder.regions import infer_regions
 from tirc.text.builder.scope import Scope
-from tirc.text.builder.stmt import Builder, Declared
+from tirc.text.builder.stmt import Builder, Declared, names_in
 from tirc.text.builder.values import DTypeValue, HandleType, Poison
-from tirc.text.syntax import tree
+from tirc.text.syntax import parse_syntax, tree
 
 LEGACY_SPELLING = re.compile(r"\.\s*(block|block_attr)\s*\(")
 
@@ -48,8 +50,6 @@ def scalar_annotation_dtypes(builder: Builder, node: tree.FunctionDef) -> dict[s
 
 def mentioned_names(node: tree.FunctionDef) -> set[str]:
     """Names the signature's annotations mention, also inside shape strings (`("n",)`)."""
-    from tirc.text.builder.stmt import names_in
-
     names: set[str] = set()
     stack: list[Any] = [p.annotation for p in node.params] + [node.returns]
     while stack:
@@ -64,13 +64,11 @@ def mentioned_names(node: tree.FunctionDef) -> set[str]:
             stack.extend(item)
         elif isinstance(item, tree.Syntax):
             stack.extend(getattr(item, name) for name in item.__slots__)
-    del names_in
     return names
 
 
 def declare_symbolic_shapes(builder: Builder, frame: FunctionFrame, node: tree.FunctionDef) -> None:
     """A fresh int64 variable for each module-level TypeVar the signature mentions."""
-    from tirc.text.builder.namespace import SymbolicShape
 
     parameters = {p.name for p in node.params}
     for name in sorted(mentioned_names(node) - parameters):
@@ -111,8 +109,6 @@ def shape_strings(annotation: tree.Expr) -> list[tuple[str, tree.Constant]]:
 def declare_shape_strings(builder: Builder, annotation: tree.Expr) -> None:
     """A quoted shape declares its variables before the annotation is evaluated, so the
     rest of the shape can use them (`T.Buffer(("n", n * 2))`), as in TVM."""
-    from tirc.text.builder.stmt import names_in
-    from tirc.text.syntax import parse_syntax
 
     for text, node in shape_strings(annotation):
         names = [text] if text.isidentifier() else []
@@ -185,7 +181,6 @@ class Replace(Mutator):
 def finish_body(builder: Builder, frame: FunctionFrame, body: Stmt) -> Stmt:
     """Infer the regions of top-level blocks that turned out not to be the root, and add
     the root block an s-tir body needs."""
-    from tirc.text.builder.regions import infer_regions
 
     candidates = frame.root_candidates
     is_root = (

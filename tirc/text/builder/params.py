@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from tirc.diagnostics import Diagnostic
 from tirc.ir.expr import PrimExpr
+from tirc.text.builder.namespace import SymbolicShape
 from tirc.text.builder.scope import Scope, nearest
 from tirc.text.syntax import tree
 
@@ -23,7 +24,6 @@ PARAMETER_TYPES = (bool, int, float, str, tuple, list, PrimExpr, type(None))
 
 
 def is_symbolic(value: Any) -> bool:
-    from tirc.text.builder.namespace import SymbolicShape
 
     return isinstance(value, SymbolicShape)
 

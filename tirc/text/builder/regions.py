@@ -20,7 +20,7 @@ from tirc.ir import expr as ir
 from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var
 from tirc.ir.functor import Visitor
-from tirc.ir.stmt import BufferStore, For, SBlock, SBlockRealize, Stmt
+from tirc.ir.stmt import AllocBuffer, BufferStore, DeclBuffer, For, SBlock, SBlockRealize, Stmt
 from tirc.ir.structural import expr_key
 from tirc.ir.substitute import substitute
 
@@ -328,7 +328,6 @@ def infer_regions(
 
 def local_buffers(stmt: Stmt) -> set[Buffer]:
     """Buffers allocated or declared inside a statement (not visible outside the block)."""
-    from tirc.ir.stmt import AllocBuffer, DeclBuffer
 
     found: set[Buffer] = set()
 

@@ -20,6 +20,7 @@ from tirc.ir.node import IRError
 from tirc.ir.stmt import Attrs, IterType, IterVar, SBlock, SBlockRealize, Stmt
 from tirc.text.builder.args import Param, Signature, attr_value, expect_list, expect_str
 from tirc.text.builder.frames import FunctionFrame, InitFrame, LoopFrame, SBlockFrame
+from tirc.text.builder.regions import infer_regions
 from tirc.text.builder.stmt import ContextValue, Declared
 from tirc.text.builder.values import Builtin, Invocation, Namespace
 from tirc.text.syntax import tree
@@ -54,8 +55,6 @@ class SBlockContext(ContextValue):
             parent.root_candidates.append((realize, need_reads, need_writes))
             return realize
         if need_reads or need_writes:
-            from tirc.text.builder.regions import infer_regions
-
             realize = infer_regions(builder, realize, need_reads, need_writes)
         return realize
 

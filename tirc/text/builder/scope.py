@@ -53,7 +53,7 @@ class Scope:
 
 
 def nearest(name: str, candidates: Iterator[str] | list[str]) -> str | None:
-    import difflib  # only a misspelled name pays for it
+    import difflib  # deferred: start-up; only a misspelled name pays for it
 
     matches = difflib.get_close_matches(name, list(dict.fromkeys(candidates)), n=1, cutoff=0.6)
     return matches[0] if matches else None

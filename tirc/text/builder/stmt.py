@@ -14,12 +14,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tirc.diagnostics import Note, Span
+from tirc.diagnostics import DiagnosticError, Note, Source, Span
 from tirc.ir import arith
 from tirc.ir import dtype as dt
 from tirc.ir.buffer import Buffer, BufferRegion, MatchBufferRegion
 from tirc.ir.dtype import DataType
-from tirc.ir.expr import BufferLoad, IntImm, PointerType, PrimExpr, StringImm, Var
+from tirc.ir.expr import BufferLoad, Call, IntImm, PointerType, PrimExpr, StringImm, Var
 from tirc.ir.functor import Dispatch
 from tirc.ir.node import IRError
 from tirc.ir.stmt import (
@@ -48,7 +48,7 @@ from tirc.text.builder.values import (
     Macro,
     Poison,
 )
-from tirc.text.syntax import tree
+from tirc.text.syntax import parse_syntax, tree
 
 INDEX_ZERO = IntImm(0, dt.INT32)
 
@@ -218,8 +218,6 @@ class Builder(Evaluator):
 
     def shape_expression(self, text: str, span: Span) -> PrimExpr:
         """A shape string holding an expression (`"n * 2"`): its names become variables."""
-        from tirc.diagnostics import DiagnosticError, Source
-        from tirc.text.syntax import parse_syntax
 
         source = Source(f"<shape {text!r}>", text)
         try:
@@ -557,7 +555,6 @@ def assert_message(builder: Builder, value: Any, node: tree.Expr) -> tuple[str, 
 
 
 def ir_call(dtype: DataType, op: str, args: tuple[object, ...], span: Span) -> PrimExpr:
-    from tirc.ir.expr import Call
 
     return Call(dtype, op, args, span=span)
 

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 from tirc.diagnostics import Diagnostic, DiagnosticError, Source, Span
-from tirc.text.syntax import tree
+from tirc.text.syntax import errors, tree
+from tirc.text.syntax.driver import UnexpectedToken
+from tirc.text.syntax.grammar import grammar
+from tirc.text.syntax.lexer import LexError, LexState
 
 
 def parse_syntax(source: Source) -> tree.Module:
     """The syntax tree of a whole file; raises DiagnosticError on a syntax error."""
-    from tirc.text.syntax import errors
-    from tirc.text.syntax.driver import UnexpectedToken
-    from tirc.text.syntax.grammar import grammar
-    from tirc.text.syntax.lexer import LexError, LexState
-
     text = source.text
     nul = text.find("\x00")
     if nul >= 0:

@@ -13,6 +13,7 @@ from functools import cache
 from tirc.text.syntax.driver import Driver
 from tirc.text.syntax.lexer import Lexer, Terminal
 from tirc.text.syntax.tables import grammar_path, load_tables
+from tirc.text.syntax.transformer import SyntaxBuilder
 
 
 @dataclass(frozen=True)
@@ -24,8 +25,6 @@ class Grammar:
 
 @cache
 def grammar() -> Grammar:
-    from tirc.text.syntax.transformer import SyntaxBuilder
-
     tables = load_tables(grammar_path().read_text(encoding="utf-8"))
     terminals = [
         Terminal(name, pattern, is_string) for name, pattern, is_string in tables["terminals"]

@@ -60,6 +60,7 @@ def load_tables(grammar_text: str) -> Tables:
 
 def compute_tables(grammar_text: str) -> Tables:
     """The tables Lark computes for `grammar_text` (cached by Lark on disk)."""
+    # deferred: lark (and its logging) loads only to compute tables for an edited grammar
     import logging
 
     from lark import Lark, logger
