@@ -25,7 +25,13 @@ CPU_RULES = {
     "random-compute-location",
     "parallel-vectorize-unroll",
 }
-GPU_RULES = {"gpu-multi-level-tiling", "cross-thread-reduction", "auto-bind", "auto-inline"}
+GPU_RULES = {
+    "tensor-core",
+    "gpu-multi-level-tiling",
+    "cross-thread-reduction",
+    "auto-bind",
+    "auto-inline",
+}
 
 
 @pytest.mark.parametrize("target", ["cpu", "cuda"])

@@ -182,3 +182,77 @@ def test_a_float_matmul_on_the_gpu_is_not_tensorized() -> None:
     candidate = generate(parse(MATMUL_F32), "main", "cuda", random.Random(0))
     assert ("gpu-multi-level-tiling", "C") in candidate.applied
     assert not [s for s in candidate.plan.steps if s.op in ("tensorize", "decompose_reduction")]
+
+
+FP16_MATMUL = """
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((64, 32), "float16"), B: T.Buffer((32, 48), "float16"),
+         C: T.Buffer((64, 48), "{out}")):
+    for i, j, k in T.grid(64, 48, 32):
+        with T.sblock("C"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                C[vi, vj] = T.{out}(0)
+            C[vi, vj] = C[vi, vj] + {product}
+"""
+
+
+def _fp16_matmul(out: str) -> str:
+    """A float16 matmul summed in `out` (the float16 one multiplies without casts, as wmma's
+    float16 description does)."""
+    if out == "float16":
+        return FP16_MATMUL.format(out=out, product="A[vi, vk] * B[vk, vj]")
+    product = f'T.Cast("{out}", A[vi, vk]) * T.Cast("{out}", B[vk, vj])'
+    return FP16_MATMUL.format(out=out, product=product)
+
+
+@pytest.mark.parametrize("out", ["float32", "float16"])
+def test_tensor_core_candidates_compile_with_nvcc_and_match_in_the_interpreter(
+    out: str, tmp_path: object
+) -> None:
+    """A float16 matmul gets wmma candidates: fill, fragment loads, mma and the store each
+    tensorized, nvcc accepts the CUDA C, and the interpreter's product is numpy's."""
+    from pathlib import Path
+
+    from tests.codegen_cuda.helpers import nvcc_accepts, require_tool
+    from tirc.codegen.cuda import emit_cuda
+    from tirc.driver.lower import lower_module
+    from tirc.interp import run
+
+    require_tool("nvcc")
+    module = parse(_fp16_matmul(out))
+    rng = np.random.default_rng(2)
+    suffix = "f32" if out == "float32" else "f16"
+    for seed in range(2):
+        candidate = generate(module, "main", "cuda", random.Random(seed))
+        assert candidate.module is not None
+        assert candidate.applied[0] == ("tensor-core", "C")
+        intrinsics = [s.args["intrin"] for s in candidate.plan.steps if s.op == "tensorize"]
+        assert intrinsics == [
+            f"wmma_fill_16x16x16_{suffix}",
+            "wmma_load_16x16x16_f16_a_shared",
+            "wmma_load_16x16x16_f16_b_shared",
+            f"wmma_sync_16x16x16_f16f16{suffix}",
+            f"wmma_store_16x16x16_{suffix}_global",
+        ]
+        replayed, _ = apply_plan(module, read_plan(candidate.plan.to_json()))
+        assert structural_equal(replayed, candidate.module)
+        lowered = lower_module(candidate.module, target="cuda")
+        source = emit_cuda(lowered)
+        assert "nvcuda::wmma::mma_sync(" in source
+        complaint = nvcc_accepts(source, Path(str(tmp_path)))
+        assert complaint == "", complaint
+        a = rng.uniform(-1, 1, (64, 32)).astype(np.float16)
+        b = rng.uniform(-1, 1, (32, 48)).astype(np.float16)
+        args = {"A": a, "B": b, "C": np.full((64, 48), np.nan, out)}
+        run(lowered["main"], args, module=lowered)
+        want = a.astype(np.float64) @ b.astype(np.float64)
+        tolerance = 1e-5 if out == "float32" else 2e-2
+        np.testing.assert_allclose(args["C"], want, rtol=tolerance, atol=tolerance)
+
+
+def test_a_float16_matmul_whose_extents_are_not_tiles_of_16_is_left_to_the_tiling() -> None:
+    program = _fp16_matmul("float32").replace("48", "40")
+    candidate = generate(parse(program), "main", "cuda", random.Random(0))
+    assert candidate.applied[0] == ("gpu-multi-level-tiling", "C")
+    assert not [s for s in candidate.plan.steps if s.op == "tensorize"]

@@ -20,10 +20,17 @@ Rule = Callable[[PlanBuilder, str], "list[str] | None"]
 def rules_for(target: str) -> tuple[tuple[str, Rule], ...]:
     """The rules for `target` ('cpu' or 'cuda'), by name, in the order they are tried."""
     if target == "cuda":
-        from tirc.tune.rules import auto_bind, auto_inline, cross_thread_reduction, gpu_tiling
+        from tirc.tune.rules import (
+            auto_bind,
+            auto_inline,
+            cross_thread_reduction,
+            gpu_tiling,
+            tensor_core,
+        )
 
         return (
             ("auto-inline", auto_inline.apply),
+            ("tensor-core", tensor_core.apply),
             ("gpu-multi-level-tiling", gpu_tiling.apply),
             ("cross-thread-reduction", cross_thread_reduction.apply),
             ("auto-bind", auto_bind.apply),
