@@ -15,6 +15,7 @@ from tirc.codegen.abi import AbiParam, ParamKind, function_abi
 from tirc.diagnostics import DiagnosticError
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.function import PrimFunc
+from tirc.text import script
 
 # tvm-ffi's type indices (tvm/ffi/c_api.h) and DLPack's codes (dlpack/dlpack.h)
 TYPE_NONE, TYPE_INT, TYPE_BOOL, TYPE_FLOAT, TYPE_OPAQUE_PTR = 0, 1, 2, 3, 4
@@ -192,8 +193,6 @@ def _extent(expr: PrimExpr) -> object:
         return expr.value
     if isinstance(expr, Var):
         return expr.name
-    from tirc.text.printer import script
-
     return script(expr)
 
 

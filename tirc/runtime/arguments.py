@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from tirc.analysis.arith import Analyzer
 from tirc.codegen.abi import ParamKind
 from tirc.codegen.ffi_signature import (
     DEVICE_NAMES,
@@ -28,6 +29,7 @@ from tirc.codegen.ffi_signature import (
     rank_message,
 )
 from tirc.ir.expr import IntImm, PrimExpr, Var
+from tirc.ir.substitute import substitute
 from tirc.runtime.jit import JitFunction, aligned_array
 
 
@@ -189,9 +191,6 @@ def _evaluate(expr: PrimExpr, shapes: dict[Var, int]) -> int:
         return expr.value
     if isinstance(expr, Var) and expr in shapes:
         return shapes[expr]
-    from tirc.analysis.arith import Analyzer
-    from tirc.ir.substitute import substitute
-
     known = {var: IntImm(value, var.dtype) for var, value in shapes.items()}
     folded = Analyzer().simplify(substitute(expr, known))
     if not isinstance(folded, IntImm):

@@ -32,7 +32,7 @@ FAULTS = frozenset(
 def driver_api() -> Any:
     """cuda.bindings.driver, initialized, or a DiagnosticError saying what is missing."""
     try:
-        from cuda.bindings import driver
+        from cuda.bindings import driver  # deferred: cuda-python is optional
     except ImportError:
         raise DiagnosticError.at(
             None,

@@ -8,10 +8,15 @@ import ctypes
 from dataclasses import dataclass, field
 from typing import Any
 
+from tirc.analysis.arith import Analyzer
+from tirc.codegen.cuda.kernel import dynamic_shared_layout
 from tirc.diagnostics import DiagnosticError, Note
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
+from tirc.ir.substitute import substitute
+from tirc.ir.tma import tensor_maps
 from tirc.runtime.cuda_driver import COMPUTE_SANITIZER, CudaError, Device
+from tirc.runtime.cuda_tensor_map import encode_tensor_map
 
 
 @dataclass(frozen=True)
@@ -49,9 +54,6 @@ class HostRun:
     maps: dict[int, list[Any]] = field(default_factory=dict)  # TMA loads per kernel, found once
 
     def evaluate(self, expr: E.PrimExpr, what: str) -> int | float | bool:
-        from tirc.analysis.arith import Analyzer
-        from tirc.ir.substitute import substitute
-
         if isinstance(expr, (E.IntImm, E.FloatImm)):
             return expr.value
 
@@ -106,8 +108,6 @@ class HostRun:
     def launch(self, node: Any, stream: Any) -> None:
         """Launches a KernelLaunch: its kernel, with its arguments evaluated here, after
         checking its grid, block and shared memory against the device's limits."""
-        from tirc.codegen.cuda.kernel import dynamic_shared_layout
-
         kernel = self.program.kernels[node.index]
 
         def extent(tag: str) -> int:
@@ -173,15 +173,11 @@ class HostRun:
     def _tensor_maps(self, index: int) -> list[Any]:
         """The TMA loads of kernel `index`, one per tensor map it takes (found once)."""
         if index not in self.maps:
-            from tirc.ir.tma import tensor_maps
-
             self.maps[index] = tensor_maps(self.program.kernels[index].body)
         return self.maps[index]
 
     def _tensor_map(self, kernel: Any, node: Any, load: Any) -> Any:
         """The tensor map of a TMA load at this launch (tirc.runtime.cuda_tensor_map)."""
-        from tirc.runtime.cuda_tensor_map import encode_tensor_map
-
         tensor = kernel.at_launch(load.tensor, node)
         pointer = self.values.get(tensor) if isinstance(tensor, E.Var) else None
         if not isinstance(pointer, Pointer):

@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from tirc.codegen.cuda.kernels import DeviceProgram, device_programs
+from tirc.codegen.abi import ParamKind, function_abi
+from tirc.codegen.cuda.kernels import DeviceProgram, allocation_size, device_programs
 from tirc.diagnostics import DiagnosticError
 from tirc.ir import dtype as dt
 from tirc.ir import expr as E
@@ -98,8 +99,6 @@ def _bind_arguments(
 ) -> dict[str, tuple[Any, np.ndarray]]:
     """Device copies of the buffer arguments, and the scalar arguments, in `host.values`; a
     shape variable with no argument of its own takes its value from the arrays' shapes."""
-    from tirc.codegen.abi import ParamKind, function_abi
-
     arrays: dict[str, tuple[Any, np.ndarray]] = {}
     abi = function_abi(func)
     for param in abi:
@@ -137,8 +136,6 @@ def _scalar(value: object) -> int | float | bool:
 
 
 def _allocation_bytes(buffer: Buffer) -> E.PrimExpr:
-    from tirc.codegen.cuda.kernels import allocation_size
-
     bytes_per = max(1, buffer.dtype.bits * buffer.dtype.lanes // 8)
     return E.Mul(allocation_size(buffer), E.IntImm(bytes_per, dt.INT64))  # an int64 count
 

@@ -17,7 +17,7 @@ from tirc.diagnostics import DiagnosticError, Note
 def import_tvm_ffi() -> Any:
     """The tvm_ffi package, or a DiagnosticError that says how to install it."""
     try:
-        import tvm_ffi
+        import tvm_ffi  # deferred: apache-tvm-ffi is optional
     except ImportError:
         raise DiagnosticError.at(
             None,

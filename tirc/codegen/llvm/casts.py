@@ -9,6 +9,7 @@ from llvmlite import ir
 
 from tirc.codegen.llvm import narrow_float
 from tirc.codegen.llvm import types as T
+from tirc.diagnostics import DiagnosticError
 from tirc.ir import dtype as dt
 from tirc.ir.dtype import DataType
 
@@ -98,8 +99,6 @@ def emit_cast(
         return value
     rule = _RULES.get((_class(source), _class(target)))
     if rule is None:
-        from tirc.diagnostics import DiagnosticError
-
         raise DiagnosticError.at(
             None, f"the CPU backend does not support casts from {source} to {target} yet"
         )

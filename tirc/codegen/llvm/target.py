@@ -5,6 +5,8 @@ level."""
 from __future__ import annotations
 
 import dataclasses
+import os
+import tempfile
 from functools import cache
 from pathlib import Path
 
@@ -68,9 +70,6 @@ def is_known_cpu(triple: str, cpu: str) -> bool:
     """Whether LLVM knows `cpu` for `triple`. LLVM has no query for it: it warns on stderr
     that it ignores an unknown processor, then may abort when it emits code, so the warning
     is caught here, on the process's own stderr, while a target machine is made."""
-    import os
-    import tempfile
-
     target = llvm.Target.from_triple(triple)
     with tempfile.TemporaryFile() as capture:
         saved = os.dup(2)

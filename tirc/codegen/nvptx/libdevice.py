@@ -19,7 +19,8 @@ def find_libdevice() -> str | None:
         roots.append(os.path.dirname(os.path.dirname(os.path.realpath(nvcc))))
     roots.append("/usr/local/cuda")
     try:
-        import nvidia  # pip wheels: nvidia/cuda_nvcc/nvvm/libdevice
+        # deferred: an optional dependency (the pip wheels: nvidia/cuda_nvcc/nvvm/libdevice)
+        import nvidia
 
         roots += [os.path.join(root, "cuda_nvcc") for root in nvidia.__path__]
     except ImportError:
