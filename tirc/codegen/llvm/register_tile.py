@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
+from tirc.ir.dtype import DataType
 from tirc.ir.structural import expr_key
 
 LOCAL_SCOPES = ("local",)
@@ -74,6 +75,9 @@ def split_nest(loop: S.For, registers: RegisterFile) -> list[S.For] | None:
     stores = accumulator_updates(loop)
     if not stores:
         return None
+    accumulators = sum(register_count(store.value.dtype, registers) for store in stores)
+    if accumulators + OPERAND_REGISTERS <= registers.count:
+        return None  # LLVM may spill operands, which cost a reload, not accumulators
     pieces = []
     numbers: dict[Hashable, int] = {}
     for index, store in enumerate(stores):
@@ -81,9 +85,6 @@ def split_nest(loop: S.For, registers: RegisterFile) -> list[S.For] | None:
         if not cuts:
             return None  # an update that is not lanewise: the nest stays whole
         pieces += cuts
-    accumulators = sum(piece.registers for piece in pieces)
-    if accumulators + OPERAND_REGISTERS <= registers.count:
-        return None  # LLVM may spill operands, which cost a reload, not accumulators
     groups = best_partition(pieces, registers.count - SPARE_REGISTERS)
     if groups is None or len(groups) < 2:
         return None
@@ -246,6 +247,12 @@ def offset(base: E.PrimExpr, stride: E.PrimExpr, lanes: int) -> E.PrimExpr:
 # -- pieces, their registers and the partition ----------------------------------------------
 
 
+def register_count(dtype: DataType, registers: RegisterFile) -> int:
+    """Vector registers a value of `dtype` takes."""
+    size = dtype.lanes * max(dtype.bits // 8, 1)
+    return max(math.ceil(size / registers.width_bytes), 1)
+
+
 def cut(
     index: int, store: S.BufferStore, registers: RegisterFile, numbers: dict[Hashable, int]
 ) -> list[Piece]:
@@ -264,7 +271,7 @@ def cut(
         value = slice_lanes(store.value, start, width)
         if value is None:
             return []
-        taken = math.ceil(width * element / registers.width_bytes)
+        taken = register_count(value.dtype, registers)
         found = operands(value, store, registers)
         numbered = {numbers.setdefault(key, len(numbers)): size for key, size in found.items()}
         pieces.append(Piece(index, start, width, taken, numbered))
@@ -280,10 +287,10 @@ def operands(
 
     def visit(node: object) -> None:
         if isinstance(node, E.BufferLoad) and node.buffer is not store.buffer:
-            found[expr_key(node)] = width(node)
+            found[expr_key(node)] = register_count(node.dtype, registers)
             return
         if isinstance(node, E.Broadcast):
-            found[expr_key(node)] = width(node)
+            found[expr_key(node)] = register_count(node.dtype, registers)
             return
         if isinstance(node, E.PrimExpr):
             for name in child_names(node):
@@ -291,10 +298,6 @@ def operands(
         elif isinstance(node, tuple):
             for item in node:
                 visit(item)
-
-    def width(node: E.PrimExpr) -> int:
-        size = node.dtype.lanes * max(node.dtype.bits // 8, 1)
-        return max(math.ceil(size / registers.width_bytes), 1)
 
     visit(expr)
     return found
