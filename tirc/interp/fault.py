@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tirc.diagnostics.span import Span
+from tirc.ir.buffer import Buffer
+from tirc.ir.expr import IntImm
 
 
 class Fault(Exception):
@@ -28,3 +30,11 @@ class Site:
     span: Span | None
     what: str
     is_access: bool = False  # a buffer access: its faults are out-of-bounds indices
+
+
+def describe_access(verb: str, buffer: Buffer) -> str:
+    """What an access site does, as both models name it: `load from A (shape (4, n))`."""
+    dims = [
+        str(d.value) if isinstance(d, IntImm) else getattr(d, "name", "?") for d in buffer.shape
+    ]
+    return f"{verb} {buffer.name} (shape ({', '.join(dims)}{',' if len(dims) == 1 else ''}))"

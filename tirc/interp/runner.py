@@ -6,31 +6,26 @@ Buffer arguments are updated in place (a non-contiguous array through a copy wri
 
 from __future__ import annotations
 
-import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextlib import nullcontext
+from functools import lru_cache
 
 import numpy as np
 
-from tirc.diagnostics import Diagnostic, DiagnosticError, Note
-from tirc.interp.fault import Fault
+from tirc.diagnostics import DiagnosticError
+from tirc.interp.lockstep.kernel import gpu_model as use_gpu_model
+from tirc.interp.lockstep.kernel import launch_line
 from tirc.interp.memory.storage import array_type, storage_from_array
 from tirc.interp.semantics.values import round_f32, round_to
-from tirc.interp.threads.function import CompiledFunction, compile_function
+from tirc.interp.threads.function import CompiledFunction, compile_python, execute
+from tirc.ir.abi import parameter_buffers
 from tirc.ir.buffer import Buffer
-from tirc.ir.dtype import DataType
+from tirc.ir.dtype import DataType, parse_dtype
 from tirc.ir.expr import IntImm, Var
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.integer import int_range
 
 Argument = np.ndarray | int | float | bool
-
-# Python exceptions that generated code can raise on its own, and what they mean there
-_PYTHON_FAULTS: dict[type[Exception], str] = {
-    ZeroDivisionError: "division by zero",
-    OverflowError: "arithmetic overflow",
-    IndexError: "memory access out of bounds",
-}
-_PYTHON_FAULT_TYPES = tuple(_PYTHON_FAULTS)
 
 
 def run(
@@ -47,10 +42,6 @@ def run(
     "lockstep" (all threads as numpy lanes; fast, for race-free kernels) or "auto" (lockstep
     for large launches); None (the default) keeps the model a surrounding
     `tirc.interp.lockstep.kernel.gpu_model(...)` block chose, else "threads"."""
-    from contextlib import nullcontext
-
-    from tirc.interp.lockstep.kernel import gpu_model as use_gpu_model
-
     compiled = compile_function(func, _function_name(func, module), module)
     inputs, write_backs = bind_arguments(func, args)
     with use_gpu_model(gpu_model) if gpu_model is not None else nullcontext():
@@ -59,39 +50,25 @@ def run(
         original[...] = copy.reshape(original.shape)
 
 
-def execute(compiled: CompiledFunction, inputs: list[object]) -> None:
-    try:
-        compiled.entry(inputs)
-    except Fault as fault:
-        raise fault_diagnostic(compiled, fault) from None
-    except _PYTHON_FAULT_TYPES as error:
-        node = _node_of_traceback(compiled, error)
-        if node is None:
-            raise
-        meaning = next(text for kind, text in _PYTHON_FAULTS.items() if isinstance(error, kind))
-        message = f"{meaning}: {error}"
-        raise DiagnosticError.at(getattr(node, "span", None), message) from None
+@lru_cache(maxsize=64)
+def compile_function(
+    func: PrimFunc, name: str = "main", module: IRModule | None = None
+) -> CompiledFunction:
+    """Python code for func (compiled once); raises DiagnosticError for what the interpreter
+    cannot run. `module` holds the kernels a host function launches (split-host-device's);
+    a GPU launch runs in lockstep where the kernel can and the gpu_model asks for it."""
+    return compile_python(func, name, module, _launcher, launch_line)
 
 
-def fault_diagnostic(compiled: CompiledFunction, fault: Fault) -> DiagnosticError:
-    site = compiled.sites[fault.site]
-    message = fault.message
-    if site.is_access:
-        message = f"out-of-bounds {site.what}: {message}"
-    elif site.what and site.what not in message:
-        message = f"{message} ({site.what})"
-    notes = [Note(text, compiled.sites[other].span) for other, text in fault.notes]
-    return DiagnosticError(Diagnostic.error(message, site.span, *notes))
+def _launcher(kernel: PrimFunc, name: str, module: IRModule | None) -> Callable[..., int]:
+    """A host's launch of a kernel function of its module: the kernel runs to the end."""
+    compiled = compile_function(kernel, name, module)
 
+    def launch(*args: object) -> int:
+        execute(compiled, list(args))
+        return 0
 
-def _node_of_traceback(compiled: CompiledFunction, error: BaseException) -> object:
-    node = None
-    for frame, line in traceback.walk_tb(error.__traceback__):
-        if frame.f_code.co_filename == compiled.filename:
-            index = line - compiled.first_line
-            if 0 <= index < len(compiled.line_nodes):
-                node = compiled.line_nodes[index] or node
-    return node
+    return launch
 
 
 def _function_name(func: PrimFunc, module: IRModule | None) -> str:
@@ -145,8 +122,6 @@ def bind_arguments(
 
 def _shape_arguments(func: PrimFunc, args: Mapping[str, Argument]) -> dict[str, Argument]:
     """Shape parameters (make-c-abi's `n` of a pointer declared `(n,)`) the arrays tell."""
-    from tirc.ir.abi import parameter_buffers
-
     if func.buffer_map:
         return {}
     params = set(func.params)
@@ -227,8 +202,6 @@ def _array(param: Var, buffer: Buffer | None, value: Argument) -> np.ndarray:
 
 
 def _element(array: np.ndarray, param: Var) -> DataType:
-    from tirc.ir.dtype import parse_dtype
-
     if param.pointer is not None:
         return param.pointer.element
     return parse_dtype(str(array.dtype)) if array.dtype.kind in "iufb" else parse_dtype("uint8")

@@ -10,11 +10,11 @@ all-reduce, pointers) make the kernel fall back to the thread model.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from tirc.interp.lockstep.expr import (
+    CallRule,
     Eval,
     ExprCompiler,
     Mask,
@@ -22,7 +22,8 @@ from tirc.interp.lockstep.expr import (
     checked_division,
     narrow,
 )
-from tirc.interp.memory.lanes import fault_in_lane, first_lane
+from tirc.interp.lockstep.wmma import RULES as WMMA_RULES
+from tirc.interp.memory.lanes import Frame, fault_in_lane, first_lane
 from tirc.interp.semantics import arith, math_functions
 from tirc.interp.semantics import values as V
 from tirc.interp.semantics.bits import reinterpret_bits
@@ -31,18 +32,6 @@ from tirc.interp.semantics.operators import DIVISIONS
 from tirc.interp.semantics.warp import SHUFFLES, WARP_SIZE, shuffle_source
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import Call, Mod, PrimExpr, StringImm
-
-if TYPE_CHECKING:
-    from tirc.interp.lockstep.stmt import Frame
-
-CallRule = Callable[[ExprCompiler, Call], Eval]
-
-
-def compile_call(compiler: ExprCompiler, call: Call) -> Eval:
-    rule = _RULES.get(call.op)
-    if rule is None:
-        raise Unsupported(f"T.{call.op}")
-    return rule(compiler, call)
 
 
 def _operands(compiler: ExprCompiler, call: Call) -> list[Eval]:
@@ -248,7 +237,7 @@ def _active_mask(compiler: ExprCompiler, call: Call) -> Eval:
     return active_mask
 
 
-_RULES: dict[str, CallRule] = {
+RULES: dict[str, CallRule] = {
     **dict.fromkeys(math_functions.LANEWISE, _lanewise),
     "fmod": _fmod,
     "nextafter": _nextafter,
@@ -268,13 +257,5 @@ _RULES: dict[str, CallRule] = {
     "tvm_storage_sync": _barrier,
     **{name: _warp_shuffle(kind) for name, kind in SHUFFLES.items()},
     "tvm_warp_activemask": _active_mask,
+    **WMMA_RULES,
 }
-
-
-def _add_wmma() -> None:
-    from tirc.interp.lockstep.wmma import RULES as WMMA_RULES
-
-    _RULES.update(WMMA_RULES)
-
-
-_add_wmma()

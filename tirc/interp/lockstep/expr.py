@@ -9,12 +9,14 @@ thread model instead.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from tirc.interp.fault import Fault, describe_access
 from tirc.interp.memory.lanes import (
+    Frame,
     LaneMemory,
     Memory,
     RowMemory,
@@ -33,20 +35,19 @@ from tirc.interp.semantics.operators import (
     Division,
     Lanes,
 )
-from tirc.interp.threads.runtime import describe_shape
 from tirc.ir import expr as E
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import PrimExpr, Var
-from tirc.ir.integer import int_range
+from tirc.ir.integer import int_range, wrap
 
 if TYPE_CHECKING:
-    from tirc.interp.lockstep.stmt import Frame
     from tirc.interp.threads.context import Context
 
 Mask = np.ndarray | None
 Eval = Callable[["Frame", Mask], np.ndarray]
 Located = tuple["Memory", "np.ndarray | int", "np.ndarray | None", int]
+CallRule = Callable[["ExprCompiler", E.Call], Eval]
 
 
 class Unsupported(Exception):
@@ -64,12 +65,20 @@ def narrow(mask: Mask, condition: np.ndarray, lanes: int) -> np.ndarray:
 
 
 class ExprCompiler:
-    def __init__(self, ctx: Context, known: set[Var], handles: set[Var]):
+    def __init__(
+        self, ctx: Context, known: set[Var], handles: set[Var], calls: Mapping[str, CallRule]
+    ):
         self.ctx = ctx
         self.known = known  # scalar variables defined where the code runs
         self.handles = handles  # data handles with memory
+        self.calls = calls  # intrinsic name -> its rule (lockstep.calls)
 
     def compile(self, expr: PrimExpr) -> Eval:
+        if isinstance(expr, E.Call):
+            call_rule = self.calls.get(expr.op)
+            if call_rule is None:
+                raise Unsupported(f"T.{expr.op}")
+            return call_rule(self, expr)
         rule = _RULES.get(type(expr))
         if rule is None:
             raise Unsupported(type(expr).__name__)
@@ -94,7 +103,7 @@ class ExprCompiler:
             raise Unsupported(f"memory of {buffer.name}")
         if buffer.axis_separators or len(indices) != len(buffer.shape):
             raise Unsupported("indexing")
-        site = self.site(node, f"{verb} {buffer.name}{describe_shape(buffer)}", True)
+        site = self.site(node, describe_access(verb, buffer), True)
         index_codes = [self.compile(index) for index in indices]
         extents = [self.static(extent) for extent in buffer.shape]
         if buffer.strides:
@@ -266,17 +275,11 @@ def _product(parts: list[int | Eval]) -> Eval:
     return stride
 
 
-def load_values(frame: Frame, located: Located, dtype: DataType) -> np.ndarray:
-    return load_raw(frame, located, access_type(dtype), V.value_type(dtype), dtype)
-
-
 def load_raw(
     frame: Frame, located: Located, kind: np.dtype, held: np.dtype, dtype: DataType
 ) -> np.ndarray:
     """The values a load reads (held: their value type), for the active lanes (zero in the
     others)."""
-    from tirc.interp.fault import Fault
-
     memory, offsets, active, site = located
     rows = frame.row_index(memory) if memory.per_lane else None
     try:
@@ -300,14 +303,8 @@ def load_raw(
     return raw if raw.dtype == held else V.decode(raw, dtype)
 
 
-def store_values(frame: Frame, located: Located, values: np.ndarray, dtype: DataType) -> None:
-    store_raw(frame, located, V.encode(values, dtype), access_type(dtype))
-
-
 def store_raw(frame: Frame, located: Located, raw: np.ndarray, kind: np.dtype) -> None:
     """Stores memory's representation of values for the active lanes."""
-    from tirc.interp.fault import Fault
-
     memory, offsets, active, site = located
     try:
         if _store_in_rows(memory, offsets, active, raw, kind):
@@ -393,8 +390,6 @@ def _wrapped(number: int, dtype: DataType) -> int | bool:
         return bool(number)
     low, high = int_range(dtype)
     if not low <= number <= high:
-        from tirc.ir.integer import wrap
-
         return wrap(number, dtype)
     return number
 
@@ -611,13 +606,6 @@ def _load(compiler: ExprCompiler, expr: PrimExpr) -> Eval:
     return lambda frame, mask: load_raw(frame, locate(frame, mask), kind, held, dtype)
 
 
-def _call(compiler: ExprCompiler, expr: PrimExpr) -> Eval:
-    assert isinstance(expr, E.Call)
-    from tirc.interp.lockstep.calls import compile_call
-
-    return compile_call(compiler, expr)
-
-
 _RULES: dict[type, Callable[[ExprCompiler, PrimExpr], Eval]] = {
     Var: _var,
     E.IntImm: _int_imm,
@@ -636,5 +624,4 @@ _RULES: dict[type, Callable[[ExprCompiler, PrimExpr], Eval]] = {
     E.Shuffle: _shuffle,
     E.Let: _let,
     E.BufferLoad: _load,
-    E.Call: _call,
 }

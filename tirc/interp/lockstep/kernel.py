@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tirc.interp.lockstep.expr import Unsupported
-from tirc.interp.lockstep.stmt import Frame, Run, StmtCompiler
-from tirc.interp.memory.lanes import Lanes, outer_memory
+from tirc.interp.lockstep.stmt import Run, StmtCompiler
+from tirc.interp.memory.lanes import Frame, Lanes, outer_memory
 from tirc.interp.memory.storage import Pointer, Storage
 from tirc.interp.semantics import values as V
 from tirc.interp.threads.scheduler import Kernel, launch

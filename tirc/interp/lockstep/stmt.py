@@ -13,25 +13,22 @@ from collections.abc import Callable
 
 import numpy as np
 
+from tirc.interp.lockstep.calls import RULES as CALLS
 from tirc.interp.lockstep.expr import (
     Eval,
     ExprCompiler,
     Unsupported,
-    load_values,  # noqa: F401  (re-exported for tests)
     narrow,
     store_raw,
-    store_values,  # noqa: F401  (re-exported for tests)
 )
 from tirc.interp.memory.lanes import (
-    Lanes,
-    Memory,
+    Frame,
     allocate_rows,
     fault_in_lane,
     first_lane,
 )
-from tirc.interp.memory.storage import access_type
+from tirc.interp.memory.storage import SHARED_SCOPES, access_type
 from tirc.interp.semantics import values as V
-from tirc.interp.threads.access import SHARED_SCOPES
 from tirc.interp.threads.context import Context
 from tirc.interp.threads.kernel import COORDINATES
 from tirc.ir import stmt as S
@@ -39,33 +36,6 @@ from tirc.ir.buffer import Buffer
 from tirc.ir.expr import Call, IntImm, PrimExpr, Var
 
 Run = Callable[["Frame"], None]
-
-
-class Frame:
-    """The state of one chunk of lanes: variables, memory, and the executing lanes."""
-
-    __slots__ = ("values", "memory", "mask", "lanes", "broken", "_rows")
-
-    def __init__(self, lanes: Lanes):
-        self.values: dict[Var, np.ndarray] = {}
-        self.memory: dict[Var, Memory] = {}
-        self.mask: np.ndarray | None = None
-        self.lanes = lanes
-        # per enclosing loop: the lanes that left it (None: none yet)
-        self.broken: list[np.ndarray | None] = []
-        self._rows: dict[bool, np.ndarray] = {}
-
-    def row_index(self, memory: Memory) -> np.ndarray:
-        """Each lane's row of a per-lane or per-block memory, as an (L, 1) column."""
-        found = self._rows.get(memory.per_block)
-        if found is None:
-            rows = self.lanes.block_row if memory.per_block else self.lanes.index
-            found = rows[:, None]
-            self._rows[memory.per_block] = found
-        return found
-
-    def is_idle(self) -> bool:
-        return self.mask is not None and not self.mask.any()
 
 
 def _union(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
@@ -76,7 +46,7 @@ def _union(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
 
 class StmtCompiler:
     def __init__(self, ctx: Context, known: set[Var], handles: set[Var], serial_threads: bool):
-        self.exprs = ExprCompiler(ctx, known, handles)
+        self.exprs = ExprCompiler(ctx, known, handles, CALLS)
         self.ctx = ctx
         self.serial_threads = serial_threads
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -37,6 +36,7 @@ from tirc.interp.lockstep.expr import (
 )
 from tirc.interp.memory.lanes import (
     FlatMemory,
+    Frame,
     Memory,
     RowMemory,
     fault_in_lane,
@@ -50,9 +50,6 @@ from tirc.interp.threads import wmma
 from tirc.ir.dtype import DataType, parse_dtype
 from tirc.ir.expr import BufferLoad, Call, IntImm, PrimExpr, StringImm, Var
 from tirc.ir.integer import int_range
-
-if TYPE_CHECKING:
-    from tirc.interp.lockstep.stmt import Frame
 
 # (memory, each lane's element offsets (rows, tile) into memory's view of the dtype)
 Place = tuple[Memory, np.ndarray]
@@ -277,48 +274,41 @@ def _fill(compiler: ExprCompiler, call: Call) -> Eval:
     return fill
 
 
-def _load(compiler: ExprCompiler, call: Call) -> Eval:
-    """tvm_load_matrix_sync(F, m, n, k, index, pointer, stride, layout): a tile of F's shape
-    (m x k for matrix_a, k x n for matrix_b, else m x n)."""
-    _builtin(call, wmma.load_matrix_sync)
-    fragment, m_arg, n_arg, k_arg, index_arg, pointer, stride_arg, layout = call.args
-    site = compiler.site(call, call.op)
-    target = Tiles(_fragment(compiler, fragment, call.op), site, "T.tvm_load_matrix_sync writes")
-    source = Tiles(_pointer(compiler, pointer, call.op), site, "T.tvm_load_matrix_sync reads")
-    m, n, k = (_constant(arg, call.op) for arg in (m_arg, n_arg, k_arg))
-    rows, cols = fragment_shape(target.operand.scope, m, n, k)
-    index = _integer(compiler, index_arg, call.op)
-    stride = _integer(compiler, stride_arg, call.op)
-    offsets = tile(rows, cols, _layout(layout, call.op))
-    positions = np.arange(rows * cols, dtype=np.int64)
+def _matrix_sync(load: bool) -> Callable[[ExprCompiler, Call], Eval]:
+    """tvm_load_matrix_sync / tvm_store_matrix_sync(F, m, n, k, index, pointer, stride,
+    layout): a tile from memory into fragment index of F (of F's shape: m x k for matrix_a,
+    k x n for matrix_b, else m x n), or an m x n tile from the fragment into memory."""
 
-    def load(frame: Frame, mask: Mask) -> np.ndarray:
-        values = source.read(frame, mask, source.locate(frame, mask, offsets, stride))
-        target.write(frame, mask, target.locate(frame, mask, positions, index), values)
-        return _NOTHING
+    def rule(compiler: ExprCompiler, call: Call) -> Eval:
+        _builtin(call, wmma.load_matrix_sync if load else wmma.store_matrix_sync)
+        fragment_arg, m_arg, n_arg, k_arg, index_arg, pointer, stride_arg, layout = call.args
+        site = compiler.site(call, call.op)
+        verbs = ("writes", "reads") if load else ("reads", "writes")
+        fragment = Tiles(
+            _fragment(compiler, fragment_arg, call.op), site, f"T.{call.op} {verbs[0]}"
+        )
+        memory = Tiles(_pointer(compiler, pointer, call.op), site, f"T.{call.op} {verbs[1]}")
+        m, n = _constant(m_arg, call.op), _constant(n_arg, call.op)
+        rows, cols = m, n
+        if load:
+            rows, cols = fragment_shape(fragment.operand.scope, m, n, _constant(k_arg, call.op))
+        index = _integer(compiler, index_arg, call.op)
+        stride = _integer(compiler, stride_arg, call.op)
+        in_memory = (memory, tile(rows, cols, _layout(layout, call.op)), stride)
+        in_fragment = (fragment, np.arange(rows * cols, dtype=np.int64), index)
+        (source, source_tile, source_step), (target, target_tile, target_step) = (
+            (in_memory, in_fragment) if load else (in_fragment, in_memory)
+        )
 
-    return load
+        def transfer(frame: Frame, mask: Mask) -> np.ndarray:
+            place = source.locate(frame, mask, source_tile, source_step)
+            values = source.read(frame, mask, place)
+            target.write(frame, mask, target.locate(frame, mask, target_tile, target_step), values)
+            return _NOTHING
 
+        return transfer
 
-def _store(compiler: ExprCompiler, call: Call) -> Eval:
-    """tvm_store_matrix_sync(F, m, n, k, index, pointer, stride, layout): an m x n tile."""
-    _builtin(call, wmma.store_matrix_sync)
-    fragment, m_arg, n_arg, _, index_arg, pointer, stride_arg, layout = call.args
-    site = compiler.site(call, call.op)
-    source = Tiles(_fragment(compiler, fragment, call.op), site, "T.tvm_store_matrix_sync reads")
-    target = Tiles(_pointer(compiler, pointer, call.op), site, "T.tvm_store_matrix_sync writes")
-    m, n = _constant(m_arg, call.op), _constant(n_arg, call.op)
-    index = _integer(compiler, index_arg, call.op)
-    stride = _integer(compiler, stride_arg, call.op)
-    offsets = tile(m, n, _layout(layout, call.op))
-    positions = np.arange(m * n, dtype=np.int64)
-
-    def store(frame: Frame, mask: Mask) -> np.ndarray:
-        values = source.read(frame, mask, source.locate(frame, mask, positions, index))
-        target.write(frame, mask, target.locate(frame, mask, offsets, stride), values)
-        return _NOTHING
-
-    return store
+    return rule
 
 
 def _mma(compiler: ExprCompiler, call: Call) -> Eval:
@@ -348,7 +338,7 @@ def _mma(compiler: ExprCompiler, call: Call) -> Eval:
 
 RULES: dict[str, Callable[[ExprCompiler, Call], Eval]] = {
     "tvm_fill_fragment": _fill,
-    "tvm_load_matrix_sync": _load,
-    "tvm_store_matrix_sync": _store,
+    "tvm_load_matrix_sync": _matrix_sync(load=True),
+    "tvm_store_matrix_sync": _matrix_sync(load=False),
     "tvm_mma_sync": _mma,
 }

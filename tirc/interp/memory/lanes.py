@@ -10,10 +10,15 @@ Gathers read nothing for inactive lanes, scatters write only active ones.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from tirc.interp.fault import Fault
 from tirc.interp.memory.storage import Pointer, Storage
+
+if TYPE_CHECKING:
+    from tirc.ir.expr import Var
 
 
 class Lanes:
@@ -313,6 +318,33 @@ class LaneMemory:
 
 
 Memory = FlatMemory | RowMemory | LaneMemory
+
+
+class Frame:
+    """The state of one chunk of lanes: variables, memory, and the executing lanes."""
+
+    __slots__ = ("values", "memory", "mask", "lanes", "broken", "_rows")
+
+    def __init__(self, lanes: Lanes):
+        self.values: dict[Var, np.ndarray] = {}
+        self.memory: dict[Var, Memory] = {}
+        self.mask: np.ndarray | None = None
+        self.lanes = lanes
+        # per enclosing loop: the lanes that left it (None: none yet)
+        self.broken: list[np.ndarray | None] = []
+        self._rows: dict[bool, np.ndarray] = {}
+
+    def row_index(self, memory: Memory) -> np.ndarray:
+        """Each lane's row of a per-lane or per-block memory, as an (L, 1) column."""
+        found = self._rows.get(memory.per_block)
+        if found is None:
+            rows = self.lanes.block_row if memory.per_block else self.lanes.index
+            found = rows[:, None]
+            self._rows[memory.per_block] = found
+        return found
+
+    def is_idle(self) -> bool:
+        return self.mask is not None and not self.mask.any()
 
 
 def allocate_rows(count: int, nbytes: int, per_block: bool) -> RowMemory | LaneMemory:

@@ -14,6 +14,9 @@ import numpy as np
 
 from tirc.ir.dtype import DataType
 
+# memory a block's threads share: the thread model race-checks it, lockstep keeps it per block
+SHARED_SCOPES = ("shared", "shared.dyn", "warp")
+
 # element kind -> the numpy type a memoryview indexes it as
 _ACCESS_TYPES: dict[str, type] = {
     "bool": np.bool_,

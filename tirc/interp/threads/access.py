@@ -4,13 +4,13 @@ predicate masks, and race-checked access to shared memory inside GPU kernels."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from tirc.diagnostics import DiagnosticError
-from tirc.interp.memory.storage import access_type
+from tirc.interp.fault import describe_access
+from tirc.interp.memory.storage import SHARED_SCOPES, access_type
 from tirc.interp.semantics import interval
 from tirc.interp.semantics.affine import affine_form
 from tirc.interp.semantics.values import NARROW
+from tirc.interp.threads.compilers import Exprs
 from tirc.interp.threads.context import Code, Context, Layout, Slot, View
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType
@@ -18,11 +18,7 @@ from tirc.ir.expr import BufferLoad, PrimExpr, Var
 from tirc.ir.integer import int_range
 from tirc.ir.stmt import BufferStore
 
-if TYPE_CHECKING:
-    from tirc.interp.threads.expr import ExprCompiler
-
 NARROW_FLOATS = tuple(NARROW)
-SHARED_SCOPES = ("shared", "shared.dyn", "warp")
 
 
 def _deepest(codes: list[Code]) -> Slot | None:
@@ -97,7 +93,7 @@ def sum_hoisted(ctx: Context, terms: list[Code]) -> Code:
 
 
 class AccessCompiler:
-    def __init__(self, ctx: Context, exprs: ExprCompiler):
+    def __init__(self, ctx: Context, exprs: Exprs):
         self.ctx = ctx
         self.exprs = exprs
 
@@ -158,7 +154,7 @@ class AccessCompiler:
                 f"{buffer.name} has {len(layout.shape)} dimensions "
                 f"but is indexed with {len(indices)}",
             )
-        site = self.ctx.site(node, f"{verb} {buffer.name}{_shape_text(buffer)}", is_access=True)
+        site = self.ctx.site(node, describe_access(verb, buffer), is_access=True)
         terms = [view.base, layout.offset]
         dims = zip(indices, layout.shape, layout.strides, strict=True)
         for dim, (index, extent, stride) in enumerate(dims):
@@ -292,7 +288,7 @@ class AccessCompiler:
     ) -> tuple[str, View, int]:
         layout = self.layout(buffer)
         view = self.view(layout.data, buffer.dtype, node)
-        site = self.ctx.site(node, f"{verb} {buffer.name}{_shape_text(buffer)}", is_access=True)
+        site = self.ctx.site(node, describe_access(verb, buffer), is_access=True)
         parts = []
         lanes = 1
         for index, extent, stride in zip(indices, layout.shape, layout.strides, strict=True):
@@ -342,12 +338,6 @@ class AccessCompiler:
             )
             return
         self.ctx.emit(f"_vector_store({view.memory}, {offsets}, {values}, {encoder})")
-
-
-def _shape_text(buffer: Buffer) -> str:
-    from tirc.interp.threads.runtime import describe_shape
-
-    return describe_shape(buffer)
 
 
 def _dtype_constant(dtype: DataType) -> str:

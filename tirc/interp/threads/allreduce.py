@@ -10,20 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
 
 from tirc.diagnostics import DiagnosticError
+from tirc.interp.threads.compilers import Calls, Stmts
 from tirc.interp.threads.context import Code
 from tirc.ir.expr import Call, CommReducer, Var
 from tirc.ir.stmt import AttrStmt
 
-if TYPE_CHECKING:
-    from tirc.interp.threads.call import CallCompiler
-    from tirc.interp.threads.stmt import StmtCompiler
-
 
 @contextmanager
-def enter_reduce_scope(compiler: StmtCompiler, stmt: AttrStmt) -> Iterator[None]:
+def enter_reduce_scope(compiler: Stmts, stmt: AttrStmt) -> Iterator[None]:
     """Defines the scope's reducer as a Python function for the all-reduces inside."""
     reducer = stmt.node
     ctx = compiler.ctx
@@ -47,7 +43,7 @@ def enter_reduce_scope(compiler: StmtCompiler, stmt: AttrStmt) -> Iterator[None]
         ctx.kernel.reducers.pop()
 
 
-def compile_allreduce(compiler: CallCompiler, call: Call) -> Code:
+def compile_allreduce(compiler: Calls, call: Call) -> Code:
     ctx = compiler.ctx
     if ctx.kernel is None or not ctx.kernel.reducers:
         raise DiagnosticError.at(

@@ -9,21 +9,17 @@ regions are declarations for the scheduler; they do not change what the block co
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from tirc.interp.semantics import interval
 from tirc.interp.semantics.affine import affine_form
 from tirc.interp.threads.access import add_terms, multiply
+from tirc.interp.threads.compilers import Stmts
 from tirc.interp.threads.context import Code, Layout
-from tirc.ir.buffer import MatchBufferRegion
+from tirc.ir.buffer import MatchBufferRegion, Range
 from tirc.ir.expr import IntImm, Var
 from tirc.ir.stmt import IterType, SBlock, SBlockRealize
 
-if TYPE_CHECKING:
-    from tirc.interp.threads.stmt import StmtCompiler
 
-
-def compile_block_realize(compiler: StmtCompiler, realize: SBlockRealize) -> None:
+def compile_block_realize(compiler: Stmts, realize: SBlockRealize) -> None:
     predicate = realize.predicate
     if isinstance(predicate, IntImm) and predicate.value:
         _block_body(compiler, realize)
@@ -34,7 +30,7 @@ def compile_block_realize(compiler: StmtCompiler, realize: SBlockRealize) -> Non
         _block_body(compiler, realize)
 
 
-def _block_body(compiler: StmtCompiler, realize: SBlockRealize) -> None:
+def _block_body(compiler: Stmts, realize: SBlockRealize) -> None:
     block = realize.block
     ctx = compiler.ctx
     for iter_var, value in zip(block.iter_vars, realize.iter_values, strict=True):
@@ -62,9 +58,7 @@ def _block_body(compiler: StmtCompiler, realize: SBlockRealize) -> None:
     compiler.compile(block.body)
 
 
-def _check_domain(compiler: StmtCompiler, realize: SBlockRealize, var: Var, dom: object) -> None:
-    from tirc.ir.buffer import Range
-
+def _check_domain(compiler: Stmts, realize: SBlockRealize, var: Var, dom: object) -> None:
     if not isinstance(dom, Range):
         return
     value = compiler.expr(var)
@@ -84,7 +78,7 @@ def _check_domain(compiler: StmtCompiler, realize: SBlockRealize, var: Var, dom:
         compiler.ctx.emit(f"_fault({site}, {message!r} % ({value.text}, {low.text}, {end.text}))")
 
 
-def _init(compiler: StmtCompiler, block: SBlock) -> None:
+def _init(compiler: Stmts, block: SBlock) -> None:
     assert block.init is not None
     conditions = []
     for iter_var in block.iter_vars:
@@ -121,7 +115,7 @@ def _init(compiler: StmtCompiler, block: SBlock) -> None:
         compiler.compile(block.init)
 
 
-def _match_buffer(compiler: StmtCompiler, match: MatchBufferRegion) -> None:
+def _match_buffer(compiler: Stmts, match: MatchBufferRegion) -> None:
     """buffer = match_buffer(source[region]): a view of the region, sharing its memory.
 
     The view's dimensions are the region's trailing ones (leading region extents are 1); its
@@ -158,7 +152,7 @@ def _match_buffer(compiler: StmtCompiler, match: MatchBufferRegion) -> None:
     ctx.layouts[buffer] = Layout(buffer.data, offset, tuple(strides), tuple(shape))
 
 
-def _bind_or_use(compiler: StmtCompiler, declared: object, actual: Code) -> Code:
+def _bind_or_use(compiler: Stmts, declared: object, actual: Code) -> Code:
     """A variable not yet bound takes the actual value; anything else is used as written."""
     if isinstance(declared, Var) and declared not in compiler.ctx.names:
         if actual.is_atom:

@@ -9,29 +9,35 @@ round to the call's dtype; GPU collectives (barriers, warp shuffles, all-reduce)
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+
+import numpy as np
 
 from tirc.diagnostics import DiagnosticError
+from tirc.interp.memory.storage import Pointer, access_type, array_type
 from tirc.interp.semantics import arith
+from tirc.interp.semantics.bits import reinterpret
 from tirc.interp.semantics.extensions import INTRINSICS, extern_function
 from tirc.interp.semantics.math_functions import LANEWISE, lane_function
 from tirc.interp.semantics.operators import DIVISIONS
 from tirc.interp.semantics.warp import SHUFFLES
+from tirc.interp.threads.allreduce import compile_allreduce
+from tirc.interp.threads.compilers import Exprs
 from tirc.interp.threads.context import Code, Context
 from tirc.interp.threads.launch import compile_launch, launched_kernel
+from tirc.interp.threads.ptx_calls import RULES as PTX_RULES
 from tirc.interp.threads.scheduler import WARP_OP, sync_warp
+from tirc.interp.threads.tma_calls import RULES as TMA_RULES
+from tirc.interp.threads.wmma_calls import RULES as WMMA_RULES
+from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType, parse_dtype
 from tirc.ir.expr import BufferLoad, Call, Mod, PrimExpr, StringImm
 from tirc.ir.integer import int_range
-
-if TYPE_CHECKING:
-    from tirc.interp.threads.expr import ExprCompiler
 
 CallRule = Callable[["CallCompiler", Call], Code]
 
 
 class CallCompiler:
-    def __init__(self, ctx: Context, exprs: ExprCompiler):
+    def __init__(self, ctx: Context, exprs: Exprs):
         self.ctx = ctx
         self.exprs = exprs
 
@@ -51,8 +57,6 @@ class CallCompiler:
             return self.exprs.compile(arg)
         if isinstance(arg, DataType):
             return Code(f"_dtype({str(arg)!r})")
-        from tirc.ir.buffer import Buffer
-
         if isinstance(arg, Buffer):
             return Code(self.ctx.names.get(arg.data, "None"))
         return Code(repr(arg))
@@ -121,10 +125,6 @@ def _fmod(compiler: CallCompiler, call: Call) -> Code:
 
 
 def _nextafter(compiler: CallCompiler, call: Call) -> Code:
-    import numpy as np
-
-    from tirc.interp.memory.storage import array_type
-
     kind = array_type(call.dtype.element).type
 
     def step(x: float, y: float) -> float:
@@ -230,8 +230,6 @@ def _zero(compiler: CallCompiler, call: Call) -> Code:
 
 
 def _reinterpret(compiler: CallCompiler, call: Call) -> Code:
-    from tirc.interp.semantics.bits import reinterpret
-
     value_arg = call.args[-1]
     source: DataType = value_arg.dtype  # type: ignore[attr-defined]
     if source.is_handle or call.dtype.is_handle:
@@ -285,8 +283,6 @@ def _access_ptr(compiler: CallCompiler, call: Call) -> Code:
 
 
 def _pointer_into(handle: object, offset: int, dtype: DataType) -> object:
-    from tirc.interp.memory.storage import Pointer, access_type
-
     size = access_type(dtype).itemsize
     if isinstance(handle, Pointer):
         return Pointer(handle.storage, handle.byte_offset + offset * size, dtype)
@@ -358,12 +354,6 @@ def _vector_combine(compiler: CallCompiler, call: Call) -> Code:
     return Code(f"({low.text} + {high.text})")
 
 
-def _thread_allreduce(compiler: CallCompiler, call: Call) -> Code:
-    from tirc.interp.threads.allreduce import compile_allreduce
-
-    return compile_allreduce(compiler, call)
-
-
 _RULES: dict[str, CallRule] = {
     **dict.fromkeys(LANEWISE, _lanewise),
     "fmod": _fmod,
@@ -387,23 +377,11 @@ _RULES: dict[str, CallRule] = {
     "tvm_storage_sync": _storage_sync,
     **{name: _warp_shuffle(kind) for name, kind in SHUFFLES.items()},
     "tvm_warp_activemask": _active_mask,
-    "tvm_thread_allreduce": _thread_allreduce,
+    "tvm_thread_allreduce": compile_allreduce,
     "vectorlow": _vector_half(high=False),
     "vectorhigh": _vector_half(high=True),
     "vectorcombine": _vector_combine,
+    **PTX_RULES,
+    **WMMA_RULES,
+    **TMA_RULES,
 }
-
-
-def _add_ptx_rules() -> None:
-    from tirc.interp.threads.ptx_calls import RULES
-    from tirc.interp.threads.tma_calls import RULES as TMA_RULES
-    from tirc.interp.threads.wgmma_calls import RULES as WGMMA_RULES
-    from tirc.interp.threads.wmma_calls import RULES as WMMA_RULES
-
-    _RULES.update(RULES)
-    _RULES.update(WMMA_RULES)
-    _RULES.update(TMA_RULES)
-    _RULES.update(WGMMA_RULES)
-
-
-_add_ptx_rules()

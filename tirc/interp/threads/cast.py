@@ -7,16 +7,12 @@ float -> float round to nearest even; anything -> bool is `!= 0`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from tirc.interp.semantics import interval
+from tirc.interp.threads.compilers import Exprs
 from tirc.interp.threads.context import Code
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import PrimExpr
 from tirc.ir.integer import int_range
-
-if TYPE_CHECKING:
-    from tirc.interp.threads.expr import ExprCompiler
 
 # float kind -> largest integer magnitude below which every integer is exact in it
 _EXACT_INTEGERS = {
@@ -44,7 +40,7 @@ _EXACT_WIDENINGS = {
 
 
 def compile_cast(
-    compiler: ExprCompiler, value: Code, source: DataType, target: DataType, node: PrimExpr
+    compiler: Exprs, value: Code, source: DataType, target: DataType, node: PrimExpr
 ) -> Code:
     if source == target or source.is_handle or target.is_handle:
         return value
@@ -57,7 +53,7 @@ def compile_cast(
 
 
 def _to_int(
-    compiler: ExprCompiler, value: Code, source: DataType, target: DataType, node: PrimExpr
+    compiler: Exprs, value: Code, source: DataType, target: DataType, node: PrimExpr
 ) -> Code:
     if source.is_bool:
         return Code(f"int({value.text})", 0, 1)
@@ -68,7 +64,7 @@ def _to_int(
     return Code(f"_f2i({value.text}, {low}, {high}, {str(target)!r}, {site})", low, high)
 
 
-def _to_float(compiler: ExprCompiler, value: Code, source: DataType, target: DataType) -> Code:
+def _to_float(compiler: Exprs, value: Code, source: DataType, target: DataType) -> Code:
     name = str(target)
     if source.is_bool or source.is_integer:
         limit = _EXACT_INTEGERS[name]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import keyword
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -17,7 +17,7 @@ from tirc.interp.fault import Site
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import Var
-from tirc.ir.function import IRModule
+from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.node import Node
 
 _ATOM = re.compile(r"^(?:[A-Za-z_][A-Za-z_0-9]*|-?[0-9][0-9.e+-]*|True|False)$")
@@ -93,6 +93,14 @@ class KernelState:
     reducers: list[tuple[str, str]] = field(default_factory=list)  # (combine, identity) names
 
 
+# compiles a kernel function of the module that a host function launches: (kernel, name,
+# module) -> the launch to call with the kernel's arguments
+Launcher = Callable[[PrimFunc, str, "IRModule | None"], Callable[..., int]]
+# the generated line that launches a GPU kernel: (statement compiler, outermost thread
+# binding, kernel name, grid, block, site) -> line (the lockstep model's, given from above)
+LaunchLine = Callable[..., str]
+
+
 @dataclass
 class Context:
     function_name: str
@@ -112,6 +120,8 @@ class Context:
     removable: set[str] = field(default_factory=set)  # names of pure values (see dead_code)
     kernel: KernelState | None = None
     module: IRModule | None = None  # the functions a call_extern may launch as kernels
+    launcher: Launcher | None = None
+    launch_line: LaunchLine | None = None
     serial_threads: bool = False  # s-tir: thread-bound loops mean serial loops
     current_node: Node | None = None
     loops: int = 0  # loops (and kernels) around the code being emitted

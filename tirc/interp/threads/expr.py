@@ -20,6 +20,9 @@ from tirc.interp.semantics.operators import (
     Operator,
 )
 from tirc.interp.semantics.values import NARROW, round_to
+from tirc.interp.threads.access import AccessCompiler
+from tirc.interp.threads.call import CallCompiler
+from tirc.interp.threads.cast import compile_cast
 from tirc.interp.threads.context import Code, Context, Slot
 from tirc.ir import expr as E
 from tirc.ir.dtype import DataType
@@ -34,9 +37,6 @@ BinaryRule = Callable[["ExprCompiler", Code, Code, DataType, PrimExpr], Code]
 
 class ExprCompiler:
     def __init__(self, ctx: Context):
-        from tirc.interp.threads.access import AccessCompiler
-        from tirc.interp.threads.call import CallCompiler
-
         self.ctx = ctx
         self.access = AccessCompiler(ctx, self)
         self.calls = CallCompiler(ctx, self)
@@ -256,8 +256,6 @@ def _select(compiler: ExprCompiler, expr: PrimExpr) -> Code:
 
 def _cast(compiler: ExprCompiler, expr: PrimExpr) -> Code:
     assert isinstance(expr, E.Cast)
-    from tirc.interp.threads.cast import compile_cast
-
     value = compiler.compile(expr.value)
     source: DataType = expr.value.dtype
     if expr.dtype.is_scalar:

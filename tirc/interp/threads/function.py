@@ -8,13 +8,14 @@ the prologue binds shape, stride and offset variables from them. The generated s
 from __future__ import annotations
 
 import linecache
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
 from itertools import count
 
-from tirc.interp.fault import Site
-from tirc.interp.threads.context import Context
+from tirc.diagnostics import Diagnostic, DiagnosticError, Note
+from tirc.interp.fault import Fault, Site
+from tirc.interp.threads.context import Context, Launcher, LaunchLine
 from tirc.interp.threads.dead_code import remove_unread
 from tirc.interp.threads.runtime import base_namespace
 from tirc.interp.threads.stmt import StmtCompiler
@@ -40,13 +41,18 @@ class CompiledFunction:
     first_line: int  # line number of the first body line in source
 
 
-@lru_cache(maxsize=64)
-def compile_function(
-    func: PrimFunc, name: str = "main", module: IRModule | None = None
+def compile_python(
+    func: PrimFunc,
+    name: str,
+    module: IRModule | None,
+    launcher: Launcher | None = None,
+    launch_line: LaunchLine | None = None,
 ) -> CompiledFunction:
     """Python code for func; raises DiagnosticError for what the interpreter cannot run.
-    `module` holds the kernels a host function launches (split-host-device's)."""
+    `module` holds the kernels a host function launches (split-host-device's), `launcher`
+    compiles such a kernel, and `launch_line` writes a GPU launch (see Context)."""
     ctx = Context(name, namespace=dict(base_namespace()), module=module)
+    ctx.launcher, ctx.launch_line = launcher, launch_line
     ctx.data_types = _data_types(func)
     ctx.serial_threads = func.is_s_tir
     compiler = StmtCompiler(ctx)
@@ -68,6 +74,51 @@ def compile_function(
         tuple(ctx.line_nodes),
         2,
     )
+
+
+# Python exceptions that generated code can raise on its own, and what they mean there
+_PYTHON_FAULTS: dict[type[Exception], str] = {
+    ZeroDivisionError: "division by zero",
+    OverflowError: "arithmetic overflow",
+    IndexError: "memory access out of bounds",
+}
+_PYTHON_FAULT_TYPES = tuple(_PYTHON_FAULTS)
+
+
+def execute(compiled: CompiledFunction, inputs: list[object]) -> None:
+    """Runs compiled on inputs; a run-time fault becomes a diagnostic at its node's span."""
+    try:
+        compiled.entry(inputs)
+    except Fault as fault:
+        raise fault_diagnostic(compiled, fault) from None
+    except _PYTHON_FAULT_TYPES as error:
+        node = _node_of_traceback(compiled, error)
+        if node is None:
+            raise
+        meaning = next(text for kind, text in _PYTHON_FAULTS.items() if isinstance(error, kind))
+        message = f"{meaning}: {error}"
+        raise DiagnosticError.at(getattr(node, "span", None), message) from None
+
+
+def fault_diagnostic(compiled: CompiledFunction, fault: Fault) -> DiagnosticError:
+    site = compiled.sites[fault.site]
+    message = fault.message
+    if site.is_access:
+        message = f"out-of-bounds {site.what}: {message}"
+    elif site.what and site.what not in message:
+        message = f"{message} ({site.what})"
+    notes = [Note(text, compiled.sites[other].span) for other, text in fault.notes]
+    return DiagnosticError(Diagnostic.error(message, site.span, *notes))
+
+
+def _node_of_traceback(compiled: CompiledFunction, error: BaseException) -> object:
+    node = None
+    for frame, line in traceback.walk_tb(error.__traceback__):
+        if frame.f_code.co_filename == compiled.filename:
+            index = line - compiled.first_line
+            if 0 <= index < len(compiled.line_nodes):
+                node = compiled.line_nodes[index] or node
+    return node
 
 
 def _data_types(func: PrimFunc) -> dict[Var, set[DataType]]:

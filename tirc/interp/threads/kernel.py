@@ -10,19 +10,16 @@ into each thread; shared memory allocated before it is the same memory for every
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from tirc.diagnostics import DiagnosticError
-from tirc.interp.threads.access import SHARED_SCOPES, add_terms
+from tirc.interp.memory.storage import SHARED_SCOPES
+from tirc.interp.threads.access import add_terms
+from tirc.interp.threads.compilers import Stmts
 from tirc.interp.threads.context import Code, KernelState
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import PrimExpr, Var
 from tirc.ir.functor import walk
 from tirc.ir.node import Node
 from tirc.ir.stmt import AttrStmt, For, ForKind, IterVar, Stmt
-
-if TYPE_CHECKING:
-    from tirc.interp.threads.stmt import StmtCompiler
 
 COORDINATES = {
     "blockIdx.x": "_bx",
@@ -36,7 +33,7 @@ GRID = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
 BLOCK = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 
 
-def compile_launch(compiler: StmtCompiler, stmt: AttrStmt) -> None:
+def compile_launch(compiler: Stmts, stmt: AttrStmt) -> None:
     """`T.launch_thread` (an AttrStmt "thread_extent" over an IterVar)."""
     assert isinstance(stmt.node, IterVar)
     _thread_binding(
@@ -44,7 +41,7 @@ def compile_launch(compiler: StmtCompiler, stmt: AttrStmt) -> None:
     )
 
 
-def compile_thread_loop(compiler: StmtCompiler, stmt: For) -> None:
+def compile_thread_loop(compiler: Stmts, stmt: For) -> None:
     """`for tx in T.thread_binding(...)` in a tir (not s-tir) function."""
     assert stmt.thread_binding is not None
     tag = stmt.thread_binding.thread_tag
@@ -52,7 +49,7 @@ def compile_thread_loop(compiler: StmtCompiler, stmt: For) -> None:
 
 
 def _thread_binding(
-    compiler: StmtCompiler,
+    compiler: Stmts,
     stmt: Stmt,
     var: Var,
     tag: str,
@@ -86,7 +83,7 @@ def _thread_binding(
         compiler.compile(body)
 
 
-def _launch_kernel(compiler: StmtCompiler, stmt: Stmt) -> None:
+def _launch_kernel(compiler: Stmts, stmt: Stmt) -> None:
     ctx = compiler.ctx
     extents = _launch_extents(compiler, stmt)
     name = ctx.fresh("_kernel")
@@ -119,12 +116,13 @@ def _launch_kernel(compiler: StmtCompiler, stmt: Stmt) -> None:
             ctx.affine = saved_affine
     grid = ", ".join(extents[tag].text for tag in GRID)
     block = ", ".join(extents[tag].text for tag in BLOCK)
-    from tirc.interp.lockstep.kernel import launch_line  # the lockstep mode's hook
+    if ctx.launch_line is not None:  # the lockstep model's, where it can run the kernel
+        ctx.emit(ctx.launch_line(compiler, stmt, name, grid, block, site))
+    else:
+        ctx.emit(f"_launch({name}, ({grid}), ({block}), {site})")
 
-    ctx.emit(launch_line(compiler, stmt, name, grid, block, site))
 
-
-def _launch_extents(compiler: StmtCompiler, stmt: Stmt) -> dict[str, Code]:
+def _launch_extents(compiler: Stmts, stmt: Stmt) -> dict[str, Code]:
     """Each tag's extent: the (largest) extent of its bindings, evaluated before the launch."""
     found: dict[str, list[PrimExpr]] = {}
 
@@ -164,7 +162,7 @@ def _launch_extents(compiler: StmtCompiler, stmt: Stmt) -> dict[str, Code]:
     return extents
 
 
-def _private_memory(compiler: StmtCompiler, stmt: Stmt) -> None:
+def _private_memory(compiler: Stmts, stmt: Stmt) -> None:
     """Local memory from before the kernel is per thread; shared memory per block."""
     ctx = compiler.ctx
     used: set[Var] = set()

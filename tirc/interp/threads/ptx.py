@@ -276,13 +276,17 @@ def cp_async(
     copies.open.append(land)
 
 
-def commit_group(thread: int, block: BlockContext | None) -> None:
-    copies = copies_in_flight(block, thread)
-    if copies is not None:
-        copies.commit()
+def commit_group(kind: type[CopiesInFlight], thread: int, block: BlockContext | None) -> None:
+    """Closes the thread's open copies (cp.async, or wgmma: kind) into one group."""
+    found = in_flight_of(block, thread, kind)
+    if found is not None:
+        found.commit()
 
 
-def wait_group(count: int, thread: int, block: BlockContext | None) -> None:
-    copies = copies_in_flight(block, thread)
-    if copies is not None:
-        copies.wait(count)
+def wait_group(
+    kind: type[CopiesInFlight], count: int, thread: int, block: BlockContext | None
+) -> None:
+    """Lands the thread's groups of copies (of kind) until at most count are in flight."""
+    found = in_flight_of(block, thread, kind)
+    if found is not None:
+        found.wait(count)

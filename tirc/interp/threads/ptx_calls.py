@@ -1,4 +1,5 @@
-"""Calls of the warp-level PTX intrinsics (semantics in tirc.interp.threads.ptx).
+"""Calls of the warp-level PTX intrinsics (semantics in tirc.interp.threads.ptx) and of the
+Hopper warpgroup MMA (tirc.interp.threads.wgmma).
 
 ptx_mma, ptx_ldmatrix and mma_store become warp collectives, a `yield` the thread model
 resolves once every lane of the warp has arrived:
@@ -7,32 +8,35 @@ resolves once every lane of the warp has arrived:
     -> (yield (4, site, _ldmatrix, (False, 4, A, 0, p, off)))
 
 ptx_cp_async, ptx_commit_group and ptx_wait_group act on the thread's copies in flight,
-kept with its block (tirc.interp.threads.ptx.CopiesInFlight).
+kept with its block (tirc.interp.threads.ptx.CopiesInFlight); ptx_wgmma and its commit and
+wait act on the thread's wgmmas in flight the same way (their results land at the wait):
+
+    T.ptx_wgmma("m64n8k16", "fp16", "fp16", "fp32", A.data, 0, ..., C.data, 0, 1)
+    -> wgmma(shape, (A, 0, lbo, sbo, swizzle, trans), (B, ...), C, 0, 1, _tid, _block, site)
+
+The wgmma fences are no-ops in the thread model.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from tirc.diagnostics import DiagnosticError
-from tirc.interp.threads import ptx
+from tirc.interp.threads import ptx, wgmma
+from tirc.interp.threads.compilers import CallRule, Calls
 from tirc.interp.threads.context import Code
 from tirc.interp.threads.scheduler import WARP_OP
 from tirc.ir.expr import Call, IntImm, StringImm
 from tirc.ir.ptx import mma_shape
-
-if TYPE_CHECKING:
-    from tirc.interp.threads.call import CallCompiler, CallRule
+from tirc.ir.wgmma import A_POINTER, B_POINTER, C_POINTER, wgmma_shape
 
 
-def _in_kernel(compiler: CallCompiler, call: Call) -> None:
+def _in_kernel(compiler: Calls, call: Call, unit: str = "warp") -> None:
     if compiler.ctx.kernel is None:
         raise DiagnosticError.at(
-            call.span, f"T.{call.op} is a warp instruction: it runs only inside a GPU kernel"
+            call.span, f"T.{call.op} is a {unit} instruction: it runs only inside a GPU kernel"
         )
 
 
-def _collective(compiler: CallCompiler, call: Call, function: object, parts: list[str]) -> Code:
+def _collective(compiler: Calls, call: Call, function: object, parts: list[str]) -> Code:
     _in_kernel(compiler, call)
     site = compiler.ctx.site(call, call.op)
     name = compiler.ctx.constant(function, call.op)
@@ -40,7 +44,7 @@ def _collective(compiler: CallCompiler, call: Call, function: object, parts: lis
     return Code(f"(yield ({WARP_OP}, {site}, {name}, ({payload})))")
 
 
-def _texts(compiler: CallCompiler, args: tuple) -> list[str]:
+def _texts(compiler: Calls, args: tuple) -> list[str]:
     return [compiler.argument(arg).text for arg in args]
 
 
@@ -51,13 +55,13 @@ def _constant(call: Call, index: int, what: str) -> int:
     return arg.value
 
 
-def _mma(compiler: CallCompiler, call: Call) -> Code:
+def _mma(compiler: Calls, call: Call) -> Code:
     shape = compiler.ctx.constant(mma_shape(call), "mma_shape")
     parts = [shape, *_texts(compiler, call.args[6:13])]
     return _collective(compiler, call, ptx.mma, parts)
 
 
-def _ldmatrix(compiler: CallCompiler, call: Call) -> Code:
+def _ldmatrix(compiler: Calls, call: Call) -> Code:
     num = _constant(call, 1, "matrix count")
     kind = call.args[2]
     if num not in (1, 2, 4) or not (isinstance(kind, StringImm) and kind.value == ".b16"):
@@ -69,7 +73,7 @@ def _ldmatrix(compiler: CallCompiler, call: Call) -> Code:
     return _collective(compiler, call, ptx.ldmatrix, parts)
 
 
-def _mma_store(compiler: CallCompiler, call: Call) -> Code:
+def _mma_store(compiler: Calls, call: Call) -> Code:
     m, n = _constant(call, 0, "row count"), _constant(call, 1, "column count")
     if m != 16 or n % 8:
         raise DiagnosticError.at(
@@ -80,7 +84,7 @@ def _mma_store(compiler: CallCompiler, call: Call) -> Code:
     return _collective(compiler, call, ptx.mma_store, parts)
 
 
-def _mma_fill(compiler: CallCompiler, call: Call) -> Code:
+def _mma_fill(compiler: Calls, call: Call) -> Code:
     size = _constant(call, 0, "register count")
     site = compiler.ctx.site(call, call.op)
     function = compiler.ctx.constant(ptx.mma_fill, "mma_fill")
@@ -89,7 +93,7 @@ def _mma_fill(compiler: CallCompiler, call: Call) -> Code:
     return Code(f"{function}({size}, {local}, {offset}, {dtype}, {site})")
 
 
-def _cp_async(compiler: CallCompiler, call: Call) -> Code:
+def _cp_async(compiler: Calls, call: Call) -> Code:
     size = _constant(call, 4, "byte count")
     element = call.dtype.element
     if size not in (4, 8, 16) or size % max(1, element.bits // 8):
@@ -106,20 +110,37 @@ def _cp_async(compiler: CallCompiler, call: Call) -> Code:
     )
 
 
-def _thread(compiler: CallCompiler) -> str:
+def _thread(compiler: Calls) -> str:
     """The running thread and its block, or none outside a kernel."""
     return "_tid, _block" if compiler.ctx.kernel is not None else "-1, None"
 
 
-def _commit_group(compiler: CallCompiler, call: Call) -> Code:
-    function = compiler.ctx.constant(ptx.commit_group, "commit_group")
-    return Code(f"{function}({_thread(compiler)})")
+def _group(kind: type[ptx.CopiesInFlight], wait: bool) -> CallRule:
+    """commit_group or wait_group(n) of the thread's copies (or wgmmas: kind) in flight."""
+
+    def rule(compiler: Calls, call: Call) -> Code:
+        function = ptx.wait_group if wait else ptx.commit_group
+        name = compiler.ctx.constant(function, function.__name__)
+        count = f"{compiler.argument(call.args[0]).text}, " if wait else ""
+        return Code(
+            f"{name}({compiler.ctx.constant(kind, kind.__name__)}, {count}{_thread(compiler)})"
+        )
+
+    return rule
 
 
-def _wait_group(compiler: CallCompiler, call: Call) -> Code:
-    count = compiler.argument(call.args[0]).text
-    function = compiler.ctx.constant(ptx.wait_group, "wait_group")
-    return Code(f"{function}({count}, {_thread(compiler)})")
+def _wgmma(compiler: Calls, call: Call) -> Code:
+    _in_kernel(compiler, call, "warpgroup")
+    shape = compiler.ctx.constant(wgmma_shape(call), "wgmma_shape")
+    function = compiler.ctx.constant(wgmma.wgmma, "wgmma")
+    site = compiler.ctx.site(call, call.op)
+    a, b = (", ".join(_texts(compiler, call.args[at : at + 6])) for at in (A_POINTER, B_POINTER))
+    c = ", ".join(_texts(compiler, call.args[C_POINTER : C_POINTER + 3]))
+    return Code(f"{function}({shape}, ({a}), ({b}), {c}, _tid, _block, {site})")
+
+
+def _nothing(compiler: Calls, call: Call) -> Code:
+    return Code("None")
 
 
 RULES: dict[str, CallRule] = {
@@ -128,6 +149,11 @@ RULES: dict[str, CallRule] = {
     "mma_store": _mma_store,
     "mma_fill": _mma_fill,
     "ptx_cp_async": _cp_async,
-    "ptx_commit_group": _commit_group,
-    "ptx_wait_group": _wait_group,
+    "ptx_commit_group": _group(ptx.CopiesInFlight, wait=False),
+    "ptx_wait_group": _group(ptx.CopiesInFlight, wait=True),
+    "ptx_wgmma": _wgmma,
+    "ptx_wgmma_fence": _nothing,
+    "ptx_wgmma_commit_group": _group(wgmma.PendingWgmma, wait=False),
+    "ptx_wgmma_wait_group": _group(wgmma.PendingWgmma, wait=True),
+    "ptx_fence_proxy_async": _nothing,
 }

@@ -14,20 +14,11 @@ from tirc.interp.fault import Fault
 from tirc.interp.memory.storage import Pointer, allocate, fresh_copy, view_of
 from tirc.interp.semantics import arith
 from tirc.interp.semantics.values import NARROW, round_f32
+from tirc.interp.threads import scheduler as threads
 from tirc.ir import integer
-from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import parse_dtype
 
 _INT_TYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
-
-
-def describe_shape(buffer: Buffer) -> str:
-    from tirc.ir.expr import IntImm
-
-    dims = [
-        str(d.value) if isinstance(d, IntImm) else getattr(d, "name", "?") for d in buffer.shape
-    ]
-    return f" (shape ({', '.join(dims)}{',' if len(dims) == 1 else ''}))"
 
 
 def out_of_bounds(site: int, dim: int, index: int, extent: int) -> int:
@@ -124,8 +115,6 @@ def shuffle_lanes(concatenated: tuple, indices: tuple[int, ...]) -> tuple:
 
 @cache
 def base_namespace() -> dict[str, object]:
-    from tirc.interp.threads import scheduler as threads
-
     names: dict[str, object] = {
         "__builtins__": __builtins__,
         "_f32": round_f32,

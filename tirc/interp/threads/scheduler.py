@@ -14,7 +14,8 @@ from collections.abc import Callable, Generator
 from typing import Any
 
 from tirc.interp.fault import Fault
-from tirc.interp.memory.storage import Pointer, Storage, allocate, storage_of
+from tirc.interp.memory.storage import Pointer, Storage, allocate, storage_of, view_of
+from tirc.interp.semantics.values import NARROW
 from tirc.interp.semantics.warp import WARP_SIZE, shuffle_source
 from tirc.ir.dtype import DataType
 
@@ -341,9 +342,6 @@ def _resolve_allreduce(
 
 def write_results(results: tuple, outputs: tuple[tuple[object, DataType], ...]) -> None:
     """Stores each all-reduce result in element 0 of its output buffer."""
-    from tirc.interp.memory.storage import view_of
-    from tirc.interp.semantics.values import NARROW
-
     for value, (handle, dtype) in zip(results, outputs, strict=True):
         memory, base = view_of(handle, dtype)
         narrow = NARROW.get(str(dtype))

@@ -10,11 +10,15 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tirc.diagnostics import DiagnosticError
+from tirc.interp.memory.storage import SHARED_SCOPES
 from tirc.interp.semantics import interval
 from tirc.interp.semantics.affine import affine_form
 from tirc.interp.threads.access import add_terms, multiply
+from tirc.interp.threads.allreduce import enter_reduce_scope
+from tirc.interp.threads.block import compile_block_realize
 from tirc.interp.threads.context import Code, Context, View
 from tirc.interp.threads.expr import ExprCompiler
+from tirc.interp.threads.kernel import compile_launch, compile_thread_loop
 from tirc.ir import stmt as S
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType
@@ -96,8 +100,6 @@ class StmtCompiler:
         count = self.element_count(buffer).text
         type_name = self.ctx.constant(buffer.dtype, str(buffer.dtype))
         scope = buffer.scope
-        from tirc.interp.threads.access import SHARED_SCOPES
-
         if self.ctx.kernel is not None and scope in SHARED_SCOPES:
             site = self.ctx.site(node, f"shared allocation of {buffer.name}")
             value = f"_block.shared({site}, {buffer.name!r}, {count}, {type_name}, {scope!r})"
@@ -170,8 +172,6 @@ def _for_here(compiler: StmtCompiler, stmt: S.For) -> None:
     if stmt.kind is S.ForKind.THREAD_BINDING and not compiler.ctx.serial_threads:
         tag = stmt.thread_binding.thread_tag if stmt.thread_binding is not None else ""
         if not tag.startswith("vthread") and tag != "cthread":
-            from tirc.interp.threads.kernel import compile_thread_loop
-
             compile_thread_loop(compiler, stmt)
             return
     serial_loop(compiler, stmt.loop_var, stmt.min, stmt.extent, stmt.step, stmt.body)
@@ -265,16 +265,12 @@ def _attr(compiler: StmtCompiler, stmt: S.Stmt) -> None:
         if tag.startswith("vthread") or tag == "cthread":
             _virtual_thread(compiler, stmt.node.var, stmt.value, stmt.body)
             return
-        from tirc.interp.threads.kernel import compile_launch
-
         compile_launch(compiler, stmt)
         return
     if stmt.key == VIRTUAL_THREAD and isinstance(stmt.node, S.IterVar):
         _virtual_thread(compiler, stmt.node.var, stmt.value, stmt.body)
         return
     if stmt.key == "reduce_scope":
-        from tirc.interp.threads.allreduce import enter_reduce_scope
-
         with enter_reduce_scope(compiler, stmt):
             compiler.compile(stmt.body)
         return
@@ -309,8 +305,6 @@ def _evaluate(compiler: StmtCompiler, stmt: S.Stmt) -> None:
 
 
 def _block_realize(compiler: StmtCompiler, stmt: S.Stmt) -> None:
-    from tirc.interp.threads.block import compile_block_realize
-
     assert isinstance(stmt, S.SBlockRealize)
     compile_block_realize(compiler, stmt)
 

@@ -8,48 +8,44 @@ T.ptx_tma_store(...)  ->  tma_store(Copy(...), _block, site)
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from tirc.interp.threads import mbarrier
+from tirc.interp.threads.compilers import CallRule, Calls
 from tirc.interp.threads.context import Code
 from tirc.ir.expr import Call
 from tirc.ir.tma import tma_load
 
-if TYPE_CHECKING:
-    from tirc.interp.threads.call import CallCompiler, CallRule
 
-
-def _call(compiler: CallCompiler, call: Call, function: object, parts: list[str]) -> str:
+def _call(compiler: Calls, call: Call, function: object, parts: list[str]) -> str:
     name = compiler.ctx.constant(function, call.op)
     site = compiler.ctx.site(call, call.op)
     block = "_block" if compiler.ctx.kernel is not None else "None"
     return f"{name}({', '.join(parts)}, {block}, {site})"
 
 
-def _texts(compiler: CallCompiler, args: tuple) -> list[str]:
+def _texts(compiler: Calls, args: tuple) -> list[str]:
     return [compiler.argument(arg).text for arg in args]
 
 
-def _init(compiler: CallCompiler, call: Call) -> Code:
+def _init(compiler: Calls, call: Call) -> Code:
     return Code(_call(compiler, call, mbarrier.init, _texts(compiler, call.args)))
 
 
-def _thread(compiler: CallCompiler) -> str:
+def _thread(compiler: Calls) -> str:
     return "_tid" if compiler.ctx.kernel is not None else "-1"
 
 
-def _arrive(compiler: CallCompiler, call: Call) -> Code:
+def _arrive(compiler: Calls, call: Call) -> Code:
     parts = _texts(compiler, call.args)
     parts = parts if len(parts) == 3 else [*parts, "0"]
     return Code(_call(compiler, call, mbarrier.arrive, [*parts, _thread(compiler)]))
 
 
-def _wait(compiler: CallCompiler, call: Call) -> Code:
+def _wait(compiler: Calls, call: Call) -> Code:
     parts = [*_texts(compiler, call.args), _thread(compiler)]
     return Code(f"(yield from {_call(compiler, call, mbarrier.wait, parts)})")
 
 
-def _inval(compiler: CallCompiler, call: Call) -> Code:
+def _inval(compiler: Calls, call: Call) -> Code:
     return Code(_call(compiler, call, mbarrier.inval, _texts(compiler, call.args)))
 
 
@@ -57,7 +53,7 @@ def _tuple(texts: list[str]) -> str:
     return "(" + "".join(f"{text}, " for text in texts) + ")"
 
 
-def _tma_copy(compiler: CallCompiler, call: Call) -> Code:
+def _tma_copy(compiler: Calls, call: Call) -> Code:
     load = tma_load(call)
     barrier = () if load.barrier is None else (load.barrier, load.barrier_index)
     copy = [
@@ -76,7 +72,7 @@ def _tma_copy(compiler: CallCompiler, call: Call) -> Code:
     return Code(_call(compiler, call, function, operands))
 
 
-def _nothing(compiler: CallCompiler, call: Call) -> Code:
+def _nothing(compiler: Calls, call: Call) -> Code:
     return Code("None")
 
 

@@ -72,11 +72,6 @@ class PendingWgmma(CopiesInFlight):
         self.open.append(land)
 
 
-def pending_of(block: BlockContext | None, thread: int) -> PendingWgmma | None:
-    """The thread's wgmmas in flight, kept with its block; None outside a kernel."""
-    return in_flight_of(block, thread, PendingWgmma)
-
-
 def wgmma(
     shape: WgmmaShape,
     a: tuple,
@@ -89,7 +84,7 @@ def wgmma(
     site: int,
 ) -> None:
     """a and b: (pointer, offset, lbo, sbo, swizzle, trans) of the shared operands."""
-    pending = pending_of(block, thread)
+    pending = in_flight_of(block, thread, PendingWgmma)  # None outside a kernel
     if block is None or pending is None:
         raise Fault(site, "wgmma is a warpgroup instruction: it runs only inside a GPU kernel")
     threads = block.dims[0] * block.dims[1] * block.dims[2]
@@ -107,15 +102,3 @@ def wgmma(
         if scale_d:
             total += pending.value(accumulator, register)
         pending.write(accumulator, register, float(np.float32(total)))
-
-
-def commit_group(thread: int, block: BlockContext | None) -> None:
-    pending = pending_of(block, thread)
-    if pending is not None:
-        pending.commit()
-
-
-def wait_group(count: int, thread: int, block: BlockContext | None) -> None:
-    pending = pending_of(block, thread)
-    if pending is not None:
-        pending.wait(count)

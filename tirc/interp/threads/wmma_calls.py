@@ -11,16 +11,13 @@ an implementation registered in its place gets the call's arguments only.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from tirc.diagnostics import DiagnosticError
 from tirc.interp.semantics.extensions import INTRINSICS
 from tirc.interp.threads import wmma
+from tirc.interp.threads.compilers import CallRule, Calls
 from tirc.interp.threads.context import Code
 from tirc.ir.expr import Call
-
-if TYPE_CHECKING:
-    from tirc.interp.threads.call import CallCompiler, CallRule
 
 _TRACKED: dict[str, Callable[..., None]] = {
     "tvm_load_matrix_sync": wmma.load_matrix_sync,
@@ -28,7 +25,7 @@ _TRACKED: dict[str, Callable[..., None]] = {
 }
 
 
-def _tracked(compiler: CallCompiler, call: Call) -> Code:
+def _tracked(compiler: Calls, call: Call) -> Code:
     function = INTRINSICS.get(call.op)
     if function is None:
         raise DiagnosticError.at(call.span, f"the interpreter has no implementation of T.{call.op}")
