@@ -3,13 +3,15 @@ and for another x86 CPU (default znver3: AVX2, 16 vector registers), single-thre
 the stack traffic of each hot loop.
 
 For each plan (matmul 1024³ and conv2d 1x64x56x56 3x3: the samples/bench plans and the
-others in benchmarks/plans) and each `-mcpu`, a tirc child (`cpu -mcpu=NAME`) and a TVM
-child (`llvm -mcpu=NAME`, benchmarks/tvm_worker.py) each time the kernel; the assembly of
-both is read for its hot loop (tirc.codegen.llvm.spills: the innermost loop with the most
-multiply-adds) and its vector spills, reloads and copies. An AVX2 build runs on an AVX-512
-host, so one machine measures both. Printed per row: GFLOP/s by CPU time (the time the
-single thread actually ran, which other load on a shared machine disturbs less than wall
-time), tirc/TVM (> 1: tirc is faster) and `spills+reloads` of the hot loop.
+others in benchmarks/plans, matmul 8x64 too large even for AVX-512's registers) and each
+`-mcpu`, a tirc child (`cpu -mcpu=NAME`) and a TVM child (`llvm -mcpu=NAME`,
+benchmarks/tvm_worker.py) each time the kernel; the assembly of both is read for its hot
+loop (tirc.codegen.llvm.spills: the innermost loop with the most multiply-adds) and its
+vector spills, reloads and copies. An AVX2 build runs on an AVX-512 host, so one machine
+measures both. Printed per row: GFLOP/s by CPU time (the time the single thread actually
+ran, which other load on a shared machine disturbs less than wall time), `spills+reloads
+(copies)` of the hot loop, and tirc/TVM (> 1: tirc is faster); with --before, also tirc
+without register_tile's split, in the same run.
 
 Not a test: `python benchmarks/bench_cpu_targets.py [--mcpu znver3 --mcpu native]
 [--repeat N] [--seconds S] [--only NAME] [--before]`.
@@ -53,6 +55,7 @@ CONV_FLOPS = 2.0 * 64 * 56 * 56 * 64 * 9
 CASES = (
     Case("matmul 8x32 (bench)", "matmul1024", BENCH / "matmul1024.plan.json", MATMUL_FLOPS),
     Case("matmul 4x64", "matmul1024", PLANS / "matmul1024_4x64.plan.json", MATMUL_FLOPS),
+    Case("matmul 8x64", "matmul1024", PLANS / "matmul1024_8x64.plan.json", MATMUL_FLOPS),
     Case("conv2d 8x2x8 (bench)", "conv2d56", BENCH / "conv2d56.plan.json", CONV_FLOPS),
     Case("conv2d 4x7x8", "conv2d56", PLANS / "conv2d56_4x7x8.plan.json", CONV_FLOPS),
 )
