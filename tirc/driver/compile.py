@@ -15,11 +15,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tirc.codegen.header import header_text
 from tirc.diagnostics import DiagnosticError, Note
 from tirc.driver.code_options import CodeOptions
+from tirc.driver.compile_cuda import check_cuda_opt_level, check_ptx_via, cuda_code
 from tirc.driver.defines import parse_defines
 from tirc.driver.exit_code import ExitCode
+from tirc.driver.host_threads import check_runs_on_cpu
 from tirc.driver.output import STDOUT, write_output
+from tirc.driver.program import parse_source, verify_program
 from tirc.driver.source import STDIN, check_stdin_once, read_source
 from tirc.driver.target import parse_target
 from tirc.ir.target import KINDS, Target
@@ -89,16 +93,16 @@ def compile_file(
     output = output if output is not None else default_output(path, emit, target)
     if output == STDOUT and emit in BINARY_KINDS and os.isatty(1):
         raise DiagnosticError.at(None, f"refusing to write a binary --emit {emit} to a terminal")
-    from tirc.driver.program import parse_source, verify_program
 
     module = parse_source(read_source(path), parse_defines(defines))
     verify_program(module)
     if plan is not None:
+        # deferred: the schedule layer, only with a plan
         from tirc.driver.schedule import apply_plan_file
 
         module, _ = apply_plan_file(module, plan, intrinsics)
     if emit == "header":
-        from tirc.codegen.header import header_text
+        # deferred: the transform layer, only when lowering or writing a header
         from tirc.transform.passes.make_c_abi import MakeCAbi
 
         guard = Path(output).stem if output != STDOUT else Path(display(path)).stem
@@ -163,7 +167,6 @@ def check_compile_options(
                 Note("give it with --target cuda, or drop it"),
             )
         return
-    from tirc.driver.compile_cuda import check_cuda_opt_level, check_ptx_via
 
     check_ptx_via(ptx_via, emit)
     if opt_level is not None:
@@ -187,17 +190,15 @@ def check_abi(abi: str, emit: str | None = None, backend: str = "llvm") -> None:
 def backend_code(module: IRModule, target: Target, options: CodeOptions) -> str | bytes:
     """The (scheduled) module lowered and emitted by the backend the target names."""
     if target.backend == "cuda":
-        from tirc.driver.compile_cuda import cuda_code
-
         return cuda_code(module, target, options)
     return cpu_code(module, target, options)
 
 
 def cpu_code(module: IRModule, target: Target, options: CodeOptions) -> str | bytes:
     """The module compiled by the LLVM backend for a CPU target: obj, so, ll or asm."""
+    # deferred: llvmlite (about a second), only for the CPU backend
     from tirc.codegen.llvm import compile_module
-    from tirc.driver.host_threads import check_runs_on_cpu
-    from tirc.driver.lower import lower_module
+    from tirc.driver.lower import lower_module  # deferred: the transform layer, only when lowering
 
     check_runs_on_cpu(module)
     lowered = lower_module(module, target=target, pipeline_path=options.pipeline, for_backend=True)
@@ -245,6 +246,7 @@ def default_output(path: str, emit: str, target: Target | None = None) -> str:
 
 def default_pipeline_file(target: Target) -> str | None:
     """The file of the pipeline shipped for `target`, as the dependency it is."""
+    # deferred: the transform layer, only for a depfile
     from tirc.transform.pipeline import shipped_pipeline_file
 
     return shipped_pipeline_file(target.pipeline) if target.pipeline else None

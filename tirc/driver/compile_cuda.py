@@ -11,19 +11,17 @@ ptxas keep their own defaults, so -O elsewhere is refused.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
 from tirc.diagnostics import Diagnostic, DiagnosticError, Note, Severity, Span
+from tirc.driver import cuda_toolchain
 from tirc.driver.code_options import CodeOptions
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
 from tirc.ir.buffer import Buffer
+from tirc.ir.function import IRModule
 from tirc.ir.functor import walk
 from tirc.ir.node import Node
 from tirc.ir.target import DEFAULT_CUDA_ARCH, Target
-
-if TYPE_CHECKING:
-    from tirc.ir.function import IRModule
 
 PTX_PATHS = ("nvrtc", "llvm")
 EXTERN_CALLS = ("call_extern", "call_pure_extern")
@@ -45,7 +43,7 @@ def cuda_code(module: IRModule, target: Target, options: CodeOptions) -> str | b
     """The (scheduled) module lowered for cuda (or by the options' pipeline) and emitted;
     kernels that the architecture could never launch are warned of on stderr, and with
     `options.resources` each kernel's ptxas account and bank conflicts are reported there."""
-    from tirc.driver.lower import lower_module
+    from tirc.driver.lower import lower_module  # deferred: the transform layer, only when lowering
 
     arch = target.arch or DEFAULT_CUDA_ARCH
     # named before lowering, so that split-host-device names the kernels after the prefixed names
@@ -57,6 +55,7 @@ def cuda_code(module: IRModule, target: Target, options: CodeOptions) -> str | b
     )
     warnings = launch_limit_warnings(lowered, arch)
     if warnings:
+        # deferred: rich, only when there is something to show
         from tirc.diagnostics.render import render
 
         render(warnings)
@@ -70,8 +69,9 @@ def cuda_code(module: IRModule, target: Target, options: CodeOptions) -> str | b
         abi=options.abi,
     )
     if options.resources:
+        # deferred: rich, only when there is something to show
         from tirc.diagnostics.render import render
-        from tirc.driver.kernel_resources import kernel_report
+        from tirc.driver.kernel_resources import kernel_report  # deferred: only for --resources
 
         ptx = artifact if options.emit == "ptx" else None
         if not isinstance(ptx, str):
@@ -115,11 +115,10 @@ def check_cuda_opt_level(opt_level: int, via: str | None, emit: str = "ptx") -> 
 
 def ptx_path(via: str | None) -> str:
     """How the PTX is made: as asked, else NVRTC where cuda-python has it, else LLVM."""
-    from tirc.driver.cuda_toolchain import has_nvrtc
 
     if via is not None:
         return via
-    return "nvrtc" if has_nvrtc() else "llvm"
+    return "nvrtc" if cuda_toolchain.has_nvrtc() else "llvm"
 
 
 def launch_limit_warnings(lowered: IRModule, arch: str) -> list[Diagnostic]:
@@ -127,7 +126,10 @@ def launch_limit_warnings(lowered: IRModule, arch: str) -> list[Diagnostic]:
     shared memory a block (static and constant dynamic) or more threads than it allows. The
     code still compiles (the CUDA toolchain accepts it); `tirc run --target cuda` refuses it
     with the device's own limits."""
+    # deferred: the CUDA backend (half a second), only for --target cuda
     from tirc.codegen.cuda.kernel import dynamic_shared_layout
+
+    # deferred: the CUDA backend (half a second), only for --target cuda
     from tirc.codegen.cuda.kernels import allocation_size, module_kernels
 
     found: list[Diagnostic] = []
@@ -180,7 +182,6 @@ def with_prefix(module: IRModule, prefix: str) -> IRModule:
     launchers: `main` becomes `softmax_main`, launched by `softmax_main_launch`."""
     if not prefix:
         return module
-    from tirc.ir.function import IRModule
 
     functions = tuple((prefix + name, func) for name, func in module.functions)
     return IRModule(functions, module.attrs, module.is_bare)
@@ -197,8 +198,13 @@ def cuda_artifact(
     abi: str = "c",
 ) -> str | bytes:
     """The text or bytes of one CUDA output kind for a lowered module."""
+    # deferred: the CUDA backend (half a second), only for --target cuda
     from tirc.codegen.cuda import emit_cuda
+
+    # deferred: the CUDA backend (half a second), only for --target cuda
     from tirc.codegen.cuda.tma import check_tma_arch
+
+    # deferred: the CUDA backend (half a second), only for --target cuda
     from tirc.codegen.cuda.wgmma_ptx import check_arch
 
     check_arch(lowered, arch)
@@ -207,15 +213,15 @@ def cuda_artifact(
     if emit == "cu":
         return emit_cuda(lowered, source_name=source_name, abi=abi)
     if emit == "ll":
+        # deferred: the CUDA backend (half a second), only for --target cuda
         from tirc.codegen.nvptx import emit_nvvm_ir
 
         return emit_nvvm_ir(lowered, arch=arch)
     ptx = module_ptx(lowered, arch=arch, via=ptx_via, source_name=source_name, opt_level=opt_level)
     if emit == "ptx":
         return ptx
-    from tirc.driver.cuda_toolchain import cubin_from_ptx
 
-    return cubin_from_ptx(ptx, arch, extern_calls(lowered))
+    return cuda_toolchain.cubin_from_ptx(ptx, arch, extern_calls(lowered))
 
 
 def module_ptx(
@@ -224,25 +230,29 @@ def module_ptx(
     """PTX through NVRTC (from the CUDA C) or LLVM (optimized at `opt_level`). A function the
     program calls with `T.call_extern` that NVRTC cannot find is an error at the call; through
     LLVM it stays an `.extern` declaration, for ptxas or the user's link step to resolve."""
+    # deferred: the CUDA backend (half a second), only for --target cuda
     from tirc.codegen.cuda.tma import check_tma_arch
+
+    # deferred: the CUDA backend (half a second), only for --target cuda
     from tirc.codegen.cuda.wgmma_ptx import check_arch
-    from tirc.driver.cuda_toolchain import ptx_from_cuda
 
     check_arch(lowered, arch)
     check_tma_arch(lowered, arch)
     if via not in (None, *PTX_PATHS):
         raise DiagnosticError.at(None, f"unknown --ptx-via '{via}'", Note("choose nvrtc or llvm"))
     if ptx_path(via) == "nvrtc":
+        # deferred: the CUDA backend (half a second), only for --target cuda
         from tirc.codegen.cuda import emit_cuda
 
         # NVRTC's messages name lines of the CUDA C, which `--emit cu` writes
         stem = os.path.splitext(source_name)[0] if source_name else "kernel"
-        return ptx_from_cuda(
+        return cuda_toolchain.ptx_from_cuda(
             emit_cuda(lowered, source_name=source_name),
             arch,
             f"{stem}.cu",
             extern_calls(lowered),
         )
+    # deferred: the CUDA backend (half a second), only for --target cuda
     from tirc.codegen.nvptx import emit_ptx
 
     return emit_ptx(lowered, arch=arch, opt_level=opt_level)

@@ -32,7 +32,7 @@ def _nvrtc_problem() -> str | None:
     """Why NVRTC cannot be called, or None. cuda-python loads libnvrtc on the first call,
     so a wheel without nvidia-cuda-nvrtc imports fine and fails there."""
     try:
-        from cuda.bindings import nvrtc
+        from cuda.bindings import nvrtc  # deferred: cuda-python is optional
     except ImportError:
         return "cuda-python is not installed"
     try:
@@ -58,7 +58,7 @@ def ptx_from_cuda(
             Note(f"install them: {NVRTC_INSTALL}"),
             Note("or use --ptx-via llvm, which needs no CUDA packages"),
         )
-    from cuda.bindings import nvrtc
+    from cuda.bindings import nvrtc  # deferred: cuda-python is optional
 
     error, program = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
     _check(nvrtc, error, "nvrtcCreateProgram")

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tirc.diagnostics import Diagnostic, Note, Severity, Span
+from tirc.text import script
 
 if TYPE_CHECKING:
     from tirc.ir.structural import Difference
@@ -57,6 +58,5 @@ def text_of(value: object) -> str:
 def printed(value: object) -> str:
     if not hasattr(value, "span"):  # a plain value: a name, a number, a dtype
         return repr(value) if isinstance(value, str) else str(value)
-    from tirc.text import script
 
     return script(value)

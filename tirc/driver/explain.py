@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import inspect
+import json
 import sys
 import typing
 from dataclasses import dataclass
@@ -29,12 +30,14 @@ class Entry:
 
 
 def primitive_names() -> list[str]:
+    # deferred: the schedule layer, only to explain a primitive
     from tirc.schedule import primitives
 
     return primitives.all_ops()
 
 
 def pass_names() -> list[str]:
+    # deferred: the transform layer, only to explain a pass
     from tirc.transform.registry import pass_names as names
 
     return names()
@@ -45,6 +48,7 @@ def all_names() -> list[str]:
 
 
 def primitive_entry(op: str) -> Entry:
+    # deferred: the schedule layer, only to explain a primitive
     from tirc.schedule import primitives
 
     entry = primitives.by_op(op)
@@ -68,6 +72,7 @@ def primitive_entry(op: str) -> Entry:
 
 
 def pass_entry(name: str) -> Entry:
+    # deferred: the transform layer, only to explain a pass
     from tirc.transform.registry import lookup_pass
 
     klass = lookup_pass(name)
@@ -156,6 +161,7 @@ _KINDS = {
 
 
 def _tvm_names() -> dict[str, str]:
+    # deferred: the schedule layer, only to explain a primitive
     from tirc.schedule import primitives
 
     found = {}
@@ -195,7 +201,6 @@ def _clip(text: str, width: int = 72) -> str:
 
 
 def _json(value: object) -> str:
-    import json
 
     try:
         return json.dumps(value)

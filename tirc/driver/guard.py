@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+import traceback
 from collections.abc import Callable
 
 from tirc.diagnostics import DiagnosticError
@@ -18,6 +19,7 @@ def run_guarded(action: Callable[[], int], *, show_traceback: bool) -> int:
     try:
         return action()
     except DiagnosticError as error:
+        # deferred: rich, only when there is something to show
         from tirc.diagnostics.render import render
 
         render(error.diagnostics)
@@ -34,8 +36,6 @@ def run_guarded(action: Callable[[], int], *, show_traceback: bool) -> int:
 
 def report_internal_error(error: BaseException, *, show_traceback: bool) -> None:
     if show_traceback:
-        import traceback
-
         traceback.print_exception(error, file=sys.stderr)
     print(f"internal error: {type(error).__name__}: {error}", file=sys.stderr)
     if not show_traceback:

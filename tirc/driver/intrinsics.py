@@ -6,16 +6,16 @@ from __future__ import annotations
 import sys
 
 from tirc.driver.exit_code import ExitCode
+from tirc.driver.schedule import read_intrinsics
+from tirc.driver.source import read_source
 
 
 def list_intrinsics(intrinsics: str | None = None) -> int:
+    # deferred: the schedule layer, only to list intrinsics
     from tirc.schedule.intrinsics import builtin_intrinsics
 
     rows = {name: (entry.summary, "") for name, entry in builtin_intrinsics().items()}
     if intrinsics is not None:
-        from tirc.driver.schedule import read_intrinsics
-        from tirc.driver.source import read_source
-
         for name in read_intrinsics(read_source(intrinsics)):
             rows[name] = ("", f"(from {intrinsics})")
     width = max((len(name) for name in rows), default=0)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from tirc.diagnostics import Diagnostic, Note, Severity, Span
+from tirc.driver import cuda_toolchain
 
 if TYPE_CHECKING:
     from tirc.ir.function import IRModule
@@ -101,9 +102,8 @@ def parse_ptxas_log(log: str) -> list[KernelResources]:
 
 def ptx_resources(ptx: str, arch: str) -> list[KernelResources]:
     """Each kernel's resources as ptxas assembles `ptx` for `arch` (sm_80, ...)."""
-    from tirc.driver.cuda_toolchain import assemble_ptx
 
-    _, log = assemble_ptx(ptx, arch, verbose=True, purpose="--resources")
+    _, log = cuda_toolchain.assemble_ptx(ptx, arch, verbose=True, purpose="--resources")
     return parse_ptxas_log(log)
 
 
@@ -149,7 +149,10 @@ def kernel_report(lowered: IRModule, arch: str, ptx: str) -> list[Diagnostic]:
     remark with ptxas's account for `arch`, the warnings of `resource_warnings`, and a
     warning at each shared-memory access that bank conflicts slow down (or a remark where
     its addresses cannot be computed)."""
+    # deferred: the CUDA backend (half a second), only for --target cuda
     from tirc.analysis.bank_conflicts import bank_conflicts
+
+    # deferred: the CUDA backend (half a second), only for --target cuda
     from tirc.codegen.cuda.kernels import module_kernels
 
     threads = {kernel.name: kernel.threads_per_block() for kernel in module_kernels(lowered)}

@@ -5,11 +5,16 @@ Intermediate modules and the timing table go to stderr, so stdout keeps the lowe
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, TextIO, TypedDict
 
 from tirc.diagnostics import Diagnostic, DiagnosticError, Note
+from tirc.driver import remarks
 from tirc.driver.target import parse_target
+from tirc.ir.functor import walk
+from tirc.ir.node import Node
+from tirc.ir.stmt import SBlock
 from tirc.ir.target import Target
 
 if TYPE_CHECKING:
@@ -49,8 +54,9 @@ def lower_module(
     Raises DiagnosticError for a bad pipeline, an unknown pass in `print_after`, a program a
     pass cannot lower, or (with `verify_each`) a pass that produced invalid IR.
     """
+    # deferred: the transform layer (0.2 s), only when lowering
     from tirc.transform import Instruments, default_pipeline, load_pipeline, run_pipeline
-    from tirc.transform.registry import lookup_pass
+    from tirc.transform.registry import lookup_pass  # deferred: the transform layer
 
     target = parse_target(target)
     pipeline = load_pipeline(pipeline_path) if pipeline_path else default_pipeline(target)
@@ -74,7 +80,6 @@ def lower_module(
         verify_each=verify_each,
         stream=stream,
     )
-    from tirc.driver import remarks
 
     if not remarks.is_listening():
         lowered = run_pipeline(module, pipeline.passes, instruments)
@@ -89,7 +94,7 @@ def lower_module(
         remarks.report(watch.finish(lowered, target))
     instruments.report()
     if for_backend:
-        from tirc.transform.dialects import require_dialect
+        from tirc.transform.dialects import require_dialect  # deferred: the transform layer
 
         name, leaves = pipeline.name, pipeline.leaves.value
         require_dialect(lowered, pipeline.leaves, f"pipeline {name} declares it leaves {leaves}")
@@ -98,7 +103,7 @@ def lower_module(
 
 def check_backend_reads(pipeline: Pipeline, target: Target) -> None:
     """A DiagnosticError unless `pipeline` leaves what the target's backend reads."""
-    from tirc.transform.pass_base import Dialect
+    from tirc.transform.pass_base import Dialect  # deferred: the transform layer
 
     reads = Dialect(target.kind.reads)
     if pipeline.leaves.rank >= reads.rank:
@@ -121,11 +126,6 @@ def without_s_tir_mark(module: IRModule) -> IRModule:
     (the pass goldens are TVM's); a lowered function is no longer schedulable, so the
     result of a whole pipeline says so (`tirc print --lower` prints `@T.prim_func`).
     """
-    import dataclasses
-
-    from tirc.ir.functor import walk
-    from tirc.ir.node import Node
-    from tirc.ir.stmt import SBlock
 
     def has_block(func: object) -> bool:
         found: list[Node] = []

@@ -13,6 +13,7 @@ import os
 import re
 import stat
 import sys
+import tempfile
 
 from tirc.diagnostics import DiagnosticError
 from tirc.driver.source import describe
@@ -65,7 +66,6 @@ def holds(path: str, payload: bytes) -> bool:
 
 
 def replace_atomically(path: str, payload: bytes) -> None:
-    import tempfile
 
     directory, name = os.path.split(path)
     remove_stale_temporaries(directory, name)

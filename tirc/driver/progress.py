@@ -43,7 +43,7 @@ class Meter:
     def __enter__(self) -> Meter:
         if self.console is None:
             return self
-        from rich.progress import (
+        from rich.progress import (  # deferred: rich, only when a progress bar shows
             BarColumn,
             Progress,
             SpinnerColumn,
@@ -119,7 +119,7 @@ def terminal_console(stream: TextIO) -> Console | None:
         return None
     if os.environ.get("TERM") == "dumb":
         return None
-    from rich.console import Console
+    from rich.console import Console  # deferred: rich, only when a progress bar shows
 
     return Console(file=stream)
 

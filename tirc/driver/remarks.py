@@ -65,6 +65,7 @@ def report(remarks: list[Diagnostic]) -> None:
                 for r in fresh
             ]
         )
+    # deferred: rich, only when there is something to show
     from tirc.diagnostics.render import render
 
     render(fresh)

@@ -21,14 +21,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from tirc.diagnostics import DiagnosticError, Note
+from tirc.driver.compile_cuda import check_cuda_opt_level
 from tirc.driver.entry_point import entry_point
 from tirc.driver.exit_code import ExitCode
+from tirc.driver.openmp_policy import prepare_for_bench
 from tirc.driver.output import STDOUT, write_output
+from tirc.driver.program import parse_source, verify_program
 from tirc.driver.progress import Meter, meter_for
 from tirc.driver.run_cpu import FLOAT_ATOL, FLOAT_RTOL, compare
 from tirc.driver.run_cpu import bench as time_calls
 from tirc.driver.source import read_source
 from tirc.driver.target import parse_target
+from tirc.ir.abi import parameter_buffers
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import Var
 from tirc.ir.function import IRModule, PrimFunc
@@ -121,6 +125,7 @@ def run_file(
         )
     # with --bench (which takes a while) a transient progress line on a terminal's stderr
     meter = meter_for() if bench else Meter(None)
+    # deferred: the interpreter (about a second), only when it runs
     from tirc.interp.lockstep.kernel import gpu_model as model
 
     with meter, model(gpu_model or "threads"):
@@ -174,8 +179,6 @@ def check_run_options(
             Note("give --target cpu or cuda, or drop -O"),
         )
     if opt_level is not None and target.backend == "cuda":
-        from tirc.driver.compile_cuda import check_cuda_opt_level
-
         check_cuda_opt_level(opt_level, None)
     if gpu_model is not None and target.backend != "interp" and not check:
         raise DiagnosticError.at(
@@ -203,13 +206,13 @@ def _execute(
 ) -> tuple[str, PrimFunc, dict[str, np.ndarray | int], dict[str, np.ndarray], Ran]:
     """Parses, verifies, schedules, runs the function on the target and checks it: its name,
     the function, the arguments after the run, the inputs given and what the run gave."""
-    from tirc.driver.program import parse_source, verify_program
 
     meter.stage("parsing")
     module = parse_source(read_source(path), defines)
     verify_program(module)
     original = module
     if plan is not None:
+        # deferred: the schedule layer, only with a plan
         from tirc.driver.schedule import apply_plan_file
 
         meter.stage("applying the plan")
@@ -222,6 +225,7 @@ def _execute(
     if target.backend == "interp":
         ran = _run_in_interpreter(module, name, function, args, bench, meter)
     elif target.backend == "cuda":
+        # deferred: the CUDA backend (half a second), only for --target cuda
         from tirc.driver.run_cuda import run_on_cuda
 
         meter.stage(f"compiling and running {name} on {target}")
@@ -263,7 +267,7 @@ def _run_in_interpreter(
     bench: bool,
     meter: Meter,
 ) -> Ran:
-    from tirc.interp import run
+    from tirc.interp import run  # deferred: the interpreter (about a second), only when it runs
 
     meter.stage(f"running {name} in the interpreter")
     start = time.perf_counter()
@@ -288,12 +292,11 @@ def _run_on_cpu(
     meter: Meter,
 ) -> Ran:
     """Compiles and calls the function on `args`; times it as asked."""
+    # deferred: llvmlite (about a second), only for the CPU backend
     from tirc.driver.run_cpu import jit_compile
 
     first: list[str] = []
     if bench:
-        from tirc.driver.openmp_policy import prepare_for_bench
-
         busy = prepare_for_bench()  # before the JIT loads libgomp, which reads it then
         if busy is not None:
             first.append(f"bench: {busy}")
@@ -308,6 +311,7 @@ def _run_on_cpu(
         raise DiagnosticError.at(None, f"{name} failed an assertion (it returned {status})")
     if pristine is None:
         return Ran(elapsed, first_notes=tuple(first))
+    # deferred: llvmlite (about a second), only for the CPU backend
     from tirc.runtime.jit import aligned_copy
 
     # aligned as the ABI wants them, so that the calls timed copy nothing
@@ -321,7 +325,7 @@ def _run_on_cpu(
 
 def _interpret(module: IRModule, function: PrimFunc, values: dict[str, np.ndarray]) -> None:
     """Runs the function in the interpreter on `values` (scalars as Python numbers), in place."""
-    from tirc.interp import run
+    from tirc.interp import run  # deferred: the interpreter (about a second), only when it runs
 
     scalars = {
         key: value.item()
@@ -404,9 +408,11 @@ def complete_arguments(
 ) -> dict[str, np.ndarray | int]:
     """An argument per parameter: the given ones checked, the rest drawn at random, their
     shapes from `sizes`, the given arrays' shapes and 0-d arrays named like shape variables."""
+    # deferred: the interpreter (about a second), only when it runs
     from tirc.interp.inputs import random_argument
+
+    # deferred: the interpreter (about a second), only when it runs
     from tirc.interp.memory.storage import array_type
-    from tirc.ir.expr import Var
 
     names = {param.name for param in func.params}
     buffer_names = {
@@ -470,8 +476,8 @@ def complete_arguments(
 
 def shape_variables(func: PrimFunc) -> dict[str, Var]:
     """The variables the shapes of the function's parameter buffers use, by name."""
+    # deferred: the verifier's analyses, only for symbolic shapes
     from tirc.analysis.well_formed.loops import free_vars
-    from tirc.ir.abi import parameter_buffers
 
     found: dict[str, Var] = {}
     for buffer in parameter_buffers(func).values():
@@ -530,6 +536,7 @@ def _known_sizes(
 def _check_sizes_known(func: PrimFunc, param: Var, known: Mapping[str, int]) -> None:
     """A DiagnosticError naming the option to use when a random argument needs a size that
     nothing gave."""
+    # deferred: the verifier's analyses, only for symbolic shapes
     from tirc.analysis.well_formed.loops import free_vars
 
     buffer = _buffer_of(func, param)
@@ -582,6 +589,7 @@ def summary(
         else:
             origin = "random"
         if buffer is not None and isinstance(value, np.ndarray):
+            # deferred: the interpreter's values, only for a summary
             from tirc.driver.value_summary import describe_values
 
             lines.append(
@@ -600,6 +608,5 @@ def summary(
 def _buffer_of(func: PrimFunc, param: Var) -> Buffer | None:
     """The buffer over a parameter: its buffer_map entry, or in a lowered function (make-c-abi)
     the buffer its body declares over the pointer."""
-    from tirc.ir.abi import parameter_buffers
 
     return parameter_buffers(func).get(param)

@@ -10,7 +10,10 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
+from tirc.driver.entry_point import entry_point
+from tirc.driver.host_threads import check_runs_on_cpu
 from tirc.driver.progress import Meter
+from tirc.driver.target import parse_target
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.target import Target
 from tirc.runtime.throughput import Timing
@@ -32,11 +35,9 @@ def jit_compile(
     module: IRModule, name: str, target: Target | str = "cpu", opt_level: int = 3
 ) -> tuple[Callable[[Mapping[str, object]], int], IRModule]:
     """jit_function's callable, and the lowered module it was compiled from."""
+    # deferred: llvmlite (about a second), only for the CPU backend
     from tirc.codegen.llvm import compile_module
-    from tirc.driver.entry_point import entry_point
-    from tirc.driver.host_threads import check_runs_on_cpu
-    from tirc.driver.lower import lower_module
-    from tirc.driver.target import parse_target
+    from tirc.driver.lower import lower_module  # deferred: the transform layer, only when lowering
     from tirc.runtime.jit import JitModule
 
     target = parse_target(target)

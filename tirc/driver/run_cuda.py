@@ -19,11 +19,15 @@ DiagnosticError saying which (exit 1). Tests run all of this against a fake driv
 
 from __future__ import annotations
 
+import re
+import shutil
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from tirc.diagnostics import Diagnostic, DiagnosticError, Note
+from tirc.driver import cuda_toolchain
+from tirc.driver.compile_cuda import extern_calls, module_ptx
 from tirc.driver.target import parse_target
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.target import CUDA_ARCHES, Target, arch_number
@@ -51,15 +55,11 @@ def module_image(
 ) -> bytes:
     """A cubin (through ptxas) or, with `ptx` or without ptxas, NUL-terminated PTX for the
     driver's JIT, which must then have no function left to link."""
-    import shutil
-
-    from tirc.driver.compile_cuda import extern_calls, module_ptx
-    from tirc.driver.cuda_toolchain import cubin_from_ptx
 
     text = module_ptx(lowered, arch=arch, via=None, opt_level=3 if opt_level is None else opt_level)
     externs = extern_calls(lowered)
     if not ptx and shutil.which("ptxas") is not None:
-        return cubin_from_ptx(text, arch, externs)
+        return cuda_toolchain.cubin_from_ptx(text, arch, externs)
     unresolved = [name for name in externs if name in _extern_functions(text)]
     if unresolved:
         raise DiagnosticError(
@@ -78,7 +78,6 @@ def module_image(
 
 def _extern_functions(ptx: str) -> set[str]:
     """The functions PTX declares `.extern`, for a linker to provide."""
-    import re
 
     return set(re.findall(r"\.extern\s+\.func\s+(?:\([^)]*\)\s*)?([A-Za-z_$][\w$]*)", ptx))
 
@@ -101,7 +100,7 @@ def run_on_cuda(
     `device` is the GPU to use (default: the first of this machine's); `opt_level` is
     LLVM's, where LLVM makes the PTX; `timer` times the calls instead of a pair of CUDA
     events around each (tirc.runtime.cuda_module.call_on_device)."""
-    from tirc.driver.lower import lower_module
+    from tirc.driver.lower import lower_module  # deferred: the transform layer, only when lowering
     from tirc.runtime.cuda_module import call_on_device
 
     target = parse_target(target)

@@ -16,6 +16,7 @@ from tirc.driver.exit_code import ExitCode
 from tirc.driver.output import write_output
 from tirc.driver.program import module_text, parse_source
 from tirc.driver.source import check_stdin_once, read_source
+from tirc.text import parse
 
 if TYPE_CHECKING:
     from tirc.ir.function import IRModule
@@ -47,8 +48,8 @@ def apply_plan_file(
     module: IRModule, plan_path: str, intrinsics: str | None = None
 ) -> tuple[IRModule, Plan]:
     """`module` scheduled by the plan in `plan_path`, and the plan as applied."""
-    from tirc.schedule.apply import apply_plan
-    from tirc.schedule.plan import read_plan
+    from tirc.schedule.apply import apply_plan  # deferred: the schedule layer, only with a plan
+    from tirc.schedule.plan import read_plan  # deferred: the schedule layer, only with a plan
 
     plan_source = read_source(plan_path)
     plan = read_plan(plan_source.text, plan_source.name)
@@ -74,7 +75,6 @@ def read_intrinsics(source: Source) -> dict[str, dict[str, Any]]:
         raise DiagnosticError.at(
             whole, 'intrinsics are a JSON object: {name: {"desc": <tir>, "impl": <tir>}}'
         )
-    from tirc.text import parse
 
     result: dict[str, dict[str, Any]] = {}
     for name, entry in data.items():

@@ -15,6 +15,7 @@ def parse_target(target: Target | str) -> Target:
         return target
     value = read_target(target)
     if value.backend == "llvm":
+        # deferred: llvmlite (about a second), only for the CPU backend
         from tirc.codegen.llvm.target import resolve_cpu
 
         value = resolve_cpu(value)
