@@ -79,22 +79,29 @@ def estimate_region(
     if not _is_true(predicate):
         ranges = _strict_bound(region.region, domains, predicate)
     if ranges is None:
-        analyzer = Analyzer()
-        for var, domain in domains.items():
-            analyzer.bind(var, domain)
         simplifier = Analyzer()
-        ranges = []
-        for dim, item in enumerate(region.region):
-            relaxed = relax_range(item, domains, analyzer)
-            if relaxed is None:
-                extent = region.buffer.shape[dim]
-                relaxed = Range(IntImm(0, extent.dtype), extent)
-            else:
-                relaxed = Range(
-                    simplifier.simplify(relaxed.min), simplifier.simplify(relaxed.extent)
-                )
-            ranges.append(relaxed)
+        ranges = [
+            Range(simplifier.simplify(item.min), simplifier.simplify(item.extent))
+            if relaxed
+            else item
+            for item, relaxed in _relaxed(region, domains, Analyzer.over(domains))
+        ]
     return BufferRegion(region.buffer, tuple(ranges))
+
+
+def _relaxed(
+    region: BufferRegion, domains: Mapping[Var, Range], analyzer: Analyzer
+) -> list[tuple[Range, bool]]:
+    """Each dimension relaxed over `domains`, or the buffer's whole extent where that is
+    unbounded; with whether it was relaxed."""
+    result = []
+    for item, extent in zip(region.region, region.buffer.shape, strict=True):
+        relaxed = relax_range(item, domains, analyzer)
+        if relaxed is None:
+            result.append((Range(IntImm(0, extent.dtype), extent), False))
+        else:
+            result.append((relaxed, True))
+    return result
 
 
 def relax_realized_region(
@@ -165,17 +172,8 @@ def relax_regions(
 ) -> tuple[BufferRegion, ...]:
     """The regions as the variables in `domains` range over them, each dimension an
     interval (the buffer's whole extent where unbounded); no predicate, no cut."""
-    analyzer = Analyzer()
-    for var, domain in domains.items():
-        analyzer.bind(var, domain)
-    result = []
-    for region in regions:
-        ranges = []
-        for dim, item in enumerate(region.region):
-            relaxed = relax_range(item, domains, analyzer)
-            if relaxed is None:
-                extent = region.buffer.shape[dim]
-                relaxed = Range(IntImm(0, extent.dtype), extent)
-            ranges.append(relaxed)
-        result.append(BufferRegion(region.buffer, tuple(ranges)))
-    return tuple(result)
+    analyzer = Analyzer.over(domains)
+    return tuple(
+        BufferRegion(region.buffer, tuple(item for item, _ in _relaxed(region, domains, analyzer)))
+        for region in regions
+    )

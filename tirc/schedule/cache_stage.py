@@ -129,9 +129,7 @@ def in_bounds_guard(
     range over the buffer's shape, so the copy runs only where they do (TVM 0.27 leaves the
     copy unguarded, which reads out of bounds).
     """
-    analyzer = Analyzer()
-    for var, domain in outer.items():
-        analyzer.bind(var, domain)
+    analyzer = Analyzer.over(outer)
     for var, axis in zip(loop_vars, region.region, strict=True):
         analyzer.bind(var, Range(IntImm(0, var.dtype), axis.extent))
     guard: PrimExpr = IntImm(1, BOOL)

@@ -66,7 +66,7 @@ class IndexMap:
             for index in self.final
         ]
         domains = dict(zip(fresh, ranges, strict=True))
-        analyzer = _bound(domains)
+        analyzer = Analyzer.over(domains)
         result = []
         for index in final:
             bounds = relax(index, domains, analyzer)
@@ -209,13 +209,6 @@ class IndexMap:
         finals = ", ".join(_text(expr) for expr in self.final)
         comma = "," if len(self.final) == 1 else ""
         return f"lambda {names}: ({finals}{comma})"
-
-
-def _bound(domains: dict[Var, Range]) -> Analyzer:
-    analyzer = Analyzer()
-    for var, domain in domains.items():
-        analyzer.bind(var, domain)
-    return analyzer
 
 
 def _plus_one(expr: PrimExpr) -> PrimExpr:

@@ -7,6 +7,9 @@ in turn ask these queries, so they take Facts and the Analyzer builds on both.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Self
+
 from tirc.analysis.arith.bound import Bound, const_bound
 from tirc.analysis.arith.simplify import Simplifier
 from tirc.ir.buffer import Range
@@ -24,6 +27,14 @@ class Facts:
     def __init__(self) -> None:
         self.ranges: dict[Var, Bound] = {}
         self.domains: dict[Var, Range] = {}
+
+    @classmethod
+    def over(cls, domains: Mapping[Var, Range]) -> Self:
+        """Knowing that each variable of `domains` ranges over its Range."""
+        facts = cls()
+        for var, domain in domains.items():
+            facts.bind(var, domain)
+        return facts
 
     def bind(self, var: Var, domain: Range | Bound) -> None:
         if isinstance(domain, Range):

@@ -195,9 +195,7 @@ def relax(
 ) -> IntervalSet:
     """The interval `expr` spans when each variable in `domains` ranges over its Range."""
     if analyzer is None:
-        analyzer = Facts()
-        for var, domain in domains.items():
-            analyzer.bind(var, domain)
+        analyzer = Facts.over(domains)
     return _Relaxer(domains, analyzer).relax(expr)
 
 

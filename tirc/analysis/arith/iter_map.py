@@ -497,9 +497,7 @@ def detect_iter_map(
     With `symbolic`, a loop of symbolic extent may appear whole as the highest digit of an
     index (`a0 * 16 + a1` with `a0` in `[0, n)`), as in normalize_iter_map."""
     if analyzer is None:
-        analyzer = Analyzer()
-        for var, domain in domains.items():
-            analyzer.bind(var, domain)
+        analyzer = Analyzer.over(domains)
     # As written first (fused forms such as `(i_0 * 1024 + i_1) // 128` are read whole
     # there), then simplified (which may bring a sum of splits into a readable form).
     reason = ""
@@ -555,9 +553,7 @@ def normalize_iter_map(
         }
         indices = [substitute(index, zeros) for index in indices]
         predicate = None if predicate is None else substitute(predicate, zeros)
-    analyzer = Analyzer()
-    for var, domain in domains.items():
-        analyzer.bind(var, domain)
+    analyzer = Analyzer.over(domains)
     try:
         detector = _Detector(domains, analyzer, overlap=True, symbolic=True)
         detector.add_predicate(predicate)

@@ -95,9 +95,7 @@ def divide_subspace(
         None if part is None else Analyzer().simplify(part)
         for part in (outer_predicate, inner_predicate)
     )
-    analyzer = Analyzer()
-    for var, domain in domains.items():
-        analyzer.bind(var, domain)
+    analyzer = Analyzer.over(domains)
     sums = _detect(indices, domains, predicate, analyzer)
     outer: list[Part] = []
     inner_parts: list[Part] = []

@@ -250,9 +250,7 @@ def _guard(
     """Where the producer's iterations fall inside the consumer's domain, as a condition on
     the producer's iterators: None when always, False when the producer misses some."""
     domains = {iv.var: iv.dom for iv in producer.iter_vars if iv.dom is not None}
-    analyzer = Analyzer()
-    for var, dom in domains.items():
-        analyzer.bind(var, dom)
+    analyzer = Analyzer.over(domains)
     guard: PrimExpr | None = None
     for iv in consumer.iter_vars:
         if (
@@ -311,9 +309,7 @@ class _Inliner(ScopeInliner):
         bindings = {
             iv.var: value for iv, value in zip(node.block.iter_vars, node.iter_values, strict=True)
         }
-        analyzer = Analyzer()
-        for var, dom in self.domains.items():
-            analyzer.bind(var, dom)
+        analyzer = Analyzer.over(self.domains)
         condition = _constants_left(analyzer.simplify(substitute(guard, bindings)))
         kept = _not_implied(new.predicate, condition, analyzer)
         return dataclasses.replace(new, predicate=conjoin(kept, condition))

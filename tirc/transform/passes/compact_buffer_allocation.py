@@ -56,9 +56,7 @@ class _Touched(Visitor):
         self.data = {b.data: b for b in buffers}
         self.escaped: set[int] = set()
         self.domains: dict[E.Var, Range] = {v: r for v, r in outer.items() if v in shared}
-        self.analyzer = Analyzer()
-        for var, domain in outer.items():
-            self.analyzer.bind(var, domain)
+        self.analyzer = Analyzer.over(outer)
 
     def visit_For(self, node: S.For) -> None:
         self.domains[node.loop_var] = Range(node.min, node.extent)
