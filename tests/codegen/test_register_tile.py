@@ -201,6 +201,8 @@ def stores_of(stmt: S.Stmt) -> list[S.BufferStore]:
     [
         # reads lanes of the accumulator other than those it writes: not independent
         ACCUMULATE.replace("acc[T.Ramp(r * 32, 1, 32)]", "acc[T.Ramp(r * 32 + 1, 1, 32)]"),
+        # calls a function with effects: each part would call it again
+        ACCUMULATE.replace("A[r, k]", 'T.call_extern("float32", "sample", r, k)'),
         # updates memory that is not local
         "C[r, 0:32] = C[r, T.Ramp(0, 1, 32)] + T.Broadcast(A[r, k], 32) * B[k, T.Ramp(0, 1, 32)]",
     ],

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
 from tirc.ir.dtype import DataType
+from tirc.ir.intrinsics import Effect, lookup
 from tirc.ir.structural import expr_key
 
 LOCAL_SCOPES = ("local",)
@@ -105,7 +106,7 @@ def split_nest(loop: S.For, registers: RegisterFile) -> list[S.For] | None:
 def accumulator_updates(loop: S.For) -> list[S.BufferStore] | None:
     """The nest's stores in program order when it is made only of loops, bindings and
     accumulator updates at distinct constant lanes of local buffers, reading nothing else
-    it writes; else None."""
+    it writes and calling only pure functions; else None."""
     stores: list[S.BufferStore] = []
     bindings: list[S.Bind] = []
     if not collect(loop.body, stores, bindings):
@@ -119,10 +120,11 @@ def accumulator_updates(loop: S.For) -> list[S.BufferStore] | None:
         if any(overlap(region, other) for other in regions.get(id(store.buffer.data), [])):
             return None
         regions.setdefault(id(store.buffer.data), []).append(region)
-        if not reads_only(store.value, store, written):
+        if not reads_only(store.value, store, written) or calls_impure(store.value):
             return None
-    if any(not reads_only(binding.value, None, written) for binding in bindings):
-        return None
+    for binding in bindings:
+        if not reads_only(binding.value, None, written) or calls_impure(binding.value):
+            return None
     return stores
 
 
@@ -171,6 +173,21 @@ def reads_only(expr: E.PrimExpr, store: S.BufferStore | None, written: set[int])
         if expr_key(load.indices) != expr_key(store.indices):
             return False
     return True
+
+
+def calls_impure(expr: object) -> bool:
+    """Whether `expr` calls something that reads memory or has an effect: each part would
+    call it again, and a read could see an accumulator through a pointer."""
+    if isinstance(expr, E.Call):
+        intrinsic = lookup(expr.op)
+        if intrinsic is None or intrinsic.effect is not Effect.PURE:
+            return True
+        return any(calls_impure(arg) for arg in expr.args)
+    if isinstance(expr, E.PrimExpr):
+        return any(calls_impure(getattr(expr, name)) for name in child_names(expr))
+    if isinstance(expr, tuple):
+        return any(calls_impure(item) for item in expr)
+    return False
 
 
 def loads(expr: object) -> Iterator[E.BufferLoad]:
