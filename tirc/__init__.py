@@ -16,7 +16,7 @@ __all__ = ["__version__", *_API]
 
 def __getattr__(name: str) -> Any:
     if name in _API:
-        from tirc import api
+        from tirc import api  # deferred: start-up, as the docstring says
 
         return getattr(api, name)
     raise AttributeError(f"module 'tirc' has no attribute {name!r}")

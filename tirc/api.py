@@ -11,17 +11,29 @@ Every error tirc diagnoses is raised as CompileError, which carries the diagnost
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tirc.codegen.ffi_signature import ffi_signature
+from tirc.codegen.header import exported_functions, header_text
 from tirc.diagnostics import Diagnostic, DiagnosticError
+from tirc.diagnostics import Source as Text
+from tirc.diagnostics.render import format_plain
+from tirc.driver.compile import check_abi, link_shared
+from tirc.driver.host_threads import check_runs_on_cpu
+from tirc.driver.output import write_output
+from tirc.driver.program import parse_source, verify_program
+from tirc.driver.source import read_source
+from tirc.driver.target import parse_target
+from tirc.ir.function import IRModule
+from tirc.runtime.tvm_ffi_library import build_and_load, device_arch, import_tvm_ffi
 
 if TYPE_CHECKING:
     from tirc.codegen.ffi_signature import FfiSignature
-    from tirc.ir.function import IRModule
 
 
 class CompileError(DiagnosticError):
@@ -31,7 +43,6 @@ class CompileError(DiagnosticError):
 
     def __init__(self, diagnostics: tuple[Diagnostic, ...]) -> None:
         super().__init__(diagnostics)
-        from tirc.diagnostics.render import format_plain
 
         self.args = ("".join(format_plain(d) for d in diagnostics).rstrip("\n"),)
 
@@ -57,14 +68,10 @@ def parse(
     """The module in `source`: TVMScript text, or the path of a .tir file. `defines`
     overrides module-level parameters (`-D N=64`: `defines={"N": 64}`). The module is
     verified (docs/validity.md)."""
-    from tirc.driver.program import parse_source, verify_program
-    from tirc.driver.source import read_source
 
     with _diagnosed():
         text = str(source) if not isinstance(source, os.PathLike) else None
         if text is not None and _is_program_text(text):
-            from tirc.diagnostics import Source as Text
-
             read = Text("<string>", text)
         else:
             read = read_source(os.fspath(source))
@@ -82,12 +89,11 @@ def schedule(
 ) -> IRModule:
     """`module` scheduled by `plan`: the path of a plan file, or the plan itself as a JSON
     value (either form, docs/plans.md). `intrinsics` names a JSON file of tensor intrinsics."""
-    import json
 
+    # deferred: the schedule layer, only to schedule
     from tirc.driver.schedule import apply_plan_file, read_intrinsics
-    from tirc.driver.source import read_source
-    from tirc.schedule.apply import apply_plan
-    from tirc.schedule.plan import read_plan
+    from tirc.schedule.apply import apply_plan  # deferred: the schedule layer, only to schedule
+    from tirc.schedule.plan import read_plan  # deferred: the schedule layer, only to schedule
 
     module = _module(module)
     with _diagnosed():
@@ -109,7 +115,7 @@ def lower(
     pipeline: str | os.PathLike[str] | None = None,
 ) -> IRModule:
     """`module` lowered by the target's pipeline, or by the pipeline file `pipeline`."""
-    from tirc.driver.lower import lower_module
+    from tirc.driver.lower import lower_module  # deferred: the transform layer, only when lowering
 
     module = _module(module)
     with _diagnosed():
@@ -135,8 +141,6 @@ def build(
     if plan is not None:
         module = schedule(module, plan)
     with _diagnosed():
-        from tirc.driver.target import parse_target
-
         kind = parse_target(target)
         if kind.backend == "cuda":
             return _build_cuda(module, target, _path(pipeline))
@@ -195,7 +199,6 @@ class Module:
         """Writes the module to `path`, by its suffix: `.so` a shared library (with
         `abi="tvm-ffi"` one `tvm_ffi.load_module` loads, `abi="c"` the plain C ABI), `.o` an
         object, `.h` the C header (cpu); `.so` or `.cu` (cuda)."""
-        from tirc.driver.output import write_output
 
         with _diagnosed():
             data = self._export(Path(path).suffix, abi)
@@ -203,13 +206,12 @@ class Module:
 
 
 def _build_cpu(module: IRModule, target: str, pipeline: str | None, opt_level: int) -> Module:
-    from tirc.codegen.ffi_signature import ffi_signature
-    from tirc.codegen.header import exported_functions
+    # deferred: llvmlite (about a second), only when building for the CPU
     from tirc.codegen.llvm import compile_module
-    from tirc.driver.host_threads import check_runs_on_cpu
-    from tirc.driver.lower import lower_module
-    from tirc.driver.target import parse_target
+    from tirc.driver.lower import lower_module  # deferred: the transform layer, only when lowering
     from tirc.runtime.arguments import call_jit
+
+    # deferred: llvmlite (about a second), only when building for the CPU
     from tirc.runtime.jit import JitModule
 
     check_runs_on_cpu(module)
@@ -231,8 +233,6 @@ def _build_cpu(module: IRModule, target: str, pipeline: str | None, opt_level: i
         functions[name] = Function(signature, call, jit)
 
     def export(suffix: str, abi: str) -> bytes | str:
-        from tirc.codegen.header import header_text
-        from tirc.driver.compile import check_abi, link_shared
 
         check_abi(abi)
         if suffix == ".h":
@@ -250,12 +250,12 @@ def _build_cpu(module: IRModule, target: str, pipeline: str | None, opt_level: i
 def _build_cuda(module: IRModule, target: str, pipeline: str | None) -> Module:
     """`module` lowered for cuda, its CUDA C with the tvm-ffi functions compiled by nvcc,
     and loaded through tvm_ffi."""
+    # deferred: the CUDA backend (half a second), only when building for CUDA
     from tirc.codegen.cuda import emit_cuda
+
+    # deferred: the CUDA backend (half a second), only when building for CUDA
     from tirc.codegen.cuda.kernels import device_programs
-    from tirc.codegen.ffi_signature import ffi_signature
-    from tirc.driver.lower import lower_module
-    from tirc.driver.target import parse_target
-    from tirc.runtime.tvm_ffi_library import build_and_load, device_arch, import_tvm_ffi
+    from tirc.driver.lower import lower_module  # deferred: the transform layer, only when lowering
 
     import_tvm_ffi()  # before the build, which is no use without it
     lowered = lower_module(module, target=target, pipeline_path=pipeline)
@@ -280,7 +280,6 @@ def _build_cuda(module: IRModule, target: str, pipeline: str | None) -> Module:
 
 
 def _module(module: str | os.PathLike[str] | IRModule) -> IRModule:
-    from tirc.ir.function import IRModule
 
     return module if isinstance(module, IRModule) else parse(module)
 
