@@ -36,7 +36,7 @@ class Choice(click.Choice):
         try:
             return super().convert(value, param, ctx)
         except click.BadParameter as error:
-            import difflib
+            import difflib  # deferred: only a misspelt value pays for it
 
             close = difflib.get_close_matches(str(value), [str(c) for c in self.choices], n=1)
             if not close:
@@ -49,7 +49,7 @@ class Choice(click.Choice):
 def complete_passes(
     context: click.Context, parameter: click.Parameter, incomplete: str
 ) -> list[str]:
-    from tirc.driver.explain import pass_names
+    from tirc.driver.explain import pass_names  # deferred: start-up (see the module docstring)
 
     return [name for name in pass_names() if name.startswith(incomplete)]
 
@@ -57,7 +57,7 @@ def complete_passes(
 def complete_explained(
     context: click.Context, parameter: click.Parameter, incomplete: str
 ) -> list[str]:
-    from tirc.driver.explain import all_names
+    from tirc.driver.explain import all_names  # deferred: start-up (see the module docstring)
 
     return [name for name in all_names() if name.startswith(incomplete)]
 
@@ -72,7 +72,7 @@ class TargetError(click.BadParameter):
         self.error = error
 
     def show(self, file: object = None) -> None:
-        from tirc.diagnostics.render import render
+        from tirc.diagnostics.render import render  # deferred: start-up (see the module docstring)
 
         render(self.error.diagnostics)
 
@@ -85,9 +85,10 @@ class TargetType(click.ParamType):
     def convert(
         self, value: object, param: click.Parameter | None, ctx: click.Context | None
     ) -> Target:
+        # deferred: start-up (see the module docstring)
         from tirc.diagnostics import DiagnosticError
-        from tirc.driver.target import parse_target
-        from tirc.ir.target import Target
+        from tirc.driver.target import parse_target  # deferred: start-up (see the module docstring)
+        from tirc.ir.target import Target  # deferred: start-up (see the module docstring)
 
         if isinstance(value, Target):
             return value
@@ -99,7 +100,7 @@ class TargetType(click.ParamType):
     def shell_complete(
         self, ctx: click.Context, param: click.Parameter, incomplete: str
     ) -> list[click.shell_completion.CompletionItem]:
-        from tirc.ir.target import SPELLINGS
+        from tirc.ir.target import SPELLINGS  # deferred: start-up (see the module docstring)
 
         return [
             click.shell_completion.CompletionItem(name)
@@ -162,8 +163,8 @@ def cli(context: click.Context, traceback: bool) -> None:
 
 
 def guarded(action: Callable[[], int]) -> int:
-    from tirc.driver.guard import run_guarded
-    from tirc.driver.remarks import remark_scope
+    from tirc.driver.guard import run_guarded  # deferred: start-up (see the module docstring)
+    from tirc.driver.remarks import remark_scope  # deferred: start-up (see the module docstring)
 
     context = click.get_current_context()
     show_traceback = bool(context.obj)
@@ -243,7 +244,7 @@ def print_command(
     With --plan, print it scheduled; with --lower, lowered through the target's pipeline
     (or --pipeline), showing intermediate modules on stderr as asked.
     """
-    from tirc.driver import commands
+    from tirc.driver import commands  # deferred: start-up (see the module docstring)
 
     lowering: LowerOptions | None = None
     if lower or pipeline or print_after or print_after_all or time_passes or verify_each:
@@ -273,7 +274,7 @@ def print_command(
 @click.option("-v", "--verbose", is_flag=True, help="Say `ok` for each file without errors.")
 def check_command(files: tuple[str, ...], verbose: bool) -> int:
     """Parse and verify each FILE; print every diagnostic; exit 1 on any error."""
-    from tirc.driver import commands
+    from tirc.driver import commands  # deferred: start-up (see the module docstring)
 
     return guarded(lambda: commands.check_files(files, verbose=verbose))
 
@@ -289,7 +290,7 @@ def check_command(files: tuple[str, ...], verbose: bool) -> int:
 @click.argument("right", metavar="B")
 def diff_command(left: str, right: str) -> int:
     """Compare A and B structurally; exit 1 and show the first difference if they differ."""
-    from tirc.driver import commands
+    from tirc.driver import commands  # deferred: start-up (see the module docstring)
 
     return guarded(lambda: commands.diff_files(left, right))
 
@@ -323,7 +324,7 @@ def schedule_command(
     defines: tuple[str, ...],
 ) -> int:
     """Apply the plan PLAN.json to FILE ('-': stdin) and print the scheduled program."""
-    from tirc.driver.schedule import schedule_file
+    from tirc.driver.schedule import schedule_file  # deferred: start-up (see the module docstring)
 
     return guarded(
         lambda: schedule_file(
@@ -411,7 +412,7 @@ def run_command(
     gpu_model: str | None,
 ) -> int:
     """Run a function of FILE on given or random inputs and summarize the result."""
-    from tirc.driver.defines import parse_defines
+    from tirc.driver.defines import parse_defines  # deferred: start-up (see the module docstring)
     from tirc.driver.run import parse_sizes, run_file
 
     return guarded(
@@ -509,6 +510,7 @@ def compile_command(
     resources: bool,
 ) -> int:
     """Compile FILE: schedule (--plan), lower, and emit code for --target."""
+    # deferred: start-up (see the module docstring)
     from tirc.driver.compile import compile_file, default_emit, depfile_path
 
     return guarded(
@@ -598,13 +600,13 @@ def tune_command(
 ) -> int:
     """Search for a fast plan for FILE and write it (the readable form) to -o (docs/tune.md)."""
     if show_report:
-        from tirc.tune.command import report
+        from tirc.tune.command import report  # deferred: start-up (see the module docstring)
 
         return guarded(lambda: report(db))
     if file is None or output is None:
         raise click.UsageError("tirc tune needs FILE and -o PLAN.json (or --report)")
-    from tirc.driver.defines import parse_defines
-    from tirc.tune.command import tune_file
+    from tirc.driver.defines import parse_defines  # deferred: start-up (see the module docstring)
+    from tirc.tune.command import tune_file  # deferred: start-up (see the module docstring)
 
     return guarded(
         lambda: tune_file(
@@ -636,6 +638,7 @@ def tune_command(
 )
 def intrinsics_command(extra: str | None) -> int:
     """List the tensor intrinsics tensorize can use (built-in, and from --intrinsics)."""
+    # deferred: start-up (see the module docstring)
     from tirc.driver.intrinsics import list_intrinsics
 
     return guarded(lambda: list_intrinsics(extra))
@@ -656,7 +659,7 @@ def explain_command(name: str | None) -> int:
 
     With no NAME, list every primitive and pass.
     """
-    from tirc.driver.explain import explain
+    from tirc.driver.explain import explain  # deferred: start-up (see the module docstring)
 
     return guarded(lambda: explain(name))
 
@@ -673,6 +676,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (click.Abort, KeyboardInterrupt):
         return int(ExitCode.INTERRUPTED)
     except Exception as error:
+        # deferred: start-up (see the module docstring)
         from tirc.driver.guard import report_internal_error
 
         # Outside a command, so --traceback was not parsed; the variable still counts.
