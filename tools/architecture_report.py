@@ -9,8 +9,9 @@ function bodies (with or without a `# deferred: <reason>` comment), `# type: ign
 
 A cycle is a strongly connected component of more than one module in grimp's import graph
 (imports under `if TYPE_CHECKING:` included, as grimp counts them). A deferred import is an
-`import` inside a function body, not under `if TYPE_CHECKING:`; it is commented when its own
-line, or the comment lines right above it, say `# deferred: <reason>`. A `# type: ignore` has a
+`import` inside a function body, not under `if TYPE_CHECKING:`; adjacent imports of one body
+form a group, named when one of its lines, or the comment lines right above it, say
+`# deferred: <reason>`. A `# type: ignore` has a
 reason when another comment follows it on its line (`# type: ignore[code]  # why`).
 """
 
@@ -132,32 +133,57 @@ def _is_type_checking(test: ast.expr) -> bool:
 
 
 def deferred_imports(path: Path) -> Iterable[DeferredImport]:
+    """The imports inside function bodies. Adjacent import statements of one body form a
+    group that one `# deferred: <reason>` names: on any of their lines, or in the comment
+    lines right above the first."""
     source = path.read_text(encoding="utf-8")
     lines = source.splitlines()
+    relative = str(path.relative_to(ROOT))
     found: list[DeferredImport] = []
 
-    def commented(line: int) -> bool:
-        if DEFERRED in lines[line - 1]:
+    def named(first: int, last: int) -> bool:
+        if any(DEFERRED in lines[number - 1] for number in range(first, last + 1)):
             return True
-        above = line - 2
+        above = first - 2
         while above >= 0 and lines[above].strip().startswith("#"):
             if DEFERRED in lines[above]:
                 return True
             above -= 1
         return False
 
-    def visit(node: ast.AST, in_function: bool) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If) and _is_type_checking(child.test):
-                for other in child.orelse:
-                    visit(other, in_function)
+    def record(group: list[ast.stmt]) -> None:
+        first, last = group[0].lineno, group[-1].end_lineno or group[-1].lineno
+        commented = named(first, last)
+        for statement in group:
+            text = lines[statement.lineno - 1].strip()
+            found.append(DeferredImport(relative, statement.lineno, text, commented))
+
+    def visit_body(body: list[ast.stmt], in_function: bool) -> None:
+        group: list[ast.stmt] = []
+        for statement in body:
+            if isinstance(statement, (ast.Import, ast.ImportFrom)):
+                group.append(statement)
                 continue
-            if isinstance(child, (ast.Import, ast.ImportFrom)) and in_function:
-                text = lines[child.lineno - 1].strip()
-                relative = str(path.relative_to(ROOT))
-                found.append(DeferredImport(relative, child.lineno, text, commented(child.lineno)))
-            inner = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef))
-            visit(child, inner)
+            if group and in_function:
+                record(group)
+            group = []
+            visit(statement, in_function)
+        if group and in_function:
+            record(group)
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            visit_body(node.orelse, in_function)
+            return
+        inner = in_function or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        for name in ("body", "orelse", "finalbody"):
+            body = getattr(node, name, None)
+            if isinstance(body, list) and body and isinstance(body[0], ast.stmt):
+                visit_body(body, inner)
+        for handler in getattr(node, "handlers", []):
+            visit_body(handler.body, inner)
+        for case in getattr(node, "cases", []):
+            visit_body(case.body, inner)
 
     visit(ast.parse(source), False)
     return found
