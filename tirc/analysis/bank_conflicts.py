@@ -235,7 +235,7 @@ class _Collector(Visitor):
         count, shared, offset = call.args[1], call.args[5], call.args[6]
         matrices = count.value if isinstance(count, E.IntImm) else 4
         trans = call.args[0]
-        name = f"ldmatrix.x{matrices}" + (".trans" if _is_true(trans) else "")
+        name = f"ldmatrix.x{matrices}" + (".trans" if E.is_true(trans) else "")
         element = call.dtype.element.bytes
         self._pointer_site(name, call, shared, offset, element, 16, 8, 8 * matrices)
 
@@ -308,10 +308,6 @@ class _Collector(Visitor):
         name = f"{kind} {width} B"
         access = SharedAccess(self.kernel, name, buffer.name, span, width, buffer.span)
         self.sites.append(_Site(access, tuple(self.scope), requests, lanes_per_phase(width)))
-
-
-def _is_true(expr: object) -> bool:
-    return isinstance(expr, E.IntImm) and bool(expr.value)
 
 
 def _constant(expr: E.PrimExpr) -> int | None:

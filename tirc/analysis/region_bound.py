@@ -21,7 +21,7 @@ from tirc.analysis.arith.linear_bound import at_least
 from tirc.analysis.storage_scope import GLOBAL, can_relax_under_thread, scope_rank
 from tirc.ir import expr as E
 from tirc.ir.buffer import BufferRegion, Range
-from tirc.ir.expr import IntImm, PrimExpr, Var
+from tirc.ir.expr import IntImm, PrimExpr, Var, is_true
 from tirc.ir.functor import walk
 from tirc.ir.stmt import For, ForKind, SBlockRealize
 from tirc.ir.substitute import substitute
@@ -42,10 +42,6 @@ def loop_domains(inner: Iterable[For], outer: Iterable[For], scope: str) -> dict
             ):
                 domains[loop.loop_var] = Range(loop.min, loop.extent)
     return domains
-
-
-def _is_true(expr: PrimExpr) -> bool:
-    return isinstance(expr, IntImm) and expr.value == 1
 
 
 def _strict_bound(
@@ -76,7 +72,7 @@ def estimate_region(
 ) -> BufferRegion:
     """`region` relaxed over `domains`, bounded by `predicate` where that is understood."""
     ranges: list[Range] | None = None
-    if not _is_true(predicate):
+    if not is_true(predicate):
         ranges = _strict_bound(region.region, domains, predicate)
     if ranges is None:
         simplifier = Analyzer()

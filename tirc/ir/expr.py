@@ -389,6 +389,11 @@ def is_const_int(expr: object, value: int | None = None) -> bool:
     return isinstance(expr, IntImm) and (value is None or expr.value == value)
 
 
+def is_true(expr: object) -> bool:
+    """Whether `expr` is a constant that holds (a predicate `True`, a non-zero flag)."""
+    return isinstance(expr, IntImm) and expr.value != 0
+
+
 def int_value(expr: object) -> int:
     """The value of an integer constant that the caller knows `expr` to be (a buffer's extent
     after a pass that made it constant); IRError for anything else."""

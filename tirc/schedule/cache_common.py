@@ -88,7 +88,3 @@ def nested_predicate(body: Stmt, buffer: Buffer, kind: AccessKind) -> PrimExpr:
     for item in collector.found[1:]:
         result = E.Or(result, item)
     return result
-
-
-def is_true(expr: PrimExpr) -> bool:
-    return isinstance(expr, IntImm) and expr.value == 1

@@ -20,7 +20,18 @@ from tirc.analysis.well_formed.loops import free_vars
 from tirc.diagnostics import Diagnostic, Note
 from tirc.ir import expr as E
 from tirc.ir.buffer import Buffer
-from tirc.ir.expr import Broadcast, BufferLoad, Call, IntImm, Let, PrimExpr, Ramp, Select, Var
+from tirc.ir.expr import (
+    Broadcast,
+    BufferLoad,
+    Call,
+    IntImm,
+    Let,
+    PrimExpr,
+    Ramp,
+    Select,
+    Var,
+    is_true,
+)
 from tirc.ir.function import PrimFunc
 from tirc.ir.functor import walk
 from tirc.ir.integer import floordiv, floormod, truncdiv, truncmod, wrap
@@ -457,10 +468,6 @@ def has_exit(stmt: Stmt) -> bool:
 
     walk(stmt, collect)
     return bool(found)
-
-
-def is_true(expr: PrimExpr) -> bool:
-    return isinstance(expr, IntImm) and expr.value != 0
 
 
 def check_accesses(func: PrimFunc) -> list[Diagnostic]:

@@ -15,7 +15,7 @@ from tirc.analysis.arith.bound import Bound, const_bound
 from tirc.analysis.well_formed.checker import Checker
 from tirc.diagnostics import Diagnostic, Note, Span
 from tirc.ir.buffer import Range
-from tirc.ir.expr import IntImm, PrimExpr, Var
+from tirc.ir.expr import IntImm, PrimExpr, Var, is_true
 from tirc.ir.function import PrimFunc
 from tirc.ir.functor import walk
 from tirc.ir.node import Node
@@ -148,10 +148,6 @@ def is_known(expr: PrimExpr, bounds: dict[Var, Bound]) -> bool:
 
     walk(expr, collect)
     return not unknown
-
-
-def is_true(expr: PrimExpr) -> bool:
-    return isinstance(expr, IntImm) and expr.value != 0
 
 
 def check_blocks(func: PrimFunc) -> list[Diagnostic]:

@@ -13,12 +13,12 @@ from __future__ import annotations
 import dataclasses
 
 from tirc.ir.buffer import Buffer, BufferRegion
+from tirc.ir.expr import is_true
 from tirc.ir.stmt import SBlock
 from tirc.schedule.block_region import loop_domains, relax_block_region
 from tirc.schedule.buffer_access import AccessKind, nth_buffer, region_of
 from tirc.schedule.cache_common import (
     all_readers_under,
-    is_true,
     nested_predicate,
     only_writer,
     scope_of,

@@ -28,7 +28,7 @@ from tirc.ir import expr as E
 from tirc.ir import stmt as S
 from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.dtype import BOOL
-from tirc.ir.expr import IntImm, PrimExpr, Var
+from tirc.ir.expr import IntImm, PrimExpr, Var, is_true
 from tirc.ir.functor import Mutator
 from tirc.ir.stmt import IterType, SBlock, SBlockRealize
 from tirc.ir.substitute import substitute
@@ -254,12 +254,8 @@ def _skip_overlap(block: SRef, region: BufferRegion, rolling: _Rolling) -> PrimE
         dtype = found.var.dtype
         position = analyzer.simplify(substitute(index, {found.var: IntImm(0, dtype)}))
         test = E.Or(E.LT(found.var, IntImm(1, dtype)), E.LE(IntImm(found.overlap, dtype), position))
-        condition = test if _is_true(condition) else E.And(condition, test)
+        condition = test if is_true(condition) else E.And(condition, test)
     return analyzer.simplify(condition)
-
-
-def _is_true(expr: PrimExpr) -> bool:
-    return isinstance(expr, IntImm) and expr.value == 1
 
 
 class _Roller(Mutator):

@@ -72,10 +72,6 @@ def _all_of(exprs: Sequence[E.PrimExpr]) -> E.PrimExpr:
     return result
 
 
-def _is_true(expr: E.PrimExpr) -> bool:
-    return isinstance(expr, E.IntImm) and expr.value != 0
-
-
 @dataclass
 class _Update:
     """A reduction block's init values and update stores, one per reduced buffer."""
@@ -199,7 +195,7 @@ class _Lowering(Mutator):
         reduced = [store.buffer for store in update.stores]
         threads = [loop for loop in loops if _is_thread_bound(loop)]
         serial = [loop for loop in loops if not _is_thread_bound(loop)]
-        in_thread_needed = bool(serial) or not _is_true(realize.predicate)
+        in_thread_needed = bool(serial) or not E.is_true(realize.predicate)
         cross = [self.scratch(f"cross_thread_{b.name}", b.dtype) for b in reduced]
         inner = [self.scratch(f"in_thread_{b.name}", b.dtype) for b in reduced if in_thread_needed]
         zero = (E.IntImm(0, dt.INT32),)
@@ -275,7 +271,7 @@ class _Lowering(Mutator):
             for iv, value in zip(block.iter_vars, realize.iter_values, strict=False)
             if iv.iter_type is not S.IterType.REDUCE
         ]
-        conditions = [c for c in _conjuncts(realize.predicate) if not _is_true(c)]
+        conditions = [c for c in _conjuncts(realize.predicate) if not E.is_true(c)]
         conditions = [c for c in conditions if not (vars_in(c) & loop_vars)]
         conditions += [E.EQ(t.loop_var, E.const(0, t.loop_var.dtype)) for t in threads]
         if all(b.scope == "local" for b in reduced):
