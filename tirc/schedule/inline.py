@@ -1,8 +1,6 @@
-"""What compute_inline and reverse_compute_inline share: removing a leaf block from its scope,
-and a scope rewriter that keeps block signatures right once a buffer stops existing.
-
-The removal climbs from the block through loops that hold nothing else and drops the
-highest such statement from the sequence it sits in (TVM's rule: never beyond the scope).
+"""What compute_inline and reverse_compute_inline share: a scope rewriter that puts the leaf
+removal in place (`block_removal`) and keeps block signatures right once a buffer stops
+existing.
 """
 
 from __future__ import annotations
@@ -14,43 +12,8 @@ from tirc.ir.buffer import Buffer
 from tirc.ir.expr import Var
 from tirc.ir.function import PrimFunc
 from tirc.ir.functor import Mutator
-from tirc.ir.stmt import For, SBlock, SBlockRealize, SeqStmt, Stmt
-from tirc.schedule.errors import ScheduleError
-from tirc.schedule.schedule import describe
+from tirc.ir.stmt import For, SBlock
 from tirc.schedule.sref import SRef
-
-
-def leaf_removal(block: SRef) -> tuple[For | SBlock, For | SBlock]:
-    """(source, target): the loop or block to change and what it becomes once `block` is gone.
-
-    Raises ScheduleError when the block is the only statement of its scope."""
-    last: For | SBlock = block.block
-    node = block.parent
-    while node is not None and node.is_loop:
-        body = node.loop.body
-        if isinstance(body, SeqStmt) and len(body.stmts) > 1:
-            break
-        last = node.loop
-        node = node.parent
-    assert node is not None
-    holder = node.stmt
-    assert holder is not None
-    if isinstance(holder.body, SeqStmt):
-        return holder, dataclasses.replace(holder, body=_without(holder.body, last))
-    raise ScheduleError(
-        f"cannot remove {describe(block)}: it is the only leaf of its scope "
-        f"{describe(node)}, which would become empty",
-        block,
-    )
-
-
-def _without(seq: SeqStmt, target: For | SBlock) -> Stmt:
-    kept = tuple(
-        stmt
-        for stmt in seq.stmts
-        if stmt is not target and not (isinstance(stmt, SBlockRealize) and stmt.block is target)
-    )
-    return kept[0] if len(kept) == 1 else SeqStmt(kept)
 
 
 def data_buffers(func: PrimFunc, scope_root: SRef) -> dict[Var, Buffer]:
@@ -100,7 +63,7 @@ class ScopeInliner(Mutator):
 
     def visit_For(self, node: For) -> For:
         current = self.target if node is self.source else node
-        assert isinstance(current, For)  # leaf_removal's target is of its source's kind
+        assert isinstance(current, For)  # a removal's target is of its source's kind
         return self.generic_visit(current)
 
     def visit_SBlock(self, node: SBlock) -> SBlock:

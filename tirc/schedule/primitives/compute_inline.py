@@ -21,8 +21,9 @@ from tirc.ir.functor import walk
 from tirc.ir.node import Node
 from tirc.ir.stmt import BufferStore, For, SBlock
 from tirc.ir.substitute import substitute
+from tirc.schedule.block_removal import plan_leaf_removal
 from tirc.schedule.errors import ScheduleError
-from tirc.schedule.inline import ScopeInliner, data_buffers, leaf_removal
+from tirc.schedule.inline import ScopeInliner, data_buffers
 from tirc.schedule.primitives import primitive
 from tirc.schedule.properties import not_complete
 from tirc.schedule.schedule import Schedule, describe
@@ -58,7 +59,8 @@ def compute_inline(sch: Schedule, block: SRef) -> None:
             "in the value",
             block,
         )
-    source, target = leaf_removal(block)
+    removal = plan_leaf_removal(block)
+    source, target = removal.source.node, removal.target
     inliner = _Inliner(buffer, store, producer, scope_root.block, source, target, state, scope_root)
     new_root = inliner.visit(scope_root.block)
     if inliner.has_opaque_access:

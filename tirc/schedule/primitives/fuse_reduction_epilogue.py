@@ -27,8 +27,8 @@ from tirc.ir.node import Node
 from tirc.ir.stmt import BufferStore, For, IterType, SBlock
 from tirc.ir.structural import expr_key
 from tirc.ir.substitute import substitute
+from tirc.schedule.block_removal import plan_leaf_removal
 from tirc.schedule.errors import ScheduleError
-from tirc.schedule.inline import leaf_removal
 from tirc.schedule.primitives import primitive
 from tirc.schedule.properties import not_complete, realize_of
 from tirc.schedule.schedule import Schedule, describe
@@ -63,7 +63,8 @@ def fuse_reduction_epilogue(sch: Schedule, reduction_block: SRef, epilogue_block
     epilogue = _epilogue(epilogue_block, reduction_block, temp)
     mapping = _iterator_mapping(epilogue_block, reduction_block, epilogue.load, reduction.store)
     new_block = _fused_block(reduction_block.block, reduction, epilogue, mapping)
-    source, target = leaf_removal(epilogue_block)
+    removal = plan_leaf_removal(epilogue_block)
+    source, target = removal.source.node, removal.target
     new_root = _Rewrite(source, target, reduction_block.block, new_block).visit(scope_root.block)
     state.replace(scope_root, new_root, {reduction_block.block: new_block})
 

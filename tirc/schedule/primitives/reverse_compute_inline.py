@@ -35,8 +35,9 @@ from tirc.ir.functor import walk
 from tirc.ir.stmt import BufferStore, For, IterType, SBlock, SBlockRealize, Stmt
 from tirc.ir.structural import find_difference
 from tirc.ir.substitute import Substituter, substitute
+from tirc.schedule.block_removal import plan_leaf_removal
 from tirc.schedule.errors import ScheduleError
-from tirc.schedule.inline import ScopeInliner, data_buffers, leaf_removal
+from tirc.schedule.inline import ScopeInliner, data_buffers
 from tirc.schedule.primitives import primitive
 from tirc.schedule.primitives.compute_inline import check_no_init, check_not_output
 from tirc.schedule.properties import not_complete, realize_of
@@ -68,7 +69,8 @@ def reverse_compute_inline(sch: Schedule, block: SRef) -> None:
     producer = _single_producer(state, block, scope_root)
     check_not_output(producer, scope_root)
     plan = _plan(block, producer, buffer)
-    source, target = leaf_removal(block)
+    removal = plan_leaf_removal(block)
+    source, target = removal.source.node, removal.target
     inliner = _Inliner(plan, scope_root.block, source, target, state, scope_root)
     new_root = inliner.visit(scope_root.block)
     if inliner.has_opaque_access:
