@@ -34,7 +34,7 @@ from tirc.ir.substitute import substitute
 from tirc.schedule.errors import ScheduleError
 from tirc.schedule.inline import data_buffers
 from tirc.schedule.primitives import primitive
-from tirc.schedule.primitives.split import check_plain_loop
+from tirc.schedule.primitives.split import check_factors, check_plain_loop
 from tirc.schedule.rebind import const_value
 from tirc.schedule.schedule import Schedule, describe
 from tirc.schedule.signature import Kind, Param, Signature, optional
@@ -57,7 +57,7 @@ def loop_partition(
 ) -> list[SRef]:
     # preserve_unit_iters is accepted for TVM's signature: bindings are only renamed here.
     state = sch.state_owning(loop)
-    values = _check_factors(factors, loop)
+    values = check_factors(factors, loop, "loop_partition")
     extent = _static_extent(loop)
     check_plain_loop(loop, "partition")
     bounds = _bounds(values, extent, loop)
@@ -69,25 +69,6 @@ def loop_partition(
 
 
 # -- legality -------------------------------------------------------------------------------
-
-
-def _check_factors(factors: list[int | None], loop: SRef) -> list[int | None]:
-    if not factors:
-        raise ScheduleError("loop_partition needs at least one factor", loop)
-    values: list[int | None] = []
-    for position, factor in enumerate(factors):
-        value = None if factor is None else const_value(factor)
-        if factor is not None and value is None:
-            raise ScheduleError(f"factor {position} is not an integer: {factor!r}", loop)
-        values.append(None if value == -1 else value)
-    if values.count(None) > 1:
-        raise ScheduleError("only one factor may be inferred (null or -1)", loop)
-    for position, value in enumerate(values):
-        if value is not None and value <= 0:
-            raise ScheduleError(
-                f"the factors must be positive, but factor {position} is {value}", loop
-            )
-    return values
 
 
 def _static_extent(loop: SRef) -> int:

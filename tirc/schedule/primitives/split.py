@@ -48,15 +48,19 @@ def split(
 ) -> list[SRef]:
     state = sch.state_owning(loop)
     node = loop.loop
-    values = _check_factors(factors, loop)
+    values = check_factors(factors, loop)
     check_plain_loop(loop, "split")
     extents = _extents(node, values, loop)
     return _rewrite(state, loop, extents, bool(preserve_unit_iters), bool(disable_predication))
 
 
-def _check_factors(factors: list[int | None], loop: SRef) -> list[int | None]:
+def check_factors(
+    factors: list[int | None], loop: SRef, primitive_name: str = "split"
+) -> list[int | None]:
+    """The factors as integers, None for the one to infer (null or -1); refuses non-integers,
+    a second factor to infer and non-positive ones."""
     if not factors:
-        raise ScheduleError("split needs at least one factor", loop)
+        raise ScheduleError(f"{primitive_name} needs at least one factor", loop)
     values: list[int | None] = []
     for position, factor in enumerate(factors):
         value = None if factor is None else const_value(factor)
