@@ -23,8 +23,17 @@ from tirc.ir.dtype import DataType
 
 
 def _contiguous_base(index: E.PrimExpr) -> E.PrimExpr | None:
+    """The first lane's index where the lanes are consecutive: a Ramp of stride 1, or one
+    plus broadcast offsets (a tensor intrinsic's `A[T.Ramp(0, 1, 4)]` on a matched view
+    lowers to `Broadcast(offset, 4) + Ramp(0, 1, 4)`)."""
     if isinstance(index, E.Ramp) and E.is_const_int(index.stride, 1):
         return index.base
+    if isinstance(index, E.Add):
+        for vector, offset in ((index.a, index.b), (index.b, index.a)):
+            if isinstance(offset, E.Broadcast):
+                base = _contiguous_base(vector)
+                if base is not None:
+                    return E.Add(offset.value, base)
     return None
 
 
