@@ -14,7 +14,7 @@ import numpy as np
 
 from tirc.diagnostics import DiagnosticError
 from tirc.interp.memory.storage import Pointer, access_type, array_type
-from tirc.interp.semantics import arith
+from tirc.interp.semantics import arith, interval
 from tirc.interp.semantics.bits import reinterpret
 from tirc.interp.semantics.extensions import INTRINSICS, extern_function
 from tirc.interp.semantics.math_functions import LANEWISE, lane_function
@@ -188,17 +188,10 @@ def _bitwise_not(compiler: CallCompiler, call: Call) -> Code:
 def _if_then_else(compiler: CallCompiler, call: Call) -> Code:
     condition, true_value, false_value = (compiler.exprs.compile(a) for a in call.args)  # type: ignore[arg-type]
     if call.dtype.is_scalar and call.args[0].dtype.is_scalar:  # type: ignore[attr-defined]
-        low = (
-            None
-            if true_value.low is None or false_value.low is None
-            else min(true_value.low, false_value.low)
+        value = interval.union(
+            (true_value.low, true_value.high), (false_value.low, false_value.high)
         )
-        high = (
-            None
-            if true_value.high is None or false_value.high is None
-            else max(true_value.high, false_value.high)
-        )
-        return Code(f"({true_value.text} if {condition.text} else {false_value.text})", low, high)
+        return Code(f"({true_value.text} if {condition.text} else {false_value.text})", *value)
     lanes = call.dtype.lanes
     sources = [
         code.text if arg.dtype.is_vector else f"({code.text},) * {lanes}"  # type: ignore[attr-defined]

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from tirc.interp.memory.storage import Pointer, Storage, access_type
+from tirc.interp.memory.storage import Pointer, Storage, access_type, storage_of
 from tirc.interp.semantics.extensions import INTRINSICS
 from tirc.interp.semantics.values import NARROW
 from tirc.interp.semantics.wmma import MMA_SHAPE, fragment_shape, multiply_accumulate, tile
@@ -18,14 +18,17 @@ from tirc.interp.threads.scheduler import RaceTracker
 from tirc.ir.dtype import DataType
 
 
-def _elements(handle: object, dtype: DataType | None = None) -> tuple[np.ndarray, int]:
+def _element(handle: object) -> DataType:
+    """The element type a storage or pointer is seen as: the pointer's, else the storage's."""
+    if isinstance(handle, Pointer) and handle.dtype:
+        return handle.dtype
+    return storage_of(handle).dtype
+
+
+def _elements(handle: object) -> tuple[np.ndarray, int]:
     """(float64 copy of all elements, start element) of a storage or pointer."""
-    storage = handle.storage if isinstance(handle, Pointer) else handle
-    assert isinstance(storage, Storage)
-    element = dtype or (
-        handle.dtype if isinstance(handle, Pointer) and handle.dtype else storage.dtype
-    )
-    raw = np.asarray(storage.view(element))
+    element = _element(handle)
+    raw = np.asarray(storage_of(handle).view(element))
     narrow = NARROW.get(str(element))
     values = np.array([narrow.values[v] for v in raw]) if narrow else raw.astype(np.float64)
     start = 0
@@ -42,9 +45,7 @@ def _write(
     thread: int = -1,
     site: int = -1,
 ) -> None:
-    storage = handle.storage if isinstance(handle, Pointer) else handle
-    assert isinstance(storage, Storage)
-    element = handle.dtype if isinstance(handle, Pointer) and handle.dtype else storage.dtype
+    storage, element = storage_of(handle), _element(handle)
     memory: Any = storage.view(element)  # typeshed's memoryview takes only ints
     narrow = NARROW.get(str(element))
     tracker = _watched(storage, thread)
@@ -68,13 +69,11 @@ def _watched(storage: Storage, thread: int) -> RaceTracker | None:
 
 
 def _track_reads(handle: object, elements: np.ndarray, thread: int, site: int) -> None:
-    storage = handle.storage if isinstance(handle, Pointer) else handle
-    assert isinstance(storage, Storage)
+    storage = storage_of(handle)
     tracker = _watched(storage, thread)
     if tracker is None:
         return
-    element = handle.dtype if isinstance(handle, Pointer) and handle.dtype else storage.dtype
-    size = access_type(element).itemsize
+    size = access_type(_element(handle)).itemsize
     for where in np.unique(elements):
         tracker.read(int(where) * size, thread, site, storage.name)
 
@@ -97,7 +96,7 @@ def load_matrix_sync(
     site: int = -1,
 ) -> None:
     """`thread` and `site` (a kernel thread's number, the call's site) race-check the read."""
-    rows, cols = fragment_shape(_storage(fragment).scope, m, n, k)
+    rows, cols = fragment_shape(storage_of(fragment).scope, m, n, k)
     values, start = _elements(pointer)
     major, minor = tile(rows, cols, layout == "row_major")
     source = start + major * stride + minor
@@ -146,15 +145,9 @@ def mma_sync(
     right = b_values[b_index * k * n : (b_index + 1) * k * n]
     accumulator = c_values[c_index * m * n : (c_index + 1) * m * n]
     result = multiply_accumulate(left[None], right[None], accumulator[None])[0]
-    if str(_storage(d).dtype) == "float32":
+    if str(storage_of(d).dtype) == "float32":
         result = result.astype(np.float32).astype(np.float64)
     _write(d, d_index * m * n, result, np.arange(m * n))
-
-
-def _storage(handle: object) -> Storage:
-    storage = handle.storage if isinstance(handle, Pointer) else handle
-    assert isinstance(storage, Storage)
-    return storage
 
 
 INTRINSICS.setdefault("tvm_fill_fragment", fill_fragment)
