@@ -21,7 +21,7 @@ from tirc.ir.function import PrimFunc
 from tirc.ir.functor import Mutator
 from tirc.ir.structural import structural_equal
 from tirc.transform.pass_base import Dialect, FunctionPass
-from tirc.transform.passes.simplify import NO_OP, is_no_op
+from tirc.transform.passes.simplify import NO_OP, is_no_op, without_no_ops
 
 
 class _Remover(Mutator):
@@ -67,13 +67,7 @@ class _Remover(Mutator):
         return branch
 
     def visit_SeqStmt(self, node: S.SeqStmt) -> S.Stmt:
-        stmts = [self.visit(stmt) for stmt in node.stmts]
-        if all(new is old for new, old in zip(stmts, node.stmts, strict=False)) and not any(
-            isinstance(stmt, S.SeqStmt) for stmt in stmts
-        ):
-            return node
-        kept = [stmt for stmt in stmts if not is_no_op(stmt)]
-        return S.seq(*kept) if kept else NO_OP
+        return without_no_ops(node, [self.visit(stmt) for stmt in node.stmts])
 
 
 @dataclass(frozen=True)

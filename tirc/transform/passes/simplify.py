@@ -30,6 +30,17 @@ def is_no_op(stmt: S.Stmt) -> bool:
     return isinstance(stmt, S.Evaluate) and isinstance(stmt.value, (E.IntImm, E.FloatImm))
 
 
+def without_no_ops(node: S.SeqStmt, stmts: list[S.Stmt]) -> S.Stmt:
+    """`node` with its statements rewritten to `stmts`, nested sequences flattened and no-ops
+    dropped (NO_OP if nothing is left); `node` itself when nothing changed."""
+    if all(new is old for new, old in zip(stmts, node.stmts, strict=False)) and not any(
+        isinstance(stmt, S.SeqStmt) for stmt in stmts
+    ):
+        return node
+    kept = [stmt for stmt in stmts if not is_no_op(stmt)]
+    return S.seq(*kept) if kept else NO_OP
+
+
 class _Simplifier(Mutator):
     def __init__(self) -> None:
         self.analyzer = Analyzer()
@@ -96,13 +107,7 @@ class _Simplifier(Mutator):
         return result
 
     def visit_SeqStmt(self, node: S.SeqStmt) -> S.Stmt:
-        stmts = [self.visit(stmt) for stmt in node.stmts]
-        if all(new is old for new, old in zip(stmts, node.stmts, strict=False)) and not any(
-            isinstance(stmt, S.SeqStmt) for stmt in stmts
-        ):
-            return node
-        kept = [stmt for stmt in stmts if not is_no_op(stmt)]
-        return S.seq(*kept) if kept else NO_OP
+        return without_no_ops(node, [self.visit(stmt) for stmt in node.stmts])
 
 
 @dataclass(frozen=True)
