@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from tirc.analysis.arith.analyzer import Analyzer
+from tirc.analysis.uses import Uses, uses_of
 from tirc.codegen.abi import ParamKind, function_abi
 from tirc.diagnostics import DiagnosticError, Note
 from tirc.ir import dtype as dt
@@ -27,7 +28,6 @@ from tirc.ir.structural import structural_equal
 from tirc.ir.substitute import substitute
 from tirc.transform.dialects import require_dialect
 from tirc.transform.pass_base import Dialect
-from tirc.transform.passes.split_host_device import Uses, uses_of
 
 __all__ = [
     "DeviceProgram",
