@@ -52,7 +52,7 @@ def render(
 ) -> None:
     """Write diagnostics to stream (stderr by default), a blank line between two of them;
     without `label`, each message stands alone, as a report rather than an `error:`."""
-    from rich.console import Console
+    from rich.console import Console  # deferred: rich's start-up cost, paid only when rendering
 
     stream = sys.stderr if stream is None else stream
     use_color = is_color_wanted(stream) if color is None else color
@@ -88,7 +88,7 @@ def is_color_wanted(stream: TextIO) -> bool:
 
 
 def format_lines(diagnostic: Diagnostic, *, label: bool = True) -> list[Text]:
-    from rich.text import Text
+    from rich.text import Text  # deferred: rich's start-up cost, paid only when rendering
 
     snippets = [snippet_of(diagnostic.span)]
     snippets += [snippet_of(note.span) for note in diagnostic.notes]
@@ -112,7 +112,7 @@ def format_lines(diagnostic: Diagnostic, *, label: bool = True) -> list[Text]:
 
 
 def snippet_lines(snippet: Snippet | None, width: int, caret_style: str) -> list[Text]:
-    from rich.text import Text
+    from rich.text import Text  # deferred: rich's start-up cost, paid only when rendering
 
     if snippet is None:
         return []

@@ -14,10 +14,16 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, TextIO
 
 from tirc.diagnostics import DiagnosticError, Note
+from tirc.driver.output import write_output
+from tirc.driver.source import read_source
 from tirc.tune.database import Database
 from tirc.tune.task import load_task
+from tirc.tune.tune import Progress, tune
+from tirc.tune.workers import parse_workers
 
 if TYPE_CHECKING:
+    from rich.live import Live
+
     from tirc.ir.target import Target
     from tirc.runtime.cuda_driver import Device
 
@@ -43,11 +49,6 @@ def tune_file(
 ) -> int:
     """Tunes FILE and writes the best plan to `output`; `open_gpu` opens the GPU CUDA
     candidates are timed on (default: this machine's; tests pass a fake)."""
-    from tirc.driver.output import write_output
-    from tirc.driver.source import read_source
-    from tirc.tune.tune import tune
-    from tirc.tune.workers import parse_workers
-
     stream = stream or sys.stderr
     if target.backend not in ("llvm", "cuda"):
         raise DiagnosticError.at(
@@ -111,11 +112,12 @@ class _Display:
 
     def __init__(self, stream: TextIO):
         self.stream = stream
-        self.live: object = None
+        self.live: Live | None = None
         self.terminal = stream.isatty()
 
     def __enter__(self) -> _Display:
         if self.terminal:
+            # deferred: rich is loaded only for a terminal's live display
             from rich.console import Console
             from rich.live import Live
 
@@ -126,11 +128,9 @@ class _Display:
 
     def __exit__(self, *exc: object) -> None:
         if self.live is not None:
-            self.live.__exit__(None, None, None)  # type: ignore[attr-defined]
+            self.live.__exit__(None, None, None)
 
     def update(self, progress: object) -> None:
-        from tirc.tune.tune import Progress
-
         assert isinstance(progress, Progress)
         best = (
             f"best {progress.best_seconds * 1e3:.4f} ms {progress.throughput()}"
@@ -142,7 +142,7 @@ class _Display:
             f"failed {progress.failed}  {progress.elapsed:.0f} s"
         )
         if self.live is not None:
-            self.live.update(line)  # type: ignore[attr-defined]
+            self.live.update(line)
         else:
             print(line, file=self.stream, flush=True)
 

@@ -36,7 +36,21 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tirc.analysis.well_formed import verify_module
+from tirc.codegen.cuda import emit_cuda
+from tirc.diagnostics import DiagnosticError, Severity
+from tirc.driver.lower import lower_module
+from tirc.driver.run_cpu import compare, jit_function
+from tirc.driver.run_cuda import module_image, pick_arch
+from tirc.interp import random_inputs
+from tirc.interp import run as interpret
 from tirc.ir.target import DEFAULT_CUDA_ARCH
+from tirc.runtime.cuda_module import call_on_device
+from tirc.runtime.jit import aligned_copy
+from tirc.runtime.throughput import count_flops
+from tirc.schedule.apply import apply_plan
+from tirc.schedule.plan import read_plan
+from tirc.transform import default_pipeline, run_pipeline
 from tirc.tune.task import Task, iteration_count
 
 if TYPE_CHECKING:
@@ -125,8 +139,6 @@ def _child(function: Callable[..., Any], args: tuple[Any, ...], sender: Connecti
 
 
 def _describe(error: BaseException) -> str:
-    from tirc.diagnostics import DiagnosticError
-
     if isinstance(error, DiagnosticError):
         return "; ".join(d.message for d in error.diagnostics)[:2000]
     lines = traceback.format_exception_only(type(error), error)
@@ -166,8 +178,6 @@ def make_reference(
     path = os.path.join(directory, "reference.npz")
     status, value = _in_process(_reference, (task, path, interp_limit), timeout)
     if status != "ok":
-        from tirc.diagnostics import DiagnosticError
-
         reason = value if status == "error" else f"{status} ({value})"
         raise DiagnosticError.at(
             None, f"cannot compute the reference result of {task.func}: {reason}"
@@ -177,9 +187,6 @@ def make_reference(
 
 
 def _reference(task: Task, path: str, interp_limit: int) -> tuple[int | None, int, str]:
-    from tirc.interp import random_inputs
-    from tirc.interp import run as interpret
-
     _worker_setup(task)
     module = task.parse()
     func = module[task.func]
@@ -198,14 +205,11 @@ def _reference(task: Task, path: str, interp_limit: int) -> tuple[int | None, in
         source = "unscheduled program compiled for the CPU"
     saved = {f"in:{k}": v for k, v in arrays.items()}
     saved.update({f"out:{k}": np.asarray(v) for k, v in outputs.items() if k in arrays})
-    np.savez(path, **saved)  # type: ignore[arg-type]
+    np.savez(path, **saved)  # type: ignore[arg-type]  # numpy's stub types **kwds as its own options
     return _flops(module, task), sum(a.nbytes for a in arrays.values()), source
 
 
 def _flops(module: Any, task: Task) -> int | None:
-    from tirc.runtime.throughput import count_flops
-    from tirc.transform import default_pipeline, run_pipeline
-
     try:
         lowered = run_pipeline(module, default_pipeline("cpu").passes)
     except Exception:  # a program only CUDA lowers: no count
@@ -223,8 +227,6 @@ def _load(path: str) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
 def _jit(module: Any, task: Task) -> Callable[[dict[str, Any]], int]:
     """The function compiled for the task's CPU target (for the host, for a CUDA task's
     reference)."""
-    from tirc.driver.run_cpu import jit_function
-
     return jit_function(module, task.func, task.target if task.kind == "cpu" else "cpu")
 
 
@@ -247,11 +249,6 @@ def _probe(open_device: Callable[[], Device]) -> tuple[str, bool]:
 
 
 def _scheduled(task: Task, plan_json: str) -> Any:
-    from tirc.analysis.well_formed import verify_module
-    from tirc.diagnostics import DiagnosticError, Severity
-    from tirc.schedule.apply import apply_plan
-    from tirc.schedule.plan import read_plan
-
     module, _ = apply_plan(task.parse(), read_plan(plan_json, "<candidate>"))
     errors = [d for d in verify_module(module) if d.severity is Severity.ERROR]
     if errors:
@@ -268,9 +265,6 @@ LONG_RUN = 1.0  # seconds: a run this long is timed once (the program as written
 def _measure_cpu(
     task: Task, job: Job, reference: Reference, gpu: Gpu | None, channel: Connection
 ) -> Result:
-    from tirc.driver.run_cpu import compare
-    from tirc.runtime.jit import aligned_copy
-
     _worker_setup(task)
     started = time.perf_counter()
     try:
@@ -312,8 +306,6 @@ def _measure_cuda(
 ) -> Result:
     if gpu is not None:
         return _measure_on_gpu(task, job, reference, gpu, channel)
-    from tirc.codegen.cuda import emit_cuda
-    from tirc.transform import default_pipeline, run_pipeline
 
     started = time.perf_counter()
     try:
@@ -328,8 +320,6 @@ def _measure_cuda(
         return Result(BUILD_ERROR, message=problem, build_seconds=built)
     if not job.interpret:
         return Result(BUILT, build_seconds=built)
-    from tirc.driver.run_cpu import compare
-    from tirc.interp import run as interpret
 
     inputs, expected = _load(reference.path)
     args: dict[str, Any] = {k: np.array(v, copy=True) for k, v in inputs.items()}
@@ -351,11 +341,6 @@ def _measure_on_gpu(
 ) -> Result:
     """Built for the GPU's architecture here, in parallel with other candidates; opened, run,
     checked and timed in this candidate's turn, so that one candidate at a time uses the GPU."""
-    from tirc.driver.lower import lower_module
-    from tirc.driver.run_cpu import compare
-    from tirc.driver.run_cuda import module_image, pick_arch
-    from tirc.runtime.cuda_module import call_on_device
-
     started = time.perf_counter()
     try:
         module = _scheduled(task, job.plan_json)

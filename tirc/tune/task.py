@@ -11,11 +11,15 @@ import hashlib
 import os
 from dataclasses import dataclass, field
 
+from tirc.analysis.well_formed import verify_module
+from tirc.diagnostics import DiagnosticError, Severity
 from tirc.ir.expr import IntImm
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.node import Node
 from tirc.ir.stmt import For
 from tirc.ir.target import Target
+from tirc.schedule.state import children
+from tirc.text import parse, print_module
 
 
 @dataclass
@@ -25,8 +29,8 @@ class Task:
     defines: dict[str, str]
     func: str
     target: Target  # parsed once, by the command (a CPU or CUDA target)
+    module: IRModule = field(repr=False)  # the program parsed and verified
     threads: int = 0  # CPU threads the candidates run on (0: the OpenMP default)
-    module: IRModule = field(repr=False, default=None)  # type: ignore[assignment]  # set by load
 
     @property
     def kind(self) -> str:
@@ -34,16 +38,12 @@ class Task:
 
     @property
     def key(self) -> str:
-        from tirc.text import print_module
-
         function = IRModule(((self.func, self.module[self.func]),), self.module.attrs, True)
         digest = hashlib.sha256(print_module(function).encode()).hexdigest()[:16]
         threads = f" threads={self.threads}" if self.kind == "cpu" and self.threads else ""
         return f"{self.func}:{digest} {self.target}{threads}"
 
     def parse(self) -> IRModule:
-        from tirc.text import parse
-
         return parse(self.text, name=self.name, defines=self.defines)
 
 
@@ -52,11 +52,7 @@ def load_task(
 ) -> Task:
     """The task for `func` (default: the only function, else main) of the program `text`;
     DiagnosticError for a program that does not parse or verify, or a function it lacks."""
-    from tirc.analysis.well_formed import verify_module
-    from tirc.diagnostics import DiagnosticError, Severity
-
-    task = Task(text, name, dict(defines), func or "", target, threads)
-    module = task.parse()
+    module = parse(text, name=name, defines=defines)
     errors = [d for d in verify_module(module) if d.severity is Severity.ERROR]
     if errors:
         raise DiagnosticError(errors)
@@ -67,15 +63,12 @@ def load_task(
         raise DiagnosticError.at(
             None, f"no function '{func}' in {name} (it has {', '.join(names)}); choose with --func"
         )
-    task.func, task.module = func, module
-    return task
+    return Task(text, name, dict(defines), func, target, module, threads)
 
 
 def iteration_count(func: PrimFunc) -> int | None:
     """How many times the innermost statements run in all (loop extents multiplied down each
     nest, summed), or None where an extent is not a constant: the interpreter's work."""
-    from tirc.schedule.state import children
-
     total = 0
 
     def count(node: Node, scale: int) -> None:

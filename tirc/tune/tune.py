@@ -15,6 +15,8 @@ from contextlib import closing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from tirc.analysis.well_formed import verify_module
+from tirc.diagnostics import Severity
 from tirc.schedule.apply import apply_plan
 from tirc.schedule.plan import Plan, read_plan
 from tirc.tune.cost_model import CostModel
@@ -151,9 +153,6 @@ def _gpu_note(found: Gpu | str) -> str:
 def _is_valid(candidate: Candidate, search: Search, outcome: Outcome) -> bool:
     """The verifier's verdict on the scheduled program: a candidate it rejects is pruned (and
     never proposed again) before anything is built."""
-    from tirc.analysis.well_formed import verify_module
-    from tirc.diagnostics import Severity
-
     assert candidate.module is not None
     if any(d.severity is Severity.ERROR for d in verify_module(candidate.module)):
         search.seen.add(candidate.key)
