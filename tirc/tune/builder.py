@@ -16,9 +16,11 @@ from typing import Any
 
 from tirc.ir.expr import IntImm
 from tirc.ir.function import IRModule
+from tirc.ir.functor import uses_var
 from tirc.ir.stmt import For, IterType, SBlock
 from tirc.schedule import primitives
 from tirc.schedule.plan import Plan, Ref, Step
+from tirc.schedule.primitives.sample_compute_location import compute_locations
 from tirc.schedule.properties import realize_of
 from tirc.schedule.schedule import Schedule
 from tirc.schedule.sref import SRef
@@ -225,8 +227,6 @@ class PlanBuilder:
         """A legal location for the producer `block` (a loop of its consumer, or the root as
         a LocationMark), drawn among sample_compute_location's candidates; the plan records
         the location's index, so it replays where the loops are the same."""
-        from tirc.schedule.primitives.sample_compute_location import compute_locations
-
         locations = compute_locations(self.sch, block)
         index = self.sampler.choice(len(locations))
         location, names = self.run(
@@ -346,9 +346,7 @@ def loop_roles(block: SRef, loops: list[SRef]) -> list[IterType | None]:
 
 
 def _mentions(expr: Any, var: Any) -> bool:
-    from tirc.analysis.well_formed.loops import free_vars
-
-    return var in free_vars(expr)
+    return uses_var(expr, var)
 
 
 def is_plain_nest(block: SRef, loops: list[SRef]) -> bool:

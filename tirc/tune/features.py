@@ -13,11 +13,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from tirc.analysis.well_formed.loops import free_vars
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import IntImm, Var
 from tirc.ir.function import PrimFunc
-from tirc.ir.functor import walk
+from tirc.ir.functor import vars_in, walk
 from tirc.ir.node import Node
 from tirc.ir.stmt import For, ForKind, IterType, SBlock, SBlockRealize
 from tirc.schedule.state import children
@@ -80,7 +79,7 @@ def _bindings(parent: Node | None, block: SBlock) -> dict[Var, IterType]:
     def visit(node: Node) -> None:
         if isinstance(node, SBlockRealize) and node.block is block:
             for iv, value in zip(block.iter_vars, node.iter_values, strict=True):
-                for var in free_vars(value):
+                for var in vars_in(value):
                     if found.get(var, iv.iter_type) is IterType.REDUCE:
                         found[var] = iv.iter_type
                     else:

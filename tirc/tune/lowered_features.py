@@ -35,6 +35,7 @@ from tirc.ir.stmt import (
     Stmt,
     While,
 )
+from tirc.transform import default_pipeline, run_pipeline
 from tirc.transform.pass_base import ModulePass
 from tirc.transform.passes.unroll_loop import UnrollLoop
 
@@ -88,8 +89,6 @@ LENGTH = len(NAMES)
 def feature_passes(target: str) -> tuple[ModulePass, ...]:
     """The target's default pipeline up to unroll-loop, without simplify (passes are
     immutable values, so one tuple serves every candidate)."""
-    from tirc.transform import default_pipeline
-
     passes: list[ModulePass] = []
     for pass_ in default_pipeline(target).passes:
         if isinstance(pass_, UnrollLoop):
@@ -104,8 +103,6 @@ def lowered_features(module: IRModule, func: str, target: str) -> list[float]:
     """The features of `func` in `module` (a scheduled candidate) once lowered for `target`
     ('cpu' or 'cuda'); a vector of zeros with the last entry 1 where lowering fails (the
     candidate will fail to build too, and the model learns that)."""
-    from tirc.transform import run_pipeline
-
     try:
         lowered = run_pipeline(module, feature_passes(target))
         return features_of(lowered[func])

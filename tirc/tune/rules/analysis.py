@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tirc.analysis.well_formed.loops import free_vars
+from tirc.ir.functor import vars_in
 from tirc.ir.stmt import IterType
+from tirc.schedule.properties import realize_of
 from tirc.schedule.sref import SRef
 from tirc.tune.builder import PlanBuilder, is_plain_nest, loop_roles
 
@@ -63,7 +64,7 @@ def has_reuse(block: SRef) -> bool:
             continue
         used: set[object] = set()
         for item in region.region:
-            used |= free_vars(item.min) | free_vars(item.extent)
+            used |= vars_in(item.min) | vars_in(item.extent)
         if spatial - used:
             return True
     return False
@@ -72,19 +73,17 @@ def has_reuse(block: SRef) -> bool:
 def is_innermost_contiguous(block: SRef, loop: SRef) -> bool:
     """The loop's iterator indexes the last dimension of what the block writes."""
     realize_var = loop.loop.loop_var
-    from tirc.schedule.properties import realize_of
-
     realize = realize_of(block)
     fed = [
         iv.var
         for iv, value in zip(block.block.iter_vars, realize.iter_values, strict=True)
-        if realize_var in free_vars(value)
+        if realize_var in vars_in(value)
     ]
     if not fed:
         return False
     for region in block.block.writes:
         if not region.region:
             return False
-        if fed[0] not in free_vars(region.region[-1].min):
+        if fed[0] not in vars_in(region.region[-1].min):
             return False
     return True

@@ -21,6 +21,7 @@ from tirc.schedule.errors import ScheduleError
 from tirc.schedule.sref import SRef
 from tirc.tune.builder import PlanBuilder, Redraw, loop_extent, tile_nest
 from tirc.tune.rules.analysis import Nest, has_reuse, plain_nest
+from tirc.tune.rules.tensorize import DP4A_INTRINSICS, description_shape
 
 MAX_INNERMOST = 16
 MAX_THREADS = 1024
@@ -76,8 +77,6 @@ def apply(builder: PlanBuilder, name: str) -> list[str] | None:
 def dp4a_intrinsics(nest: Nest, loops: list[SRef]) -> list[str]:
     """The dp4a intrinsics whose element types are the block's (int8 or uint8 operands into
     a 32-bit sum), where the last reduction loop splits by 4."""
-    from tirc.tune.rules.tensorize import DP4A_INTRINSICS, description_shape
-
     block = nest.block.block
     position = max(i for i, role in enumerate(nest.roles) if role is IterType.REDUCE)
     if (loop_extent(loops[position]) or 0) % DP4A:

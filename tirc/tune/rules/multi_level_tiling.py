@@ -14,7 +14,9 @@ the whole nest is sampled too.
 from __future__ import annotations
 
 from tirc.ir.expr import Var
+from tirc.ir.functor import vars_in
 from tirc.ir.stmt import IterType
+from tirc.schedule.properties import realize_of
 from tirc.schedule.sref import SRef
 from tirc.tune.builder import PlanBuilder, loop_extent, tile_nest
 from tirc.tune.rules.analysis import has_reuse, is_innermost_contiguous, plain_nest
@@ -78,14 +80,11 @@ def _vector_tiles(extent: int, lanes: int) -> list[int]:
 
 def _iterator_of(block: SRef, loop: SRef) -> Var | None:
     """The iterator of `block` that `loop` alone feeds (the loop is one of its tiles)."""
-    from tirc.analysis.well_formed.loops import free_vars
-    from tirc.schedule.properties import realize_of
-
     realize = realize_of(block)
     var = loop.loop.loop_var
     fed = [
         iv.var
         for iv, value in zip(block.block.iter_vars, realize.iter_values, strict=True)
-        if var in free_vars(value)
+        if var in vars_in(value)
     ]
     return fed[0] if len(fed) == 1 else None

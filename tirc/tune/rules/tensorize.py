@@ -22,11 +22,14 @@ import random
 from dataclasses import dataclass
 from functools import cache
 
-from tirc.ir.expr import IntImm, PrimExpr, Var
+from tirc.ir.expr import FloorDiv, FloorMod, IntImm, PrimExpr, Var
+from tirc.ir.functor import uses_var
 from tirc.ir.stmt import For, IterType, SBlock, SBlockRealize
 from tirc.schedule.errors import ScheduleError
+from tirc.schedule.intrinsics import lookup
+from tirc.schedule.properties import realize_of
 from tirc.schedule.sref import SRef
-from tirc.tune.builder import PlanBuilder, Sampler, loop_extent, tile_nest
+from tirc.tune.builder import PlanBuilder, Sampler, loop_extent, loop_roles, tile_nest
 from tirc.tune.rules.analysis import Nest, plain_nest
 from tirc.tune.rules.common import annotate_unroll, host_features, vectorize_innermost
 
@@ -83,8 +86,6 @@ def tensorize_nest(builder: PlanBuilder, name: str, intrinsics: list[str]) -> li
 @cache
 def description_shape(intrin: str) -> Shape:
     """The loops of a built-in intrinsic's description (the library is immutable data)."""
-    from tirc.schedule.intrinsics import lookup
-
     found = lookup(intrin)
     assert found is not None, intrin
     loops: list[For] = []
@@ -175,9 +176,6 @@ def _tile_extent(index: PrimExpr, extents: dict[Var, int]) -> int | None:
     """How many elements of one dimension the intrinsic's tile spans, where the index is
     an iterator (its extent when mapped), `v // e` or `v % e` of a mapped iterator of
     extent e (1 and e); None for anything else that uses a mapped iterator."""
-    from tirc.ir.expr import FloorDiv, FloorMod
-    from tirc.ir.functor import uses_var
-
     if isinstance(index, Var) and index in extents:
         return extents[index]
     if isinstance(index, (FloorDiv, FloorMod)) and isinstance(index.a, Var) and index.a in extents:
@@ -195,8 +193,6 @@ def _iterator(nest: Nest, position: int) -> Var:
 
 
 def _iterators(nest: Nest) -> list[Var]:
-    from tirc.schedule.properties import realize_of
-
     realize = realize_of(nest.block)
     by_var = {
         value: iv.var
@@ -232,8 +228,6 @@ def _prepare(
 
 
 def _roles(builder: PlanBuilder, block: SRef, loops: list[SRef]) -> list[IterType]:
-    from tirc.tune.builder import loop_roles
-
     roles = loop_roles(block, loops)
     return [role if role is not None else IterType.SPATIAL for role in roles]
 
