@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from tirc.cli.main import cli
 
 REPOSITORY = Path(__file__).resolve().parents[2]
-COMMANDS = [None, *sorted(cli.commands)]  # type: ignore[attr-defined]
+COMMANDS = [None, *sorted(cli.commands)]
 
 
 def help_text(command: str | None) -> str:

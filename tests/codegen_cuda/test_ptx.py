@@ -61,7 +61,7 @@ def test_interpreter_lanes_compute_the_product(name: str) -> None:
     module = kernel(name)
     args = inputs(name)
     want = expected(name, args)
-    run(module["main"], args, module=module)  # type: ignore[arg-type]
+    run(module["main"], args, module=module)
     if name == "mma_s8s32":
         np.testing.assert_array_equal(args["C"], want)
     elif name == "mma_f16f16_trans":  # one rounding to float16 at the end
@@ -149,8 +149,8 @@ def test_unsupported_mma_shape_is_a_located_error() -> None:
         with pytest.raises(DiagnosticError, match="m8n8k4 with fp16 x fp16 -> fp32 is not supp"):
             emit(lowered)
     with pytest.raises(DiagnosticError, match="is not supported") as error:
-        run(module["main"], inputs("mma_f16f32"), module=module)  # type: ignore[arg-type]
-    assert error.value.diagnostics[0].span is not None  # type: ignore[attr-defined]
+        run(module["main"], inputs("mma_f16f32"), module=module)
+    assert error.value.diagnostics[0].span is not None
 
 
 def test_mma_layouts_other_than_row_col_are_rejected() -> None:
@@ -164,7 +164,7 @@ def test_cp_async_size_is_checked() -> None:
     with pytest.raises(DiagnosticError, match="copies 4, 8 or 16 bytes"):
         emit_cuda(lower_module(module, target="cuda"))
     with pytest.raises(DiagnosticError, match="copies 4, 8 or 16 bytes"):
-        run(module["main"], inputs("mma_f16f32"), module=module)  # type: ignore[arg-type]
+        run(module["main"], inputs("mma_f16f32"), module=module)
 
 
 def test_a_warp_instruction_needs_the_whole_warp() -> None:
@@ -172,7 +172,7 @@ def test_a_warp_instruction_needs_the_whole_warp() -> None:
         "mma_f16f32", 'T.launch_thread("threadIdx.x", 32)', 'T.launch_thread("threadIdx.x", 16)'
     )
     with pytest.raises(DiagnosticError) as error:
-        run(module["main"], inputs("mma_f16f32"), module=module)  # type: ignore[arg-type]
+        run(module["main"], inputs("mma_f16f32"), module=module)
     message = str(error.value)
     assert "ldmatrix is executed by 16 lanes of a warp; it needs all 32" in message
     assert "mma_f16f32.tir:17:5" in message  # the T.ptx_ldmatrix line
@@ -187,4 +187,4 @@ def main(A: T.Buffer((8,), "float16")):
 """
     module = parse(text, name="outside.tir")
     with pytest.raises(DiagnosticError, match="warp instruction: it runs only inside a GPU kernel"):
-        run(module["main"], {"A": np.zeros(8, np.float16)}, module=module)  # type: ignore[arg-type]
+        run(module["main"], {"A": np.zeros(8, np.float16)}, module=module)

@@ -45,7 +45,7 @@ def loop(
 
 
 def point(buf: Buffer, *indices: PrimExpr) -> BufferRegion:
-    return BufferRegion(buf, tuple(Range(index, IntImm(1, index.dtype)) for index in indices))  # type: ignore[attr-defined]
+    return BufferRegion(buf, tuple(Range(index, IntImm(1, index.dtype)) for index in indices))
 
 
 def axis(

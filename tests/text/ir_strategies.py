@@ -74,7 +74,7 @@ def _int_expr(draw: st.DrawFn, ints: list[Var], depth: int) -> PrimExpr:
 def _float_expr(
     draw: st.DrawFn, loads: list[PrimExpr], dtype: dt.DataType, ints: list[Var], depth: int
 ) -> PrimExpr:
-    choices = [load for load in loads if load.dtype == dtype]  # type: ignore[attr-defined]
+    choices = [load for load in loads if load.dtype == dtype]
     if not choices or depth <= 0:
         pick = draw(st.sampled_from(ints))
         return Cast(dtype, pick)

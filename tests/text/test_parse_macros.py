@@ -5,6 +5,7 @@ from __future__ import annotations
 from tests.text.parse_helpers import expect_error, parse
 from tirc.ir import expr as ir
 from tirc.ir import stmt as st
+from tirc.ir.function import IRModule
 from tirc.ir.structural import structural_equal
 
 SIGNATURE = (
@@ -12,8 +13,8 @@ SIGNATURE = (
 )
 
 
-def body(module: object) -> st.Stmt:
-    return module.functions[0][1].body  # type: ignore[attr-defined,no-any-return]
+def body(module: IRModule) -> st.Stmt:
+    return module.functions[0][1].body
 
 
 def test_statement_macro_expands_like_the_written_code() -> None:

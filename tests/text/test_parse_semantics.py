@@ -180,7 +180,7 @@ def test_no_op_evaluations_are_dropped_from_sequences() -> None:
 def test_slice_store_is_a_vector_store() -> None:
     store = parse_function("    A[0:4] = T.Broadcast(T.float32(1), 4)\n").body
     assert isinstance(store, st.BufferStore) and isinstance(store.indices[0], ir.Ramp)
-    assert store.indices[0].lanes == 4  # type: ignore[attr-defined]
+    assert store.indices[0].lanes == 4
 
 
 def test_loops_and_their_types() -> None:
@@ -295,7 +295,7 @@ def test_type_var_shapes_are_int64() -> None:
         "    pass\n"
     ).functions[0][1]
     a, b = (buffer for _, buffer in func.buffer_map)
-    assert a.shape[0] is b.shape[0] and a.shape[0].dtype == dt.INT64  # type: ignore[attr-defined]
+    assert a.shape[0] is b.shape[0] and a.shape[0].dtype == dt.INT64
 
 
 S_TIR = '@T.prim_func(s_tir=True)\ndef main(A: T.Buffer((16, 16), "float32"), B: T.Buffer((16,), "float32")):\n'  # noqa: E501

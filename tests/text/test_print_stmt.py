@@ -450,7 +450,7 @@ def test_declared_buffers_and_views() -> None:
         made = buffer(name, *shape, dtype=dtype, **fields)
         return DeclBuffer(
             type(made)(name, source.data, made.dtype, made.shape, made.strides, made.elem_offset)
-        )  # type: ignore[attr-defined]
+        )
 
     body = seq(
         AllocBuffer(B),
