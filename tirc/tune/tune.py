@@ -13,10 +13,10 @@ import time
 from collections.abc import Callable
 from contextlib import closing
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from tirc.analysis.well_formed import verify_module
 from tirc.diagnostics import Severity
+from tirc.runtime.cuda_driver import Device
 from tirc.schedule.apply import apply_plan
 from tirc.schedule.plan import Plan, read_plan
 from tirc.tune.cost_model import CostModel
@@ -26,9 +26,6 @@ from tirc.tune.search import Measured, Search, candidate_features
 from tirc.tune.space import Candidate
 from tirc.tune.task import Task
 from tirc.tune.workers import Workers, make_runner
-
-if TYPE_CHECKING:
-    from tirc.runtime.cuda_driver import Device
 
 INTERPRETED_CUDA_CANDIDATES = 3
 MAX_EMPTY_ROUNDS = 50  # proposals in a row the verifier rejected entirely before giving up
@@ -139,8 +136,6 @@ def tune(
 
 
 def _cuda_device() -> Callable[[], Device]:
-    from tirc.runtime.cuda_driver import Device
-
     return Device
 
 

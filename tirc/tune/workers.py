@@ -14,6 +14,7 @@ from __future__ import annotations
 import fcntl
 import functools
 import os
+import socket
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -82,7 +83,7 @@ def make_runner(workers: Workers, task: Task, reference: Reference, timeout: flo
 def import_ray() -> Any:
     """The ray module, or a DiagnosticError naming the extra that brings it."""
     try:
-        import ray  # an optional extra, imported only for --workers ray
+        import ray  # deferred: an optional extra, imported only for --workers ray
     except ImportError:
         raise DiagnosticError.at(
             None,
@@ -190,8 +191,6 @@ def _measure_on_node(
 def check_reachable(address: str, seconds: float = 10.0) -> None:
     """A located error where HOST:PORT (or ray://HOST:PORT) takes no connection: ray.init
     retries such an address for minutes. Other spellings (auto) are Ray's to resolve."""
-    import socket
-
     host, colon, port = address.removeprefix("ray://").rpartition(":")
     if not colon or not port.isdigit():
         return
