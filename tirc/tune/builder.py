@@ -17,13 +17,14 @@ from typing import Any
 from tirc.ir.expr import IntImm
 from tirc.ir.function import IRModule
 from tirc.ir.functor import uses_var
-from tirc.ir.stmt import For, IterType, SBlock
+from tirc.ir.stmt import For, IterType, SBlock, SBlockRealize
 from tirc.schedule import primitives
 from tirc.schedule.plan import Plan, Ref, Step
 from tirc.schedule.primitives.sample_compute_location import compute_locations
 from tirc.schedule.properties import realize_of
 from tirc.schedule.schedule import Schedule
 from tirc.schedule.sref import SRef
+from tirc.schedule.state import children
 
 
 class Redraw(Exception):
@@ -310,8 +311,6 @@ def leaf_blocks(sch: Schedule) -> list[SRef]:
 
 
 def _children(state: Any, sref: SRef) -> list[SRef]:
-    from tirc.schedule.state import children
-
     node = sref.stmt
     assert node is not None
     return [state.get_sref(child) for child in children(node)]
@@ -366,8 +365,6 @@ def is_plain_nest(block: SRef, loops: list[SRef]) -> bool:
 
 
 def _only_block(loop: For, block: SBlock) -> bool:
-    from tirc.ir.stmt import SBlockRealize
-
     body = loop.body
     return isinstance(body, SBlockRealize) and body.block is block
 

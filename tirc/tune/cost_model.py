@@ -17,7 +17,7 @@ MIN_SAMPLES = 8
 
 def has_xgboost() -> bool:
     try:
-        import xgboost  # noqa: F401
+        import xgboost  # noqa: F401  # deferred: xgboost is the optional tune extra
     except ImportError:
         return False
     return True
@@ -43,7 +43,7 @@ class CostModel:
         timed = [s for s in self.seconds if s]
         if not self.enabled or len(timed) < MIN_SAMPLES:
             return
-        import xgboost
+        import xgboost  # deferred: the optional tune extra
 
         best = min(timed)
         labels = [best / s if s else 0.0 for s in self.seconds]
@@ -54,7 +54,7 @@ class CostModel:
     def predict(self, features: list[list[float]]) -> list[float]:
         if self.model is None or not features:
             return [0.0] * len(features)
-        import xgboost
+        import xgboost  # deferred: the optional tune extra
 
         predicted = self.model.predict(xgboost.DMatrix(np.array(features, dtype=np.float64)))
         return [float(value) for value in predicted]

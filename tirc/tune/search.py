@@ -19,6 +19,7 @@ from typing import Any
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.functor import walk
 from tirc.ir.stmt import For
+from tirc.tune.builder import prime_factors
 from tirc.tune.cost_model import CostModel
 from tirc.tune.features import features
 from tirc.tune.lowered_features import lowered_features
@@ -173,8 +174,6 @@ def mutate(rng: random.Random, decisions: list[Any]) -> list[Any]:
 
 def _move_factor(rng: random.Random, tile: list[int]) -> list[int]:
     """One prime factor of one tile moved to another tile: the product stays."""
-    from tirc.tune.builder import prime_factors
-
     sources = [i for i, factor in enumerate(tile) if factor > 1]
     if not sources or len(tile) < 2:
         return tile

@@ -13,6 +13,18 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tirc.tune.builder import PlanBuilder
+from tirc.tune.rules import (
+    auto_bind,
+    auto_inline,
+    cross_thread_reduction,
+    gpu_tiling,
+    multi_level_tiling,
+    parallel_vectorize_unroll,
+    random_compute_location,
+    rfactor,
+    tensor_core,
+    tensorize,
+)
 
 Rule = Callable[[PlanBuilder, str], "list[str] | None"]
 
@@ -20,14 +32,6 @@ Rule = Callable[[PlanBuilder, str], "list[str] | None"]
 def rules_for(target: str) -> tuple[tuple[str, Rule], ...]:
     """The rules for `target` ('cpu' or 'cuda'), by name, in the order they are tried."""
     if target == "cuda":
-        from tirc.tune.rules import (
-            auto_bind,
-            auto_inline,
-            cross_thread_reduction,
-            gpu_tiling,
-            tensor_core,
-        )
-
         return (
             ("auto-inline", auto_inline.apply),
             ("tensor-core", tensor_core.apply),
@@ -35,15 +39,6 @@ def rules_for(target: str) -> tuple[tuple[str, Rule], ...]:
             ("cross-thread-reduction", cross_thread_reduction.apply),
             ("auto-bind", auto_bind.apply),
         )
-    from tirc.tune.rules import (
-        auto_inline,
-        multi_level_tiling,
-        parallel_vectorize_unroll,
-        random_compute_location,
-        rfactor,
-        tensorize,
-    )
-
     return (
         ("auto-inline", auto_inline.apply),
         ("tensorize", tensorize.apply),

@@ -9,7 +9,9 @@ other choice, since an inlined condition can stop a consumer's vectorization (co
 from __future__ import annotations
 
 from tirc.ir.stmt import IterType
+from tirc.schedule import primitives
 from tirc.schedule.errors import ScheduleError
+from tirc.schedule.schedule import Schedule
 from tirc.tune.builder import PlanBuilder, writes_output
 
 
@@ -34,9 +36,6 @@ def apply(builder: PlanBuilder, name: str) -> list[str] | None:
 
 def _can_inline(builder: PlanBuilder, name: str) -> bool:
     """compute_inline's preconditions, tried on a copy of the schedule (nothing recorded)."""
-    from tirc.schedule import primitives
-    from tirc.schedule.schedule import Schedule
-
     trial = Schedule(builder.module, builder.func)
     trial.context = {}  # the primitives read it
     entry = primitives.by_op("compute_inline")

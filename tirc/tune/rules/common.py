@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from functools import cache
 
+import llvmlite.binding as llvm
+
 from tirc.schedule.sref import SRef
 from tirc.tune.builder import PlanBuilder
 
@@ -13,8 +15,6 @@ UNROLL_DEPTHS = [0, 16, 64, 512]
 @cache
 def host_features() -> frozenset[str]:
     """The host CPU's features as LLVM names them (`+avx512f`, `+avx512vnni`)."""
-    import llvmlite.binding as llvm
-
     llvm.initialize_native_target()
     return frozenset(llvm.get_host_cpu_features().flatten().split(","))
 
