@@ -7,10 +7,11 @@ throughout: the target says one core (so the rules size parallel loops for one),
 measurement runs with TVM_NUM_THREADS=1, one builder process and one runner process at a
 time, one core for the search, so that it does not swamp a shared machine. The runner times a
 candidate by CPU time, as tirc tune does (--wall-time: TVM's own wall-clock timing). Writes
-into DIR: NAME.tvm.so (the best schedule built, `export_library`), NAME.tvm.trace.py (its
-trace as Python schedule calls), NAME.tvm.trace.json (the trace as JSON), NAME.tvm.tir (the
-scheduled program) and NAME.tvm.json (trials measured, tuning seconds, the best measured
-seconds); MetaSchedule's work directory and logs go to DIR/NAME.tvm-work/.
+into DIR: NAME.tvm.so (the best schedule built, `export_library`), NAME.tvm.trace.txt (its
+trace as Python schedule calls; .txt, so that no linter reads it), NAME.tvm.trace.json (the
+trace as JSON), NAME.tvm.tir (the scheduled program) and NAME.tvm.json (trials measured,
+tuning seconds, the best measured seconds); MetaSchedule's work directory and logs go to
+DIR/NAME.tvm-work/.
 `python bench_tune_tvm.py NAME --time SECONDS [--library NAME.tvm.so]` times, in this one
 process and one thread, TVM building tirc's hand plan (samples/bench/NAME.plan.json, replayed
 by tvm_worker.py) and the tuned library, each checked against numpy first; prints one JSON line
@@ -109,7 +110,7 @@ def tune(name: str, trials: int, out: Path, seed: int, cpu_time: bool) -> dict[s
         raise SystemExit(f"{name}: ms.tune_tir found no valid schedule in {len(records)} trials")
     library = tvm.compile(schedule.mod, target=target)
     library.export_library(str(out / f"{name}.tvm.so"))
-    (out / f"{name}.tvm.trace.py").write_text(str(schedule.trace) + "\n")
+    (out / f"{name}.tvm.trace.txt").write_text(str(schedule.trace) + "\n")
     (out / f"{name}.tvm.tir").write_text(schedule.mod.script() + "\n")
     (out / f"{name}.tvm.trace.json").write_text(json.dumps(schedule.trace.as_json(), default=str))
     summary = {
