@@ -30,6 +30,17 @@ def packable_reads(block: SRef, vector_iterator: Var) -> list[int]:
 
 
 def pack(builder: PlanBuilder, block: SRef, read_index: int, width: int) -> None:
+    copy = repack(builder, block, read_index, f"lambda a, b: (b // {width}, a, b % {width})")
+    rows, columns = builder.get_loops(copy)
+    panels, lanes = builder.split(columns, [None, width])
+    builder.run("reorder", ordered_loops=[panels, rows, lanes])
+    builder.run("parallel", loop=panels)
+    builder.run("vectorize", loop=lanes)
+
+
+def repack(builder: PlanBuilder, block: SRef, read_index: int, index_map: str) -> SRef:
+    """A global copy of the block's read `read_index`, written in the layout `index_map`
+    gives; the copy's block."""
     copy, _ = builder.run(
         "cache_read", block=block, read_buffer_index=read_index, storage_scope="global"
     )
@@ -38,10 +49,6 @@ def pack(builder: PlanBuilder, block: SRef, read_index: int, width: int) -> None
         block=copy,
         buffer_index=0,
         buffer_index_type="write",
-        index_map=f"lambda a, b: (b // {width}, a, b % {width})",
+        index_map=index_map,
     )
-    rows, columns = builder.get_loops(copy)
-    panels, lanes = builder.split(columns, [None, width])
-    builder.run("reorder", ordered_loops=[panels, rows, lanes])
-    builder.run("parallel", loop=panels)
-    builder.run("vectorize", loop=lanes)
+    return copy

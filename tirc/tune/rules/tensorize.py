@@ -32,6 +32,7 @@ from tirc.schedule.sref import SRef
 from tirc.tune.builder import PlanBuilder, Sampler, loop_extent, loop_roles, tile_nest
 from tirc.tune.rules.analysis import Nest, plain_nest
 from tirc.tune.rules.common import annotate_unroll, host_features, vectorize_innermost
+from tirc.tune.rules.packing import repack
 
 MAX_INNERMOST = 16
 DP4A_INTRINSICS = ("dp4a_s8s8s32", "dp4a_u8s8s32", "dp4a_s8u8s32", "dp4a_u8u8u32")
@@ -254,16 +255,7 @@ def _pack(
             heads.append(f"{var} // {extent}")
             tails.append(f"{var} % {extent}")
     index_map = f"lambda {', '.join(names)}: ({', '.join(heads + tails)})"
-    copy, _ = builder.run(
-        "cache_read", block=block, read_buffer_index=index, storage_scope="global"
-    )
-    builder.run(
-        "transform_layout",
-        block=copy,
-        buffer_index=0,
-        buffer_index_type="write",
-        index_map=index_map,
-    )
+    copy = repack(builder, block, index, index_map)
     builder.run("parallel", loop=builder.get_loops(copy)[0])
 
 
