@@ -47,8 +47,9 @@ def _if(stmt: S.Stmt, times: int) -> int:
     return _count(stmt.then_case, times) + _count(stmt.else_case, times)
 
 
-def _body(stmt: S.Stmt, times: int) -> int:
-    return _count(stmt.body, times)  # type: ignore[attr-defined]
+def _while(stmt: S.Stmt, times: int) -> int:
+    assert isinstance(stmt, S.While)
+    return _count(stmt.body, times * UNKNOWN_EXTENT)
 
 
 def _attr(stmt: S.Stmt, times: int) -> int:
@@ -63,6 +64,6 @@ _RULES: dict[type, Callable[[S.Stmt, int], int]] = {
     S.SeqStmt: _seq,
     S.SBlockRealize: _realize,
     S.IfThenElse: _if,
-    S.While: lambda stmt, times: _count(stmt.body, times * UNKNOWN_EXTENT),  # type: ignore[attr-defined]
+    S.While: _while,
     S.AttrStmt: _attr,
 }

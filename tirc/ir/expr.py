@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeGuard
 
+from tirc.diagnostics import DiagnosticError
 from tirc.ir import dtype as dt
 from tirc.ir.dtype import DataType
 from tirc.ir.node import IRError, Node
@@ -305,6 +306,20 @@ class Call(PrimExpr):
     dtype: DataType
     op: str
     args: tuple[object, ...]  # PrimExprs, and for a few builtins a Buffer or DataType
+
+    def expr_arg(self, i: int) -> PrimExpr:
+        """Argument `i` (negative counts from the end), which must be a PrimExpr."""
+        arg = self.args[i]
+        if not isinstance(arg, PrimExpr):
+            raise DiagnosticError.at(
+                self.span,
+                f"argument {i} of T.{self.op} must be an expression, not a {type(arg).__name__}",
+            )
+        return arg
+
+    def expr_args(self, start: int = 0) -> list[PrimExpr]:
+        """Arguments `start` onward, each of which must be a PrimExpr."""
+        return [self.expr_arg(i) for i in range(start, len(self.args))]
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -34,10 +34,17 @@ from tirc.ir.dtype import DataType
 from tirc.ir.expr import Call, Mod, PrimExpr, StringImm
 
 
-def _operands(compiler: ExprCompiler, call: Call) -> list[Eval]:
-    if not all(isinstance(arg, PrimExpr) for arg in call.args):
+def _exprs(call: Call, start: int = 0) -> list[PrimExpr]:
+    """The arguments from `start` (negative: from the end), which must all be expressions."""
+    args = call.args[start:]
+    exprs = [arg for arg in args if isinstance(arg, PrimExpr)]
+    if len(exprs) != len(args):
         raise Unsupported(f"arguments of T.{call.op}")
-    return [compiler.compile(arg) for arg in call.args]  # type: ignore[arg-type]
+    return exprs
+
+
+def _operands(compiler: ExprCompiler, call: Call) -> list[Eval]:
+    return [compiler.compile(arg) for arg in _exprs(call)]
 
 
 def _each(function: Callable[..., object], result: DataType, args: list[Eval]) -> Eval:
@@ -49,7 +56,7 @@ def _lanewise(compiler: ExprCompiler, call: Call) -> Eval:
     """An intrinsic of math_functions.LANEWISE: the thread model's one-lane function applied to
     each element, so that results are identical."""
     args = _operands(compiler, call)
-    source: DataType = call.args[0].dtype.element  # type: ignore[attr-defined]
+    source = call.expr_arg(0).dtype.element
     result = call.dtype
     if call.op == "fabs" and source.is_integer:
         return lambda frame, mask: np.abs(args[0](frame, mask))
@@ -65,7 +72,7 @@ def _lanewise(compiler: ExprCompiler, call: Call) -> Eval:
 
 def _fmod(compiler: ExprCompiler, call: Call) -> Eval:
     a, b = _operands(compiler, call)
-    source: DataType = call.args[0].dtype  # type: ignore[attr-defined]
+    source = call.expr_arg(0).dtype
     modulo = DIVISIONS[Mod]  # fmod is Mod: C's remainder, on integers and on floats
     if source.is_integer:
         return checked_division(a, b, modulo, compiler.site(call, "fmod"))
@@ -77,7 +84,7 @@ def _fmod(compiler: ExprCompiler, call: Call) -> Eval:
 def _shift(left: bool) -> CallRule:
     def rule(compiler: ExprCompiler, call: Call) -> Eval:
         a, b = _operands(compiler, call)
-        dtype: DataType = call.args[0].dtype.element  # type: ignore[attr-defined]
+        dtype = call.expr_arg(0).dtype.element
         if not dtype.is_integer:
             raise Unsupported(f"shift of {dtype}")
         site = compiler.site(call, "shift")
@@ -116,7 +123,7 @@ def _bitwise_not(compiler: ExprCompiler, call: Call) -> Eval:
 def _if_then_else(compiler: ExprCompiler, call: Call) -> Eval:
     """Only the branch a lane takes is evaluated for it (as in the scalar interpreter)."""
     c, t, f = _operands(compiler, call)
-    if call.args[0].dtype.lanes > 1:  # type: ignore[attr-defined]
+    if call.expr_arg(0).dtype.lanes > 1:
         # per vector lane: both vectors evaluated whole, then picked
         return lambda frame, mask: np.where(c(frame, mask), t(frame, mask), f(frame, mask))
     kind = V.value_type(call.dtype)
@@ -148,8 +155,9 @@ def _constant(value: object) -> CallRule:
 
 
 def _reinterpret(compiler: ExprCompiler, call: Call) -> Eval:
-    value = compiler.compile(call.args[-1])  # type: ignore[arg-type]
-    source: DataType = call.args[-1].dtype  # type: ignore[attr-defined]
+    (value_arg,) = _exprs(call, -1)
+    value = compiler.compile(value_arg)
+    source = value_arg.dtype
     target = call.dtype
     if source.is_handle or target.is_handle:
         raise Unsupported("pointer reinterpret")
@@ -162,11 +170,12 @@ def _extern(compiler: ExprCompiler, call: Call) -> Eval:
     name_arg = call.args[0]
     if not isinstance(name_arg, StringImm):
         raise Unsupported("extern call")
-    args = [compiler.compile(a) for a in call.args[1:]]  # type: ignore[arg-type]
-    if any(a.dtype.lanes > 1 or a.dtype.is_handle for a in call.args[1:]):  # type: ignore[attr-defined]
+    operands = _exprs(call, 1)
+    args = [compiler.compile(a) for a in operands]
+    if any(a.dtype.lanes > 1 or a.dtype.is_handle for a in operands):
         raise Unsupported("extern call on vectors or pointers")
     name = name_arg.value
-    arg_types = [a.dtype for a in call.args[1:]]  # type: ignore[attr-defined]
+    arg_types = [a.dtype for a in operands]
     function = extern_function(name, arg_types, call.dtype)
     if function is None:
         raise Unsupported(f"extern {name}")

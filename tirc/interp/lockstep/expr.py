@@ -9,6 +9,7 @@ thread model instead.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
@@ -40,6 +41,7 @@ from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import PrimExpr, Var
 from tirc.ir.integer import int_range, wrap
+from tirc.ir.node import Node
 
 if TYPE_CHECKING:
     from tirc.interp.threads.context import Context
@@ -84,8 +86,8 @@ class ExprCompiler:
             raise Unsupported(type(expr).__name__)
         return rule(self, expr)
 
-    def site(self, node: object, what: str, is_access: bool = False) -> int:
-        return self.ctx.site(node, what, is_access)  # type: ignore[arg-type]
+    def site(self, node: Node | None, what: str, is_access: bool = False) -> int:
+        return self.ctx.site(node, what, is_access)
 
     # memory access
 
@@ -94,7 +96,7 @@ class ExprCompiler:
         buffer: Buffer,
         indices: tuple[PrimExpr, ...],
         predicate: PrimExpr | None,
-        node: object,
+        node: Node | None,
         verb: str,
     ) -> Callable[[Frame, Mask], Located]:
         """(memory, element offsets (rows, width) or one lane-uniform element (an int),
@@ -251,11 +253,9 @@ def _row_major(extents: list[int | Eval]) -> list[int | Eval]:
     strides: list[int | Eval] = []
     later: list[int | Eval] = []
     for extent in reversed(extents):
-        if all(isinstance(part, int) for part in later):
-            product = 1
-            for part in later:
-                product *= part  # type: ignore[operator]
-            strides.append(product)
+        known = [part for part in later if isinstance(part, int)]
+        if len(known) == len(later):
+            strides.append(math.prod(known))
         else:
             strides.append(_product(list(later)))
         later.append(extent)
@@ -401,9 +401,9 @@ def _float_imm(compiler: ExprCompiler, expr: PrimExpr) -> Eval:
 
 
 def _arith(op: Lanes) -> Callable[..., Eval]:
-    def rule(compiler: ExprCompiler, expr: PrimExpr) -> Eval:
-        a, b = compiler.compile(expr.a), compiler.compile(expr.b)  # type: ignore[attr-defined]
-        dtype: DataType = expr.a.dtype  # type: ignore[attr-defined]
+    def rule(compiler: ExprCompiler, expr: E.BinaryOp) -> Eval:
+        a, b = compiler.compile(expr.a), compiler.compile(expr.b)
+        dtype = expr.a.dtype
         if dtype.is_float and str(dtype.element) != "float32":
             return lambda frame, mask: V.round_array(op(a(frame, mask), b(frame, mask)), dtype)
         if dtype.is_integer or dtype.is_float:  # float32: numpy's own ops round as needed
@@ -449,8 +449,8 @@ def checked_division(a: Eval, b: Eval, division: Division, site: int) -> Eval:
 
 
 def _extremum(compare: Lanes) -> Callable[..., Eval]:
-    def rule(compiler: ExprCompiler, expr: PrimExpr) -> Eval:
-        a, b = compiler.compile(expr.a), compiler.compile(expr.b)  # type: ignore[attr-defined]
+    def rule(compiler: ExprCompiler, expr: E.BinaryOp) -> Eval:
+        a, b = compiler.compile(expr.a), compiler.compile(expr.b)
 
         def pick(frame: Frame, mask: Mask) -> np.ndarray:
             x, y = a(frame, mask), b(frame, mask)
@@ -462,8 +462,8 @@ def _extremum(compare: Lanes) -> Callable[..., Eval]:
 
 
 def _compare(op: Lanes) -> Callable[..., Eval]:
-    def rule(compiler: ExprCompiler, expr: PrimExpr) -> Eval:
-        a, b = compiler.compile(expr.a), compiler.compile(expr.b)  # type: ignore[attr-defined]
+    def rule(compiler: ExprCompiler, expr: E.CompareOp) -> Eval:
+        a, b = compiler.compile(expr.a), compiler.compile(expr.b)
         return lambda frame, mask: op(a(frame, mask), b(frame, mask))
 
     return rule
@@ -472,8 +472,8 @@ def _compare(op: Lanes) -> Callable[..., Eval]:
 def _logical(is_and: bool) -> Callable[..., Eval]:
     """Python's `and` / `or` (which the scalar interpreter emits) skip the right operand."""
 
-    def rule(compiler: ExprCompiler, expr: PrimExpr) -> Eval:
-        a, b = compiler.compile(expr.a), compiler.compile(expr.b)  # type: ignore[attr-defined]
+    def rule(compiler: ExprCompiler, expr: E.LogicalOp) -> Eval:
+        a, b = compiler.compile(expr.a), compiler.compile(expr.b)
         vector = expr.dtype.lanes > 1
 
         def evaluate(frame: Frame, mask: Mask) -> np.ndarray:
@@ -496,7 +496,8 @@ def _logical(is_and: bool) -> Callable[..., Eval]:
 
 
 def _not(compiler: ExprCompiler, expr: PrimExpr) -> Eval:
-    a = compiler.compile(expr.a)  # type: ignore[attr-defined]
+    assert isinstance(expr, E.Not)
+    a = compiler.compile(expr.a)
     return lambda frame, mask: np.logical_not(a(frame, mask))
 
 
@@ -534,7 +535,7 @@ def _cast(compiler: ExprCompiler, expr: PrimExpr) -> Eval:
                 found = first_lane(bad, frame.lanes, mask)
                 if found is not None:
                     lane, column = found
-                    number = float(pick(x, lane, column))  # type: ignore[arg-type]
+                    number = float(pick(x, lane, column))
                     message = arith.cast_out_of_range(number, name)
                     raise fault_in_lane(site, message, frame.lanes, lane)
                 x = np.where(bad, 0.0, x)
@@ -569,9 +570,9 @@ def _broadcast(compiler: ExprCompiler, expr: PrimExpr) -> Eval:
 def _shuffle(compiler: ExprCompiler, expr: PrimExpr) -> Eval:
     assert isinstance(expr, E.Shuffle)
     parts = [compiler.compile(vector) for vector in expr.vectors]
-    if not all(isinstance(index, E.IntImm) for index in expr.indices):
+    indices = [index.value for index in expr.indices if isinstance(index, E.IntImm)]
+    if len(indices) != len(expr.indices):
         raise Unsupported("shuffle with variable indices")
-    indices = [index.value for index in expr.indices]  # type: ignore[attr-defined]
 
     def shuffle(frame: Frame, mask: Mask) -> np.ndarray:
         values = np.broadcast_arrays(*[part(frame, mask) for part in parts])

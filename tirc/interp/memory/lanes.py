@@ -79,7 +79,7 @@ def first_lane(bad: np.ndarray, lanes: Lanes, active: np.ndarray | None) -> tupl
     return int(lane), int(column)
 
 
-def pick(values: np.ndarray, lane: int, column: int) -> object:
+def pick(values: np.ndarray, lane: int, column: int) -> int | float:
     """The element of a (rows, width) value at a lane and vector lane."""
     row = lane if values.shape[0] > 1 else 0
     return values[row, column if values.shape[1] > 1 else 0].item()
@@ -231,6 +231,12 @@ class LaneMemory:
         self._views: dict[np.dtype, tuple[np.ndarray, int]] = {}
         self.rows: RowMemory | None = None  # the byte rows, once it has turned into them
 
+    @property
+    def byte_rows(self) -> RowMemory:
+        """The byte rows it has turned into (only once `view` has returned None)."""
+        assert self.rows is not None, "LaneMemory is still a lane table"
+        return self.rows
+
     def view(self, kind: np.dtype) -> tuple[np.ndarray, int] | None:
         """(table (elements, lanes) of kind, base element), or None once it is byte rows."""
         found = self._views.get(kind)
@@ -268,7 +274,7 @@ class LaneMemory:
     def load(self, kind: np.dtype, offsets: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
         found = self.view(kind)
         if found is None:
-            return self.rows.load(kind, offsets, rows)  # type: ignore[union-attr]
+            return self.byte_rows.load(kind, offsets, rows)
         table, base = found
         if offsets.shape[0] == 1:  # the same elements in every lane: rows of the table
             return table[_shift(offsets[0], base)].T
@@ -277,7 +283,7 @@ class LaneMemory:
     def load_one(self, kind: np.dtype, element: int, rows: np.ndarray | None) -> np.ndarray:
         found = self.view(kind)
         if found is None:
-            return self.rows.load_one(kind, element, rows)  # type: ignore[union-attr]
+            return self.byte_rows.load_one(kind, element, rows)
         table, base = found
         return table[_checked(element + base)][:, None]  # a view: see semantics.values.owned
 
@@ -286,7 +292,7 @@ class LaneMemory:
     ) -> None:
         found = self.view(kind)
         if found is None:
-            self.rows.store(kind, offsets, raw, rows)  # type: ignore[union-attr]
+            self.byte_rows.store(kind, offsets, raw, rows)
             return
         table, base = found
         table[_shift(offsets, base), rows] = raw
@@ -295,7 +301,7 @@ class LaneMemory:
         """Every lane stores raw (L, width) at the same distinct elements."""
         found = self.view(kind)
         if found is None:
-            self.rows.store_columns(kind, columns, raw)  # type: ignore[union-attr]
+            self.byte_rows.store_columns(kind, columns, raw)
             return
         table, base = found
         table[_shift(columns, base)] = raw.T
@@ -307,7 +313,7 @@ class LaneMemory:
         element."""
         found = self.view(kind)
         if found is None:
-            self.rows.store_lanes(kind, column, raw, lanes)  # type: ignore[union-attr]
+            self.byte_rows.store_lanes(kind, column, raw, lanes)
             return
         table, base = found
         row = table[_checked(column + base)]

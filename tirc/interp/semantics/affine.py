@@ -40,8 +40,9 @@ def _var(ctx: Context, expr: PrimExpr) -> Affine | None:
 
 def _combine(sign: int) -> Callable[[Context, PrimExpr], Affine | None]:
     def rule(ctx: Context, expr: PrimExpr) -> Affine | None:
-        a = affine_form(ctx, expr.a)  # type: ignore[attr-defined]
-        b = affine_form(ctx, expr.b)  # type: ignore[attr-defined]
+        assert isinstance(expr, Add | Sub)
+        a = affine_form(ctx, expr.a)
+        b = affine_form(ctx, expr.b)
         if a is None or b is None:
             return None
         terms = dict(a[0])

@@ -18,22 +18,31 @@ def sub(a: Range, b: Range) -> Range:
     return add(a, (None if b[1] is None else -b[1], None if b[0] is None else -b[0]))
 
 
+def _known(r: Range) -> tuple[int, int] | None:
+    """Both ends of r, or None when either is unbounded."""
+    low, high = r
+    return None if low is None or high is None else (low, high)
+
+
 def mul(a: Range, b: Range) -> Range:
-    if None in a or None in b:
+    x_range, y_range = _known(a), _known(b)
+    if x_range is None or y_range is None:
         return UNKNOWN
-    corners = [x * y for x in a for y in b]  # type: ignore[operator]
+    corners = [x * y for x in x_range for y in y_range]
     return min(corners), max(corners)
 
 
 def floordiv(a: Range, b: Range) -> Range:
     """a // b for a divisor of one sign; unknown when the divisor's range holds zero."""
-    if None in b or b[0] <= 0 <= b[1]:  # type: ignore[operator]
+    divisor = _known(b)
+    if divisor is None or divisor[0] <= 0 <= divisor[1]:
         return UNKNOWN
-    if None in a:
-        if b[0] > 0 and a[0] is not None and a[0] >= 0:  # type: ignore[operator]
+    dividend = _known(a)
+    if dividend is None:
+        if divisor[0] > 0 and a[0] is not None and a[0] >= 0:
             return 0, None
         return UNKNOWN
-    corners = [x // y for x in a for y in b]  # type: ignore[operator]
+    corners = [x // y for x in dividend for y in divisor]
     return min(corners), max(corners)
 
 

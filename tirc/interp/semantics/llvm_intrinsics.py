@@ -41,9 +41,8 @@ LLVM_INTRINSICS: dict[str, Callable[..., object]] = {
 
 def call_llvm_intrinsic(*args: object) -> object:
     """The call's arguments: the intrinsic's name (a string), then its operands."""
-    position = next(i for i, arg in enumerate(args) if isinstance(arg, str))
-    name = args[position]
-    implementation = LLVM_INTRINSICS.get(name)  # type: ignore[call-overload]
+    position, name = next((i, arg) for i, arg in enumerate(args) if isinstance(arg, str))
+    implementation = LLVM_INTRINSICS.get(name)
     if implementation is None:
         raise NotImplementedError(
             f"the interpreter has no implementation of the LLVM intrinsic {name} "

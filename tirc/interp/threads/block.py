@@ -15,7 +15,7 @@ from tirc.interp.threads.access import add_terms, multiply
 from tirc.interp.threads.compilers import Stmts
 from tirc.interp.threads.context import Code, Layout
 from tirc.ir.buffer import MatchBufferRegion, Range
-from tirc.ir.expr import IntImm, Var
+from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.stmt import IterType, SBlock, SBlockRealize
 
 
@@ -152,7 +152,7 @@ def _match_buffer(compiler: Stmts, match: MatchBufferRegion) -> None:
     ctx.layouts[buffer] = Layout(buffer.data, offset, tuple(strides), tuple(shape))
 
 
-def _bind_or_use(compiler: Stmts, declared: object, actual: Code) -> Code:
+def _bind_or_use(compiler: Stmts, declared: PrimExpr, actual: Code) -> Code:
     """A variable not yet bound takes the actual value; anything else is used as written."""
     if isinstance(declared, Var) and declared not in compiler.ctx.names:
         if actual.is_atom:
@@ -162,4 +162,4 @@ def _bind_or_use(compiler: Stmts, declared: object, actual: Code) -> Code:
             compiler.ctx.emit(f"{name} = {actual.text}")
             compiler.ctx.define(declared)
         return compiler.expr(declared)
-    return compiler.expr(declared)  # type: ignore[arg-type]
+    return compiler.expr(declared)

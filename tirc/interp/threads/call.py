@@ -13,7 +13,7 @@ from collections.abc import Callable
 import numpy as np
 
 from tirc.diagnostics import DiagnosticError
-from tirc.interp.memory.storage import Pointer, access_type, array_type
+from tirc.interp.memory.storage import Pointer, Storage, access_type, array_type
 from tirc.interp.semantics import arith, interval
 from tirc.interp.semantics.bits import reinterpret
 from tirc.interp.semantics.extensions import INTRINSICS, extern_function
@@ -186,18 +186,19 @@ def _bitwise_not(compiler: CallCompiler, call: Call) -> Code:
 
 
 def _if_then_else(compiler: CallCompiler, call: Call) -> Code:
-    condition, true_value, false_value = (compiler.exprs.compile(a) for a in call.args)  # type: ignore[arg-type]
-    if call.dtype.is_scalar and call.args[0].dtype.is_scalar:  # type: ignore[attr-defined]
+    operands = call.expr_args()
+    condition, true_value, false_value = (compiler.exprs.compile(a) for a in operands)
+    if call.dtype.is_scalar and operands[0].dtype.is_scalar:
         value = interval.union(
             (true_value.low, true_value.high), (false_value.low, false_value.high)
         )
         return Code(f"({true_value.text} if {condition.text} else {false_value.text})", *value)
     lanes = call.dtype.lanes
     sources = [
-        code.text if arg.dtype.is_vector else f"({code.text},) * {lanes}"  # type: ignore[attr-defined]
-        for code, arg in zip((condition, true_value, false_value), call.args, strict=True)
+        code.text if arg.dtype.is_vector else f"({code.text},) * {lanes}"
+        for code, arg in zip((condition, true_value, false_value), operands, strict=True)
     ]
-    if call.args[0].dtype.is_scalar:  # type: ignore[attr-defined]
+    if operands[0].dtype.is_scalar:
         # one condition for every lane: only the vector it picks is evaluated (its loads may
         # be out of bounds exactly when it is not picked)
         return Code(f"({sources[1]} if {condition.text} else {sources[2]})")
@@ -211,7 +212,7 @@ def _if_then_else(compiler: CallCompiler, call: Call) -> Code:
 
 
 def _identity(compiler: CallCompiler, call: Call) -> Code:
-    return compiler.exprs.compile(call.args[0])  # type: ignore[arg-type]
+    return compiler.exprs.compile(call.expr_arg(0))
 
 
 def _true(compiler: CallCompiler, call: Call) -> Code:
@@ -223,12 +224,12 @@ def _zero(compiler: CallCompiler, call: Call) -> Code:
 
 
 def _reinterpret(compiler: CallCompiler, call: Call) -> Code:
-    value_arg = call.args[-1]
-    source: DataType = value_arg.dtype  # type: ignore[attr-defined]
+    value_arg = call.expr_arg(-1)
+    source = value_arg.dtype
     if source.is_handle or call.dtype.is_handle:
-        return compiler.exprs.compile(value_arg)  # type: ignore[arg-type]
+        return compiler.exprs.compile(value_arg)
     function = compiler.ctx.constant(reinterpret, "reinterpret")
-    value = compiler.exprs.compile(value_arg)  # type: ignore[arg-type]
+    value = compiler.exprs.compile(value_arg)
     code = f"{function}({value.text}, {str(source)!r}, {str(call.dtype)!r})"
     if call.dtype.is_integer:
         return Code(code, *int_range(call.dtype.element))
@@ -247,8 +248,9 @@ def _extern(compiler: CallCompiler, call: Call) -> Code:
     kernel = launched_kernel(compiler, name)
     if kernel is not None:
         return compile_launch(compiler, call, name, kernel)
-    args = [compiler.exprs.compile(a) for a in call.args[1:]]  # type: ignore[arg-type]
-    arg_types = [a.dtype for a in call.args[1:]]  # type: ignore[attr-defined]
+    operands = call.expr_args(1)
+    args = [compiler.exprs.compile(a) for a in operands]
+    arg_types = [a.dtype for a in operands]
     implementation = extern_function(name, arg_types, call.dtype)
     if implementation is not None:
         function = compiler.ctx.constant(implementation, name)
@@ -275,11 +277,11 @@ def _access_ptr(compiler: CallCompiler, call: Call) -> Code:
     return Code(f"{function}({data.text}, {offset.text}, _dtype({str(element)!r}))")
 
 
-def _pointer_into(handle: object, offset: int, dtype: DataType) -> object:
+def _pointer_into(handle: Pointer | Storage, offset: int, dtype: DataType) -> Pointer:
     size = access_type(dtype).itemsize
     if isinstance(handle, Pointer):
         return Pointer(handle.storage, handle.byte_offset + offset * size, dtype)
-    return Pointer(handle, offset * size, dtype)  # type: ignore[arg-type]
+    return Pointer(handle, offset * size, dtype)
 
 
 def _address_of(compiler: CallCompiler, call: Call) -> Code:

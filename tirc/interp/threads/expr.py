@@ -74,16 +74,16 @@ class ExprCompiler:
             return Code(text)
         return Code(f"{rounder}({text})", unrounded=text)
 
-    def literal(self, value: object, dtype: DataType) -> Code:
+    def literal(self, value: int | float, dtype: DataType) -> Code:
         if dtype.is_bool:
             return Code("True" if value else "False", int(bool(value)), int(bool(value)), pure=True)
         if dtype.is_integer:
-            number = int(value)  # type: ignore[call-overload]
+            number = int(value)
             low, high = int_range(dtype)
             if not low <= number <= high:
                 number = wrap(number, dtype)
             return Code(str(number), number, number, pure=True)
-        return Code(self.float_literal(float(value), dtype), pure=True)  # type: ignore[arg-type]
+        return Code(self.float_literal(float(value), dtype), pure=True)
 
     def float_literal(self, value: float, dtype: DataType) -> str:
         rounded = round_to(value, dtype)
@@ -132,10 +132,11 @@ def _binary(rule: BinaryRule) -> Callable[[ExprCompiler, PrimExpr], Code]:
     """Applies a scalar rule to two operands, lane by lane for vectors."""
 
     def compile_binary(compiler: ExprCompiler, expr: PrimExpr) -> Code:
-        operands = [compiler.compile(expr.a), compiler.compile(expr.b)]  # type: ignore[attr-defined]
+        assert isinstance(expr, E.BinaryOp | E.CompareOp | E.LogicalOp)
+        operands = [compiler.compile(expr.a), compiler.compile(expr.b)]
         slot = compiler.combine(operands)
         a, b = operands
-        operand_type: DataType = expr.a.dtype  # type: ignore[attr-defined]
+        operand_type = expr.a.dtype
         if operand_type.is_scalar:
             result = rule(compiler, a, b, operand_type, expr)
             pure = a.pure and b.pure and not _may_fail(expr, b, operand_type)

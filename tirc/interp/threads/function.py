@@ -65,11 +65,13 @@ def compile_python(
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     code = compile(source, filename, "exec")
     exec(code, ctx.namespace)
+    entry = ctx.namespace["_entry"]
+    assert callable(entry)  # the `def _entry` just executed
     return CompiledFunction(
         name,
         source,
         filename,
-        ctx.namespace["_entry"],  # type: ignore[arg-type]
+        entry,
         tuple(ctx.sites),
         tuple(ctx.line_nodes),
         2,

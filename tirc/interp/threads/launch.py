@@ -26,7 +26,7 @@ def launched_kernel(compiler: Calls, name: str) -> PrimFunc | None:
 
 
 def compile_launch(compiler: Calls, call: Call, name: str, kernel: PrimFunc) -> Code:
-    args = [compiler.exprs.compile(arg) for arg in call.args[1:]]  # type: ignore[arg-type]
+    args = [compiler.exprs.compile(arg) for arg in call.expr_args(1)]
     if len(args) != len(kernel.params):
         raise DiagnosticError.at(
             call.span,

@@ -14,7 +14,7 @@ from collections.abc import Callable, Generator
 from typing import Any
 
 from tirc.interp.fault import Fault
-from tirc.interp.memory.storage import Pointer, Storage, allocate, storage_of, view_of
+from tirc.interp.memory.storage import Storage, allocate, storage_of, view_of
 from tirc.interp.semantics.values import NARROW
 from tirc.interp.semantics.warp import WARP_SIZE, shuffle_source
 from tirc.ir.dtype import DataType
@@ -157,8 +157,8 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def _tracker(handle: object) -> RaceTracker | None:
-    storage = handle.storage if isinstance(handle, Pointer) else handle
-    return storage.race  # type: ignore[attr-defined]
+    tracker = storage_of(handle).race
+    return tracker if isinstance(tracker, RaceTracker) else None
 
 
 def shared_load(
