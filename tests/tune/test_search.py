@@ -104,3 +104,20 @@ def test_the_cost_model_ranks_like_the_measurements() -> None:
     scores = model.predict([candidate_features(c, "main") for c in candidates])
     best = max(range(len(scores)), key=scores.__getitem__)
     assert widths[best] == max(widths)
+
+
+def test_mutation_reaches_every_option_of_a_choice() -> None:
+    """A choice of 7 options (a compute location, say) mutates to each of the other six, and
+    never to itself; without counts (a candidate read back from the database) it stays in the
+    assumed four."""
+    rng = random.Random(5)
+    reached = {mutate(rng, [2], [7])[0] for _ in range(300)}
+    assert reached == {0, 1, 3, 4, 5, 6}
+    assert {mutate(rng, [2])[0] for _ in range(100)} == {0, 1, 3}
+
+
+def test_generated_candidates_record_each_choice_count() -> None:
+    candidate = generate(parse(MATMUL), "main", "cpu", random.Random(6))
+    assert len(candidate.counts) == len(candidate.decisions)
+    for decision, count in zip(candidate.decisions, candidate.counts, strict=True):
+        assert count == 0 if isinstance(decision, list) else 0 <= decision < count

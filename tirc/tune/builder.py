@@ -50,6 +50,7 @@ class Sampler:
     rng: random.Random
     forced: list[Any] = field(default_factory=list)
     taken: list[Any] = field(default_factory=list)
+    counts: list[int] = field(default_factory=list)  # a choice's options; 0 for a tiling
 
     def next_forced(self) -> Any:
         index = len(self.taken)
@@ -66,6 +67,7 @@ class Sampler:
         else:
             decision = random_tile(self.rng, extent, n, max_innermost, innermost)
         self.taken.append(decision)
+        self.counts.append(0)
         return decision
 
     def choice(self, count: int, weights: list[float] | None = None) -> int:
@@ -75,6 +77,7 @@ class Sampler:
         else:
             decision = self.rng.choices(range(count), weights=weights)[0]
         self.taken.append(decision)
+        self.counts.append(count)
         return decision
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -142,7 +143,7 @@ class Search:
                     father = self.rng.choice(population)
                     decisions = crossover(self.rng, mother.decisions, father.decisions)
                 else:
-                    decisions = mutate(self.rng, mother.decisions)
+                    decisions = mutate(self.rng, mother.decisions, mother.counts)
                 children.append(self.generate(decisions))
             population = self._best(population + children, POPULATION)
             if len(population) >= budget:
@@ -159,7 +160,12 @@ class Search:
         return [pool[index] for _, index in ranked[:count]]
 
 
-def mutate(rng: random.Random, decisions: list[Any]) -> list[Any]:
+UNKNOWN_CHOICES = 4  # options assumed for a choice read back from the database
+
+
+def mutate(rng: random.Random, decisions: list[Any], counts: Sequence[int] = ()) -> list[Any]:
+    """One decision changed: a tiling moves a prime factor, a choice takes another of its
+    `counts[i]` options (every one reachable; generate() redraws one that no longer fits)."""
     if not decisions:
         return []
     result = [list(d) if isinstance(d, list) else d for d in decisions]
@@ -168,7 +174,9 @@ def mutate(rng: random.Random, decisions: list[Any]) -> list[Any]:
     if isinstance(value, list):
         result[index] = _move_factor(rng, value)
     else:
-        result[index] = rng.randrange(4)  # generate() redraws an index out of range
+        count = counts[index] if index < len(counts) and counts[index] else UNKNOWN_CHOICES
+        others = [option for option in range(count) if option != value]
+        result[index] = rng.choice(others) if others else value
     return result
 
 

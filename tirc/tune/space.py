@@ -34,6 +34,7 @@ class Candidate:
     module: IRModule | None = None  # the scheduled program
     target: str = ""  # 'cpu' or 'cuda'; empty for a candidate read back from the database
     features: list[float] | None = None  # the cost model's, once computed
+    counts: list[int] = field(default_factory=list)  # each choice's options (0: a tiling)
 
     @property
     def key(self) -> str:
@@ -84,6 +85,7 @@ def generate(
             tuple(applied),
             builder.module,
             target,
+            counts=sampler.counts,
         )
 
 
