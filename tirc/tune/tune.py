@@ -28,6 +28,8 @@ from tirc.tune.task import Task
 from tirc.tune.workers import Workers, make_runner
 
 INTERPRETED_CUDA_CANDIDATES = 3
+MIN_BATCH, MAX_BATCH = 4, 16  # candidates measured between two rounds of search
+SEARCH_ROUNDS = 16  # a large trial budget still gets this many rounds of the cost model
 MAX_EMPTY_ROUNDS = 50  # proposals in a row the verifier rejected entirely before giving up
 
 
@@ -93,7 +95,10 @@ def tune(
         outcome.notes.append(f"workers: {runner.description}")
         if task.kind == "cuda":
             outcome.notes.append(_gpu_note(runner.find_gpu(open_gpu or _cuda_device())))
-        batch_size = max(runner.parallelism * 2, 4)
+        # a round of search costs about the same whatever its batch (it generates, lowers and
+        # scores ~100 candidates): large budgets measure more per round, small ones keep 4
+        per_round = min(MAX_BATCH, max(MIN_BATCH, trials // SEARCH_ROUNDS))
+        batch_size = max(runner.parallelism * 2, per_round)
         first = not search.seen and task.kind == "cpu"  # the program as written: a baseline
         interpreted = 0
         while outcome.new < trials:
