@@ -36,6 +36,7 @@ from tirc.ir.abi import parameter_buffers
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import Var
 from tirc.ir.function import IRModule, PrimFunc
+from tirc.ir.functor import vars_in
 from tirc.ir.target import Target
 from tirc.runtime.throughput import Timing, moved_bytes, multiply_add_flops
 
@@ -476,13 +477,10 @@ def complete_arguments(
 
 def shape_variables(func: PrimFunc) -> dict[str, Var]:
     """The variables the shapes of the function's parameter buffers use, by name."""
-    # deferred: the verifier's analyses, only for symbolic shapes
-    from tirc.analysis.well_formed.loops import free_vars
-
     found: dict[str, Var] = {}
     for buffer in parameter_buffers(func).values():
         for extent in buffer.shape:
-            for var in sorted(free_vars(extent), key=lambda v: v.name):
+            for var in sorted(vars_in(extent), key=lambda v: v.name):
                 found.setdefault(var.name, var)
     return found
 
@@ -536,9 +534,6 @@ def _known_sizes(
 def _check_sizes_known(func: PrimFunc, param: Var, known: Mapping[str, int]) -> None:
     """A DiagnosticError naming the option to use when a random argument needs a size that
     nothing gave."""
-    # deferred: the verifier's analyses, only for symbolic shapes
-    from tirc.analysis.well_formed.loops import free_vars
-
     buffer = _buffer_of(func, param)
     if buffer is None:
         if param.name in known or param.dtype.is_handle:
@@ -548,9 +543,7 @@ def _check_sizes_known(func: PrimFunc, param: Var, known: Mapping[str, int]) -> 
         else:
             hint = f"give it with --size {param.name}=... or as a 0-d array in --inputs"
         raise DiagnosticError.at(param.span, f"scalar parameter {param.name} has no value: {hint}")
-    missing = sorted(
-        {var.name for extent in buffer.shape for var in free_vars(extent)} - set(known)
-    )
+    missing = sorted({var.name for extent in buffer.shape for var in vars_in(extent)} - set(known))
     if missing:
         options = " ".join(f"--size {name}=..." for name in missing)
         raise DiagnosticError.at(

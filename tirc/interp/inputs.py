@@ -11,7 +11,6 @@ from collections.abc import Mapping
 import numpy as np
 
 from tirc.analysis.arith import Analyzer
-from tirc.analysis.well_formed.loops import free_vars
 from tirc.diagnostics import DiagnosticError
 from tirc.interp.memory.storage import array_type
 from tirc.ir.abi import parameter_buffers
@@ -19,6 +18,7 @@ from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.function import PrimFunc
+from tirc.ir.functor import vars_in
 from tirc.ir.substitute import substitute
 
 
@@ -54,7 +54,7 @@ def shape_value(extent: PrimExpr, known: Mapping[str, int], buffer: Buffer) -> i
     value = evaluate_size(extent, known)
     if value is not None:
         return value
-    missing = sorted({v.name for v in free_vars(extent) if v.name not in known})
+    missing = sorted({v.name for v in vars_in(extent) if v.name not in known})
     raise DiagnosticError.at(
         buffer.span,
         f"the shape of {buffer.name} depends on {', '.join(missing) or 'a value'}; "
@@ -69,7 +69,7 @@ def evaluate_size(extent: PrimExpr, known: Mapping[str, int]) -> int | None:
         return extent.value
     if isinstance(extent, Var):
         return int(known[extent.name]) if extent.name in known else None
-    free = free_vars(extent)
+    free = vars_in(extent)
     if any(v.name not in known for v in free):
         return None
     values = {v: IntImm(int(known[v.name]), v.dtype) for v in free}

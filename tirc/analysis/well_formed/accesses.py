@@ -16,7 +16,6 @@ from dataclasses import dataclass
 
 from tirc.analysis.arith.bound import Bound, const_bound
 from tirc.analysis.well_formed.checker import Checker
-from tirc.analysis.well_formed.loops import free_vars
 from tirc.diagnostics import Diagnostic, Note
 from tirc.ir import expr as E
 from tirc.ir.buffer import Buffer
@@ -33,7 +32,7 @@ from tirc.ir.expr import (
     is_true,
 )
 from tirc.ir.function import PrimFunc
-from tirc.ir.functor import walk
+from tirc.ir.functor import vars_in, walk
 from tirc.ir.integer import floordiv, floormod, truncdiv, truncmod, wrap
 from tirc.ir.node import Node
 from tirc.ir.stmt import (
@@ -268,7 +267,7 @@ class AccessChecker(Checker):
         """An index value outside [0, extent) (past the end for `side` 1, before the start
         for -1) and loop values that give it, if any is found: first among the corners of
         the loops' ranges, then (when there are few) among all their values."""
-        counters = free_vars(index)
+        counters = vars_in(index)
         if any(var not in self.counters for var in counters):
             return None  # depends on a value no loop sets: nothing is provable
         order = [var for var in self.counters if var in counters]  # outermost first

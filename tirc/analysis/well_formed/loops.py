@@ -15,9 +15,9 @@ from contextlib import contextmanager
 from tirc.analysis.well_formed.checker import Checker
 from tirc.analysis.well_formed.threads import THREAD_KEYS
 from tirc.diagnostics import Diagnostic, Note
-from tirc.ir.expr import Call, IntImm, PrimExpr, Var
+from tirc.ir.expr import Call, IntImm, PrimExpr
 from tirc.ir.function import PrimFunc
-from tirc.ir.functor import walk
+from tirc.ir.functor import vars_in
 from tirc.ir.node import Node
 from tirc.ir.stmt import AttrStmt, For, ForKind, IterType, IterVar, SBlockRealize
 
@@ -120,7 +120,7 @@ class LoopChecker(Checker):
         self.generic_visit(stmt)
 
     def check_carried(self, stmt: SBlockRealize, iter_var: IterVar, value: PrimExpr) -> None:
-        used = free_vars(value)
+        used = vars_in(value)
         for loop in self.concurrent:
             if loop.loop_var not in used or may_carry(loop, iter_var):
                 continue
@@ -144,17 +144,6 @@ def describe(loop: For) -> str:
     if loop.thread_binding is not None:
         return f"loop bound to {loop.thread_binding.thread_tag}"
     return f"{loop.kind.value} loop"
-
-
-def free_vars(expr: object) -> set[Var]:
-    found: set[Var] = set()
-
-    def collect(node: Node) -> None:
-        if isinstance(node, Var):
-            found.add(node)
-
-    walk(expr, collect)
-    return found
 
 
 def check_loops(func: PrimFunc) -> list[Diagnostic]:
