@@ -26,13 +26,16 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_kernels import (  # noqa: E402 (benchmarks/ is not a package)
     BENCH,
     ROOT,
+    benchmarks_child,
     checked_arguments,
+    child_json,
     environment,
     parameter_shapes,
     timings,
@@ -104,16 +107,12 @@ def loop_fields(loop: object) -> dict[str, int] | None:
 def run_tirc(case: Case, mcpu: str, seconds: float, split: bool = True) -> dict[str, object]:
     arguments = f"{case.kernel!r}, {str(case.plan)!r}, {mcpu!r}, {seconds}, {split}"
     code = (
-        f"import json, sys; sys.path.insert(0, {str(ROOT / 'benchmarks')!r}); "
-        "from bench_cpu_targets import tirc_child; "
+        "import json; from bench_cpu_targets import tirc_child; "
         f"print(json.dumps(tirc_child({arguments})))"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], env=environment(1), capture_output=True, text=True
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"tirc child failed on {case.label}:\n{done.stderr[-2000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    failure = f"tirc child failed on {case.label}"
+    result: dict[str, object] = child_json(benchmarks_child(code), environment(1), failure)
+    return result
 
 
 def tvm_mcpu(mcpu: str) -> str:
@@ -160,8 +159,8 @@ def traffic(measured: dict[str, object]) -> str:
     return f"{loop['spills']}+{loop['reloads']} ({loop['copies']} copies)"
 
 
-def gflops(case: Case, measured: dict[str, object]) -> float:
-    return case.flops / float(measured["cpu"]) / 1e9  # type: ignore[arg-type]
+def gflops(case: Case, measured: dict[str, Any]) -> float:
+    return case.flops / float(measured["cpu"]) / 1e9
 
 
 def row(

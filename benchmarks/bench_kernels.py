@@ -56,7 +56,7 @@ WORKLOADS = (
 # -- the child processes --------------------------------------------------------------------
 
 
-def random_inputs(func: object) -> dict[str, object]:
+def random_inputs(func: object) -> dict[str, Any]:
     """Random arrays for the parameters, 64-byte aligned as the ABI wants them."""
     import numpy as np
 
@@ -72,7 +72,7 @@ def random_inputs(func: object) -> dict[str, object]:
     return arrays
 
 
-def numpy_reference(name: str, args: dict[str, object]) -> tuple[str, object]:
+def numpy_reference(name: str, args: dict[str, Any]) -> tuple[str, Callable[[Any], object]]:
     """The output parameter's name and a callable computing it with numpy into `out`."""
     import numpy as np
 
@@ -134,8 +134,8 @@ def measure_tirc(name: str, seconds: float, plan: str | None = None) -> dict[str
 
 
 def checked_arguments(
-    name: str, func: object, call: Callable[[dict[str, object]], object]
-) -> tuple[dict[str, object], Callable[[Any], object], Any]:
+    name: str, func: object, call: Callable[[dict[str, Any]], object]
+) -> tuple[dict[str, Any], Callable[[Any], object], Any]:
     """Random arguments for `func` after one `call` on them, numpy's reference computation of
     its output, and that output; SystemExit when tirc's output differs from it."""
     import numpy as np
@@ -147,7 +147,7 @@ def checked_arguments(
     reference(want)
     if not np.allclose(args[output], want, rtol=1e-3, atol=1e-3):
         raise SystemExit(f"{name}: tirc's result differs from numpy's")
-    return args, reference, want  # type: ignore[return-value]  # numpy_reference's callable
+    return args, reference, want
 
 
 def timings(call: Callable[[], object], seconds: float) -> tuple[float, float]:
@@ -177,18 +177,30 @@ def environment(threads: int) -> dict[str, str]:
     return env
 
 
+def child_json(command: list[str], env: dict[str, str], failure: str) -> Any:
+    """What the child `command` prints as JSON on its last line; SystemExit with `failure` and
+    the end of its stderr when it fails."""
+    done = subprocess.run(command, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"{failure}:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def benchmarks_child(code: str) -> list[str]:
+    """A command running `code` in this Python with benchmarks/ importable."""
+    return [
+        sys.executable,
+        "-c",
+        f"import sys; sys.path.insert(0, {str(ROOT / 'benchmarks')!r}); {code}",
+    ]
+
+
 def run_tirc(name: str, threads: int, seconds: float) -> dict[str, float]:
     code = (
-        f"import json, sys; sys.path.insert(0, {str(ROOT / 'benchmarks')!r}); "
-        f"from bench_kernels import measure_tirc; "
+        "import json; from bench_kernels import measure_tirc; "
         f"print(json.dumps(measure_tirc({name!r}, {seconds})))"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], env=environment(threads), capture_output=True, text=True
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"tirc child failed on {name}:\n{done.stderr[-2000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+    return child_json(benchmarks_child(code), environment(threads), f"tirc child failed on {name}")
 
 
 def tvm_python() -> str | None:
@@ -226,7 +238,7 @@ def run_tvm(name: str, threads: int, seconds: float) -> dict[str, float] | str:
     done = subprocess.run(command, env=env, capture_output=True, text=True)
     if done.returncode != 0:
         return f"TVM failed: {done.stderr.strip().splitlines()[-1] if done.stderr else '?'}"
-    return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 # -- reporting ------------------------------------------------------------------------------

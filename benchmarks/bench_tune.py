@@ -35,6 +35,8 @@ from bench_kernels import (
     ROOT,
     WORKLOADS,
     Workload,
+    benchmarks_child,
+    child_json,
     environment,
     fma_peak_gflops,
     measured_clock_ghz,
@@ -98,17 +100,15 @@ def measure_tirc(name: str, plans: dict[str, str], seconds: float) -> dict[str, 
     """In one child (one thread): bench_kernels.measure_tirc with each plan (numpy measured
     each time)."""
     code = (
-        f"import json, sys; sys.path.insert(0, {str(ROOT / 'benchmarks')!r}); "
-        "from bench_kernels import measure_tirc; "
+        "import json; from bench_kernels import measure_tirc; "
         f"plans = {json.dumps(plans)}; "
         f"print(json.dumps({{k: measure_tirc({name!r}, {seconds}, p) for k, p in plans.items()}}))"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], env=environment(1), capture_output=True, text=True
+    failure = f"measuring {name} with tirc failed"
+    result: dict[str, dict[str, float]] = child_json(
+        benchmarks_child(code), environment(1), failure
     )
-    if done.returncode != 0:
-        raise SystemExit(f"measuring {name} with tirc failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+    return result
 
 
 def measure_tvm(
@@ -120,10 +120,9 @@ def measure_tvm(
     ]  # fmt: skip
     if library is not None:
         command += ["--library", str(library)]
-    done = subprocess.run(command, env=tvm_environment(), capture_output=True, text=True)
-    if done.returncode != 0:
-        raise SystemExit(f"measuring {name} with TVM failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+    failure = f"measuring {name} with TVM failed"
+    result: dict[str, dict[str, float]] = child_json(command, tvm_environment(), failure)
+    return result
 
 
 def one_round(

@@ -180,7 +180,12 @@ def test_an_accumulator_tile_too_large_runs_in_register_sized_parts() -> None:
     assert parts is not None and len(parts) > 1
     stores = [store for part in parts for store in stores_of(part)]
     assert all(store.value.dtype.lanes == 8 for store in stores)  # one register each
-    starts = sorted(int(store.indices[0].base.value) for store in stores)  # type: ignore[attr-defined]  # Ramp indices
+    starts = []
+    for store in stores:
+        index = store.indices[0]
+        assert isinstance(index, E.Ramp) and isinstance(index.base, E.IntImm)
+        starts.append(index.base.value)
+    starts.sort()
     assert starts == list(range(0, 128, 8))  # every lane of the tile, once
     assert split_nest(loop, RegisterFile(32, 64)) is None  # AVX-512: it fits
 

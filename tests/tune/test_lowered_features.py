@@ -8,6 +8,7 @@ import random
 
 import pytest
 
+from tirc.ir.function import IRModule
 from tirc.ir.stmt import AllocBuffer
 from tirc.text import parse
 from tirc.transform import default_pipeline, run_pipeline
@@ -145,9 +146,9 @@ def test_a_candidate_is_lowered_once_for_the_cost_model(monkeypatch: pytest.Monk
     calls = []
     real = search.lowered_features
 
-    def counting(module: object, func: str, target: str) -> list[float]:
+    def counting(module: IRModule, func: str, target: str) -> list[float]:
         calls.append(target)
-        return real(module, func, target)  # type: ignore[arg-type]
+        return real(module, func, target)
 
     monkeypatch.setattr(search, "lowered_features", counting)
     candidate = generate(parse(MATMUL), "main", "cuda", random.Random(0))

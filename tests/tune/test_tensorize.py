@@ -9,6 +9,7 @@ import random
 import numpy as np
 import pytest
 
+from tirc.ir.function import PrimFunc
 from tirc.ir.structural import structural_equal
 from tirc.schedule.apply import apply_plan
 from tirc.schedule.plan import read_plan
@@ -92,10 +93,9 @@ def test_vnni_candidates_tensorize_build_and_match_numpy(program: str) -> None:
         np.testing.assert_array_equal(c, x.astype(np.int32) @ weights.astype(np.int32).T)
 
 
-def _buffers(func: object) -> list[tuple[str, tuple[int, ...]]]:
+def _buffers(func: PrimFunc) -> list[tuple[str, tuple[int, ...]]]:
     return [
-        (buffer.name, tuple(int(d.value) for d in buffer.shape))
-        for _, buffer in func.buffer_map  # type: ignore[attr-defined]
+        (buffer.name, tuple(int(d.value) for d in buffer.shape)) for _, buffer in func.buffer_map
     ]
 
 

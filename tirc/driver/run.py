@@ -17,6 +17,7 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -555,7 +556,8 @@ def _check_sizes_known(func: PrimFunc, param: Var, known: Mapping[str, int]) -> 
 
 def npz_bytes(arrays: Mapping[str, np.ndarray]) -> bytes:
     stream = io.BytesIO()
-    np.savez(stream, **arrays)  # type: ignore[arg-type]  # numpy's stub checks **kwds as allow_pickle too
+    named: dict[str, Any] = dict(arrays)  # numpy's stub reads **kwds as its own allow_pickle too
+    np.savez(stream, **named)
     return stream.getvalue()
 
 

@@ -32,6 +32,7 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -40,6 +41,7 @@ from tirc.analysis.well_formed import verify_module
 from tirc.codegen.cuda import emit_cuda
 from tirc.diagnostics import DiagnosticError, Severity
 from tirc.driver.lower import lower_module
+from tirc.driver.run import npz_bytes
 from tirc.driver.run_cpu import compare, jit_function
 from tirc.driver.run_cuda import module_image, pick_arch
 from tirc.interp import random_inputs
@@ -205,7 +207,7 @@ def _reference(task: Task, path: str, interp_limit: int) -> tuple[int | None, in
         source = "unscheduled program compiled for the CPU"
     saved = {f"in:{k}": v for k, v in arrays.items()}
     saved.update({f"out:{k}": np.asarray(v) for k, v in outputs.items() if k in arrays})
-    np.savez(path, **saved)  # type: ignore[arg-type]  # numpy's stub types **kwds as its own options
+    Path(path).write_bytes(npz_bytes(saved))
     return _flops(module, task), sum(a.nbytes for a in arrays.values()), source
 
 
