@@ -94,7 +94,7 @@ def tune(
     with closing(make_runner(workers, task, reference, timeout)) as runner:
         outcome.notes.append(f"workers: {runner.description}")
         if task.kind == "cuda":
-            outcome.notes.append(_gpu_note(runner.find_gpu(open_gpu or _cuda_device())))
+            outcome.notes.append(_gpu_note(runner.find_gpu(open_gpu or Device)))
         # a round of search costs about the same whatever its batch (it generates, lowers and
         # scores ~100 candidates): large budgets measure more per round, small ones keep 4
         per_round = min(MAX_BATCH, max(MIN_BATCH, trials // SEARCH_ROUNDS))
@@ -138,10 +138,6 @@ def tune(
                 report(_progress(task, database, outcome, trials, started))
     _finish(task, database, outcome)
     return outcome
-
-
-def _cuda_device() -> Callable[[], Device]:
-    return Device
 
 
 def _gpu_note(found: Gpu | str) -> str:
