@@ -13,7 +13,7 @@ from tests.samples.helpers import schedulable_samples
 from tirc.ir.structural import structural_equal
 from tirc.schedule.apply import apply_plan
 from tirc.schedule.plan import read_plan
-from tirc.text import parse
+from tirc.text import parse, print_module
 from tirc.tune.space import generate
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
@@ -195,3 +195,20 @@ def test_a_location_decision_forced_elsewhere_moves_the_producer() -> None:
     assert ("random-compute-location", "pad") not in root.applied
     decision = next(s.decision for s in root.plan.steps if s.op == "sample_compute_location")
     assert decision == -1
+
+
+def test_no_vectorized_loop_is_wider_than_max_vector() -> None:
+    """A write-back after the outermost tile level covers the whole tile (128 wide here): it
+    is split, and only a part of at most MAX_VECTOR lanes vectorized."""
+    import re
+
+    from tirc.tune.rules.common import MAX_VECTOR
+
+    module = parse((SAMPLES / "matmul.tir").read_text())
+    widths = []
+    for seed in range(16):
+        candidate = generate(module, "main", "cpu", random.Random(seed))
+        widths += [
+            int(w) for w in re.findall(r"T\.vectorized\((\d+)\)", print_module(candidate.module))
+        ]
+    assert widths and max(widths) <= MAX_VECTOR

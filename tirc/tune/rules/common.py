@@ -7,7 +7,7 @@ from functools import cache
 import llvmlite.binding as llvm
 
 from tirc.schedule.sref import SRef
-from tirc.tune.builder import PlanBuilder
+from tirc.tune.builder import PlanBuilder, loop_extent
 
 UNROLL_DEPTHS = [0, 16, 64, 512]
 
@@ -30,10 +30,23 @@ def vector_lanes() -> int:
     return 4
 
 
+MAX_VECTOR = 64  # lanes of one vectorized loop: a wider one is split first
+
+
 def vectorize_innermost(builder: PlanBuilder, block: SRef) -> None:
+    """Vectorize the block's innermost loop; one of more than MAX_VECTOR iterations (a
+    write-back after the outermost tile level covers the whole tile) is split first and only
+    its inner part, the largest divisor up to MAX_VECTOR, is vectorized: a vector of hundreds
+    of lanes, strided on one side, makes LLVM spend minutes and gigabytes on shuffles."""
     loops = builder.get_loops(block)
-    if loops:
-        builder.run("vectorize", loop=loops[-1])
+    if not loops:
+        return
+    innermost = loops[-1]
+    extent = loop_extent(innermost)
+    if extent is not None and extent > MAX_VECTOR:
+        width = max(d for d in range(1, MAX_VECTOR + 1) if extent % d == 0)
+        _, innermost = builder.split(innermost, [None, width])
+    builder.run("vectorize", loop=innermost)
 
 
 def annotate_unroll(builder: PlanBuilder, loop: SRef) -> None:
