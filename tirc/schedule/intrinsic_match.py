@@ -10,7 +10,6 @@ indices do not matter (an int64 program matches an int32 description); element d
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +19,7 @@ from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.function import PrimFunc
-from tirc.ir.functor import Mutator, child_fields
+from tirc.ir.functor import Dispatch, Mutator, child_fields
 from tirc.ir.stmt import (
     Bind,
     BufferStore,
@@ -128,10 +127,9 @@ class _Matcher:
             raise IntrinsicMismatch(
                 f"the program has {_describe(lhs)} where the intrinsic has {_describe(rhs)}"
             )
-        rule = _STMT_RULES.get(type(lhs))
-        if rule is None:
+        if not _STMT_RULES.handles(type(lhs)):
             raise IntrinsicMismatch(f"{type(lhs).__name__} is not supported in a description")
-        rule(self, lhs, rhs)
+        _STMT_RULES(self, lhs, rhs)
 
     def loop(self, lhs: For, rhs: For) -> None:
         for what in ("min", "extent"):
@@ -386,13 +384,14 @@ def _describe(stmt: Stmt) -> str:
     return f"a {type(stmt).__name__}"
 
 
-_STMT_RULES: dict[type, Callable[[_Matcher, Any, Any], None]] = {
-    For: _Matcher.loop,
-    SBlockRealize: _Matcher.realize,
-    SBlock: _Matcher.block,
-    SeqStmt: _Matcher.sequence,
-    BufferStore: _Matcher.store,
-    Evaluate: _Matcher.evaluate,
-    Bind: _Matcher.bind,
-    IfThenElse: _Matcher.branch,
-}
+# How a statement of the program matches the same statement of the description (the
+# second argument, of the same class).
+_STMT_RULES: Dispatch[_Matcher, [Any], None] = Dispatch("intrinsic description")
+_STMT_RULES.register(For)(_Matcher.loop)
+_STMT_RULES.register(SBlockRealize)(_Matcher.realize)
+_STMT_RULES.register(SBlock)(_Matcher.block)
+_STMT_RULES.register(SeqStmt)(_Matcher.sequence)
+_STMT_RULES.register(BufferStore)(_Matcher.store)
+_STMT_RULES.register(Evaluate)(_Matcher.evaluate)
+_STMT_RULES.register(Bind)(_Matcher.bind)
+_STMT_RULES.register(IfThenElse)(_Matcher.branch)

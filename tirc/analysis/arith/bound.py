@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from tirc.ir import expr as E
 from tirc.ir.expr import PrimExpr, Var
+from tirc.ir.functor import Dispatch
 from tirc.ir.integer import int_range
 
 
@@ -153,28 +154,35 @@ def _binary(
     return rule
 
 
-_RULES: dict[type, Callable[[Callable[[PrimExpr], Bound], PrimExpr], Bound]] = {
-    E.Add: _binary(lambda a, b: Bound(_add(a.min, b.min), _add(a.max, b.max))),
-    E.Sub: _binary(lambda a, b: Bound(_add(a.min, _neg(b.max)), _add(a.max, _neg(b.min)))),
-    E.Mul: _binary(_mul),
-    E.FloorDiv: _binary(_floordiv),
-    E.FloorMod: _binary(_floormod),
-    E.Div: _binary(_truncdiv),
-    E.Mod: _binary(_truncmod),
-    E.Min: _binary(
+# The bounds of each operation from its operands' (the context: the bound of an operand);
+# any other expression is bounded by its dtype.
+_RULES: Dispatch[Callable[[PrimExpr], Bound], [], Bound] = Dispatch("constant bound")
+_RULES.register(E.Add)(_binary(lambda a, b: Bound(_add(a.min, b.min), _add(a.max, b.max))))
+_RULES.register(E.Sub)(
+    _binary(lambda a, b: Bound(_add(a.min, _neg(b.max)), _add(a.max, _neg(b.min))))
+)
+_RULES.register(E.Mul)(_binary(_mul))
+_RULES.register(E.FloorDiv)(_binary(_floordiv))
+_RULES.register(E.FloorMod)(_binary(_floormod))
+_RULES.register(E.Div)(_binary(_truncdiv))
+_RULES.register(E.Mod)(_binary(_truncmod))
+_RULES.register(E.Min)(
+    _binary(
         lambda a, b: Bound(
             None if a.min is None or b.min is None else min(a.min, b.min),
             b.max if a.max is None else a.max if b.max is None else min(a.max, b.max),
         )
-    ),
-    E.Max: _binary(
+    )
+)
+_RULES.register(E.Max)(
+    _binary(
         lambda a, b: Bound(
             b.min if a.min is None else a.min if b.min is None else max(a.min, b.min),
             None if a.max is None or b.max is None else max(a.max, b.max),
         )
-    ),
-    E.Select: lambda bound, node: _select(bound, node),
-}
+    )
+)
+_RULES.register(E.Select)(lambda bound, node: _select(bound, node))
 
 
 def _select(bound: Callable[[PrimExpr], Bound], node: PrimExpr) -> Bound:
@@ -211,10 +219,9 @@ def const_bound(expr: PrimExpr, ranges: Mapping[Var, Bound] | None = None) -> Bo
             return limits
         if isinstance(node, E.CompareOp | E.LogicalOp | E.Not):
             return Bound(0, 1)
-        rule = _RULES.get(type(node))
-        if rule is None:
+        if not _RULES.handles(type(node)):
             return limits
-        result = rule(bound, node)
+        result = _RULES(bound, node)
         # arithmetic that may overflow the dtype wraps: then nothing is known
         if (
             result.min is not None

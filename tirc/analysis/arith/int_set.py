@@ -14,7 +14,7 @@ from tirc.analysis.arith.facts import Facts
 from tirc.ir import expr as E
 from tirc.ir.buffer import Range
 from tirc.ir.expr import IntImm, PrimExpr, Var
-from tirc.ir.functor import walk
+from tirc.ir.functor import Dispatch, walk
 from tirc.ir.integer import int_range
 
 
@@ -47,15 +47,14 @@ class _Relaxer:
     def relax(self, expr: PrimExpr) -> IntervalSet:
         if not self._depends(expr):
             return IntervalSet.point(expr)
-        rule = _RULES.get(type(expr))
         if isinstance(expr, Var):
             domain = self.domains.get(expr)
             if domain is None:
                 return IntervalSet.point(expr)
             last = E.Sub(E.Add(domain.min, domain.extent), IntImm(1, domain.extent.dtype))
             return IntervalSet(domain.min, self.simplify(last))
-        if rule is not None:
-            return rule(self, expr)
+        if _RULES.handles(type(expr)):
+            return _RULES(self, expr)
         return _by_bounds(self, expr)
 
     def _depends(self, expr: PrimExpr) -> bool:
@@ -178,16 +177,17 @@ def _by_bounds(relaxer: _Relaxer, expr: PrimExpr) -> IntervalSet:
     )
 
 
-_RULES: dict[type, Callable] = {
-    E.Add: _add,
-    E.Sub: _sub,
-    E.Mul: _mul,
-    E.FloorDiv: _floordiv,
-    E.FloorMod: _floormod,
-    E.Min: _extremum(E.Min),
-    E.Max: _extremum(E.Max),
-    E.Select: _select,
-}
+# The interval of each operation from its operands'; any other expression is bounded by
+# its constant bounds (_by_bounds).
+_RULES: Dispatch[_Relaxer, [], IntervalSet] = Dispatch("interval")
+_RULES.register(E.Add)(_add)
+_RULES.register(E.Sub)(_sub)
+_RULES.register(E.Mul)(_mul)
+_RULES.register(E.FloorDiv)(_floordiv)
+_RULES.register(E.FloorMod)(_floormod)
+_RULES.register(E.Min)(_extremum(E.Min))
+_RULES.register(E.Max)(_extremum(E.Max))
+_RULES.register(E.Select)(_select)
 
 
 def relax(

@@ -94,7 +94,7 @@ class Evaluator:
         try:
             if targets and isinstance(node, tree.Call):
                 return self.eval_call(node, targets)
-            return EVALUATORS[type(node)](self, node)
+            return EVALUATORS(self, node)
         except CONSTRUCTION_ERRORS as problem:
             # The innermost expression whose building broke an invariant is the place.
             raise self.error(node, str(problem)) from None
@@ -329,24 +329,24 @@ def callable_name(node: tree.Expr) -> str:
     return "the callee"
 
 
-EVALUATORS: dict[type, Callable[[Any, Any], Any]] = {
-    tree.Name: Evaluator.eval_name,
-    tree.Constant: Evaluator.eval_constant,
-    tree.Attribute: Evaluator.eval_attribute,
-    tree.Call: Evaluator.eval_call,
-    tree.Subscript: Evaluator.eval_subscript,
-    tree.BinOp: Evaluator.eval_binop,
-    tree.UnaryOp: Evaluator.eval_unaryop,
-    tree.BoolOp: Evaluator.eval_boolop,
-    tree.Compare: Evaluator.eval_compare,
-    tree.IfExp: Evaluator.eval_ifexp,
-    tree.Tuple: Evaluator.eval_tuple,
-    tree.List: Evaluator.eval_list,
-    tree.Dict: Evaluator.eval_dict,
-    tree.Lambda: Evaluator.eval_lambda,
-    tree.Slice: Evaluator.eval_misplaced,
-    tree.Starred: Evaluator.eval_misplaced,
-}
+# What each syntax node evaluates to: an Evaluator method per class of the tree.
+EVALUATORS: Dispatch[Evaluator, [], Any] = Dispatch("expression")
+EVALUATORS.register(tree.Name)(Evaluator.eval_name)
+EVALUATORS.register(tree.Constant)(Evaluator.eval_constant)
+EVALUATORS.register(tree.Attribute)(Evaluator.eval_attribute)
+EVALUATORS.register(tree.Call)(Evaluator.eval_call)
+EVALUATORS.register(tree.Subscript)(Evaluator.eval_subscript)
+EVALUATORS.register(tree.BinOp)(Evaluator.eval_binop)
+EVALUATORS.register(tree.UnaryOp)(Evaluator.eval_unaryop)
+EVALUATORS.register(tree.BoolOp)(Evaluator.eval_boolop)
+EVALUATORS.register(tree.Compare)(Evaluator.eval_compare)
+EVALUATORS.register(tree.IfExp)(Evaluator.eval_ifexp)
+EVALUATORS.register(tree.Tuple)(Evaluator.eval_tuple)
+EVALUATORS.register(tree.List)(Evaluator.eval_list)
+EVALUATORS.register(tree.Dict)(Evaluator.eval_dict)
+EVALUATORS.register(tree.Lambda)(Evaluator.eval_lambda)
+EVALUATORS.register(tree.Slice)(Evaluator.eval_misplaced)
+EVALUATORS.register(tree.Starred)(Evaluator.eval_misplaced)
 
 
 # The rules that the other modules of the builder register, by the class of the value: what

@@ -4,7 +4,6 @@ Python lists and dicts.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,6 +12,7 @@ from tirc.ir import arith
 from tirc.ir import dtype as dt
 from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.expr import BufferLoad, IntImm, PointerType, PrimExpr, Ramp, StringImm, Var
+from tirc.ir.functor import Dispatch
 from tirc.ir.stmt import BufferStore
 from tirc.text.builder.args import dtype_of
 from tirc.text.builder.expr import SUBSCRIPTS as SUBSCRIPT_RULES
@@ -170,27 +170,25 @@ def store(
     return BufferStore(buffer, converted, flat, span=span)
 
 
-SUBSCRIPTS: dict[type, Callable[[Any, Any, tree.Subscript], Any]] = {
-    Buffer: _buffer,
-    LetAnnotation: _let,
-    DTypeValue: _local_array,
-    list: _sequence,
-    tuple: _sequence,
-    dict: _mapping,
-}
+# The values that can be indexed, and what indexing each means.
+INDEXABLE: Dispatch[Evaluator, [tree.Subscript], Any] = Dispatch("indexing")
+INDEXABLE.register(Buffer)(_buffer)
+INDEXABLE.register(LetAnnotation)(_let)
+INDEXABLE.register(DTypeValue)(_local_array)
+INDEXABLE.register(list, tuple)(_sequence)
+INDEXABLE.register(dict)(_mapping)
 
 
-@SUBSCRIPT_RULES.register(object)  # every value: the table below says which can be indexed
+@SUBSCRIPT_RULES.register(object)  # every value: INDEXABLE says which can be indexed
 def subscript(ev: Evaluator, value: Any, node: tree.Subscript) -> Any:
     value = ev.check_value(value)
     if is_local_scalar(ev, value, node.value):
         # `x: T.float32 = ...` names its 1-element buffer's load; `x[0]` is the buffer's
         # element, as the printer writes it in regions (`T.reads(x[0])`).
         return _buffer(ev, value.buffer, node)
-    handler = SUBSCRIPTS.get(type(value))
-    if handler is None:
+    if not INDEXABLE.handles(type(value)):
         raise ev.error(node, f"{arith.describe(value)} cannot be indexed")
-    return handler(ev, value, node)
+    return INDEXABLE(ev, value, node)
 
 
 def is_local_scalar(ev: Evaluator, value: Any, node: tree.Expr) -> bool:

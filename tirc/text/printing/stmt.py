@@ -4,13 +4,12 @@ its parent's whole body prints unnested (`bx = T.launch_thread("blockIdx.x", 4)`
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TypeGuard
 
 from tirc.ir import dtype as dt
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import Call, IntImm, PrimExpr, Ramp, Var
-from tirc.ir.functor import walk
+from tirc.ir.functor import Dispatch, walk
 from tirc.ir.stmt import (
     AllocBuffer,
     AssertStmt,
@@ -48,6 +47,8 @@ from tirc.text.printing.values import format_attrs, format_value
 _THREAD_KEYS = ("thread_extent", "virtual_thread")
 _ALLOC_FUNCTION = {"local": "T.alloc_local", "shared": "T.alloc_shared"}
 
+RULES: Dispatch[StmtPrinter, [bool], None] = Dispatch("statement printer")
+
 
 class StmtPrinter(Emitter):
     def __init__(self, *, declare_free_vars: bool = True) -> None:
@@ -56,10 +57,7 @@ class StmtPrinter(Emitter):
 
     def stmt(self, node: Stmt, alone: bool = False) -> None:
         """Print one statement; `alone` when it is the whole body of its parent."""
-        method = _TABLE.get(type(node))
-        if method is None:
-            method = _lookup(type(node))
-        method(self, node, alone)
+        RULES(self, node, alone)
 
     def body(self, node: Stmt) -> None:
         """Print a body: a sequence's statements in turn, or one statement alone."""
@@ -138,6 +136,7 @@ def _reads(expr: PrimExpr, buffer: Buffer) -> bool:
     return found
 
 
+@RULES.register(BufferStore)
 def _store(printer: StmtPrinter, node: BufferStore, alone: bool) -> None:
     exprs = printer.exprs
     value = exprs.expr(node.value)
@@ -166,23 +165,27 @@ def _store_index(printer: StmtPrinter, index: PrimExpr) -> str:
     return printer.exprs.expr(index)
 
 
+@RULES.register(Evaluate)
 def _evaluate(printer: StmtPrinter, node: Evaluate, alone: bool) -> None:
     text = printer.exprs.expr(node.value)
     printer.line(text if type(node.value) is Call else f"T.evaluate({text})")
 
 
+@RULES.register(Bind)
 def _bind(printer: StmtPrinter, node: Bind, alone: bool) -> None:
     value = printer.exprs.expr(node.value)
     name = printer.names.define(node.var, node.var.name)
     printer.line(f"{name}: T.let[{type_annotation(node.var)}] = {value}")
 
 
+@RULES.register(AssertStmt)
 def _assert(printer: StmtPrinter, node: AssertStmt, alone: bool) -> None:
     condition = printer.exprs.expr(node.condition)
     message = ", ".join(quote(part) for part in node.message)
     printer.line(f"assert {condition}, ({quote(node.kind)}, [{message}])")
 
 
+@RULES.register(IfThenElse)
 def _if(printer: StmtPrinter, node: IfThenElse, alone: bool) -> None:
     printer.open(f"if {printer.exprs.expr(node.condition)}:")
     printer.body(node.then_case)
@@ -193,20 +196,24 @@ def _if(printer: StmtPrinter, node: IfThenElse, alone: bool) -> None:
         printer.close()
 
 
+@RULES.register(While)
 def _while(printer: StmtPrinter, node: While, alone: bool) -> None:
     printer.open(f"while {printer.exprs.expr(node.condition)}:")
     printer.body(node.body)
     printer.close()
 
 
+@RULES.register(Break)
 def _break(printer: StmtPrinter, node: Break, alone: bool) -> None:
     printer.line("T.break_loop()")
 
 
+@RULES.register(Continue)
 def _continue(printer: StmtPrinter, node: Continue, alone: bool) -> None:
     printer.line("T.continue_loop()")
 
 
+@RULES.register(AllocBuffer)
 def _alloc(printer: StmtPrinter, node: AllocBuffer, alone: bool) -> None:
     buffer = node.buffer
     if is_scalar_alloc(node):
@@ -223,6 +230,7 @@ def _alloc(printer: StmtPrinter, node: AllocBuffer, alone: bool) -> None:
     printer.line(f"{name} = {buffer_call(printer, function, buffer, name, options=options)}")
 
 
+@RULES.register(DeclBuffer)
 def _decl(printer: StmtPrinter, node: DeclBuffer, alone: bool) -> None:
     buffer = node.buffer
     source = node.data if node.data is not None else buffer.data
@@ -264,6 +272,7 @@ def _is_view(buffer: Buffer, owner: Buffer) -> bool:
     )
 
 
+@RULES.register(AttrStmt)
 def _attr(printer: StmtPrinter, node: AttrStmt, alone: bool) -> None:
     target = node.node
     if node.key in _THREAD_KEYS and isinstance(target, IterVar):
@@ -315,52 +324,28 @@ def _launch_thread(printer: StmtPrinter, node: AttrStmt, thread: IterVar, alone:
     printer.close()
 
 
+@RULES.register(SeqStmt)
 def _seq(printer: StmtPrinter, node: SeqStmt, alone: bool) -> None:
     printer.body(node)
 
 
+@RULES.register(For)
 def _for(printer: StmtPrinter, node: For, alone: bool) -> None:
     loops.print_for(printer, node)
 
 
+@RULES.register(SBlockRealize)
 def _realize(printer: StmtPrinter, node: SBlockRealize, alone: bool) -> None:
     blocks.print_realize(printer, node)
 
 
+@RULES.register(SBlock)
 def _block(printer: StmtPrinter, node: SBlock, alone: bool) -> None:
     printer.open(f"with T.sblock({quote(node.name)}):")
     blocks.print_block_contents(printer, node)
     printer.close()
 
 
+@RULES.register(Stmt)
 def _unknown(printer: StmtPrinter, node: Stmt, alone: bool) -> None:
     printer.line(f"# <{type(node).__name__}>")
-
-
-# Callable[..., None]: each printer takes its own statement class
-_TABLE: dict[type, Callable[..., None]] = {
-    BufferStore: _store,
-    Evaluate: _evaluate,
-    Bind: _bind,
-    AssertStmt: _assert,
-    IfThenElse: _if,
-    While: _while,
-    Break: _break,
-    Continue: _continue,
-    AllocBuffer: _alloc,
-    DeclBuffer: _decl,
-    AttrStmt: _attr,
-    SeqStmt: _seq,
-    For: _for,
-    SBlockRealize: _realize,
-    SBlock: _block,
-}
-
-
-def _lookup(cls: type) -> Callable[..., None]:
-    for klass in cls.__mro__:
-        method = _TABLE.get(klass)
-        if method is not None:
-            _TABLE[cls] = method
-            return method
-    return _unknown
