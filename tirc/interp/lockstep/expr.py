@@ -40,6 +40,7 @@ from tirc.ir import expr as E
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import PrimExpr, Var
+from tirc.ir.functor import Dispatch
 from tirc.ir.integer import int_range, wrap
 from tirc.ir.node import Node
 
@@ -81,10 +82,9 @@ class ExprCompiler:
             if call_rule is None:
                 raise Unsupported(f"T.{expr.op}")
             return call_rule(self, expr)
-        rule = _RULES.get(type(expr))
-        if rule is None:
+        if not _RULES.handles(type(expr)):
             raise Unsupported(type(expr).__name__)
-        return rule(self, expr)
+        return _RULES(self, expr)
 
     def site(self, node: Node | None, what: str, is_access: bool = False) -> int:
         return self.ctx.site(node, what, is_access)
@@ -372,15 +372,18 @@ def _store_in_rows(
 # expressions
 
 
-def _var(compiler: ExprCompiler, expr: PrimExpr) -> Eval:
-    assert isinstance(expr, Var)
+_RULES: Dispatch[ExprCompiler, [], Eval] = Dispatch("expression (lockstep)")
+
+
+@_RULES.register(Var)
+def _var(compiler: ExprCompiler, expr: Var) -> Eval:
     if expr not in compiler.known or expr.dtype.is_handle:
         raise Unsupported(f"variable {expr.name}")
     return lambda frame, mask: frame.values[expr]
 
 
-def _int_imm(compiler: ExprCompiler, expr: PrimExpr) -> Eval:
-    assert isinstance(expr, E.IntImm)
+@_RULES.register(E.IntImm)
+def _int_imm(compiler: ExprCompiler, expr: E.IntImm) -> Eval:
     value = V.constant(_wrapped(expr.value, expr.dtype), expr.dtype)
     return lambda frame, mask: value
 
@@ -394,8 +397,8 @@ def _wrapped(number: int, dtype: DataType) -> int | bool:
     return number
 
 
-def _float_imm(compiler: ExprCompiler, expr: PrimExpr) -> Eval:
-    assert isinstance(expr, E.FloatImm)
+@_RULES.register(E.FloatImm)
+def _float_imm(compiler: ExprCompiler, expr: E.FloatImm) -> Eval:
     value = V.constant(V.round_to(expr.value, expr.dtype), expr.dtype)
     return lambda frame, mask: value
 
@@ -495,22 +498,22 @@ def _logical(is_and: bool) -> Callable[..., Eval]:
     return rule
 
 
-def _not(compiler: ExprCompiler, expr: PrimExpr) -> Eval:
-    assert isinstance(expr, E.Not)
+@_RULES.register(E.Not)
+def _not(compiler: ExprCompiler, expr: E.Not) -> Eval:
     a = compiler.compile(expr.a)
     return lambda frame, mask: np.logical_not(a(frame, mask))
 
 
-def _select(compiler: ExprCompiler, expr: PrimExpr) -> Eval:
-    assert isinstance(expr, E.Select)
+@_RULES.register(E.Select)
+def _select(compiler: ExprCompiler, expr: E.Select) -> Eval:
     c = compiler.compile(expr.condition)
     t = compiler.compile(expr.true_value)
     f = compiler.compile(expr.false_value)
     return lambda frame, mask: np.where(c(frame, mask), t(frame, mask), f(frame, mask))
 
 
-def _cast(compiler: ExprCompiler, expr: PrimExpr) -> Eval:
-    assert isinstance(expr, E.Cast)
+@_RULES.register(E.Cast)
+def _cast(compiler: ExprCompiler, expr: E.Cast) -> Eval:
     value = compiler.compile(expr.value)
     source: DataType = expr.value.dtype.element
     target = expr.dtype.element
@@ -547,8 +550,8 @@ def _cast(compiler: ExprCompiler, expr: PrimExpr) -> Eval:
     return lambda frame, mask: V.round_array(value(frame, mask).astype(np.float64), target)
 
 
-def _ramp(compiler: ExprCompiler, expr: PrimExpr) -> Eval:
-    assert isinstance(expr, E.Ramp)
+@_RULES.register(E.Ramp)
+def _ramp(compiler: ExprCompiler, expr: E.Ramp) -> Eval:
     base, stride = compiler.compile(expr.base), compiler.compile(expr.stride)
     dtype = expr.dtype.element
     if dtype.is_float:
@@ -560,15 +563,15 @@ def _ramp(compiler: ExprCompiler, expr: PrimExpr) -> Eval:
     return lambda frame, mask: base(frame, mask) + stride(frame, mask) * steps
 
 
-def _broadcast(compiler: ExprCompiler, expr: PrimExpr) -> Eval:
-    assert isinstance(expr, E.Broadcast)
+@_RULES.register(E.Broadcast)
+def _broadcast(compiler: ExprCompiler, expr: E.Broadcast) -> Eval:
     value = compiler.compile(expr.value)
     lanes = expr.lanes
     return lambda frame, mask: np.repeat(value(frame, mask), lanes, axis=1)
 
 
-def _shuffle(compiler: ExprCompiler, expr: PrimExpr) -> Eval:
-    assert isinstance(expr, E.Shuffle)
+@_RULES.register(E.Shuffle)
+def _shuffle(compiler: ExprCompiler, expr: E.Shuffle) -> Eval:
     parts = [compiler.compile(vector) for vector in expr.vectors]
     indices = [index.value for index in expr.indices if isinstance(index, E.IntImm)]
     if len(indices) != len(expr.indices):
@@ -583,8 +586,8 @@ def _shuffle(compiler: ExprCompiler, expr: PrimExpr) -> Eval:
     return shuffle
 
 
-def _let(compiler: ExprCompiler, expr: PrimExpr) -> Eval:
-    assert isinstance(expr, E.Let)
+@_RULES.register(E.Let)
+def _let(compiler: ExprCompiler, expr: E.Let) -> Eval:
     value = compiler.compile(expr.value)
     if expr.var.dtype.is_handle:
         raise Unsupported("handle let")
@@ -599,30 +602,21 @@ def _let(compiler: ExprCompiler, expr: PrimExpr) -> Eval:
     return let
 
 
-def _load(compiler: ExprCompiler, expr: PrimExpr) -> Eval:
-    assert isinstance(expr, E.BufferLoad)
+@_RULES.register(E.BufferLoad)
+def _load(compiler: ExprCompiler, expr: E.BufferLoad) -> Eval:
     locate = compiler.access(expr.buffer, expr.indices, expr.predicate, expr, "load from")
     dtype = expr.buffer.dtype
     kind, held = access_type(dtype), V.value_type(dtype)
     return lambda frame, mask: load_raw(frame, locate(frame, mask), kind, held, dtype)
 
 
-_RULES: dict[type, Callable[[ExprCompiler, PrimExpr], Eval]] = {
-    Var: _var,
-    E.IntImm: _int_imm,
-    E.FloatImm: _float_imm,
-    **{node: _arith(operator.lanes) for node, operator in ARITHMETIC.items()},
-    **dict.fromkeys(DIVISIONS, _division),
-    **{node: _extremum(operator.lanes) for node, operator in EXTREMA.items()},
-    **{node: _compare(operator.lanes) for node, operator in COMPARISONS.items()},
-    E.And: _logical(True),
-    E.Or: _logical(False),
-    E.Not: _not,
-    E.Select: _select,
-    E.Cast: _cast,
-    E.Ramp: _ramp,
-    E.Broadcast: _broadcast,
-    E.Shuffle: _shuffle,
-    E.Let: _let,
-    E.BufferLoad: _load,
-}
+for _node, _operator in ARITHMETIC.items():
+    _RULES.register(_node)(_arith(_operator.lanes))
+for _node in DIVISIONS:
+    _RULES.register(_node)(_division)
+for _node, _operator in EXTREMA.items():
+    _RULES.register(_node)(_extremum(_operator.lanes))
+for _node, _operator in COMPARISONS.items():
+    _RULES.register(_node)(_compare(_operator.lanes))
+_RULES.register(E.And)(_logical(True))
+_RULES.register(E.Or)(_logical(False))

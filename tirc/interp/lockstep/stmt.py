@@ -34,6 +34,7 @@ from tirc.interp.threads.kernel import COORDINATES
 from tirc.ir import stmt as S
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import Call, IntImm, PrimExpr, Var
+from tirc.ir.functor import Dispatch
 
 Run = Callable[["Frame"], None]
 
@@ -51,10 +52,9 @@ class StmtCompiler:
         self.serial_threads = serial_threads
 
     def compile(self, stmt: S.Stmt) -> Run:
-        rule = _RULES.get(type(stmt))
-        if rule is None:
+        if not _RULES.handles(type(stmt)):
             raise Unsupported(type(stmt).__name__)
-        return rule(self, stmt)
+        return _RULES(self, stmt)
 
     def expr(self, expr: PrimExpr) -> Eval:
         return self.exprs.compile(expr)
@@ -139,8 +139,11 @@ class StmtCompiler:
         return count
 
 
-def _seq(compiler: StmtCompiler, stmt: S.Stmt) -> Run:
-    assert isinstance(stmt, S.SeqStmt)
+_RULES: Dispatch[StmtCompiler, [], Run] = Dispatch("statement (lockstep)")
+
+
+@_RULES.register(S.SeqStmt)
+def _seq(compiler: StmtCompiler, stmt: S.SeqStmt) -> Run:
     parts = [compiler.compile(item) for item in stmt.stmts]
 
     def seq(frame: Frame) -> None:
@@ -152,8 +155,8 @@ def _seq(compiler: StmtCompiler, stmt: S.Stmt) -> Run:
     return seq
 
 
-def _bind(compiler: StmtCompiler, stmt: S.Stmt) -> Run:
-    assert isinstance(stmt, S.Bind)
+@_RULES.register(S.Bind)
+def _bind(compiler: StmtCompiler, stmt: S.Bind) -> Run:
     value = compiler.expr(stmt.value)
     var = stmt.var
     compiler.define(var)
@@ -168,8 +171,8 @@ def _bind(compiler: StmtCompiler, stmt: S.Stmt) -> Run:
     return bind
 
 
-def _assert(compiler: StmtCompiler, stmt: S.Stmt) -> Run:
-    assert isinstance(stmt, S.AssertStmt)
+@_RULES.register(S.AssertStmt)
+def _assert(compiler: StmtCompiler, stmt: S.AssertStmt) -> Run:
     condition = compiler.expr(stmt.condition)
     message = f"{stmt.kind}: {' '.join(stmt.message) or 'assertion failed'}"
     site = compiler.ctx.site(stmt, "assert")
@@ -183,8 +186,8 @@ def _assert(compiler: StmtCompiler, stmt: S.Stmt) -> Run:
     return check
 
 
-def _for(compiler: StmtCompiler, stmt: S.Stmt) -> Run:
-    assert isinstance(stmt, S.For)
+@_RULES.register(S.For)
+def _for(compiler: StmtCompiler, stmt: S.For) -> Run:
     if stmt.kind is S.ForKind.THREAD_BINDING and not compiler.serial_threads:
         binding = stmt.thread_binding
         tag = binding.thread_tag if binding is not None else ""
@@ -265,8 +268,8 @@ def _varying_loop(
         inner(frame)
 
 
-def _while(compiler: StmtCompiler, stmt: S.Stmt) -> Run:
-    assert isinstance(stmt, S.While)
+@_RULES.register(S.While)
+def _while(compiler: StmtCompiler, stmt: S.While) -> Run:
     condition = compiler.expr(stmt.condition)
     inner = compiler.compile(stmt.body)
 
@@ -295,7 +298,8 @@ def _while(compiler: StmtCompiler, stmt: S.Stmt) -> Run:
     return loop
 
 
-def _break(compiler: StmtCompiler, stmt: S.Stmt) -> Run:
+@_RULES.register(S.Break)
+def _break(compiler: StmtCompiler, stmt: S.Break) -> Run:
     def leave(frame: Frame) -> None:
         if not frame.broken:
             raise Unsupported("break outside a loop")
@@ -307,15 +311,16 @@ def _break(compiler: StmtCompiler, stmt: S.Stmt) -> Run:
     return leave
 
 
-def _continue(compiler: StmtCompiler, stmt: S.Stmt) -> Run:
+@_RULES.register(S.Continue)
+def _continue(compiler: StmtCompiler, stmt: S.Continue) -> Run:
     def skip(frame: Frame) -> None:
         frame.mask = np.zeros(frame.lanes.count, dtype=bool)
 
     return skip
 
 
-def _store(compiler: StmtCompiler, stmt: S.Stmt) -> Run:
-    assert isinstance(stmt, S.BufferStore)
+@_RULES.register(S.BufferStore)
+def _store(compiler: StmtCompiler, stmt: S.BufferStore) -> Run:
     value = compiler.expr(stmt.value)
     locate = compiler.exprs.access(stmt.buffer, stmt.indices, stmt.predicate, stmt, "store to")
     dtype = stmt.buffer.dtype
@@ -329,13 +334,13 @@ def _store(compiler: StmtCompiler, stmt: S.Stmt) -> Run:
     return store
 
 
-def _alloc_buffer(compiler: StmtCompiler, stmt: S.Stmt) -> Run:
-    assert isinstance(stmt, S.AllocBuffer)
+@_RULES.register(S.AllocBuffer)
+def _alloc_buffer(compiler: StmtCompiler, stmt: S.AllocBuffer) -> Run:
     return compiler.allocate(stmt.buffer)
 
 
-def _decl_buffer(compiler: StmtCompiler, stmt: S.Stmt) -> Run:
-    assert isinstance(stmt, S.DeclBuffer)
+@_RULES.register(S.DeclBuffer)
+def _decl_buffer(compiler: StmtCompiler, stmt: S.DeclBuffer) -> Run:
     buffer = stmt.buffer
     handles = compiler.exprs.handles
     if stmt.data is None or stmt.data is buffer.data:
@@ -354,8 +359,8 @@ def _decl_buffer(compiler: StmtCompiler, stmt: S.Stmt) -> Run:
     return alias
 
 
-def _attr(compiler: StmtCompiler, stmt: S.Stmt) -> Run:
-    assert isinstance(stmt, S.AttrStmt)
+@_RULES.register(S.AttrStmt)
+def _attr(compiler: StmtCompiler, stmt: S.AttrStmt) -> Run:
     if stmt.key in ("thread_extent", "virtual_thread") and isinstance(stmt.node, S.IterVar):
         tag = stmt.node.thread_tag
         if stmt.key == "virtual_thread" or tag.startswith("vthread") or tag == "cthread":
@@ -365,8 +370,8 @@ def _attr(compiler: StmtCompiler, stmt: S.Stmt) -> Run:
     return compiler.compile(stmt.body)
 
 
-def _if(compiler: StmtCompiler, stmt: S.Stmt) -> Run:
-    assert isinstance(stmt, S.IfThenElse)
+@_RULES.register(S.IfThenElse)
+def _if(compiler: StmtCompiler, stmt: S.IfThenElse) -> Run:
     condition = compiler.expr(stmt.condition)
     then_case = compiler.compile(stmt.then_case)
     else_case = compiler.compile(stmt.else_case) if stmt.else_case is not None else None
@@ -395,8 +400,8 @@ def _if(compiler: StmtCompiler, stmt: S.Stmt) -> Run:
     return branch
 
 
-def _evaluate(compiler: StmtCompiler, stmt: S.Stmt) -> Run:
-    assert isinstance(stmt, S.Evaluate)
+@_RULES.register(S.Evaluate)
+def _evaluate(compiler: StmtCompiler, stmt: S.Evaluate) -> Run:
     if not isinstance(stmt.value, Call):
         return lambda frame: None
     value = compiler.expr(stmt.value)
@@ -405,20 +410,3 @@ def _evaluate(compiler: StmtCompiler, stmt: S.Stmt) -> Run:
         value(frame, frame.mask)
 
     return evaluate
-
-
-_RULES: dict[type, Callable[[StmtCompiler, S.Stmt], Run]] = {
-    S.SeqStmt: _seq,
-    S.Bind: _bind,
-    S.AssertStmt: _assert,
-    S.For: _for,
-    S.While: _while,
-    S.Break: _break,
-    S.Continue: _continue,
-    S.BufferStore: _store,
-    S.AllocBuffer: _alloc_buffer,
-    S.DeclBuffer: _decl_buffer,
-    S.AttrStmt: _attr,
-    S.IfThenElse: _if,
-    S.Evaluate: _evaluate,
-}

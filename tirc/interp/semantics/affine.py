@@ -12,24 +12,27 @@ from collections.abc import Callable
 
 from tirc.interp.threads.context import Context
 from tirc.ir.expr import Add, IntImm, Mul, PrimExpr, Sub, Var
+from tirc.ir.functor import Dispatch
 
 Affine = tuple[dict[Var, int], int]
 
 
 def affine_form(ctx: Context, expr: PrimExpr) -> Affine | None:
-    rule = _RULES.get(type(expr))
-    if rule is None or not expr.dtype.is_integer or expr.dtype.is_vector:
+    if not _RULES.handles(type(expr)) or not expr.dtype.is_integer or expr.dtype.is_vector:
         return None
-    return rule(ctx, expr)
+    return _RULES(ctx, expr)
 
 
-def _int(ctx: Context, expr: PrimExpr) -> Affine | None:
-    assert isinstance(expr, IntImm)
+_RULES: Dispatch[Context, [], Affine | None] = Dispatch("affine form")
+
+
+@_RULES.register(IntImm)
+def _int(ctx: Context, expr: IntImm) -> Affine | None:
     return {}, expr.value
 
 
-def _var(ctx: Context, expr: PrimExpr) -> Affine | None:
-    assert isinstance(expr, Var)
+@_RULES.register(Var)
+def _var(ctx: Context, expr: Var) -> Affine | None:
     known = ctx.affine.get(expr)
     if known is not None:
         return dict(known[0]), known[1]
@@ -53,8 +56,8 @@ def _combine(sign: int) -> Callable[[Context, PrimExpr], Affine | None]:
     return rule
 
 
-def _mul(ctx: Context, expr: PrimExpr) -> Affine | None:
-    assert isinstance(expr, Mul)
+@_RULES.register(Mul)
+def _mul(ctx: Context, expr: Mul) -> Affine | None:
     a = affine_form(ctx, expr.a)
     b = affine_form(ctx, expr.b)
     if a is None or b is None:
@@ -67,10 +70,5 @@ def _mul(ctx: Context, expr: PrimExpr) -> Affine | None:
     return {v: c * factor for v, c in a[0].items() if c * factor}, a[1] * factor
 
 
-_RULES: dict[type, Callable[[Context, PrimExpr], Affine | None]] = {
-    IntImm: _int,
-    Var: _var,
-    Add: _combine(1),
-    Sub: _combine(-1),
-    Mul: _mul,
-}
+_RULES.register(Add)(_combine(1))
+_RULES.register(Sub)(_combine(-1))

@@ -27,6 +27,7 @@ from tirc.interp.threads.context import Code, Context, Slot
 from tirc.ir import expr as E
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import PrimExpr
+from tirc.ir.functor import Dispatch
 from tirc.ir.integer import int_range, wrap
 
 # float kind -> the runtime helper that rounds a Python float to it (float64 needs none)
@@ -42,12 +43,11 @@ class ExprCompiler:
         self.calls = CallCompiler(ctx, self)
 
     def compile(self, expr: PrimExpr) -> Code:
-        rule = _RULES.get(type(expr))
-        if rule is None:
+        if not _RULES.handles(type(expr)):
             raise DiagnosticError.at(
                 expr.span, f"the interpreter cannot evaluate {type(expr).__name__} expressions"
             )
-        return rule(self, expr)
+        return _RULES(self, expr)
 
     # values of a dtype
 
@@ -102,8 +102,11 @@ class ExprCompiler:
         return expr.dtype.lanes
 
 
-def _var(compiler: ExprCompiler, expr: PrimExpr) -> Code:
-    assert isinstance(expr, E.Var)
+_RULES: Dispatch[ExprCompiler, [], Code] = Dispatch("expression (interpreter)")
+
+
+@_RULES.register(E.Var)
+def _var(compiler: ExprCompiler, expr: E.Var) -> Code:
     name = compiler.ctx.names.get(expr)
     if name is None:
         raise DiagnosticError.at(expr.span, f"variable '{expr.name}' is used but never defined")
@@ -113,18 +116,18 @@ def _var(compiler: ExprCompiler, expr: PrimExpr) -> Code:
     return Code(name, low, high, pure=pure, slot=slot)
 
 
-def _int_imm(compiler: ExprCompiler, expr: PrimExpr) -> Code:
-    assert isinstance(expr, E.IntImm)
+@_RULES.register(E.IntImm)
+def _int_imm(compiler: ExprCompiler, expr: E.IntImm) -> Code:
     return compiler.literal(expr.value, expr.dtype)
 
 
-def _float_imm(compiler: ExprCompiler, expr: PrimExpr) -> Code:
-    assert isinstance(expr, E.FloatImm)
+@_RULES.register(E.FloatImm)
+def _float_imm(compiler: ExprCompiler, expr: E.FloatImm) -> Code:
     return Code(compiler.float_literal(expr.value, expr.dtype), pure=True)
 
 
-def _string_imm(compiler: ExprCompiler, expr: PrimExpr) -> Code:
-    assert isinstance(expr, E.StringImm)
+@_RULES.register(E.StringImm)
+def _string_imm(compiler: ExprCompiler, expr: E.StringImm) -> Code:
     return Code(repr(expr.value))
 
 
@@ -223,8 +226,8 @@ def _logical(symbol: str) -> BinaryRule:
     return rule
 
 
-def _not(compiler: ExprCompiler, expr: PrimExpr) -> Code:
-    assert isinstance(expr, E.Not)
+@_RULES.register(E.Not)
+def _not(compiler: ExprCompiler, expr: E.Not) -> Code:
     a = compiler.compile(expr.a)
     if expr.dtype.is_vector:
         x = compiler.ctx.temp()
@@ -232,9 +235,9 @@ def _not(compiler: ExprCompiler, expr: PrimExpr) -> Code:
     return Code(f"(not {a.text})", 0, 1, pure=a.pure, slot=a.slot)
 
 
-def _select(compiler: ExprCompiler, expr: PrimExpr) -> Code:
+@_RULES.register(E.Select)
+def _select(compiler: ExprCompiler, expr: E.Select) -> Code:
     """Both values are evaluated (left to right), then one is picked."""
-    assert isinstance(expr, E.Select)
     condition = compiler.compile(expr.condition)
     true_value = compiler.compile(expr.true_value)
     false_value = compiler.compile(expr.false_value)
@@ -255,8 +258,8 @@ def _select(compiler: ExprCompiler, expr: PrimExpr) -> Code:
     )
 
 
-def _cast(compiler: ExprCompiler, expr: PrimExpr) -> Code:
-    assert isinstance(expr, E.Cast)
+@_RULES.register(E.Cast)
+def _cast(compiler: ExprCompiler, expr: E.Cast) -> Code:
     value = compiler.compile(expr.value)
     source: DataType = expr.value.dtype
     if expr.dtype.is_scalar:
@@ -268,9 +271,9 @@ def _cast(compiler: ExprCompiler, expr: PrimExpr) -> Code:
     return Code(compiler.ctx.lanes_of(lane.text, x, value.text))
 
 
-def _ramp(compiler: ExprCompiler, expr: PrimExpr) -> Code:
+@_RULES.register(E.Ramp)
+def _ramp(compiler: ExprCompiler, expr: E.Ramp) -> Code:
     """[base + i * stride for i < lanes], base and stride evaluated once."""
-    assert isinstance(expr, E.Ramp)
     base = compiler.compile(expr.base)
     stride = compiler.compile(expr.stride)
     lane_type = expr.dtype.element
@@ -290,14 +293,14 @@ def _ramp(compiler: ExprCompiler, expr: PrimExpr) -> Code:
     return Code(f"(lambda {b}, {s}: {lanes})({base.text}, {stride.text})", *value)
 
 
-def _broadcast(compiler: ExprCompiler, expr: PrimExpr) -> Code:
-    assert isinstance(expr, E.Broadcast)
+@_RULES.register(E.Broadcast)
+def _broadcast(compiler: ExprCompiler, expr: E.Broadcast) -> Code:
     value = compiler.compile(expr.value)
     return Code(f"(({value.text},) * {expr.lanes})", value.low, value.high)
 
 
-def _shuffle(compiler: ExprCompiler, expr: PrimExpr) -> Code:
-    assert isinstance(expr, E.Shuffle)
+@_RULES.register(E.Shuffle)
+def _shuffle(compiler: ExprCompiler, expr: E.Shuffle) -> Code:
     parts = []
     for vector in expr.vectors:
         code = compiler.compile(vector)
@@ -309,42 +312,31 @@ def _shuffle(compiler: ExprCompiler, expr: PrimExpr) -> Code:
     return Code(f"_shuffle_lanes({concatenated}, ({', '.join(indices)},))")
 
 
-def _let(compiler: ExprCompiler, expr: PrimExpr) -> Code:
-    assert isinstance(expr, E.Let)
+@_RULES.register(E.Let)
+def _let(compiler: ExprCompiler, expr: E.Let) -> Code:
     value = compiler.compile(expr.value)
     name = compiler.ctx.bind(expr.var, value.low, value.high)
     body = compiler.compile(expr.body)
     return Code(f"(({name} := {value.text}), {body.text})[1]", body.low, body.high)
 
 
-def _call(compiler: ExprCompiler, expr: PrimExpr) -> Code:
-    assert isinstance(expr, E.Call)
+@_RULES.register(E.Call)
+def _call(compiler: ExprCompiler, expr: E.Call) -> Code:
     return compiler.calls.compile(expr)
 
 
-def _load(compiler: ExprCompiler, expr: PrimExpr) -> Code:
-    assert isinstance(expr, E.BufferLoad)
+@_RULES.register(E.BufferLoad)
+def _load(compiler: ExprCompiler, expr: E.BufferLoad) -> Code:
     return compiler.access.load(expr)
 
 
-_RULES: dict[type, Callable[[ExprCompiler, PrimExpr], Code]] = {
-    E.Var: _var,
-    E.IntImm: _int_imm,
-    E.FloatImm: _float_imm,
-    E.StringImm: _string_imm,
-    **{node: _binary(_arith(operator)) for node, operator in ARITHMETIC.items()},
-    **dict.fromkeys(DIVISIONS, _binary(_division)),
-    **{node: _binary(_extremum(operator)) for node, operator in EXTREMA.items()},
-    **{node: _binary(_compare(operator.symbol)) for node, operator in COMPARISONS.items()},
-    E.And: _binary(_logical("and")),
-    E.Or: _binary(_logical("or")),
-    E.Not: _not,
-    E.Select: _select,
-    E.Cast: _cast,
-    E.Ramp: _ramp,
-    E.Broadcast: _broadcast,
-    E.Shuffle: _shuffle,
-    E.Let: _let,
-    E.Call: _call,
-    E.BufferLoad: _load,
-}
+for _node, _operator in ARITHMETIC.items():
+    _RULES.register(_node)(_binary(_arith(_operator)))
+for _node in DIVISIONS:
+    _RULES.register(_node)(_binary(_division))
+for _node, _operator in EXTREMA.items():
+    _RULES.register(_node)(_binary(_extremum(_operator)))
+for _node, _operator in COMPARISONS.items():
+    _RULES.register(_node)(_binary(_compare(_operator.symbol)))
+_RULES.register(E.And)(_binary(_logical("and")))
+_RULES.register(E.Or)(_binary(_logical("or")))

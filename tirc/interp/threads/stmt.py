@@ -23,6 +23,7 @@ from tirc.ir import stmt as S
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import Call, IntImm, PrimExpr, Var
+from tirc.ir.functor import Dispatch
 
 THREAD_EXTENT = "thread_extent"
 VIRTUAL_THREAD = "virtual_thread"
@@ -34,13 +35,12 @@ class StmtCompiler:
         self.exprs = ExprCompiler(ctx)
 
     def compile(self, stmt: S.Stmt) -> None:
-        rule = _RULES.get(type(stmt))
-        if rule is None:
+        if not _RULES.handles(type(stmt)):
             raise DiagnosticError.at(
                 stmt.span, f"the interpreter cannot run {type(stmt).__name__} statements"
             )
         with self.ctx.at(stmt):
-            rule(self, stmt)
+            _RULES(self, stmt)
 
     def expr(self, expr: PrimExpr) -> Code:
         return self.exprs.compile(expr)
@@ -109,14 +109,17 @@ class StmtCompiler:
         self.ctx.layouts.pop(buffer, None)
 
 
-def _seq(compiler: StmtCompiler, stmt: S.Stmt) -> None:
-    assert isinstance(stmt, S.SeqStmt)
+_RULES: Dispatch[StmtCompiler, [], None] = Dispatch("statement (interpreter)")
+
+
+@_RULES.register(S.SeqStmt)
+def _seq(compiler: StmtCompiler, stmt: S.SeqStmt) -> None:
     for item in stmt.stmts:
         compiler.compile(item)
 
 
-def _bind(compiler: StmtCompiler, stmt: S.Stmt) -> None:
-    assert isinstance(stmt, S.Bind)
+@_RULES.register(S.Bind)
+def _bind(compiler: StmtCompiler, stmt: S.Bind) -> None:
     value = compiler.expr(stmt.value)
     if stmt.var.dtype.is_handle:
         scope = stmt.var.pointer.scope if stmt.var.pointer is not None else "global"
@@ -132,8 +135,8 @@ def _bind(compiler: StmtCompiler, stmt: S.Stmt) -> None:
         compiler.ctx.affine.pop(stmt.var, None)
 
 
-def _assert(compiler: StmtCompiler, stmt: S.Stmt) -> None:
-    assert isinstance(stmt, S.AssertStmt)
+@_RULES.register(S.AssertStmt)
+def _assert(compiler: StmtCompiler, stmt: S.AssertStmt) -> None:
     condition = compiler.expr(stmt.condition)
     message = " ".join(stmt.message) or "assertion failed"
     site = compiler.ctx.site(stmt, "assert")
@@ -160,8 +163,8 @@ def in_own_function(compiler: StmtCompiler, emit_loop: Callable[[], None]) -> No
     ctx.emit(f"yield from {name}()" if has_yield else f"{name}()")
 
 
-def _for(compiler: StmtCompiler, stmt: S.Stmt) -> None:
-    assert isinstance(stmt, S.For)
+@_RULES.register(S.For)
+def _for(compiler: StmtCompiler, stmt: S.For) -> None:
     if compiler.ctx.nesting >= NESTING_LIMIT:
         in_own_function(compiler, lambda: _for_here(compiler, stmt))
         return
@@ -205,8 +208,8 @@ def serial_loop(
         compiler.compile(body)
 
 
-def _while(compiler: StmtCompiler, stmt: S.Stmt) -> None:
-    assert isinstance(stmt, S.While)
+@_RULES.register(S.While)
+def _while(compiler: StmtCompiler, stmt: S.While) -> None:
     if compiler.ctx.nesting >= NESTING_LIMIT:
         in_own_function(compiler, lambda: _while_here(compiler, stmt))
         return
@@ -220,25 +223,28 @@ def _while_here(compiler: StmtCompiler, stmt: S.While) -> None:
         compiler.compile(stmt.body)
 
 
-def _break(compiler: StmtCompiler, stmt: S.Stmt) -> None:
+@_RULES.register(S.Break)
+def _break(compiler: StmtCompiler, stmt: S.Break) -> None:
     compiler.ctx.emit("break")
 
 
-def _continue(compiler: StmtCompiler, stmt: S.Stmt) -> None:
+@_RULES.register(S.Continue)
+def _continue(compiler: StmtCompiler, stmt: S.Continue) -> None:
     compiler.ctx.emit("continue")
 
 
-def _store(compiler: StmtCompiler, stmt: S.Stmt) -> None:
-    assert isinstance(stmt, S.BufferStore)
+@_RULES.register(S.BufferStore)
+def _store(compiler: StmtCompiler, stmt: S.BufferStore) -> None:
     compiler.exprs.access.store(stmt)
 
 
-def _alloc_buffer(compiler: StmtCompiler, stmt: S.Stmt) -> None:
-    assert isinstance(stmt, S.AllocBuffer)
+@_RULES.register(S.AllocBuffer)
+def _alloc_buffer(compiler: StmtCompiler, stmt: S.AllocBuffer) -> None:
     compiler.allocate(stmt.buffer, stmt)
 
 
-def _decl_buffer(compiler: StmtCompiler, stmt: S.Stmt) -> None:
+@_RULES.register(S.DeclBuffer)
+def _decl_buffer(compiler: StmtCompiler, stmt: S.DeclBuffer) -> None:
     """A view of existing memory; without `data`, of the buffer's own (allocated if new)."""
     assert isinstance(stmt, S.DeclBuffer)
     buffer = stmt.buffer
@@ -258,8 +264,8 @@ def _decl_buffer(compiler: StmtCompiler, stmt: S.Stmt) -> None:
     compiler.bind_handle(buffer.data, value.text, scope, is_storage=is_storage)
 
 
-def _attr(compiler: StmtCompiler, stmt: S.Stmt) -> None:
-    assert isinstance(stmt, S.AttrStmt)
+@_RULES.register(S.AttrStmt)
+def _attr(compiler: StmtCompiler, stmt: S.AttrStmt) -> None:
     if stmt.key == THREAD_EXTENT and isinstance(stmt.node, S.IterVar):
         tag = stmt.node.thread_tag
         if tag.startswith("vthread") or tag == "cthread":
@@ -283,8 +289,8 @@ def _virtual_thread(compiler: StmtCompiler, var: Var, extent: PrimExpr, body: S.
     serial_loop(compiler, var, start, extent, None, body)
 
 
-def _if(compiler: StmtCompiler, stmt: S.Stmt) -> None:
-    assert isinstance(stmt, S.IfThenElse)
+@_RULES.register(S.IfThenElse)
+def _if(compiler: StmtCompiler, stmt: S.IfThenElse) -> None:
     condition = compiler.ctx.hoist(compiler.expr(stmt.condition))
     compiler.ctx.emit(f"if {condition.text}:")
     with compiler.ctx.indented():
@@ -295,8 +301,8 @@ def _if(compiler: StmtCompiler, stmt: S.Stmt) -> None:
             compiler.compile(stmt.else_case)
 
 
-def _evaluate(compiler: StmtCompiler, stmt: S.Stmt) -> None:
-    assert isinstance(stmt, S.Evaluate)
+@_RULES.register(S.Evaluate)
+def _evaluate(compiler: StmtCompiler, stmt: S.Evaluate) -> None:
     if not isinstance(stmt.value, Call):
         return  # T.evaluate(0): nothing to do
     value = compiler.expr(stmt.value)
@@ -304,24 +310,6 @@ def _evaluate(compiler: StmtCompiler, stmt: S.Stmt) -> None:
         compiler.ctx.emit(value.text)
 
 
-def _block_realize(compiler: StmtCompiler, stmt: S.Stmt) -> None:
-    assert isinstance(stmt, S.SBlockRealize)
+@_RULES.register(S.SBlockRealize)
+def _block_realize(compiler: StmtCompiler, stmt: S.SBlockRealize) -> None:
     compile_block_realize(compiler, stmt)
-
-
-_RULES: dict[type, Callable[[StmtCompiler, S.Stmt], None]] = {
-    S.SeqStmt: _seq,
-    S.Bind: _bind,
-    S.AssertStmt: _assert,
-    S.For: _for,
-    S.While: _while,
-    S.Break: _break,
-    S.Continue: _continue,
-    S.BufferStore: _store,
-    S.AllocBuffer: _alloc_buffer,
-    S.DeclBuffer: _decl_buffer,
-    S.AttrStmt: _attr,
-    S.IfThenElse: _if,
-    S.Evaluate: _evaluate,
-    S.SBlockRealize: _block_realize,
-}
