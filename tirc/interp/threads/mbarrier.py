@@ -121,10 +121,9 @@ def arrive(
     barrier = _valid(_barrier(handle, index, block, site, what), site, what)
     if block is not None:
         for tracker in block.trackers:
+            key = id(tracker)
             barrier.released.update(
-                (id(tracker), address, thread)
-                for address, readers in tracker.readers.items()
-                if thread in readers
+                (key, address, thread) for address in tracker.reads_by.get(thread, ())
             )
     barrier.transactions += transactions
     barrier.pending -= 1

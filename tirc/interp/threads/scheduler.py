@@ -34,17 +34,19 @@ Kernel = Callable[..., Thread]
 class RaceTracker:
     """Who touched each byte address of one shared storage since the last barrier."""
 
-    __slots__ = ("writers", "readers", "block")
+    __slots__ = ("writers", "readers", "reads_by", "block")
 
     def __init__(self, block: BlockContext):
         # address -> (thread, site, value, the other threads that wrote that same value)
         self.writers: dict[int, tuple[int, int, Any, frozenset[int]]] = {}
         self.readers: dict[int, dict[int, int]] = {}  # address -> {thread: site}
+        self.reads_by: dict[int, set[int]] = {}  # thread -> the addresses it read (an index)
         self.block = block
 
     def reset(self) -> None:
         self.writers.clear()
         self.readers.clear()
+        self.reads_by.clear()
 
     def forget(self, members: frozenset[int]) -> None:
         """Drops the accesses made only by `members`."""
@@ -54,6 +56,8 @@ class RaceTracker:
         for readers in self.readers.values():
             for thread in [t for t in readers if t in members]:
                 del readers[thread]
+        for thread in members:
+            self.reads_by.pop(thread, None)
 
     def read(self, address: int, thread: int, site: int, name: str) -> None:
         writer = self.writers.get(address)
@@ -64,6 +68,13 @@ class RaceTracker:
             self.readers[address] = {thread: site}
         elif thread not in readers:
             readers[thread] = site
+        else:
+            return
+        mine = self.reads_by.get(thread)
+        if mine is None:
+            self.reads_by[thread] = {address}
+        else:
+            mine.add(address)
 
     def write(self, address: int, thread: int, site: int, name: str, value: Any, old: Any) -> None:
         """Two kinds of writes race harmlessly, as the result does not depend on their order

@@ -96,9 +96,17 @@ def wgmma(
     left = Operand(a, shape.a_type, thread, site)
     right = Operand(b, shape.b_type, thread, site)
     accumulator = Registers(c, c_offset, _F32, thread, site)
-    for register in range(shape.registers):
-        row, column = accumulator_position(thread, register)
-        total = sum(left(row, k) * right(column, k) for k in range(16))
+    positions = [accumulator_position(thread, register) for register in range(shape.registers)]
+    # each element this thread needs read once (its 2 rows of A, its N / 4 columns of B), then
+    # the products summed over k in order, as float64, for all its registers at once
+    rows = {row: [left(row, k) for k in range(16)] for row in sorted({r for r, _ in positions})}
+    columns = {col: [right(col, k) for k in range(16)] for col in sorted({c for _, c in positions})}
+    a_values = np.array([rows[row] for row, _ in positions])
+    b_values = np.array([columns[column] for _, column in positions])
+    totals = np.zeros(len(positions))
+    for k in range(16):
+        totals = totals + a_values[:, k] * b_values[:, k]
+    for register, total in enumerate(totals.tolist()):
         if scale_d:
             total += pending.value(accumulator, register)
         pending.write(accumulator, register, float(np.float32(total)))
