@@ -143,6 +143,8 @@ for _name in (
     register(Intrinsic(_name, _arity, _arity, Result.EXPLICIT, Effect.UPDATE))
     FIXED_RESULTS[_name] = dt.VOID
 FIXED_RESULTS["ptx_wgmma"] = dt.VOID
+register(Intrinsic("ptx_setmaxnreg", 2, 2, Result.EXPLICIT, Effect.UPDATE, doc="setmaxnreg"))
+FIXED_RESULTS["ptx_setmaxnreg"] = dt.VOID
 
 # Hopper's mbarriers and TMA loads (tirc.ir.tma): a barrier is an element of a uint64 shared
 # buffer, named by its data handle and index. (ptx_fence_proxy_async is registered above.)

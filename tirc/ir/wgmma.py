@@ -164,3 +164,28 @@ def descriptor(start: int, lbo: int, sbo: int, width: int) -> int:
         | (((sbo & 0x3FFFF) >> 4) << 32)
         | (SWIZZLE_MODES[width] << 62)
     )
+
+
+# setmaxnreg (sm_90a): a warpgroup raises or lowers the registers each of its threads may use,
+# so that the producer warpgroup of a warp-specialized kernel hands its registers to the
+# consumers' accumulators. T.ptx_setmaxnreg("dec", 40) / T.ptx_setmaxnreg("inc", 232); the
+# count is a constant the ISA bounds to [24, 256], a multiple of 8.
+SETMAXNREG_RANGE = (24, 256)
+
+
+def setmaxnreg_operands(call: E.Call) -> tuple[str, int]:
+    """("inc" or "dec", the register count) of a T.ptx_setmaxnreg call; a located error where
+    either is not a constant the instruction takes."""
+    direction, count = call.args
+    if not isinstance(direction, E.StringImm) or direction.value not in ("inc", "dec"):
+        raise DiagnosticError.at(
+            call.span, 'T.ptx_setmaxnreg: the first argument must be "inc" or "dec"'
+        )
+    low, high = SETMAXNREG_RANGE
+    if not isinstance(count, E.IntImm) or not low <= count.value <= high or count.value % 8:
+        raise DiagnosticError.at(
+            call.span,
+            f"T.ptx_setmaxnreg: the register count must be a constant multiple of 8 in "
+            f"[{low}, {high}]",
+        )
+    return direction.value, count.value

@@ -1,5 +1,5 @@
 """Hopper warpgroup MMA as CUDA C inline asm: wgmma.mma_async, its fence, commit and wait,
-and fence.proxy.async (tirc.ir.wgmma says what the arguments mean).
+fence.proxy.async and setmaxnreg (tirc.ir.wgmma says what the arguments mean).
 
 The shared operands' descriptors are packed where the call is (start address, LBO, SBO,
 swizzle mode), and the accumulator's N / 2 floats of this thread are "+f" operands:
@@ -10,8 +10,8 @@ swizzle mode), and the accumulator's N / 2 floats of this thread are "+f" operan
                     "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%0, ..., %3}, %4, %5,
                     p, 1, 1, 0, 0;\\n}\\n" : "+f"(...), ... : "l"(desc_a), "l"(desc_b), "r"(1))
 
-Only sm_90a has wgmma (fence.proxy.async: sm_90 and later): `check_arch` refuses them, at
-the call, elsewhere.
+Only sm_90a has wgmma and setmaxnreg (fence.proxy.async: sm_90 and later): `check_arch`
+refuses them, at the call, elsewhere.
 """
 
 from __future__ import annotations
@@ -22,10 +22,18 @@ from tirc.ir import expr as E
 from tirc.ir.function import IRModule
 from tirc.ir.functor import Visitor
 from tirc.ir.target import arch_number
-from tirc.ir.wgmma import A_POINTER, ARCHES, B_POINTER, C_POINTER, SWIZZLE_MODES, wgmma_shape
+from tirc.ir.wgmma import (
+    A_POINTER,
+    ARCHES,
+    B_POINTER,
+    C_POINTER,
+    SWIZZLE_MODES,
+    setmaxnreg_operands,
+    wgmma_shape,
+)
 
 NAMES = ("ptx_wgmma", "ptx_wgmma_fence", "ptx_wgmma_commit_group", "ptx_wgmma_wait_group")
-HOPPER_ONLY = (*NAMES, "ptx_fence_proxy_async")
+HOPPER_ONLY = (*NAMES, "ptx_fence_proxy_async", "ptx_setmaxnreg")
 
 
 def _descriptor(p: ExprPrinter, call: E.Call, first: int, element: str) -> str:
@@ -86,12 +94,18 @@ def print_wait_group(p: ExprPrinter, call: E.Call, lane: int | None) -> Code:
     return _instruction(f"wgmma.wait_group.sync.aligned {count.value}")
 
 
+def print_setmaxnreg(p: ExprPrinter, call: E.Call, lane: int | None) -> Code:
+    direction, count = setmaxnreg_operands(call)
+    return _instruction(f"setmaxnreg.{direction}.sync.aligned.u32 {count}")
+
+
 HANDLERS = {
     "ptx_wgmma": print_wgmma,
     "ptx_wgmma_fence": lambda p, call, lane: _instruction("wgmma.fence.sync.aligned"),
     "ptx_wgmma_commit_group": lambda p, call, lane: _instruction("wgmma.commit_group.sync.aligned"),
     "ptx_wgmma_wait_group": print_wait_group,
     "ptx_fence_proxy_async": lambda p, call, lane: _instruction("fence.proxy.async.shared::cta"),
+    "ptx_setmaxnreg": print_setmaxnreg,
 }
 
 
@@ -111,6 +125,8 @@ def _needs(call: E.Call, arch: str) -> str | None:
     """What `arch` lacks for `call`, or None."""
     if call.op == "ptx_fence_proxy_async":
         return None if arch_number(arch) >= 90 else "sm_90 or later"
+    if call.op == "ptx_setmaxnreg":
+        return None if arch in ARCHES else "sm_90a (Hopper's setmaxnreg)"
     return None if arch in ARCHES else "sm_90a (Hopper's wgmma)"
 
 

@@ -19,7 +19,14 @@ from tirc.diagnostics import DiagnosticError
 from tirc.ir import expr as E
 from tirc.ir.dtype import parse_dtype
 from tirc.ir.ptx import ELEMENT_DTYPES
-from tirc.ir.wgmma import A_POINTER, B_POINTER, C_POINTER, SWIZZLE_MODES, wgmma_shape
+from tirc.ir.wgmma import (
+    A_POINTER,
+    B_POINTER,
+    C_POINTER,
+    SWIZZLE_MODES,
+    setmaxnreg_operands,
+    wgmma_shape,
+)
 
 _F32 = parse_dtype("float32")
 
@@ -99,10 +106,17 @@ def lower_wait_group(v: ValueBuilder, call: E.Call) -> ir.Value:
     return _ZERO
 
 
+def lower_setmaxnreg(v: ValueBuilder, call: E.Call) -> ir.Value:
+    direction, count = setmaxnreg_operands(call)
+    _asm(v, f"setmaxnreg.{direction}.sync.aligned.u32 {count};", "~{memory}", [], [])
+    return _ZERO
+
+
 LOWERINGS = {
     "ptx_wgmma": lower_wgmma,
     "ptx_wgmma_fence": _instruction("wgmma.fence.sync.aligned;"),
     "ptx_wgmma_commit_group": _instruction("wgmma.commit_group.sync.aligned;"),
     "ptx_wgmma_wait_group": lower_wait_group,
     "ptx_fence_proxy_async": _instruction("fence.proxy.async.shared::cta;"),
+    "ptx_setmaxnreg": lower_setmaxnreg,
 }

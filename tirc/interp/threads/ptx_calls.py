@@ -26,7 +26,7 @@ from tirc.interp.threads.context import Code
 from tirc.interp.threads.scheduler import WARP_OP
 from tirc.ir.expr import Call, IntImm, StringImm
 from tirc.ir.ptx import mma_shape
-from tirc.ir.wgmma import A_POINTER, B_POINTER, C_POINTER, wgmma_shape
+from tirc.ir.wgmma import A_POINTER, B_POINTER, C_POINTER, setmaxnreg_operands, wgmma_shape
 
 
 def _in_kernel(compiler: Calls, call: Call, unit: str = "warp") -> None:
@@ -143,6 +143,14 @@ def _nothing(compiler: Calls, call: Call) -> Code:
     return Code("None")
 
 
+def _setmaxnreg(compiler: Calls, call: Call) -> Code:
+    """Registers are not modelled: the call only has to be one the instruction takes, in a
+    kernel."""
+    _in_kernel(compiler, call, "warpgroup")
+    setmaxnreg_operands(call)
+    return Code("None")
+
+
 RULES: dict[str, CallRule] = {
     "ptx_mma": _mma,
     "ptx_ldmatrix": _ldmatrix,
@@ -156,4 +164,5 @@ RULES: dict[str, CallRule] = {
     "ptx_wgmma_commit_group": _group(wgmma.PendingWgmma, wait=False),
     "ptx_wgmma_wait_group": _group(wgmma.PendingWgmma, wait=True),
     "ptx_fence_proxy_async": _nothing,
+    "ptx_setmaxnreg": _setmaxnreg,
 }
