@@ -183,6 +183,7 @@ HOPPER = (  # (program, plan or None): hand-written tir needs none
     ("gemm_wgmma_128x256", None),
     ("gemm_wgmma_128x256_s3", None),
     ("gemm_wgmma_tma", None),
+    ("gemm_wgmma_ws", None),
     ("tma_copy", None),
 )
 
