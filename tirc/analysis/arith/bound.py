@@ -182,11 +182,10 @@ _RULES.register(E.Max)(
         )
     )
 )
-_RULES.register(E.Select)(lambda bound, node: _select(bound, node))
 
 
-def _select(bound: Callable[[PrimExpr], Bound], node: PrimExpr) -> Bound:
-    assert isinstance(node, E.Select)
+@_RULES.register(E.Select)
+def _select(bound: Callable[[PrimExpr], Bound], node: E.Select) -> Bound:
     return bound(node.true_value).union(bound(node.false_value))
 
 

@@ -110,15 +110,14 @@ def _vector_axis(builder: PlanBuilder, nest: Nest, last: int, lanes: int) -> int
     write-back, and would halve the search's samples of the natural space."""
     if (loop_extent(nest.loops[last]) or 0) % lanes == 0:
         return last
-    axes = [last]
-    for var in packed_axes(nest.block):
-        for position, loop in enumerate(nest.loops):
-            extent = loop_extent(loop) or 0
-            if _iterator_of(nest.block, loop) is var and extent % lanes == 0:
-                axes.append(position)
-    if len(axes) == 1:
-        return last
-    return int(builder.sample_choice(axes).value)
+    packable = packed_axes(nest.block)
+    others = [
+        position
+        for position, loop in enumerate(nest.loops)
+        if any(_iterator_of(nest.block, loop) is var for var in packable)
+        and (loop_extent(loop) or 0) % lanes == 0
+    ]
+    return int(builder.sample_choice([last, *others]).value) if others else last
 
 
 def _vector_tiles(extent: int, lanes: int) -> list[int]:

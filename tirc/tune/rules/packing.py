@@ -61,7 +61,7 @@ def packed_axes(block: SRef) -> list[Var]:
     writes one buffer, which one of them indexes, and each read that mentions one is a global
     buffer the block does not write."""
     (write,) = block.block.writes
-    written = write.buffer
+    reads = [region for region in block.block.reads if region.buffer is not write.buffer]
     found = []
     for iv in block.block.iter_vars:
         if iv.iter_type is not IterType.SPATIAL:
@@ -69,7 +69,6 @@ def packed_axes(block: SRef) -> list[Var]:
         dim = sole_dimension(write, iv.var)
         if dim is None or dim == len(write.region) - 1:
             continue
-        reads = [region for region in block.block.reads if region.buffer is not written]
         mentioned = [r for r in reads if any(iv.var in vars_in(i.min) for i in r.region)]
         if all(
             r.buffer.scope == "global" and sole_dimension(r, iv.var) is not None for r in mentioned
