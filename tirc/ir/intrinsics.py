@@ -162,3 +162,23 @@ register(Intrinsic("ptx_tma_store", 9, 21, Result.EXPLICIT, Effect.UPDATE))  # d
 for _name, _arity in (("ptx_tma_store_commit", 0), ("ptx_tma_store_wait", 1)):
     register(Intrinsic(_name, _arity, _arity, Result.EXPLICIT, Effect.UPDATE))
     FIXED_RESULTS[_name] = dt.VOID
+
+# Thread-block clusters (sm_90; tirc.ir.cluster): the block's rank in its cluster and the
+# cluster's size; a block's coordinate in its cluster, the cluster's shape, the cluster's
+# coordinate in the grid and the grid's shape in clusters, each along one axis ("x", "y", "z");
+# the cluster barrier's two halves; and a peer block's address of a shared array.
+for _name, _arity in (
+    ("ptx_cluster_ctarank", 0),
+    ("ptx_cluster_nctarank", 0),
+    ("ptx_cluster_ctaid", 1),
+    ("ptx_cluster_nctaid", 1),
+    ("ptx_clusterid", 1),
+    ("ptx_nclusterid", 1),
+):
+    register(Intrinsic(_name, _arity, _arity, Result.INT32, Effect.READ))
+for _name in ("ptx_barrier_cluster_arrive", "ptx_barrier_cluster_wait"):
+    register(Intrinsic(_name, 0, 0, Result.EXPLICIT, Effect.UPDATE))
+    FIXED_RESULTS[_name] = dt.VOID
+register(
+    Intrinsic("ptx_map_shared_cluster", 2, 2, Result.HANDLE, Effect.READ, doc="mapa")
+)  # a shared array's data, the peer block's rank
