@@ -21,7 +21,8 @@ def estimate_work(func: PrimFunc) -> int:
 def _count(stmt: S.Stmt | None, times: int) -> int:
     if stmt is None:
         return 0
-    return _RULES(times, stmt) if _RULES.handles(type(stmt)) else times
+    rule = _RULES.get(type(stmt))
+    return rule(times, stmt) if rule is not None else times
 
 
 # the iterations under each statement that repeats or holds others (the context: how many

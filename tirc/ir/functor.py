@@ -219,6 +219,11 @@ class Dispatch(Generic[ContextT, ArgsP, ResultT]):
     def handles(self, cls: type) -> bool:
         return self._lookup(cls) is not None
 
+    def get(self, cls: type) -> Callable[Concatenate[ContextT, Any, ArgsP], ResultT] | None:
+        """The handler of cls (or of its nearest registered base), or None: one lookup where
+        a caller has its own answer for a class with no handler."""
+        return self._lookup(cls)
+
     def _lookup(self, cls: type) -> Callable[..., ResultT] | None:
         try:
             return self._found[cls]

@@ -127,9 +127,10 @@ class _Matcher:
             raise IntrinsicMismatch(
                 f"the program has {_describe(lhs)} where the intrinsic has {_describe(rhs)}"
             )
-        if not _STMT_RULES.handles(type(lhs)):
+        rule = _STMT_RULES.get(type(lhs))
+        if rule is None:
             raise IntrinsicMismatch(f"{type(lhs).__name__} is not supported in a description")
-        _STMT_RULES(self, lhs, rhs)
+        rule(self, lhs, rhs)
 
     def loop(self, lhs: For, rhs: For) -> None:
         for what in ("min", "extent"):

@@ -218,9 +218,10 @@ def const_bound(expr: PrimExpr, ranges: Mapping[Var, Bound] | None = None) -> Bo
             return limits
         if isinstance(node, E.CompareOp | E.LogicalOp | E.Not):
             return Bound(0, 1)
-        if not _RULES.handles(type(node)):
+        rule = _RULES.get(type(node))
+        if rule is None:
             return limits
-        result = _RULES(bound, node)
+        result = rule(bound, node)
         # arithmetic that may overflow the dtype wraps: then nothing is known
         if (
             result.min is not None

@@ -53,9 +53,8 @@ class _Relaxer:
                 return IntervalSet.point(expr)
             last = E.Sub(E.Add(domain.min, domain.extent), IntImm(1, domain.extent.dtype))
             return IntervalSet(domain.min, self.simplify(last))
-        if _RULES.handles(type(expr)):
-            return _RULES(self, expr)
-        return _by_bounds(self, expr)
+        rule = _RULES.get(type(expr))
+        return rule(self, expr) if rule is not None else _by_bounds(self, expr)
 
     def _depends(self, expr: PrimExpr) -> bool:
         found = False

@@ -69,19 +69,21 @@ class Emitter:
     def expr(self, expr: object) -> ir.Value:
         """The value of an expression; anything else (a call's buffer or dtype argument where
         an expression belongs) is refused, located."""
-        if not (isinstance(expr, PrimExpr) and EXPR_RULES.handles(type(expr))):
+        rule = EXPR_RULES.get(type(expr)) if isinstance(expr, PrimExpr) else None
+        if rule is None:
             raise unsupported(expr, f"{type(expr).__name__} expressions")
         with located(expr):
-            value = EXPR_RULES(self, expr)
+            value = rule(self, expr)
             if isinstance(expr, ROUNDED) and is_narrow_float(expr.dtype.element):
                 value = round_value(self.builder, value, expr.dtype.element)
         return value
 
     def stmt(self, stmt: Stmt) -> None:
-        if not STMT_RULES.handles(type(stmt)):
+        rule = STMT_RULES.get(type(stmt))
+        if rule is None:
             raise unsupported(stmt, f"{type(stmt).__name__} statements")
         with located(stmt):
-            STMT_RULES(self, stmt)
+            rule(self, stmt)
 
     def lookup(self, var: Var) -> ir.Value:
         try:

@@ -82,9 +82,10 @@ class ExprCompiler:
             if call_rule is None:
                 raise Unsupported(f"T.{expr.op}")
             return call_rule(self, expr)
-        if not _RULES.handles(type(expr)):
+        rule = _RULES.get(type(expr))
+        if rule is None:
             raise Unsupported(type(expr).__name__)
-        return _RULES(self, expr)
+        return rule(self, expr)
 
     def site(self, node: Node | None, what: str, is_access: bool = False) -> int:
         return self.ctx.site(node, what, is_access)

@@ -52,9 +52,10 @@ class StmtCompiler:
         self.serial_threads = serial_threads
 
     def compile(self, stmt: S.Stmt) -> Run:
-        if not _RULES.handles(type(stmt)):
+        rule = _RULES.get(type(stmt))
+        if rule is None:
             raise Unsupported(type(stmt).__name__)
-        return _RULES(self, stmt)
+        return rule(self, stmt)
 
     def expr(self, expr: PrimExpr) -> Eval:
         return self.exprs.compile(expr)

@@ -18,9 +18,10 @@ Affine = tuple[dict[Var, int], int]
 
 
 def affine_form(ctx: Context, expr: PrimExpr) -> Affine | None:
-    if not _RULES.handles(type(expr)) or not expr.dtype.is_integer or expr.dtype.is_vector:
+    rule = _RULES.get(type(expr))
+    if rule is None or not expr.dtype.is_integer or expr.dtype.is_vector:
         return None
-    return _RULES(ctx, expr)
+    return rule(ctx, expr)
 
 
 _RULES: Dispatch[Context, [], Affine | None] = Dispatch("affine form")

@@ -43,11 +43,12 @@ class ExprCompiler:
         self.calls = CallCompiler(ctx, self)
 
     def compile(self, expr: PrimExpr) -> Code:
-        if not _RULES.handles(type(expr)):
+        rule = _RULES.get(type(expr))
+        if rule is None:
             raise DiagnosticError.at(
                 expr.span, f"the interpreter cannot evaluate {type(expr).__name__} expressions"
             )
-        return _RULES(self, expr)
+        return rule(self, expr)
 
     # values of a dtype
 

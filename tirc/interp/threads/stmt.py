@@ -35,12 +35,13 @@ class StmtCompiler:
         self.exprs = ExprCompiler(ctx)
 
     def compile(self, stmt: S.Stmt) -> None:
-        if not _RULES.handles(type(stmt)):
+        rule = _RULES.get(type(stmt))
+        if rule is None:
             raise DiagnosticError.at(
                 stmt.span, f"the interpreter cannot run {type(stmt).__name__} statements"
             )
         with self.ctx.at(stmt):
-            _RULES(self, stmt)
+            rule(self, stmt)
 
     def expr(self, expr: PrimExpr) -> Code:
         return self.exprs.compile(expr)

@@ -141,9 +141,10 @@ class Evaluator:
                 message = f"unknown name {value.name}.{node.attr}{hint}"
                 raise self.error(node, message) from None
         value = self.check_value(value)
-        if not ATTRIBUTES.handles(type(value)):
+        rule = ATTRIBUTES.get(type(value))
+        if rule is None:
             raise self.error(node, f"{arith.describe(value)} has no attribute '{node.attr}'")
-        return ATTRIBUTES(self, value, node)
+        return rule(self, value, node)
 
     def eval_call(self, node: tree.Call, targets: tuple[str, ...] = ()) -> Any:
         callee = self.evaluate(node.func)
@@ -164,10 +165,11 @@ class Evaluator:
         return self.call(callee, invocation, node)
 
     def call(self, callee: Any, invocation: Invocation, node: tree.Call | None = None) -> Any:
-        if not CALLERS.handles(type(callee)):
+        rule = CALLERS.get(type(callee))
+        if rule is None:
             description = arith.describe(callee)
             raise self.error(invocation.span, f"{invocation.name} is {description}, not a function")
-        return CALLERS(self, callee, invocation, node)
+        return rule(self, callee, invocation, node)
 
     def eval_subscript(self, node: tree.Subscript) -> Any:
         return SUBSCRIPTS(self, self.evaluate(node.value), node)

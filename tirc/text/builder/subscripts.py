@@ -186,9 +186,10 @@ def subscript(ev: Evaluator, value: Any, node: tree.Subscript) -> Any:
         # `x: T.float32 = ...` names its 1-element buffer's load; `x[0]` is the buffer's
         # element, as the printer writes it in regions (`T.reads(x[0])`).
         return _buffer(ev, value.buffer, node)
-    if not INDEXABLE.handles(type(value)):
+    rule = INDEXABLE.get(type(value))
+    if rule is None:
         raise ev.error(node, f"{arith.describe(value)} cannot be indexed")
-    return INDEXABLE(ev, value, node)
+    return rule(ev, value, node)
 
 
 def is_local_scalar(ev: Evaluator, value: Any, node: tree.Expr) -> bool:

@@ -101,9 +101,10 @@ class ExprPrinter:
         return self.render(node)[1]
 
     def render(self, node: object) -> Rendered:
-        if not RULES.handles(type(node)):
+        rule = RULES.get(type(node))
+        if rule is None:
             return prec.ATOM, f"<{type(node).__name__}>"
-        return RULES(self, node)
+        return rule(self, node)
 
     def operand(self, node: PrimExpr, needed: int) -> str:
         """The text of `node` as an operand that must bind at least as tightly as `needed`."""

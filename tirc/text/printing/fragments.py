@@ -18,9 +18,8 @@ FRAGMENTS: Dispatch[StmtPrinter, [], str] = Dispatch("fragment")
 
 def print_fragment(node: object) -> str:
     printer = StmtPrinter(declare_free_vars=False)
-    if FRAGMENTS.handles(type(node)):
-        return FRAGMENTS(printer, node)
-    return _value(printer, node)
+    rule = FRAGMENTS.get(type(node))
+    return rule(printer, node) if rule is not None else _value(printer, node)
 
 
 @FRAGMENTS.register(PrimExpr)

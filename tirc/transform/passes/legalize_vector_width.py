@@ -119,9 +119,10 @@ class _Chunker:
             return node
         if _lanes(node) != self.lanes:
             raise _Unsplittable
-        if not RULES.handles(type(node)):
+        rule = RULES.get(type(node))
+        if rule is None:
             raise _Unsplittable
-        return RULES(self, node)
+        return rule(self, node)
 
     def offset(self, dtype: DataType, scale: int) -> E.PrimExpr:
         """chunk * width * scale, in `dtype`."""

@@ -58,9 +58,10 @@ class _Vectorizer:
         self.vector_vars: dict[E.Var, E.Var] = {}  # Binds of lane-dependent values
 
     def expr(self, node: E.PrimExpr) -> E.PrimExpr:
-        if not EXPR_RULES.handles(type(node)):
+        rule = EXPR_RULES.get(type(node))
+        if rule is None:
             raise NotVectorizable
-        return EXPR_RULES(self, node)
+        return rule(self, node)
 
     def scalar(self, node: E.PrimExpr) -> E.PrimExpr:
         """`node`, which must not depend on the lane."""
@@ -71,9 +72,10 @@ class _Vectorizer:
 
     def stmt(self, node: S.Stmt) -> S.Stmt:
         try:
-            if not STMT_RULES.handles(type(node)):
+            rule = STMT_RULES.get(type(node))
+            if rule is None:
                 raise NotVectorizable
-            return STMT_RULES(self, node)
+            return rule(self, node)
         except NotVectorizable:
             return self.per_lane(node)
 
