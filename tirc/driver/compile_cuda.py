@@ -202,6 +202,9 @@ def cuda_artifact(
     from tirc.codegen.cuda import emit_cuda
 
     # deferred: the CUDA backend (half a second), only for --target cuda
+    from tirc.codegen.cuda.cluster import check_cluster_module
+
+    # deferred: the CUDA backend (half a second), only for --target cuda
     from tirc.codegen.cuda.tma import check_tma_arch
 
     # deferred: the CUDA backend (half a second), only for --target cuda
@@ -209,6 +212,7 @@ def cuda_artifact(
 
     check_arch(lowered, arch)
     check_tma_arch(lowered, arch)
+    check_cluster_module(lowered, arch)
 
     if emit == "cu":
         return emit_cuda(lowered, source_name=source_name, abi=abi)
@@ -231,6 +235,9 @@ def module_ptx(
     program calls with `T.call_extern` that NVRTC cannot find is an error at the call; through
     LLVM it stays an `.extern` declaration, for ptxas or the user's link step to resolve."""
     # deferred: the CUDA backend (half a second), only for --target cuda
+    from tirc.codegen.cuda.cluster import check_cluster_module
+
+    # deferred: the CUDA backend (half a second), only for --target cuda
     from tirc.codegen.cuda.tma import check_tma_arch
 
     # deferred: the CUDA backend (half a second), only for --target cuda
@@ -238,6 +245,7 @@ def module_ptx(
 
     check_arch(lowered, arch)
     check_tma_arch(lowered, arch)
+    check_cluster_module(lowered, arch)
     if via not in (None, *PTX_PATHS):
         raise DiagnosticError.at(None, f"unknown --ptx-via '{via}'", Note("choose nvrtc or llvm"))
     if ptx_path(via) == "nvrtc":

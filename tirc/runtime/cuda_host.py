@@ -13,6 +13,7 @@ from tirc.codegen.cuda.kernel import dynamic_shared_layout
 from tirc.diagnostics import DiagnosticError, Note
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
+from tirc.ir.cluster import grid_remainder
 from tirc.ir.substitute import substitute
 from tirc.ir.tma import tensor_maps
 from tirc.runtime.cuda_driver import COMPUTE_SANITIZER, CudaError, Device
@@ -120,6 +121,13 @@ class HostRun:
         block = (extent("threadIdx.x"), extent("threadIdx.y"), extent("threadIdx.z"))
         if 0 in grid or 0 in block:
             return  # an empty grid: nothing to do
+        cluster = kernel.cluster  # compiled into the kernel (__cluster_dims__): the launch
+        reason = None if cluster is None else grid_remainder(grid, cluster)  # needs no more
+        if reason is not None:
+            raise DiagnosticError.at(
+                None,
+                f"kernel {kernel.name} runs in clusters of {_dims(cluster)} blocks, but {reason}",
+            )
         if node.index not in self.shared_sizes:  # a walk of the kernel: once, not per launch
             self.shared_sizes[node.index] = dynamic_shared_layout(kernel)[1]
         shared_bytes = kernel.at_launch(self.shared_sizes[node.index], node)

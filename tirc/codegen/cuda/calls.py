@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tirc.codegen.cuda import types
+from tirc.codegen.cuda.cluster import HANDLERS as CLUSTER_HANDLERS
 from tirc.codegen.cuda.dp4a import print_dp4a
 from tirc.codegen.cuda.expr import (
     BIT_AND,
@@ -271,6 +272,8 @@ def print_call(p: ExprPrinter, call: E.Call, lane: int | None) -> Code:
         handler = WGMMA_HANDLERS.get(call.op)
     if handler is None:
         handler = TMA_HANDLERS.get(call.op)
+    if handler is None:
+        handler = CLUSTER_HANDLERS.get(call.op)
     if handler is None:
         raise DiagnosticError.at(call.span, f"CUDA codegen: no CUDA spelling for T.{call.op}")
     return handler(p, call, lane)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import re
 
+from tirc.codegen.cuda.cluster import DEVICE_HELPERS as CLUSTER_DEVICE
+from tirc.codegen.cuda.cluster import HELPER_PATTERN as CLUSTER_PATTERN
 from tirc.codegen.cuda.tma_helpers import DEVICE_HELPERS as TMA_DEVICE
 from tirc.codegen.cuda.tma_helpers import HOST_HELPERS as TMA_HOST
 
@@ -144,6 +146,7 @@ _HELPERS: tuple[tuple[str, str], ...] = (
     (r"tirc_mma_(fill|store)\(", MMA_REGISTERS),
     (r"\btirc_tensor_map\b|tirc_mbarrier_wait\(", TMA_DEVICE),
     (r"tirc_encode_tensor_map\(", TMA_HOST),
+    (CLUSTER_PATTERN, CLUSTER_DEVICE),
 )
 
 

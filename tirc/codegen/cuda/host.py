@@ -144,6 +144,15 @@ def _launch(h: HostWriter, node: KernelLaunch) -> None:
         )
     h.out.line(f"dim3 {grid_name}({_dims(h, grid)});")
     h.out.line(f"dim3 {block_name}({_dims(h, block)});")
+    if kernel.cluster is not None and not all(isinstance(e, E.IntImm | None) for e in grid):
+        # a constant grid was checked when compiled; this one must be whole clusters too
+        remainders = " || ".join(
+            f"{grid_name}.{axis} % {size} != 0"
+            for axis, size in zip("xyz", kernel.cluster, strict=True)
+            if size > 1
+        )
+        if remainders:
+            h.out.line(f"if ({remainders}) return (int)cudaErrorInvalidClusterSize;")
     shared = str(shared_bytes.value) if isinstance(shared_bytes, E.IntImm) else h.p(shared_bytes)
     launch = (
         f"{kernel.name}<<<{grid_name}, {block_name}, {shared}, stream>>>({', '.join(arguments)});"

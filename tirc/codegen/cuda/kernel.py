@@ -5,6 +5,7 @@ from __future__ import annotations
 from tirc.analysis.arith.analyzer import Analyzer
 from tirc.analysis.arith.bound import Bound
 from tirc.codegen.cuda import types
+from tirc.codegen.cuda.cluster import cluster_attribute
 from tirc.codegen.cuda.expr import ExprPrinter
 from tirc.codegen.cuda.kernels import Kernel, allocation_size, uses_of
 from tirc.codegen.cuda.names import NameTable
@@ -111,7 +112,7 @@ def kernel_text(kernel: Kernel, *, restrict: bool, sizes: frozenset[E.Var] = fro
                 printer.analyzer.ranges[var] = shape_bound(var)
     params += tensor_map_params(printer, kernel.body)
     offsets, total = dynamic_shared_layout(kernel)
-    bounds = _launch_bounds(kernel)
+    bounds = _launch_bounds(kernel) + cluster_attribute(kernel.cluster)
     out = Writer()
     signature = f'extern "C" __global__ void{bounds} {kernel.name}({", ".join(params)})'
     with out.block(signature):

@@ -21,6 +21,7 @@ from tirc.ir import expr as E
 from tirc.ir import stmt as S
 from tirc.ir.abi import is_kernel, launched_kernel
 from tirc.ir.buffer import Buffer
+from tirc.ir.cluster import Dims, cluster_dims, grid_remainder
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.functor import Mutator, Visitor, walk
 from tirc.ir.node import Node
@@ -56,6 +57,7 @@ class Kernel:
     body: S.Stmt
     dims: dict[str, E.PrimExpr]  # launch extent per thread tag, over params; missing tags are 1
     params: list[E.Var]  # handles and scalars, in order
+    cluster: Dims | None = None  # blocks a cluster (tirc.ir.cluster), None: no clusters
 
     def threads_per_block(self) -> int | None:
         """The block's thread count when its extents are constants, else None."""
@@ -98,9 +100,32 @@ def require_split(module: IRModule) -> IRModule:
 
 def kernel_of(name: str, func: PrimFunc) -> Kernel:
     body = hoist_dynamic_allocations(func.body, frozenset(func.params))
-    kernel = Kernel(name, body, _launch_dims(func.body), list(func.params))
+    kernel = Kernel(name, body, _launch_dims(func.body), list(func.params), cluster_dims(func))
     check_whole_warps(kernel)
+    check_whole_clusters(kernel)
     return kernel
+
+
+def check_whole_clusters(kernel: Kernel) -> None:
+    """A located error when the grid's extents are constants that no whole number of clusters
+    fills (the launcher checks the others when it launches)."""
+    if kernel.cluster is None:
+        return
+    extents = [kernel.dims.get(f"blockIdx.{axis}", E.IntImm(1)) for axis in "xyz"]
+    grid = [E.int_value(extent) if isinstance(extent, E.IntImm) else None for extent in extents]
+    if any(size is None for size in grid):
+        return
+    x, y, z = (int(size) for size in grid if size is not None)
+    reason = grid_remainder((x, y, z), kernel.cluster)
+    if reason is not None:
+        axis = next(a for a, s, c in zip("xyz", (x, y, z), kernel.cluster, strict=True) if s % c)
+        extent = kernel.dims.get(f"blockIdx.{axis}")
+        raise DiagnosticError.at(
+            extent.span if extent is not None and extent.span is not None else kernel.body.span,
+            f"{kernel.name} runs in clusters of {' x '.join(map(str, kernel.cluster))} blocks, "
+            f"but {reason}",
+            Note("make each blockIdx extent a multiple of the cluster's"),
+        )
 
 
 # Tensor-core operations that the 32 threads of a warp perform together, each thread holding

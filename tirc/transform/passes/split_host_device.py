@@ -47,6 +47,7 @@ from tirc.ir.abi import (
     layout_vars,
 )
 from tirc.ir.buffer import Buffer
+from tirc.ir.cluster import CLUSTER_ATTR
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.functor import Visitor, walk
 from tirc.ir.node import Node
@@ -115,8 +116,9 @@ def split_function(
     kernels: list[tuple[str, PrimFunc]] = []
     calls: dict[int, S.Stmt] = {}
     attrs = S.EMPTY_ATTRS.set(KERNEL_ATTR, True)
-    if "tirx.noalias" in func.attrs:
-        attrs = attrs.set("tirx.noalias", func.attrs.get("tirx.noalias"))
+    for key in ("tirx.noalias", CLUSTER_ATTR):  # each kernel runs in the function's clusters
+        if key in func.attrs:
+            attrs = attrs.set(key, func.attrs.get(key))
     for index, (kernel_name, body) in enumerate(zip(names, splitter.kernels, strict=True)):
         body, outer = _declare_outer_buffers(body)
         free = list(
@@ -126,7 +128,12 @@ def split_function(
         # the kernel's own parameters: a function binds its variables, shares none
         fresh = {var: E.Var(var.name, var.dtype, var.pointer, var.is_size_var) for var in args}
         kernel = PrimFunc(
-            tuple(fresh.values()), (), rebind(body, fresh), attrs=attrs, is_s_tir=func.is_s_tir
+            tuple(fresh.values()),
+            (),
+            rebind(body, fresh),
+            attrs=attrs,
+            is_s_tir=func.is_s_tir,
+            span=func.span,  # where its errors point: the function it was split from
         )
         kernels.append((kernel_name, kernel))
         launch = E.Call(dt.INT32, EXTERN_CALL, (E.StringImm(kernel_name), *args))
