@@ -28,7 +28,7 @@ import numpy as np
 
 from tirc.interp.fault import Fault
 from tirc.interp.memory.storage import storage_of, view_of
-from tirc.interp.threads.scheduler import POLL, BlockContext
+from tirc.interp.threads.scheduler import ACQUIRED, POLL, BlockContext
 from tirc.ir.dtype import DataType, parse_dtype
 from tirc.ir.tma import swizzled_byte
 
@@ -115,8 +115,9 @@ def arrive(
     block: BlockContext | None,
     site: int,
 ) -> None:
-    """An arrival, and a release: the shared memory the thread has read so far is ordered
-    before what a thread that waits for the phase does after (the race check of TMA loads)."""
+    """An arrival, and a release: the shared memory the thread has read or written so far is
+    ordered before what a thread that waits for the phase does after (the race checks of TMA
+    loads and of ordinary accesses)."""
     what = "T.ptx_mbarrier_arrive"
     barrier = _valid(_barrier(handle, index, block, site, what), site, what)
     if block is not None:
@@ -124,6 +125,9 @@ def arrive(
             key = id(tracker)
             barrier.released.update(
                 (key, address, thread) for address in tracker.reads_by.get(thread, ())
+            )
+            barrier.released.update(
+                (key, address, thread) for address in tracker.writes_by.get(thread, ())
             )
     barrier.transactions += transactions
     barrier.pending -= 1
@@ -218,7 +222,7 @@ def _acquired(block: BlockContext | None, thread: int) -> set[tuple[int, int, in
     """The reads a thread's passed waits acquired (see MBarrier.released)."""
     if block is None:
         return set()
-    key = ("mbarrier acquired", thread)
+    key = (ACQUIRED, thread)
     found = block.storages.get(key)
     if not isinstance(found, set):
         found = block.storages[key] = set()

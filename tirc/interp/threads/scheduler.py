@@ -26,27 +26,34 @@ WARP_OP = 4
 # a wait on a condition other threads or copies make true (tirc.interp.threads.mbarrier):
 # (POLL, site, poll, describe); tried when no thread can go on, released once poll() is true
 POLL = 5
+# a block storage key: (ACQUIRED, thread) holds the (tracker id, address, thread) accesses that
+# the mbarrier phases the thread waited for released to it (tirc.interp.threads.mbarrier)
+ACQUIRED = "mbarrier acquired"
 
 Thread = Generator[Any, Any, None]
 Kernel = Callable[..., Thread]
 
 
 class RaceTracker:
-    """Who touched each byte address of one shared storage since the last barrier."""
+    """Who touched each byte address of one shared storage since the last barrier. An access
+    that an mbarrier orders before another thread's (the first thread arrived after it, the
+    second waited for that phase: ACQUIRED) does not race with it."""
 
-    __slots__ = ("writers", "readers", "reads_by", "block")
+    __slots__ = ("writers", "readers", "reads_by", "writes_by", "block")
 
     def __init__(self, block: BlockContext):
         # address -> (thread, site, value, the other threads that wrote that same value)
         self.writers: dict[int, tuple[int, int, Any, frozenset[int]]] = {}
         self.readers: dict[int, dict[int, int]] = {}  # address -> {thread: site}
         self.reads_by: dict[int, set[int]] = {}  # thread -> the addresses it read (an index)
+        self.writes_by: dict[int, set[int]] = {}  # thread -> the addresses it wrote
         self.block = block
 
     def reset(self) -> None:
         self.writers.clear()
         self.readers.clear()
         self.reads_by.clear()
+        self.writes_by.clear()
 
     def forget(self, members: frozenset[int]) -> None:
         """Drops the accesses made only by `members`."""
@@ -58,10 +65,21 @@ class RaceTracker:
                 del readers[thread]
         for thread in members:
             self.reads_by.pop(thread, None)
+            self.writes_by.pop(thread, None)
+
+    def ordered(self, address: int, earlier: int, later: int) -> bool:
+        """Whether `earlier`'s access of `address` was released to `later` by an mbarrier."""
+        acquired = self.block.storages.get((ACQUIRED, later))
+        return isinstance(acquired, set) and (id(self), address, earlier) in acquired
 
     def read(self, address: int, thread: int, site: int, name: str) -> None:
         writer = self.writers.get(address)
-        if writer is not None and writer[0] != thread and thread not in writer[3]:
+        if (
+            writer is not None
+            and writer[0] != thread
+            and thread not in writer[3]
+            and not self.ordered(address, writer[0], thread)
+        ):
             self.race(site, thread, "reads", (writer[0], writer[1]), "wrote", name, address)
         readers = self.readers.get(address)
         if readers is None:
@@ -84,6 +102,13 @@ class RaceTracker:
         readers = self.readers.get(address, {})
         if writer is None and thread in readers and _same(value, old):
             return  # nothing changed: as far as other threads can tell, a read
+        if (
+            writer is not None
+            and writer[0] != thread
+            and not writer[3]
+            and self.ordered(address, writer[0], thread)
+        ):
+            writer = None  # the other thread's write is ordered before this one
         if writer is not None and (writer[0] != thread or writer[3]):
             if not _same(writer[2], value):
                 other = writer[0] if writer[0] != thread else min(writer[3] - {thread})
@@ -92,8 +117,13 @@ class RaceTracker:
             self.writers[address] = (writer[0], writer[1], value, others)
         else:
             self.writers[address] = (thread, site, value, frozenset())
+        mine = self.writes_by.get(thread)
+        if mine is None:
+            self.writes_by[thread] = {address}
+        else:
+            mine.add(address)
         for reader, reader_site in readers.items():
-            if reader != thread:
+            if reader != thread and not self.ordered(address, reader, thread):
                 self.race(site, thread, "writes", (reader, reader_site), "read", name, address)
 
     def race(
