@@ -244,7 +244,8 @@ def _execute(
     if reference is not None:
         rule = CHECK_RULES[target.backend]
         meter.stage("checking against the interpreter")
-        _interpret(module, function, reference)
+        checked, checked_function, why = _reference_program(module, name, function, original)
+        _interpret(checked, checked_function, reference)
         problems = compare(
             function,
             args,
@@ -256,7 +257,7 @@ def _execute(
         )
         if problems:
             raise DiagnosticError.at(None, f"{rule.differs}: " + "; ".join(problems))
-        notes = (*ran.first_notes, f"check: {rule.agrees}")
+        notes = (*ran.first_notes, f"check: {rule.agrees}", *why)
         ran = dataclasses.replace(ran, first_notes=notes)
     return name, function, args, given, ran
 
@@ -323,6 +324,33 @@ def _run_on_cpu(
     meter.stage("timing a numpy copy of the buffers", total=1.0)
     baseline = f"bench: {_numpy_baseline(function, args, timing.median, meter)}"
     return Ran(elapsed, timing, None, tuple(first), (baseline,))
+
+
+def _reference_program(
+    module: IRModule, name: str, function: PrimFunc, original: IRModule
+) -> tuple[IRModule, PrimFunc, tuple[str, ...]]:
+    """The program `--check` interprets, and why when it is not the scheduled one.
+
+    The scheduled program is the reference. Where the interpreter refuses it (a tensorized
+    s-tir runs each warp instruction in a thread loop of its own, outside any kernel, so
+    mma.sync, ldmatrix and wgmma cannot run there), the program before the plan is: a plan
+    does not change what a program computes. Only a refusal when compiling is a reason; a
+    fault while running the scheduled program is the check's answer."""
+    from tirc.interp.runner import compile_function  # deferred: the interpreter, only for it
+
+    try:
+        compile_function(function, name, module)
+    except DiagnosticError as refused:
+        before = original[name] if original is not module and name in original else None
+        if before is None:
+            raise
+        try:
+            compile_function(before, name, original)
+        except DiagnosticError:
+            raise refused from None
+        reason = refused.diagnostics[0].message
+        return original, before, (f"checked against the program before the plan: {reason}",)
+    return module, function, ()
 
 
 def _interpret(module: IRModule, function: PrimFunc, values: dict[str, np.ndarray]) -> None:
