@@ -1,0 +1,643 @@
+"""inject-warp-specialization: a software-pipelined loop annotated
+`software_pipeline_warp_specialize` (the producer's thread count) becomes a producer/consumer
+split of its block's threads, synchronized by an mbarrier ring in shared memory, instead of
+inject-software-pipeline's rotated prologue, body and epilogue.
+
+Expects opaque blocks with thread-binding loops (after unify-thread-binding, right before
+inject-software-pipeline); leaves the same, the annotated loops gone. The loop's stage-0
+statements (`software_pipeline_stage`) are the producer's: copies into shared memory, reading
+global memory only; the statements of the later stages are the consumers'. With P producer
+threads, a block of T threads (threadIdx extents, constants) and S the ring's depth (the
+versions inject-software-pipeline would give the buffers the copies fill):
+
+- the block grows by P threads: its outermost thread dimension d (threadIdx.z, else y, else x)
+  by P / (the threads below d), which must divide; the producers are the threads with
+  `t_d >= extent(d)`, linear ids [T, T + P), a warpgroup of their own when P and T are
+  multiples of 128;
+- the buffers the copies write get S versions (an outer axis, indexed `i % S` for iteration
+  i = k - k_min) and are allocated around the split with `full[S]` and `empty[S]`, uint64
+  mbarriers in shared memory that thread 0 initializes (P and T arrivals a phase) before a
+  `__syncthreads`;
+- the producer runs the loop: from its S-th iteration on it waits for `empty[i % S]` (parity
+  (i / S + 1) % 2: the consumers' release of that version's last use), runs the copies with
+  its thread index rebased (`t_d - extent(d)`, so they are the consumers' own copy code; with
+  P < T each producer thread runs the copies of threads p, p + P, ...), then arrives on
+  `full[i % S]`. Its stores come before its arrival, which releases them (mbarrier
+  release/acquire; the interpreter reports a race if an arrival precedes the stores);
+- the consumers run everything else the block did, the loop with its later-stage statements
+  in program order on version i % S, after waiting for `full[i % S]` (parity (i / S) % 2),
+  and each consumer thread arrives on `empty[i % S]` at the end of the iteration (its own
+  reads are what the arrival orders before the refill);
+- with `software_pipeline_max_registers` = [producer, consumer] (multiples of 8 in 24..256;
+  P and T multiples of 128; sm_90a) the producer starts with `setmaxnreg.dec` and the
+  consumers with `setmaxnreg.inc`.
+
+The split is wrapped in `T.attr(0, "warp_specialize_scope", P)`: thread-sync may not put a
+`__syncthreads` inside it (the branches diverge; the mbarriers order the ring) and refuses a
+program that would need one there. Refused, at the loop or the offending statement: a loop
+not pipelined, not serial, inside another loop or condition of the kernel, or outside thread
+bindings; asynchronous stages (the copies are synchronous in this version); a stage-0
+statement that is not a copy from global into shared memory; a consumer that writes what the
+copies fill, or a copy that reads what the consumers write; thread extents that are not
+constants, or that P does not divide as above; a block barrier anywhere in the consumers'
+code. Architectures before sm_90 are refused by the backends at the first mbarrier call,
+located at the loop.
+
+    for ty in T.thread_binding(4, "threadIdx.y"):        for ty in T.thread_binding(8, ...):
+      for tx in T.thread_binding(32, "threadIdx.x"):       for tx in ...:
+        for k in T.serial(K, annotations={                   S = alloc((2, ...)); full, empty
+            stage: [0, 1], warp_specialize: 128}):           if ty == 0 and tx == 0: init(...)
+          S[ty, tx] = A[k, ty * 32 + tx]        ->           __syncthreads()
+          C[...] += S[...]                                   if ty >= 4:
+                                                               for k in range(K):
+                                                                 if k >= 2: wait(empty[k % 2])
+                                                                 S[k % 2, ty - 4, tx] = A[...]
+                                                                 arrive(full[k % 2])
+                                                             else:
+                                                               for k in range(K):
+                                                                 wait(full[k % 2])
+                                                                 C[...] += S[k % 2, ...]
+                                                                 arrive(empty[k % 2])
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+from tirc.analysis.arith.analyzer import Analyzer
+from tirc.analysis.regions import infer_access_regions
+from tirc.diagnostics import DiagnosticError, Note, Span
+from tirc.ir import dtype as dt
+from tirc.ir import expr as E
+from tirc.ir import stmt as S
+from tirc.ir.buffer import Range, make_buffer
+from tirc.ir.function import PrimFunc
+from tirc.ir.functor import Mutator, Visitor, walk
+from tirc.ir.intrinsics import Effect, lookup
+from tirc.ir.node import Node
+from tirc.transform.fresh_copy import fresh_copy
+from tirc.transform.pass_base import Dialect, FunctionPass
+from tirc.transform.passes.inject_software_pipeline import (
+    ASYNC_STAGES,
+    ORDER,
+    STAGE,
+    _Accesses,
+    _body_block,
+    _children,
+    _int_list,
+    _versioned_buffer,
+    _Versioner,
+    _versions,
+)
+
+WARP_SPECIALIZE = "software_pipeline_warp_specialize"
+MAX_REGISTERS = "software_pipeline_max_registers"
+# around the producer/consumer split: thread-sync puts no barrier inside
+SCOPE = "warp_specialize_scope"
+_KEYS = (STAGE, ORDER, ASYNC_STAGES, WARP_SPECIALIZE, MAX_REGISTERS)
+_THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
+_SHARED = ("shared", "shared.dyn")
+_REGISTER_FILE = 65536  # 32-bit registers an SM has for the threads of a block
+_U64 = dt.parse_dtype("uint64")
+
+
+def _thread_tag(loop: S.Stmt) -> str | None:
+    if isinstance(loop, S.For) and loop.thread_binding is not None:
+        tag = loop.thread_binding.thread_tag
+        return tag if tag in _THREAD_TAGS else None
+    return None
+
+
+def _annotated(node: Node) -> list[S.For]:
+    found: list[S.For] = []
+
+    def look(item: Node) -> None:
+        if isinstance(item, S.For) and WARP_SPECIALIZE in item.annotations:
+            found.append(item)
+
+    walk(node, look)
+    return found
+
+
+def _call(op: str, *args: E.PrimExpr | int, span: Span | None = None) -> S.Evaluate:
+    values = tuple(E.IntImm(a, dt.INT32) if isinstance(a, int) else a for a in args)
+    return S.Evaluate(E.Call(dt.VOID, op, values, span=span), span=span)
+
+
+def _positive_int(loop: S.For, key: str) -> int:
+    value = loop.annotations.get(key)
+    if isinstance(value, E.IntImm):
+        value = value.value
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise DiagnosticError.at(loop.span, f"the loop's '{key}' must be a positive integer")
+    return value
+
+
+class _CopyCheck(Visitor):
+    """A stage-0 statement must be a copy into shared memory of values read from global
+    memory: the first access or call that is not is reported."""
+
+    def __init__(self, loop: S.For) -> None:
+        self.loop = loop
+
+    def refuse(self, node: Node, what: str) -> None:
+        raise DiagnosticError.at(
+            getattr(node, "span", None) or self.loop.span,
+            f"a warp-specialized loop's stage-0 statements are the producer's copies into "
+            f"shared memory: this {what}",
+            Note("the loop", self.loop.span),
+        )
+
+    def visit_BufferStore(self, node: S.BufferStore) -> None:
+        if node.buffer.scope not in _SHARED:
+            self.refuse(node, f"writes '{node.buffer.name}' in '{node.buffer.scope}' memory")
+        self.generic_visit(node)
+
+    def visit_BufferLoad(self, node: E.BufferLoad) -> None:
+        if node.buffer.scope != "global":
+            self.refuse(node, f"reads '{node.buffer.name}' in '{node.buffer.scope}' memory")
+        self.generic_visit(node)
+
+    def visit_Call(self, node: E.Call) -> None:
+        intrinsic = lookup(node.op)
+        if intrinsic is None or intrinsic.effect is not Effect.PURE:
+            self.refuse(node, f"calls T.{node.op}")
+        self.generic_visit(node)
+
+
+class _BarrierCheck(Visitor):
+    """The consumers' code may hold no block barrier: the producer never reaches it."""
+
+    def __init__(self, loop: S.For) -> None:
+        self.loop = loop
+
+    def visit_Call(self, node: E.Call) -> None:
+        if node.op == "tvm_storage_sync":
+            raise DiagnosticError.at(
+                node.span or self.loop.span,
+                "this block barrier would run in the consumer threads of a warp-specialized "
+                "loop only, where the producer threads never reach it",
+                Note("the warp-specialized loop", self.loop.span),
+            )
+        self.generic_visit(node)
+
+
+def _defined(node: Node) -> set[E.Var]:
+    """The variables `node` binds (loops, `Bind`s)."""
+    found: set[E.Var] = set()
+
+    def look(item: Node) -> None:
+        if isinstance(item, S.For):
+            found.add(item.loop_var)
+        elif isinstance(item, S.Bind):
+            found.add(item.var)
+
+    walk(node, look)
+    return found
+
+
+def _vars(node: Node) -> list[E.Var]:
+    found: list[E.Var] = []
+
+    def look(item: Node) -> None:
+        if isinstance(item, E.Var):
+            found.append(item)
+
+    walk(node, look)
+    return found
+
+
+def _check_free_vars(body: S.Stmt, loop: S.For, copies: list[S.Stmt]) -> None:
+    """The producer runs the copies outside the kernel body: they may not use its variables."""
+    inner = set().union(*map(_defined, copies)) | {loop.loop_var}
+    outside = _defined(body) - inner
+    for copy in copies:
+        used = [var for var in _vars(copy) if var in outside]
+        if used:
+            raise DiagnosticError.at(
+                copy.span or loop.span,
+                f"this copy of a warp-specialized loop uses '{used[0].name}', bound in the "
+                "kernel around the loop, where the producer threads do not run",
+                Note("the loop", loop.span),
+            )
+
+
+def _path(stmt: S.Stmt, target: S.For) -> list[S.Stmt] | None:
+    """The statements from `stmt` down to `target` (both included), or None."""
+    if stmt is target:
+        return [stmt]
+    children: tuple[S.Stmt, ...]
+    if isinstance(stmt, S.SeqStmt):
+        children = stmt.stmts
+    elif isinstance(stmt, S.SBlockRealize):
+        children = (stmt.block,)
+    elif isinstance(stmt, S.SBlock):
+        children = (stmt.body,)
+    elif isinstance(stmt, (S.For, S.While, S.AttrStmt)):
+        children = (stmt.body,)
+    elif isinstance(stmt, S.IfThenElse):
+        children = (stmt.then_case,) + ((stmt.else_case,) if stmt.else_case else ())
+    else:
+        return None
+    for child in children:
+        found = _path(child, target)
+        if found is not None:
+            return [stmt, *found]
+    return None
+
+
+class _Replace(Mutator):
+    """The loop replaced, and the hoisted buffers' allocations dropped from the blocks."""
+
+    def __init__(self, loop: S.For, replacement: S.Stmt, hoisted: set[E.Var]) -> None:
+        self.loop, self.replacement, self.hoisted = loop, replacement, hoisted
+
+    def visit_For(self, node: S.For) -> S.Stmt:
+        return self.replacement if node is self.loop else self.generic_visit(node)
+
+    def visit_SBlock(self, node: S.SBlock) -> S.SBlock:
+        node = self.generic_visit(node)
+        kept = tuple(b for b in node.alloc_buffers if b.data not in self.hoisted)
+        if len(kept) == len(node.alloc_buffers):
+            return node
+        return dataclasses.replace(node, alloc_buffers=kept)
+
+    def visit_PrimExpr(self, node: E.PrimExpr) -> E.PrimExpr:
+        return node
+
+
+@dataclass
+class _Threads:
+    """The block's thread loops (innermost last) and the dimension that grows."""
+
+    loops: list[S.For]
+    extents: dict[str, int]
+    grown: str  # the tag of the dimension the producers are added to
+    step: int  # threads of that dimension's index a producer thread adds
+
+    @property
+    def total(self) -> int:
+        return math.prod(self.extents.values())
+
+    def var(self, tag: str) -> E.Var:
+        return next(loop.loop_var for loop in self.loops if _thread_tag(loop) == tag)
+
+
+def _threads(chain: list[S.For], loop: S.For, producers: int) -> _Threads:
+    extents: dict[str, int] = {}
+    for thread in chain:
+        tag = _thread_tag(thread)
+        assert tag is not None
+        if not isinstance(thread.extent, E.IntImm) or not E.is_const_int(thread.min, 0):
+            raise DiagnosticError.at(
+                thread.span or loop.span,
+                f"warp specialization needs constant thread extents: {tag} is not",
+                Note("the warp-specialized loop", loop.span),
+            )
+        extents[tag] = thread.extent.value
+    grown = next(tag for tag in reversed(_THREAD_TAGS) if tag in extents)
+    below = math.prod(
+        extents[tag] for tag in _THREAD_TAGS[: _THREAD_TAGS.index(grown)] if tag in extents
+    )
+    total = math.prod(extents.values())
+    shape = " x ".join(f"{tag}={extents[tag]}" for tag in _THREAD_TAGS if tag in extents)
+    if producers % 32 or producers % below or total % producers:
+        raise DiagnosticError.at(
+            loop.span,
+            f"cannot add {producers} producer threads to a block of {shape}: the producer count "
+            f"must be a multiple of 32 and of {below} (the threads below {grown}) that divides "
+            f"the block's {total} threads",
+        )
+    return _Threads(chain, extents, grown, producers // below)
+
+
+def _registers(loop: S.For, producers: int, consumers: int) -> tuple[int, int] | None:
+    value = loop.annotations.get(MAX_REGISTERS)
+    if value is None:
+        return None
+    counts = _int_list(loop, MAX_REGISTERS, 2)
+    for count in counts:
+        if count % 8 or not 24 <= count <= 256:
+            raise DiagnosticError.at(
+                loop.span,
+                f"the loop's '{MAX_REGISTERS}' are setmaxnreg counts: multiples of 8 from 24 to "
+                f"256, not {count}",
+            )
+    if producers % 128 or consumers % 128:
+        raise DiagnosticError.at(
+            loop.span,
+            f"setmaxnreg acts on whole warpgroups: '{MAX_REGISTERS}' needs producer and consumer "
+            f"thread counts that are multiples of 128, not {producers} and {consumers}",
+        )
+    if counts[0] * producers + counts[1] * consumers > _REGISTER_FILE:
+        raise DiagnosticError.at(
+            loop.span,
+            f"'{MAX_REGISTERS}' asks for {counts[0]} x {producers} + {counts[1]} x {consumers} "
+            f"registers, more than the {_REGISTER_FILE} of an SM",
+        )
+    return counts[0], counts[1]
+
+
+def _specialize(chain: list[S.For], body: S.Stmt, loop: S.For, analyzer: Analyzer) -> S.Stmt:
+    """The kernel body `body` (inside the thread loops `chain`) with `loop` split into a
+    producer and consumers; the caller grows the thread loop."""
+    path = _path(body, loop)
+    assert path is not None
+    for outer in path[:-1]:
+        if not isinstance(outer, (S.SeqStmt, S.SBlock, S.SBlockRealize)) or (
+            isinstance(outer, S.SBlockRealize)
+            and (outer.block.iter_vars or not E.is_const_int(outer.predicate, 1))
+        ):
+            raise DiagnosticError.at(
+                loop.span,
+                "a warp-specialized loop must sit directly in its kernel's thread loops (blocks "
+                "around it are fine), not in another loop or condition",
+                Note("inside this", outer.span),
+            )
+    if STAGE not in loop.annotations:
+        raise DiagnosticError.at(
+            loop.span, f"'{WARP_SPECIALIZE}' needs a software-pipelined loop ('{STAGE}')"
+        )
+    if ASYNC_STAGES in loop.annotations:
+        raise DiagnosticError.at(
+            loop.span,
+            f"'{ASYNC_STAGES}' with '{WARP_SPECIALIZE}': the producer's copies are synchronous "
+            "in this version (drop the async stages)",
+        )
+    if loop.kind is not S.ForKind.SERIAL:
+        raise DiagnosticError.at(loop.span, "only a serial loop can be warp-specialized")
+    block = _body_block(loop)
+    stmts = _children(block.body if block is not None else loop.body)
+    stages = _int_list(loop, STAGE, len(stmts))
+    orders = _int_list(loop, ORDER, len(stmts)) if ORDER in loop.annotations else stages
+    if max(stages) == 0 or min(stages) != 0:
+        raise DiagnosticError.at(
+            loop.span,
+            "a warp-specialized loop needs its copies in stage 0 and its compute in later stages",
+        )
+    producer = [i for i, stage in enumerate(stages) if stage == 0]
+    consumer = [i for i, stage in enumerate(stages) if stage > 0]
+    for index in producer:
+        _CopyCheck(loop).visit(stmts[index])
+    accesses = []
+    for stmt in stmts:
+        collector = _Accesses()
+        collector.visit(stmt)
+        accesses.append(collector)
+    filled = set().union(*(accesses[i].writes for i in producer))
+    for c in consumer:
+        clash = accesses[c].writes & (filled | set().union(*(accesses[i].reads for i in producer)))
+        if clash:
+            raise DiagnosticError.at(
+                stmts[c].span or loop.span,
+                f"this consumer statement writes '{min(v.name for v in clash)}', which the "
+                "warp-specialized loop's producer copies fill or read",
+                Note("the loop", loop.span),
+            )
+        early = [p for p in producer if p > c and accesses[c].reads & accesses[p].writes]
+        if early:
+            raise DiagnosticError.at(
+                stmts[c].span or loop.span,
+                "this consumer statement reads what a later copy of the same iteration writes",
+                Note("the copy", stmts[early[0]].span),
+            )
+    _BarrierCheck(loop).visit(body)
+    _check_free_vars(body, loop, [stmts[i] for i in producer])
+
+    # the buffers the copies fill, allocated in the loop's blocks or around it
+    allocated = {
+        b.data: b
+        for s in [*path, *([block] if block else [])]
+        if isinstance(s, S.SBlock)
+        for b in s.alloc_buffers
+    }
+    missing = [v for v in filled if v not in allocated]
+    if missing:
+        name = min(v.name for v in missing)
+        raise DiagnosticError.at(
+            loop.span,
+            f"the warp-specialized loop's copies fill '{name}', which is not allocated in the "
+            "kernel around the loop: the pass cannot give it the ring's versions",
+        )
+    hoisted = sorted((allocated[v] for v in filled), key=lambda b: b.name)
+    counts = _versions(tuple(hoisted), accesses, stages, orders)
+    depth = max(counts.values())
+    ring = {b.data: _versioned_buffer(b, depth) for b in hoisted}
+
+    producers = _positive_int(loop, WARP_SPECIALIZE)
+    threads = _threads(chain, loop, producers)
+    consumers = threads.total
+    registers = _registers(loop, producers, consumers)
+
+    dtype = loop.loop_var.dtype
+    span = loop.span
+
+    def const(value: int) -> E.IntImm:
+        return E.IntImm(value, dtype)
+
+    def iteration_of(var: E.Var) -> tuple[E.PrimExpr, E.PrimExpr, E.PrimExpr]:
+        """(version, use count, iteration) of iteration `var` of the loop."""
+        inner = Analyzer()
+        inner.ranges.update(analyzer.ranges)
+        inner.bind(var, Range(loop.min, loop.extent))
+        i = inner.simplify(E.Sub(var, loop.min))
+        return (
+            inner.simplify(E.FloorMod(i, const(depth))),
+            inner.simplify(E.FloorDiv(i, const(depth))),
+            i,
+        )
+
+    full = make_buffer("full", (E.IntImm(depth, dt.INT32),), _U64, "shared")
+    empty = make_buffer("empty", (E.IntImm(depth, dt.INT32),), _U64, "shared")
+    keep = S.Attrs(tuple((k, v) for k, v in loop.annotations.items if k not in _KEYS))
+
+    # consumers: the loop's later stages on version i % S, between full and empty
+    version, use, iteration = iteration_of(loop.loop_var)
+    versions = {data: (buffer, version) for data, buffer in ring.items()}
+    parity = E.FloorMod(use, const(2))
+    work = [_Versioner(versions).visit(stmts[i]) for i in consumer]
+    consumer_body: S.Stmt = S.seq(
+        _call("ptx_mbarrier_wait", full.data, version, parity, span=span),
+        *work,
+        _call("ptx_mbarrier_arrive", empty.data, version, span=span),
+    )
+    if block is not None:
+        inner_block = dataclasses.replace(
+            block,
+            body=consumer_body,
+            alloc_buffers=tuple(b for b in block.alloc_buffers if b.data not in ring),
+        )
+        reads, writes = infer_access_regions(inner_block)
+        inner_block = dataclasses.replace(inner_block, reads=reads, writes=writes)
+        consumer_body = S.SBlockRealize((), E.IntImm(1, dt.BOOL), inner_block, span=block.span)
+    consumer_loop = dataclasses.replace(loop, body=consumer_body, annotations=keep)
+    consumer_branch = _Replace(loop, consumer_loop, set(ring)).visit(body)
+
+    # the producer: the copies, its thread index rebased onto the consumers'
+    copies = S.seq(*(_Versioner(versions).visit(stmts[i]) for i in producer))
+    grown_var = threads.var(threads.grown)
+    base = E.Sub(grown_var, E.IntImm(threads.extents[threads.grown], grown_var.dtype))
+    rounds = consumers // producers
+    if rounds > 1:
+        r = E.Var("r", grown_var.dtype)
+        step = E.IntImm(threads.step, grown_var.dtype)
+        copies = S.For(
+            r,
+            E.IntImm(0, r.dtype),
+            E.IntImm(rounds, r.dtype),
+            S.ForKind.SERIAL,
+            fresh_copy(copies, {grown_var: E.Add(base, E.Mul(r, step))}),
+            span=span,
+        )
+    else:
+        copies = fresh_copy(copies, {grown_var: base})
+    wait_empty = S.IfThenElse(
+        E.GE(iteration, const(depth)),
+        _call(
+            "ptx_mbarrier_wait",
+            empty.data,
+            version,
+            E.FloorMod(E.Add(use, const(1)), const(2)),
+            span=span,
+        ),
+        span=span,
+    )
+    producer_loop = S.For(
+        loop.loop_var,
+        loop.min,
+        loop.extent,
+        S.ForKind.SERIAL,
+        S.seq(wait_empty, copies, _call("ptx_mbarrier_arrive", full.data, version, span=span)),
+        span=span,
+    )
+    producer_branch: S.Stmt = fresh_copy(producer_loop, {})
+    if registers is not None:
+        producer_branch = S.seq(_setmaxnreg("dec", registers[0], span), producer_branch)
+        consumer_branch = S.seq(_setmaxnreg("inc", registers[1], span), consumer_branch)
+
+    first = E.IntImm(1, dt.BOOL)
+    first_thread: E.PrimExpr = first
+    for thread in threads.loops:
+        test = E.EQ(thread.loop_var, E.IntImm(0, thread.loop_var.dtype))
+        first_thread = test if first_thread is first else E.And(first_thread, test)
+    s = E.Var("s", dt.INT32)
+    init = S.IfThenElse(
+        first_thread,
+        S.For(
+            s,
+            E.IntImm(0, dt.INT32),
+            E.IntImm(depth, dt.INT32),
+            S.ForKind.SERIAL,
+            S.seq(
+                _call("ptx_mbarrier_init", full.data, s, producers, span=span),
+                _call("ptx_mbarrier_init", empty.data, s, consumers, span=span),
+            ),
+            span=span,
+        ),
+        span=span,
+    )
+    sync = S.Evaluate(
+        E.Call(
+            dt.INT32,
+            "tvm_storage_sync",
+            (E.StringImm("shared"), E.IntImm(0, dt.BOOL), E.IntImm(-1, dt.INT32)),
+        ),
+        span=span,
+    )
+    is_producer = E.GE(grown_var, E.IntImm(threads.extents[threads.grown], grown_var.dtype))
+    split = S.AttrStmt(
+        E.IntImm(0, dt.INT32),
+        SCOPE,
+        E.IntImm(producers, dt.INT32),
+        S.IfThenElse(is_producer, producer_branch, consumer_branch, span=span),
+        span=span,
+    )
+    wrapper = S.SBlock(
+        "warp_specialized",
+        (),
+        (),
+        (),
+        S.seq(init, sync, split),
+        alloc_buffers=(*ring.values(), full, empty),
+        span=span,
+    )
+    reads, writes = infer_access_regions(wrapper)
+    wrapper = dataclasses.replace(wrapper, reads=reads, writes=writes)
+    return S.SBlockRealize((), E.IntImm(1, dt.BOOL), wrapper, span=span)
+
+
+def _setmaxnreg(direction: str, count: int, span: Span | None) -> S.Evaluate:
+    return _call("ptx_setmaxnreg", E.StringImm(direction), count, span=span)
+
+
+class _Specializer(Mutator):
+    def __init__(self) -> None:
+        self.analyzer = Analyzer()
+
+    def visit_For(self, node: S.For) -> S.Stmt:
+        self.analyzer.bind(node.loop_var, Range(node.min, node.extent))
+        if _thread_tag(node) is None:
+            return self.generic_visit(node)
+        chain = [node]
+        body = node.body
+        while _thread_tag(body) is not None:
+            assert isinstance(body, S.For)
+            chain.append(body)
+            self.analyzer.bind(body.loop_var, Range(body.min, body.extent))
+            body = body.body
+        loops = _annotated(body)
+        if not loops:
+            return node
+        if len(loops) > 1:
+            raise DiagnosticError.at(
+                loops[1].span,
+                "a kernel can have one warp-specialized loop",
+                Note("the first", loops[0].span),
+            )
+        inner_threads: list[Node] = []
+
+        def look(item: Node) -> None:
+            if isinstance(item, S.Stmt) and _thread_tag(item) is not None:
+                inner_threads.append(item)
+
+        walk(body, look)
+        if inner_threads:
+            raise DiagnosticError.at(
+                getattr(inner_threads[0], "span", None) or loops[0].span,
+                "warp specialization needs the kernel's thread bindings around its whole body: "
+                "this one is inside it",
+                Note("the warp-specialized loop", loops[0].span),
+            )
+        result = _specialize(chain, body, loops[0], self.analyzer)
+        threads = _threads(chain, loops[0], _positive_int(loops[0], WARP_SPECIALIZE))
+        for thread in reversed(chain):
+            if _thread_tag(thread) == threads.grown:
+                extent = E.IntImm(
+                    threads.extents[threads.grown] + threads.step, thread.extent.dtype
+                )
+                result = dataclasses.replace(thread, extent=extent, body=result)
+            else:
+                result = dataclasses.replace(thread, body=result)
+        return result
+
+    def visit_PrimExpr(self, node: E.PrimExpr) -> E.PrimExpr:
+        return node
+
+
+@dataclass(frozen=True)
+class InjectWarpSpecialization(FunctionPass):
+    name = "inject-warp-specialization"
+    expects = Dialect.OPAQUE_BLOCKS
+    leaves = Dialect.OPAQUE_BLOCKS
+
+    def run_function(self, func: PrimFunc) -> PrimFunc:
+        body = _Specializer().visit(func.body)
+        left = _annotated(body)
+        if left:
+            raise DiagnosticError.at(
+                left[0].span,
+                "a warp-specialized loop must be inside its kernel's threadIdx bindings",
+            )
+        return func if body is func.body else dataclasses.replace(func, body=body)
