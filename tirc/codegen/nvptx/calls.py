@@ -12,6 +12,7 @@ import llvmlite.ir as ir
 from tirc.codegen.cuda.dp4a import dp4a_operands
 from tirc.codegen.nvptx import types
 from tirc.codegen.nvptx.ptx import LOWERINGS as PTX_LOWERINGS
+from tirc.codegen.nvptx.tma_ptx import LOWERINGS as TMA_LOWERINGS
 from tirc.codegen.nvptx.values import _INTRINSIC_MATH, _LIBDEVICE_MATH, RULES, ValueBuilder
 from tirc.codegen.nvptx.wgmma_ptx import LOWERINGS as WGMMA_LOWERINGS
 from tirc.diagnostics import DiagnosticError
@@ -283,11 +284,9 @@ _LOWERINGS: dict[str, CallLowering] = {
 
 @RULES.register(E.Call)
 def lower_call(v: ValueBuilder, call: E.Call) -> ir.Value:
-    lowering = _LOWERINGS.get(call.op)
-    if lowering is None:
-        lowering = PTX_LOWERINGS.get(call.op)
-    if lowering is None:
-        lowering = WGMMA_LOWERINGS.get(call.op)
+    lowering = None
+    for table in (_LOWERINGS, PTX_LOWERINGS, WGMMA_LOWERINGS, TMA_LOWERINGS):
+        lowering = lowering or table.get(call.op)
     if lowering is None:
         raise DiagnosticError.at(
             call.span, f"--ptx-via llvm does not support T.{call.op}; use --ptx-via nvrtc"

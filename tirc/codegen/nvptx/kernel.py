@@ -1,15 +1,21 @@
 """One kernel as an LLVM function with the `ptx_kernel` calling convention.
 
 Thread indices read `llvm.nvvm.read.ptx.sreg.{tid,ctaid}.*`; shared buffers are addrspace(3)
-globals (dynamic ones carved from one external array), used through generic pointers;
-per-thread arrays are allocas. Loops carry their variable in a phi.
+globals (dynamic ones carved from one external array) aligned as CUDA C aligns them (1024 bytes
+for a swizzled TMA box), used through generic pointers; per-thread arrays are allocas. Loops
+carry their variable in a phi. The parameters are the kernel's, then its tensor maps
+(tirc.codegen.nvptx.tma_ptx), as the CUDA C kernel's.
 """
 
 from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from tirc.codegen.cuda.kernel import dynamic_shared_layout, pointer_element
+from tirc.codegen.cuda.kernel import (
+    dynamic_shared_alignment,
+    dynamic_shared_layout,
+    pointer_element,
+)
 from tirc.codegen.cuda.kernels import Kernel, allocation_size, uses_of
 from tirc.codegen.cuda.wmma import check_fragment_accesses
 
@@ -18,12 +24,15 @@ from tirc.codegen.nvptx import (
     calls,  # noqa: F401
     types,
 )
+from tirc.codegen.nvptx.annotations import annotate
+from tirc.codegen.nvptx.tma_ptx import TENSOR_MAP, bind_tensor_maps
 from tirc.codegen.nvptx.values import ValueBuilder
 from tirc.diagnostics import DiagnosticError
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
 from tirc.ir.functor import Dispatch
 from tirc.ir.structural import structural_equal
+from tirc.ir.tma import shared_alignment, tensor_maps
 
 SHARED = 3
 _REGISTERS = {"threadIdx": "tid", "blockIdx": "ctaid"}
@@ -37,6 +46,8 @@ class KernelBuilder:
         params = []
         for var in kernel.params:
             params.append(types.POINTER if var.dtype.is_handle else types.value_type(var.dtype))
+        maps = tensor_maps(kernel.body)
+        params += [TENSOR_MAP] * len(maps)
         function = ir.Function(module, ir.FunctionType(ir.VoidType(), params), kernel.name)
         function.calling_convention = "ptx_kernel"
         self.function = function
@@ -45,11 +56,16 @@ class KernelBuilder:
         body = function.append_basic_block("body")
         self.b = ir.IRBuilder(body)
         self.v = ValueBuilder(module, self.b)
-        for var, argument in zip(kernel.params, function.args, strict=True):
+        for var, argument in zip(kernel.params, function.args[: len(kernel.params)], strict=True):
             argument.name = var.name
             if var.dtype.is_handle and noalias and pointer_element(var, buffers) is not None:
                 argument.add_attribute("noalias")
             self.v.values[var] = argument
+        self.v.tensor_maps = bind_tensor_maps(function, maps, len(kernel.params))
+        threads = kernel.threads_per_block()
+        if threads is not None:  # CUDA C's __launch_bounds__(threads): .maxntid threads, 1, 1
+            for axis, count in zip("xyz", (threads, 1, 1), strict=True):
+                annotate(function, f"maxntid{axis}", count)
         self.loops: list[tuple[ir.Block, ir.Block]] = []  # (continue target, exit)
         self.dynamic_offsets, _ = dynamic_shared_layout(kernel)
 
@@ -224,7 +240,7 @@ def _alloc(k: KernelBuilder, node: S.AllocBuffer) -> None:
         shared = ir.GlobalVariable(k.module, array, name, addrspace=SHARED)
         shared.linkage = "internal"
         shared.initializer = ir.Constant(array, ir.Undefined)
-        shared.align = 16
+        shared.align = shared_alignment(k.kernel.body, buffer.data)
         k.v.values[buffer.data] = k.b.addrspacecast(shared, types.POINTER)
     elif isinstance(size, E.IntImm):
         slot = k.allocas.alloca(element, size=ir.Constant(types.I64, size.value), name=buffer.name)
@@ -241,7 +257,9 @@ def _dynamic_shared(k: KernelBuilder) -> ir.Value:
         array = ir.ArrayType(types.I8, 0)
         existing = ir.GlobalVariable(k.module, array, "tirc_dynamic_shared", addrspace=SHARED)
         existing.linkage = "external"
-        existing.align = 16
+        existing.align = 1
+    # one array for every kernel of the module: aligned for the one that needs most
+    existing.align = max(existing.align, dynamic_shared_alignment(k.kernel, k.dynamic_offsets))
     return k.b.addrspacecast(existing, types.POINTER)
 
 

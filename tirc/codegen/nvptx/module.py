@@ -11,6 +11,8 @@ import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
 from tirc.codegen.cuda.kernels import module_kernels, require_split
+from tirc.codegen.cuda.tma import check_tma_arch
+from tirc.codegen.cuda.wgmma_ptx import check_arch as check_wgmma_arch
 from tirc.codegen.nvptx.kernel import KernelBuilder
 from tirc.codegen.nvptx.libdevice import find_libdevice
 from tirc.diagnostics import DiagnosticError, Note
@@ -49,13 +51,23 @@ def build_module(module: IRModule) -> tuple[ir.Module, bool]:
 
 def emit_nvvm_ir(module: IRModule, *, arch: str = "sm_90") -> str:
     """The LLVM IR (before optimization) of a module lowered for cuda."""
+    check_arch(module, arch)
     llvm_module, _ = build_module(module)
     return str(llvm_module)
+
+
+def check_arch(module: IRModule, arch: str) -> None:
+    """The CUDA C backend's located error at the first Hopper instruction `arch` lacks
+    (wgmma and setmaxnreg: sm_90a; mbarrier transaction counts, TMA, fence.proxy.async:
+    sm_90)."""
+    check_wgmma_arch(module, arch)
+    check_tma_arch(module, arch)
 
 
 def emit_ptx(module: IRModule, *, arch: str = "sm_90", opt_level: int = 3) -> str:
     """PTX for `arch` of a module lowered for cuda, optimized at `opt_level` (0-3; 0 runs no
     LLVM passes, 2 and 3 its O2 pipeline)."""
+    check_arch(module, arch)
     llvm_module, uses_libdevice = build_module(module)
     _initialize()
     level = min(max(opt_level, 0), 3)

@@ -12,6 +12,8 @@ addrspace(3) pointers converted to 32-bit integers (what `__cvta_generic_to_shar
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import llvmlite.ir as ir
 
 from tirc.codegen.nvptx import types
@@ -69,6 +71,16 @@ def _asm(
     if len(results) == 1:
         return [value]
     return [v.b.extract_value(value, i) for i in range(len(results))]
+
+
+def instruction(text: str) -> Callable[[ValueBuilder, E.Call], ir.Value]:
+    """The lowering of a call that is one fixed instruction, ordered with memory."""
+
+    def lower(v: ValueBuilder, call: E.Call) -> ir.Value:
+        _asm(v, text, "~{memory}", [], [])
+        return _ZERO
+
+    return lower
 
 
 def _operand_list(first: int, count: int) -> str:

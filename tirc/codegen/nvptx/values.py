@@ -15,6 +15,7 @@ from tirc.ir import expr as E
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType
 from tirc.ir.functor import Dispatch
+from tirc.ir.tma import TmaLoad
 
 # PTX instructions through LLVM intrinsics
 _INTRINSIC_MATH = {
@@ -34,13 +35,14 @@ _LIBDEVICE_MATH = (
 
 
 class ValueBuilder:
-    """Lowers expressions at the builder's position; `values` binds variables, `pointers` the
-    data handles of buffers."""
+    """Lowers expressions at the builder's position; `values` binds variables and data
+    handles, `tensor_maps` the kernel's tensor-map parameters (tirc.ir.tma.tensor_maps)."""
 
     def __init__(self, module: ir.Module, builder: ir.IRBuilder) -> None:
         self.module = module
         self.b = builder
         self.values: dict[E.Var, ir.Value] = {}
+        self.tensor_maps: list[tuple[TmaLoad, ir.Argument]] = []
         self.uses_libdevice = False
 
     def __call__(self, expr: object) -> ir.Value:

@@ -8,12 +8,17 @@ each descriptor is an i64 packed from the operand's shared address, LBO, SBO and
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import llvmlite.ir as ir
 
 from tirc.codegen.nvptx import types
-from tirc.codegen.nvptx.ptx import _ZERO, _address, _asm, _operand_list, _shared_word
+from tirc.codegen.nvptx.ptx import (
+    _ZERO,
+    _address,
+    _asm,
+    _operand_list,
+    _shared_word,
+    instruction,
+)
 from tirc.codegen.nvptx.values import ValueBuilder
 from tirc.diagnostics import DiagnosticError
 from tirc.ir import expr as E
@@ -88,14 +93,6 @@ def lower_wgmma(v: ValueBuilder, call: E.Call) -> ir.Value:
     return _ZERO
 
 
-def _instruction(text: str) -> Callable[[ValueBuilder, E.Call], ir.Value]:
-    def lower(v: ValueBuilder, call: E.Call) -> ir.Value:
-        _asm(v, text, "~{memory}", [], [])
-        return _ZERO
-
-    return lower
-
-
 def lower_wait_group(v: ValueBuilder, call: E.Call) -> ir.Value:
     count = call.args[0]
     if not isinstance(count, E.IntImm):
@@ -114,9 +111,9 @@ def lower_setmaxnreg(v: ValueBuilder, call: E.Call) -> ir.Value:
 
 LOWERINGS = {
     "ptx_wgmma": lower_wgmma,
-    "ptx_wgmma_fence": _instruction("wgmma.fence.sync.aligned;"),
-    "ptx_wgmma_commit_group": _instruction("wgmma.commit_group.sync.aligned;"),
+    "ptx_wgmma_fence": instruction("wgmma.fence.sync.aligned;"),
+    "ptx_wgmma_commit_group": instruction("wgmma.commit_group.sync.aligned;"),
     "ptx_wgmma_wait_group": lower_wait_group,
-    "ptx_fence_proxy_async": _instruction("fence.proxy.async.shared::cta;"),
+    "ptx_fence_proxy_async": instruction("fence.proxy.async.shared::cta;"),
     "ptx_setmaxnreg": lower_setmaxnreg,
 }

@@ -1,0 +1,254 @@
+"""Hopper's mbarriers and TMA copies on the NVPTX path (--ptx-via llvm, sm_90a): the samples'
+PTX assembles with ptxas; each mbarrier and TMA call of the lowered program is one instruction
+of the PTX (at -O0, where LLVM copies no code); the tensor maps are `.param .align 64 .b8
+[128]` parameters after the program's, read through `cvta.param` with no local copy, and the
+parameter list is the CUDA C kernel's (nvcc's PTX); architectures before sm_90 get the CUDA
+C backend's located error; `tirc run --target cuda` launches the NVPTX kernel with the same
+host code and arguments (on the fake driver)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.codegen_cuda.gpu_plans import GpuPlan, gpu_plans
+from tests.codegen_cuda.helpers import ptxas_accepts, require_tool
+from tests.runtime.fake_cuda import CUtensorMapSwizzle, FakeDriver, fake_device
+from tirc.codegen.cuda import emit_cuda
+from tirc.codegen.cuda.kernels import module_kernels
+from tirc.codegen.nvptx import emit_ptx
+from tirc.diagnostics import DiagnosticError
+from tirc.driver import cuda_toolchain, run_cuda
+from tirc.driver.compile_cuda import cuda_artifact
+from tirc.driver.lower import lower_module
+from tirc.ir.function import IRModule
+from tirc.ir.tma import hopper_calls, tensor_maps
+from tirc.text import parse
+
+SAMPLES = ("tma_copy", "gemm_wgmma_tma", "gemm_wgmma_ws")
+# what each call becomes in the PTX, as a pattern counted once per instruction
+INSTRUCTIONS = {
+    "ptx_mbarrier_init": r"mbarrier\.init\.shared::cta\.b64 ",
+    "ptx_mbarrier_arrive": r"mbarrier\.arrive\.shared::cta\.b64 ",
+    "ptx_mbarrier_arrive_expect_tx": r"mbarrier\.arrive\.expect_tx\.shared::cta\.b64 ",
+    "ptx_mbarrier_wait": r"mbarrier\.try_wait\.parity\.shared::cta\.b64 ",
+    "ptx_mbarrier_inval": r"mbarrier\.inval\.shared::cta\.b64 ",
+    "ptx_tma_load": r"cp\.async\.bulk\.tensor\.\dd\.shared::cluster\.global\.mbarrier::"
+    r"complete_tx::bytes ",
+    "ptx_tma_store": r"cp\.async\.bulk\.tensor\.\dd\.global\.shared::cta\.bulk_group ",
+    "ptx_tma_store_commit": r"cp\.async\.bulk\.commit_group;",
+    "ptx_tma_store_wait": r"cp\.async\.bulk\.wait_group \d+;",
+}
+_PARAM = re.compile(
+    r"\.param\s+(?:\.align (\d+)\s+)?\.(\w+)\s+(?:\.ptr\s+(?:\.\w+\s+)*)?"
+    r"(?:\.align \d+\s+)?\w+?_param_\d+(\[\d+\])?"
+)
+
+
+def _plan(name: str) -> GpuPlan:
+    return next(plan for plan in gpu_plans(name) if plan.id == name)
+
+
+def _nvptx(name: str, opt_level: int = 3) -> str:
+    return str(
+        cuda_artifact(
+            _plan(name).lowered(), "ptx", arch="sm_90a", ptx_via="llvm", opt_level=opt_level
+        )
+    )
+
+
+def _signature(ptx: str) -> list[tuple[str, str, str]]:
+    """The `.entry`'s parameters as (alignment, type, array): what a launch must match (the
+    `.ptr .align 1` LLVM adds to a pointer only tells ptxas what it points at)."""
+    (params,) = re.findall(r"\.entry\s+\w+\s*\(([^)]*)\)", ptx)
+    found = [_PARAM.search(part) for part in params.split(",")]
+    assert all(found), params
+    return [(m.group(1) or "", m.group(2), m.group(3) or "") for m in found if m is not None]
+
+
+@pytest.mark.parametrize("name", SAMPLES)
+def test_the_samples_assemble_for_sm_90a(name: str, tmp_path: Path) -> None:
+    ptx = _nvptx(name)
+    assert ".target sm_90a" in ptx
+    assert "cp.async.bulk.tensor.2d.shared::cluster" in ptx
+    assert "mbarrier.try_wait.parity.shared::cta.b64" in ptx
+    assert ptxas_accepts(ptx, tmp_path, arch="sm_90a") == ""
+
+
+@pytest.mark.parametrize("name", SAMPLES)
+def test_each_call_is_one_instruction(name: str) -> None:
+    (kernel,) = module_kernels(_plan(name).lowered())
+    calls = Counter(call.op for call in hopper_calls(kernel.body))
+    ptx = _nvptx(name, opt_level=0)  # no LLVM pass: no unrolled copy of an instruction
+    for op, pattern in INSTRUCTIONS.items():
+        assert len(re.findall(pattern, ptx)) == calls[op], op
+    assert calls["ptx_tma_load"] > 0 and calls["ptx_mbarrier_wait"] > 0
+
+
+@pytest.mark.parametrize("name", SAMPLES)
+def test_the_tensor_maps_are_the_last_parameters(name: str) -> None:
+    (kernel,) = module_kernels(_plan(name).lowered())
+    maps = len(tensor_maps(kernel.body))
+    signature = _signature(_nvptx(name))
+    assert len(signature) == len(kernel.params) + maps
+    assert signature[len(kernel.params) :] == [("64", "b8", "[128]")] * maps
+    assert ("64", "b8", "[128]") not in signature[: len(kernel.params)]
+
+
+@pytest.mark.parametrize("name", SAMPLES)
+def test_the_signature_is_the_cuda_c_kernels(name: str, tmp_path: Path) -> None:
+    nvcc = require_tool("nvcc")
+    cu = tmp_path / "k.cu"
+    cu.write_text(emit_cuda(_plan(name).lowered()))
+    done = subprocess.run(
+        [nvcc, "-arch=sm_90a", "-ptx", str(cu), "-o", str(tmp_path / "k.ptx")],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    nvcc_ptx = (tmp_path / "k.ptx").read_text()
+    ptx = _nvptx(name)
+    assert _signature(ptx) == _signature(nvcc_ptx)
+    # __launch_bounds__ as nvcc spells it
+    assert re.findall(r"\.maxntid [\d, ]+", ptx) == re.findall(r"\.maxntid [\d, ]+", nvcc_ptx)
+
+
+def _resources(ptx: str) -> dict[str, int]:
+    _, log = cuda_toolchain.assemble_ptx(ptx, "sm_90a", verbose=True, purpose="the test")
+    numbers = {}
+    for key, pattern in (
+        ("stack", r"(\d+) bytes stack frame"),
+        ("spill stores", r"(\d+) bytes spill stores"),
+        ("spill loads", r"(\d+) bytes spill loads"),
+        ("registers", r"Used (\d+) registers"),
+    ):
+        found = re.search(pattern, log)
+        assert found is not None, log
+        numbers[key] = int(found.group(1))
+    return numbers
+
+
+def test_the_tensor_map_is_read_in_place() -> None:
+    """grid_constant: the copy takes the parameter's generic address (cvta.param), as nvcc
+    does for `const __grid_constant__`, instead of copying 128 bytes to the stack."""
+    require_tool("ptxas")
+    ptx = _nvptx("tma_copy")
+    address = re.search(r"cvta\.param\.u64\s+(%rd\d+), (%rd\d+);", ptx)
+    assert address is not None
+    assert re.search(rf"mov\.b64\s+{address.group(2)}, main_kernel_param_2;", ptx)
+    assert f"[{address.group(1)}, {{" in ptx  # the copy's tensor-map operand
+    assert _resources(ptx)["stack"] == 0
+
+
+def test_the_warp_specialized_gemm_does_not_spill() -> None:
+    require_tool("ptxas")
+    numbers = _resources(_nvptx("gemm_wgmma_ws"))
+    assert numbers["spill stores"] == 0 and numbers["spill loads"] == 0
+
+
+def _tma_copy(arch: str, *, fence: bool) -> IRModule:
+    plan = _plan("tma_copy")
+    text = plan.program.read_text()
+    if not fence:  # the same line count, the same spans
+        text = text.replace("T.ptx_fence_proxy_async()", "T.evaluate(0)")
+    module = parse(text, name=str(plan.program), defines=dict(plan.defines))
+    return lower_module(module, target=f"cuda -arch={arch}", for_backend=True)
+
+
+@pytest.mark.parametrize(
+    ("arch", "fence", "where", "op"),
+    [
+        ("sm_80", True, 21, "ptx_fence_proxy_async"),  # fence.proxy.async: sm_90
+        ("sm_89", False, 20, "ptx_mbarrier_init"),
+    ],
+)
+def test_older_architectures_get_the_cuda_c_error(
+    arch: str, fence: bool, where: int, op: str
+) -> None:
+    lowered = _tma_copy(arch, fence=fence)
+    with pytest.raises(DiagnosticError) as cuda_c:
+        cuda_artifact(lowered, "cu", arch=arch)
+    for attempt in (
+        lambda: cuda_artifact(lowered, "ptx", arch=arch, ptx_via="llvm"),
+        lambda: emit_ptx(lowered, arch=arch),  # the backend refuses it by itself too
+    ):
+        with pytest.raises(DiagnosticError) as nvptx:
+            attempt()
+        assert str(nvptx.value) == str(cuda_c.value)
+        diagnostic = nvptx.value.diagnostics[0]
+        assert f"T.{op} needs sm_90 or later" in diagnostic.message and arch in diagnostic.message
+        assert diagnostic.span is not None and diagnostic.span.line == where
+
+
+# a TMA store of a 2 x 64 box of S into B at (1, 64), in one bulk group, waited for
+STORE = """
+@T.prim_func
+def main(A: T.Buffer((128,), "float16"), B: T.Buffer((4, 128), "float16")):
+    tx = T.launch_thread("threadIdx.x", 128)
+    S = T.alloc_buffer((128,), "float16", scope="shared")
+    S[tx] = A[tx]
+    T.ptx_fence_proxy_async()
+    T.tvm_storage_sync("shared")
+    if tx == 0:
+        T.ptx_tma_store("float16", B.data, 2, 0, 4, 128, 2, 64, S.data, 0, 1, 64)
+        T.ptx_tma_store_commit()
+        T.ptx_tma_store_wait(0)
+"""
+
+
+def test_a_tma_store_assembles(tmp_path: Path) -> None:
+    lowered = lower_module(parse(STORE, name="store.tir"), target="cuda -arch=sm_90a")
+    ptx = str(cuda_artifact(lowered, "ptx", arch="sm_90a", ptx_via="llvm"))
+    store = re.search(
+        r"cp\.async\.bulk\.tensor\.2d\.global\.shared::cta\.bulk_group "
+        r"\[(%rd\d+), \{(%r\d+), (%r\d+)\}\], \[(%r\d+)\];",
+        ptx,
+    )
+    assert store is not None, ptx
+    # innermost coordinate first: (1, 64) -> {64, 1}
+    assert re.search(rf"mov\.b32\s+{store.group(2)}, 64;", ptx)
+    assert re.search(rf"mov\.b32\s+{store.group(3)}, 1;", ptx)
+    assert "cp.async.bulk.commit_group;" in ptx and "cp.async.bulk.wait_group 0;" in ptx
+    assert _signature(ptx)[-1] == ("64", "b8", "[128]")
+    assert ptxas_accepts(ptx, tmp_path, arch="sm_90a") == ""
+
+
+def test_run_launches_the_nvptx_kernel_with_its_map(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`tirc run --target cuda` without NVRTC makes the PTX through LLVM: the same launch
+    (arguments, then the map the driver encodes) fits the NVPTX kernel's parameters, which
+    the fake driver reads from that PTX."""
+    monkeypatch.setattr(cuda_toolchain, "has_nvrtc", lambda: False)
+    made_by: list[str] = []
+    module_image = run_cuda.module_image
+
+    def recording(lowered: IRModule, arch: str, **options: object) -> bytes:
+        image = module_image(lowered, arch, ptx=True)
+        made_by.append(image.decode().split("\n", 3)[1])
+        return image
+
+    monkeypatch.setattr(run_cuda, "module_image", recording)
+    plan = _plan("tma_copy")
+    module = parse(
+        plan.program.read_text(), name=str(plan.program), defines={"M": "128", "N": "192"}
+    )
+    a = np.ones((128, 192), "float16")
+    driver = FakeDriver()
+    run_cuda.run_on_cuda(
+        module,
+        "main",
+        module["main"],
+        "cuda -arch=sm_90a",
+        {"A": a, "B": np.zeros_like(a)},
+        device=fake_device(driver),
+    )
+    assert made_by == ["// Generated by LLVM NVPTX Back-End"]
+    (made,) = driver.tensor_maps
+    assert made.swizzle == CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B
+    (launch,) = driver.launches
+    assert launch.grid == (3, 2, 1) and launch.args[2] == ("tensor map", made)
+    assert driver.leaks() == []
