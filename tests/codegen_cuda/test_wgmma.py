@@ -92,6 +92,7 @@ def test_interpreter_computes_the_product(name: str, k: int, n: int) -> None:
     [  # one block tile, two k stages each
         ("gemm_wgmma", 64, 128, 128),
         ("gemm_wgmma_tensorize", 64, 128, 128),
+        ("gemm_wgmma_tensorize_bf16", 64, 256, 64),  # bfloat16, m64n256k16
         pytest.param("gemm_wgmma_128x256", 128, 256, 64, marks=pytest.mark.slow),  # 12 s
         pytest.param("gemm_wgmma_128x256_s3", 128, 256, 192, marks=pytest.mark.slow),  # 27 s
     ],
@@ -99,8 +100,9 @@ def test_interpreter_computes_the_product(name: str, k: int, n: int) -> None:
 def test_sample_matches_numpy_in_the_interpreter(name: str, m: int, n: int, k: int) -> None:
     module = sample({"M": str(m), "N": str(n), "K": str(k)}, name)
     rng = np.random.default_rng(2)
-    a = rng.uniform(-1, 1, (m, k)).astype(np.float16)
-    b = rng.uniform(-1, 1, (k, n)).astype(np.float16)
+    element = ml_dtypes.bfloat16 if name.endswith("_bf16") else np.float16
+    a = rng.uniform(-1, 1, (m, k)).astype(element)
+    b = rng.uniform(-1, 1, (k, n)).astype(element)
     c = np.zeros((m, n), np.float32)
     run(module["main"], {"A": a, "B": b, "C": c}, module=module)
     np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64), atol=1e-5)
@@ -173,6 +175,7 @@ def _nvcc(directory: Path, *flags: str) -> subprocess.CompletedProcess[str]:
         "gemm_wgmma_128x256",
         "gemm_wgmma_128x256_s3",
         "gemm_wgmma_tensorize",
+        "gemm_wgmma_tensorize_bf16",  # 128 accumulators a thread: 166 registers at 4096^3
     ],
 )
 def test_nvcc_and_ptxas_accept_it_for_sm_90a(name: str, tmp_path: Path) -> None:
