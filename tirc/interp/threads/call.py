@@ -21,6 +21,7 @@ from tirc.interp.semantics.math_functions import LANEWISE, lane_function
 from tirc.interp.semantics.operators import DIVISIONS
 from tirc.interp.semantics.warp import SHUFFLES
 from tirc.interp.threads.allreduce import compile_allreduce
+from tirc.interp.threads.cluster_calls import RULES as CLUSTER_RULES
 from tirc.interp.threads.compilers import Exprs
 from tirc.interp.threads.context import Code, Context
 from tirc.interp.threads.launch import compile_launch, launched_kernel
@@ -379,4 +380,5 @@ _RULES: dict[str, CallRule] = {
     **PTX_RULES,
     **WMMA_RULES,
     **TMA_RULES,
+    **CLUSTER_RULES,
 }

@@ -123,6 +123,7 @@ class Context:
     launcher: Launcher | None = None
     launch_line: LaunchLine | None = None
     serial_threads: bool = False  # s-tir: thread-bound loops mean serial loops
+    cluster: tuple[int, int, int] | None = None  # the function's cluster shape (ir.cluster)
     current_node: Node | None = None
     loops: int = 0  # loops (and kernels) around the code being emitted
     nesting: int = 0  # blocks open in the Python function being emitted (Python allows 20)

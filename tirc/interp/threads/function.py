@@ -21,6 +21,7 @@ from tirc.interp.threads.runtime import base_namespace
 from tirc.interp.threads.stmt import StmtCompiler
 from tirc.ir.abi import is_kernel
 from tirc.ir.buffer import Buffer
+from tirc.ir.cluster import cluster_dims
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import Var
 from tirc.ir.function import IRModule, PrimFunc
@@ -55,6 +56,7 @@ def compile_python(
     ctx.launcher, ctx.launch_line = launcher, launch_line
     ctx.data_types = _data_types(func)
     ctx.serial_threads = func.is_s_tir
+    ctx.cluster = cluster_dims(func)
     compiler = StmtCompiler(ctx)
     _prologue(compiler, func)
     compiler.compile(func.body)

@@ -13,9 +13,11 @@ from __future__ import annotations
 from tirc.diagnostics import DiagnosticError
 from tirc.interp.memory.storage import SHARED_SCOPES
 from tirc.interp.threads.access import add_terms
+from tirc.interp.threads.cluster import launch_cluster
 from tirc.interp.threads.compilers import Stmts
 from tirc.interp.threads.context import Code, KernelState
 from tirc.ir.buffer import Buffer
+from tirc.ir.cluster import BARRIER_OPS, MAP_SHARED, cluster_calls
 from tirc.ir.expr import PrimExpr, Var
 from tirc.ir.functor import walk
 from tirc.ir.node import Node
@@ -116,10 +118,24 @@ def _launch_kernel(compiler: Stmts, stmt: Stmt) -> None:
             ctx.affine = saved_affine
     grid = ", ".join(extents[tag].text for tag in GRID)
     block = ", ".join(extents[tag].text for tag in BLOCK)
-    if ctx.launch_line is not None:  # the lockstep model's, where it can run the kernel
+    cluster = _cluster_shape(compiler, stmt)
+    if cluster is not None:  # the blocks of a cluster run together: the thread model's way
+        launch = ctx.constant(launch_cluster, "launch_cluster")
+        ctx.emit(f"{launch}({name}, ({grid}), ({block}), {site}, {cluster})")
+    elif ctx.launch_line is not None:  # the lockstep model's, where it can run the kernel
         ctx.emit(ctx.launch_line(compiler, stmt, name, grid, block, site))
     else:
         ctx.emit(f"_launch({name}, ({grid}), ({block}), {site})")
+
+
+def _cluster_shape(compiler: Stmts, stmt: Stmt) -> tuple[int, int, int] | None:
+    """The function's cluster shape; a cluster of one block where it has none but the kernel
+    uses the cluster barrier or a peer's shared memory (1 x 1 x 1, as on sm_90)."""
+    if compiler.ctx.cluster is not None:
+        return compiler.ctx.cluster
+    if any(call.op in (*BARRIER_OPS, MAP_SHARED) for call in cluster_calls(stmt)):
+        return (1, 1, 1)
+    return None
 
 
 def _launch_extents(compiler: Stmts, stmt: Stmt) -> dict[str, Code]:

@@ -1,0 +1,410 @@
+"""Thread-block clusters in the thread model (tirc.ir.cluster): the blocks of one cluster run
+together, every thread of all of them in one scheduler round, so that the cluster barrier and
+distributed shared memory mean what they do on sm_90.
+
+The cluster barrier (`barrier.cluster.arrive` then `.wait`) completes a phase when every thread
+of the cluster that has not exited has arrived; a wait returns once the phase its thread arrived
+in has completed. An arriving thread goes no further until the whole cluster has arrived (as
+late as the hardware may let it go on), so the phase's completion orders every access made
+before an arrive before every access made after a wait, and the race trackers of all the
+cluster's blocks start afresh; only when holding the arrivers would stall the cluster do they
+go on early, and then the trackers keep what they saw (a race may then be reported that the
+barrier would have ordered). Each shared array is watched twice: thread by thread within
+its block (what `__syncthreads` resets), and block by block (its own threads' accesses and
+its peers' through `mapa`), which only the cluster barrier resets: a block's barrier does not
+order its peers. Reaching the shared memory of a block whose threads have all returned is an
+error. When no thread of the cluster can go on, the error is at a wait, naming what it waits
+for and which blocks have threads that have not arrived. Shared memory a kernel function
+allocates before its launches is each block's own here (the blocks run at once).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tirc.interp.fault import Fault
+from tirc.interp.memory.storage import Pointer, Storage, storage_of
+from tirc.interp.threads.scheduler import (
+    BARRIER,
+    POLL,
+    BlockContext,
+    RaceTracker,
+    Thread,
+    _in_thread,
+    _release_barrier,
+    _resolve_allreduce,
+    _resolve_warps,
+)
+from tirc.ir.cluster import Dims, grid_remainder
+
+# an arriving thread held until the cluster has arrived: (ARRIVE, site)
+ARRIVE = 6
+
+
+@dataclass(eq=False)
+class ClusterContext:
+    """What the blocks of one cluster share: the barrier's phase and who has arrived in it."""
+
+    dims: Dims
+    blocks: list[ClusterBlock] = field(default_factory=list)  # by rank
+    phase: int = 0
+    arrived: dict[tuple[int, int], int] = field(default_factory=dict)  # (rank, thread) -> site
+    waiting_phase: dict[tuple[int, int], int] = field(default_factory=dict)  # arrived, not waited
+    overlapped: bool = False  # an arriver went on before the phase completed
+    exited: set[tuple[int, int]] = field(default_factory=set)
+
+    def describe(self) -> str:
+        missing = [
+            (block.rank, thread)
+            for block in self.blocks
+            for thread in sorted(block.members)
+            if (block.rank, thread) not in self.arrived and (block.rank, thread) not in self.exited
+        ]
+        ranks = sorted({rank for rank, _ in missing})
+        where = ", ".join(str(self.blocks[rank].block_index) for rank in ranks[:4])
+        more = f" and {len(ranks) - 4} more" if len(ranks) > 4 else ""
+        return (
+            f"the cluster barrier's phase {self.phase}: {len(self.arrived)} threads arrived, "
+            f"{len(missing)} have not (in blocks {where}{more})"
+        )
+
+
+class ClusterBlock(BlockContext):
+    """A block that runs in a cluster: its rank there, the cluster it shares, and, beside each
+    shared array's tracker of its own threads, one of the blocks that reach the array (its own
+    and peers through `mapa`), which only the cluster barrier resets."""
+
+    def __init__(self, block_index: Dims, dims: Dims, cluster: ClusterContext, rank: int):
+        super().__init__(block_index, dims)
+        self.cluster = cluster
+        self.rank = rank
+        self.members = frozenset(range(dims[0] * dims[1] * dims[2]))
+        self.finished = False  # every thread has returned: its shared memory is gone
+        self.peers = _Blocks(self)
+        self.cross: list[RaceTracker] = []
+
+    def watch(self) -> RaceTracker:
+        cross = RaceTracker(self.peers)
+        self.cross.append(cross)
+        tracker = ClusterTracker(self, cross)
+        self.trackers.append(tracker)
+        return tracker
+
+    def outer_shared(self, key: int, handle: object) -> object:
+        """Shared memory allocated outside the kernel (at a kernel function's top, before its
+        launches): this block's own, as on the GPU, since the cluster's blocks run at once
+        (zeros at the start; what the kernel writes there does not stay)."""
+        found = self.storages.get(("outer", key))
+        if not isinstance(found, Storage):
+            found = _fresh_shared(self, storage_of(handle), ("outer", key))
+        if isinstance(handle, Pointer):
+            return Pointer(found, handle.byte_offset, handle.dtype)
+        return found
+
+    def cluster_epoch(self) -> None:
+        for tracker in (*self.trackers, *self.cross):
+            tracker.reset()
+
+
+class _Blocks(BlockContext):
+    """How a cross-block tracker names who touched an element: a block, by its rank."""
+
+    def __init__(self, owner: ClusterBlock):
+        super().__init__(owner.block_index, owner.dims)
+        self.owner = owner
+
+    def describe_thread(self, thread: int) -> str:
+        return f"a thread of block {self.owner.cluster.blocks[thread].block_index}"
+
+
+class ClusterTracker(RaceTracker):
+    """A shared array's tracker of its block's own threads that also counts each access as
+    its block's in the array's cross-block tracker."""
+
+    __slots__ = ("cross", "rank")
+
+    def __init__(self, block: ClusterBlock, cross: RaceTracker):
+        super().__init__(block)
+        self.cross = cross
+        self.rank = block.rank
+
+    def read(self, address: int, thread: int, site: int, name: str) -> None:
+        super().read(address, thread, site, name)
+        self.cross.read(address, self.rank, site, name)
+
+    def write(self, address: int, thread: int, site: int, name: str, value: Any, old: Any) -> None:
+        super().write(address, thread, site, name, value, old)
+        self.cross.write(address, self.rank, site, name, value, old)
+
+
+class PeerTracker(RaceTracker):
+    """A peer block's shared array as another block's threads reach it through `mapa`: only
+    its cross-block tracker sees them, as their block's accesses."""
+
+    __slots__ = ("target", "rank", "owner")
+
+    def __init__(self, target: ClusterTracker, rank: int):
+        super().__init__(target.block)
+        self.target = target
+        self.rank = rank
+        self.owner = target.block
+
+    def _check(self, site: int, name: str) -> None:
+        if isinstance(self.owner, ClusterBlock) and self.owner.finished:
+            raise Fault(
+                site,
+                f"'{name}' is gone: every thread of block {self.owner.block_index} has "
+                "returned (a cluster barrier before they return keeps it)",
+            )
+
+    def read(self, address: int, thread: int, site: int, name: str) -> None:
+        self._check(site, name)
+        self.target.cross.read(address, self.rank, site, name)
+
+    def write(self, address: int, thread: int, site: int, name: str, value: Any, old: Any) -> None:
+        self._check(site, name)
+        self.target.cross.write(address, self.rank, site, name, value, old)
+
+
+def launch_cluster(
+    kernel: Callable[..., Thread],
+    grid: Dims,
+    dims: Dims,
+    site: int,
+    cluster: Dims,
+) -> None:
+    """Runs the kernel cluster by cluster, the blocks of each together (see run_cluster)."""
+    if min(grid) < 0 or min(dims) < 0:
+        raise Fault(site, f"kernel launched with a negative extent: grid {grid}, block {dims}")
+    reason = grid_remainder(grid, cluster)
+    if reason is not None:
+        shape = " x ".join(map(str, cluster))
+        raise Fault(site, f"the kernel runs in clusters of {shape} blocks, but {reason}")
+    cx, cy, cz = cluster
+    x_dim, y_dim, z_dim = dims
+    for bz0 in range(0, grid[2], cz):
+        for by0 in range(0, grid[1], cy):
+            for bx0 in range(0, grid[0], cx):
+                context = ClusterContext(cluster)
+                blocks: list[list[Thread]] = []
+                for rank in range(cx * cy * cz):
+                    bx, by, bz = bx0 + rank % cx, by0 + rank // cx % cy, bz0 + rank // (cx * cy)
+                    block = ClusterBlock((bx, by, bz), dims, context, rank)
+                    context.blocks.append(block)
+                    blocks.append(
+                        [
+                            kernel(bx, by, bz, tx, ty, tz, tx + x_dim * (ty + y_dim * tz), block)
+                            for tz in range(z_dim)
+                            for ty in range(y_dim)
+                            for tx in range(x_dim)
+                        ]
+                    )
+                run_cluster(blocks, context)
+
+
+@dataclass(eq=False)
+class _BlockRun:
+    """One block's threads as the cluster's scheduler sees them."""
+
+    block: ClusterBlock
+    threads: list[Thread]
+    replies: list[Any]
+    waiting: dict[int, tuple] = field(default_factory=dict)
+    live: set[int] = field(default_factory=set)
+    runnable: list[int] = field(default_factory=list)
+
+    def advance(self) -> None:
+        for thread in self.runnable:
+            try:
+                self.waiting[thread] = self.threads[thread].send(self.replies[thread])
+            except StopIteration:
+                self.live.discard(thread)
+                self.block.cluster.exited.add((self.block.rank, thread))
+                self.block.finished = not self.live
+            except Fault as fault:
+                raise _in_thread(fault, self.block, thread) from None
+        self.runnable = []
+
+    def release(self, threads: list[int]) -> None:
+        for thread in threads:
+            self.waiting.pop(thread, None)
+        self.runnable = sorted(threads)
+
+
+def run_cluster(blocks: list[list[Thread]], cluster: ClusterContext) -> None:
+    """Runs the threads of a cluster's blocks until all have returned. When no thread can go
+    on, in this order: a block's warp collectives and all-reduces, its `__syncthreads` once
+    all its threads are there, the polled waits (mbarriers, the cluster barrier), the cluster
+    barrier's phase once every live thread has arrived, and last the held arrivers."""
+    runs = [
+        _BlockRun(block, threads, [None] * len(threads), {}, set(range(len(threads))))
+        for block, threads in zip(cluster.blocks, blocks, strict=True)
+    ]
+    for run in runs:
+        run.runnable = sorted(run.live)
+    while True:
+        for run in runs:
+            run.advance()
+        if not any(run.waiting for run in runs):
+            return
+        if _resolve_blocks(runs) or _resolve_polls(runs) or _complete_phase(runs, cluster):
+            continue
+        held = False
+        for run in runs:
+            arrivers = [t for t, request in run.waiting.items() if request[0] == ARRIVE]
+            run.release(arrivers)
+            held = held or bool(arrivers)
+        if held:
+            cluster.overlapped = True
+            continue
+        _stuck(runs, cluster)
+
+
+def _resolve_blocks(runs: list[_BlockRun]) -> bool:
+    progressed = False
+    for run in runs:
+        if not run.waiting:
+            continue
+        released = _resolve_warps(run.waiting, run.replies, run.live)
+        if not released:
+            released = _resolve_allreduce(run.waiting, run.replies, run.block)
+        if not released and len({(r[0], r[1]) for r in run.waiting.values()}) == 1:
+            if next(iter(run.waiting.values()))[0] == BARRIER:
+                released = _release_barrier(run.waiting, run.live, run.block)
+        if released:
+            run.release(released)
+            progressed = True
+    return progressed
+
+
+def _resolve_polls(runs: list[_BlockRun]) -> bool:
+    progressed = False
+    for run in runs:
+        released = [t for t, request in run.waiting.items() if request[0] == POLL and request[2]()]
+        if released:
+            run.release(released)
+            progressed = True
+    return progressed
+
+
+def _complete_phase(runs: list[_BlockRun], cluster: ClusterContext) -> bool:
+    """Completes the barrier's phase when every live thread has arrived."""
+    live = [(run.block.rank, thread) for run in runs for thread in run.live]
+    if not cluster.arrived or any(key not in cluster.arrived for key in live):
+        return False
+    cluster.phase += 1
+    cluster.arrived.clear()
+    if not cluster.overlapped:
+        for block in cluster.blocks:
+            block.cluster_epoch()
+    cluster.overlapped = False
+    for run in runs:
+        run.release([t for t, request in run.waiting.items() if request[0] == ARRIVE])
+    return True
+
+
+def _stuck(runs: list[_BlockRun], cluster: ClusterContext) -> None:
+    """The error when no thread of the cluster can go on."""
+    first = next(run for run in runs if run.waiting)
+    if any(request[0] != POLL for request in first.waiting.values()):
+        _release_barrier(first.waiting, first.live, first.block)  # raises: mixed barriers
+    thread = min(first.waiting)
+    request = first.waiting[thread]
+    others: dict[int, tuple[int, _BlockRun]] = {}
+    for run in runs:
+        for other, waiting in sorted(run.waiting.items()):
+            if waiting[1] != request[1]:
+                others.setdefault(waiting[1], (other, run))
+    count = sum(len(run.waiting) for run in runs)
+    raise Fault(
+        request[1],
+        f"every thread of the cluster waits and none can go on: this wait (in "
+        f"{first.block.describe_thread(thread)}) is for {request[3]()} ({count} threads "
+        "waiting)",
+        tuple(
+            (site, f"{run.block.describe_thread(other)} waits here, for {run.waiting[other][3]()}")
+            for site, (other, run) in others.items()
+        ),
+    )
+
+
+def _cluster(block: BlockContext | None, site: int, what: str) -> ClusterBlock:
+    if not isinstance(block, ClusterBlock):
+        raise Fault(site, f"{what} runs only in a GPU kernel")
+    return block
+
+
+def arrive(block: BlockContext | None, thread: int, site: int) -> Generator[tuple, None, None]:
+    """barrier.cluster.arrive: counts the thread in the current phase, then holds it (see the
+    module's docstring)."""
+    own = _cluster(block, site, "T.ptx_barrier_cluster_arrive")
+    cluster, key = own.cluster, (own.rank, thread)
+    if key in cluster.waiting_phase:
+        raise Fault(
+            site,
+            "T.ptx_barrier_cluster_arrive: this thread arrives again before it waited for "
+            "the phase it arrived in",
+        )
+    cluster.arrived[key] = site
+    cluster.waiting_phase[key] = cluster.phase
+    yield (ARRIVE, site)
+
+
+def wait(block: BlockContext | None, thread: int, site: int) -> Generator[tuple, None, None]:
+    """barrier.cluster.wait: until the phase the thread arrived in has completed."""
+    own = _cluster(block, site, "T.ptx_barrier_cluster_wait")
+    cluster, key = own.cluster, (own.rank, thread)
+    phase = cluster.waiting_phase.pop(key, None)
+    if phase is None:
+        raise Fault(
+            site,
+            "T.ptx_barrier_cluster_wait: this thread waits without having arrived "
+            "(T.ptx_barrier_cluster_arrive first)",
+        )
+    if cluster.phase > phase:
+        return
+    yield (POLL, site, lambda: cluster.phase > phase, cluster.describe)
+
+
+def map_shared(handle: object, rank: int, block: BlockContext | None, site: int) -> object:
+    """mapa: the peer block `rank`'s copy of the shared array `handle` points into, at the same
+    offset; what this block's threads do through it is race-checked there."""
+    own = _cluster(block, site, "T.ptx_map_shared_cluster")
+    cluster = own.cluster
+    if not 0 <= rank < len(cluster.blocks):
+        raise Fault(
+            site,
+            f"T.ptx_map_shared_cluster: rank {rank} is not a block of the cluster "
+            f"(0 to {len(cluster.blocks) - 1})",
+        )
+    storage = storage_of(handle)
+    key = next((k for k, v in own.storages.items() if v is storage), None)
+    if key is None or storage.scope not in ("shared", "shared.dyn"):
+        raise Fault(site, "T.ptx_map_shared_cluster maps a shared array of the block")
+    peer = cluster.blocks[rank]
+    if peer is own:
+        return handle
+    found = peer.storages.get(key)
+    if not isinstance(found, Storage):  # the peer's threads have not reached it yet
+        found = _fresh_shared(peer, storage, key)
+    tracker = found.race
+    assert isinstance(tracker, ClusterTracker)  # a cluster block's shared arrays have one
+    mapped = Storage(
+        f"{found.name} of block {peer.block_index}", found.array, found.scope, found.dtype
+    )
+    mapped.race = PeerTracker(tracker, own.rank)
+    if isinstance(handle, Pointer):
+        return Pointer(mapped, handle.byte_offset, handle.dtype)
+    return mapped
+
+
+def _fresh_shared(block: BlockContext, like: Storage, key: object) -> Storage:
+    """The block's storage for the shared array `key`, shaped as `like`, zeros, watched."""
+    found = Storage(like.name, np.zeros_like(like.array), like.scope, like.dtype)
+    found.race = block.watch()
+    block.storages[key] = found
+    return found
