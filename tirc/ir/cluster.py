@@ -42,9 +42,12 @@ def cluster_dims(func: PrimFunc) -> Dims | None:
     """The function's cluster shape, or None without one; a located error when the attribute
     is not three positive integers or asks for more blocks than a cluster may hold."""
     value = func.attrs.get(CLUSTER_ATTR)
-    if value is None:
-        return None
-    where = function_span(func)
+    return None if value is None else parse_dims(value, function_span(func))
+
+
+def parse_dims(value: object, where: Span | None) -> Dims:
+    """A cluster shape written as an attribute or annotation value; a located error when it is
+    not three positive integers or asks for more blocks than a cluster may hold."""
     items = value if isinstance(value, (tuple, list)) else (value,)
     dims = [_integer(item) for item in items]
     if len(dims) != 3 or any(d is None or d < 1 for d in dims):

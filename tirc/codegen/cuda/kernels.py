@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from tirc.analysis.arith.analyzer import Analyzer
 from tirc.analysis.uses import Uses, uses_of
 from tirc.codegen.abi import ParamKind, function_abi
-from tirc.diagnostics import DiagnosticError, Note
+from tirc.diagnostics import DiagnosticError, Note, Span
 from tirc.ir import dtype as dt
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
 from tirc.ir.abi import is_kernel, launched_kernel
 from tirc.ir.buffer import Buffer
-from tirc.ir.cluster import Dims, cluster_dims, grid_remainder
+from tirc.ir.cluster import Dims, cluster_dims, function_span, grid_remainder
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.functor import Mutator, Visitor, walk
 from tirc.ir.node import Node
@@ -102,11 +102,11 @@ def kernel_of(name: str, func: PrimFunc) -> Kernel:
     body = hoist_dynamic_allocations(func.body, frozenset(func.params))
     kernel = Kernel(name, body, _launch_dims(func.body), list(func.params), cluster_dims(func))
     check_whole_warps(kernel)
-    check_whole_clusters(kernel)
+    check_whole_clusters(kernel, function_span(func))
     return kernel
 
 
-def check_whole_clusters(kernel: Kernel) -> None:
+def check_whole_clusters(kernel: Kernel, where: Span | None) -> None:
     """A located error when the grid's extents are constants that no whole number of clusters
     fills (the launcher checks the others when it launches)."""
     if kernel.cluster is None:
@@ -121,7 +121,7 @@ def check_whole_clusters(kernel: Kernel) -> None:
         axis = next(a for a, s, c in zip("xyz", (x, y, z), kernel.cluster, strict=True) if s % c)
         extent = kernel.dims.get(f"blockIdx.{axis}")
         raise DiagnosticError.at(
-            extent.span if extent is not None and extent.span is not None else kernel.body.span,
+            extent.span if extent is not None and extent.span is not None else where,
             f"{kernel.name} runs in clusters of {' x '.join(map(str, kernel.cluster))} blocks, "
             f"but {reason}",
             Note("make each blockIdx extent a multiple of the cluster's"),

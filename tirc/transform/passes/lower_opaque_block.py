@@ -25,6 +25,7 @@ from tirc.diagnostics import DiagnosticError
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
 from tirc.ir.buffer import Range
+from tirc.ir.cluster import CLUSTER_ATTR, cluster_dims, function_span, parse_dims
 from tirc.ir.function import PrimFunc
 from tirc.ir.functor import Mutator
 from tirc.ir.substitute import substitute
@@ -40,6 +41,9 @@ def alloc_annotations(alignment: int) -> S.Attrs:
 
 
 class _Lowerer(Mutator):
+    def __init__(self) -> None:
+        self.clusters: list[S.For] = []  # blockIdx loops a plan annotated with "cluster_dims"
+
     def visit_SeqStmt(self, node: S.SeqStmt) -> S.Stmt:
         stmts = [self.visit(stmt) for stmt in node.stmts]
         if all(new is old for new, old in zip(stmts, node.stmts, strict=False)):
@@ -90,6 +94,8 @@ class _Lowerer(Mutator):
             span=binding.span,
         )
         key = VIRTUAL_THREAD if binding.thread_tag.startswith("vthread") else THREAD_EXTENT
+        if CLUSTER_ATTR in node.annotations:
+            self.clusters.append(node)
         return S.AttrStmt(iter_var, key, node.extent, body, span=node.span)
 
 
@@ -100,5 +106,34 @@ class LowerOpaqueBlock(FunctionPass):
     leaves = Dialect.TIR
 
     def run_function(self, func: PrimFunc) -> PrimFunc:
-        body = _Lowerer().visit(func.body)
-        return func if body is func.body else dataclasses.replace(func, body=body)
+        lowerer = _Lowerer()
+        body = lowerer.visit(func.body)
+        attrs = _cluster_attrs(func, lowerer.clusters)
+        if body is func.body and attrs is func.attrs:
+            return func
+        return dataclasses.replace(func, body=body, attrs=attrs)
+
+
+def _cluster_attrs(func: PrimFunc, loops: list[S.For]) -> S.Attrs:
+    """The function's attributes with the cluster shape its blockIdx loops were annotated with
+    (a plan's `annotate(bx, "cluster_dims", [2, 1, 1])`): a kernel's, so the function's."""
+    attrs = func.attrs
+    known = cluster_dims(func)
+    for loop in loops:
+        where = loop.span or function_span(func)  # a plan's loops have no place in the text
+        value = parse_dims(loop.annotations.get(CLUSTER_ATTR), where)
+        binding = loop.thread_binding
+        if binding is None or not binding.thread_tag.startswith("blockIdx"):
+            raise DiagnosticError.at(
+                where,
+                f'"{CLUSTER_ATTR}" annotates a loop bound to blockIdx, not one bound to '
+                f"{binding.thread_tag if binding is not None else 'no thread'}",
+            )
+        if known is not None and known != value:
+            raise DiagnosticError.at(
+                where,
+                f"this loop asks for clusters of {value}, but the function already has "
+                f'"{CLUSTER_ATTR}" {known}',
+            )
+        attrs, known = attrs.set(CLUSTER_ATTR, value), value
+    return attrs
