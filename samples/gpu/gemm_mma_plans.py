@@ -14,7 +14,11 @@ Every plan tiles C by (bm x bn) blocks of (wm x wn) warps, each warp a (bm/wm x 
   (float32 accumulators) and stores C from registers (mma_store);
 - `stages`: the k loop is software-pipelined, the copies `stages - 1` iterations ahead, with
   cp.async (async_); `kpipe` double-buffers the fragments across the k steps of a tile;
-- `raster`: blocks go in groups of `raster` block rows down one block column, for L2 reuse.
+- `raster`: blocks go in groups of `raster` block rows down one block column, for L2 reuse;
+- `ws`: the pipelined k loop is warp-specialized (inject-warp-specialization, sm_90): `ws`
+  more threads a block copy the tiles (synchronously) into a ring of `stages` versions that
+  mbarriers hand to the warps, which only compute. Such a plan schedules the same GEMM written
+  for Hopper, gemm_wgmma_tensorize.tir (its comment names the sm_90a target).
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ def plan(
     kpipe: bool = False,
     swizzle: bool = False,
     raster: int = 0,
+    ws: int = 0,
 ) -> dict[str, object]:
     steps: list[dict[str, object]] = []
 
@@ -128,6 +133,8 @@ def plan(
         op("annotate", target="uk0", key="software_pipeline_order", value=[0, 1, 2])
         if async_:
             op("annotate", target="uk0", key="software_pipeline_async_stages", value=[0])
+        if ws:
+            op("annotate", target="uk0", key="software_pipeline_warp_specialize", value=ws)
     if kpipe:
         # a k step's body: ldmatrix A, ldmatrix B, the products; loads one step ahead
         op("annotate", target="uk1", key="software_pipeline_stage", value=[0, 0, 1])
@@ -166,6 +173,14 @@ PLANS: dict[str, dict[str, Any]] = {
         "stages": 3,
         "async_": True,
         "raster": 8,
+    },
+    # warp-specialized: 128 copying threads beside the 4 computing warps (64 x 128 tiles, the
+    # Hopper program's test shape)
+    "gemm_wgmma_tensorize.mma_ws": {
+        "bm": 64,
+        "swizzle": True,
+        "stages": 3,
+        "ws": 128,
     },
 }
 

@@ -17,6 +17,11 @@ they are issued (other threads must have read the old values first) and again at
 after them, until a wait for all groups (`n == 0`). Barriers go inside the async attributes,
 as TVM puts them: the one a read needs after the wait, `wait_group(n); __syncthreads(); read`.
 
+Inside a warp-specialized split (`T.attr(0, "warp_specialize_scope", P)`, made by
+inject-warp-specialization) the producer and consumer branches diverge and the mbarrier ring
+orders the pipeline's buffers: a statement there that would still need a barrier is refused,
+located, instead of getting a `__syncthreads` only part of the block reaches.
+
     with T.launch_thread("threadIdx.x", 32) as tx:           ... as tx:
         S[tx] = A[tx]                                 ->          S[tx] = A[tx]
         B[tx] = S[31 - tx]                                        T.tvm_storage_sync("shared")
@@ -28,6 +33,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from tirc.diagnostics import DiagnosticError, Note
 from tirc.ir import dtype as dt
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
@@ -41,6 +47,7 @@ from tirc.transform.passes.inject_software_pipeline import (
     WAIT_INFLIGHT_COUNT,
     WAIT_QUEUE_SCOPE,
 )
+from tirc.transform.passes.inject_warp_specialization import SCOPE as WARP_SPECIALIZE_SCOPE
 
 SHARED_SCOPES = ("shared", "shared.dyn")
 ASYNC_KEYS = (ASYNC_SCOPE, COMMIT_QUEUE_SCOPE, WAIT_QUEUE_SCOPE, WAIT_INFLIGHT_COUNT)
@@ -185,8 +192,14 @@ class _Planner(Mutator):
         self.state = _Accesses()
         self.in_kernel = False
         self.in_async = False
+        self.split: S.AttrStmt | None = None  # the warp-specialized split we are in
 
     def visit_AttrStmt(self, node: S.AttrStmt) -> S.Stmt:
+        if node.key == WARP_SPECIALIZE_SCOPE and self.in_kernel:
+            outer, self.split = self.split, node
+            body = self.body(node.body)
+            self.split = outer
+            return node if body is node.body else dataclasses.replace(node, body=body)
         entering = node.key == "thread_extent" and not self.in_kernel
         if entering:
             self.in_kernel, self.state = True, _Accesses()
@@ -220,6 +233,15 @@ class _Planner(Mutator):
                 and not _starts_with_sync(child)
                 and not _is_async_scope(child)  # the barrier goes inside (after a wait)
             ):
+                if self.split is not None:
+                    raise DiagnosticError.at(
+                        child.span or self.split.span,
+                        "this statement needs a barrier after the shared memory accesses before "
+                        "it, inside a warp-specialized loop's producer/consumer split, where "
+                        "__syncthreads would deadlock: the mbarrier ring orders only the "
+                        "pipeline's buffers",
+                        Note("the split", self.split.span),
+                    )
                 new.append(SYNC)
                 self.state = self.state.after_barrier()
             if synced or isinstance(child, _COMPOUND):
