@@ -162,6 +162,7 @@ _POINTER_ARGS: dict[str, dict[int, int]] = {
     "tvm_fill_fragment": {0: _WRITE},
     "tvm_mma_sync": {0: _WRITE, 2: _READ, 4: _READ, 6: _READ},
     "ptx_wgmma": {4: _READ, 10: _READ},
+    "ptx_map_shared_cluster": {0: 0},  # a peer's address: its loads and stores are the accesses
 }
 
 
