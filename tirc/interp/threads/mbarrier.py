@@ -1,4 +1,4 @@
-"""Hopper's mbarriers and TMA loads in the thread model (the PTX ISA's semantics, exactly).
+"""Hopper's mbarriers and TMA copies in the thread model (the PTX ISA's semantics, exactly).
 
 An mbarrier counts a phase: `init(count)` sets its expected arrivals; each `arrive` takes one
 pending arrival away, `arrive_expect_tx(bytes)` also adds bytes to the transaction count, and
@@ -15,6 +15,18 @@ values. The copies write through the async proxy, ordered by the barrier, so the
 race-checked. When every thread of a block waits and no barrier can complete, the wait is an
 error at its call, naming the barrier's state.
 
+A TMA store (cp.async.bulk.tensor to global, in a bulk async-group) reads its shared box and
+writes global memory asynchronously: it joins the issuing thread's open stores, `commit` closes
+them into a group (tirc.interp.threads.ptx.CopiesInFlight, as cp.async's groups), and only
+`wait_group(n)` of that thread completes the groups older than the n newest. The model reads
+the source and writes the tensor then, as late as the hardware may: the wait returns once no
+thread can go on. So a thread that reads the tensor before the wait sees the old values, a
+store never waited for never lands (on a GPU the block may exit and free its source first),
+and a write to the source before the wait is a data race: another thread's write in the
+barrier interval of the issue through the race tracker (the store reads its box there), any
+other write (the issuer's own, or one after a barrier) found at the wait, the source no longer
+what was issued.
+
 A barrier's state lives beside its 64-bit word (in the block's storages, keyed by the word).
 """
 
@@ -28,7 +40,8 @@ import numpy as np
 
 from tirc.interp.fault import Fault
 from tirc.interp.memory.storage import storage_of, view_of
-from tirc.interp.threads.scheduler import ACQUIRED, POLL, BlockContext
+from tirc.interp.threads.ptx import CopiesInFlight, in_flight_of
+from tirc.interp.threads.scheduler import ACQUIRED, POLL, BlockContext, RaceTracker
 from tirc.ir.dtype import DataType, parse_dtype
 from tirc.ir.tma import swizzled_byte
 
@@ -200,22 +213,89 @@ def tma_load(
     barrier.copies.append((len(raw), land))
 
 
-def tma_store(copy: Copy, block: BlockContext | None, site: int) -> None:
+class BulkStores(CopiesInFlight):
+    """One thread's TMA stores not yet complete: its open ones and its bulk async-groups."""
+
+
+def tma_store(copy: Copy, thread: int, block: BlockContext | None, site: int) -> None:
     """cp.async.bulk.tensor to global memory: the box (as it lies in shared memory, swizzled)
-    into the tensor, its elements outside the tensor dropped. The model completes it when
-    issued, one of the orders the hardware may take; its bulk group's commit and wait are
-    then no-ops."""
+    into the tensor, its elements outside the tensor dropped, when a wait completes its group
+    (at once outside a kernel). The source must hold what it held at the issue until then."""
     what = "T.ptx_tma_store"
     values = _tensor(copy)
     nbytes = int(np.prod(copy.box)) * (copy.dtype.bits // 8)
     source, start = _shared_box(copy, nbytes, site, what)
+    issued = _unswizzled(copy, source, start, nbytes)
+    tracker = getattr(storage_of(copy.shared), "race", None)
+    if isinstance(tracker, RaceTracker):
+        name = storage_of(copy.shared).name
+        for address in range(start, start + nbytes):
+            tracker.read(address, thread, site, name)
+
+    def land() -> None:
+        now = _unswizzled(copy, source, start, nbytes)
+        if now != issued:
+            _overwritten(copy, start, issued, now, tracker, site)
+        tile = np.frombuffer(issued, dtype=values.dtype).reshape(copy.box)
+        in_tile, in_tensor = _overlap(copy)
+        values[in_tensor] = tile[in_tile]
+
+    stores = in_flight_of(block, thread, BulkStores)
+    if stores is None:
+        land()
+        return
+    stores.open.append(land)
+
+
+def store_wait(
+    count: int, thread: int, block: BlockContext | None, site: int
+) -> Generator[tuple[Any, ...], None, None]:
+    """cp.async.bulk.wait_group: completes the thread's bulk groups but the `count` newest,
+    once no thread can go on (a scheduler POLL); at once when there is nothing to complete."""
+    stores = in_flight_of(block, thread, BulkStores)
+    if stores is None or len(stores.groups) <= max(count, 0):
+        return
+
+    def poll() -> bool:
+        stores.wait(count)
+        return True
+
+    yield (POLL, site, poll, lambda: "the TMA stores' bulk groups")
+
+
+def _unswizzled(copy: Copy, source: memoryview, start: int, nbytes: int) -> bytes:
+    """The box's bytes in row-major order, read from shared memory where the swizzle put them."""
     raw = bytearray(nbytes)
     for chunk in range(0, nbytes, 16):
         at = start + swizzled_byte(chunk, copy.swizzle)
         raw[chunk : chunk + 16] = source[at : at + 16]
-    tile = np.frombuffer(bytes(raw), dtype=values.dtype).reshape(copy.box)
-    in_tile, in_tensor = _overlap(copy)
-    values[in_tensor] = tile[in_tile]
+    return bytes(raw)
+
+
+def _overwritten(
+    copy: Copy, start: int, issued: bytes, now: bytes, tracker: object, site: int
+) -> None:
+    """The data race of a write to a store's source before the wait that completes it, with
+    the write's place where the race tracker still knows it (a write since the last barrier)."""
+    changed = next(i for i in range(len(now)) if now[i] != issued[i])
+    changed -= changed % (copy.dtype.bits // 8)  # the element's first byte
+    address = start + swizzled_byte(changed - changed % 16, copy.swizzle) + changed % 16
+    notes: tuple[tuple[int, str], ...] = ()
+    if isinstance(tracker, RaceTracker):
+        # the tracker keys a write by its element's first byte
+        for size in (1, 2, 4, 8, 16):
+            writer = tracker.writers.get(address - address % size)
+            if writer is not None:
+                describe = tracker.block.describe_thread
+                notes = ((writer[1], f"{describe(writer[0])} wrote it here"),)
+                break
+    raise Fault(
+        site,
+        f"data race on shared memory '{storage_of(copy.shared).name}' at byte {address}: it "
+        "was written after this TMA store was issued and before T.ptx_tma_store_wait "
+        "completed the store, which may read either value",
+        notes,
+    )
 
 
 def _acquired(block: BlockContext | None, thread: int) -> set[tuple[int, int, int]]:

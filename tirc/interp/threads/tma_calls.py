@@ -3,12 +3,14 @@
 T.ptx_mbarrier_wait(bar.data, 0, phase)  ->  (yield from wait(bar, 0, phase, _block, site))
 T.ptx_tma_load("float16", A.data, 2, 0, M, K, 64, 64, S.data, 0, bar.data, 0, y, x)
     ->  tma_load(Copy(dtype, A, 0, (M, K), (64, 64), S, 0, (y, x)), bar, 0, _tid, _block, site)
-T.ptx_tma_store(...)  ->  tma_store(Copy(...), _block, site)
+T.ptx_tma_store(...)  ->  tma_store(Copy(...), _tid, _block, site)
+T.ptx_tma_store_commit()  ->  commit_group(BulkStores, _tid, _block)
+T.ptx_tma_store_wait(n)  ->  (yield from store_wait(n, _tid, _block, site))
 """
 
 from __future__ import annotations
 
-from tirc.interp.threads import mbarrier
+from tirc.interp.threads import mbarrier, ptx
 from tirc.interp.threads.compilers import CallRule, Calls
 from tirc.interp.threads.context import Code
 from tirc.ir.expr import Call
@@ -67,13 +69,23 @@ def _tma_copy(compiler: Calls, call: Call) -> Code:
     ]
     operands = [f"{compiler.ctx.constant(mbarrier.Copy, 'Copy')}({', '.join(copy)})"]
     if barrier:
-        operands += [*_texts(compiler, barrier), _thread(compiler)]
+        operands += _texts(compiler, barrier)
     function = mbarrier.tma_load if barrier else mbarrier.tma_store
-    return Code(_call(compiler, call, function, operands))
+    return Code(_call(compiler, call, function, [*operands, _thread(compiler)]))
 
 
-def _nothing(compiler: Calls, call: Call) -> Code:
-    return Code("None")
+def _store_commit(compiler: Calls, call: Call) -> Code:
+    function = compiler.ctx.constant(ptx.commit_group, "commit_group")
+    kind = compiler.ctx.constant(mbarrier.BulkStores, "BulkStores")
+    block = "_block" if compiler.ctx.kernel is not None else "None"
+    return Code(f"{function}({kind}, {_thread(compiler)}, {block})")
+
+
+def _store_wait(compiler: Calls, call: Call) -> Code:
+    if compiler.ctx.kernel is None:
+        return Code("None")  # outside a kernel a store completes when issued
+    parts = [*_texts(compiler, call.args), _thread(compiler)]
+    return Code(f"(yield from {_call(compiler, call, mbarrier.store_wait, parts)})")
 
 
 RULES: dict[str, CallRule] = {
@@ -84,6 +96,6 @@ RULES: dict[str, CallRule] = {
     "ptx_mbarrier_inval": _inval,
     "ptx_tma_load": _tma_copy,
     "ptx_tma_store": _tma_copy,
-    "ptx_tma_store_commit": _nothing,  # stores complete when issued (mbarrier.tma_store)
-    "ptx_tma_store_wait": _nothing,
+    "ptx_tma_store_commit": _store_commit,
+    "ptx_tma_store_wait": _store_wait,
 }
