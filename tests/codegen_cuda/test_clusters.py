@@ -258,15 +258,38 @@ def test_a_plan_asks_for_clusters_on_the_blockidx_loop(tmp_path: Path) -> None:
     assert "__cluster_dims__(2, 1, 1) main_kernel(" in emit_cuda(lowered)
 
 
-def test_the_sample_sums_rows_across_its_clusters() -> None:
+def _row_sum(barriers: tuple[int, ...] = (0, 1)) -> tuple[np.ndarray, np.ndarray]:
+    """The sample with the cluster barriers numbered `barriers` kept, run on random rows."""
     path = SAMPLES / "cluster_row_sum.tir"
+    pair = "    T.ptx_barrier_cluster_arrive()\n    T.ptx_barrier_cluster_wait()\n"
+    parts = path.read_text().split(pair)
+    assert len(parts) == 3
+    text = parts[0] + "".join((pair if n in barriers else "") + parts[n + 1] for n in (0, 1))
     module = lower_module(
-        parse(path.read_text(), name=str(path), defines={"M": "4", "N": "512"}), target=TARGET
+        parse(text, name=str(path), defines={"M": "4", "N": "512"}), target=TARGET
     )
     a = np.random.default_rng(0).standard_normal((4, 512)).astype("float32")
     b = np.zeros(4, "float32")
     run(module["main"], {"A": a, "B": b}, module=module)
+    return a, b
+
+
+def test_the_sample_sums_rows_across_its_clusters() -> None:
+    a, b = _row_sum()
     np.testing.assert_allclose(b, a.sum(axis=1), rtol=1e-5, atol=1e-5)
+
+
+def test_the_sample_needs_both_of_its_cluster_barriers() -> None:
+    with pytest.raises(DiagnosticError, match="data race on shared memory 'part of block"):
+        _row_sum((1,))
+    with pytest.raises(DiagnosticError) as caught:
+        _row_sum((0,))
+    (error,) = caught.value.diagnostics
+    assert error.message.startswith(
+        "block (0, 0, 0) reaches the shared memory of block (1, 0, 0), whose threads may all "
+        "return before it does"
+    ), error.message
+    assert str(error.span).startswith(f"{SAMPLES / 'cluster_row_sum.tir'}:42:")  # P[0]
 
 
 REFUSALS = {

@@ -84,6 +84,9 @@ class ClusterBlock(BlockContext):
         self.rank = rank
         self.members = frozenset(range(dims[0] * dims[1] * dims[2]))
         self.finished = False  # every thread has returned: its shared memory is gone
+        # the last access a peer made to its shared memory: (the barrier's phase then, site,
+        # the peer's rank); one in the current phase is not ordered before the block returns
+        self.peer_access: tuple[int, int, int] | None = None
         self.peers = _Blocks(self)
         self.cross: list[RaceTracker] = []
 
@@ -154,7 +157,10 @@ class PeerTracker(RaceTracker):
         self.owner = target.block
 
     def _check(self, site: int, name: str) -> None:
-        if isinstance(self.owner, ClusterBlock) and self.owner.finished:
+        if not isinstance(self.owner, ClusterBlock):
+            return
+        self.owner.peer_access = (self.owner.cluster.phase, site, self.rank)
+        if self.owner.finished:
             raise Fault(
                 site,
                 f"'{name}' is gone: every thread of block {self.owner.block_index} has "
@@ -224,10 +230,27 @@ class _BlockRun:
             except StopIteration:
                 self.live.discard(thread)
                 self.block.cluster.exited.add((self.block.rank, thread))
-                self.block.finished = not self.live
+                if not self.live:
+                    self._finish()
             except Fault as fault:
                 raise _in_thread(fault, self.block, thread) from None
         self.runnable = []
+
+    def _finish(self) -> None:
+        """Every thread has returned: a peer's access to the block's shared memory since the
+        last cluster barrier is not ordered before its shared memory goes."""
+        block = self.block
+        block.finished = True
+        access = block.peer_access
+        if access is not None and access[0] == block.cluster.phase:
+            _, site, rank = access
+            peer = block.cluster.blocks[rank].block_index
+            raise Fault(
+                site,
+                f"block {peer} reaches the shared memory of block {block.block_index}, whose "
+                "threads may all return before it does: no cluster barrier orders this access "
+                "before they return",
+            )
 
     def release(self, threads: list[int]) -> None:
         for thread in threads:
