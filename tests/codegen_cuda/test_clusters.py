@@ -336,3 +336,13 @@ def test_refusals_are_located_through_the_command_line(
     assert message in shown, shown
     assert f"{source}:{place}" in shown, shown
     assert "Traceback" not in shown
+
+
+def test_a_bad_axis_is_refused_at_the_call_by_the_backend_and_the_interpreter() -> None:
+    module = _lowered(REGISTERS.replace('T.ptx_clusterid("y")', 'T.ptx_clusterid("w")'))
+    for attempt in (lambda: emit_cuda(module), lambda: _run(module, (8, 8))):
+        with pytest.raises(DiagnosticError) as caught:
+            attempt()
+        (error,) = caught.value.diagnostics
+        assert error.message == 'T.ptx_clusterid takes the axis "x", "y" or "z"'
+        assert str(error.span) == "cluster.tir:14:15"

@@ -34,6 +34,15 @@ BARRIER_OPS = ("ptx_barrier_cluster_arrive", "ptx_barrier_cluster_wait")
 MAP_SHARED = "ptx_map_shared_cluster"
 CLUSTER_OPS = frozenset((*RANK_OPS, *AXIS_OPS, *BARRIER_OPS, MAP_SHARED))
 AXES = ("x", "y", "z")
+# each register call's PTX special register (an axis op's takes ".x", ".y" or ".z")
+REGISTERS = {
+    "ptx_cluster_ctarank": "cluster_ctarank",
+    "ptx_cluster_nctarank": "cluster_nctarank",
+    "ptx_cluster_ctaid": "cluster_ctaid",
+    "ptx_cluster_nctaid": "cluster_nctaid",
+    "ptx_clusterid": "clusterid",
+    "ptx_nclusterid": "nclusterid",
+}
 
 Dims = tuple[int, int, int]
 
@@ -137,3 +146,21 @@ def rank_in_cluster(block: Dims, cluster: Dims) -> int:
     """The rank of block (bx, by, bz) in its cluster (%cluster_ctarank)."""
     x, y, z = (index % size for index, size in zip(block, cluster, strict=True))
     return x + cluster[0] * (y + cluster[1] * z)
+
+
+def call_axis(call: E.Call) -> str:
+    """The axis ("x", "y" or "z") an axis register call names; a located error otherwise."""
+    axis = call.args[0] if call.args else None
+    if not (isinstance(axis, E.StringImm) and axis.value in AXES):
+        raise DiagnosticError.at(
+            call.span,
+            f'T.{call.op} takes the axis "x", "y" or "z"',
+            Note(f'for example T.{call.op}("x")'),
+        )
+    return axis.value
+
+
+def special_register(call: E.Call) -> str:
+    """The PTX special register a register call reads: `cluster_ctarank`, `clusterid.y`."""
+    register = REGISTERS[call.op]
+    return f"{register}.{call_axis(call)}" if call.op in AXIS_OPS else register

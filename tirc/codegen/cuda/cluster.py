@@ -14,19 +14,18 @@ cuLaunchKernel runs a grid of whole clusters (a grid that is not is the launcher
 from __future__ import annotations
 
 from tirc.codegen.cuda.expr import PRIMARY, Code, ExprPrinter
-from tirc.diagnostics import DiagnosticError, Note
 from tirc.ir import expr as E
-from tirc.ir.cluster import AXES, AXIS_OPS, RANK_OPS, Dims, check_cluster_arch, cluster_dims
+from tirc.ir.cluster import (
+    AXES,
+    AXIS_OPS,
+    RANK_OPS,
+    REGISTERS,
+    Dims,
+    check_cluster_arch,
+    cluster_dims,
+    special_register,
+)
 from tirc.ir.function import IRModule
-
-_REGISTERS = {
-    "ptx_cluster_ctarank": "cluster_ctarank",
-    "ptx_cluster_nctarank": "cluster_nctarank",
-    "ptx_cluster_ctaid": "cluster_ctaid",
-    "ptx_cluster_nctaid": "cluster_nctaid",
-    "ptx_clusterid": "clusterid",
-    "ptx_nclusterid": "nclusterid",
-}
 
 
 def cluster_attribute(cluster: Dims | None) -> str:
@@ -43,8 +42,8 @@ DEVICE_HELPERS = (
     "// array (mapa on a generic address: the result is read and written as any pointer).\n"
     "#define TIRC_CLUSTER_REGISTER(name, reg) __device__ __forceinline__ int tirc_##name() { \\\n"
     '    unsigned value; asm("mov.u32 %0, %%" reg ";" : "=r"(value)); return (int)value; }\n'
-    + "".join(_register_function(_REGISTERS[op]) for op in RANK_OPS)
-    + "".join(_register_function(f"{_REGISTERS[op]}.{axis}") for op in AXIS_OPS for axis in AXES)
+    + "".join(_register_function(REGISTERS[op]) for op in RANK_OPS)
+    + "".join(_register_function(f"{REGISTERS[op]}.{axis}") for op in AXIS_OPS for axis in AXES)
     + """\
 template <typename T>
 __device__ __forceinline__ T* tirc_map_shared_cluster(T* address, int rank) {
@@ -58,17 +57,7 @@ HELPER_PATTERN = r"tirc_(n?cluster\w*|map_shared_cluster)\("
 
 
 def print_register(p: ExprPrinter, call: E.Call, lane: int | None) -> Code:
-    register = _REGISTERS[call.op]
-    if call.op in AXIS_OPS:
-        axis = call.args[0] if call.args else None
-        if not (isinstance(axis, E.StringImm) and axis.value in AXES):
-            raise DiagnosticError.at(
-                call.span,
-                f'T.{call.op} takes the axis "x", "y" or "z"',
-                Note(f'for example T.{call.op}("x")'),
-            )
-        register = f"{register}_{axis.value}"
-    return f"tirc_{register}()", PRIMARY
+    return f"tirc_{special_register(call).replace('.', '_')}()", PRIMARY
 
 
 def print_barrier(p: ExprPrinter, call: E.Call, lane: int | None) -> Code:
@@ -84,7 +73,7 @@ def print_map_shared(p: ExprPrinter, call: E.Call, lane: int | None) -> Code:
 
 
 HANDLERS = {
-    **{op: print_register for op in _REGISTERS},
+    **{op: print_register for op in REGISTERS},
     "ptx_barrier_cluster_arrive": print_barrier,
     "ptx_barrier_cluster_wait": print_barrier,
     "ptx_map_shared_cluster": print_map_shared,

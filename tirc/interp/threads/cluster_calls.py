@@ -14,8 +14,8 @@ from tirc.diagnostics import DiagnosticError
 from tirc.interp.threads import cluster
 from tirc.interp.threads.compilers import CallRule, Calls
 from tirc.interp.threads.context import Code
-from tirc.ir.cluster import AXES
-from tirc.ir.expr import Call, StringImm
+from tirc.ir.cluster import AXES, call_axis
+from tirc.ir.expr import Call
 
 _BLOCK = {"x": "_bx", "y": "_by", "z": "_bz"}
 
@@ -27,10 +27,7 @@ def _shape(compiler: Calls, call: Call) -> tuple[int, int, int]:
 
 
 def _axis(call: Call) -> int:
-    axis = call.args[0] if call.args else None
-    if not (isinstance(axis, StringImm) and axis.value in AXES):
-        raise DiagnosticError.at(call.span, f'T.{call.op} takes the axis "x", "y" or "z"')
-    return AXES.index(axis.value)
+    return AXES.index(call_axis(call))
 
 
 def _rank(compiler: Calls, call: Call) -> Code:
