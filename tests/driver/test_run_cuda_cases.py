@@ -64,8 +64,9 @@ EXPECTED_REFUSALS = {
         "the case calls an extern function that nothing defines",
     ),
 }
-# what the LLVM path (no NVRTC installed) declines: tensor-core fragments and wmma calls
-NEEDS_NVRTC = re.compile(r"--ptx-via llvm.*(wmma|tvm_\w+_sync|tvm_fill_fragment|nvrtc)")
+# what the LLVM path (no NVRTC installed) declines: tensor-core fragments and wmma calls,
+# bfloat16 values ("(use NVRTC)")
+NEEDS_NVRTC = re.compile(r"--ptx-via llvm.*(wmma|tvm_\w+_sync|tvm_fill_fragment|nvrtc|NVRTC)")
 # lowering unrolls the 6x6 Winograd transforms and simplifies the result: ~9 s each
 SLOW = {
     "test_meta_schedule_trace_apply__test_winograd_gpu__0",

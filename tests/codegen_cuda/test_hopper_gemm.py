@@ -1,0 +1,161 @@
+"""samples/gpu/matmul_fp16_hopper.tir and its bfloat16 twin (issue #18): TMA loads into
+128-byte-swizzled tiles over an mbarrier ring, a producer warpgroup and two wgmma
+m64n256k16 consumer warpgroups trading registers with setmaxnreg, and an epilogue that stages
+the accumulators in shared memory and leaves by TMA stores. The interpreter's product against
+numpy (the reference in float32) at the shape the program's comment gives tests; the CUDA C
+for sm_90a at the benchmark shape through nvcc and ptxas (no spills, registers within a
+384-thread block's budget, dynamic shared memory within sm_90's 227 KB); the epilogue's
+stores, their tensor map and their bank conflicts."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from tests.codegen_cuda.gpu_plans import GPU_SAMPLES, defines_for_tests
+from tests.codegen_cuda.helpers import require_tool
+from tirc.analysis.bank_conflicts import bank_conflicts
+from tirc.codegen.cuda import emit_cuda
+from tirc.codegen.cuda.kernels import module_kernels
+from tirc.driver.kernel_resources import ptx_resources, register_budget, resource_warnings
+from tirc.driver.lower import lower_module
+from tirc.interp.runner import run
+from tirc.ir import expr as E
+from tirc.ir import stmt as S
+from tirc.ir.function import IRModule
+from tirc.ir.functor import walk
+from tirc.ir.tma import TmaLoad, tensor_maps, tma_load
+from tirc.text import parse
+
+SAMPLES = {"fp16": np.float16, "bf16": ml_dtypes.bfloat16}
+ELEMENT = {"fp16": "float16", "bf16": "bfloat16"}
+PTX_TYPE = {"fp16": "f16", "bf16": "bf16"}
+BENCHMARK = {"M": "4096", "N": "4096", "K": "4096", "STAGES": "4"}
+SHARED_LIMIT = 227 * 1024  # sm_90's dynamic shared memory a block
+
+
+def _path(kind: str) -> Path:
+    return GPU_SAMPLES / f"matmul_{kind}_hopper.tir"
+
+
+def _module(kind: str, defines: dict[str, str] | None = None) -> IRModule:
+    path = _path(kind)
+    text = path.read_text()
+    return parse(text, name=str(path), defines=defines or dict(defines_for_tests(text)))
+
+
+def _lowered(kind: str) -> IRModule:
+    return lower_module(_module(kind, BENCHMARK), target="cuda -arch=sm_90a", for_backend=True)
+
+
+@pytest.mark.parametrize("kind", SAMPLES)
+def test_the_interpreter_matches_numpy(kind: str) -> None:
+    """About 10 s each (the 24 wgmma m64n256k16 of 256 consumer threads dominate)."""
+    defines = dict(defines_for_tests(_path(kind).read_text()))
+    assert defines == {"M": "128", "N": "256", "K": "128", "STAGES": "2"}
+    module = _module(kind)
+    rng = np.random.default_rng(18)
+    a = rng.standard_normal((128, 128)).astype(SAMPLES[kind])
+    b = rng.standard_normal((128, 256)).astype(SAMPLES[kind])
+    c = np.full((128, 256), np.nan, "float32")  # every element must be stored
+    run(module["main"], {"A": a, "B": b, "C": c}, module=module, gpu_model="threads")
+    want = a.astype("float32") @ b.astype("float32")
+    np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-4)
+
+
+def _ptx(source: str, directory: Path) -> str:
+    cu, ptx = directory / "kernel.cu", directory / "kernel.ptx"
+    cu.write_text(source)
+    done = subprocess.run(
+        [require_tool("nvcc"), "-arch=sm_90a", "-ptx", str(cu), "-o", str(ptx)],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    return ptx.read_text()
+
+
+@pytest.mark.parametrize("kind", SAMPLES)
+def test_nvcc_and_ptxas_for_sm_90a_without_spills(kind: str, tmp_path: Path) -> None:
+    require_tool("ptxas")
+    lowered = _lowered(kind)
+    source = emit_cuda(lowered)
+    for instruction in (
+        "setmaxnreg.dec.sync.aligned.u32 40;",
+        "setmaxnreg.inc.sync.aligned.u32 232;",
+        "setmaxnreg.inc.sync.aligned.u32 168;",  # the producer, back to the launch's count
+        "setmaxnreg.dec.sync.aligned.u32 168;",  # the consumers, before the epilogue
+        f"wgmma.mma_async.sync.aligned.m64n256k16.f32.{PTX_TYPE[kind]}.{PTX_TYPE[kind]}",
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes",
+        "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group",
+        "fence.proxy.async.shared::cta;",
+        "cp.async.bulk.commit_group;",
+        "cp.async.bulk.wait_group 0;",
+    ):
+        assert instruction in source, instruction
+    ptx = _ptx(source, tmp_path)
+    assert ptx.count("st.shared.v2.f32") == 64  # the epilogue's accumulator pairs
+    (kernel,) = module_kernels(lowered)
+    assert kernel.threads_per_block() == 384
+    (resources,) = ptx_resources(ptx, "sm_90a")
+    assert not resources.spills and resources.stack_frame == 0, resources.summary()
+    assert resources.registers <= register_budget(384) == 168, resources.summary()
+    assert not resource_warnings([resources], {kernel.name: 384})
+    launch = re.search(r"<<<main_kernel_grid, main_kernel_block, (\d+), stream>>>", source)
+    assert launch is not None and int(launch.group(1)) == 4 * 48 * 1024 <= SHARED_LIMIT
+
+
+def _store_loop(body: S.Stmt) -> tuple[S.For, TmaLoad]:
+    """The loop around the program's one TMA store, and the store."""
+    found: list[tuple[S.For, TmaLoad]] = []
+
+    def visit(node: object) -> None:
+        if isinstance(node, S.For):
+            walk(
+                node.body,
+                lambda inner: (
+                    found.append((node, tma_load(inner)))
+                    if isinstance(inner, E.Call) and inner.op == "ptx_tma_store"
+                    else None
+                ),
+            )
+
+    walk(body, visit)
+    (only,) = found
+    return only
+
+
+@pytest.mark.parametrize("kind", SAMPLES)
+def test_the_store_boxes_tile_c_block_by_block(kind: str) -> None:
+    """The epilogue's TMA store writes through a map of C itself (its dtype and shape), and
+    its boxes of 128 x 8 floats, one for each group of 8 columns, cover the block's
+    128 x 256 tile; the launcher encodes that map."""
+    module = _module(kind, BENCHMARK)
+    func = module["main"]
+    c = dict(func.buffer_map)[func.params[2]]
+    loop, store = _store_loop(func.body)
+    assert store.tensor is c.data and store.dtype == c.dtype
+    assert [str(extent) for extent in store.shape] == [str(extent) for extent in c.shape]
+    assert store.box == (128, 8) and store.swizzle == 0
+    assert isinstance(loop.extent, E.IntImm) and loop.extent.value * store.box[1] == 256
+    lowered = _lowered(kind)
+    (kernel,) = module_kernels(lowered)
+    maps = tensor_maps(lowered[kernel.name].body)
+    assert [str(m.dtype) for m in maps] == [ELEMENT[kind], ELEMENT[kind], "float32"]
+    launcher = emit_cuda(lowered).split('extern "C" int main_launch')[1]
+    assert "const cuuint32_t tirc_box[2] = {8, 128};" in launcher
+    assert "CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, (void*)(C)" in launcher
+
+
+def test_the_staging_stores_have_no_bank_conflicts() -> None:
+    """A half warp's 16 8-byte stores cover 4 rows of 32 bytes: the 32 banks once each."""
+    stores = [item for item in bank_conflicts(_lowered("fp16")) if item.access.buffer == "D"]
+    assert len(stores) == 64
+    for item in stores:
+        assert item.unknown is None and item.access.instruction == "st.shared 8 B"
+        assert item.wavefronts == item.ideal and item.excess == 0
