@@ -22,8 +22,9 @@ it as a glob):
   input read once and the output written once.
 - `gemm_*@N`: every samples/gpu/gemm_*.plan.json (plan P schedules P.tir, else the longest
   S.tir with P starting `S_`; a program whose comment says `--target 'cuda -arch=sm_90a'`
-  is compiled for that target) and matmul_fp16_tc, at 4096^3 and 8192^3, against torch.matmul
-  on float16 (cuBLAS); `--gemm-sizes` changes the sizes. TFLOP/s count 2 M N K.
+  is compiled for that target), matmul_fp16_tc and the matmul_*_hopper samples, at 4096^3
+  and 8192^3, against torch.matmul (cuBLAS) on the program's input type (float16, or bfloat16
+  where its A is); `--gemm-sizes` changes the sizes. TFLOP/s count 2 M N K.
 
 Timing: every call (tirc's, the copy's, torch's) is timed by its own pair of CUDA events
 with the L2 cache flushed before it (a 256 MiB memset outside the events), and all calls of a
@@ -52,11 +53,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 GPU_SAMPLES = ROOT / "samples" / "gpu"
+_BF16_A = re.compile(r'A: T\.Buffer\(\([^)]*\), "bfloat16"\)')  # a GEMM of bfloat16 inputs
 
 ELEMENTWISE = """\
 # from tvm.script import ir as I
@@ -185,6 +188,7 @@ def all_rows(gemm_sizes: tuple[int, ...], elements: int) -> list[Row]:
         gemms = [
             GPU_SAMPLES / "matmul_fp16_tc.plan.json",
             *sorted(GPU_SAMPLES.glob("gemm_*.plan.json")),
+            *sorted(GPU_SAMPLES.glob("matmul_*_hopper.plan.json")),
         ]
         for plan in gemms:
             found = plan_program(plan)
@@ -516,8 +520,9 @@ def run_softmax(row: Row, repeats: int) -> dict[str, Any]:
 
 def run_gemm(row: Row, repeats: int) -> dict[str, Any]:
     m, n, k = row.shape
-    a = INPUTS.get("A16", (m, k), np.float16)
-    b = INPUTS.get("B16", (k, n), np.float16)
+    dtype = ml_dtypes.bfloat16 if _BF16_A.search(row.text) else np.float16
+    a = INPUTS.get(f"A {np.dtype(dtype).name}", (m, k), dtype)
+    b = INPUTS.get(f"B {np.dtype(dtype).name}", (k, n), dtype)
     args: dict[str, np.ndarray | int] = {"A": a, "B": b, "C": np.zeros((m, n), np.float32)}
     seconds = run_tirc(row, args, repeats)
     sample = np.random.default_rng(2).integers(0, m, 32)
@@ -530,7 +535,8 @@ def run_gemm(row: Row, repeats: int) -> dict[str, Any]:
         "max_abs_error": error,
         "check": "ok" if error <= 1e-2 * np.sqrt(k) / 8 else "mismatch",
     }
-    baseline = BASELINES.get(("matmul", (m, n, k)), lambda: _cublas(a, b, repeats))
+    key = ("matmul", (m, n, k), np.dtype(dtype).name)
+    baseline = BASELINES.get(key, lambda: _cublas(a, b, repeats))
     result.update(_versus("torch.matmul (cuBLAS)", baseline, seconds, flops, "tflops"))
     return result
 
@@ -602,7 +608,10 @@ def _cublas(a: np.ndarray, b: np.ndarray, repeats: int) -> float | str:
     torch = _torch()
     if isinstance(torch, str):
         return torch
-    x, y = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
+    if a.dtype == np.float16:
+        x, y = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
+    else:  # torch takes no ml_dtypes array: bfloat16 through float32, exactly
+        x, y = (torch.from_numpy(v.astype(np.float32)).cuda().to(torch.bfloat16) for v in (a, b))
     return torch_time(lambda: torch.matmul(x, y), repeats)
 
 

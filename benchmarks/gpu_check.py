@@ -184,6 +184,8 @@ HOPPER = (  # (program, plan or None): hand-written tir needs none
     ("gemm_wgmma_128x256_s3", None),
     ("gemm_wgmma_tma", None),
     ("gemm_wgmma_ws", None),
+    ("matmul_fp16_hopper", None),
+    ("matmul_bf16_hopper", None),
     ("tma_copy", None),
 )
 

@@ -159,3 +159,42 @@ def test_the_staging_stores_have_no_bank_conflicts() -> None:
     for item in stores:
         assert item.unknown is None and item.access.instruction == "st.shared 8 B"
         assert item.wavefronts == item.ideal and item.excess == 0
+
+
+@pytest.mark.parametrize("kind", SAMPLES)
+def test_the_gpu_check_command_up_to_the_launch(
+    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`tirc run` as benchmarks/gpu_check.py's hopper step runs it (without --check: the
+    fake driver runs no kernel): the three maps the launcher encodes, one block of 384
+    threads, the dynamic shared memory the ring and the staging tile need."""
+    import contextlib
+    import io
+
+    from tests.codegen_cuda.test_tma import _nvcc_ptx
+    from tests.runtime.fake_cuda import CUtensorMapDataType, FakeDriver
+    from tirc.cli.main import main
+    from tirc.driver import run_cuda
+    from tirc.runtime.cuda_driver import Device
+
+    driver = FakeDriver()
+    monkeypatch.setattr(run_cuda, "module_image", _nvcc_ptx(tmp_path))
+    monkeypatch.setattr(run_cuda, "Device", lambda: Device(driver, load_ptx=True))
+    args = ["run", str(_path(kind)), "--target", "cuda -arch=sm_90a"]
+    for name, value in defines_for_tests(_path(kind).read_text()):
+        args += ["-D", f"{name}={value}"]
+    output = io.StringIO()
+    with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
+        code = main(args)
+    assert code == 0, output.getvalue()
+    element = {"fp16": "FLOAT16", "bf16": "BFLOAT16"}[kind]
+    types = CUtensorMapDataType
+    assert [made.dtype for made in driver.tensor_maps] == [
+        getattr(types, f"CU_TENSOR_MAP_DATA_TYPE_{element}"),
+        getattr(types, f"CU_TENSOR_MAP_DATA_TYPE_{element}"),
+        types.CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+    ]
+    assert driver.tensor_maps[2].dims == (256, 128) and driver.tensor_maps[2].box == (8, 128)
+    (launch,) = driver.launches
+    assert (launch.grid, launch.block) == ((1, 1, 1), (384, 1, 1))
+    assert launch.dynamic_shared == 128 * 1024  # the staging tile: more than 2 stages' 96 KB
