@@ -6,12 +6,13 @@ through the command line."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tests.codegen_cuda.helpers import nvcc_accepts
+from tests.codegen_cuda.helpers import nvcc_accepts, ptxas_accepts, require_tool
 from tests.runtime.fake_cuda import FakeDriver, fake_device
 from tirc.cli.main import main
 from tirc.codegen.cuda import emit_cuda
@@ -217,9 +218,26 @@ def test_cuda_c_has_the_cluster_dims_and_nvcc_takes_it(tmp_path: Path) -> None:
     assert "__syncthreads" not in source.split("tirc_map_shared_cluster(S")[1].split("}")[0]
     complaint = nvcc_accepts(source, tmp_path, arch="sm_90a")
     assert not complaint, complaint
+    ptx = _nvcc_ptx(source, tmp_path)
+    assert ".reqnctapercluster 2, 1, 1" in ptx and "mapa.u64" in ptx
+    assert "mov.u32 %r1, %cluster_ctarank;" in ptx
+    complaint = ptxas_accepts(ptx, tmp_path, arch="sm_90a")
+    assert not complaint, complaint
 
 
-def test_a_variable_grid_is_checked_when_launched() -> None:
+def _nvcc_ptx(source: str, directory: Path) -> str:
+    (directory / "k.cu").write_text(source)
+    done = subprocess.run(
+        [require_tool("nvcc"), "-arch=sm_90a", "-ptx", str(directory / "k.cu")]
+        + ["-o", str(directory / "k.ptx")],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    return (directory / "k.ptx").read_text()
+
+
+def test_a_variable_grid_is_checked_when_launched(tmp_path: Path) -> None:
     text = """\
 @T.prim_func
 def main(a: T.handle, n: T.int32):
@@ -231,6 +249,8 @@ def main(a: T.handle, n: T.int32):
     module = parse(text, name="grid.tir")
     source = emit_cuda(_lowered(text))
     assert "if (main_kernel_grid.x % 4 != 0) return (int)cudaErrorInvalidClusterSize;" in source
+    complaint = nvcc_accepts(source, tmp_path, arch="sm_90a")  # the launcher too
+    assert not complaint, complaint
     fake = FakeDriver()
     args = {"a": np.zeros(8, "int32"), "n": 8}
     run_on_cuda(module, "main", module["main"], TARGET, args, device=fake_device(fake))
