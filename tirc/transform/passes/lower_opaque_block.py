@@ -3,7 +3,9 @@ schedules needed.
 
 Expects opaque blocks without match_buffers; leaves tir (no blocks). A block's allocations
 become `T.alloc_buffer` statements, its predicate an `if`; a thread-bound loop becomes
-`T.launch_thread`; a loop of one iteration without annotations is replaced by its body.
+`T.launch_thread` (a blockIdx loop's "cluster_dims" annotation, a plan's request for thread-block
+clusters, becomes the function's attribute: tirc.ir.cluster); a loop of one iteration without
+annotations is replaced by its body.
 Unlike TVM, `pragma_*` annotations stay on their loop rather than becoming `T.attr(i, ...)`
 around it: that form names the loop variable before the loop defines it, so it cannot print
 and parse back to the same program.
