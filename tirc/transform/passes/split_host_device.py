@@ -4,8 +4,9 @@ the function itself the host code that launches them, as TVM 0.27's SplitHostDev
 Expects flat tir (the end of the cuda pipeline); leaves flat tir. A kernel is a statement under
 `T.launch_thread` (or, for device work outside any launch, a one-thread kernel). It becomes a
 function `f_kernel` (`f_kernel_0`, `f_kernel_1`, ... when f has several) marked
-`"tirc.kernel": True`, whose parameters are the variables it uses and does not define (data
-handles first, in the order of f's parameters, then scalars) and which declares, at its top,
+`"tirc.kernel": True` (with f's `"tirx.noalias"` and `"cluster_dims"`, tirc.ir.cluster),
+whose parameters are the variables it uses and does not define (data handles first, in the
+order of f's parameters, then scalars) and which declares, at its top,
 each buffer it reads or writes over those handles; the launches stay inside it, so its grid
 and block follow from its own `T.launch_thread` extents. The host calls it with
 `T.call_extern("int32", "f_kernel", args...)`, one argument per kernel parameter, which the
