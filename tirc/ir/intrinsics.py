@@ -154,6 +154,8 @@ for _name, _arity in (
     ("ptx_mbarrier_arrive_expect_tx", 3),  # bar, index, transaction bytes
     ("ptx_mbarrier_wait", 3),  # bar, index, phase parity
     ("ptx_mbarrier_inval", 2),
+    # cp.async.mbarrier.arrive.noinc: bar, index; arrives once the thread's cp.asyncs land
+    ("ptx_mbarrier_arrive_cp_async", 2),
 ):
     register(Intrinsic(_name, _arity, _arity, Result.EXPLICIT, Effect.UPDATE))
     FIXED_RESULTS[_name] = dt.VOID

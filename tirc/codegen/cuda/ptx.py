@@ -148,6 +148,18 @@ def print_wait_group(p: ExprPrinter, call: E.Call, lane: int | None) -> Code:
     return f'asm volatile("cp.async.wait_group {count};\\n" ::)', PRIMARY
 
 
+def print_mbarrier_arrive_cp_async(p: ExprPrinter, call: E.Call, lane: int | None) -> Code:
+    """ptx_mbarrier_arrive_cp_async(bar, index): cp.async.mbarrier.arrive.noinc, an arrival
+    on the mbarrier once every cp.async the thread issued before it has landed (the barrier's
+    count includes it: noinc)."""
+    barrier = _shared_address(p, call.args[0], call.args[1], "unsigned long long")
+    return (
+        f'asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\\n" :: '
+        f'"r"({barrier}) : "memory")',
+        PRIMARY,
+    )
+
+
 def print_mma_fill(p: ExprPrinter, call: E.Call, lane: int | None) -> Code:
     """mma_fill(size, local, offset): zero `size` accumulator registers."""
     size = _int(call, 0, "register count")
@@ -179,6 +191,7 @@ HANDLERS = {
     "ptx_cp_async": print_cp_async,
     "ptx_commit_group": print_commit_group,
     "ptx_wait_group": print_wait_group,
+    "ptx_mbarrier_arrive_cp_async": print_mbarrier_arrive_cp_async,
     "mma_fill": print_mma_fill,
     "mma_store": print_mma_store,
 }

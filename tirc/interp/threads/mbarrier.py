@@ -32,7 +32,7 @@ A barrier's state lives beside its 64-bit word (in the block's storages, keyed b
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -133,18 +133,63 @@ def arrive(
     loads and of ordinary accesses)."""
     what = "T.ptx_mbarrier_arrive"
     barrier = _valid(_barrier(handle, index, block, site, what), site, what)
-    if block is not None:
-        for tracker in block.trackers:
-            key = id(tracker)
-            barrier.released.update(
-                (key, address, thread) for address in tracker.reads_by.get(thread, ())
-            )
-            barrier.released.update(
-                (key, address, thread) for address in tracker.writes_by.get(thread, ())
-            )
+    _release(barrier, block, thread)
     barrier.transactions += transactions
     barrier.pending -= 1
     barrier.complete_if_done()
+
+
+def _release(barrier: MBarrier, block: BlockContext | None, thread: int) -> None:
+    """The shared accesses the thread made so far, ordered before the barrier's waiters."""
+    if block is None:
+        return
+    for tracker in block.trackers:
+        key = id(tracker)
+        barrier.released.update(
+            (key, address, thread) for address in tracker.reads_by.get(thread, ())
+        )
+        barrier.released.update(
+            (key, address, thread) for address in tracker.writes_by.get(thread, ())
+        )
+
+
+def arrive_on_copies(
+    handle: object, index: int, thread: int, block: BlockContext | None, site: int
+) -> None:
+    """cp.async.mbarrier.arrive.noinc: an arrival (one of the expected count) once every
+    cp.async the thread has issued so far has landed. The model lands them with the barrier's
+    TMA copies, as late as the hardware may (when a thread waits on it and none can go on);
+    a wait_group of the thread lands them too, once."""
+    what = "T.ptx_mbarrier_arrive_cp_async"
+    barrier = _valid(_barrier(handle, index, block, site, what), site, what)
+    copies = in_flight_of(block, thread, CopiesInFlight)
+    if copies is None:
+        raise Fault(site, f"{what} runs only in a GPU kernel")
+    issued = [*copies.open, *(land for group in copies.groups for land in group)]
+    once = {id(land): _once(land) for land in issued}
+    copies.open = [once[id(land)] for land in copies.open]
+    for group in copies.groups:
+        group[:] = [once[id(land)] for land in group]
+
+    def land() -> None:
+        for landing in once.values():
+            landing()
+        _release(barrier, block, thread)
+        barrier.pending -= 1
+
+    barrier.copies.append((0, land))
+
+
+def _once(land: Callable[[], None]) -> Callable[[], None]:
+    done = False
+
+    def run() -> None:
+        nonlocal done
+        if not done:
+            done = True
+            land()
+
+    return run
 
 
 def wait(

@@ -20,7 +20,7 @@ The wgmma fences are no-ops in the thread model.
 from __future__ import annotations
 
 from tirc.diagnostics import DiagnosticError
-from tirc.interp.threads import ptx, wgmma
+from tirc.interp.threads import mbarrier, ptx, wgmma
 from tirc.interp.threads.compilers import CallRule, Calls
 from tirc.interp.threads.context import Code
 from tirc.interp.threads.scheduler import WARP_OP
@@ -139,6 +139,15 @@ def _wgmma(compiler: Calls, call: Call) -> Code:
     return Code(f"{function}({shape}, ({a}), ({b}), {c}, _tid, _block, {site})")
 
 
+def _arrive_on_copies(compiler: Calls, call: Call) -> Code:
+    """cp.async.mbarrier.arrive.noinc (tirc.interp.threads.mbarrier.arrive_on_copies)."""
+    _in_kernel(compiler, call, "thread")
+    site = compiler.ctx.site(call, call.op)
+    function = compiler.ctx.constant(mbarrier.arrive_on_copies, "arrive_on_copies")
+    handle, index = _texts(compiler, call.args[:2])
+    return Code(f"{function}({handle}, {index}, {_thread(compiler)}, {site})")
+
+
 def _nothing(compiler: Calls, call: Call) -> Code:
     return Code("None")
 
@@ -159,6 +168,7 @@ RULES: dict[str, CallRule] = {
     "ptx_cp_async": _cp_async,
     "ptx_commit_group": _group(ptx.CopiesInFlight, wait=False),
     "ptx_wait_group": _group(ptx.CopiesInFlight, wait=True),
+    "ptx_mbarrier_arrive_cp_async": _arrive_on_copies,
     "ptx_wgmma": _wgmma,
     "ptx_wgmma_fence": _nothing,
     "ptx_wgmma_commit_group": _group(wgmma.PendingWgmma, wait=False),

@@ -23,7 +23,12 @@ versions inject-software-pipeline would give the buffers the copies fill):
   its thread index rebased (`t_d - extent(d)`, so they are the consumers' own copy code; with
   P < T each producer thread runs the copies of threads p, p + P, ...), then arrives on
   `full[i % S]`. Its stores come before its arrival, which releases them (mbarrier
-  release/acquire; the interpreter reports a race if an arrival precedes the stores);
+  release/acquire; the interpreter reports a race if an arrival precedes the stores). With
+  `software_pipeline_async_stages` [0] the copies are marked `async_scope` (cp.async after
+  inject-ptx-async-copy, which needs no commit group here) and each producer thread arrives
+  twice an iteration, `full` counting 2P: after issuing (for the stores that stay
+  synchronous) and by `cp.async.mbarrier.arrive.noinc` (`T.ptx_mbarrier_arrive_cp_async`)
+  when its copies land;
 - the consumers run everything else the block did, the loop with its later-stage statements
   in program order on version i % S, after waiting for `full[i % S]` (parity (i / S) % 2),
   and each consumer thread arrives on `empty[i % S]` at the end of the iteration (its own
@@ -36,7 +41,7 @@ The split is wrapped in `T.attr(0, "warp_specialize_scope", P)`: thread-sync may
 `__syncthreads` inside it (the branches diverge; the mbarriers order the ring) and refuses a
 program that would need one there. Refused, at the loop or the offending statement: a loop
 not pipelined, not serial, inside another loop or condition of the kernel, or outside thread
-bindings; asynchronous stages (the copies are synchronous in this version); a stage-0
+bindings; asynchronous stages other than stage 0; a stage-0
 statement that is not a copy from global into shared memory; a consumer that writes what the
 copies fill, or a copy that reads what the consumers write; thread extents that are not
 constants, or that P does not divide as above; a block barrier anywhere in the consumers'
@@ -80,6 +85,7 @@ from tirc.ir.node import Node
 from tirc.transform.fresh_copy import fresh_copy
 from tirc.transform.pass_base import Dialect, FunctionPass
 from tirc.transform.passes.inject_software_pipeline import (
+    ASYNC_SCOPE,
     ASYNC_STAGES,
     ORDER,
     STAGE,
@@ -90,6 +96,7 @@ from tirc.transform.passes.inject_software_pipeline import (
     _versioned_buffer,
     _Versioner,
     _versions,
+    _wrap_inside,
 )
 
 WARP_SPECIALIZE = "software_pipeline_warp_specialize"
@@ -360,11 +367,12 @@ def _specialize(chain: list[S.For], body: S.Stmt, loop: S.For, analyzer: Analyze
         raise DiagnosticError.at(
             loop.span, f"'{WARP_SPECIALIZE}' needs a software-pipelined loop ('{STAGE}')"
         )
-    if ASYNC_STAGES in loop.annotations:
+    asynchronous = ASYNC_STAGES in loop.annotations
+    if asynchronous and set(_int_list(loop, ASYNC_STAGES, None)) != {0}:
         raise DiagnosticError.at(
             loop.span,
-            f"'{ASYNC_STAGES}' with '{WARP_SPECIALIZE}': the producer's copies are synchronous "
-            "in this version (drop the async stages)",
+            f"with '{WARP_SPECIALIZE}', '{ASYNC_STAGES}' may name stage 0 only: the producer's "
+            "copies are the asynchronous ones",
         )
     if loop.kind is not S.ForKind.SERIAL:
         raise DiagnosticError.at(loop.span, "only a serial loop can be warp-specialized")
@@ -476,7 +484,14 @@ def _specialize(chain: list[S.For], body: S.Stmt, loop: S.For, analyzer: Analyze
     consumer_branch = _Replace(loop, consumer_loop, set(ring)).visit(body)
 
     # the producer: the copies, its thread index rebased onto the consumers'
-    copies = S.seq(*(_Versioner(versions).visit(stmts[i]) for i in producer))
+    copies = S.seq(
+        *(
+            _wrap_inside(_Versioner(versions).visit(stmts[i]), ASYNC_SCOPE, 1)
+            if asynchronous
+            else _Versioner(versions).visit(stmts[i])
+            for i in producer
+        )
+    )
     grown_var = threads.var(threads.grown)
     base = E.Sub(grown_var, E.IntImm(threads.extents[threads.grown], grown_var.dtype))
     rounds = consumers // producers
@@ -509,7 +524,16 @@ def _specialize(chain: list[S.For], body: S.Stmt, loop: S.For, analyzer: Analyze
         loop.min,
         loop.extent,
         S.ForKind.SERIAL,
-        S.seq(wait_empty, copies, _call("ptx_mbarrier_arrive", full.data, version, span=span)),
+        S.seq(
+            wait_empty,
+            copies,
+            _call("ptx_mbarrier_arrive", full.data, version, span=span),
+            *(
+                [_call("ptx_mbarrier_arrive_cp_async", full.data, version, span=span)]
+                if asynchronous
+                else []
+            ),
+        ),
         span=span,
     )
     producer_branch: S.Stmt = fresh_copy(producer_loop, {})
@@ -517,6 +541,7 @@ def _specialize(chain: list[S.For], body: S.Stmt, loop: S.For, analyzer: Analyze
         producer_branch = S.seq(_setmaxnreg("dec", registers[0], span), producer_branch)
         consumer_branch = S.seq(_setmaxnreg("inc", registers[1], span), consumer_branch)
 
+    arrivals = 2 if asynchronous else 1  # with cp.async: after the stores, and on landing
     first = E.IntImm(1, dt.BOOL)
     first_thread: E.PrimExpr = first
     for thread in threads.loops:
@@ -531,7 +556,7 @@ def _specialize(chain: list[S.For], body: S.Stmt, loop: S.For, analyzer: Analyze
             E.IntImm(depth, dt.INT32),
             S.ForKind.SERIAL,
             S.seq(
-                _call("ptx_mbarrier_init", full.data, s, producers, span=span),
+                _call("ptx_mbarrier_init", full.data, s, producers * arrivals, span=span),
                 _call("ptx_mbarrier_init", empty.data, s, consumers, span=span),
             ),
             span=span,
