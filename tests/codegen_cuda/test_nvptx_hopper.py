@@ -145,9 +145,14 @@ def test_the_tensor_map_is_read_in_place() -> None:
     assert _resources(ptx)["stack"] == 0
 
 
-def test_the_warp_specialized_gemm_does_not_spill() -> None:
+@pytest.mark.parametrize("name", ["gemm_wgmma_tma", "gemm_wgmma_ws"])
+def test_the_accumulators_stay_in_registers(name: str) -> None:
+    """The epilogue's `for i in range(128): C[...] = acc[i]` is emitted unrolled, as nvcc
+    unrolls it: with a loop, acc would live on the stack (512 bytes in gemm_wgmma_ws) and
+    ptxas would serialize the wgmmas around its loads and stores."""
     require_tool("ptxas")
-    numbers = _resources(_nvptx("gemm_wgmma_ws"))
+    numbers = _resources(_nvptx(name))
+    assert numbers["stack"] == 0
     assert numbers["spill stores"] == 0 and numbers["spill loads"] == 0
 
 
@@ -252,3 +257,78 @@ def test_run_launches_the_nvptx_kernel_with_its_map(monkeypatch: pytest.MonkeyPa
     (launch,) = driver.launches
     assert launch.grid == (3, 2, 1) and launch.args[2] == ("tensor map", made)
     assert driver.leaks() == []
+
+
+# a cluster of two blocks: each writes its coordinates to shared memory and, after the cluster
+# barrier, reads its peer's through mapa
+CLUSTER = """
+@T.prim_func
+def main(A: T.Buffer((256,), "int32")):
+    T.func_attr({"cluster_dims": [2, 1, 1]})
+    bx = T.launch_thread("blockIdx.x", 4)
+    tx = T.launch_thread("threadIdx.x", 64)
+    S = T.alloc_buffer((64,), "int32", scope="shared")
+    S[tx] = T.ptx_cluster_ctarank() * 100 + T.ptx_cluster_ctaid("x") + T.ptx_clusterid("x") * 10
+    T.ptx_barrier_cluster_arrive()
+    T.ptx_barrier_cluster_wait()
+    peer: T.let[T.handle("int32", "shared")] = T.ptx_map_shared_cluster(
+        S.data, 1 - T.ptx_cluster_ctarank()
+    )
+    P = T.decl_buffer((64,), "int32", data=peer, scope="shared")
+    A[bx * 64 + tx] = P[tx] + T.ptx_cluster_nctarank() + T.ptx_nclusterid("x")
+    T.ptx_barrier_cluster_arrive()
+    T.ptx_barrier_cluster_wait()
+"""
+
+
+def _directives(ptx: str) -> list[str]:
+    """The `.entry`'s performance directives, between its parameters and its body."""
+    (text,) = re.findall(r"\.entry\s+\w+\s*\([^)]*\)([^{]*)\{", ptx)
+    return [line.strip() for line in text.strip().splitlines()]
+
+
+def test_a_cluster_kernel_requires_its_cluster_shape(tmp_path: Path) -> None:
+    nvcc = require_tool("nvcc")
+    lowered = lower_module(parse(CLUSTER, name="cluster.tir"), target="cuda -arch=sm_90a")
+    ptx = str(cuda_artifact(lowered, "ptx", arch="sm_90a", ptx_via="llvm"))
+    assert _directives(ptx) == [
+        ".maxntid 64, 1, 1",
+        ".explicitcluster",
+        ".reqnctapercluster 2, 1, 1",
+    ]
+    for register in ("cluster_ctarank", "cluster_ctaid.x", "clusterid.x", "nclusterid.x"):
+        assert f"%{register};" in ptx
+    assert ptx.count("barrier.cluster.arrive;") == 2 and ptx.count("barrier.cluster.wait;") == 2
+    assert ptx.count("mapa.u64 ") == 1
+    assert ptxas_accepts(ptx, tmp_path, arch="sm_90a") == ""
+    cu = tmp_path / "k.cu"
+    cu.write_text(emit_cuda(lowered))
+    done = subprocess.run(
+        [nvcc, "-arch=sm_90a", "-ptx", str(cu), "-o", str(tmp_path / "k.ptx")],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert _directives((tmp_path / "k.ptx").read_text()) == _directives(ptx)
+
+
+def test_a_cluster_before_sm_90_gets_the_cuda_c_error() -> None:
+    lowered = lower_module(parse(CLUSTER, name="cluster.tir"), target="cuda -arch=sm_80")
+    with pytest.raises(DiagnosticError) as cuda_c:
+        cuda_artifact(lowered, "cu", arch="sm_80")
+    with pytest.raises(DiagnosticError) as nvptx:
+        emit_ptx(lowered, arch="sm_80")
+    assert str(nvptx.value) == str(cuda_c.value)
+    assert 'cluster.tir:2:1: error: thread-block clusters ("cluster_dims") need sm_90' in str(
+        nvptx.value
+    )
+
+
+def test_a_bad_axis_is_refused_at_the_call() -> None:
+    text = CLUSTER.replace('T.ptx_clusterid("x")', 'T.ptx_clusterid("w")')
+    lowered = lower_module(parse(text, name="cluster.tir"), target="cuda -arch=sm_90a")
+    with pytest.raises(DiagnosticError) as error:
+        emit_ptx(lowered, arch="sm_90a")
+    line = text.splitlines()[7]  # the store of S
+    where = f"cluster.tir:8:{line.index('T.ptx_clusterid') + 1}"
+    assert f'{where}: error: T.ptx_clusterid takes the axis "x", "y" or "z"' in str(error.value)

@@ -11,6 +11,7 @@ import llvmlite.ir as ir
 
 from tirc.codegen.cuda.dp4a import dp4a_operands
 from tirc.codegen.nvptx import types
+from tirc.codegen.nvptx.cluster_ptx import LOWERINGS as CLUSTER_LOWERINGS
 from tirc.codegen.nvptx.ptx import LOWERINGS as PTX_LOWERINGS
 from tirc.codegen.nvptx.tma_ptx import LOWERINGS as TMA_LOWERINGS
 from tirc.codegen.nvptx.values import _INTRINSIC_MATH, _LIBDEVICE_MATH, RULES, ValueBuilder
@@ -285,7 +286,7 @@ _LOWERINGS: dict[str, CallLowering] = {
 @RULES.register(E.Call)
 def lower_call(v: ValueBuilder, call: E.Call) -> ir.Value:
     lowering = None
-    for table in (_LOWERINGS, PTX_LOWERINGS, WGMMA_LOWERINGS, TMA_LOWERINGS):
+    for table in (_LOWERINGS, PTX_LOWERINGS, WGMMA_LOWERINGS, TMA_LOWERINGS, CLUSTER_LOWERINGS):
         lowering = lowering or table.get(call.op)
     if lowering is None:
         raise DiagnosticError.at(

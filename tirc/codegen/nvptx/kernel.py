@@ -4,7 +4,8 @@ Thread indices read `llvm.nvvm.read.ptx.sreg.{tid,ctaid}.*`; shared buffers are 
 globals (dynamic ones carved from one external array) aligned as CUDA C aligns them (1024 bytes
 for a swizzled TMA box), used through generic pointers; per-thread arrays are allocas. Loops
 carry their variable in a phi. The parameters are the kernel's, then its tensor maps
-(tirc.codegen.nvptx.tma_ptx), as the CUDA C kernel's.
+(tirc.codegen.nvptx.tma_ptx), as the CUDA C kernel's; its block size and cluster shape are
+annotations (.maxntid, .reqnctapercluster), as CUDA C's __launch_bounds__ and __cluster_dims__.
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ from tirc.codegen.nvptx import (
     types,
 )
 from tirc.codegen.nvptx.annotations import annotate
+from tirc.codegen.nvptx.cluster_ptx import annotate_cluster
 from tirc.codegen.nvptx.tma_ptx import TENSOR_MAP, bind_tensor_maps
+from tirc.codegen.nvptx.unroll import register_arrays, unrolled_extent
 from tirc.codegen.nvptx.values import ValueBuilder
 from tirc.diagnostics import DiagnosticError
 from tirc.ir import expr as E
@@ -66,8 +69,10 @@ class KernelBuilder:
         if threads is not None:  # CUDA C's __launch_bounds__(threads): .maxntid threads, 1, 1
             for axis, count in zip("xyz", (threads, 1, 1), strict=True):
                 annotate(function, f"maxntid{axis}", count)
+        annotate_cluster(function, kernel.cluster)
         self.loops: list[tuple[ir.Block, ir.Block]] = []  # (continue target, exit)
         self.dynamic_offsets, _ = dynamic_shared_layout(kernel)
+        self.registers = register_arrays(kernel.body)  # loops indexing them are unrolled
 
     def build(self) -> None:
         self.lower(self.kernel.body)
@@ -148,7 +153,15 @@ def _for(k: KernelBuilder, node: S.For) -> None:
     end = node.extent if E.is_const_int(node.min, 0) else E.Add(node.min, node.extent)
     if node.step is not None and not E.is_const_int(node.step, 1):
         raise DiagnosticError.at(node.span, "--ptx-via llvm: loops with a step are not supported")
-    k.loop(node.loop_var, node.min, end, node.body)
+    copies = unrolled_extent(node, k.registers)
+    if copies is None:
+        k.loop(node.loop_var, node.min, end, node.body)
+        return
+    assert isinstance(node.min, E.IntImm)  # unrolled_extent says so
+    var = node.loop_var
+    for index in range(node.min.value, node.min.value + copies):
+        k.v.values[var] = ir.Constant(types.value_type(var.dtype), index)
+        k.lower(node.body)
 
 
 @RULES.register(S.While)

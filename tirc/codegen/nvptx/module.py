@@ -10,6 +10,7 @@ from __future__ import annotations
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
+from tirc.codegen.cuda.cluster import check_cluster_module
 from tirc.codegen.cuda.kernels import module_kernels, require_split
 from tirc.codegen.cuda.tma import check_tma_arch
 from tirc.codegen.cuda.wgmma_ptx import check_arch as check_wgmma_arch
@@ -58,10 +59,11 @@ def emit_nvvm_ir(module: IRModule, *, arch: str = "sm_90") -> str:
 
 def check_arch(module: IRModule, arch: str) -> None:
     """The CUDA C backend's located error at the first Hopper instruction `arch` lacks
-    (wgmma and setmaxnreg: sm_90a; mbarrier transaction counts, TMA, fence.proxy.async:
-    sm_90)."""
+    (wgmma and setmaxnreg: sm_90a; mbarrier transaction counts, TMA, fence.proxy.async,
+    clusters: sm_90)."""
     check_wgmma_arch(module, arch)
     check_tma_arch(module, arch)
+    check_cluster_module(module, arch)
 
 
 def emit_ptx(module: IRModule, *, arch: str = "sm_90", opt_level: int = 3) -> str:
