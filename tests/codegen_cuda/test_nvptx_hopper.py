@@ -21,7 +21,7 @@ from tests.codegen_cuda.helpers import ptxas_accepts, require_tool
 from tests.runtime.fake_cuda import CUtensorMapSwizzle, FakeDriver, fake_device
 from tirc.codegen.cuda import emit_cuda
 from tirc.codegen.cuda.kernels import module_kernels
-from tirc.codegen.nvptx import emit_ptx
+from tirc.codegen.nvptx import emit_nvvm_ir, emit_ptx
 from tirc.diagnostics import DiagnosticError
 from tirc.driver import cuda_toolchain, run_cuda
 from tirc.driver.compile_cuda import cuda_artifact
@@ -332,3 +332,32 @@ def test_a_bad_axis_is_refused_at_the_call() -> None:
     line = text.splitlines()[7]  # the store of S
     where = f"cluster.tir:8:{line.index('T.ptx_clusterid') + 1}"
     assert f'{where}: error: T.ptx_clusterid takes the axis "x", "y" or "z"' in str(error.value)
+
+
+# a per-thread array: the loops that index it by their variable (k through k % 2, which
+# lowering binds to a variable first) are emitted unrolled, the one that does not (m) stays a
+# loop
+REGISTER_ARRAY = """
+@T.prim_func
+def main(A: T.Buffer((64, 8), "float32"), B: T.Buffer((64, 8), "float32")):
+    tx = T.launch_thread("threadIdx.x", 64)
+    acc = T.alloc_buffer((8,), "float32", scope="local")
+    for i in range(8):
+        acc[i] = T.float32(0)
+    for k in range(8):
+        acc[k % 2] = acc[k % 2] + A[tx, k]
+    for m in range(8):
+        acc[0] = acc[0] * A[tx, m]
+    for j in range(8):
+        B[tx, j] = acc[j]
+"""
+
+
+def test_loops_indexing_a_register_array_are_unrolled() -> None:
+    lowered = lower_module(parse(REGISTER_ARRAY, name="acc.tir"), target="cuda -arch=sm_90a")
+    ir = emit_nvvm_ir(lowered, arch="sm_90a")
+    assert set(re.findall(r"^(\w+)_header\w*:", ir, re.MULTILINE)) == {"m"}
+    # one copy of each access a trip: i's store, k's load and store, m's (once), j's load
+    accesses = re.findall(r"getelementptr float, float\* %\"acc\"", ir)
+    assert len(accesses) == 8 + 2 * 8 + 2 + 8
+    assert ".local" not in emit_ptx(lowered, arch="sm_90a")  # acc lives in registers

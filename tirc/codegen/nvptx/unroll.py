@@ -62,18 +62,22 @@ def unrolled_extent(loop: S.For, registers: set[E.Var]) -> int | None:
 
 
 def _indexes(body: S.Stmt, var: E.Var, registers: set[E.Var]) -> bool:
-    """Whether an access in `body` to one of `registers` has an index that uses `var`."""
+    """Whether an access in `body` to one of `registers` has an index that uses `var`, or a
+    variable bound from it (common subexpressions are bound before their uses)."""
     found = False
+    derived = {var}
 
     def visit(node: Node) -> None:
         nonlocal found
-        if isinstance(node, (E.BufferLoad, S.BufferStore)):
-            if node.buffer.data in registers and uses_var(node.indices, var):
+        if isinstance(node, S.Bind) and uses_var(node.value, derived):
+            derived.add(node.var)
+        elif isinstance(node, (E.BufferLoad, S.BufferStore)):
+            if node.buffer.data in registers and uses_var(node.indices, derived):
                 found = True
         elif isinstance(node, E.Call):
             args = node.args
             for data, offset in zip(args, args[1:], strict=False):
-                if isinstance(data, E.Var) and data in registers and uses_var(offset, var):
+                if isinstance(data, E.Var) and data in registers and uses_var(offset, derived):
                     found = True
 
     walk(body, visit)
