@@ -207,6 +207,8 @@ def _reference(task: Task, path: str, interp_limit: int) -> tuple[int | None, in
         source = "unscheduled program compiled for the CPU"
     saved = {f"in:{k}": v for k, v in arrays.items()}
     saved.update({f"out:{k}": np.asarray(v) for k, v in outputs.items() if k in arrays})
+    # npz keeps numpy's own dtypes only: bfloat16 comes back as 2 bytes of void without this
+    saved.update({f"dtype:{k}": np.array(str(v.dtype)) for k, v in arrays.items()})
     Path(path).write_bytes(npz_bytes(saved))
     return _flops(module, task), sum(a.nbytes for a in arrays.values()), source
 
@@ -221,8 +223,11 @@ def _flops(module: Any, task: Task) -> int | None:
 
 def _load(path: str) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     with np.load(path) as data:
+        dtypes = {k[6:]: np.dtype(str(data[k])) for k in data.files if k.startswith("dtype:")}
         inputs = {k[3:]: data[k] for k in data.files if k.startswith("in:")}
         outputs = {k[4:]: data[k] for k in data.files if k.startswith("out:")}
+    inputs = {k: v.view(dtypes[k]) if k in dtypes else v for k, v in inputs.items()}
+    outputs = {k: v.view(dtypes[k]) if k in dtypes else v for k, v in outputs.items()}
     return inputs, outputs
 
 
