@@ -1,0 +1,236 @@
+"""defer-wgmma-wait: a loop of wgmmas waits for them once, after the loop, instead of after
+each one, so that the wgmmas of its iterations overlap; the proxy fence and the barrier that
+start each iteration are done once, before it. (cuda_wgmma.tir's intrinsics fence, sync,
+issue, commit and wait at every call: right for one call, serial for a loop of them.)
+
+A statement is wgmma-only when it is a T.ptx_fence_proxy_async, T.tvm_storage_sync("shared"),
+T.ptx_wgmma_fence, T.ptx_wgmma or T.ptx_wgmma_commit_group, a binding of a value that reads no
+memory (common-subexpr-elim's), or a serial loop or sequence of such. Wgmma-only statements
+write no memory and touch registers only through the wgmmas, whose accumulators chain in issue
+order when the wgmmas share a shape (the PTX ISA's rule, and the interpreter's): a later wgmma
+does not need an earlier one waited for. Hence, in a function whose wgmmas all have one shape
+(others are left as they are), innermost loops first:
+
+- a serial loop whose body is wgmma-only statements and then T.ptx_wgmma_wait_group(0) waits
+  once, after it; a fence and barrier leading its body leave it when its extent is a positive
+  constant (nothing in the loop writes shared memory: the first iteration's are enough);
+- in a run of wgmma-only statements and waits within a sequence (the deferred loop and what
+  is around it, an unrolled loop), a wait_group(0) with another later in the run goes; so does
+  a barrier with only fences between it and the next barrier (thread-sync's, before the
+  hoisted fence and barrier), and every fence and barrier after a fence and then a barrier.
+
+A loop that does anything else (the software pipeline's loop also copies the next stage into
+shared memory) keeps its wait. Programs without wgmma are returned as they are. It runs after
+thread-sync, whose barriers it may merge with the intrinsics' own.
+
+Expects tir; leaves tir:
+
+    T.tvm_storage_sync("shared")                T.ptx_fence_proxy_async()
+    for k in range(4):                          T.tvm_storage_sync("shared")
+        T.ptx_fence_proxy_async()               for k in range(4):
+        T.tvm_storage_sync("shared")     ->         T.ptx_wgmma_fence()
+        T.ptx_wgmma_fence()                         T.ptx_wgmma("m64n128k16", ...)
+        T.ptx_wgmma("m64n128k16", ...)              T.ptx_wgmma_commit_group()
+        T.ptx_wgmma_commit_group()              T.ptx_wgmma_wait_group(0)
+        T.ptx_wgmma_wait_group(0)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from tirc.ir import expr as E
+from tirc.ir import intrinsics
+from tirc.ir import stmt as S
+from tirc.ir.function import PrimFunc
+from tirc.ir.functor import Mutator, walk
+from tirc.ir.intrinsics import Effect
+from tirc.transform.pass_base import Dialect, FunctionPass
+
+_BARRIERS = ("ptx_fence_proxy_async", "tvm_storage_sync")  # done once suffices, in this order
+_ISSUE = ("ptx_wgmma_fence", "ptx_wgmma", "ptx_wgmma_commit_group")
+_LOOPS = (S.ForKind.SERIAL, S.ForKind.UNROLLED)
+_POINTERS = ("tvm_access_ptr", "type_annotation")  # the wgmma's operands, read by the wgmma
+
+
+def _call(stmt: S.Stmt) -> E.Call | None:
+    if isinstance(stmt, S.Evaluate) and isinstance(stmt.value, E.Call):
+        return stmt.value
+    return None
+
+
+def _is_barrier(stmt: S.Stmt) -> bool:
+    call = _call(stmt)
+    if call is None or call.op not in _BARRIERS:
+        return False
+    if call.op == "tvm_storage_sync":
+        scope = call.args[0] if call.args else None
+        return isinstance(scope, E.StringImm) and scope.value == "shared"
+    return True
+
+
+def _is_sync(stmt: S.Stmt) -> bool:
+    call = _call(stmt)
+    return call is not None and call.op == "tvm_storage_sync" and _is_barrier(stmt)
+
+
+def _is_wait_all(stmt: S.Stmt) -> bool:
+    call = _call(stmt)
+    return (
+        call is not None and call.op == "ptx_wgmma_wait_group" and E.is_const_int(call.args[0], 0)
+    )
+
+
+def _is_wgmma_only(stmt: S.Stmt) -> bool:
+    if isinstance(stmt, S.SeqStmt):
+        return all(_is_wgmma_only(item) for item in stmt.stmts)
+    if isinstance(stmt, S.For):
+        return stmt.kind in _LOOPS and _is_wgmma_only(stmt.body)
+    if isinstance(stmt, S.Bind):  # common-subexpr-elim's bindings of offsets
+        return _reads_nothing(stmt.value)
+    call = _call(stmt)
+    if call is None or not (_is_barrier(stmt) or call.op in _ISSUE):
+        return False
+    return all(_reads_nothing(arg) for arg in call.args)
+
+
+def _reads_nothing(expr: object) -> bool:
+    """Whether `expr` neither loads memory (an accumulator, maybe) nor calls anything impure."""
+    found = True
+
+    def visit(node: object) -> None:
+        nonlocal found
+        if isinstance(node, E.BufferLoad):
+            found = False
+        elif isinstance(node, E.Call) and node.op not in _POINTERS:
+            intrinsic = intrinsics.lookup(node.op)
+            found = found and intrinsic is not None and intrinsic.effect is Effect.PURE
+
+    walk(expr, visit)
+    return found
+
+
+def _shapes(func: PrimFunc) -> set[str]:
+    """The shapes of the function's wgmmas (a non-constant shape counts as one of its own)."""
+    found: set[str] = set()
+
+    def visit(node: object) -> None:
+        if isinstance(node, E.Call) and node.op == "ptx_wgmma":
+            shape = node.args[0]
+            found.add(shape.value if isinstance(shape, E.StringImm) else f"?{id(node)}")
+
+    walk(func.body, visit)
+    return found
+
+
+def _statements(stmt: S.Stmt) -> list[S.Stmt]:
+    return list(stmt.stmts) if isinstance(stmt, S.SeqStmt) else [stmt]
+
+
+def _defer(loop: S.For) -> S.Stmt:
+    """The loop waiting once after it, or the loop as it is."""
+    found = _pop_wait(loop.body) if loop.kind in _LOOPS else None
+    if found is None or found[0] is None or not _is_wgmma_only(found[0]):
+        return loop
+    issued, wait = _statements(found[0]), found[1]
+    hoisted: list[S.Stmt] = []
+    if isinstance(loop.extent, E.IntImm) and loop.extent.value > 0:
+        while len(issued) > 1 and _is_barrier(issued[0]):
+            hoisted.append(issued.pop(0))
+    return S.seq(*hoisted, dataclasses.replace(loop, body=S.seq(*issued)), wait)
+
+
+def _pop_wait(stmt: S.Stmt) -> tuple[S.Stmt | None, S.Stmt] | None:
+    """(what comes before it, the wait) where `stmt` ends with a wait_group(0), else None."""
+    if _is_wait_all(stmt):
+        return None, stmt
+    if isinstance(stmt, S.SeqStmt):
+        found = _pop_wait(stmt.stmts[-1])
+        if found is None:
+            return None
+        before = [*stmt.stmts[:-1], *([found[0]] if found[0] is not None else [])]
+        return (S.seq(*before) if before else None), found[1]
+    return None
+
+
+def _merge_runs(stmts: list[S.Stmt]) -> list[S.Stmt]:
+    """`stmts` with each maximal run of wgmma-only statements and waits merged."""
+    kept: list[S.Stmt] = []
+    start = 0
+    while start < len(stmts):
+        end = start
+        while end < len(stmts) and (_is_wgmma_only(stmts[end]) or _is_wait_all(stmts[end])):
+            end += 1
+        if end == start:
+            kept.append(stmts[start])
+            end += 1
+        else:
+            kept += _merge(stmts[start:end])
+        start = end
+    return kept
+
+
+def _merge(run: list[S.Stmt]) -> list[S.Stmt]:
+    """A run without the waits and barriers it repeats: it writes no memory, so one wait at
+    its end, and one fence followed by one barrier, do what all of them did."""
+    last_wait = max((i for i, stmt in enumerate(run) if _is_wait_all(stmt)), default=-1)
+    stmts = [stmt for i, stmt in enumerate(run) if i == last_wait or not _is_wait_all(stmt)]
+    # a barrier with only fences between it and the next barrier: the next one does its work
+    stmts = [stmt for i, stmt in enumerate(stmts) if not _has_later_barrier(stmts, i)]
+    kept: list[S.Stmt] = []
+    fenced = done = False
+    for stmt in stmts:
+        call = _call(stmt)
+        if call is not None and _is_barrier(stmt):
+            if done:
+                continue  # a fence and then a barrier have made every write visible
+            fenced = fenced or call.op == "ptx_fence_proxy_async"
+            done = fenced and call.op == "tvm_storage_sync"
+        kept.append(stmt)
+    return kept
+
+
+def _has_later_barrier(stmts: list[S.Stmt], index: int) -> bool:
+    """Whether stmts[index] is a barrier that another follows with only fences between."""
+    if not _is_sync(stmts[index]):
+        return False
+    for stmt in stmts[index + 1 :]:
+        if _is_sync(stmt):
+            return True
+        if not _is_barrier(stmt):  # a fence is one too; anything else ends the search
+            return False
+    return False
+
+
+class _Deferrer(Mutator):
+    def visit_For(self, node: S.For) -> S.Stmt:
+        loop: S.For = self.generic_visit(node)
+        return _defer(loop)
+
+    def visit_SeqStmt(self, node: S.SeqStmt) -> S.Stmt:
+        flat: list[S.Stmt] = []
+        for stmt in node.stmts:
+            new = self.visit(stmt)
+            # a deferred loop's statements join the run; a sequence of the input stays whole
+            # (its bindings are its own)
+            flat += _statements(new) if new is not stmt else [stmt]
+        kept = _merge_runs(flat)
+        if len(kept) == len(node.stmts) and all(
+            new is old for new, old in zip(kept, node.stmts, strict=True)
+        ):
+            return node
+        return S.seq(*kept)
+
+
+@dataclass(frozen=True)
+class DeferWgmmaWait(FunctionPass):
+    name = "defer-wgmma-wait"
+    expects = Dialect.TIR
+    leaves = Dialect.TIR
+
+    def run_function(self, func: PrimFunc) -> PrimFunc:
+        if len(_shapes(func)) != 1:  # no wgmma, or accumulators that may not chain
+            return func
+        body = _Deferrer().visit(func.body)
+        return func if body is func.body else dataclasses.replace(func, body=body)
