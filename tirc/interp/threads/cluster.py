@@ -34,10 +34,10 @@ from tirc.interp.threads.scheduler import (
     BlockContext,
     RaceTracker,
     Thread,
-    _in_thread,
-    _release_barrier,
-    _resolve_allreduce,
-    _resolve_warps,
+    in_thread,
+    release_barrier,
+    resolve_allreduce,
+    resolve_warps,
 )
 from tirc.ir.cluster import Dims, grid_remainder
 
@@ -233,7 +233,7 @@ class _BlockRun:
                 if not self.live:
                     self._finish()
             except Fault as fault:
-                raise _in_thread(fault, self.block, thread) from None
+                raise in_thread(fault, self.block, thread) from None
         self.runnable = []
 
     def _finish(self) -> None:
@@ -255,7 +255,7 @@ class _BlockRun:
     def release(self, threads: list[int]) -> None:
         for thread in threads:
             self.waiting.pop(thread, None)
-        self.runnable = sorted(threads)
+        self.runnable = sorted({*self.runnable, *threads})
 
 
 def run_cluster(blocks: list[list[Thread]], cluster: ClusterContext) -> None:
@@ -292,12 +292,12 @@ def _resolve_blocks(runs: list[_BlockRun]) -> bool:
     for run in runs:
         if not run.waiting:
             continue
-        released = _resolve_warps(run.waiting, run.replies, run.live)
+        released = resolve_warps(run.waiting, run.replies, run.live)
         if not released:
-            released = _resolve_allreduce(run.waiting, run.replies, run.block)
+            released = resolve_allreduce(run.waiting, run.replies, run.block)
         if not released and len({(r[0], r[1]) for r in run.waiting.values()}) == 1:
             if next(iter(run.waiting.values()))[0] == BARRIER:
-                released = _release_barrier(run.waiting, run.live, run.block)
+                released = release_barrier(run.waiting, run.live, run.block)
         if released:
             run.release(released)
             progressed = True
@@ -334,7 +334,7 @@ def _stuck(runs: list[_BlockRun], cluster: ClusterContext) -> None:
     """The error when no thread of the cluster can go on."""
     first = next(run for run in runs if run.waiting)
     if any(request[0] != POLL for request in first.waiting.values()):
-        _release_barrier(first.waiting, first.live, first.block)  # raises: mixed barriers
+        release_barrier(first.waiting, first.live, first.block)  # raises: mixed barriers
     thread = min(first.waiting)
     request = first.waiting[thread]
     others: dict[int, tuple[int, _BlockRun]] = {}

@@ -285,26 +285,26 @@ def run_block(threads: list[Thread], block: BlockContext) -> None:
             except StopIteration:
                 live.discard(thread)
             except Fault as fault:
-                raise _in_thread(fault, block, thread) from None
+                raise in_thread(fault, block, thread) from None
         if not waiting:
             return
-        runnable = _resolve_warps(waiting, replies, live)
+        runnable = resolve_warps(waiting, replies, live)
         if not runnable:
-            runnable = _resolve_allreduce(waiting, replies, block)
+            runnable = resolve_allreduce(waiting, replies, block)
         if not runnable:
             runnable = _resolve_polls(waiting)
         if not runnable:
-            runnable = _release_barrier(waiting, live, block)
+            runnable = release_barrier(waiting, live, block)
 
 
-def _in_thread(fault: Fault, block: BlockContext, thread: int) -> Fault:
+def in_thread(fault: Fault, block: BlockContext, thread: int) -> Fault:
     where = block.describe_thread(thread)
     if where in fault.message:
         return fault
     return Fault(fault.site, f"{fault.message} (in {where})", fault.notes)
 
 
-def _resolve_warps(waiting: dict[int, tuple], replies: list[Any], live: set[int]) -> list[int]:
+def resolve_warps(waiting: dict[int, tuple], replies: list[Any], live: set[int]) -> list[int]:
     """Resolves every warp collective whose participants have all arrived; returns them."""
     groups: dict[tuple[int, int], list[int]] = {}
     for thread, request in waiting.items():
@@ -346,7 +346,7 @@ def _shuffle(requests: dict[int, tuple], replies: list[Any]) -> None:
         replies[thread] = values.get(source, value)
 
 
-def _resolve_allreduce(
+def resolve_allreduce(
     waiting: dict[int, tuple], replies: list[Any], block: BlockContext
 ) -> list[int]:
     """When every live thread waits at one all-reduce, combine within each group of threads
@@ -422,7 +422,7 @@ def _threads(count: int) -> str:
     return "1 thread waits" if count == 1 else f"{count} threads wait"
 
 
-def _release_barrier(waiting: dict[int, tuple], live: set[int], block: BlockContext) -> list[int]:
+def release_barrier(waiting: dict[int, tuple], live: set[int], block: BlockContext) -> list[int]:
     sites = {request[1] for request in waiting.values() if request[0] == BARRIER}
     others = [thread for thread, request in waiting.items() if request[0] != BARRIER]
     if others or len(sites) != 1:
