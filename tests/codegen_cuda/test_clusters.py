@@ -366,3 +366,27 @@ def test_a_bad_axis_is_refused_at_the_call_by_the_backend_and_the_interpreter() 
         (error,) = caught.value.diagnostics
         assert error.message == 'T.ptx_clusterid takes the axis "x", "y" or "z"'
         assert str(error.span) == "cluster.tir:14:15"
+
+
+def test_arrivers_go_on_early_when_the_others_need_them() -> None:
+    # half the threads arrive before a block barrier, half after it: holding the first half
+    # at their arrive would stall the block, so they go on, and the phase still completes
+    text = """\
+@T.prim_func
+def main(A: T.Buffer((64,), "int32")):
+    T.func_attr({"cluster_dims": [2, 1, 1]})
+    bx = T.launch_thread("blockIdx.x", 4)
+    tx = T.launch_thread("threadIdx.x", 16)
+    S = T.alloc_buffer((16,), "int32", scope="shared")
+    S[tx] = bx * 100 + tx
+    if tx < 8:
+        T.ptx_barrier_cluster_arrive()
+    T.tvm_storage_sync("shared")
+    if tx >= 8:
+        T.ptx_barrier_cluster_arrive()
+    T.ptx_barrier_cluster_wait()
+    A[bx * 16 + tx] = S[15 - tx]
+"""
+    got = _run(_lowered(text), (64,))
+    want = (np.arange(4)[:, None] * 100 + (15 - np.arange(16))[None, :]).reshape(-1)
+    np.testing.assert_array_equal(got, want)
