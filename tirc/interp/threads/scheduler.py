@@ -5,7 +5,9 @@ A thread runs until it reaches a collective (a `yield` in generated code): a bar
 collectives are resolved among the threads of a warp waiting at the same place; when every
 live thread waits at the same barrier, a new epoch begins. Shared memory is watched between
 barriers: two threads touching one element, at least one writing, is a data race and an error.
-Exited threads no longer take part in barriers (as on GPUs since Volta).
+Exited threads no longer take part in barriers (as on GPUs since Volta). `launch` runs the blocks
+one at a time; a kernel with thread-block clusters runs the blocks of each cluster together
+(tirc.interp.threads.cluster, with these resolution steps for each of its blocks).
 """
 
 from __future__ import annotations
