@@ -46,8 +46,12 @@ def builtin_intrinsics() -> dict[str, TensorIntrin]:
     for entry in sorted(library.iterdir(), key=lambda item: item.name):
         if not entry.name.endswith(".tir"):
             continue
-        text = expand_families(entry.read_text(), entry.name)
-        module = parse(text, name=f"tirc/schedule/intrinsics/library/{entry.name}")
+        written = entry.read_text()
+        text = expand_families(written, entry.name)
+        name = f"tirc/schedule/intrinsics/library/{entry.name}"
+        if text != written:  # its lines are not the file's: say so in any located message
+            name += " (families written out)"
+        module = parse(text, name=name)
         summaries = {m["name"]: m["summary"].strip() for m in _SUMMARY.finditer(text)}
         found.update(_pairs(module, summaries, entry.name))
     return found
