@@ -408,6 +408,17 @@ def test_a_loop_inside_a_condition_is_refused() -> None:
     assert diagnostic.span is not None and diagnostic.span.line == at + 2
 
 
+def test_a_thread_binding_inside_the_kernel_body_is_refused_at_it() -> None:
+    text = GOLDEN.read_text().rstrip("\n") + "\n"
+    text += '                for ty in T.thread_binding(2, thread="threadIdx.y"):\n'
+    text += "                    C[ty, 0] = T.float32(0.0)\n"
+    error = _refused(parse(text), "inject-warp-specialization")
+    diagnostic = error.diagnostics[0]
+    assert "thread bindings around its whole body: this one is inside it" in diagnostic.message
+    assert diagnostic.span is not None
+    assert diagnostic.span.line == _line_of(text, 'thread="threadIdx.y"')
+
+
 # thread-sync in a warp-specialized split: a consumer that writes shared memory other consumer
 # threads then read would need a barrier that only part of the block reaches
 SPLIT = """
