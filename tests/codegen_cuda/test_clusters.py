@@ -390,3 +390,85 @@ def main(A: T.Buffer((64,), "int32")):
     got = _run(_lowered(text), (64,))
     want = (np.arange(4)[:, None] * 100 + (15 - np.arange(16))[None, :]).reshape(-1)
     np.testing.assert_array_equal(got, want)
+
+
+# rank 0 of each 2-block cluster brings its cluster's 8 x 16 tile of A into both blocks' shared
+# memory with one multicast TMA load; each block expects the bytes on its own mbarrier, waits,
+# and copies the tile out. The cluster barrier after the inits makes each block's barrier
+# ready before its peer's copy completes on it.
+MULTICAST = """\
+@T.prim_func
+def main(A: T.Buffer((16, 16), "float32"), B: T.Buffer((512,), "float32")):
+    T.func_attr({"cluster_dims": [2, 1, 1]})
+    bx = T.launch_thread("blockIdx.x", 4)
+    tx = T.launch_thread("threadIdx.x", 128)
+    S = T.alloc_buffer((128,), "float32", scope="shared")
+    bar = T.alloc_buffer((1,), "uint64", scope="shared")
+    if tx == 0:
+        T.ptx_mbarrier_init(bar.data, 0, 1)
+        T.ptx_fence_proxy_async()
+    T.ptx_barrier_cluster_arrive()
+    T.ptx_barrier_cluster_wait()
+    if tx == 0:
+        T.ptx_mbarrier_arrive_expect_tx(bar.data, 0, 512)
+        if T.ptx_cluster_ctarank() == 0:
+            T.ptx_tma_load_multicast(
+                "float32", A.data, 2, 0, 16, 16, 8, 16, S.data, 0, bar.data, 0, MASK,
+                T.ptx_clusterid("x") * 8, 0
+            )
+    T.ptx_mbarrier_wait(bar.data, 0, 0)
+    B[bx * 128 + tx] = S[tx]
+"""
+
+
+def _multicast(mask: int) -> tuple[np.ndarray, np.ndarray]:
+    module = _lowered(MULTICAST.replace("MASK", str(mask)), "multicast.tir")
+    a = np.arange(256, dtype="float32").reshape(16, 16)
+    b = np.zeros(512, "float32")
+    run(module["main"], {"A": a, "B": b}, module=module)
+    return a, b
+
+
+def test_a_multicast_tma_load_lands_in_every_block_of_its_mask() -> None:
+    a, b = _multicast(0b11)
+    tiles = [a[bx // 2 * 8 : bx // 2 * 8 + 8].reshape(-1) for bx in range(4)]
+    np.testing.assert_array_equal(b, np.concatenate(tiles))
+
+
+def test_a_block_left_out_of_the_mask_waits_for_its_bytes_forever() -> None:
+    with pytest.raises(DiagnosticError) as caught:
+        _multicast(0b01)
+    (error,) = caught.value.diagnostics
+    assert str(error.span) == "multicast.tir:20:5"  # the mbarrier wait
+    assert "in thread (0, 0, 0) of block (1, 0, 0)" in error.message
+    assert "0 of 1 arrivals and 512 transaction bytes pending" in error.message
+
+
+def test_a_mask_past_the_cluster_is_an_error_at_the_load() -> None:
+    with pytest.raises(DiagnosticError, match="the mask 0x4 must name some of the cluster's 2"):
+        _multicast(0b100)
+
+
+def test_multicast_cuda_c_and_ptxas(tmp_path: Path) -> None:
+    source = emit_cuda(_lowered(MULTICAST.replace("MASK", "3")))
+    assert (
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+        ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;" in source
+    )
+    assert '"h"((unsigned short)(3))' in source
+    complaint = nvcc_accepts(source, tmp_path, arch="sm_90a")
+    assert not complaint, complaint
+    complaint = ptxas_accepts(_nvcc_ptx(source, tmp_path), tmp_path, arch="sm_90a")
+    assert not complaint, complaint
+
+
+def test_multicast_arguments_are_counted_at_the_call() -> None:
+    text = MULTICAST.replace("bar.data, 0, MASK,", "bar.data, 0,")
+    with pytest.raises(DiagnosticError) as caught:
+        emit_cuda(_lowered(text, "multicast.tir"))
+    (error,) = caught.value.diagnostics
+    assert error.message.startswith(
+        "T.ptx_tma_load_multicast of rank 2 takes 15 arguments (dtype, tensor, rank, swizzle, "
+        "2 extents, 2 box extents, shared, offset, barrier, index, mask, 2 coordinates), not 14"
+    ), error.message
+    assert str(error.span) == "multicast.tir:16:13"

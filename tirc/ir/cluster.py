@@ -32,7 +32,8 @@ RANK_OPS = ("ptx_cluster_ctarank", "ptx_cluster_nctarank")
 AXIS_OPS = ("ptx_cluster_ctaid", "ptx_cluster_nctaid", "ptx_clusterid", "ptx_nclusterid")
 BARRIER_OPS = ("ptx_barrier_cluster_arrive", "ptx_barrier_cluster_wait")
 MAP_SHARED = "ptx_map_shared_cluster"
-CLUSTER_OPS = frozenset((*RANK_OPS, *AXIS_OPS, *BARRIER_OPS, MAP_SHARED))
+MULTICAST = "ptx_tma_load_multicast"  # a TMA load into several blocks (tirc.ir.tma)
+CLUSTER_OPS = frozenset((*RANK_OPS, *AXIS_OPS, *BARRIER_OPS, MAP_SHARED, MULTICAST))
 AXES = ("x", "y", "z")
 # each register call's PTX special register (an axis op's takes ".x", ".y" or ".z")
 REGISTERS = {

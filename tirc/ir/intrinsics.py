@@ -160,6 +160,8 @@ for _name, _arity in (
     register(Intrinsic(_name, _arity, _arity, Result.EXPLICIT, Effect.UPDATE))
     FIXED_RESULTS[_name] = dt.VOID
 register(Intrinsic("ptx_tma_load", 11, 23, Result.EXPLICIT, Effect.UPDATE))  # dtype first
+# a load into the shared memory of the cluster's blocks in a mask (after the barrier's index)
+register(Intrinsic("ptx_tma_load_multicast", 12, 24, Result.EXPLICIT, Effect.UPDATE))
 register(Intrinsic("ptx_tma_store", 9, 21, Result.EXPLICIT, Effect.UPDATE))  # dtype first
 for _name, _arity in (("ptx_tma_store_commit", 0), ("ptx_tma_store_wait", 1)):
     register(Intrinsic(_name, _arity, _arity, Result.EXPLICIT, Effect.UPDATE))

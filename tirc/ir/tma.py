@@ -4,6 +4,11 @@ map the compiler derives from them, and the shared-memory swizzle the copy write
     T.ptx_tma_load("float16", A.data, 2, 128, M, K, 64, 64, S.data, 0, bar.data, 0, y, x)
         dtype, global tensor, rank, swizzle bytes, shape (rank), box (rank),
         shared destination and element offset, mbarrier and index, box corner (rank)
+    T.ptx_tma_load_multicast("float16", A.data, 2, 128, M, K, 64, 64, S.data, 0, bar.data, 0,
+                             mask, y, x)
+        a load with a 16-bit mask of the cluster's blocks (bit r: rank r) after the barrier: the
+        box lands in each masked block's shared memory at the same offset, and completes on
+        that block's barrier of the same address (.multicast::cluster; tirc.ir.cluster)
     T.ptx_tma_store("float16", C.data, 2, 0, M, N, 64, 64, S.data, 0, y, x)
         the same without the barrier: the box from shared memory into the tensor, in a bulk
         group (T.ptx_tma_store_commit(), T.ptx_tma_store_wait(n))
@@ -35,7 +40,8 @@ MBARRIER_OPS = (
     "ptx_mbarrier_inval",
 )
 
-TMA_COPIES = ("ptx_tma_load", "ptx_tma_store")
+TMA_LOADS = ("ptx_tma_load", "ptx_tma_load_multicast")
+TMA_COPIES = (*TMA_LOADS, "ptx_tma_store")
 HOPPER_OPS = (*MBARRIER_OPS, *TMA_COPIES, "ptx_tma_store_commit", "ptx_tma_store_wait")
 FIRST_ARCH = 90  # sm_90: the first with TMA, mbarrier transaction counts and try_wait
 
@@ -55,6 +61,7 @@ class TmaLoad:
     barrier: E.PrimExpr | None  # None for a store
     barrier_index: E.PrimExpr | None
     coords: tuple[E.PrimExpr, ...]
+    multicast: E.PrimExpr | None = None  # the mask of the cluster's blocks it lands in
 
     @property
     def rank(self) -> int:
@@ -119,15 +126,17 @@ def tma_load(call: E.Call) -> TmaLoad:
     and equal to the swizzle span where there is one)."""
     args = _expressions(call)
     op = f"T.{call.op}"
-    is_load = call.op == "ptx_tma_load"
+    is_load = call.op in TMA_LOADS
+    is_multicast = call.op == "ptx_tma_load_multicast"
     rank = _constant(call, 1, "rank") if len(args) > 1 else 0
     if not 1 <= rank <= 5:
         raise DiagnosticError.at(call.span, f"{op} copies boxes of 1 to 5 dimensions, not {rank}")
-    barrier = "barrier, index, " if is_load else ""
-    if len(args) != 3 * rank + (7 if is_load else 5):
+    barrier = ("barrier, index, " if is_load else "") + ("mask, " if is_multicast else "")
+    operands = 5 + 2 * is_load + is_multicast  # besides the rank's shape, box and corner
+    if len(args) != 3 * rank + operands:
         raise DiagnosticError.at(
             call.span,
-            f"{op} of rank {rank} takes {3 * rank + (8 if is_load else 6)} arguments (dtype, "
+            f"{op} of rank {rank} takes {3 * rank + operands + 1} arguments (dtype, "
             f"tensor, rank, swizzle, {rank} extents, {rank} box extents, shared, offset, "
             f"{barrier}{rank} coordinates), not {len(args) + 1}",
         )
@@ -158,7 +167,7 @@ def tma_load(call: E.Call) -> TmaLoad:
             Note("choose the innermost box extent to fill the swizzle span, or swizzle 0"),
         )
     start = 3 + 2 * rank
-    corner = start + (4 if is_load else 2)
+    corner = start + (4 if is_load else 2) + is_multicast
     return TmaLoad(
         call,
         dtype,
@@ -171,6 +180,7 @@ def tma_load(call: E.Call) -> TmaLoad:
         args[start + 2] if is_load else None,
         args[start + 3] if is_load else None,
         tuple(args[corner:]),
+        args[start + 4] if is_multicast else None,
     )
 
 

@@ -110,10 +110,14 @@ def print_tma_copy(p: ExprPrinter, call: E.Call, lane: int | None) -> Code:
         )
         return _asm(instruction, ", ".join(operands))
     instruction = (
-        f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.mbarrier::complete_tx::bytes "
+        f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.mbarrier::complete_tx::bytes"
+        f"{'.multicast::cluster' if load.multicast is not None else ''} "
         f"[%0], [%1, {coords}], [%{2 + rank}]"
     )
     operands.append(f'"r"({_shared(p, load.barrier, load.barrier_index, "unsigned long long")})')
+    if load.multicast is not None:  # a 16-bit mask of the cluster's blocks
+        instruction += f", %{3 + rank}"
+        operands.append(f'"h"((unsigned short)({p(load.multicast)}))')
     return _asm(instruction, ", ".join(operands))
 
 
@@ -142,6 +146,7 @@ HANDLERS = {
     "ptx_mbarrier_wait": print_wait,
     "ptx_mbarrier_inval": print_inval,
     "ptx_tma_load": print_tma_copy,
+    "ptx_tma_load_multicast": print_tma_copy,
     "ptx_tma_store": print_tma_copy,
     "ptx_tma_store_commit": print_store_commit,
     "ptx_tma_store_wait": print_store_wait,

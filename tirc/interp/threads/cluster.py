@@ -28,6 +28,7 @@ import numpy as np
 
 from tirc.interp.fault import Fault
 from tirc.interp.memory.storage import Pointer, Storage, storage_of
+from tirc.interp.threads import mbarrier
 from tirc.interp.threads.scheduler import (
     BARRIER,
     POLL,
@@ -396,33 +397,83 @@ def wait(block: BlockContext | None, thread: int, site: int) -> Generator[tuple,
 def map_shared(handle: object, rank: int, block: BlockContext | None, site: int) -> object:
     """mapa: the peer block `rank`'s copy of the shared array `handle` points into, at the same
     offset; what this block's threads do through it is race-checked there."""
-    own = _cluster(block, site, "T.ptx_map_shared_cluster")
-    cluster = own.cluster
-    if not 0 <= rank < len(cluster.blocks):
-        raise Fault(
-            site,
-            f"T.ptx_map_shared_cluster: rank {rank} is not a block of the cluster "
-            f"(0 to {len(cluster.blocks) - 1})",
-        )
-    storage = storage_of(handle)
-    key = next((k for k, v in own.storages.items() if v is storage), None)
-    if key is None or storage.scope not in ("shared", "shared.dyn"):
-        raise Fault(site, "T.ptx_map_shared_cluster maps a shared array of the block")
-    peer = cluster.blocks[rank]
+    what = "T.ptx_map_shared_cluster"
+    own = _cluster(block, site, what)
+    peer = _peer(own, rank, site, what)
     if peer is own:
         return handle
-    found = peer.storages.get(key)
-    if not isinstance(found, Storage):  # the peer's threads have not reached it yet
-        found = _fresh_shared(peer, storage, key)
+    found = _peer_storage(own, peer, storage_of(handle), site, what)
     tracker = found.race
     assert isinstance(tracker, ClusterTracker)  # a cluster block's shared arrays have one
     mapped = Storage(
         f"{found.name} of block {peer.block_index}", found.array, found.scope, found.dtype
     )
     mapped.race = PeerTracker(tracker, own.rank)
+    return _at(handle, mapped)
+
+
+def tma_load_multicast(
+    copy: mbarrier.Copy,
+    barrier_handle: object,
+    barrier_index: int,
+    mask: int,
+    thread: int,
+    block: BlockContext | None,
+    site: int,
+) -> None:
+    """cp.async.bulk.tensor's .multicast::cluster: the box lands in the shared memory of each
+    block of the mask at the same offset, completing its bytes on that block's barrier of the
+    same address (each as tirc.interp.threads.mbarrier.tma_load does it for its block)."""
+    what = "T.ptx_tma_load_multicast"
+    own = _cluster(block, site, what)
+    size = len(own.cluster.blocks)
+    if not 0 < mask < 1 << size:
+        raise Fault(
+            site,
+            f"{what}: the mask {mask:#x} must name some of the cluster's {size} blocks "
+            f"(bits 0 to {size - 1})",
+        )
+    for rank in range(size):
+        if not mask >> rank & 1:
+            continue
+        peer = _peer(own, rank, site, what)
+        if peer is own:
+            mbarrier.tma_load(copy, barrier_handle, barrier_index, thread, own, site)
+            continue
+        shared = _peer_storage(own, peer, storage_of(copy.shared), site, what)
+        barrier = _peer_storage(own, peer, storage_of(barrier_handle), site, what)
+        # no thread of the peer issued it: none of its reads of the box are exempt
+        landing = copy._replace(shared=_at(copy.shared, shared))
+        mbarrier.tma_load(landing, _at(barrier_handle, barrier), barrier_index, -1, peer, site)
+
+
+def _peer(own: ClusterBlock, rank: int, site: int, what: str) -> ClusterBlock:
+    blocks = own.cluster.blocks
+    if not 0 <= rank < len(blocks):
+        raise Fault(
+            site, f"{what}: rank {rank} is not a block of the cluster (0 to {len(blocks) - 1})"
+        )
+    return blocks[rank]
+
+
+def _peer_storage(
+    own: ClusterBlock, peer: ClusterBlock, storage: Storage, site: int, what: str
+) -> Storage:
+    """The peer's storage of the shared array this block holds as `storage`."""
+    key = next((k for k, v in own.storages.items() if v is storage), None)
+    if key is None or storage.scope not in ("shared", "shared.dyn"):
+        raise Fault(site, f"{what} reaches a shared array of the block, and this is not one")
+    found = peer.storages.get(key)
+    if not isinstance(found, Storage):  # the peer's threads have not reached it yet
+        found = _fresh_shared(peer, storage, key)
+    return found
+
+
+def _at(handle: object, storage: Storage) -> object:
+    """`storage` at the offset `handle` has into its own."""
     if isinstance(handle, Pointer):
-        return Pointer(mapped, handle.byte_offset, handle.dtype)
-    return mapped
+        return Pointer(storage, handle.byte_offset, handle.dtype)
+    return storage
 
 
 def _fresh_shared(block: BlockContext, like: Storage, key: object) -> Storage:

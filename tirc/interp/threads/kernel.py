@@ -17,7 +17,7 @@ from tirc.interp.threads.cluster import launch_cluster
 from tirc.interp.threads.compilers import Stmts
 from tirc.interp.threads.context import Code, KernelState
 from tirc.ir.buffer import Buffer
-from tirc.ir.cluster import BARRIER_OPS, MAP_SHARED, cluster_calls
+from tirc.ir.cluster import BARRIER_OPS, MAP_SHARED, MULTICAST, cluster_calls
 from tirc.ir.expr import PrimExpr, Var
 from tirc.ir.functor import walk
 from tirc.ir.node import Node
@@ -133,7 +133,7 @@ def _cluster_shape(compiler: Stmts, stmt: Stmt) -> tuple[int, int, int] | None:
     uses the cluster barrier or a peer's shared memory (1 x 1 x 1, as on sm_90)."""
     if compiler.ctx.cluster is not None:
         return compiler.ctx.cluster
-    if any(call.op in (*BARRIER_OPS, MAP_SHARED) for call in cluster_calls(stmt)):
+    if any(call.op in (*BARRIER_OPS, MAP_SHARED, MULTICAST) for call in cluster_calls(stmt)):
         return (1, 1, 1)
     return None
 

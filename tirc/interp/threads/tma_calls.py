@@ -10,7 +10,7 @@ T.ptx_tma_store_wait(n)  ->  (yield from store_wait(n, _tid, _block, site))
 
 from __future__ import annotations
 
-from tirc.interp.threads import mbarrier, ptx
+from tirc.interp.threads import cluster, mbarrier, ptx
 from tirc.interp.threads.compilers import CallRule, Calls
 from tirc.interp.threads.context import Code
 from tirc.ir.expr import Call
@@ -70,7 +70,10 @@ def _tma_copy(compiler: Calls, call: Call) -> Code:
     operands = [f"{compiler.ctx.constant(mbarrier.Copy, 'Copy')}({', '.join(copy)})"]
     if barrier:
         operands += _texts(compiler, barrier)
-    function = mbarrier.tma_load if barrier else mbarrier.tma_store
+    function: object = mbarrier.tma_load if barrier else mbarrier.tma_store
+    if load.multicast is not None:  # into the cluster's blocks (tirc.interp.threads.cluster)
+        operands.append(compiler.argument(load.multicast).text)
+        function = cluster.tma_load_multicast
     return Code(_call(compiler, call, function, [*operands, _thread(compiler)]))
 
 
@@ -95,6 +98,7 @@ RULES: dict[str, CallRule] = {
     "ptx_mbarrier_wait": _wait,
     "ptx_mbarrier_inval": _inval,
     "ptx_tma_load": _tma_copy,
+    "ptx_tma_load_multicast": _tma_copy,
     "ptx_tma_store": _tma_copy,
     "ptx_tma_store_commit": _store_commit,
     "ptx_tma_store_wait": _store_wait,

@@ -121,7 +121,7 @@ class _Collector(Visitor):
             self.touch(node.args[1], mask.value if isinstance(mask, E.IntImm) else _READ_WRITE)
         elif node.op.startswith("ptx_mbarrier_"):
             pass  # an mbarrier is a synchronization object, not data other threads read
-        elif node.op == "ptx_tma_load":
+        elif node.op in ("ptx_tma_load", "ptx_tma_load_multicast"):
             # its destination is the mbarrier's to order: readers wait on it, and the program
             # frees a stage (a barrier, or an mbarrier its readers arrive on) before refilling
             # it; a barrier here would stall a producer warp's loop against its consumers'
