@@ -13,8 +13,9 @@ barrier would have ordered). Each shared array is watched twice: thread by threa
 its block (what `__syncthreads` resets), and block by block (its own threads' accesses and
 its peers' through `mapa`), which only the cluster barrier resets: a block's barrier does not
 order its peers. Reaching the shared memory of a block whose threads have all returned is an
-error. When no thread of the cluster can go on, the error is at a wait, naming what it waits
-for and which blocks have threads that have not arrived. Shared memory a kernel function
+error. A multicast TMA load lands in each block of its mask as a load issued there would.
+When no thread of the cluster can go on, the error is at a wait, naming what it waits for and
+which blocks have threads that have not arrived. Shared memory a kernel function
 allocates before its launches is each block's own here (the blocks run at once).
 """
 

@@ -3,6 +3,8 @@
 T.ptx_mbarrier_wait(bar.data, 0, phase)  ->  (yield from wait(bar, 0, phase, _block, site))
 T.ptx_tma_load("float16", A.data, 2, 0, M, K, 64, 64, S.data, 0, bar.data, 0, y, x)
     ->  tma_load(Copy(dtype, A, 0, (M, K), (64, 64), S, 0, (y, x)), bar, 0, _tid, _block, site)
+T.ptx_tma_load_multicast(..., bar.data, 0, mask, y, x)
+    ->  tma_load_multicast(Copy(...), bar, 0, mask, _tid, _block, site)  (threads.cluster)
 T.ptx_tma_store(...)  ->  tma_store(Copy(...), _tid, _block, site)
 T.ptx_tma_store_commit()  ->  commit_group(BulkStores, _tid, _block)
 T.ptx_tma_store_wait(n)  ->  (yield from store_wait(n, _tid, _block, site))
