@@ -16,8 +16,8 @@ versions inject-software-pipeline would give the buffers the copies fill):
   multiples of 128;
 - the buffers the copies write get S versions (an outer axis, indexed `i % S` for iteration
   i = k - k_min) and are allocated around the split with `full[S]` and `empty[S]`, uint64
-  mbarriers in shared memory that thread 0 initializes (P and T arrivals a phase) before a
-  `__syncthreads`;
+  mbarriers in shared memory that thread 0 initializes (P, or 2P below, and T arrivals a
+  phase) before a `__syncthreads`;
 - the producer runs the loop: from its S-th iteration on it waits for `empty[i % S]` (parity
   (i / S + 1) % 2: the consumers' release of that version's last use), runs the copies with
   its thread index rebased (`t_d - extent(d)`, so they are the consumers' own copy code; with
@@ -41,12 +41,11 @@ The split is wrapped in `T.attr(0, "warp_specialize_scope", P)`: thread-sync may
 `__syncthreads` inside it (the branches diverge; the mbarriers order the ring) and refuses a
 program that would need one there. Refused, at the loop or the offending statement: a loop
 not pipelined, not serial, inside another loop or condition of the kernel, or outside thread
-bindings; asynchronous stages other than stage 0; a stage-0
-statement that is not a copy from global into shared memory; a consumer that writes what the
-copies fill, or a copy that reads what the consumers write; thread extents that are not
-constants, or that P does not divide as above; a block barrier anywhere in the consumers'
-code. Architectures before sm_90 are refused by the backends at the first mbarrier call,
-located at the loop.
+bindings; asynchronous stages other than stage 0; a stage-0 statement that is not a copy from
+global into shared memory; a consumer that writes what the copies fill, or a copy that reads
+what the consumers write; thread extents that are not constants, or that P does not divide as
+above; a block barrier anywhere in the consumers' code. Architectures before sm_90 are
+refused by the backends at the first mbarrier call, located at the loop.
 
     for ty in T.thread_binding(4, "threadIdx.y"):        for ty in T.thread_binding(8, ...):
       for tx in T.thread_binding(32, "threadIdx.x"):       for tx in ...:
