@@ -361,3 +361,40 @@ def test_loops_indexing_a_register_array_are_unrolled() -> None:
     accesses = re.findall(r"getelementptr float, float\* %\"acc\"", ir)
     assert len(accesses) == 8 + 2 * 8 + 2 + 8
     assert ".local" not in emit_ptx(lowered, arch="sm_90a")  # acc lives in registers
+
+
+@pytest.mark.parametrize("name", ["matmul_bf16_hopper", "gemm_wgmma_tensorize_bf16"])
+def test_the_bfloat16_samples_assemble(name: str, tmp_path: Path) -> None:
+    ptx = _nvptx(name)
+    assert "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16" in ptx
+    assert ptxas_accepts(ptx, tmp_path, arch="sm_90a") == ""
+
+
+BFLOAT = """
+@T.prim_func
+def main(A: T.Buffer((64,), "bfloat16"), B: T.Buffer((64,), "bfloat16"),
+         C: T.Buffer((64,), "float16")):
+    tx = T.launch_thread("threadIdx.x", 64)
+    B[tx] = A[tx] * T.bfloat16(0.1) + T.bfloat16(1.00390625)
+    C[tx] = T.Cast("float16", A[tx])
+"""
+
+
+def test_bfloat16_values(tmp_path: Path) -> None:
+    import ml_dtypes
+
+    lowered = lower_module(parse(BFLOAT, name="bf16.tir"), target="cuda -arch=sm_90a")
+    ir = emit_nvvm_ir(lowered, arch="sm_90a")
+    # constants rounded to the nearest bfloat16, ties to even (1 + 2^-8 lies halfway between
+    # 1 and 1 + 2^-7: it goes to 1), written as the bits of that double
+    constants = []
+    for value in (0.1, 1.00390625):
+        rounded = np.float64(np.float32(value).astype(ml_dtypes.bfloat16))
+        constants.append(f"0x{int(rounded.view(np.uint64)):016x}")
+    assert constants == ["0x3fb9a00000000000", "0x3ff0000000000000"]
+    assert re.search(rf"fmul bfloat %\S+, {constants[0]}", ir)
+    assert re.search(rf"fadd bfloat %\S+, {constants[1]}", ir)
+    assert "fmul bfloat" in ir and "fadd bfloat" in ir
+    # half from bfloat through float, as C converts
+    assert re.search(r"fpext bfloat .* to float", ir) and re.search(r"fptrunc float .* to half", ir)
+    assert ptxas_accepts(emit_ptx(lowered, arch="sm_90a"), tmp_path, arch="sm_90a") == ""

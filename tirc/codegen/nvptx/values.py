@@ -60,7 +60,7 @@ class ValueBuilder:
 
     def intrinsic(self, name: str, dtype: DataType, args: list[ir.Value]) -> ir.Value:
         llvm_type = types.value_type(dtype)
-        suffix = {16: "f16", 32: "f32", 64: "f64"}[dtype.element.bits]
+        suffix = types.scalar_type(dtype).intrinsic_name  # f16, bf16, f32, f64
         if dtype.is_vector:
             suffix = f"v{dtype.lanes}{suffix}"
         return self.b.call(
@@ -93,6 +93,9 @@ def _convert(b: ir.IRBuilder, value: ir.Value, source: DataType, target: DataTyp
             return b.fcmp_unordered("!=", value, zero)
         return b.icmp_unsigned("!=", value, zero)
     if source.is_float and target.is_float:
+        if target.bits == source.bits:  # half <-> bfloat: through float, as C converts
+            value = b.fpext(value, ir.FloatType())
+            return b.fptrunc(value, to)
         return b.fpext(value, to) if target.bits > source.bits else b.fptrunc(value, to)
     if source.is_float:
         return b.fptoui(value, to) if target.is_uint else b.fptosi(value, to)
