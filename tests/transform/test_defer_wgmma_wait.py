@@ -12,8 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tirc.diagnostics import DiagnosticError
 from tirc.driver.schedule import apply_plan_file
-from tirc.interp import run
+from tirc.interp import random_inputs, run
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
 from tirc.ir.function import IRModule
@@ -116,6 +117,21 @@ def test_a_missing_wait_is_caught(lowered: tuple[IRModule, IRModule]) -> None:
     _, with_pass = lowered
     got, want = _product(_without_last_wait(with_pass))
     assert not np.allclose(got, want, atol=1e-3)
+
+
+def test_the_barrier_after_a_deferred_wait_is_needed() -> None:
+    """golden write_after: the copy after the loop overwrites what the first wgmma read. The
+    pass's barrier after the wait orders them; without it the interpreter reports the race."""
+    path = Path(__file__).parent / "golden" / "defer_wgmma_wait" / "write_after.after.tir"
+    text = path.read_text()
+    wait = "    T.ptx_wgmma_wait_group(0)\n"
+    barrier = '    T.tvm_storage_sync("shared", T.bool(False), -1)\n'
+    assert wait + barrier in text
+    module = parse(text, name=str(path))
+    run(module["main"], random_inputs(module["main"], 4), module=module)
+    module = parse(text.replace(wait + barrier, wait), name=str(path))
+    with pytest.raises(DiagnosticError, match="data race on shared memory 'SA'"):
+        run(module["main"], random_inputs(module["main"], 4), module=module)
 
 
 def test_a_program_that_issues_no_wgmma_is_returned_as_it_is() -> None:

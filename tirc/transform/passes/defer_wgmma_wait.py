@@ -6,22 +6,26 @@ issue, commit and wait at every call: right for one call, serial for a loop of t
 A statement is wgmma-only when it is a T.ptx_fence_proxy_async, T.tvm_storage_sync("shared"),
 T.ptx_wgmma_fence, T.ptx_wgmma or T.ptx_wgmma_commit_group, a binding of a value that reads no
 memory (common-subexpr-elim's), or a serial loop or sequence of such. Wgmma-only statements
-write no memory and touch registers only through the wgmmas, whose accumulators chain in issue
-order when the wgmmas share a shape (the PTX ISA's rule, and the interpreter's): a later wgmma
-does not need an earlier one waited for. Hence, in a function whose wgmmas all have one shape
-(others are left as they are), innermost loops first:
+write no memory and read none but through the wgmmas, whose reads end at a wait; their
+accumulators chain in issue order when the wgmmas share a shape (the PTX ISA's rule, and the
+interpreter's), so a later wgmma does not need an earlier one waited for. Hence, in a
+function whose wgmmas all have one shape (others are left as they are), innermost loops first:
 
 - a serial loop whose body is wgmma-only statements and then T.ptx_wgmma_wait_group(0) waits
-  once, after it; a fence and barrier leading its body leave it when its extent is a positive
-  constant (nothing in the loop writes shared memory: the first iteration's are enough);
+  once, after it. Each iteration's barrier ordered the reads of the wgmmas waited for before
+  it ahead of whatever follows the loop; a barrier after the wait now does that. A fence and
+  barrier leading the body leave it, before the loop, when its extent is a positive constant
+  (nothing in the loop writes shared memory: the first iteration's are enough);
 - in a run of wgmma-only statements and waits within a sequence (the deferred loop and what
-  is around it, an unrolled loop), a wait_group(0) with another later in the run goes; so does
-  a barrier with only fences between it and the next barrier (thread-sync's, before the
-  hoisted fence and barrier), and every fence and barrier after a fence and then a barrier.
+  is around it, an unrolled loop): only the last wait stays, followed by a barrier where a
+  barrier came after an earlier one; a barrier with only fences between it and the next
+  barrier goes (thread-sync's, before the hoisted fence and barrier); after a fence, other
+  fences go, and after a fence and then a barrier, other barriers up to the wait.
 
 A loop that does anything else (the software pipeline's loop also copies the next stage into
 shared memory) keeps its wait. Programs without wgmma are returned as they are. It runs after
-thread-sync, whose barriers it may merge with the intrinsics' own.
+thread-sync, whose barriers it merges with the intrinsics' own (thread-sync does not count a
+barrier it did not put, so both are there).
 
 Expects tir; leaves tir:
 
@@ -32,7 +36,7 @@ Expects tir; leaves tir:
         T.ptx_wgmma_fence()                         T.ptx_wgmma("m64n128k16", ...)
         T.ptx_wgmma("m64n128k16", ...)              T.ptx_wgmma_commit_group()
         T.ptx_wgmma_commit_group()              T.ptx_wgmma_wait_group(0)
-        T.ptx_wgmma_wait_group(0)
+        T.ptx_wgmma_wait_group(0)               T.tvm_storage_sync("shared")
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ from tirc.ir.function import PrimFunc
 from tirc.ir.functor import Mutator, walk
 from tirc.ir.intrinsics import Effect
 from tirc.transform.pass_base import Dialect, FunctionPass
+from tirc.transform.passes.thread_sync import SYNC
 
 _BARRIERS = ("ptx_fence_proxy_async", "tvm_storage_sync")  # done once suffices, in this order
 _ISSUE = ("ptx_wgmma_fence", "ptx_wgmma", "ptx_wgmma_commit_group")
@@ -134,11 +139,20 @@ def _defer(loop: S.For) -> S.Stmt:
     if found is None or found[0] is None or not _is_wgmma_only(found[0]):
         return loop
     issued, wait = _statements(found[0]), found[1]
+    # each iteration's barrier ordered the reads of the wgmmas before it, waited for, before
+    # what comes after the loop: now that they are waited for after the loop, one barrier there
+    after = [wait, SYNC] if _has_sync(found[0]) else [wait]
     hoisted: list[S.Stmt] = []
     if isinstance(loop.extent, E.IntImm) and loop.extent.value > 0:
         while len(issued) > 1 and _is_barrier(issued[0]):
             hoisted.append(issued.pop(0))
-    return S.seq(*hoisted, dataclasses.replace(loop, body=S.seq(*issued)), wait)
+    return S.seq(*hoisted, dataclasses.replace(loop, body=S.seq(*issued)), *after)
+
+
+def _has_sync(stmt: S.Stmt) -> bool:
+    calls: list[E.Call] = []
+    walk(stmt, lambda n: calls.append(n) if isinstance(n, E.Call) else None)
+    return any(call.op == "tvm_storage_sync" for call in calls)
 
 
 def _pop_wait(stmt: S.Stmt) -> tuple[S.Stmt | None, S.Stmt] | None:
@@ -172,21 +186,36 @@ def _merge_runs(stmts: list[S.Stmt]) -> list[S.Stmt]:
 
 
 def _merge(run: list[S.Stmt]) -> list[S.Stmt]:
-    """A run without the waits and barriers it repeats: it writes no memory, so one wait at
-    its end, and one fence followed by one barrier, do what all of them did."""
-    last_wait = max((i for i, stmt in enumerate(run) if _is_wait_all(stmt)), default=-1)
-    stmts = [stmt for i, stmt in enumerate(run) if i == last_wait or not _is_wait_all(stmt)]
+    """A run without the waits and barriers it repeats. It writes no memory and reads none
+    but through its wgmmas, whose reads end at a wait: its last wait does for all, followed by
+    a barrier where one came after an earlier wait (it ordered that wait's reads before the
+    writes after the run); one fence and then one barrier make every earlier write visible to
+    every wgmma after them, until that last wait."""
+    waits = [i for i, stmt in enumerate(run) if _is_wait_all(stmt)]
+    stmts = list(run)
+    if len(waits) > 1:
+        due = any(_has_sync(stmt) for stmt in run[waits[0] + 1 : waits[-1]])
+        last = run[waits[-1]]
+        stmts = [stmt for stmt in run if not _is_wait_all(stmt) or stmt is last]
+        index = stmts.index(last) + 1
+        if due and not (index < len(stmts) and _is_sync(stmts[index])):
+            stmts.insert(index, SYNC)
     # a barrier with only fences between it and the next barrier: the next one does its work
     stmts = [stmt for i, stmt in enumerate(stmts) if not _has_later_barrier(stmts, i)]
     kept: list[S.Stmt] = []
-    fenced = done = False
+    fenced = ordered = False
     for stmt in stmts:
         call = _call(stmt)
-        if call is not None and _is_barrier(stmt):
-            if done:
-                continue  # a fence and then a barrier have made every write visible
-            fenced = fenced or call.op == "ptx_fence_proxy_async"
-            done = fenced and call.op == "tvm_storage_sync"
+        if call is not None and call.op == "ptx_fence_proxy_async":
+            if fenced:
+                continue  # no write since the first fence
+            fenced = True
+        elif _is_sync(stmt):
+            if ordered:
+                continue  # a fence and a barrier since the last wait have done its work
+            ordered = fenced
+        elif _is_wait_all(stmt):
+            ordered = False
         kept.append(stmt)
     return kept
 
