@@ -53,7 +53,7 @@ from tirc.ir.intrinsics import Effect
 from tirc.transform.pass_base import Dialect, FunctionPass
 from tirc.transform.passes.thread_sync import SYNC
 
-_BARRIERS = ("ptx_fence_proxy_async", "tvm_storage_sync")  # done once suffices, in this order
+_BARRIERS = ("ptx_fence_proxy_async", "tvm_storage_sync")  # a fence, then a barrier: writes seen
 _ISSUE = ("ptx_wgmma_fence", "ptx_wgmma", "ptx_wgmma_commit_group")
 _LOOPS = (S.ForKind.SERIAL, S.ForKind.UNROLLED)
 _POINTERS = ("tvm_access_ptr", "type_annotation")  # the wgmma's operands, read by the wgmma
