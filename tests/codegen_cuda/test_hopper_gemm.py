@@ -244,3 +244,24 @@ def test_a_store_issued_before_the_staging_barrier_is_a_race() -> None:
     lines = enumerate(text.split("\n"), start=1)
     store = next(number for number, line in lines if "T.ptx_tma_store(" in line)
     assert note.span is not None and (note.span.line, note.span.column) == (store, 13)
+
+
+def test_every_sample_of_the_gpu_checks_hopper_step_exists() -> None:
+    """benchmarks/gpu_check.py's `hopper` step runs these on the next GPU, at the sizes their
+    comments give tests: a missing program or plan, or a program without such sizes (its
+    reference in the interpreter at the benchmark's), would cost that session its device
+    time."""
+    import importlib.util
+
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("gpu_check", root / "benchmarks" / "gpu_check.py")
+    assert spec is not None and spec.loader is not None
+    gpu_check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gpu_check)
+    names = [plan or program for program, plan in gpu_check.HOPPER]
+    assert len(names) == len(set(names))  # each its own log and result
+    for program, plan in gpu_check.HOPPER:
+        source = root / "samples" / "gpu" / f"{program}.tir"
+        assert source.is_file(), source
+        assert plan is None or source.with_name(f"{plan}.plan.json").is_file(), plan
+        assert defines_for_tests(source.read_text()), f"{program} gives tests no sizes"
