@@ -145,11 +145,15 @@ def test_the_tensor_map_is_read_in_place() -> None:
     assert _resources(ptx)["stack"] == 0
 
 
-@pytest.mark.parametrize("name", ["gemm_wgmma_tma", "gemm_wgmma_ws"])
+@pytest.mark.parametrize(
+    "name", ["gemm_wgmma_tma", "gemm_wgmma_ws", "gemm_mma", "gemm_mma_bk64_async2_regpipe"]
+)
 def test_the_accumulators_stay_in_registers(name: str) -> None:
     """The epilogue's `for i in range(128): C[...] = acc[i]` is emitted unrolled, as nvcc
     unrolls it: with a loop, acc would live on the stack (512 bytes in gemm_wgmma_ws) and
-    ptxas would serialize the wgmmas around its loads and stores."""
+    ptxas would serialize the wgmmas around its loads and stores. So are mma.sync's fragment
+    loops (gemm_mma: 576 bytes of stack otherwise), and a 3-trip k loop around them whose
+    fragments alternate by k % 2 (regpipe: 1,024)."""
     require_tool("ptxas")
     numbers = _resources(_nvptx(name))
     assert numbers["stack"] == 0

@@ -16,10 +16,10 @@ from __future__ import annotations
 from tirc.codegen.cuda.kernels import allocation_size
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
-from tirc.ir.functor import uses_var, walk
+from tirc.ir.functor import Visitor, uses_var, walk
 from tirc.ir.node import Node
 
-MAX_STATEMENTS = 2048  # what one unrolled loop may emit: its body's statements times its trips
+MAX_STATEMENTS = 2048  # what one unrolled loop may emit, its inner loops unrolled too
 _KINDS = (S.ForKind.SERIAL, S.ForKind.UNROLLED)
 
 
@@ -44,21 +44,34 @@ def unrolled_extent(loop: S.For, registers: set[E.Var]) -> int | None:
         return None
     if loop.step is not None and not E.is_const_int(loop.step, 1):
         return None
-    statements, trips, once = 0, loop.extent.value, False
-
-    def count(node: Node) -> None:
-        nonlocal statements, trips, once
-        if isinstance(node, S.Stmt):
-            statements += 1
-        if isinstance(node, S.For) and isinstance(node.extent, E.IntImm):
-            trips *= max(1, node.extent.value)
-        # what must be emitted once: a jump out of this loop, an allocation
-        once |= isinstance(node, (S.Break, S.Continue, S.AllocBuffer))
-
-    walk(loop.body, count)
-    if once or statements * trips > MAX_STATEMENTS:
+    size = _Size()
+    size.visit(loop.body)
+    if size.once or loop.extent.value * size.statements > MAX_STATEMENTS:
         return None
     return loop.extent.value if _indexes(loop.body, loop.loop_var, registers) else None
+
+
+class _Size(Visitor):
+    """The statements some code would emit with every loop of constant extent in it unrolled
+    (a bound: not all will be), and whether it holds what must be emitted once: a jump out of
+    the loop, an allocation."""
+
+    def __init__(self) -> None:
+        self.statements = 0
+        self.once = False
+
+    def visit(self, node: object) -> None:
+        if isinstance(node, S.For):
+            inner = _Size()
+            inner.visit(node.body)
+            trips = node.extent.value if isinstance(node.extent, E.IntImm) else 1
+            self.statements += 1 + trips * inner.statements
+            self.once |= inner.once
+            return
+        if isinstance(node, S.Stmt):
+            self.statements += 1
+            self.once |= isinstance(node, (S.Break, S.Continue, S.AllocBuffer))
+        super().visit(node)
 
 
 def _indexes(body: S.Stmt, var: E.Var, registers: set[E.Var]) -> bool:
