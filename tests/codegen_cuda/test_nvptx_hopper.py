@@ -114,8 +114,8 @@ def test_the_signature_is_the_cuda_c_kernels(name: str, tmp_path: Path) -> None:
     nvcc_ptx = (tmp_path / "k.ptx").read_text()
     ptx = _nvptx(name)
     assert _signature(ptx) == _signature(nvcc_ptx)
-    # __launch_bounds__ as nvcc spells it
-    assert re.findall(r"\.maxntid [\d, ]+", ptx) == re.findall(r"\.maxntid [\d, ]+", nvcc_ptx)
+    # __launch_bounds__ as nvcc spells it (and, with setmaxnreg, .minnctapersm 1)
+    assert _directives(ptx) == _directives(nvcc_ptx)
 
 
 def _resources(ptx: str) -> dict[str, int]:

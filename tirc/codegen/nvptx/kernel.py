@@ -33,7 +33,7 @@ from tirc.codegen.nvptx.values import ValueBuilder
 from tirc.diagnostics import DiagnosticError
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
-from tirc.ir.functor import Dispatch
+from tirc.ir.functor import Dispatch, walk
 from tirc.ir.structural import structural_equal
 from tirc.ir.tma import shared_alignment, tensor_maps
 
@@ -65,10 +65,7 @@ class KernelBuilder:
                 argument.add_attribute("noalias")
             self.v.values[var] = argument
         self.v.tensor_maps = bind_tensor_maps(function, maps, len(kernel.params))
-        threads = kernel.threads_per_block()
-        if threads is not None:  # CUDA C's __launch_bounds__(threads): .maxntid threads, 1, 1
-            for axis, count in zip("xyz", (threads, 1, 1), strict=True):
-                annotate(function, f"maxntid{axis}", count)
+        _annotate_launch_bounds(function, kernel)
         annotate_cluster(function, kernel.cluster)
         self.loops: list[tuple[ir.Block, ir.Block]] = []  # (continue target, exit)
         self.dynamic_offsets, _ = dynamic_shared_layout(kernel)
@@ -114,6 +111,21 @@ class KernelBuilder:
     def start_block(self) -> None:
         """A fresh block after a terminator (break, continue), for code that cannot run."""
         self.b.position_at_end(self.b.append_basic_block("unreachable"))
+
+
+def _annotate_launch_bounds(function: ir.Function, kernel: Kernel) -> None:
+    """CUDA C's `__launch_bounds__(threads)` as `.maxntid threads, 1, 1`, and its `(threads,
+    1)` for a kernel that calls setmaxnreg as `.minnctapersm 1` too: ptxas needs the registers
+    a thread starts with (64K / threads at one block an SM), or it ignores setmaxnreg."""
+    threads = kernel.threads_per_block()
+    if threads is None:
+        return
+    for axis, count in zip("xyz", (threads, 1, 1), strict=True):
+        annotate(function, f"maxntid{axis}", count)
+    ops: set[str] = set()
+    walk(kernel.body, lambda node: ops.add(node.op) if isinstance(node, E.Call) else None)
+    if "ptx_setmaxnreg" in ops:
+        annotate(function, "minctasm", 1)
 
 
 RULES: Dispatch[KernelBuilder, [], None] = Dispatch("--ptx-via llvm")
