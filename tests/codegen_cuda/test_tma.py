@@ -89,9 +89,7 @@ def test_older_architectures_are_refused_at_the_call(arch: str) -> None:
 def _nvcc_ptx(directory: Path) -> object:
     """run_cuda.module_image through nvcc (NVRTC, which tirc uses, may be missing here)."""
 
-    def module_image(
-        lowered: IRModule, arch: str, *, ptx: bool = False, opt_level: object = None
-    ) -> bytes:
+    def module_image(lowered: IRModule, arch: str, **options: object) -> bytes:
         cu, out = directory / "k.cu", directory / "k.ptx"
         cu.write_text(emit_cuda(lowered))
         subprocess.run(

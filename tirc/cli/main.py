@@ -388,6 +388,12 @@ def schedule_command(
     help="LLVM optimization level (default 3; cpu, and cuda where LLVM makes the PTX).",
 )
 @click.option(
+    "--ptx-via",
+    type=Choice(["nvrtc", "llvm"]),
+    default=None,
+    help="cuda: how the PTX is made (default: NVRTC where cuda-python has it, else LLVM).",
+)
+@click.option(
     "--gpu-model",
     type=Choice(["threads", "lockstep", "auto"]),
     default=None,
@@ -408,6 +414,7 @@ def run_command(
     bench: bool,
     flops: float | None,
     opt_level: int | None,
+    ptx_via: str | None,
     defines: tuple[str, ...],
     gpu_model: str | None,
 ) -> int:
@@ -428,6 +435,7 @@ def run_command(
             check=check,
             bench=bench,
             opt_level=opt_level,
+            ptx_via=ptx_via,
             gpu_model=gpu_model,
             sizes=parse_sizes(sizes),
             flops=None if flops is None else round(flops),

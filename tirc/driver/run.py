@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from tirc.diagnostics import DiagnosticError, Note
-from tirc.driver.compile_cuda import check_cuda_opt_level
+from tirc.driver.compile_cuda import check_cuda_opt_level, check_ptx_via
 from tirc.driver.entry_point import entry_point
 from tirc.driver.exit_code import ExitCode
 from tirc.driver.openmp_policy import prepare_for_bench
@@ -109,18 +109,22 @@ def run_file(
     gpu_model: str | None = None,
     sizes: Mapping[str, int] | None = None,
     flops: int | None = None,
+    ptx_via: str | None = None,
 ) -> int:
     """Runs `func` (default: the only function, or `main`) of the file at `path` on
     `target`, scheduled by `plan`, on inputs from `inputs` and random ones shaped by `sizes`
     (shape variables by name); writes every buffer parameter to `save` (an npz, atomically)
     and prints a summary. Returns 0; a failed `check` is a DiagnosticError. `opt_level` is
-    LLVM's (default 3); `gpu_model` is how the interpreter runs GPU kernels
+    LLVM's (default 3); `ptx_via` how CUDA's PTX is made (nvrtc or llvm; default NVRTC where
+    cuda-python has it); `gpu_model` is how the interpreter runs GPU kernels
     (tirc.interp.lockstep GPU_MODELS; default threads). With `bench`, the timing is said as
     GB/s of the bytes the buffer parameters move (each read once, each written once) and,
     with `flops` (a call's float operations) or for a GEMM-like program (counted:
     tirc.runtime.throughput.multiply_add_flops), as TFLOP/s."""
     target = parse_target(target)
-    check_run_options(target, check=check, opt_level=opt_level, gpu_model=gpu_model)
+    check_run_options(
+        target, check=check, opt_level=opt_level, gpu_model=gpu_model, ptx_via=ptx_via
+    )
     if flops is not None and not bench:
         raise DiagnosticError.at(
             None, "--flops says what --bench divides by its time; add --bench, or drop --flops"
@@ -145,6 +149,7 @@ def run_file(
             meter,
             sizes or {},
             flops,
+            ptx_via,
         )
     buffers = {
         param.name: np.asarray(args[param.name])
@@ -166,9 +171,21 @@ def run_file(
 
 
 def check_run_options(
-    target: Target, *, check: bool, opt_level: int | None, gpu_model: str | None
+    target: Target,
+    *,
+    check: bool,
+    opt_level: int | None,
+    gpu_model: str | None,
+    ptx_via: str | None = None,
 ) -> None:
     """A DiagnosticError for an option the target would not use."""
+    if ptx_via is not None and target.backend != "cuda":
+        raise DiagnosticError.at(
+            None,
+            f"--ptx-via {ptx_via} says how CUDA's PTX is made, but the target is {target}",
+            Note("give --target cuda, or drop --ptx-via"),
+        )
+    check_ptx_via(ptx_via, "ptx")
     if check and target.backend == "interp":
         raise DiagnosticError.at(
             None,
@@ -181,7 +198,7 @@ def check_run_options(
             Note("give --target cpu or cuda, or drop -O"),
         )
     if opt_level is not None and target.backend == "cuda":
-        check_cuda_opt_level(opt_level, None)
+        check_cuda_opt_level(opt_level, ptx_via)
     if gpu_model is not None and target.backend != "interp" and not check:
         raise DiagnosticError.at(
             None,
@@ -205,6 +222,7 @@ def _execute(
     meter: Meter,
     sizes: Mapping[str, int],
     flops: int | None = None,
+    ptx_via: str | None = None,
 ) -> tuple[str, PrimFunc, dict[str, np.ndarray | int], dict[str, np.ndarray], Ran]:
     """Parses, verifies, schedules, runs the function on the target and checks it: its name,
     the function, the arguments after the run, the inputs given and what the run gave."""
@@ -232,7 +250,7 @@ def _execute(
 
         meter.stage(f"compiling and running {name} on {target}")
         elapsed, timing, arch = run_on_cuda(
-            module, name, function, target, args, bench=bench, opt_level=opt_level
+            module, name, function, target, args, bench=bench, opt_level=opt_level, via=ptx_via
         )
         ran = Ran(elapsed, timing, first_notes=(f"device: {arch}",))
     else:

@@ -51,12 +51,18 @@ def pick_arch(target: Target, device_arch: str) -> str:
 
 
 def module_image(
-    lowered: IRModule, arch: str, *, ptx: bool = False, opt_level: int | None = None
+    lowered: IRModule,
+    arch: str,
+    *,
+    ptx: bool = False,
+    opt_level: int | None = None,
+    via: str | None = None,
 ) -> bytes:
     """A cubin (through ptxas) or, with `ptx` or without ptxas, NUL-terminated PTX for the
-    driver's JIT, which must then have no function left to link."""
+    driver's JIT, which must then have no function left to link. `via`: how the PTX is made
+    (nvrtc or llvm; None: NVRTC where cuda-python has it)."""
 
-    text = module_ptx(lowered, arch=arch, via=None, opt_level=3 if opt_level is None else opt_level)
+    text = module_ptx(lowered, arch=arch, via=via, opt_level=3 if opt_level is None else opt_level)
     externs = extern_calls(lowered)
     if not ptx and shutil.which("ptxas") is not None:
         return cuda_toolchain.cubin_from_ptx(text, arch, externs)
@@ -94,11 +100,13 @@ def run_on_cuda(
     device: Device | None = None,
     opt_level: int | None = None,
     timer: Timer | None = None,
+    via: str | None = None,
 ) -> tuple[float, Timing | None, str]:
     """Runs `name` of the scheduled module on the GPU with `args` (arrays are updated with
     the results). Returns (seconds of the first call, the timing with `bench`, the arch).
     `device` is the GPU to use (default: the first of this machine's); `opt_level` is
-    LLVM's, where LLVM makes the PTX; `timer` times the calls instead of a pair of CUDA
+    LLVM's, where LLVM makes the PTX; `via` how the PTX is made (nvrtc or llvm; None: NVRTC
+    where cuda-python has it); `timer` times the calls instead of a pair of CUDA
     events around each (tirc.runtime.cuda_module.call_on_device)."""
     from tirc.driver.lower import lower_module  # deferred: the transform layer, only when lowering
     from tirc.runtime.cuda_module import call_on_device
@@ -107,7 +115,7 @@ def run_on_cuda(
     device = Device() if device is None else device
     arch = pick_arch(target, device.arch)
     lowered = lower_module(module, target=target, for_backend=True)
-    image = module_image(lowered, arch, ptx=device.load_ptx, opt_level=opt_level)
+    image = module_image(lowered, arch, ptx=device.load_ptx, opt_level=opt_level, via=via)
     elapsed, timing = call_on_device(
         device, lowered, image, name, args, bench=bench, repeats=repeats, timer=timer
     )
