@@ -11,7 +11,8 @@
 6. tune: `tirc tune --target cuda` on samples/matmul.tir for a minute, timed on the GPU, and
    the plan it writes run again with --check --bench;
 7. hopper: the Hopper samples (wgmma, TMA, mbarrier) run with `--target 'cuda -arch=sm_90a'
-   --check` at their test shapes, each against the interpreter (a Hopper GPU only).
+   --check` at their test shapes, each against the interpreter (a Hopper GPU only); the
+   hand-written ones a second time with `--ptx-via llvm` (the NVPTX path).
 
 Steps run in the order `--steps` gives them (the default is the order above).
 
@@ -194,13 +195,26 @@ HOPPER = (  # (program, plan or None): hand-written tir needs none
 )
 
 
+# the hand-written Hopper samples run a second time with their PTX made by LLVM (the NVPTX
+# path's mbarrier, TMA, wgmma, setmaxnreg and clusters)
+HOPPER_NVPTX = (
+    "tma_copy",
+    "gemm_wgmma_tma",
+    "gemm_wgmma_ws",
+    "matmul_fp16_hopper",
+    "cluster_row_sum",
+)
+
+
 def hopper(out: Path, limit: float) -> dict:
     """Each Hopper sample at the shape its comment gives tests, on the GPU and checked against
     the interpreter; a step of its own per sample, so that one hang costs only its time."""
     from tests.codegen_cuda.gpu_plans import defines_for_tests
 
     results: dict = {"rc": 0, "seconds": 0.0, "samples": {}}
-    for program, plan in HOPPER:
+    runs = [(program, plan, None) for program, plan in HOPPER]
+    runs += [(program, None, "llvm") for program in HOPPER_NVPTX]
+    for program, plan, via in runs:
         source = ROOT / "samples" / "gpu" / f"{program}.tir"
         command = [sys.executable, "-m", "tirc", "run", str(source)]
         if plan is not None:
@@ -209,6 +223,9 @@ def hopper(out: Path, limit: float) -> dict:
             command += ["-D", f"{name}={value}"]
         command += ["--target", "cuda -arch=sm_90a", "--check"]
         name = plan or program  # the plan's name tells two plans of a program apart
+        if via is not None:
+            command += ["--ptx-via", via]
+            name += f".{via}"
         result = _run(command, min(limit, 120), out / f"hopper_{name}.log")
         results["samples"][name] = {"rc": result["rc"], "tail": result["tail"][-6:]}
         results["rc"] = results["rc"] or result["rc"]

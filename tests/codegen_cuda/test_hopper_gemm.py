@@ -265,3 +265,4 @@ def test_every_sample_of_the_gpu_checks_hopper_step_exists() -> None:
         assert source.is_file(), source
         assert plan is None or source.with_name(f"{plan}.plan.json").is_file(), plan
         assert defines_for_tests(source.read_text()), f"{program} gives tests no sizes"
+    assert set(gpu_check.HOPPER_NVPTX) <= {program for program, _ in gpu_check.HOPPER}
