@@ -363,7 +363,7 @@ def test_loops_indexing_a_register_array_are_unrolled() -> None:
     ir = emit_nvvm_ir(lowered, arch="sm_90a")
     assert set(re.findall(r"^(\w+)_header\w*:", ir, re.MULTILINE)) == {"m"}
     # one copy of each access a trip: i's store, k's load and store, m's (once), j's load
-    accesses = re.findall(r"getelementptr float, float\* %\"acc\"", ir)
+    accesses = re.findall(r"getelementptr float, ptr %\"acc\"", ir)
     assert len(accesses) == 8 + 2 * 8 + 2 + 8
     assert ".local" not in emit_ptx(lowered, arch="sm_90a")  # acc lives in registers
 

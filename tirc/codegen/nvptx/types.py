@@ -11,6 +11,10 @@ import llvmlite.ir.types as llvm_types
 from tirc.diagnostics import DiagnosticError
 from tirc.ir.dtype import DataType
 
+# Pointers print as `ptr`, as the CPU backend has them (tirc.codegen.llvm.types): LLVM 22 is
+# opaque-pointer only, and the PTX must not depend on which backend a process loaded first.
+llvm_types.ir_layer_typed_pointers_enabled = False
+
 
 class BFloatType(llvm_types._BaseFloatType):
     """LLVM's `bfloat`, which llvmlite lacks. A constant is rounded as CUDA C converts a float
