@@ -233,6 +233,27 @@ def test_a_consumer_that_never_frees_its_stage_deadlocks_the_producer() -> None:
     assert span is not None and span.line == 17
 
 
+def test_the_deadlock_is_reported_while_other_threads_wait_at_a_barrier() -> None:
+    """Threads the roles leave idle reach the block's last barrier and wait there: the block
+    is still deadlocked on the mbarriers (the barrier needs the waiting roles too), which is
+    what is reported, not a mismatch of barriers."""
+    text = PRODUCER_CONSUMER.replace("STAGES", "2").replace("K", "128").replace("ARRIVE", "")
+    text = text.replace(
+        "        B[tx] = acc[0]\n", '        B[tx] = acc[0]\n    T.tvm_storage_sync("shared")\n'
+    )
+    with pytest.raises(DiagnosticError) as error:
+        _run(text, A=np.zeros((128, 32), "float32"), B=np.zeros(32, "float32"))
+    message = error.value.diagnostics[0].message
+    assert "every thread of the block waits and none can go on" in message
+    assert "(64 threads waiting)" in message
+    notes = sorted(n.message for n in error.value.diagnostics[0].notes)
+    assert notes[0] == (
+        "1 thread waits here, for the mbarrier's parity 0: phase 0 with 32 of 32 arrivals and "
+        "0 transaction bytes pending"
+    )
+    assert notes[1] == "31 threads wait here, at a barrier"
+
+
 def test_consumers_freeing_a_stage_before_reading_it_race_with_its_refill() -> None:
     text = PRODUCER_CONSUMER.replace("STAGES", "2").replace("K", "128").replace("ARRIVE", "")
     text = text.replace(

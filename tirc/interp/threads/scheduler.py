@@ -392,26 +392,32 @@ def write_results(results: tuple, outputs: tuple[tuple[object, DataType], ...]) 
 
 
 def _resolve_polls(waiting: dict[int, tuple]) -> list[int]:
-    """Releases the threads whose polled condition now holds (replies stay None). When every
-    waiting thread polls and none can go on, the block is deadlocked: an error at the first."""
+    """Releases the threads whose polled condition now holds (replies stay None). When some
+    threads poll and none can go on, the block is deadlocked (the other waits, at a barrier or
+    a collective, need the polling threads too): an error at the first poll."""
     polls = [thread for thread, request in waiting.items() if request[0] == POLL]
     released = [thread for thread in polls if waiting[thread][2]()]
-    if not released and polls and len(polls) == len(waiting):
+    if not released and polls:
         first = min(polls)
         counts: dict[int, int] = {}
-        for thread in polls:
-            counts[waiting[thread][1]] = counts.get(waiting[thread][1], 0) + 1
+        for request in waiting.values():
+            counts[request[1]] = counts.get(request[1], 0) + 1
         others = {
             waiting[t][1]: t
-            for t in sorted(polls, reverse=True)
+            for t in sorted(waiting, reverse=True)
             if waiting[t][1] != waiting[first][1]
         }
+
+        def what(thread: int) -> str:
+            request = waiting[thread]
+            return f"for {request[3]()}" if request[0] == POLL else "at a barrier"
+
         raise Fault(
             waiting[first][1],
             f"every thread of the block waits and none can go on: this wait is for "
-            f"{waiting[first][3]()} ({len(polls)} threads waiting)",
+            f"{waiting[first][3]()} ({len(waiting)} threads waiting)",
             tuple(
-                (site, f"{_threads(counts[site])} here, for {waiting[thread][3]()}")
+                (site, f"{_threads(counts[site])} here, {what(thread)}")
                 for site, thread in sorted(others.items(), key=lambda item: item[1])
             ),
         )
