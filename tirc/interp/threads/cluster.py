@@ -231,6 +231,7 @@ class _BlockRun:
                 self.waiting[thread] = self.threads[thread].send(self.replies[thread])
             except StopIteration:
                 self.live.discard(thread)
+                self.block.thread_exited(thread)
                 self.block.cluster.exited.add((self.block.rank, thread))
                 if not self.live:
                     self._finish()

@@ -259,7 +259,29 @@ def tma_load(
 
 
 class BulkStores(CopiesInFlight):
-    """One thread's TMA stores not yet complete: its open ones and its bulk async-groups."""
+    """One thread's TMA stores not yet complete: its open ones and its bulk async-groups, and
+    the site of each (a store still pending when the thread returns is an error there)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sites: dict[Callable[[], None], int] = {}
+
+    def issue(self, land: Callable[[], None], site: int, block: BlockContext, thread: int) -> None:
+        if not self.sites:
+            block.at_exit(thread, self.check_done)
+        self.sites[land] = site
+        self.open.append(land)
+
+    def check_done(self) -> None:
+        """A store whose bulk group no wait completed may read shared memory after the block
+        has freed it, and may land or not: PTX promises nothing without the wait."""
+        pending = [*self.open, *(land for group in self.groups for land in group)]
+        if pending:
+            raise Fault(
+                self.sites[pending[0]],
+                f"{len(pending)} TMA store(s) still in flight when the thread returns: wait for "
+                "their bulk group first (T.ptx_tma_store_commit(), T.ptx_tma_store_wait(0))",
+            )
 
 
 def tma_store(copy: Copy, thread: int, block: BlockContext | None, site: int) -> None:
@@ -286,10 +308,10 @@ def tma_store(copy: Copy, thread: int, block: BlockContext | None, site: int) ->
         values[in_tensor] = tile[in_tile]
 
     stores = in_flight_of(block, thread, BulkStores)
-    if stores is None:
+    if stores is None or block is None:
         land()
         return
-    stores.open.append(land)
+    stores.issue(land, site, block, thread)
 
 
 def store_wait(

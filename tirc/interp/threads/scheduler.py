@@ -155,6 +155,7 @@ class BlockContext:
         self.dims = dims
         self.storages: dict[object, object] = {}
         self.trackers: list[RaceTracker] = []
+        self.exit_checks: dict[int, list[Callable[[], None]]] = {}  # thread -> checks
 
     def shared(self, site: int, name: str, count: int, dtype: DataType, scope: str) -> Storage:
         """The block's storage for one shared allocation, made by the first thread there."""
@@ -173,6 +174,18 @@ class BlockContext:
             storage_of(handle).race = self.watch()
             self.storages[("outer", key)] = handle
         return handle
+
+    def at_exit(self, thread: int, check: Callable[[], None]) -> None:
+        """Runs check (which raises a Fault for what the thread left undone) when the thread
+        returns."""
+        self.exit_checks.setdefault(thread, []).append(check)
+
+    def thread_exited(self, thread: int) -> None:
+        for check in self.exit_checks.pop(thread, ()):
+            try:
+                check()
+            except Fault as fault:
+                raise in_thread(fault, self, thread) from None
 
     def watch(self) -> RaceTracker:
         tracker = RaceTracker(self)
@@ -286,6 +299,7 @@ def run_block(threads: list[Thread], block: BlockContext) -> None:
                 waiting[thread] = threads[thread].send(replies[thread])
             except StopIteration:
                 live.discard(thread)
+                block.thread_exited(thread)
             except Fault as fault:
                 raise in_thread(fault, block, thread) from None
         if not waiting:
