@@ -216,9 +216,6 @@ class Dispatch(Generic[ContextT, ArgsP, ResultT]):
 
         return decorate
 
-    def handles(self, cls: type) -> bool:
-        return self._lookup(cls) is not None
-
     def get(self, cls: type) -> Callable[Concatenate[ContextT, Any, ArgsP], ResultT] | None:
         """The handler of cls (or of its nearest registered base), or None: one lookup where
         a caller has its own answer for a class with no handler."""

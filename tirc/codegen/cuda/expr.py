@@ -71,13 +71,14 @@ class ExprPrinter:
         return self.code(expr, lane)[0]
 
     def code(self, expr: object, lane: int | None = None) -> Code:
-        if not (isinstance(expr, E.PrimExpr) and RULES.handles(type(expr))):
+        rule = RULES.get(type(expr))
+        if rule is None or not isinstance(expr, E.PrimExpr):
             raise DiagnosticError.at(
                 getattr(expr, "span", None), f"CUDA codegen: cannot emit {type(expr).__name__}"
             )
         if lane is None and expr.dtype.is_vector:
             return self.whole_vector(expr)
-        return RULES(self, expr, lane)
+        return rule(self, expr, lane)
 
     def operand(self, expr: object, lane: int | None, at_least: int) -> str:
         text, precedence = self.code(expr, lane)

@@ -43,11 +43,12 @@ class HostWriter:
         self.known: set[E.Var] = set()  # variables the host has values for
 
     def emit(self, stmt: S.Stmt) -> None:
-        if not RULES.handles(type(stmt)):
+        rule = RULES.get(type(stmt))
+        if rule is None:
             raise DiagnosticError.at(
                 stmt.span, f"CUDA codegen: cannot run a {type(stmt).__name__} on the host"
             )
-        RULES(self, stmt)
+        rule(self, stmt)
 
     def check_known(self, expr: object, what: str) -> None:
         for var in uses_of(expr).free():

@@ -127,12 +127,10 @@ def kernel_text(kernel: Kernel, *, restrict: bool, sizes: frozenset[E.Var] = fro
 
 
 def _launch_bounds(kernel: Kernel) -> str:
-    """`__launch_bounds__(threads)`; `(threads, 1)` for a kernel that moves registers between
-    its warpgroups (setmaxnreg): ptxas needs the registers a thread starts with, which one
-    block an SM fixes at 64K / threads, and otherwise ignores setmaxnreg (warning C7508)."""
+    """`__launch_bounds__(threads)`, or `(threads, blocks)` where the kernel needs a bound on
+    the blocks an SM holds (Kernel.blocks_per_sm)."""
     threads = kernel.threads_per_block()
     if threads is None:
         return ""
-    ops: set[str] = set()
-    walk(kernel.body, lambda node: ops.add(node.op) if isinstance(node, E.Call) else None)
-    return f" __launch_bounds__({threads}{', 1' if 'ptx_setmaxnreg' in ops else ''})"
+    blocks = kernel.blocks_per_sm()
+    return f" __launch_bounds__({threads}{'' if blocks is None else f', {blocks}'})"

@@ -71,6 +71,15 @@ class Kernel:
             threads *= extent.value
         return threads
 
+    def blocks_per_sm(self) -> int | None:
+        """The blocks an SM must hold, said beside the thread count: one for a kernel that
+        moves registers between its warpgroups (setmaxnreg), since ptxas needs the registers
+        a thread starts with (64K / threads at one block an SM) and otherwise ignores
+        setmaxnreg (warning C7508); None for no bound."""
+        ops: set[str] = set()
+        walk(self.body, lambda node: ops.add(node.op) if isinstance(node, E.Call) else None)
+        return 1 if "ptx_setmaxnreg" in ops else None
+
     def at_launch(self, expr: E.PrimExpr, launch: KernelLaunch) -> E.PrimExpr:
         """`expr`, over the kernel's parameters, in terms of the host's launch arguments."""
         return substitute(expr, dict(zip(self.params, launch.args, strict=True)))

@@ -52,11 +52,12 @@ class KernelWriter:
         self.fragment_shapes: dict[E.Var, tuple[int, int, int, str]] | None = None
 
     def emit(self, stmt: S.Stmt) -> None:
-        if not RULES.handles(type(stmt)):
+        rule = RULES.get(type(stmt))
+        if rule is None:
             raise DiagnosticError.at(
                 stmt.span, f"CUDA codegen: cannot emit {type(stmt).__name__} in a kernel"
             )
-        RULES(self, stmt)
+        rule(self, stmt)
 
     def scoped(self, var: E.Var, domain: Range, body: Callable[[], None]) -> None:
         """Runs `body` with `var` known to lie in `domain` (for proofs such as alignment)."""

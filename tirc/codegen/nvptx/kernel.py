@@ -33,7 +33,7 @@ from tirc.codegen.nvptx.values import ValueBuilder
 from tirc.diagnostics import DiagnosticError
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
-from tirc.ir.functor import Dispatch, walk
+from tirc.ir.functor import Dispatch
 from tirc.ir.structural import structural_equal
 from tirc.ir.tma import shared_alignment, tensor_maps
 
@@ -77,11 +77,12 @@ class KernelBuilder:
         self.allocas.branch(self.function.blocks[1])
 
     def lower(self, stmt: S.Stmt) -> None:
-        if not RULES.handles(type(stmt)):
+        rule = RULES.get(type(stmt))
+        if rule is None:
             raise DiagnosticError.at(
                 stmt.span, f"--ptx-via llvm: cannot lower {type(stmt).__name__} in a kernel"
             )
-        RULES(self, stmt)
+        rule(self, stmt)
 
     def loop(self, var: E.Var, start: E.PrimExpr, end: E.PrimExpr, body: S.Stmt) -> None:
         """`for (var = start; var < end; ++var) body`, with var in a phi."""
@@ -115,17 +116,15 @@ class KernelBuilder:
 
 def _annotate_launch_bounds(function: ir.Function, kernel: Kernel) -> None:
     """CUDA C's `__launch_bounds__(threads)` as `.maxntid threads, 1, 1`, and its `(threads,
-    1)` for a kernel that calls setmaxnreg as `.minnctapersm 1` too: ptxas needs the registers
-    a thread starts with (64K / threads at one block an SM), or it ignores setmaxnreg."""
+    blocks)` (Kernel.blocks_per_sm: setmaxnreg's one block an SM) as `.minnctapersm` too."""
     threads = kernel.threads_per_block()
     if threads is None:
         return
     for axis, count in zip("xyz", (threads, 1, 1), strict=True):
         annotate(function, f"maxntid{axis}", count)
-    ops: set[str] = set()
-    walk(kernel.body, lambda node: ops.add(node.op) if isinstance(node, E.Call) else None)
-    if "ptx_setmaxnreg" in ops:
-        annotate(function, "minctasm", 1)
+    blocks = kernel.blocks_per_sm()
+    if blocks is not None:
+        annotate(function, "minctasm", blocks)
 
 
 RULES: Dispatch[KernelBuilder, [], None] = Dispatch("--ptx-via llvm")

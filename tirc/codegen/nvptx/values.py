@@ -46,11 +46,12 @@ class ValueBuilder:
         self.uses_libdevice = False
 
     def __call__(self, expr: object) -> ir.Value:
-        if not RULES.handles(type(expr)):
+        rule = RULES.get(type(expr))
+        if rule is None:
             raise DiagnosticError.at(
                 getattr(expr, "span", None), f"--ptx-via llvm: cannot lower {type(expr).__name__}"
             )
-        return RULES(self, expr)
+        return rule(self, expr)
 
     def function(self, name: str, result: ir.Type, args: list[ir.Type]) -> ir.Function:
         existing = self.module.globals.get(name)
