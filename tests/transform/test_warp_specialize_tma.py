@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 from pathlib import Path
 
 import numpy as np
@@ -25,13 +26,17 @@ import pytest
 from tests.codegen_cuda.gpu_plans import GpuPlan, gpu_plans
 from tests.codegen_cuda.helpers import nvcc_accepts, ptxas_accepts
 from tirc.cli.main import main
+from tirc.codegen.cuda import emit_cuda
 from tirc.diagnostics import DiagnosticError
 from tirc.driver.lower import lower_module
 from tirc.interp import run
 from tirc.ir import expr as E
+from tirc.ir import stmt as S
 from tirc.ir.function import IRModule
 from tirc.ir.functor import walk
 from tirc.ir.node import Node
+from tirc.schedule.apply import apply_plan
+from tirc.schedule.plan import read_plan
 from tirc.text import parse
 
 # 64 threads copy R x W tiles of A (N x W) into shared memory, rows past N as 0; the compute
@@ -86,16 +91,49 @@ def _doubled(module: IRModule, a: np.ndarray) -> np.ndarray:
     return c
 
 
-def test_the_bounds_condition_is_the_zero_fill() -> None:
-    """The last tile's rows 100..111 lie outside A: TMA fills them with zeros, as the copy's
-    T.if_then_else did; the same result as the producer threads' own copies, bit for bit."""
+def _inputs() -> tuple[np.ndarray, np.ndarray]:
+    """A (100 x 32), and C as it should come out: 2 A, then zeros to 112 rows."""
     a = np.random.default_rng(7).standard_normal((100, 32)).astype("float16")
     want = np.zeros((112, 32), "float32")
     want[:100] = a.astype("float32") * 2
+    return a, want
+
+
+def test_the_bounds_condition_is_the_zero_fill() -> None:
+    """The last tile's rows 100..111 lie outside A: TMA fills them with zeros, as the copy's
+    T.if_then_else did; the same result as the producer threads' own copies, bit for bit."""
+    a, want = _inputs()
     loaded = _doubled(rows(), a)
     np.testing.assert_array_equal(loaded, want)
     copied = _doubled(rows(TMA.replace('"software_pipeline_tma": 1, ', "")), a)
     np.testing.assert_array_equal(copied, loaded)
+
+
+GUARDED = "T.if_then_else(k * R + (i * 64 + tx) // W < N, A[k * R + (i * 64 + tx) // W, (i * 64 + tx) % W], T.float16(0.0))"  # noqa: E501
+PLAIN = "A[k * R + (i * 64 + tx) // W, (i * 64 + tx) % W]"
+
+
+def test_a_block_predicate_on_the_bounds_is_the_zero_fill() -> None:
+    """`T.where(row < N)`: the copy stores nothing past A, where TMA writes zeros."""
+    where = "T.where(k * R + (i * 64 + tx) // W < N)\n" + " " * 28 + STORE + PLAIN
+    text = ROWS.replace("ANNOTATIONS", TMA).replace(STORE + GUARDED, where)
+    a, want = _inputs()
+    np.testing.assert_array_equal(_doubled(parse(text, name="rows.tir"), a), want)
+
+
+def test_a_box_of_a_three_dimensional_tensor() -> None:
+    """Rows of A[1]: a 1 x 16 x 32 box at corner (1, 16 k, 0), its bounds on the middle axis."""
+    text = ROWS.replace("ANNOTATIONS", TMA).replace("A[k * R", "A[1, k * R")
+    text = text.replace('A: T.Buffer((N, W), "float16")', 'A: T.Buffer((3, N, W), "float16")')
+    lowered = lower_module(parse(text, name="rows3.tir"), target="cuda")
+    (load,) = calls(lowered, "ptx_tma_load")
+    # rank, swizzle, box
+    assert [E.int_value(arg) for arg in load.args[1:3] + load.args[6:9]] == [3, 0, 1, 16, 32]
+    a = np.random.default_rng(8).standard_normal((3, 100, 32)).astype("float16")
+    c = np.full((112, 32), np.nan, "float32")
+    run(lowered["main"], {"A": a, "C": c}, module=lowered, gpu_model="threads")
+    np.testing.assert_array_equal(c[:100], a[1].astype("float32") * 2)
+    np.testing.assert_array_equal(c[100:], 0)
 
 
 def test_one_thread_issues_the_loads() -> None:
@@ -131,6 +169,45 @@ def test_sample_plan_matches_numpy_in_the_thread_model() -> None:
     run(lowered["main"], args, module=lowered, gpu_model="threads")
     want = a.astype(np.float64) @ b.astype(np.float64)
     np.testing.assert_allclose(args["C"], want, rtol=1e-4, atol=1e-4)
+
+
+def test_a_producer_warpgroup_moves_its_registers_to_the_consumers() -> None:
+    """128 producer threads with setmaxnreg: all of them lower their count, one issues."""
+    plan = _sample_plan()
+    steps = json.loads(plan.plan.read_text())
+    for step in steps["steps"]:
+        if step.get("key") == "software_pipeline_warp_specialize":
+            step["value"] = 128
+    steps["steps"].append(
+        {
+            "op": "annotate",
+            "target": "uk0",
+            "key": "software_pipeline_max_registers",
+            "value": [40, 232],
+        }
+    )
+    module = parse(plan.program.read_text(), name=str(plan.program), defines=dict(plan.defines))
+    scheduled, _ = apply_plan(module, read_plan(json.dumps(steps)))
+    lowered = lower_module(scheduled, target="cuda")
+    (split,) = [s for s in _attrs(lowered) if s.key == "warp_specialize_scope"]
+    body = split.body
+    (branches,) = [s for s in getattr(body, "stmts", (body,)) if isinstance(s, S.IfThenElse)]
+    producer = branches.then_case
+    assert isinstance(producer, S.SeqStmt)  # setmaxnreg.dec, then the issuing thread's loop
+    (decrease,) = calls(producer.stmts[0], "ptx_setmaxnreg")
+    assert E.int_value(decrease.args[1]) == 40
+    issuer = producer.stmts[-1]
+    assert isinstance(issuer, S.IfThenElse) and len(calls(issuer, "ptx_tma_load")) == 2
+    source = emit_cuda(lowered)
+    assert "__launch_bounds__(256, 1)" in source
+    assert "setmaxnreg.dec.sync.aligned.u32 40;" in source
+    assert "setmaxnreg.inc.sync.aligned.u32 232;" in source
+
+
+def _attrs(node: Node) -> list[S.AttrStmt]:
+    found: list[S.AttrStmt] = []
+    walk(node, lambda item: found.append(item) if isinstance(item, S.AttrStmt) else None)
+    return found
 
 
 def _cli(*args: str) -> tuple[int, str]:
