@@ -121,6 +121,16 @@ def test_a_block_predicate_on_the_bounds_is_the_zero_fill() -> None:
     np.testing.assert_array_equal(_doubled(parse(text, name="rows.tir"), a), want)
 
 
+def test_a_condition_on_the_threads_says_which_of_them_store() -> None:
+    """Nine rounds of 64 threads for 512 elements, the last round's half idle (what a split
+    that does not divide leaves): the stores still fill the tile once."""
+    rounds = "for i in range(R * W // 64):"
+    text = ROWS.replace("ANNOTATIONS", TMA).replace(rounds, rounds[:-2] + " + 1):", 1)
+    text = text.replace(STORE, "T.where(i * 64 + tx < R * W)\n" + " " * 28 + STORE)
+    a, want = _inputs()
+    np.testing.assert_array_equal(_doubled(parse(text, name="rows.tir"), a), want)
+
+
 def test_a_box_of_a_three_dimensional_tensor() -> None:
     """Rows of A[1]: a 1 x 16 x 32 box at corner (1, 16 k, 0), its bounds on the middle axis."""
     text = ROWS.replace("ANNOTATIONS", TMA).replace("A[k * R", "A[1, k * R")

@@ -261,18 +261,25 @@ def box_copy(
                 f"it is not a box: index {axis} of '{tensor.name}' moves with '{outer[0]}' "
                 f"apart from its corner {at_start}",
             )
-    box, swizzle = _layout(at, loop, store, local, shape, space, tensor.name)
+    # a condition on the tensor's bounds is TMA's zero fill; one on the threads and the
+    # copy's loops alone says which of them store
+    masks: list[E.PrimExpr] = []
     for condition in nest.conditions:
         for conjunct in _conjuncts(condition):
-            if not _is_bound(conjunct, value.indices, tensor, inner):
-                raise DiagnosticError.at(
-                    getattr(conjunct, "span", None) or at.span or loop.span,
-                    "this copy cannot be a TMA load: its condition is not the bounds of "
-                    f"'{tensor.name}' (a TMA load writes the whole box, zeros outside the "
-                    "tensor)",
-                    Note("the copy", at.span),
-                    Note("the loop whose 'software_pipeline_tma' asks for one", loop.span),
-                )
+            if _is_bound(conjunct, value.indices, tensor, inner):
+                continue
+            if _variables(conjunct) <= space.keys():
+                masks.append(conjunct)
+                continue
+            raise DiagnosticError.at(
+                getattr(conjunct, "span", None) or at.span or loop.span,
+                "this copy cannot be a TMA load: its condition is not the bounds of "
+                f"'{tensor.name}' (a TMA load writes the whole box, zeros outside the "
+                "tensor)",
+                Note("the copy", at.span),
+                Note("the loop whose 'software_pipeline_tma' asks for one", loop.span),
+            )
+    box, swizzle = _layout(at, loop, store, local, masks, shape, space, tensor.name)
     _check_box(at, loop, shared, box, swizzle)
     return BoxCopy(copy, shared, tensor, box, corner, swizzle)
 
@@ -323,23 +330,30 @@ def _layout(
     loop: S.For,
     store: S.BufferStore,
     local: list[E.PrimExpr],
+    masks: list[E.PrimExpr],
     shape: tuple[int, ...],
     space: dict[E.Var, int],
     tensor: str,
 ) -> tuple[tuple[int, ...], int]:
-    """The box the copy reads (`local`: its offsets from the corner, over `space`) and the
-    swizzle (bytes, 0: none) with which it stores the box into the whole of `shared`, each
-    element once: computed for every point of the space."""
+    """The box the copy reads (`local`: its offsets from the corner, over the points of
+    `space` where every mask holds) and the swizzle (bytes, 0: none) with which it stores the
+    box into the whole of `shared`, each element once: computed for every point."""
     shared = store.buffer
     elements = math.prod(shape)
-    points = math.prod(space.values())
     grids = np.meshgrid(*(np.arange(extent) for extent in space.values()), indexing="ij")
     values = {var: grid.ravel() for var, grid in zip(space, grids, strict=True)}
+    everywhere = (math.prod(space.values()),)
     try:
-        offsets = [np.broadcast_to(evaluate(offset, values), (points,)) for offset in local]
-        digits = [np.broadcast_to(evaluate(i, values), (points,)) for i in store.indices]
+        stores = np.ones(everywhere, bool)
+        for mask in masks:
+            stores &= np.broadcast_to(evaluate(mask, values), everywhere) != 0
+        offsets = [np.broadcast_to(evaluate(x, values), everywhere)[stores] for x in local]
+        digits = [np.broadcast_to(evaluate(x, values), everywhere)[stores] for x in store.indices]
     except NotEvaluable as error:
         raise _refuse(at, loop, f"its indices cannot be computed: {error}") from None
+    points = int(stores.sum())
+    if points == 0:
+        raise _refuse(at, loop, "its condition holds for none of the threads")
     if any(
         digit.min() < 0 or digit.max() >= extent
         for digit, extent in zip(digits, shape, strict=True)
