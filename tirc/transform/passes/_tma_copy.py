@@ -1,10 +1,10 @@
 """The stage-0 copies of a warp-specialized loop that one TMA load can make (inject-warp-
 specialization's `software_pipeline_tma`): a loop nest, run by every consumer thread, that
 reads a box of a dense global buffer parameter and stores each element of a shared buffer
-once, laid out as the box row-major or as a TMA swizzle of it, under a condition, if any, that
-is the global buffer's bounds (what TMA's zero fill stands for). The layout is checked at
-every point of the copy's iteration space (threads x loops); anything else is refused at the
-copy, saying why.
+once, laid out as the box row-major or as a TMA swizzle of it, under conditions, if any, on the
+global buffer's bounds (what TMA's zero fill stands for) or on the threads and the nest's
+loops alone (which of them store). The layout is checked at every point of the copy's
+iteration space (threads x loops); anything else is refused at the copy, saying why.
 
     for i0 in range(2):                                  box (64, 32) of A at corner
       for v in T.vectorized(8):                   ->       (by * 64, k * 32), 64-byte

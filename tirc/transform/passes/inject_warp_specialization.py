@@ -38,11 +38,12 @@ versions inject-software-pipeline would give the buffers the copies fill):
   global buffer parameter (its corner the indices at the first thread and iteration) and
   stores each element of its shared buffer once, laid out as the box row-major or as a 32,
   64 or 128-byte TMA swizzle of it (what inject-permuted-layout makes of rows of 32 and 64
-  halves), its condition, if any, the global buffer's bounds (TMA's zero fill); boxes of at
-  most 256 elements a dimension, rows a multiple of 16 bytes, each version 128-byte (1024
-  swizzled) aligned. Another copy is refused at its store, saying why. P is then the
-  producer threads the block grows by, one warp or more (a warpgroup for setmaxnreg), of
-  which one issues and the others idle;
+  halves), under conditions, if any, on the global buffer's bounds (TMA's zero fill) or on
+  the threads and its own loops alone (which of them store); boxes of at most 256 elements
+  a dimension, rows a multiple of 16 bytes, each version 128-byte (1024 swizzled) aligned.
+  Another copy is refused at its store, saying why. P is then the producer threads the
+  block grows by, one warp or more (a warpgroup for setmaxnreg), of which one issues and the
+  others idle;
 - the consumers run everything else the block did, the loop with its later-stage statements
   in program order on version i % S, after waiting for `full[i % S]` (parity (i / S) % 2),
   and each consumer thread arrives on `empty[i % S]` at the end of the iteration (its own
