@@ -25,9 +25,12 @@ import pytest
 
 from tests.codegen_cuda.gpu_plans import GpuPlan, gpu_plans
 from tests.codegen_cuda.helpers import nvcc_accepts, ptxas_accepts
+from tests.codegen_cuda.test_tma import _nvcc_ptx
+from tests.runtime.fake_cuda import CUtensorMapSwizzle, FakeDriver
 from tirc.cli.main import main
 from tirc.codegen.cuda import emit_cuda
 from tirc.diagnostics import DiagnosticError
+from tirc.driver import run_cuda
 from tirc.driver.lower import lower_module
 from tirc.interp import run
 from tirc.ir import expr as E
@@ -35,6 +38,7 @@ from tirc.ir import stmt as S
 from tirc.ir.function import IRModule
 from tirc.ir.functor import walk
 from tirc.ir.node import Node
+from tirc.runtime.cuda_driver import Device
 from tirc.schedule.apply import apply_plan
 from tirc.schedule.plan import read_plan
 from tirc.text import parse
@@ -238,11 +242,6 @@ def _sample_args() -> list[str]:
 def test_tirc_run_on_the_fake_gpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """gpu_check's hopper step's command up to the launch (the fake driver runs no kernel,
     so without --check): A's and B's maps with their boxes and swizzles, 160 threads."""
-    from tests.codegen_cuda.test_tma import _nvcc_ptx
-    from tests.runtime.fake_cuda import CUtensorMapSwizzle, FakeDriver
-    from tirc.driver import run_cuda
-    from tirc.runtime.cuda_driver import Device
-
     driver = FakeDriver()
     monkeypatch.setattr(run_cuda, "module_image", _nvcc_ptx(tmp_path))
     monkeypatch.setattr(run_cuda, "Device", lambda: Device(driver, load_ptx=True))
