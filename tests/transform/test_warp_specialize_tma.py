@@ -120,6 +120,7 @@ PLAIN = "A[k * R + (i * 64 + tx) // W, (i * 64 + tx) % W]"
 def test_a_block_predicate_on_the_bounds_is_the_zero_fill() -> None:
     """`T.where(row < N)`: the copy stores nothing past A, where TMA writes zeros."""
     where = "T.where(k * R + (i * 64 + tx) // W < N)\n" + " " * 28 + STORE + PLAIN
+    assert STORE + GUARDED in ROWS
     text = ROWS.replace("ANNOTATIONS", TMA).replace(STORE + GUARDED, where)
     a, want = _inputs()
     np.testing.assert_array_equal(_doubled(parse(text, name="rows.tir"), a), want)
@@ -129,6 +130,7 @@ def test_a_condition_on_the_threads_says_which_of_them_store() -> None:
     """Nine rounds of 64 threads for 512 elements, the last round's half idle (what a split
     that does not divide leaves): the stores still fill the tile once."""
     rounds = "for i in range(R * W // 64):"
+    assert ROWS.count(rounds) == 2  # the copy's, then the compute's
     text = ROWS.replace("ANNOTATIONS", TMA).replace(rounds, rounds[:-2] + " + 1):", 1)
     text = text.replace(STORE, "T.where(i * 64 + tx < R * W)\n" + " " * 28 + STORE)
     a, want = _inputs()
