@@ -75,8 +75,8 @@ STORE = "S[(i * 64 + tx) // W, (i * 64 + tx) % W] = "
 LOOP = "for k in T.serial("
 
 
-def rows(annotations: str = TMA, **defines: int) -> IRModule:
-    return parse(ROWS.replace("ANNOTATIONS", annotations), name="rows.tir", defines=defines)
+def rows(annotations: str = TMA) -> IRModule:
+    return parse(ROWS.replace("ANNOTATIONS", annotations), name="rows.tir")
 
 
 def calls(node: Node, op: str) -> list[E.Call]:
