@@ -4,7 +4,9 @@ A thread runs until it reaches a collective (a `yield` in generated code): a bar
 (`tvm_storage_sync`), a warp shuffle or a warp's active mask. When no thread can go on, warp
 collectives are resolved among the threads of a warp waiting at the same place; when every
 live thread waits at the same barrier, a new epoch begins. Shared memory is watched between
-barriers: two threads touching one element, at least one writing, is a data race and an error.
+barriers: two threads touching one element, at least one writing, is a data race and an error,
+unless a named barrier (tirc.interp.threads.named_barrier: part of the block, a POLL) or an
+mbarrier ordered the one access before the other.
 Exited threads no longer take part in barriers (as on GPUs since Volta). `launch` runs the blocks
 one at a time; a kernel with thread-block clusters runs the blocks of each cluster together
 (tirc.interp.threads.cluster, with these resolution steps for each of its blocks).
@@ -13,7 +15,7 @@ one at a time; a kernel with thread-block clusters runs the blocks of each clust
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from typing import Any
+from typing import Any, NamedTuple
 
 from tirc.interp.fault import Fault
 from tirc.interp.memory.storage import Storage, allocate, storage_of, view_of
@@ -39,14 +41,19 @@ Kernel = Callable[..., Thread]
 class RaceTracker:
     """Who touched each byte address of one shared storage since the last barrier. An access
     that an mbarrier orders before another thread's (the first thread arrived after it, the
-    second waited for that phase: ACQUIRED) does not race with it."""
+    second waited for that phase: ACQUIRED), or a named barrier does (BlockContext.orders: the
+    access's era, the named-barrier arrivals its thread had made before it), does not race
+    with it."""
 
-    __slots__ = ("writers", "readers", "reads_by", "writes_by", "block")
+    __slots__ = ("writers", "readers", "read_eras", "reads_by", "writes_by", "block")
 
     def __init__(self, block: BlockContext):
-        # address -> (thread, site, value, the other threads that wrote that same value)
-        self.writers: dict[int, tuple[int, int, Any, frozenset[int]]] = {}
+        # address -> (thread, site, value, the other threads that wrote that same value, the
+        # thread's era at the write)
+        self.writers: dict[int, tuple[int, int, Any, frozenset[int], int]] = {}
         self.readers: dict[int, dict[int, int]] = {}  # address -> {thread: site}
+        # address -> {thread: its era at its last read}, where that era is not 0
+        self.read_eras: dict[int, dict[int, int]] = {}
         self.reads_by: dict[int, set[int]] = {}  # thread -> the addresses it read (an index)
         self.writes_by: dict[int, set[int]] = {}  # thread -> the addresses it wrote
         self.block = block
@@ -54,6 +61,7 @@ class RaceTracker:
     def reset(self) -> None:
         self.writers.clear()
         self.readers.clear()
+        self.read_eras.clear()
         self.reads_by.clear()
         self.writes_by.clear()
 
@@ -62,17 +70,24 @@ class RaceTracker:
         for address, writer in list(self.writers.items()):
             if writer[0] in members and writer[3] <= members:
                 del self.writers[address]
-        for readers in self.readers.values():
+        for readers in (*self.readers.values(), *self.read_eras.values()):
             for thread in [t for t in readers if t in members]:
                 del readers[thread]
         for thread in members:
             self.reads_by.pop(thread, None)
             self.writes_by.pop(thread, None)
 
-    def ordered(self, address: int, earlier: int, later: int) -> bool:
-        """Whether `earlier`'s access of `address` was released to `later` by an mbarrier."""
+    def ordered(self, address: int, earlier: int, later: int, era: int) -> bool:
+        """Whether `earlier`'s access of `address`, made in its era `era`, is ordered before
+        what `later` does now: by a named barrier, or released to it by an mbarrier."""
+        if self.block.orders(earlier, era, later):
+            return True
         acquired = self.block.storages.get((ACQUIRED, later))
         return isinstance(acquired, set) and (id(self), address, earlier) in acquired
+
+    def read_era(self, address: int, reader: int) -> int:
+        eras = self.read_eras.get(address)
+        return 0 if eras is None else eras.get(reader, 0)
 
     def read(self, address: int, thread: int, site: int, name: str) -> None:
         writer = self.writers.get(address)
@@ -80,9 +95,12 @@ class RaceTracker:
             writer is not None
             and writer[0] != thread
             and thread not in writer[3]
-            and not self.ordered(address, writer[0], thread)
+            and not self.ordered(address, writer[0], thread, writer[4])
         ):
             self.race(site, thread, "reads", (writer[0], writer[1]), "wrote", name, address)
+        era = self.block.eras.get(thread, 0) if self.block.eras else 0
+        if era:  # its latest read is the one that later accesses must be ordered after
+            self.read_eras.setdefault(address, {})[thread] = era
         readers = self.readers.get(address)
         if readers is None:
             self.readers[address] = {thread: site}
@@ -108,7 +126,7 @@ class RaceTracker:
             writer is not None
             and writer[0] != thread
             and not writer[3]
-            and self.ordered(address, writer[0], thread)
+            and self.ordered(address, writer[0], thread, writer[4])
         ):
             writer = None  # the other thread's write is ordered before this one
         if writer is not None and (writer[0] != thread or writer[3]):
@@ -116,16 +134,19 @@ class RaceTracker:
                 other = writer[0] if writer[0] != thread else min(writer[3] - {thread})
                 self.race(site, thread, "writes", (other, writer[1]), "wrote", name, address)
             others = writer[3] | {thread} if thread != writer[0] else writer[3]
-            self.writers[address] = (writer[0], writer[1], value, others)
+            self.writers[address] = (writer[0], writer[1], value, others, writer[4])
         else:
-            self.writers[address] = (thread, site, value, frozenset())
+            era = self.block.eras.get(thread, 0) if self.block.eras else 0
+            self.writers[address] = (thread, site, value, frozenset(), era)
         mine = self.writes_by.get(thread)
         if mine is None:
             self.writes_by[thread] = {address}
         else:
             mine.add(address)
         for reader, reader_site in readers.items():
-            if reader != thread and not self.ordered(address, reader, thread):
+            if reader != thread and not self.ordered(
+                address, reader, thread, self.read_era(address, reader)
+            ):
                 self.race(site, thread, "writes", (reader, reader_site), "read", name, address)
 
     def race(
@@ -148,7 +169,14 @@ class RaceTracker:
 
 
 class BlockContext:
-    """What the threads of one block share: its shared memory and the race trackers."""
+    """What the threads of one block share: its shared memory and the race trackers, and
+    what named barriers ordered between its threads.
+
+    Named barriers order accesses like vector clocks: a thread's era is the number of its
+    arrivals at named barriers, each access is stamped with its thread's era, and `known`
+    says, for a thread t and another p, the era before which p's accesses are ordered before
+    what t does now. A completed barrier gives each thread that waited at it what every
+    arriving thread knew at its arrival, and those threads' accesses before their arrivals."""
 
     def __init__(self, block_index: tuple[int, int, int], dims: tuple[int, int, int]):
         self.block_index = block_index
@@ -156,6 +184,8 @@ class BlockContext:
         self.storages: dict[object, object] = {}
         self.trackers: list[RaceTracker] = []
         self.exit_checks: dict[int, list[Callable[[], None]]] = {}  # thread -> checks
+        self.eras: dict[int, int] = {}  # thread -> its arrivals at named barriers (absent: 0)
+        self.known: dict[int, dict[int, int]] = {}  # thread t -> {p: p's era bound for t}
 
     def shared(self, site: int, name: str, count: int, dtype: DataType, scope: str) -> Storage:
         """The block's storage for one shared allocation, made by the first thread there."""
@@ -205,10 +235,45 @@ class BlockContext:
         for tracker in self.trackers:
             tracker.reset()
 
+    def arrive_named(self, thread: int) -> Arrival:
+        """A thread's arrival at a named barrier: its accesses so far (and what it knows)
+        will be ordered before what the threads that wait there do after it completes."""
+        era = self.eras.get(thread, 0) + 1
+        self.eras[thread] = era
+        return Arrival(thread, era, dict(self.known.get(thread, {})))
+
+    def complete_named(self, arrivals: list[Arrival], waiters: list[int]) -> None:
+        """A named barrier completed: each waiter learns what the arrivals released."""
+        released: dict[int, int] = {}
+        for arrival in arrivals:
+            for other, era in (*arrival.known.items(), (arrival.thread, arrival.era)):
+                if era > released.get(other, 0):
+                    released[other] = era
+        for thread in waiters:
+            known = self.known.setdefault(thread, {})
+            for other, era in released.items():
+                if era > known.get(other, 0):
+                    known[other] = era
+
+    def orders(self, earlier: int, era: int, later: int) -> bool:
+        """Whether an access `earlier` made in its era `era` is ordered before what `later`
+        does now by named barriers."""
+        known = self.known.get(later)
+        return known is not None and era < known.get(earlier, 0)
+
     def describe_thread(self, thread: int) -> str:
         x_dim, y_dim, _ = self.dims
         x, y, z = thread % x_dim, thread // x_dim % y_dim, thread // (x_dim * y_dim)
         return f"thread ({x}, {y}, {z}) of block {self.block_index}"
+
+
+class Arrival(NamedTuple):
+    """A thread's arrival at a named barrier: its era bound (its accesses before are those of
+    smaller eras) and the bounds it knew of other threads then."""
+
+    thread: int
+    era: int
+    known: dict[int, int]
 
 
 def _same(a: Any, b: Any) -> bool:
