@@ -241,3 +241,37 @@ def test_outside_a_kernel_it_is_an_error() -> None:
     diagnostic = error.value.diagnostics[0]
     assert "runs only inside a GPU kernel" in diagnostic.message
     assert diagnostic.span is not None and diagnostic.span.line == 3
+
+
+# every thread reads S, then (BARRIER) thread 0 refills S by a TMA load, which all wait for
+REFILL = """
+@T.prim_func
+def main(A: T.Buffer((8, 32), "float32"), B: T.Buffer((64,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 64)
+    S = T.alloc_buffer((64,), "float32", scope="shared")
+    bar = T.alloc_buffer((1,), "uint64", scope="shared")
+    S[tx] = T.float32(1)
+    if tx == 0:
+        T.ptx_mbarrier_init(bar.data, 0, 1)
+    T.tvm_storage_sync("shared")
+    B[tx] = S[63 - tx]
+    BARRIER
+    if tx == 0:
+        T.ptx_mbarrier_arrive_expect_tx(bar.data, 0, 256)
+        T.ptx_tma_load("float32", A.data, 2, 0, 8, 32, 4, 16, S.data, 0, bar.data, 0, 0, 0)
+    T.ptx_mbarrier_wait(bar.data, 0, 0)
+    B[tx] = B[tx] + S[tx]
+"""
+
+
+def test_a_tma_refill_after_a_named_barrier_is_ordered_after_the_reads() -> None:
+    module = parse(REFILL.replace("BARRIER", "T.ptx_bar_sync(1, 64)"))
+    a = np.arange(256, dtype="float32").reshape(8, 32)
+    b = np.zeros(64, "float32")
+    run(module["main"], {"A": a, "B": b}, module=module, gpu_model="threads")
+    np.testing.assert_array_equal(b, 1 + a[:4, :16].reshape(-1))
+    # without it, another thread's read and the landing copy race
+    module = parse(REFILL.replace("BARRIER", ""))
+    with pytest.raises(DiagnosticError) as error:
+        run(module["main"], {"A": a, "B": b}, module=module, gpu_model="threads")
+    assert "this TMA load (issued by thread (0, 0, 0)" in error.value.diagnostics[0].message
