@@ -196,8 +196,26 @@ def test_the_consumers_barrier_compiles_through_the_cli(tmp_path: Path) -> None:
             "T.ptx_bar_arrive: barrier 0 is __syncthreads'",
             "T.ptx_bar_arrive",
         ),
+        (
+            ("PRODUCER", "T.ptx_bar_arrive(1, 96)"),
+            "named barrier 1 is the consumers' barrier in a warp-specialized split (bar.sync 1, "
+            "64): this use of it in the producer branch would mix with it",
+            "T.ptx_bar_arrive",
+        ),
+        (
+            ("B[tx] = S[63 - tx]", "T.ptx_bar_sync(1, 32)"),
+            "this use of it with another count would mix with it",
+            "T.ptx_bar_sync",
+        ),
     ],
-    ids=["producer_needs_a_barrier", "producer_block_barrier", "partial_warps", "barrier_0"],
+    ids=[
+        "producer_needs_a_barrier",
+        "producer_block_barrier",
+        "partial_warps",
+        "barrier_0",
+        "producer_uses_barrier_1",
+        "consumers_use_barrier_1_otherwise",
+    ],
 )
 def test_refused_through_the_cli(
     edit: tuple[str, str], message: str, marker: str, tmp_path: Path

@@ -24,7 +24,8 @@ a barrier the consumers need among themselves is the named barrier `T.ptx_bar_sy
 the block's threads but the P producers, constant extents), and so is each
 `T.tvm_storage_sync("shared")` the consumers' code already had (a tensor intrinsic's). A
 statement of the producer branch that would need a barrier, or a block barrier there, is
-refused, located, as is a split whose consumers are not whole warps.
+refused, located, as is a split whose consumers are not whole warps, or the program's own use
+of barrier 1 in a split other than as the consumers' barrier.
 
     with T.launch_thread("threadIdx.x", 32) as tx:           ... as tx:
         S[tx] = A[tx]                                 ->          S[tx] = A[tx]
@@ -50,7 +51,7 @@ from tirc.ir import dtype as dt
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
 from tirc.ir.function import PrimFunc
-from tirc.ir.functor import Mutator, Visitor
+from tirc.ir.functor import Mutator, Visitor, walk
 from tirc.ir.named_barrier import OPS as NAMED_BARRIERS
 from tirc.ir.named_barrier import SYNC as NAMED_SYNC
 from tirc.ir.named_barrier import WARP
@@ -275,7 +276,9 @@ class _Planner(Mutator):
             self.split = _Split(node, None)
             body = self.body(node.body)
         else:
-            barrier = named_sync(self.consumers(node), node.span)
+            consumers = self.consumers(node)
+            _check_barrier_one(branches, consumers, node)
+            barrier = named_sync(consumers, node.span)
             before = self.state
             self.split = _Split(node, None)
             then = self.body(branches.then_case)
@@ -408,6 +411,30 @@ class _Planner(Mutator):
 
 
 _COMPOUND = (S.For, S.While, S.IfThenElse, S.AttrStmt, S.SeqStmt)
+
+
+def _check_barrier_one(branches: S.IfThenElse, consumers: int, split: S.AttrStmt) -> None:
+    """The program's own uses of named barrier 1 in a split must be the consumers' barrier:
+    in their branch, with their count; elsewhere they would mix with it."""
+    for branch, count in ((branches.then_case, None), (branches.else_case, consumers)):
+        found: list[E.Call] = []
+
+        def look(node: object, found: list[E.Call] = found) -> None:
+            if isinstance(node, E.Call) and node.op in NAMED_BARRIERS:
+                if E.is_const_int(node.args[0], CONSUMER_BARRIER):
+                    found.append(node)
+
+        walk(branch, look)
+        for call in found:
+            if count is None or not E.is_const_int(call.args[1], count):
+                what = "in the producer branch" if count is None else "with another count"
+                raise DiagnosticError.at(
+                    call.span or split.span,
+                    f"named barrier {CONSUMER_BARRIER} is the consumers' barrier in a "
+                    f"warp-specialized split (bar.sync {CONSUMER_BARRIER}, {consumers}): this "
+                    f"use of it {what} would mix with it",
+                    Note("the split", split.span),
+                )
 
 
 def _starts_with_sync(stmt: S.Stmt) -> bool:
