@@ -185,7 +185,10 @@ def test_ordering_is_transitive_through_a_chain_of_barriers() -> None:
 def test_a_barrier_that_cannot_complete_is_a_deadlock_at_the_wait() -> None:
     diagnostic, text = _error(EXCHANGE.replace("BARRIER", "T.ptx_bar_sync(1, 256)"))
     assert diagnostic.message.startswith("every thread of the block waits and none can go on")
-    assert "named barrier 1: 128 of 256 threads have arrived (128 waiting)" in diagnostic.message
+    assert diagnostic.message.endswith(
+        "this wait (in thread (0, 0, 0) of block (0, 0, 0)) is for named barrier 1: 128 of 256 "
+        "threads have arrived (128 threads waiting) (ptx_bar_sync)"
+    )
     assert diagnostic.span is not None and diagnostic.span.line == _line(text, "T.ptx_bar_sync")
 
 

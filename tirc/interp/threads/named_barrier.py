@@ -40,7 +40,7 @@ class NamedBarrier:
     def describe(self) -> str:
         return (
             f"named barrier {self.number}: {len(self.arrivals)} of {self.count} threads have "
-            f"arrived ({len(self.waiters)} waiting)"
+            "arrived"
         )
 
 
