@@ -346,12 +346,12 @@ class _Planner(Mutator):
             if count is not None:
                 self.state = self.state.after_wait(count)
             accesses, synced = _accesses(child, self.in_async)
+            barrier = SYNC if self.split is None else self.split.barrier
             if (
                 self.state.conflicts(accesses)
-                and not _starts_with_sync(child)
+                and not _starts_with_sync(child, barrier)
                 and not _is_async_scope(child)  # the barrier goes inside (after a wait)
             ):
-                barrier = SYNC if self.split is None else self.split.barrier
                 if barrier is None:
                     assert self.split is not None
                     raise DiagnosticError.at(
@@ -437,12 +437,20 @@ def _check_barrier_one(branches: S.IfThenElse, consumers: int, split: S.AttrStmt
                 )
 
 
-def _starts_with_sync(stmt: S.Stmt) -> bool:
+def _starts_with_sync(stmt: S.Stmt, barrier: S.Evaluate | None) -> bool:
+    """Whether `stmt` starts with a block barrier, or with `barrier` where that is a named
+    one (another named barrier orders other threads)."""
     first = stmt.stmts[0] if isinstance(stmt, S.SeqStmt) else stmt
-    return (
-        isinstance(first, S.Evaluate)
-        and isinstance(first.value, E.Call)
-        and first.value.op in ("tvm_storage_sync", NAMED_SYNC)
+    if not isinstance(first, S.Evaluate) or not isinstance(first.value, E.Call):
+        return False
+    call = first.value
+    if call.op == "tvm_storage_sync":
+        return True
+    if call.op != NAMED_SYNC or barrier is None or not isinstance(barrier.value, E.Call):
+        return False
+    return all(
+        isinstance(want, E.IntImm) and E.is_const_int(arg, want.value)
+        for arg, want in zip(call.args, barrier.value.args, strict=True)
     )
 
 
