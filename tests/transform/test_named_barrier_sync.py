@@ -171,6 +171,16 @@ def test_the_consumers_barrier_compiles_through_the_cli(tmp_path: Path) -> None:
     )
 
 
+def test_a_split_that_needs_no_barrier_is_not_refused(tmp_path: Path) -> None:
+    """Consumers that are not whole warps, and a barrier 1 of the program's own, are refused
+    only where the consumers need their barrier."""
+    text = SPLIT.replace("PRODUCER", "T.ptx_bar_arrive(1, 96)").replace("S[63 - tx]", "A[tx]")
+    text = text.replace('"warp_specialize_scope", 32', '"warp_specialize_scope", 48')
+    code, output, _, out = _compile(text, tmp_path)
+    assert code == 0, output
+    assert "bar.sync" not in out.read_text()
+
+
 @pytest.mark.parametrize(
     ("edit", "message", "marker"),
     [
@@ -203,7 +213,10 @@ def test_the_consumers_barrier_compiles_through_the_cli(tmp_path: Path) -> None:
             "T.ptx_bar_arrive",
         ),
         (
-            ("B[tx] = S[63 - tx]", "T.ptx_bar_sync(1, 32)"),
+            (
+                "            S[tx] = A[tx]",
+                "            T.ptx_bar_sync(1, 32)\n            S[tx] = A[tx]",
+            ),
             "this use of it with another count would mix with it",
             "T.ptx_bar_sync",
         ),

@@ -222,10 +222,16 @@ def named_sync(count: int, span: Span | None = None) -> S.Evaluate:
 @dataclass
 class _Split:
     """The warp-specialized split we are in: its attribute, and the barrier its branch
-    being planned takes (None in the producer's, which may need none)."""
+    being planned takes (None in the producer's, which may need none; in the consumers',
+    None with `problem`, why they cannot have one, raised only if they need it)."""
 
     attr: S.AttrStmt
     barrier: S.Evaluate | None
+    problem: DiagnosticError | None = None
+
+    def refuse(self) -> None:
+        if self.problem is not None:
+            raise self.problem
 
 
 class _Planner(Mutator):
@@ -276,14 +282,19 @@ class _Planner(Mutator):
             self.split = _Split(node, None)
             body = self.body(node.body)
         else:
-            consumers = self.consumers(node)
-            _check_barrier_one(branches, consumers, node)
-            barrier = named_sync(consumers, node.span)
+            barrier: S.Evaluate | None = None
+            problem: DiagnosticError | None = None
+            try:
+                consumers = self.consumers(node)
+                _check_barrier_one(branches, consumers, node)
+                barrier = named_sync(consumers, node.span)
+            except DiagnosticError as error:
+                problem = error
             before = self.state
             self.split = _Split(node, None)
             then = self.body(branches.then_case)
             after_then, self.state = self.state, before
-            self.split = _Split(node, barrier)
+            self.split = _Split(node, barrier, problem)
             otherwise = self.body(branches.else_case)
             self.state = after_then.merged(self.state)
             body = node.body
@@ -322,6 +333,7 @@ class _Planner(Mutator):
         """A block barrier of the program inside a split: the consumers' named barrier, or
         an error in the producer branch."""
         assert self.split is not None
+        self.split.refuse()
         if self.split.barrier is None:
             raise DiagnosticError.at(
                 call.span or child.span or self.split.attr.span,
@@ -354,6 +366,7 @@ class _Planner(Mutator):
             ):
                 if barrier is None:
                     assert self.split is not None
+                    self.split.refuse()
                     raise DiagnosticError.at(
                         child.span or self.split.attr.span,
                         "this statement needs a barrier after the shared memory accesses before "
