@@ -16,7 +16,10 @@ from tirc.codegen.nvptx import emit_nvvm_ir, emit_ptx
 from tirc.diagnostics import DiagnosticError
 from tirc.driver.cuda_toolchain import has_nvrtc, ptx_from_cuda
 from tirc.driver.lower import lower_module
+from tirc.ir import expr as E
+from tirc.ir import stmt as S
 from tirc.ir.function import IRModule
+from tirc.ir.functor import Mutator
 from tirc.text import parse
 
 # producers (threads 128..255) store and arrive; consumers sync and read; then each warpgroup
@@ -140,10 +143,6 @@ def test_a_block_barrier_left_inside_a_split_is_refused_by_the_backends() -> Non
     """thread-sync gives the consumers `bar.sync 1, 128`; a block barrier that a later pass
     puts in a branch (an all-reduce's) would hang the block on the GPU: both backends refuse
     it at the barrier."""
-    from tirc.ir import expr as E
-    from tirc.ir import stmt as S
-    from tirc.ir.functor import Mutator
-
     lowered = _lowered(SPLIT)
     emit_cuda(lowered)  # the consumers' named barrier is fine
 
