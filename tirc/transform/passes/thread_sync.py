@@ -44,6 +44,7 @@ of barrier 1 in a split other than as the consumers' barrier.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from tirc.diagnostics import DiagnosticError, Note, Span
@@ -213,6 +214,34 @@ def _block_sync(stmt: S.Stmt) -> E.Call | None:
     return call if call.op == "tvm_storage_sync" and shared else None
 
 
+def split_consumers(node: S.AttrStmt, extents: Mapping[str, E.PrimExpr]) -> int:
+    """The consumer threads of a warp-specialized split (`node`, its attribute) in a kernel
+    whose threadIdx extents are `extents`: the block's threads but its producers; a located
+    error where they cannot have a named barrier (not constants, not whole warps)."""
+    total = 1
+    for tag, extent in extents.items():
+        if not isinstance(extent, E.IntImm):
+            raise DiagnosticError.at(
+                node.span,
+                f"a warp-specialized split needs constant thread extents for its consumers' "
+                f"named barrier: {tag} is not",
+            )
+        total *= extent.value
+    if not isinstance(node.value, E.IntImm):
+        raise DiagnosticError.at(
+            node.span, "a warp-specialized split's producer count must be a constant"
+        )
+    producers = node.value.value
+    consumers = total - producers
+    if producers < 0 or consumers <= 0 or consumers % WARP:
+        raise DiagnosticError.at(
+            node.span,
+            f"the consumers of a warp-specialized split ({total} threads but "
+            f"{producers} producers) must be whole warps for their named barrier",
+        )
+    return consumers
+
+
 def named_sync(count: int, span: Span | None = None) -> S.Evaluate:
     """`T.ptx_bar_sync(1, count)`: the consumers' barrier in a warp-specialized split."""
     args = (E.IntImm(CONSUMER_BARRIER, dt.INT32), E.IntImm(count, dt.INT32))
@@ -305,29 +334,7 @@ class _Planner(Mutator):
         return node if body is node.body else dataclasses.replace(node, body=body)
 
     def consumers(self, node: S.AttrStmt) -> int:
-        """The consumer threads of a split: the block's threads but its producers."""
-        total = 1
-        for tag, extent in self.extents.items():
-            if not isinstance(extent, E.IntImm):
-                raise DiagnosticError.at(
-                    node.span,
-                    f"a warp-specialized split needs constant thread extents for its consumers' "
-                    f"named barrier: {tag} is not",
-                )
-            total *= extent.value
-        if not isinstance(node.value, E.IntImm):
-            raise DiagnosticError.at(
-                node.span, "a warp-specialized split's producer count must be a constant"
-            )
-        producers = node.value.value
-        consumers = total - producers
-        if producers < 0 or consumers <= 0 or consumers % WARP:
-            raise DiagnosticError.at(
-                node.span,
-                f"the consumers of a warp-specialized split ({total} threads but "
-                f"{producers} producers) must be whole warps for their named barrier",
-            )
-        return consumers
+        return split_consumers(node, self.extents)
 
     def block_sync(self, child: S.Stmt, call: E.Call) -> S.Stmt:
         """A block barrier of the program inside a split: the consumers' named barrier, or
