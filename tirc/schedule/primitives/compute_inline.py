@@ -16,7 +16,7 @@ from __future__ import annotations
 from tirc.analysis.arith.iter_map import Level, detect_iter_map
 from tirc.analysis.arith.iter_map_inverse import inverse_iter_map
 from tirc.ir.buffer import Buffer, Range
-from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var
+from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var, is_const_int
 from tirc.ir.functor import walk
 from tirc.ir.node import Node
 from tirc.ir.stmt import BufferStore, For, SBlock
@@ -121,10 +121,15 @@ def _index_inverse(
     domains = {iv.var: iv.dom for iv in block.iter_vars if iv.dom is not None}
     indices = store.indices
     variables = [i for i in indices if isinstance(i, Var)]
-    if all(isinstance(i, (Var, IntImm)) for i in indices) and len(set(variables)) == len(variables):
+    positional = _positional_inverse(block, indices, loaded)
+    if positional is not None:
+        inverse: dict[Var, PrimExpr] | None = positional
+    elif all(isinstance(i, (Var, IntImm)) for i in indices) and len(set(variables)) == len(
+        variables
+    ):
         # distinct variables (constants aside) are read back directly, whatever the extents
         pairs = zip(indices, loaded, strict=True)
-        inverse: dict[Var, PrimExpr] | None = {i: v for i, v in pairs if isinstance(i, Var)}
+        inverse = {i: v for i, v in pairs if isinstance(i, Var)}
     else:
         inverse = _affine_inverse(store, domains, loaded)
     if inverse is None:
@@ -134,6 +139,22 @@ def _index_inverse(
     if any(var not in inverse for var in used):
         return None
     return inverse
+
+
+def _positional_inverse(
+    block: SBlock, indices: tuple[PrimExpr, ...], loaded: tuple[PrimExpr, ...]
+) -> dict[Var, PrimExpr] | None:
+    """TVM's trivial case: the i-th index is the i-th iterator, or 0 where that iterator
+    has the one value 0 (`B[0, v1, v2]` over v0 in [0, 1)); each iterator is then the
+    load's i-th index."""
+    if len(block.iter_vars) != len(indices):
+        return None
+    for iter_var, index in zip(block.iter_vars, indices, strict=True):
+        dom = iter_var.dom
+        unit = dom is not None and is_const_int(dom.min, 0) and is_const_int(dom.extent, 1)
+        if index is not iter_var.var and not (unit and is_const_int(index, 0)):
+            return None
+    return {iv.var: value for iv, value in zip(block.iter_vars, loaded, strict=True)}
 
 
 def _affine_inverse(
