@@ -317,11 +317,12 @@ GAPS = ("(i * 64 + tx) % W], T.float16", "(i * 64 + tx) % W * 2], T.float16")
             "it is not a box: it reads 512 elements of 'A' spread over 16 x 63",
             STORE,
         ),
-        (
+        (  # no equal slabs either: rows of 288 halves cut into 128-byte aligned boxes
             (),
-            ("R=1", "W=512"),
+            ("R=2", "W=288"),
             "sm_90a",
-            "its box is 1 x 512: a TMA box has at most 256 elements along each dimension",
+            "its box is 2 x 288: a TMA box has at most 256 elements along each dimension; "
+            "nor is 'S' equal slabs that are each a TMA box of 'A'",
             STORE,
         ),
         (

@@ -1,10 +1,13 @@
-"""The stage-0 copies of a warp-specialized loop that one TMA load can make (inject-warp-
+"""The stage-0 copies of a warp-specialized loop that TMA loads can make (inject-warp-
 specialization's `software_pipeline_tma`): a loop nest, run by every consumer thread, that
 reads a box of a dense global buffer parameter and stores each element of a shared buffer
 once, laid out as the box row-major or as a TMA swizzle of it, under conditions, if any, on the
 global buffer's bounds (what TMA's zero fill stands for) or on the threads and the nest's
-loops alone (which of them store). The layout is checked at every point of the copy's
-iteration space (threads x loops); anything else is refused at the copy, saying why.
+loops alone (which of them store). Where one box does not do (not a box, or past 256 elements
+a dimension), the fewest equal slabs of the buffer that are each such a box, of one shape and
+swizzle at constant offsets in the tensor, make one load each. The layout is checked at every
+point of the copy's iteration space (the threads it names x its loops); anything else is
+refused at the copy, saying why.
 
     for i0 in range(2):                                  box (64, 32) of A at corner
       for v in T.vectorized(8):                   ->       (by * 64, k * 32), 64-byte
@@ -29,6 +32,7 @@ from tirc.ir import stmt as S
 from tirc.ir.arith import arithmetic, negate
 from tirc.ir.buffer import Buffer, Range
 from tirc.ir.functor import walk
+from tirc.ir.node import Node
 from tirc.ir.substitute import substitute
 from tirc.ir.tma import MAX_BOX, SWIZZLES
 from tirc.transform.passes.inject_software_pipeline import ASYNC_STAGES
@@ -40,8 +44,9 @@ _ORDERED = (E.LT, E.LE, E.GT, E.GE)
 
 @dataclass(frozen=True)
 class BoxCopy:
-    """A copy nest that one TMA load makes: `box` of `tensor` from `corner` (both in the
-    tensor's rank, outermost first) into the whole of `shared`."""
+    """A copy nest that TMA loads make: one box of `tensor` (`box`, in the tensor's rank,
+    outermost first) a slab of `shared`, the slabs its equal parts in order, slab s from
+    `corner` + `slabs[s]` (one slab: the whole buffer, from `corner`)."""
 
     stmt: S.Stmt
     shared: Buffer
@@ -49,10 +54,11 @@ class BoxCopy:
     box: tuple[int, ...]
     corner: tuple[E.PrimExpr, ...]
     swizzle: int  # bytes; 0: the box row-major
+    slabs: tuple[tuple[int, ...], ...]  # each box's corner, from `corner`
 
     @property
     def bytes(self) -> int:
-        return math.prod(self.box) * self.shared.dtype.bits // 8
+        return math.prod(self.box) * self.shared.dtype.bits // 8 * len(self.slabs)
 
 
 def _refuse(copy: S.Stmt, loop: S.For, why: str) -> DiagnosticError:
@@ -63,9 +69,9 @@ def _refuse(copy: S.Stmt, loop: S.For, why: str) -> DiagnosticError:
     )
 
 
-def _variables(expr: E.PrimExpr) -> set[E.Var]:
+def _variables(node: Node) -> set[E.Var]:
     found: set[E.Var] = set()
-    walk(expr, lambda node: found.add(node) if isinstance(node, E.Var) else None)
+    walk(node, lambda node: found.add(node) if isinstance(node, E.Var) else None)
     return found
 
 
@@ -238,8 +244,10 @@ def box_copy(
     if not 1 <= len(value.indices) <= 5:
         raise _refuse(at, loop, f"'{tensor.name}' has {len(value.indices)} dimensions, not 1 to 5")
 
-    # the copy's iteration space: the consumer threads and the nest's loops
-    space = {**threads, **nest.loops}
+    # the copy's iteration space: the consumer threads it names and the nest's loops (threads
+    # it does not name store the same elements alike, which one load stands for)
+    named = _variables(copy)
+    space = {**{var: n for var, n in threads.items() if var in named}, **nest.loops}
     inner = Analyzer()
     inner.ranges.update(analyzer.ranges)
     for var, extent in space.items():
@@ -279,9 +287,8 @@ def box_copy(
                 Note("the copy", at.span),
                 Note("the loop whose 'software_pipeline_tma' asks for one", loop.span),
             )
-    box, swizzle = _layout(at, loop, store, local, masks, shape, space, tensor.name)
-    _check_box(at, loop, shared, box, swizzle)
-    return BoxCopy(copy, shared, tensor, box, corner, swizzle)
+    fit = _layout(at, loop, store, local, masks, shape, space, tensor.name)
+    return BoxCopy(copy, shared, tensor, fit.box, corner, fit.swizzle, fit.slabs)
 
 
 def _check_dense(at: S.Stmt, loop: S.For, tensor: Buffer, tensors: set[E.Var]) -> None:
@@ -325,6 +332,16 @@ def _shared_shape(at: S.Stmt, loop: S.For, shared: Buffer) -> tuple[int, ...]:
     return tuple(E.int_value(extent) for extent in shared.shape)
 
 
+@dataclass(frozen=True)
+class _Fit:
+    """How TMA loads write a copy: boxes of one shape and swizzle, one a slab of the shared
+    buffer in order, each at its corner's offset from the copy's (tensor axes)."""
+
+    box: tuple[int, ...]
+    swizzle: int
+    slabs: tuple[tuple[int, ...], ...]
+
+
 def _layout(
     at: S.Stmt,
     loop: S.For,
@@ -334,10 +351,11 @@ def _layout(
     shape: tuple[int, ...],
     space: dict[E.Var, int],
     tensor: str,
-) -> tuple[tuple[int, ...], int]:
-    """The box the copy reads (`local`: its offsets from the corner, over the points of
-    `space` where every mask holds) and the swizzle (bytes, 0: none) with which it stores the
-    box into the whole of `shared`, each element once: computed for every point."""
+) -> _Fit:
+    """The boxes the copy reads (`local`: its offsets from the corner, over the points of
+    `space` where every mask holds) and the swizzle (bytes, 0: none) with which it stores them
+    into the whole of `shared`, each element once, computed for every point: one box if it
+    can, else the fewest equal slabs of `shared` that are each a box."""
     shared = store.buffer
     elements = math.prod(shape)
     grids = np.meshgrid(*(np.arange(extent) for extent in space.values()), indexing="ij")
@@ -361,17 +379,6 @@ def _layout(
         raise _refuse(at, loop, f"it stores outside '{shared.name}'")
     if any(offset.min() < 0 for offset in offsets):
         raise _refuse(at, loop, f"it is not a box: it reads '{tensor}' before its corner")
-    box = tuple(int(offset.max()) + 1 for offset in offsets)
-    read = np.zeros(points, np.int64)
-    for offset, extent in zip(offsets, box, strict=True):
-        read = read * extent + offset
-    if math.prod(box) != points or np.unique(read).size != points:
-        raise _refuse(
-            at,
-            loop,
-            f"it is not a box: it reads {points} elements of '{tensor}' spread over "
-            f"{' x '.join(map(str, box))}",
-        )
     written = np.zeros(points, np.int64)
     for digit, extent in zip(digits, shape, strict=True):
         written = written * extent + digit
@@ -383,18 +390,69 @@ def _layout(
             f"({points} stores): a TMA load fills the whole buffer",
         )
     element = shared.dtype.bits // 8
+    # a slab starts where a load may write: 128 bytes aligned at least
+    counts = [
+        count
+        for count in range(1, elements + 1)
+        if elements % count == 0 and (count == 1 or elements // count * element % 128 == 0)
+    ]
+    whole = ""
+    for count in counts:
+        fit = _fit(offsets, written, count, elements // count, element, tensor, shared.name)
+        if isinstance(fit, _Fit):
+            return fit
+        whole = whole or fit  # the reason one box does not do
+    if len(counts) > 1:
+        whole += f"; nor is '{shared.name}' equal slabs that are each a TMA box of '{tensor}'"
+    raise _refuse(at, loop, whole)
+
+
+def _fit(
+    offsets: list[np.ndarray],
+    written: np.ndarray,
+    count: int,
+    size: int,
+    element: int,
+    tensor: str,
+    shared: str,
+) -> _Fit | str:
+    """The copy (its read `offsets` from the corner and `written` elements of `shared`, for
+    every point) as `count` TMA loads, each a box into a slab of `size` elements, or why not."""
+    slab, inner = np.divmod(written, size)
+    lows = np.full((count, len(offsets)), np.iinfo(np.int64).max, np.int64)
+    highs = np.full((count, len(offsets)), -1, np.int64)
+    for axis, offset in enumerate(offsets):
+        np.minimum.at(lows[:, axis], slab, offset)
+        np.maximum.at(highs[:, axis], slab, offset)
+    extents = highs - lows + 1
+    box = tuple(int(extent) for extent in extents[0])
+    read = np.zeros(written.size, np.int64)
+    for axis, offset in enumerate(offsets):
+        read = read * box[axis] + offset - lows[slab, axis]
+    if (
+        (extents != extents[0]).any()
+        or math.prod(box) != size
+        or np.unique(slab * size + read).size != written.size
+    ):
+        return (
+            f"it is not a box: it reads {written.size} elements of '{tensor}' spread over "
+            f"{' x '.join(map(str, box))}"
+        )
     row = box[-1] * element
     for swizzle in SWIZZLES:
-        if swizzle and row != swizzle:
-            continue
-        if np.array_equal(written * element, _swizzled(read * element, swizzle)):
-            return box, swizzle
-    raise _refuse(
-        at,
-        loop,
-        f"it stores the box into '{shared.name}' in an order no TMA load writes (the box "
-        f"row-major, or a 32, 64 or 128-byte swizzle of rows of that many bytes)",
-    )
+        if (not swizzle or row == swizzle) and np.array_equal(
+            inner * element, _swizzled(read * element, swizzle)
+        ):
+            break
+    else:
+        return (
+            f"it stores the box into '{shared}' in an order no TMA load writes (the box "
+            "row-major, or a 32, 64 or 128-byte swizzle of rows of that many bytes)"
+        )
+    problem = _box_problem(box, swizzle, size * element, shared)
+    if problem:
+        return problem
+    return _Fit(box, swizzle, tuple(tuple(int(low) for low in corner) for corner in lows))
 
 
 def _swizzled(offsets: np.ndarray, swizzle: int) -> np.ndarray:
@@ -422,29 +480,24 @@ def _is_bound(
     return False
 
 
-def _check_box(at: S.Stmt, loop: S.For, shared: Buffer, box: tuple[int, ...], swizzle: int) -> None:
-    element = shared.dtype.bits // 8
-    for extent in box:
-        if extent > MAX_BOX:
-            raise _refuse(
-                at,
-                loop,
-                f"its box is {' x '.join(map(str, box))}: a TMA box has at "
-                f"most {MAX_BOX} elements along each dimension",
-            )
+def _box_problem(box: tuple[int, ...], swizzle: int, size: int, shared: str) -> str:
+    """Why a load of `box` into `size` bytes of `shared` cannot be, or ''."""
+    element = size // math.prod(box)
+    if max(box) > MAX_BOX:
+        return (
+            f"its box is {' x '.join(map(str, box))}: a TMA box has at most {MAX_BOX} "
+            "elements along each dimension"
+        )
     if box[-1] * element % 16:
-        raise _refuse(
-            at, loop, f"the box's rows are {box[-1] * element} bytes, not a multiple of 16"
-        )
+        return f"the box's rows are {box[-1] * element} bytes, not a multiple of 16"
     alignment = 1024 if swizzle else 128  # a swizzle is a function of the address
-    if math.prod(box) * element % alignment:
-        raise _refuse(
-            at,
-            loop,
-            f"'{shared.name}' is {math.prod(box) * element} bytes, not a multiple of "
-            f"{alignment}: each version of it must start where a"
-            f"{f' {swizzle}-byte swizzled' if swizzle else ''} TMA load may write",
+    if size % alignment:
+        return (
+            f"'{shared}' is {size} bytes, not a multiple of {alignment}: each version of it "
+            f"must start where a{f' {swizzle}-byte swizzled' if swizzle else ''} TMA load may "
+            "write"
         )
+    return ""
 
 
 def tma_loads(
@@ -463,23 +516,38 @@ def tma_loads(
         (full.data, version, E.IntImm(sum(copy.bytes for copy in copies), dt.INT32)),
         span=span,
     )
-    loads = [_tma_load(copy, rings[copy.shared.data], version, full) for copy in copies]
+    loads = [
+        load for copy in copies for load in _tma_loads(copy, rings[copy.shared.data], version, full)
+    ]
     return [S.Evaluate(expect, span=span), *loads]
 
 
-def _tma_load(copy: BoxCopy, ring: Buffer, version: E.PrimExpr, barrier: Buffer) -> S.Evaluate:
+def _tma_loads(
+    copy: BoxCopy, ring: Buffer, version: E.PrimExpr, barrier: Buffer
+) -> list[S.Evaluate]:
+    """One load a slab of `copy`, into `version` of `ring`."""
     span = copy.stmt.span
     int32 = dt.INT32
-    args: tuple[E.PrimExpr, ...] = (
-        copy.tensor.data,
-        E.IntImm(len(copy.box), int32),
-        E.IntImm(copy.swizzle, int32),
-        *copy.tensor.shape,
-        *(E.IntImm(extent, int32) for extent in copy.box),
-        ring.data,
-        arithmetic("*", version, math.prod(copy.box)),
-        barrier.data,
-        version,
-        *copy.corner,
-    )
-    return S.Evaluate(E.Call(copy.shared.dtype, "ptx_tma_load", args, span=span), span=span)
+    size = math.prod(copy.box)
+    start = arithmetic("*", version, size * len(copy.slabs))
+    loads = []
+    for index, offsets in enumerate(copy.slabs):
+        corner = tuple(
+            arithmetic("+", at, offset) if offset else at
+            for at, offset in zip(copy.corner, offsets, strict=True)
+        )
+        args: tuple[E.PrimExpr, ...] = (
+            copy.tensor.data,
+            E.IntImm(len(copy.box), int32),
+            E.IntImm(copy.swizzle, int32),
+            *copy.tensor.shape,
+            *(E.IntImm(extent, int32) for extent in copy.box),
+            ring.data,
+            arithmetic("+", start, index * size) if index else start,
+            barrier.data,
+            version,
+            *corner,
+        )
+        call = E.Call(copy.shared.dtype, "ptx_tma_load", args, span=span)
+        loads.append(S.Evaluate(call, span=span))
+    return loads

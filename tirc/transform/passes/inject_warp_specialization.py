@@ -41,7 +41,10 @@ versions inject-software-pipeline would give the buffers the copies fill):
   halves), under conditions, if any, on the global buffer's bounds (TMA's zero fill) or on
   the threads and its own loops alone (which of them store); boxes of at most 256 elements
   a dimension, rows a multiple of 16 bytes, each version 128-byte (1024 swizzled) aligned.
-  Another copy is refused at its store, saying why. P is then the producer threads the
+  Where one box does not do, the fewest equal slabs of the buffer that are each such a box
+  (B's (N / 64, 64, 64) tiles) make one load each, all in the expected bytes. Threads the
+  copy does not name store alike: one load stands for them. Another copy is refused at its
+  store, saying why. P is then the producer threads the
   block grows by, one warp or more (a warpgroup for setmaxnreg), of which one issues and the
   others idle;
 - the consumers run everything else the block did, the loop with its later-stage statements
