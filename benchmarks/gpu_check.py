@@ -191,6 +191,8 @@ HOPPER = (  # (program, plan or None): hand-written tir needs none
     ("gemm_wgmma_tensorize", "gemm_wgmma_tensorize.named_barrier_ws"),
     ("gemm_wgmma_tensorize", "gemm_wgmma_tensorize.swizzle128"),  # wgmma on 128B-swizzled tiles
     ("gemm_wgmma_tensorize", "gemm_wgmma_tensorize.swizzle128_tma"),  # ... filled by TMA
+    # 128 x 256 tiles: two consumer warpgroups, TMA's A box and four B slabs, a 4-deep ring
+    ("gemm_wgmma_tensorize_128x256", "gemm_wgmma_tensorize_128x256"),
     ("gemm_wgmma_128x256", None),
     ("gemm_wgmma_128x256_s3", None),
     ("gemm_wgmma_tma", None),
