@@ -4,7 +4,8 @@ of the tensor, becomes one T.ptx_tma_load a slab, all counted in the iteration's
 arrive_expect_tx.
 
 - two 16 x 32 slabs of a 16 x 64 tile (golden inject_warp_specialization/tma_slabs) compute in
-  the thread model what the producer threads' own copies compute, zero fill included;
+  the thread model what the producer threads' own copies compute, zero fill included, and
+  slabs from columns apart (0..31, 48..79) load from their own corners;
 - a tile past TMA's 256 elements a dimension (512 rows, or a row of 512) is two boxes;
 - a tile of pieces of 5, 8 and 3 rows (no equal slabs that are boxes) is refused at the copy;
 - the sample plan gemm_wgmma_tensorize_128x256 (two consumer warpgroups, B four 64 x 64 slabs,
@@ -84,6 +85,26 @@ def test_two_slabs_are_two_loads_that_compute_what_the_copy_did() -> None:
     threads = TMA.replace('"software_pipeline_tma": 1, ', "")  # the producer threads copy
     copied = parse(SLABS.replace("ANNOTATIONS", threads), name="slabs.tir")
     np.testing.assert_array_equal(_doubled(copied, a, 112), loaded)
+
+
+def test_slabs_read_from_any_constant_offsets() -> None:
+    """S[1] from columns 48..79 of A, a gap after S[0]'s 0..31: each slab its own corner."""
+    column = "(i * 64 + tx) % (2 * W)], T.float16"
+    assert SLABS.count(column) == 1
+    text = SLABS.replace(
+        column, "(i * 64 + tx) % (2 * W) // W * 48 + (i * 64 + tx) % W], T.float16"
+    )
+    text = text.replace('A: T.Buffer((N, 2 * W), "float16")', 'A: T.Buffer((N, 80), "float16")')
+    module = parse(text.replace("ANNOTATIONS", TMA), name="slabs.tir")
+    lowered = lower_module(module, target="cuda")
+    assert [E.int_value(load.args[-1]) for load in calls(lowered, "ptx_tma_load")] == [0, 48]
+    a = np.random.default_rng(12).standard_normal((100, 80)).astype("float16")
+    want = np.zeros((112, 64), "float32")
+    want[:100, :32] = a[:, :32].astype("float32") * 2
+    want[:100, 32:] = a[:, 48:].astype("float32") * 2
+    c = np.full((112, 64), np.nan, "float32")
+    run(lowered["main"], {"A": a, "C": c}, module=lowered, gpu_model="threads")
+    np.testing.assert_array_equal(c, want)
 
 
 def test_the_golden_is_the_slabs_program() -> None:
@@ -180,7 +201,7 @@ def test_sample_loads_a_box_of_a_and_four_slabs_of_b() -> None:
     assert "cp.async.cg" not in text
 
 
-@pytest.mark.slow  # the thread model's wgmma, element by element: about 90 s
+@pytest.mark.slow  # the thread model's wgmma, element by element: about 70 s
 def test_sample_matches_numpy_in_the_thread_model() -> None:
     """Five k tiles in the 4-deep ring: the producer waits for a version to be released."""
     plan = _sample()
