@@ -6,12 +6,14 @@ Run with the TVM 0.27 oracle's interpreter (never with tirc's venv; tirc never i
         --out /work/extra_cases --skip-like /work/shared/conformance/cases \
         TVM/tests/python/s_tir/schedule/test_tir_schedule_split_fuse.py ...
 
-Every `tvm.s_tir.Schedule` a test constructs is watched. When the test passes, each watched
-schedule whose trace changed the program becomes a `schedule` case (input.tir, plan.json,
-expected.tir); each primitive that raised ScheduleError becomes a `must_reject` case whose
-plan ends with the failing instruction (error.json). A case is kept only when TVM replays its
-plan.json on the re-parsed input.tir to the same result (or to the same error), and when its
-input and plan differ from every case in the --skip-like folders.
+Every `tvm.s_tir.Schedule` a test constructs from Python is watched (schedules TVM builds in
+C++, such as meta_schedule's design spaces, are not). When the test passes, each watched
+schedule whose trace does more than look up blocks and loops becomes a `schedule` case
+(input.tir, plan.json, expected.tir); each primitive that raised ScheduleError (the test
+caught it) becomes a `must_reject` case whose plan ends with the failing instruction
+(error.json). A case is kept only when TVM replays the trace (its own JSON, of which plan.json
+is the text form) on the re-parsed input.tir to the same module (or to the same error), and
+when its input and plan differ from every case in the --skip-like folders.
 """
 
 from __future__ import annotations
