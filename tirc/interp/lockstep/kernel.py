@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from tirc.interp.lockstep import source
 from tirc.interp.lockstep.expr import Unsupported
 from tirc.interp.lockstep.stmt import Run, StmtCompiler
 from tirc.interp.memory.lanes import Frame, Lanes, outer_memory
@@ -55,11 +56,19 @@ def gpu_model(model: str) -> Iterator[None]:
 
 @dataclass(frozen=True)
 class LockstepKernel:
-    body: Run
+    body: Run | None
     free: tuple[Var, ...]  # variables from outside the kernel, in the order of their values
     scopes: tuple[str | None, ...]  # for handles, the scope of their memory
 
-    def launch(self, grid: tuple[int, int, int], dims: tuple[int, int, int], values: tuple) -> None:
+    def launch(
+        self,
+        grid: tuple[int, int, int],
+        dims: tuple[int, int, int],
+        values: tuple,
+        source: Run | None = None,
+    ) -> None:
+        body = source if source is not None else self.body
+        assert body is not None
         per_block = dims[0] * dims[1] * dims[2]
         blocks = grid[0] * grid[1] * grid[2]
         if per_block == 0 or blocks == 0:
@@ -74,7 +83,7 @@ class LockstepKernel:
                         frame.memory[var] = outer_memory(value, scope, lanes)
                     else:
                         frame.values[var] = V.constant(value, var.dtype)
-                self.body(frame)
+                body(frame)
 
     def accepts(self, values: tuple) -> bool:
         """Whether every handle argument is memory the lockstep mode can reach."""
@@ -115,6 +124,15 @@ def launch_line(
     """The generated line that launches a kernel: in either model when it can run in
     lockstep, else always in the thread model."""
     ctx = compiler.ctx
+    if source.ENABLED:
+        free = source.free_variables(ctx, stmt)
+        function = source.emit_lane_kernel(compiler, stmt, free)
+        if function is not None:
+            scopes = tuple(ctx.scopes.get(v, "global") if v.dtype.is_handle else None for v in free)
+            info = ctx.constant(LockstepKernel(None, free, scopes), "lockstep")
+            launcher = ctx.constant(launch_gpu, "launch_gpu")
+            values = "".join(f"{ctx.names[var]}, " for var in free)
+            return f"{launcher}({kernel}, {info}, ({grid}), ({block}), {site}, ({values}), {function})"
     lockstep = compile_lockstep(compiler, stmt)
     if lockstep is None:
         return f"_launch({kernel}, ({grid}), ({block}), {site})"
@@ -131,6 +149,7 @@ def launch_gpu(
     dims: tuple[int, int, int],
     site: int,
     values: tuple,
+    source: Run | None = None,
 ) -> None:
     model = _MODEL.get()
     threads = grid[0] * grid[1] * grid[2] * dims[0] * dims[1] * dims[2]
@@ -138,4 +157,4 @@ def launch_gpu(
     if min(grid) < 0 or min(dims) < 0 or not wanted or not lockstep.accepts(values):
         launch(kernel, grid, dims, site)
         return
-    lockstep.launch(grid, dims, values)
+    lockstep.launch(grid, dims, values, source)

@@ -1,0 +1,974 @@
+"""EXPERIMENT (issue 20, H3): the lockstep model as a lane backend of the thread model's
+source compiler. A kernel compiles to one more nested `def` of the host function, whose
+values are Python scalars where every lane agrees (known when compiling: they depend on no
+thread index and no per-lane or per-block memory; the thread model's rules emit them) and
+numpy arrays (rows, lanes) elsewhere (the lane rules below). `_mask` holds the executing
+lanes (None: all). Anything not covered raises Unsupported: the closures in lockstep/ run.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from tirc.interp.lockstep.expr import (
+    Unsupported,
+    _below,
+    _check_bounds,
+    checked_division,
+    load_raw,
+    narrow,
+    store_raw,
+)
+from tirc.interp.memory.lanes import Frame, allocate_rows, fault_in_lane, first_lane, pick
+from tirc.interp.memory.storage import SHARED_SCOPES, access_type
+from tirc.interp.semantics import arith, interval
+from tirc.interp.semantics import values as V
+from tirc.interp.semantics.math_functions import FLOAT_BINARY, FLOAT_UNARY, LANEWISE
+from tirc.interp.semantics.math_functions import lane_function
+from tirc.interp.semantics.operators import ARITHMETIC, COMPARISONS, DIVISIONS, EXTREMA
+from tirc.interp.semantics.warp import SHUFFLES, WARP_SIZE, shuffle_source
+from tirc.interp.threads.access import AccessCompiler
+from tirc.interp.threads.call import CallCompiler
+from tirc.interp.threads.context import Code, Context, KernelState
+from tirc.interp.threads.expr import ExprCompiler
+from tirc.interp.threads.kernel import COORDINATES
+from tirc.interp.threads.stmt import StmtCompiler
+from tirc.ir import expr as E
+from tirc.ir import stmt as S
+from tirc.ir.buffer import Buffer
+from tirc.ir.dtype import DataType
+from tirc.ir.expr import PrimExpr, Var
+from tirc.ir.functor import walk
+from tirc.ir.integer import int_range
+from tirc.ir.node import Node
+
+ENABLED = os.environ.get("TIRC_LANE_SOURCE") == "1"
+LANE_CALLS = {"if_then_else", "likely", "tvm_warp_activemask", *SHUFFLES, *LANEWISE}
+
+
+# which variables differ between lanes: a fixpoint over the kernel
+
+
+def _memory_is_flat(scope: str | None) -> bool:
+    return scope in (None, "", "global")
+
+
+class Lanes:
+    """What compiling one lane kernel knows: varying variables, lane memories."""
+
+    def __init__(self, outer_scopes: dict[Var, str]):
+        self.varying: set[Var] = set()
+        self.scopes: dict[Var, str] = dict(outer_scopes)  # data var -> scope
+        self.memories: dict[Var, str] = {}  # data var -> name of its lanes memory
+
+    def is_varying(self, expr: PrimExpr) -> bool:
+        found = False
+
+        def visit(node: Node) -> None:
+            nonlocal found
+            if isinstance(node, Var) and node in self.varying:
+                found = True
+            elif isinstance(node, E.BufferLoad):
+                if not _memory_is_flat(self.scopes.get(node.buffer.data, node.buffer.scope)):
+                    found = True
+            elif isinstance(node, E.Call) and (node.op in SHUFFLES or node.op.endswith("mask")):
+                found = True
+
+        walk(expr, visit)
+        return found
+
+    def scan(self, stmt: S.Stmt) -> None:
+        """Marks every variable some lanes may hold apart from others, until nothing changes."""
+        for node_list in (_allocations(stmt),):
+            for buffer in node_list:
+                self.scopes.setdefault(buffer.data, buffer.scope)
+        while True:
+            before = len(self.varying)
+            self._scan(stmt, False)
+            if len(self.varying) == before:
+                return
+
+    def _scan(self, stmt: S.Stmt, divergent: bool) -> None:
+        if isinstance(stmt, S.SeqStmt):
+            for item in stmt.stmts:
+                self._scan(item, divergent)
+        elif isinstance(stmt, S.Bind):
+            if divergent or self.is_varying(stmt.value):
+                self.varying.add(stmt.var)
+            self._lets(stmt.value)
+        elif isinstance(stmt, S.For):
+            binding = stmt.thread_binding
+            tag = binding.thread_tag if binding is not None else ""
+            if stmt.kind is S.ForKind.THREAD_BINDING and tag in COORDINATES:
+                self.varying.add(stmt.loop_var)
+            elif self.is_varying(stmt.min) or self.is_varying(stmt.extent):
+                self.varying.add(stmt.loop_var)
+            self._scan(stmt.body, divergent)
+        elif isinstance(stmt, S.AttrStmt):
+            if isinstance(stmt.node, S.IterVar) and stmt.node.thread_tag in COORDINATES:
+                self.varying.add(stmt.node.var)
+            self._scan(stmt.body, divergent)
+        elif isinstance(stmt, S.IfThenElse):
+            inner = divergent or self.is_varying(stmt.condition)
+            self._scan(stmt.then_case, inner)
+            if stmt.else_case is not None:
+                self._scan(stmt.else_case, inner)
+        elif isinstance(stmt, S.While):
+            self._scan(stmt.body, divergent or self.is_varying(stmt.condition))
+        elif isinstance(stmt, S.AllocBuffer | S.DeclBuffer):
+            pass
+        elif isinstance(stmt, S.BufferStore | S.Evaluate | S.AssertStmt):
+            walk(stmt, self._let_visit)
+        elif hasattr(stmt, "body"):
+            self._scan(stmt.body, divergent)  # type: ignore[attr-defined]  # experiment
+
+    def _lets(self, expr: PrimExpr) -> None:
+        walk(expr, self._let_visit)
+
+    def _let_visit(self, node: Node) -> None:
+        if isinstance(node, E.Let) and self.is_varying(node.value):
+            self.varying.add(node.var)
+
+
+def _allocations(stmt: S.Stmt) -> list[Buffer]:
+    found: list[Buffer] = []
+
+    def visit(node: Node) -> None:
+        if isinstance(node, S.AllocBuffer | S.DeclBuffer):
+            found.append(node.buffer)
+
+    walk(stmt, visit)
+    return found
+
+
+# run-time helpers of generated lane code
+
+
+def _to_array(value: object, kind: np.dtype, lanes: int) -> np.ndarray:
+    if isinstance(value, np.ndarray):
+        return value
+    array = np.empty((1, lanes), dtype=kind)
+    array[...] = value
+    return array
+
+
+def _merge(mask: np.ndarray | None, new: np.ndarray, old: np.ndarray | None) -> np.ndarray:
+    if mask is not None and old is not None:
+        new = np.where(mask[:, None], new, old)
+    return V.owned(new)
+
+
+def _check(
+    value: np.ndarray | int, limit: int, dim: int, site: int, mask: np.ndarray | None, frame: Frame
+) -> np.ndarray | int:
+    if isinstance(value, np.ndarray):
+        if not _below(value, limit):
+            active = None if mask is None else mask[:, None]
+            _check_bounds(value, limit, dim, frame, active, site)
+        return value
+    if not 0 <= value < limit:
+        active = None if mask is None else mask[:, None]
+        _check_bounds(np.full((1, 1), value, np.int64), limit, dim, frame, active, site)
+    return value
+
+
+def _locate(
+    frame: Frame,
+    memory: object,
+    dims: tuple,
+    offset: int,
+    predicate: object,
+    element_lanes: int,
+    mask: np.ndarray | None,
+    site: int,
+) -> tuple:
+    """(memory, element offsets (rows, width), active elements or None, site) of a vector
+    or predicated access; dims holds (index, extent, stride) per dimension."""
+    active: np.ndarray | None = None
+    if predicate is not None:
+        active = np.asarray(predicate)
+        active = active.reshape(1, -1) if active.ndim < 2 else active
+        if mask is not None:
+            active = active & np.broadcast_to(mask[:, None], (mask.size, active.shape[1]))
+    elif mask is not None:
+        active = mask[:, None]
+    total: np.ndarray = np.full((1, 1), offset, np.int64)
+    for dim, (index, extent, stride) in enumerate(dims):
+        value = np.asarray(index)
+        value = value.reshape(1, -1) if value.ndim < 2 else value
+        if not _below(value, extent):
+            _check_bounds(value, extent, dim, frame, active, site)
+        total = total + value.astype(np.int64) * stride
+    if element_lanes > 1:
+        rows, width = total.shape
+        total = (total[:, :, None] * element_lanes + np.arange(element_lanes)).reshape(
+            rows, width * element_lanes
+        )
+        if active is not None:
+            active = np.repeat(
+                np.broadcast_to(active, (active.shape[0], width)), element_lanes, axis=1
+            )
+    return memory, total, active, site
+
+
+def _load_at(located: tuple, frame: Frame, kind: np.dtype, held: np.dtype, dtype: DataType):  # type: ignore[no-untyped-def]  # experiment
+    return load_raw(frame, located, kind, held, dtype)  # type: ignore[arg-type]  # experiment
+
+
+def _store_at(located: tuple, frame: Frame, values: object, kind: np.dtype, dtype: DataType) -> None:
+    raw = _to_array(values, V.value_type(dtype), 1)
+    raw = raw if raw.dtype == kind else V.encode(raw, dtype)
+    store_raw(frame, located, raw, kind)  # type: ignore[arg-type]  # experiment
+
+
+def _load(
+    frame: Frame,
+    memory: object,
+    offsets: np.ndarray | int,
+    mask: np.ndarray | None,
+    site: int,
+    kind: np.dtype,
+    held: np.dtype,
+    dtype: DataType,
+) -> np.ndarray:
+    if isinstance(offsets, np.ndarray) and offsets.dtype.kind not in "iu":
+        offsets = offsets.astype(np.int64)
+    active = None if mask is None else mask[:, None]
+    return load_raw(frame, (memory, offsets, active, site), kind, held, dtype)  # type: ignore[arg-type]  # experiment
+
+
+def _store(
+    frame: Frame,
+    memory: object,
+    offsets: np.ndarray | int,
+    mask: np.ndarray | None,
+    site: int,
+    values: object,
+    kind: np.dtype,
+    dtype: DataType,
+) -> None:
+    if isinstance(offsets, np.ndarray) and offsets.dtype.kind not in "iu":
+        offsets = offsets.astype(np.int64)
+    raw = _to_array(values, V.value_type(dtype), dtype.lanes)
+    raw = raw if raw.dtype == kind else V.encode(raw, dtype)
+    active = None if mask is None else mask[:, None]
+    store_raw(frame, (memory, offsets, active, site), raw, kind)  # type: ignore[arg-type]  # experiment
+
+
+def _extremum(compare: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
+    return lambda x, y: np.where(compare(x, y), x, y)
+
+
+def _divide(division: object, site: int) -> Callable[..., np.ndarray]:
+    rule = checked_division(lambda f, m: f[0], lambda f, m: f[1], division, site)  # type: ignore[arg-type]  # experiment
+
+    def divide(x: object, y: object, frame: Frame, mask: np.ndarray | None) -> np.ndarray:
+        return rule((np.asarray(x), np.asarray(y), frame.lanes), mask)  # type: ignore[arg-type]  # experiment
+
+    return divide
+
+
+class _Pair(tuple):  # (x, y, lanes) that checked_division reads as a frame
+    pass
+
+
+def _to_int(low: int, high: int, kind: np.dtype, name: str, site: int) -> Callable[..., np.ndarray]:
+    def to_int(x: np.ndarray, frame: Frame, mask: np.ndarray | None) -> np.ndarray:
+        x = V.wide(x)
+        bad = ~((x > low - 1) & (x < high + 1))
+        if bad.any():
+            found = first_lane(bad, frame.lanes, mask)
+            if found is not None:
+                lane, column = found
+                message = arith.cast_out_of_range(float(pick(x, lane, column)), name)
+                raise fault_in_lane(site, message, frame.lanes, lane)
+            x = np.where(bad, 0.0, x)
+        return np.trunc(x).astype(kind)
+
+    return to_int
+
+
+def _shuffle(kind: int, lanes_of_value: int) -> Callable[..., np.ndarray]:
+    def shuffle(value, amount, width, frame: Frame, mask):  # type: ignore[no-untyped-def]  # experiment
+        lanes = frame.lanes
+        values = np.broadcast_to(np.asarray(value), (lanes.count, lanes_of_value))
+        delta = np.broadcast_to(np.asarray(amount).reshape(-1).astype(np.int64), (lanes.count,))
+        size = np.broadcast_to(np.asarray(width).reshape(-1).astype(np.int64), (lanes.count,))
+        lane = lanes.tid % WARP_SIZE
+        source = shuffle_source(kind, lane, delta, size)
+        thread = lanes.tid - lane + source
+        valid = (source >= 0) & (source < WARP_SIZE) & (thread < lanes.per_block)
+        origin = np.where(valid, lanes.index - lane + source, lanes.index)
+        if mask is not None:
+            valid &= mask[origin]
+        return np.where(valid[:, None], values[origin], values)
+
+    return shuffle
+
+
+def _active_mask(kind: np.dtype) -> Callable[..., np.ndarray]:
+    def active_mask(frame: Frame, mask: np.ndarray | None) -> np.ndarray:
+        lanes = frame.lanes
+        warps_per_block = -(-lanes.per_block // WARP_SIZE)
+        warp = lanes.block_row * warps_per_block + lanes.tid // WARP_SIZE
+        bits = np.left_shift(np.uint64(1), (lanes.tid % WARP_SIZE).astype(np.uint64))
+        if mask is not None:
+            bits = np.where(mask, bits, np.uint64(0))
+        totals = np.zeros(lanes.blocks * warps_per_block, dtype=np.uint64)
+        np.add.at(totals, warp, bits)
+        return totals[warp][:, None].astype(kind)
+
+    return active_mask
+
+
+# the compilers
+
+
+class LaneExprCompiler(ExprCompiler):
+    def __init__(self, ctx: Context, lanes: Lanes):
+        self.ctx = ctx
+        self.lane = lanes
+        self.access = LaneAccessCompiler(ctx, self)
+        self.calls = LaneCallCompiler(ctx, self)
+
+    def compile(self, expr: PrimExpr) -> Code:
+        if not self.lane.is_varying(expr):
+            if any(isinstance(n, E.Call) and n.op not in _UNIFORM_CALLS for n in _nodes(expr)):
+                raise Unsupported("a call")
+            return super().compile(expr)
+        rule = _EXPR_RULES.get(type(expr))
+        if rule is None:
+            raise Unsupported(type(expr).__name__)
+        return replace(rule(self, expr), varying=True, pure=False, slot=None)
+
+    def name(self, value: object, hint: str) -> str:
+        return self.ctx.constant(value, hint)
+
+    def operand(self, code: Code, dtype: DataType) -> str:
+        """A value as lane code may use it: uniform vectors become numpy rows."""
+        if code.varying or dtype.lanes == 1:
+            return code.text
+        kind = self.name(V.value_type(dtype), str(V.value_type(dtype)))
+        return f"_np.array([{code.text}], {kind})"
+
+    def array(self, code: Code, dtype: DataType) -> str:
+        """A value as a numpy array, (1, lanes) where every lane agrees."""
+        if code.varying:
+            return code.text
+        constant = self.name(V.constant, "constant")
+        return f"{constant}({code.text}, {self.name(dtype, str(dtype))})"
+
+    def operands(self, expr: E.BinaryOp | E.CompareOp | E.LogicalOp) -> tuple[str, str]:
+        a, b = self.compile(expr.a), self.compile(expr.b)
+        return self.operand(a, expr.a.dtype), self.operand(b, expr.b.dtype)
+
+    def rounded(self, text: str, dtype: DataType, wide: bool = False) -> str:
+        """Float lanes rounded to dtype; float32 operations round themselves unless `wide`
+        (computed in float64)."""
+        kind = str(dtype.element)
+        if kind == "float64" or (kind == "float32" and not wide):
+            return text
+        return f"{self.name(V.round_array, 'round_array')}({text}, {self.name(dtype, kind)})"
+
+
+_UNIFORM_CALLS = {"likely", "tvm_storage_sync", *LANEWISE, "if_then_else", "shift_left",
+                  "shift_right", "bitwise_and", "bitwise_or", "bitwise_xor"}
+
+
+def _nodes(expr: PrimExpr) -> Iterator[Node]:
+    found: list[Node] = []
+    walk(expr, found.append)
+    return iter(found)
+
+
+_EXPR_RULES: dict[type, Callable[[LaneExprCompiler, PrimExpr], Code]] = {}
+
+
+def _rule(*types: type) -> Callable:  # type: ignore[type-arg]  # experiment
+    def register(function: Callable) -> Callable:  # type: ignore[type-arg]  # experiment
+        for node in types:
+            _EXPR_RULES[node] = function
+        return function
+
+    return register
+
+
+@_rule(E.Var)
+def _var(compiler: LaneExprCompiler, expr: Var) -> Code:
+    name = compiler.ctx.names.get(expr)
+    if name is None:
+        raise Unsupported(f"variable {expr.name}")
+    return Code(name)
+
+
+def _arith(expr: PrimExpr) -> Callable[..., Code]:
+    def rule(compiler: LaneExprCompiler, expr: E.BinaryOp) -> Code:
+        a, b = compiler.operands(expr)
+        dtype = expr.a.dtype
+        symbol = ARITHMETIC[type(expr)].symbol
+        if dtype.is_float:
+            return Code(compiler.rounded(f"({a} {symbol} {b})", dtype))
+        if not dtype.is_integer:
+            raise Unsupported(f"arithmetic on {dtype}")
+        return Code(f"({a} {symbol} {b})", *int_range(dtype.element))
+
+    return rule
+
+
+for _node in ARITHMETIC:
+    _rule(_node)(_arith(_node))
+
+
+@_rule(*DIVISIONS)
+def _division(compiler: LaneExprCompiler, expr: E.BinaryOp) -> Code:
+    a = compiler.array(compiler.compile(expr.a), expr.a.dtype)
+    b = compiler.array(compiler.compile(expr.b), expr.b.dtype)
+    dtype: DataType = expr.a.dtype
+    division = DIVISIONS[type(expr)]
+    if dtype.is_float:
+        wide = compiler.name(V.wide, "wide")
+        function = compiler.name(division.float_lanes, "float_lanes")
+        return Code(compiler.rounded(f"{function}({wide}({a}), {wide}({b}))", dtype, True))
+    if not dtype.is_integer:
+        raise Unsupported(f"division of {dtype}")
+    divisor = expr.b
+    if isinstance(divisor, E.IntImm) and divisor.value > 0 and divisor.dtype.lanes == 1:
+        by = compiler.name(V.constant(divisor.value, divisor.dtype), "by")
+        quick = compiler.name(division.by_positive, "by_positive")
+        return Code(f"{quick}({a}, {by})")
+    site = compiler.ctx.site(expr, "division")
+    divide = compiler.name(_divide(division, site), "divide")
+    return Code(f"{divide}({a}, {b}, _frame, _mask)")
+
+
+@_rule(*EXTREMA)
+def _extremum_rule(compiler: LaneExprCompiler, expr: E.BinaryOp) -> Code:
+    a, b = compiler.operands(expr)
+    pick_ = compiler.name(_extremum(EXTREMA[type(expr)].lanes), "extremum")
+    return Code(f"{pick_}({a}, {b})")
+
+
+@_rule(*COMPARISONS)
+def _compare(compiler: LaneExprCompiler, expr: E.CompareOp) -> Code:
+    a, b = compiler.operands(expr)
+    return Code(f"({a} {COMPARISONS[type(expr)].symbol} {b})", 0, 1)
+
+
+@_rule(E.And, E.Or)
+def _logical(compiler: LaneExprCompiler, expr: E.LogicalOp) -> Code:
+    if expr.dtype.lanes == 1 and not _is_total(expr.b):
+        raise Unsupported("a lane-varying condition guarding what may fail")
+    a, b = compiler.operands(expr)
+    return Code(f"({a} {'&' if isinstance(expr, E.And) else '|'} {b})", 0, 1)
+
+
+def _is_total(expr: PrimExpr) -> bool:
+    return not any(
+        isinstance(node, E.BufferLoad | E.Call | E.Cast) or type(node) in DIVISIONS
+        for node in _nodes(expr)
+    )
+
+
+@_rule(E.Not)
+def _not(compiler: LaneExprCompiler, expr: E.Not) -> Code:
+    return Code(f"(~{compiler.compile(expr.a).text})", 0, 1)
+
+
+@_rule(E.Select)
+def _select(compiler: LaneExprCompiler, expr: E.Select) -> Code:
+    c = compiler.operand(compiler.compile(expr.condition), expr.condition.dtype)
+    t = compiler.operand(compiler.compile(expr.true_value), expr.dtype)
+    f = compiler.operand(compiler.compile(expr.false_value), expr.dtype)
+    return Code(f"_np.where({c}, {t}, {f})")
+
+
+@_rule(E.Cast)
+def _cast(compiler: LaneExprCompiler, expr: E.Cast) -> Code:
+    value = compiler.compile(expr.value).text
+    source: DataType = expr.value.dtype.element
+    target = expr.dtype.element
+    if source.is_handle or target.is_handle:
+        raise Unsupported("handle cast")
+    if source == target:
+        return Code(value)
+    if target.is_bool:
+        return Code(f"({value} != 0)")
+    kind = compiler.name(V.value_type(target), str(V.value_type(target)))
+    if target.is_integer:
+        if not source.is_float:
+            return Code(f"{value}.astype({kind})")
+        low, high = int_range(target)
+        site = compiler.ctx.site(expr, "cast")
+        to_int = compiler.name(_to_int(low, high, V.value_type(target), str(target), site), "to_int")
+        return Code(f"{to_int}({value}, _frame, _mask)")
+    if not target.is_float:
+        raise Unsupported(f"cast to {target}")
+    return Code(compiler.rounded(f"{value}.astype(_np.float64)", target, True))
+
+
+@_rule(E.Ramp)
+def _ramp(compiler: LaneExprCompiler, expr: E.Ramp) -> Code:
+    base = compiler.compile(expr.base).text
+    stride = compiler.compile(expr.stride).text
+    dtype = expr.dtype.element
+    if dtype.is_float:
+        raise Unsupported("float ramp")
+    steps = compiler.name(np.arange(expr.lanes, dtype=V.value_type(dtype))[None, :], "steps")
+    return Code(f"({base} + {stride} * {steps})")
+
+
+@_rule(E.Broadcast)
+def _broadcast(compiler: LaneExprCompiler, expr: E.Broadcast) -> Code:
+    value = compiler.compile(expr.value).text
+    return Code(f"_np.repeat({value}, {expr.lanes}, axis=1)")
+
+
+@_rule(E.BufferLoad)
+def _load_rule(compiler: LaneExprCompiler, expr: E.BufferLoad) -> Code:
+    return compiler.access.lane_load(expr)
+
+
+@_rule(E.Call)
+def _call(compiler: LaneExprCompiler, expr: E.Call) -> Code:
+    return compiler.calls.lane_call(expr)
+
+
+class LaneAccessCompiler(AccessCompiler):
+    exprs: LaneExprCompiler
+
+    def lane_offset(
+        self, buffer: Buffer, indices: tuple[PrimExpr, ...], node: Node, verb: str
+    ) -> tuple[str, str, int]:
+        """(memory name, element offsets text (an int or an (rows, lanes) array), site)."""
+        from tirc.interp.fault import describe_access
+
+        memory = self.exprs.lane.memories.get(buffer.data)
+        if memory is None:
+            raise Unsupported(f"memory of {buffer.name}")
+        if buffer.axis_separators or len(indices) != len(buffer.shape):
+            raise Unsupported("indexing")
+        layout = self.default_layout(buffer)
+        site = self.ctx.site(node, describe_access(verb, buffer), True)
+        terms: list[str] = []
+        if layout.offset.constant != 0:
+            terms.append(layout.offset.text)
+        lanes = 1
+        check = self.exprs.name(_check, "check")
+        for dim, (index, extent, stride) in enumerate(
+            zip(indices, layout.shape, layout.strides, strict=True)
+        ):
+            if extent.constant is None or stride.constant is None:
+                raise Unsupported("a symbolic layout")
+            code = self.exprs.compile(index)
+            lanes = max(lanes, index.dtype.lanes)
+            text = self.exprs.operand(code, index.dtype)
+            proven = code.low is not None and code.high is not None
+            if not (proven and 0 <= code.low and code.high < extent.constant):  # type: ignore[operator]  # experiment
+                text = f"{check}({text}, {extent.text}, {dim}, {site}, _mask, _frame)"
+            if stride.constant != 1:
+                text = f"({text} * {stride.text})"
+            terms.append(text)
+        element_lanes = buffer.dtype.lanes
+        if element_lanes > 1 or lanes > 1:
+            raise Unsupported("vector access")  # TODO: lane offsets per vector lane
+        return memory, " + ".join(terms) or "0", site
+
+    def lane_load(self, expr: E.BufferLoad) -> Code:
+        if expr.predicate is not None or expr.buffer.dtype.lanes > 1 or any(i.dtype.lanes > 1 for i in expr.indices):
+            return self.vector_lane_load(expr)
+        memory, offset, site = self.lane_offset(expr.buffer, expr.indices, expr, "load from")
+        dtype = expr.buffer.dtype
+        load = self.exprs.name(_load, "load")
+        kinds = (
+            self.exprs.name(access_type(dtype), f"k_{access_type(dtype)}"),
+            self.exprs.name(V.value_type(dtype), f"h_{V.value_type(dtype)}"),
+            self.exprs.name(dtype, str(dtype)),
+        )
+        return Code(f"{load}(_frame, {memory}, {offset}, _mask, {site}, {', '.join(kinds)})")
+
+    def located(
+        self, buffer: Buffer, indices: tuple[PrimExpr, ...], predicate: PrimExpr | None,
+        node: Node, verb: str,
+    ) -> str:
+        from tirc.interp.fault import describe_access
+
+        memory = self.exprs.lane.memories.get(buffer.data)
+        if memory is None:
+            raise Unsupported(f"memory of {buffer.name}")
+        if buffer.axis_separators or len(indices) != len(buffer.shape):
+            raise Unsupported("indexing")
+        layout = self.default_layout(buffer)
+        site = self.ctx.site(node, describe_access(verb, buffer), True)
+        if layout.offset.constant is None:
+            raise Unsupported("a symbolic layout")
+        parts = []
+        for index, extent, stride in zip(indices, layout.shape, layout.strides, strict=True):
+            if extent.constant is None or stride.constant is None:
+                raise Unsupported("a symbolic layout")
+            code = self.exprs.operand(self.exprs.compile(index), index.dtype)
+            parts.append(f"({code}, {extent.text}, {stride.text})")
+        mask = "None"
+        if predicate is not None:
+            mask = self.exprs.operand(self.exprs.compile(predicate), predicate.dtype)
+        locate = self.exprs.name(_locate, "locate")
+        dims = f"({', '.join(parts)},)"
+        return (
+            f"{locate}(_frame, {memory}, {dims}, {layout.offset.text}, {mask}, "
+            f"{buffer.dtype.lanes}, _mask, {site})"
+        )
+
+    def vector_lane_load(self, expr: E.BufferLoad) -> Code:
+        located = self.located(expr.buffer, expr.indices, expr.predicate, expr, "load from")
+        dtype = expr.buffer.dtype
+        load = self.exprs.name(_load_at, "load_at")
+        kinds = (
+            self.exprs.name(access_type(dtype), f"k_{access_type(dtype)}"),
+            self.exprs.name(V.value_type(dtype), f"h_{V.value_type(dtype)}"),
+            self.exprs.name(dtype, str(dtype)),
+        )
+        return Code(f"{load}({located}, _frame, {', '.join(kinds)})")
+
+    def lane_store(self, stmt: S.BufferStore) -> None:
+        buffer = stmt.buffer
+        value = self.exprs.compile(stmt.value)
+        if (
+            stmt.predicate is not None
+            or buffer.dtype.lanes > 1
+            or any(i.dtype.lanes > 1 for i in stmt.indices)
+        ):
+            located = self.located(buffer, stmt.indices, stmt.predicate, stmt, "store to")
+            text = self.exprs.operand(value, stmt.value.dtype)
+            store = self.exprs.name(_store_at, "store_at")
+            kind = self.exprs.name(access_type(buffer.dtype), f"k_{access_type(buffer.dtype)}")
+            self.ctx.emit(
+                f"{store}({located}, _frame, {text}, {kind}, {self.exprs.name(buffer.dtype, 'dt')})"
+            )
+            return
+        memory, offset, site = self.lane_offset(buffer, stmt.indices, stmt, "store to")
+        dtype = buffer.dtype
+        store = self.exprs.name(_store, "store")
+        kind = self.exprs.name(access_type(dtype), f"k_{access_type(dtype)}")
+        type_name = self.exprs.name(dtype, str(dtype))
+        self.ctx.emit(
+            f"{store}(_frame, {memory}, {offset}, _mask, {site}, {value.text}, {kind}, {type_name})"
+        )
+
+
+class LaneCallCompiler(CallCompiler):
+    exprs: LaneExprCompiler
+
+    def lane_call(self, call: E.Call) -> Code:
+        op = call.op
+        names = self.exprs.name
+        args = [a for a in call.args if isinstance(a, PrimExpr)]
+        if op == "likely":
+            return self.exprs.compile(args[0])
+        if op in LANEWISE:
+            source = args[0].dtype.element
+            result = call.dtype
+            if op in FLOAT_UNARY and not source.is_float or op in FLOAT_BINARY and not result.is_float:
+                raise Unsupported(op)
+            if op == "fabs" and source.is_integer:
+                raise Unsupported(op)
+            function = lane_function(op, source, result.element)
+            each = names(V.elementwise(function, V.value_type(result)), op)
+            texts = [self.exprs.array(self.exprs.compile(a), a.dtype) for a in args]
+            text = f"{each}({', '.join(texts)})"
+            return Code(self.exprs.rounded(text, result) if result.is_float else text)
+        if op in SHUFFLES:
+            _, value, amount, width, _ = (self.exprs.compile(a).text for a in args)
+            shuffle = names(_shuffle(SHUFFLES[op], call.dtype.lanes), op)
+            return Code(f"{shuffle}({value}, {amount}, {width}, _frame, _mask)")
+        if op == "tvm_warp_activemask":
+            function = names(_active_mask(V.value_type(call.dtype)), "active_mask")
+            return Code(f"{function}(_frame, _mask)")
+        raise Unsupported(f"T.{op}")
+
+
+class LaneStmtCompiler(StmtCompiler):
+    exprs: LaneExprCompiler
+
+    def __init__(self, ctx: Context, lanes: Lanes):
+        self.ctx = ctx
+        self.exprs = LaneExprCompiler(ctx, lanes)
+        self.lane = lanes
+        self.masked = False  # whether _mask may be other than None here
+
+    def compile(self, stmt: S.Stmt) -> None:
+        rule = _STMT_RULES.get(type(stmt))
+        if rule is None:
+            raise Unsupported(type(stmt).__name__)
+        with self.ctx.at(stmt):
+            rule(self, stmt)
+
+    @contextmanager
+    def under(self, condition: str) -> Iterator[None]:
+        """A block run by the lanes of _mask where condition (an array) holds."""
+        ctx = self.ctx
+        saved = ctx.fresh("_entry")
+        narrow_ = self.exprs.name(narrow, "narrow")
+        ctx.emit(f"{saved} = _mask")
+        ctx.emit(f"_mask = {narrow_}({saved}, {condition}, _lanes.count)")
+        ctx.emit("if _mask.any():")
+        was = self.masked
+        self.masked = True
+        with ctx.indented():
+            yield
+        self.masked = was
+        ctx.emit(f"_mask = {saved}")
+
+
+_STMT_RULES: dict[type, Callable[[LaneStmtCompiler, S.Stmt], None]] = {}
+
+
+def _stmt(*types: type) -> Callable:  # type: ignore[type-arg]  # experiment
+    def register(function: Callable) -> Callable:  # type: ignore[type-arg]  # experiment
+        for node in types:
+            _STMT_RULES[node] = function
+        return function
+
+    return register
+
+
+@_stmt(S.SeqStmt)
+def _seq(compiler: LaneStmtCompiler, stmt: S.SeqStmt) -> None:
+    for item in stmt.stmts:
+        compiler.compile(item)
+
+
+@_stmt(S.Bind)
+def _bind(compiler: LaneStmtCompiler, stmt: S.Bind) -> None:
+    var = stmt.var
+    if var.dtype.is_handle:
+        raise Unsupported("handle variable")
+    if var not in compiler.lane.varying:
+        from tirc.interp.threads.stmt import _bind as thread_bind
+
+        thread_bind(compiler, stmt)
+        return
+    value = compiler.exprs.compile(stmt.value)
+    kind = V.value_type(var.dtype)
+    text = value.text
+    if not value.varying:
+        to_array = compiler.exprs.name(_to_array, "to_array")
+        text = f"{to_array}({text}, {compiler.exprs.name(kind, str(kind))}, {var.dtype.lanes})"
+    ctx = compiler.ctx
+    known = var in ctx.names
+    name = ctx.bind(var)
+    merge = compiler.exprs.name(_merge, "merge")
+    old = name if known else "None"
+    ctx.emit(f"{name} = {merge}(_mask, {text}, {old})")
+    ctx.var_slots.pop(var, None)
+
+
+@_stmt(S.For)
+def _for(compiler: LaneStmtCompiler, stmt: S.For) -> None:
+    binding = stmt.thread_binding
+    tag = binding.thread_tag if binding is not None else ""
+    if stmt.kind is S.ForKind.THREAD_BINDING and tag in COORDINATES:
+        _thread_binding(compiler, tag, stmt.loop_var, stmt.min, stmt.extent, stmt.body)
+        return
+    if stmt.loop_var in compiler.lane.varying:
+        raise Unsupported("a loop whose bounds differ between lanes")
+    _no_jumps(stmt.body)
+    from tirc.interp.threads.stmt import serial_loop
+
+    serial_loop(compiler, stmt.loop_var, stmt.min, stmt.extent, stmt.step, stmt.body)
+
+
+def _no_jumps(stmt: S.Stmt) -> None:
+    if any(isinstance(node, S.Break | S.Continue | S.While) for node in _nodes(stmt)):  # type: ignore[arg-type]  # experiment
+        raise Unsupported("break, continue, while")
+
+
+def _thread_binding(
+    compiler: LaneStmtCompiler,
+    tag: str,
+    var: Var,
+    start: PrimExpr | None,
+    extent: PrimExpr,
+    body: S.Stmt,
+) -> None:
+    ctx = compiler.ctx
+    kind = V.value_type(var.dtype)
+    name = ctx.bind(var)
+    text = f"_lanes.coordinates[{tag!r}][:, None].astype({compiler.exprs.name(kind, str(kind))})"
+    if start is not None:
+        low = compiler.exprs.compile(start)
+        text = f"({text} + {low.text})"
+    ctx.emit(f"{name} = {text}")
+    size = compiler.exprs.compile(extent)
+    if size.varying:
+        raise Unsupported("a thread extent that differs between lanes")
+    launched = ctx.kernel.extents[tag] if ctx.kernel is not None else None
+    if launched is not None and size.text == launched.text:
+        compiler.compile(body)
+        return
+    with compiler.under(f"_lanes.coordinates[{tag!r}][:, None] < {size.text}"):
+        compiler.compile(body)
+
+
+@_stmt(S.AttrStmt)
+def _attr(compiler: LaneStmtCompiler, stmt: S.AttrStmt) -> None:
+    if stmt.key in ("thread_extent", "virtual_thread") and isinstance(stmt.node, S.IterVar):
+        tag = stmt.node.thread_tag
+        if tag not in COORDINATES:
+            raise Unsupported("virtual threads")
+        _thread_binding(compiler, tag, stmt.node.var, None, stmt.value, stmt.body)
+        return
+    compiler.compile(stmt.body)
+
+
+@_stmt(S.IfThenElse)
+def _if(compiler: LaneStmtCompiler, stmt: S.IfThenElse) -> None:
+    condition = compiler.exprs.compile(stmt.condition)
+    if not condition.varying:
+        from tirc.interp.threads.stmt import _if as thread_if
+
+        thread_if(compiler, stmt)
+        return
+    _no_jumps(stmt)
+    ctx = compiler.ctx
+    held = ctx.fresh("_c")
+    ctx.emit(f"{held} = {condition.text}")
+    with compiler.under(held):
+        compiler.compile(stmt.then_case)
+    if stmt.else_case is not None:
+        with compiler.under(f"~{held}"):
+            compiler.compile(stmt.else_case)
+
+
+@_stmt(S.BufferStore)
+def _store_rule(compiler: LaneStmtCompiler, stmt: S.BufferStore) -> None:
+    compiler.exprs.access.lane_store(stmt)
+
+
+@_stmt(S.AllocBuffer, S.DeclBuffer)
+def _alloc(compiler: LaneStmtCompiler, stmt: S.AllocBuffer | S.DeclBuffer) -> None:
+    buffer = stmt.buffer
+    memories = compiler.lane.memories
+    if isinstance(stmt, S.DeclBuffer) and stmt.data is not None and stmt.data is not buffer.data:
+        if not isinstance(stmt.data, Var) or stmt.data not in memories:
+            raise Unsupported("a buffer over a computed pointer")
+        memories[buffer.data] = memories[stmt.data]
+        compiler.ctx.names[buffer.data] = compiler.ctx.names[stmt.data]
+        return
+    if buffer.data in memories:
+        return
+    count = compiler.element_count(buffer)
+    if count.varying or count.constant is None:
+        raise Unsupported("a size not known when compiling")
+    size = access_type(buffer.dtype).itemsize * buffer.dtype.lanes
+    per_block = buffer.scope in SHARED_SCOPES
+    name = compiler.ctx.fresh(f"{buffer.name}_m")
+    rows = "_lanes.blocks" if per_block else "_lanes.count"
+    allocate = compiler.exprs.name(allocate_rows, "allocate_rows")
+    compiler.ctx.emit(f"{name} = {allocate}({rows}, {count.constant * size}, {per_block})")
+    memories[buffer.data] = name
+    compiler.lane.scopes[buffer.data] = buffer.scope
+
+
+@_stmt(S.Evaluate)
+def _evaluate(compiler: LaneStmtCompiler, stmt: S.Evaluate) -> None:
+    value = stmt.value
+    if not isinstance(value, E.Call):
+        return
+    if value.op == "tvm_storage_sync":
+        return  # lockstep order is a legal schedule of a race-free kernel
+    code = compiler.exprs.compile(value)
+    if not code.is_atom:
+        compiler.ctx.emit(code.text)
+
+
+# compiling and launching
+
+
+@dataclass(frozen=True)
+class LaneKernel:
+    free: tuple[Var, ...]
+    scopes: tuple[str | None, ...]
+
+
+def emit_lane_kernel(compiler: StmtCompiler, stmt: S.Stmt, free: tuple[Var, ...]) -> str | None:
+    """Emits `def _lanes_N(_frame):` for the kernel at stmt; its name, or None (Unsupported)."""
+    ctx = compiler.ctx
+    saved = (
+        len(ctx.lines),
+        len(ctx.line_nodes),
+        len(ctx.sites),
+        dict(ctx.names),
+        dict(ctx.bounds),
+        dict(ctx.views),
+        dict(ctx.layouts),
+        set(ctx.storages),
+        list(ctx.slots),
+        dict(ctx.var_slots),
+        dict(ctx.affine),
+        ctx.kernel,
+        ctx.depth,
+        ctx.nesting,
+        ctx.loops,
+    )
+    lanes = Lanes({var: ctx.scopes.get(var, "global") for var in free if var.dtype.is_handle})
+    try:
+        lanes.scan(stmt)
+        name = ctx.fresh("_lanes")
+        ctx.emit(f"def {name}(_frame):")
+        with ctx.function_body(), ctx.indented(loop=True):
+            ctx.slots.clear()
+            ctx.kernel = KernelState(COORDINATES, _extents(compiler, stmt))
+            ctx.emit("_lanes = _frame.lanes")
+            ctx.emit("_mask = None")
+            ctx.emit(f"_np = {ctx.constant(np, 'numpy')}")
+            for var in free:
+                if var.dtype.is_handle:
+                    memory = ctx.fresh(f"{var.name}_m")
+                    ctx.emit(f"{memory} = _frame.memory[{ctx.constant(var, 'var')}]")
+                    lanes.memories[var] = memory
+            LaneStmtCompiler(ctx, lanes).compile(stmt)
+    except Unsupported as error:
+        if os.environ.get("TIRC_LANE_DEBUG"):
+            print("lane source unsupported:", error)
+        del ctx.lines[saved[0] :]
+        del ctx.line_nodes[saved[1] :]
+        del ctx.sites[saved[2] :]
+        result = None
+    else:
+        result = name
+    ctx.names, ctx.bounds, ctx.views, ctx.layouts, ctx.storages = (
+        saved[3], saved[4], saved[5], saved[6], saved[7],
+    )
+    ctx.slots[:] = saved[8]
+    ctx.var_slots, ctx.affine = saved[9], saved[10]
+    ctx.kernel, ctx.depth, ctx.nesting, ctx.loops = saved[11], saved[12], saved[13], saved[14]
+    return result
+
+
+def _extents(compiler: StmtCompiler, stmt: S.Stmt) -> dict[str, Code]:
+    from tirc.interp.threads.kernel import _launch_extents
+
+    return _launch_extents(compiler, stmt)
+
+
+def free_variables(ctx: Context, stmt: S.Stmt) -> tuple[Var, ...]:
+    free: list[Var] = []
+
+    def collect(node: Node) -> None:
+        if isinstance(node, Var) and node in ctx.names and node not in free:
+            free.append(node)
+        elif isinstance(node, Buffer):
+            collect(node.data)
+            for part in (*node.shape, *node.strides, node.elem_offset):
+                if part is not None:
+                    walk(part, collect)
+
+    walk(stmt, collect)
+    return tuple(free)
+
+
+__all__ = ["ENABLED", "emit_lane_kernel", "free_variables", "interval"]
