@@ -28,6 +28,7 @@ from tirc.interp.memory.lanes import Frame, allocate_rows, fault_in_lane, first_
 from tirc.interp.memory.storage import SHARED_SCOPES, access_type
 from tirc.interp.semantics import arith, interval
 from tirc.interp.semantics import values as V
+from tirc.interp.semantics.extensions import extern_function
 from tirc.interp.semantics.math_functions import FLOAT_BINARY, FLOAT_UNARY, LANEWISE
 from tirc.interp.semantics.math_functions import lane_function
 from tirc.interp.semantics.operators import ARITHMETIC, COMPARISONS, DIVISIONS, EXTREMA
@@ -65,6 +66,7 @@ class Lanes:
         self.varying: set[Var] = set()
         self.scopes: dict[Var, str] = dict(outer_scopes)  # data var -> scope
         self.memories: dict[Var, str] = {}  # data var -> name of its lanes memory
+        self.bound: set[Var] = set()  # varying variables a Bind assigns
 
     def is_varying(self, expr: PrimExpr) -> bool:
         found = False
@@ -100,6 +102,7 @@ class Lanes:
         elif isinstance(stmt, S.Bind):
             if divergent or self.is_varying(stmt.value):
                 self.varying.add(stmt.var)
+                self.bound.add(stmt.var)
             self._lets(stmt.value)
         elif isinstance(stmt, S.For):
             binding = stmt.thread_binding
@@ -326,6 +329,25 @@ def _active_mask(kind: np.dtype) -> Callable[..., np.ndarray]:
     return active_mask
 
 
+_BITWISE = {"bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^"}
+
+
+def _shift(left: bool, dtype: DataType, site: int) -> Callable[..., np.ndarray]:
+    kind = V.value_type(dtype)
+
+    def shift(x: np.ndarray, amount: np.ndarray, frame: Frame, mask: np.ndarray | None):  # type: ignore[no-untyped-def]  # experiment
+        bad = (amount < 0) | (amount >= dtype.bits)
+        if bad.any():
+            found = first_lane(bad, frame.lanes, mask)
+            if found is not None:
+                raise fault_in_lane(site, arith.bad_shift(dtype.bits), frame.lanes, found[0])
+            amount = np.where(bad, 0, amount)
+        amount = amount.astype(kind)
+        return np.left_shift(x, amount) if left else np.right_shift(x, amount)
+
+    return shift
+
+
 # the compilers
 
 
@@ -338,8 +360,9 @@ class LaneExprCompiler(ExprCompiler):
 
     def compile(self, expr: PrimExpr) -> Code:
         if not self.lane.is_varying(expr):
-            if any(isinstance(n, E.Call) and n.op not in _UNIFORM_CALLS for n in _nodes(expr)):
-                raise Unsupported("a call")
+            for node in _nodes(expr):
+                if isinstance(node, E.Call) and node.op not in _UNIFORM_CALLS:
+                    raise Unsupported(f"a call of T.{node.op}")
             return super().compile(expr)
         rule = _EXPR_RULES.get(type(expr))
         if rule is None:
@@ -376,7 +399,8 @@ class LaneExprCompiler(ExprCompiler):
         return f"{self.name(V.round_array, 'round_array')}({text}, {self.name(dtype, kind)})"
 
 
-_UNIFORM_CALLS = {"likely", "tvm_storage_sync", *LANEWISE, "if_then_else", "shift_left",
+_UNIFORM_CALLS = {"call_pure_extern", "call_extern", "bitwise_not", "reinterpret", "fmod",
+                  "nextafter", "assume", "undef", "likely", "tvm_storage_sync", *LANEWISE, "if_then_else", "shift_left",
                   "shift_right", "bitwise_and", "bitwise_or", "bitwise_xor"}
 
 
@@ -403,19 +427,26 @@ def _var(compiler: LaneExprCompiler, expr: Var) -> Code:
     name = compiler.ctx.names.get(expr)
     if name is None:
         raise Unsupported(f"variable {expr.name}")
-    return Code(name)
+    return Code(name, *compiler.ctx.bounds.get(expr, (None, None)))
 
 
 def _arith(expr: PrimExpr) -> Callable[..., Code]:
     def rule(compiler: LaneExprCompiler, expr: E.BinaryOp) -> Code:
-        a, b = compiler.operands(expr)
+        a_code, b_code = compiler.compile(expr.a), compiler.compile(expr.b)
+        a, b = compiler.operand(a_code, expr.a.dtype), compiler.operand(b_code, expr.b.dtype)
         dtype = expr.a.dtype
-        symbol = ARITHMETIC[type(expr)].symbol
+        operator = ARITHMETIC[type(expr)]
+        text = f"({a} {operator.symbol} {b})"
         if dtype.is_float:
-            return Code(compiler.rounded(f"({a} {symbol} {b})", dtype))
+            return Code(compiler.rounded(text, dtype))
         if not dtype.is_integer:
             raise Unsupported(f"arithmetic on {dtype}")
-        return Code(f"({a} {symbol} {b})", *int_range(dtype.element))
+        low, high = int_range(dtype.element)
+        if operator.bounds is not None:
+            value = operator.bounds((a_code.low, a_code.high), (b_code.low, b_code.high))
+            if interval.within(value, low, high):  # numpy would not wrap either
+                return Code(text, value[0], value[1])
+        return Code(text, low, high)
 
     return rule
 
@@ -461,10 +492,57 @@ def _compare(compiler: LaneExprCompiler, expr: E.CompareOp) -> Code:
 
 @_rule(E.And, E.Or)
 def _logical(compiler: LaneExprCompiler, expr: E.LogicalOp) -> Code:
+    """The right operand only for the lanes the left one does not decide (as Python's
+    `and` / `or` in the thread model), where evaluating it could fail."""
+    is_and = isinstance(expr, E.And)
+    a_code = compiler.compile(expr.a)
     if expr.dtype.lanes == 1 and not _is_total(expr.b):
-        raise Unsupported("a lane-varying condition guarding what may fail")
-    a, b = compiler.operands(expr)
-    return Code(f"({a} {'&' if isinstance(expr, E.And) else '|'} {b})", 0, 1)
+        if not a_code.varying:  # it decides for every lane, or b is the result
+            b = compiler.array(compiler.compile(expr.b), expr.b.dtype)
+            return Code(f"({b} if {a_code.text} else {compiler.array(a_code, expr.a.dtype)})"
+                        if is_and else
+                        f"({compiler.array(a_code, expr.a.dtype)} if {a_code.text} else {b})")
+        b = compiler.compile(expr.b)
+        logical = compiler.name(_short_circuit(is_and), "and" if is_and else "or")
+        return Code(f"{logical}({a_code.text}, lambda _mask: {b.text}, _mask, _lanes.count)")
+    a = compiler.operand(a_code, expr.a.dtype)
+    b = compiler.operand(compiler.compile(expr.b), expr.b.dtype)
+    return Code(f"({a} {'&' if is_and else '|'} {b})", 0, 1)
+
+
+def _short_circuit(is_and: bool) -> Callable[..., np.ndarray]:
+    def evaluate(x: np.ndarray, right: Callable[..., object], mask: np.ndarray | None,
+                 count: int) -> np.ndarray:
+        decisive = x if not is_and else ~x
+        needed = narrow(mask, ~decisive, count)
+        if not needed.any():
+            return x
+        y = np.asarray(right(needed))
+        return (x & y) if is_and else (x | y)
+
+    return evaluate
+
+
+def _choose(kind: np.dtype) -> Callable[..., np.ndarray]:
+    """if_then_else with a lane-varying condition: each branch for the lanes taking it."""
+
+    def choose(condition: np.ndarray, yes: Callable[..., object], no: Callable[..., object],
+               mask: np.ndarray | None, count: int) -> np.ndarray:
+        taken = narrow(mask, condition, count)
+        skipped = narrow(mask, ~condition, count)
+        t = yes(taken) if taken.any() else np.zeros((1, 1), kind)
+        f = no(skipped) if skipped.any() else np.zeros((1, 1), kind)
+        return np.where(condition, t, f)
+
+    return choose
+
+
+@_rule(E.Let)
+def _let(compiler: LaneExprCompiler, expr: E.Let) -> Code:
+    value = compiler.compile(expr.value)
+    name = compiler.ctx.bind(expr.var, value.low, value.high)
+    body = compiler.compile(expr.body)
+    return Code(f"(({name} := {value.text}), {body.text})[1]", body.low, body.high)
 
 
 def _is_total(expr: PrimExpr) -> bool:
@@ -668,6 +746,23 @@ class LaneCallCompiler(CallCompiler):
         args = [a for a in call.args if isinstance(a, PrimExpr)]
         if op == "likely":
             return self.exprs.compile(args[0])
+        if op == "if_then_else":
+            condition = self.exprs.compile(args[0])
+            if not condition.varying:
+                yes = self.exprs.array(self.exprs.compile(args[1]), call.dtype)
+                no = self.exprs.array(self.exprs.compile(args[2]), call.dtype)
+                return Code(f"({yes} if {condition.text} else {no})")
+            if args[0].dtype.lanes > 1:
+                yes = self.exprs.operand(self.exprs.compile(args[1]), call.dtype)
+                no = self.exprs.operand(self.exprs.compile(args[2]), call.dtype)
+                return Code(f"_np.where({condition.text}, {yes}, {no})")
+            yes = self.exprs.compile(args[1]).text
+            no = self.exprs.compile(args[2]).text
+            choose = names(_choose(V.value_type(call.dtype)), "choose")
+            return Code(
+                f"{choose}({condition.text}, lambda _mask: {yes}, lambda _mask: {no}, "
+                f"_mask, _lanes.count)"
+            )
         if op in LANEWISE:
             source = args[0].dtype.element
             result = call.dtype
@@ -684,6 +779,32 @@ class LaneCallCompiler(CallCompiler):
             _, value, amount, width, _ = (self.exprs.compile(a).text for a in args)
             shuffle = names(_shuffle(SHUFFLES[op], call.dtype.lanes), op)
             return Code(f"{shuffle}({value}, {amount}, {width}, _frame, _mask)")
+        if op in ("bitwise_and", "bitwise_or", "bitwise_xor"):
+            a, b = (self.exprs.operand(self.exprs.compile(x), x.dtype) for x in args)
+            return Code(f"({a} {_BITWISE[op]} {b})")
+        if op == "bitwise_not":
+            return Code(f"(~{self.exprs.compile(args[0]).text})")
+        if op in ("shift_left", "shift_right"):
+            dtype = args[0].dtype.element
+            if not dtype.is_integer:
+                raise Unsupported(f"shift of {dtype}")
+            a, b = (self.exprs.array(self.exprs.compile(x), x.dtype) for x in args)
+            site = self.ctx.site(call, "shift")
+            shift = names(_shift(op == "shift_left", dtype, site), op)
+            return Code(f"{shift}({a}, {b}, _frame, _mask)")
+        if op in ("call_extern", "call_pure_extern"):
+            name_arg = call.args[0]
+            operands = args[1:] if isinstance(name_arg, E.StringImm) else []
+            if not operands or any(a.dtype.lanes > 1 or a.dtype.is_handle for a in operands):
+                raise Unsupported("extern call")
+            assert isinstance(name_arg, E.StringImm)
+            function = extern_function(name_arg.value, [a.dtype for a in operands], call.dtype)
+            if function is None:
+                raise Unsupported(f"extern {name_arg.value}")
+            each = names(V.elementwise(function, V.value_type(call.dtype)), name_arg.value)
+            texts = [self.exprs.array(self.exprs.compile(a), a.dtype) for a in operands]
+            text = f"{each}({', '.join(texts)})"
+            return Code(self.exprs.rounded(text, call.dtype, True) if call.dtype.is_float else text)
         if op == "tvm_warp_activemask":
             function = names(_active_mask(V.value_type(call.dtype)), "active_mask")
             return Code(f"{function}(_frame, _mask)")
@@ -698,6 +819,41 @@ class LaneStmtCompiler(StmtCompiler):
         self.exprs = LaneExprCompiler(ctx, lanes)
         self.lane = lanes
         self.masked = False  # whether _mask may be other than None here
+        self.loops: list[str | None] = []  # per enclosing loop: its broken lanes' name
+        # (None: a plain Python loop, left by `break` in every executing lane alike)
+
+    def divergent_jumps(self, body: S.Stmt) -> bool:
+        """Whether a break or continue of this loop sits under a lane-varying condition."""
+
+        def search(stmt: S.Stmt, divergent: bool) -> bool:
+            if isinstance(stmt, S.Break | S.Continue):
+                return divergent
+            if isinstance(stmt, S.For | S.While):
+                return False
+            if isinstance(stmt, S.IfThenElse):
+                inner = divergent or self.lane.is_varying(stmt.condition)
+                return search(stmt.then_case, inner) or (
+                    stmt.else_case is not None and search(stmt.else_case, inner)
+                )
+            if isinstance(stmt, S.SeqStmt):
+                return any(search(item, divergent) for item in stmt.stmts)
+            inner_body = getattr(stmt, "body", None)
+            return isinstance(inner_body, S.Stmt) and search(inner_body, divergent)
+
+        return search(body, False)
+
+    def run_loop_body(self, body: S.Stmt, broken: str, check: bool = True) -> None:
+        ctx = self.ctx
+        if check:
+            ctx.emit("if _mask is not None and not _mask.any():")
+            with ctx.indented():
+                ctx.emit("break")
+        was = self.masked
+        self.masked = True
+        self.loops.append(broken)
+        self.compile(body)
+        self.loops.pop()
+        self.masked = was
 
     def compile(self, stmt: S.Stmt) -> None:
         rule = _STMT_RULES.get(type(stmt))
@@ -735,10 +891,69 @@ def _stmt(*types: type) -> Callable:  # type: ignore[type-arg]  # experiment
     return register
 
 
+def _has_jump(stmt: S.Stmt) -> bool:
+    """Whether stmt holds a break or continue of an enclosing loop (not of a loop inside)."""
+    if isinstance(stmt, S.Break | S.Continue):
+        return True
+    if isinstance(stmt, S.For | S.While):
+        return False
+    if isinstance(stmt, S.SeqStmt):
+        return any(_has_jump(item) for item in stmt.stmts)
+    if isinstance(stmt, S.IfThenElse):
+        return _has_jump(stmt.then_case) or (
+            stmt.else_case is not None and _has_jump(stmt.else_case)
+        )
+    body = getattr(stmt, "body", None)
+    return isinstance(body, S.Stmt) and _has_jump(body)
+
+
 @_stmt(S.SeqStmt)
 def _seq(compiler: LaneStmtCompiler, stmt: S.SeqStmt) -> None:
-    for item in stmt.stmts:
+    """After a statement that may stop lanes (break, continue), the rest runs only while
+    some lane executes."""
+    items = list(stmt.stmts)
+    for index, item in enumerate(items):
         compiler.compile(item)
+        if _has_jump(item) and index + 1 < len(items):
+            compiler.ctx.emit("if _mask is None or _mask.any():")
+            with compiler.ctx.indented():
+                _seq(compiler, S.SeqStmt(tuple(items[index + 1 :])))
+            return
+
+
+def _iteration(
+    entry: np.ndarray | None, within: object, broken: np.ndarray | None
+) -> np.ndarray | None:
+    """The lanes that run the next iteration (None: all)."""
+    mask = entry
+    if within is not True:
+        within = np.asarray(within).reshape(-1)
+        mask = within.copy() if mask is None else mask & within
+    if broken is not None:
+        mask = ~broken if mask is None else mask & ~broken
+    return mask
+
+
+def _leave(broken: np.ndarray | None, mask: np.ndarray | None, count: int) -> np.ndarray:
+    leaving = np.ones(count, bool) if mask is None else mask
+    return leaving if broken is None else broken | leaving
+
+
+def _union(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
+    return None if a is None or b is None else a | b
+
+
+def _loop_counts(
+    first: np.ndarray, size: np.ndarray, by: np.ndarray, entry: np.ndarray | None, lanes: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    start = np.broadcast_to(np.asarray(first).reshape(-1).astype(np.int64), (lanes,))
+    step = np.broadcast_to(np.asarray(by).reshape(-1).astype(np.int64), (lanes,))
+    extent = np.broadcast_to(np.asarray(size).reshape(-1).astype(np.int64), (lanes,))
+    if (step <= 0).any():
+        raise Unsupported("a loop step that is not positive")
+    counts = np.maximum(-(-extent // step), 0)
+    active = counts if entry is None else np.where(entry, counts, 0)
+    return start, step, counts, int(active.max(initial=0))
 
 
 @_stmt(S.Bind)
@@ -758,11 +973,13 @@ def _bind(compiler: LaneStmtCompiler, stmt: S.Bind) -> None:
         to_array = compiler.exprs.name(_to_array, "to_array")
         text = f"{to_array}({text}, {compiler.exprs.name(kind, str(kind))}, {var.dtype.lanes})"
     ctx = compiler.ctx
-    known = var in ctx.names
     name = ctx.bind(var)
-    merge = compiler.exprs.name(_merge, "merge")
-    old = name if known else "None"
-    ctx.emit(f"{name} = {merge}(_mask, {text}, {old})")
+    if compiler.masked:
+        merge = compiler.exprs.name(_merge, "merge")
+        ctx.emit(f"{name} = {merge}(_mask, {text}, {name})")
+    else:
+        ctx.emit(f"{name} = {compiler.exprs.name(V.owned, 'owned')}({text})")
+    ctx.bounds[var] = (value.low, value.high) if not compiler.masked else (None, None)
     ctx.var_slots.pop(var, None)
 
 
@@ -773,17 +990,117 @@ def _for(compiler: LaneStmtCompiler, stmt: S.For) -> None:
     if stmt.kind is S.ForKind.THREAD_BINDING and tag in COORDINATES:
         _thread_binding(compiler, tag, stmt.loop_var, stmt.min, stmt.extent, stmt.body)
         return
-    if stmt.loop_var in compiler.lane.varying:
-        raise Unsupported("a loop whose bounds differ between lanes")
-    _no_jumps(stmt.body)
-    from tirc.interp.threads.stmt import serial_loop
-
-    serial_loop(compiler, stmt.loop_var, stmt.min, stmt.extent, stmt.step, stmt.body)
+    _loop(compiler, stmt.loop_var, stmt.min, stmt.extent, stmt.step, stmt.body)
 
 
-def _no_jumps(stmt: S.Stmt) -> None:
-    if any(isinstance(node, S.Break | S.Continue | S.While) for node in _nodes(stmt)):  # type: ignore[arg-type]  # experiment
-        raise Unsupported("break, continue, while")
+def _loop(
+    compiler: LaneStmtCompiler,
+    var: Var,
+    start: PrimExpr,
+    extent: PrimExpr,
+    step: PrimExpr | None,
+    body: S.Stmt,
+) -> None:
+    """A loop: the thread model's where bounds agree and no lane leaves it alone; else run
+    to the largest count, each lane masked past its own and once it broke out."""
+    jumps = _has_jump(body)
+    if var not in compiler.lane.varying and not (jumps and compiler.divergent_jumps(body)):
+        from tirc.interp.threads.stmt import serial_loop
+
+        compiler.loops.append(None)
+        serial_loop(compiler, var, start, extent, step, body)
+        compiler.loops.pop()
+        return
+    ctx, exprs = compiler.ctx, compiler.exprs
+    entry, broken = ctx.fresh("_entry"), ctx.fresh("_broken")
+    ctx.emit(f"{entry} = _mask")
+    ctx.emit(f"{broken} = None")
+    iteration = exprs.name(_iteration, "iteration")
+    kind = exprs.name(V.value_type(var.dtype), str(V.value_type(var.dtype)))
+    if var in compiler.lane.varying:
+        first, by, counts, trips, number = (ctx.fresh(hint) for hint in
+                                            ("_first", "_by", "_counts", "_trips", "_i"))
+        low = exprs.array(exprs.compile(start), start.dtype)
+        size = exprs.array(exprs.compile(extent), extent.dtype)
+        stride = exprs.array(exprs.compile(step), step.dtype) if step is not None else "1"
+        counts_of = exprs.name(_loop_counts, "loop_counts")
+        ctx.emit(f"{first}, {by}, {counts}, {trips} = "
+                 f"{counts_of}({low}, {size}, {stride}, {entry}, _lanes.count)")
+        ctx.emit(f"for {number} in range({trips}):")
+        name = ctx.bind(var)
+        with ctx.indented(loop=True):
+            ctx.emit(f"_mask = {iteration}({entry}, {number} < {counts}, {broken})")
+            ctx.emit(f"{name} = ({first} + {number} * {by}).astype({kind})[:, None]")
+            compiler.run_loop_body(body, broken)
+    else:
+        low_code = exprs.compile(start)
+        size_code = exprs.compile(extent)
+        stride_text = exprs.compile(step).text if step is not None else "1"
+        name = ctx.bind(var)
+        ctx.emit(f"for {name} in range({low_code.text}, {low_code.text} + {size_code.text}, "
+                 f"{stride_text}):")
+        with ctx.indented(loop=True):
+            ctx.emit(f"_mask = {iteration}({entry}, True, {broken})")
+            compiler.run_loop_body(body, broken)
+    ctx.emit(f"_mask = {entry}")
+
+
+@_stmt(S.While)
+def _while(compiler: LaneStmtCompiler, stmt: S.While) -> None:
+    ctx, exprs = compiler.ctx, compiler.exprs
+    varying = compiler.lane.is_varying(stmt.condition)
+    if not varying and not (_has_jump(stmt.body) and compiler.divergent_jumps(stmt.body)):
+        compiler.loops.append(None)
+        condition = exprs.compile(stmt.condition)
+        ctx.emit(f"while {condition.text}:")
+        with ctx.indented(loop=True):
+            compiler.compile(stmt.body)
+        compiler.loops.pop()
+        return
+    entry, broken = ctx.fresh("_entry"), ctx.fresh("_broken")
+    iteration = exprs.name(_iteration, "iteration")
+    ctx.emit(f"{entry} = _mask")
+    ctx.emit(f"{broken} = None")
+    ctx.emit("while True:")
+    with ctx.indented(loop=True):
+        ctx.emit(f"_mask = {iteration}({entry}, True, {broken})")
+        ctx.emit("if _mask is not None and not _mask.any():")
+        with ctx.indented():
+            ctx.emit("break")
+        condition = exprs.compile(stmt.condition)
+        if condition.varying:
+            held = ctx.fresh("_c")
+            narrow_ = exprs.name(narrow, "narrow")
+            leave = exprs.name(_leave, "leave")
+            ctx.emit(f"{held} = {condition.text}")
+            ctx.emit(f"{broken} = {leave}({broken}, {narrow_}(_mask, ~{held}, _lanes.count), 0)")
+            ctx.emit(f"_mask = {iteration}({entry}, True, {broken})")
+            ctx.emit("if _mask is not None and not _mask.any():")
+        else:
+            ctx.emit(f"if not {condition.text}:")
+        with ctx.indented():
+            ctx.emit("break")
+        compiler.run_loop_body(stmt.body, broken, check=False)
+    ctx.emit(f"_mask = {entry}")
+
+
+@_stmt(S.Break)
+def _break(compiler: LaneStmtCompiler, stmt: S.Break) -> None:
+    broken = compiler.loops[-1] if compiler.loops else None
+    if broken is None:
+        compiler.ctx.emit("break")
+        return
+    leave = compiler.exprs.name(_leave, "leave")
+    compiler.ctx.emit(f"{broken} = {leave}({broken}, _mask, _lanes.count)")
+    compiler.ctx.emit("_mask = _np.zeros(_lanes.count, bool)")
+
+
+@_stmt(S.Continue)
+def _continue(compiler: LaneStmtCompiler, stmt: S.Continue) -> None:
+    if compiler.loops and compiler.loops[-1] is None:
+        compiler.ctx.emit("continue")
+        return
+    compiler.ctx.emit("_mask = _np.zeros(_lanes.count, bool)")
 
 
 def _thread_binding(
@@ -796,7 +1113,9 @@ def _thread_binding(
 ) -> None:
     ctx = compiler.ctx
     kind = V.value_type(var.dtype)
-    name = ctx.bind(var)
+    launched = ctx.kernel.extents[tag] if ctx.kernel is not None else None
+    high = None if launched is None or launched.constant is None else launched.constant - 1
+    name = ctx.bind(var, 0, high) if start is None else ctx.bind(var)
     text = f"_lanes.coordinates[{tag!r}][:, None].astype({compiler.exprs.name(kind, str(kind))})"
     if start is not None:
         low = compiler.exprs.compile(start)
@@ -805,7 +1124,6 @@ def _thread_binding(
     size = compiler.exprs.compile(extent)
     if size.varying:
         raise Unsupported("a thread extent that differs between lanes")
-    launched = ctx.kernel.extents[tag] if ctx.kernel is not None else None
     if launched is not None and size.text == launched.text:
         compiler.compile(body)
         return
@@ -826,21 +1144,41 @@ def _attr(compiler: LaneStmtCompiler, stmt: S.AttrStmt) -> None:
 
 @_stmt(S.IfThenElse)
 def _if(compiler: LaneStmtCompiler, stmt: S.IfThenElse) -> None:
-    condition = compiler.exprs.compile(stmt.condition)
-    if not condition.varying:
+    if not compiler.lane.is_varying(stmt.condition):
         from tirc.interp.threads.stmt import _if as thread_if
 
         thread_if(compiler, stmt)
         return
-    _no_jumps(stmt)
+    condition = compiler.exprs.compile(stmt.condition)
     ctx = compiler.ctx
-    held = ctx.fresh("_c")
+    held, entry = ctx.fresh("_c"), ctx.fresh("_entry")
+    narrow_ = compiler.exprs.name(narrow, "narrow")
     ctx.emit(f"{held} = {condition.text}")
-    with compiler.under(held):
-        compiler.compile(stmt.then_case)
-    if stmt.else_case is not None:
-        with compiler.under(f"~{held}"):
-            compiler.compile(stmt.else_case)
+    ctx.emit(f"{entry} = _mask")
+    was = compiler.masked
+    compiler.masked = True
+    jumps = _has_jump(stmt)
+    for case, taken in ((stmt.then_case, held), (stmt.else_case, f"~{held}")):
+        if case is None:
+            continue
+        ctx.emit(f"_mask = {narrow_}({entry}, {taken}, _lanes.count)")
+        ctx.emit("if _mask.any():")
+        with ctx.indented():
+            compiler.compile(case)
+        if jumps and case is stmt.then_case:
+            ctx.emit(f"{held}_after = _mask")
+    compiler.masked = was
+    if not jumps:
+        ctx.emit(f"_mask = {entry}")
+        return
+    union = compiler.exprs.name(_union, "union")
+    if stmt.else_case is None:
+        ctx.emit(f"_mask = {union}({held}_after, {narrow_}({entry}, ~{held}, _lanes.count))")
+    else:
+        ctx.emit(f"_mask = {union}({held}_after, _mask)")
+    ctx.emit(f"if {entry} is None and _mask is not None and _mask.all():")
+    with ctx.indented():
+        ctx.emit("_mask = None")
 
 
 @_stmt(S.BufferStore)
@@ -930,6 +1268,8 @@ def emit_lane_kernel(compiler: StmtCompiler, stmt: S.Stmt, free: tuple[Var, ...]
                     memory = ctx.fresh(f"{var.name}_m")
                     ctx.emit(f"{memory} = _frame.memory[{ctx.constant(var, 'var')}]")
                     lanes.memories[var] = memory
+            for var in sorted(lanes.bound, key=lambda v: v.name):
+                ctx.emit(f"{ctx.bind(var)} = None")  # a lane that never binds it keeps None
             LaneStmtCompiler(ctx, lanes).compile(stmt)
     except Unsupported as error:
         if os.environ.get("TIRC_LANE_DEBUG"):
@@ -940,6 +1280,8 @@ def emit_lane_kernel(compiler: StmtCompiler, stmt: S.Stmt, free: tuple[Var, ...]
         result = None
     else:
         result = name
+        if os.environ.get("TIRC_LANE_DEBUG"):
+            print("lane source: compiled")
     ctx.names, ctx.bounds, ctx.views, ctx.layouts, ctx.storages = (
         saved[3], saved[4], saved[5], saved[6], saved[7],
     )
