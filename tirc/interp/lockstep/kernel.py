@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from tirc.interp.fault import Fault
 from tirc.interp.lockstep import source
 from tirc.interp.lockstep.expr import Unsupported
 from tirc.interp.lockstep.stmt import Run, StmtCompiler
@@ -83,7 +84,13 @@ class LockstepKernel:
                         frame.memory[var] = outer_memory(value, scope, lanes)
                     else:
                         frame.values[var] = V.constant(value, var.dtype)
-                body(frame)
+                if source is None:
+                    body(frame)
+                    continue
+                try:
+                    body(frame)
+                except Fault as fault:
+                    raise in_first_lane(fault, lanes) from None
 
     def accepts(self, values: tuple) -> bool:
         """Whether every handle argument is memory the lockstep mode can reach."""
@@ -91,6 +98,21 @@ class LockstepKernel:
             scope is None or isinstance(value, Storage | Pointer)
             for scope, value in zip(self.scopes, values, strict=True)
         )
+
+
+def in_first_lane(fault: Fault, lanes: Lanes) -> Fault:
+    """A fault raised by code every lane runs alike (the thread model's rules), named for
+    the first lane executing it: the innermost generated frame's `_mask`."""
+    if fault.message.endswith(")") and "(in thread " in fault.message:
+        return fault
+    mask = None
+    trace = fault.__traceback__
+    while trace is not None:
+        if trace.tb_frame.f_code.co_filename.startswith("<tirc-interp"):
+            mask = trace.tb_frame.f_locals.get("_mask", mask)
+        trace = trace.tb_next
+    lane = 0 if mask is None else int(np.argmax(mask))
+    return Fault(fault.site, f"{fault.message} (in {lanes.describe(lane)})", fault.notes)
 
 
 def compile_lockstep(compiler: ThreadCompiler, stmt: Stmt) -> LockstepKernel | None:
