@@ -329,6 +329,7 @@ def _active_mask(kind: np.dtype) -> Callable[..., np.ndarray]:
     return active_mask
 
 
+_WMMA = ("tvm_fill_fragment", "tvm_load_matrix_sync", "tvm_store_matrix_sync", "tvm_mma_sync")
 _BITWISE = {"bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^"}
 
 
@@ -359,6 +360,10 @@ class LaneExprCompiler(ExprCompiler):
         self.calls = LaneCallCompiler(ctx, self)
 
     def compile(self, expr: PrimExpr) -> Code:
+        if isinstance(expr, E.Call) and expr.op in _WMMA:
+            from tirc.interp.lockstep.source_wmma import compile_wmma
+
+            return replace(compile_wmma(self.calls, expr), varying=True)
         if not self.lane.is_varying(expr):
             for node in _nodes(expr):
                 if isinstance(node, E.Call) and node.op not in _UNIFORM_CALLS:
