@@ -11,6 +11,7 @@ all-reduce, pointers...) always runs in the thread model.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -156,6 +157,8 @@ def launch_line(
             values = "".join(f"{ctx.names[var]}, " for var in free)
             return f"{launcher}({kernel}, {info}, ({grid}), ({block}), {site}, ({values}), {function})"
     lockstep = compile_lockstep(compiler, stmt)
+    if source.ENABLED and lockstep is not None and os.environ.get("TIRC_LANE_DEBUG"):
+        print("lane source: PARITY GAP")
     if lockstep is None:
         return f"_launch({kernel}, ({grid}), ({block}), {site})"
     name = ctx.constant(lockstep, "lockstep")

@@ -28,6 +28,7 @@ from tirc.interp.memory.lanes import Frame, allocate_rows, fault_in_lane, first_
 from tirc.interp.memory.storage import SHARED_SCOPES, access_type
 from tirc.interp.semantics import arith, interval
 from tirc.interp.semantics import values as V
+from tirc.interp.semantics.bits import reinterpret_bits
 from tirc.interp.semantics.extensions import extern_function
 from tirc.interp.semantics.math_functions import FLOAT_BINARY, FLOAT_UNARY, LANEWISE
 from tirc.interp.semantics.math_functions import lane_function
@@ -600,9 +601,31 @@ def _ramp(compiler: LaneExprCompiler, expr: E.Ramp) -> Code:
     stride = compiler.compile(expr.stride).text
     dtype = expr.dtype.element
     if dtype.is_float:
-        raise Unsupported("float ramp")
+        wide = compiler.name(V.wide, "wide")
+        steps = compiler.name(np.arange(expr.lanes, dtype=np.float64)[None, :], "steps")
+        base = compiler.array(compiler.compile(expr.base), expr.base.dtype)
+        stride = compiler.array(compiler.compile(expr.stride), expr.stride.dtype)
+        text = f"({wide}({base}) + {wide}({stride}) * {steps})"
+        return Code(compiler.rounded(text, dtype, True))
     steps = compiler.name(np.arange(expr.lanes, dtype=V.value_type(dtype))[None, :], "steps")
     return Code(f"({base} + {stride} * {steps})")
+
+
+@_rule(E.Shuffle)
+def _shuffle_rule(compiler: LaneExprCompiler, expr: E.Shuffle) -> Code:
+    indices = [index.value for index in expr.indices if isinstance(index, E.IntImm)]
+    if len(indices) != len(expr.indices):
+        raise Unsupported("shuffle with variable indices")
+    parts = [compiler.array(compiler.compile(v), v.dtype) for v in expr.vectors]
+    join = compiler.name(_join_lanes, "join_lanes")
+    return Code(f"{join}(({', '.join(parts)},), {compiler.name(indices, 'indices')})")
+
+
+def _join_lanes(parts: tuple[np.ndarray, ...], indices: list[int]) -> np.ndarray:
+    values = np.broadcast_arrays(*parts) if len(parts) > 1 else list(parts)
+    rows = max(value.shape[0] for value in values)
+    joined = np.concatenate([np.broadcast_to(v, (rows, v.shape[1])) for v in values], axis=1)
+    return joined[:, indices]
 
 
 @_rule(E.Broadcast)
@@ -638,6 +661,8 @@ class LaneAccessCompiler(AccessCompiler):
         layout = self.default_layout(buffer)
         site = self.ctx.site(node, describe_access(verb, buffer), True)
         terms: list[str] = []
+        if layout.offset.varying:
+            raise Unsupported("a layout that differs between lanes")
         if layout.offset.constant != 0:
             terms.append(layout.offset.text)
         lanes = 1
@@ -645,13 +670,14 @@ class LaneAccessCompiler(AccessCompiler):
         for dim, (index, extent, stride) in enumerate(
             zip(indices, layout.shape, layout.strides, strict=True)
         ):
-            if extent.constant is None or stride.constant is None:
-                raise Unsupported("a symbolic layout")
+            if extent.varying or stride.varying:
+                raise Unsupported("a layout that differs between lanes")
             code = self.exprs.compile(index)
             lanes = max(lanes, index.dtype.lanes)
             text = self.exprs.operand(code, index.dtype)
             proven = code.low is not None and code.high is not None
-            if not (proven and 0 <= code.low and code.high < extent.constant):  # type: ignore[operator]  # experiment
+            limit = extent.constant
+            if not (proven and limit is not None and 0 <= code.low and code.high < limit):  # type: ignore[operator]  # experiment
                 text = f"{check}({text}, {extent.text}, {dim}, {site}, _mask, _frame)"
             if stride.constant != 1:
                 text = f"({text} * {stride.text})"
@@ -687,12 +713,12 @@ class LaneAccessCompiler(AccessCompiler):
             raise Unsupported("indexing")
         layout = self.default_layout(buffer)
         site = self.ctx.site(node, describe_access(verb, buffer), True)
-        if layout.offset.constant is None:
-            raise Unsupported("a symbolic layout")
+        if layout.offset.varying:
+            raise Unsupported("a layout that differs between lanes")
         parts = []
         for index, extent, stride in zip(indices, layout.shape, layout.strides, strict=True):
-            if extent.constant is None or stride.constant is None:
-                raise Unsupported("a symbolic layout")
+            if extent.varying or stride.varying:
+                raise Unsupported("a layout that differs between lanes")
             code = self.exprs.operand(self.exprs.compile(index), index.dtype)
             parts.append(f"({code}, {extent.text}, {stride.text})")
         mask = "None"
@@ -810,6 +836,32 @@ class LaneCallCompiler(CallCompiler):
             texts = [self.exprs.array(self.exprs.compile(a), a.dtype) for a in operands]
             text = f"{each}({', '.join(texts)})"
             return Code(self.exprs.rounded(text, call.dtype, True) if call.dtype.is_float else text)
+        if op == "fmod":
+            a, b = (self.exprs.array(self.exprs.compile(x), x.dtype) for x in args)
+            modulo = DIVISIONS[E.Mod]
+            if args[0].dtype.is_integer:
+                divide = names(_divide(modulo, self.ctx.site(call, "fmod")), "fmod")
+                return Code(f"{divide}({a}, {b}, _frame, _mask)")
+            wide, function = names(V.wide, "wide"), names(modulo.float_lanes, "fmod")
+            return Code(self.exprs.rounded(f"{function}({wide}({a}), {wide}({b}))", call.dtype, True))
+        if op == "nextafter":
+            kind = {"float64": np.float64, "float32": np.float32, "float16": np.float16}.get(
+                str(call.dtype.element)
+            )
+            if kind is None:
+                raise Unsupported(f"nextafter of {call.dtype}")
+            a, b = (self.exprs.array(self.exprs.compile(x), x.dtype) for x in args)
+            k, held = names(np.dtype(kind), str(np.dtype(kind))), names(V.value_type(call.dtype), "held")
+            return Code(f"_np.nextafter({a}.astype({k}), {b}.astype({k})).astype({held})")
+        if op == "reinterpret":
+            value_arg = args[-1]
+            if value_arg.dtype.is_handle or call.dtype.is_handle:
+                raise Unsupported("pointer reinterpret")
+            value = self.exprs.array(self.exprs.compile(value_arg), value_arg.dtype)
+            source, target = names(value_arg.dtype, "source"), names(call.dtype, "target")
+            decode, encode = names(V.decode, "decode"), names(V.encode, "encode")
+            bits = names(reinterpret_bits, "reinterpret_bits")
+            return Code(f"{decode}({bits}({encode}({value}, {source}), {target}), {target})")
         if op == "tvm_warp_activemask":
             function = names(_active_mask(V.value_type(call.dtype)), "active_mask")
             return Code(f"{function}(_frame, _mask)")
@@ -1140,8 +1192,12 @@ def _thread_binding(
 def _attr(compiler: LaneStmtCompiler, stmt: S.AttrStmt) -> None:
     if stmt.key in ("thread_extent", "virtual_thread") and isinstance(stmt.node, S.IterVar):
         tag = stmt.node.thread_tag
+        if stmt.key == "virtual_thread" or tag.startswith("vthread") or tag == "cthread":
+            start = E.IntImm(0, stmt.value.dtype)
+            _loop(compiler, stmt.node.var, start, stmt.value, None, stmt.body)
+            return
         if tag not in COORDINATES:
-            raise Unsupported("virtual threads")
+            raise Unsupported(f"thread tag {tag}")
         _thread_binding(compiler, tag, stmt.node.var, None, stmt.value, stmt.body)
         return
     compiler.compile(stmt.body)
@@ -1204,16 +1260,36 @@ def _alloc(compiler: LaneStmtCompiler, stmt: S.AllocBuffer | S.DeclBuffer) -> No
     if buffer.data in memories:
         return
     count = compiler.element_count(buffer)
-    if count.varying or count.constant is None:
-        raise Unsupported("a size not known when compiling")
+    if count.varying:
+        raise Unsupported("a size that differs between lanes")
     size = access_type(buffer.dtype).itemsize * buffer.dtype.lanes
     per_block = buffer.scope in SHARED_SCOPES
     name = compiler.ctx.fresh(f"{buffer.name}_m")
     rows = "_lanes.blocks" if per_block else "_lanes.count"
     allocate = compiler.exprs.name(allocate_rows, "allocate_rows")
-    compiler.ctx.emit(f"{name} = {allocate}({rows}, {count.constant * size}, {per_block})")
+    compiler.ctx.emit(f"{name} = {allocate}({rows}, {count.text} * {size}, {per_block})")
     memories[buffer.data] = name
     compiler.lane.scopes[buffer.data] = buffer.scope
+
+
+@_stmt(S.AssertStmt)
+def _assert(compiler: LaneStmtCompiler, stmt: S.AssertStmt) -> None:
+    condition = compiler.exprs.compile(stmt.condition)
+    message = f"{stmt.kind}: {' '.join(stmt.message) or 'assertion failed'}"
+    site = compiler.ctx.site(stmt, "assert")
+    if not condition.varying:
+        compiler.ctx.emit(f"if not {condition.text}:")
+        with compiler.ctx.indented():
+            compiler.ctx.emit(f"_fault({site}, {message!r})")
+        return
+    check = compiler.exprs.name(_check_assert, "check_assert")
+    compiler.ctx.emit(f"{check}({condition.text}, {site}, {message!r}, _frame, _mask)")
+
+
+def _check_assert(holds: np.ndarray, site: int, message: str, frame: Frame, mask: object) -> None:
+    found = first_lane(~holds, frame.lanes, mask)  # type: ignore[arg-type]  # experiment
+    if found is not None:
+        raise fault_in_lane(site, message, frame.lanes, found[0])
 
 
 @_stmt(S.Evaluate)
