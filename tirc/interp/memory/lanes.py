@@ -16,6 +16,8 @@ import numpy as np
 
 from tirc.interp.fault import Fault
 from tirc.interp.memory.storage import Pointer, Storage
+from tirc.interp.semantics import values as V
+from tirc.ir.dtype import DataType
 
 if TYPE_CHECKING:
     from tirc.ir.expr import Var
@@ -327,17 +329,13 @@ Memory = FlatMemory | RowMemory | LaneMemory
 
 
 class Frame:
-    """The state of one chunk of lanes: variables, memory, and the executing lanes."""
+    """One chunk of lanes as generated lane code sees it: its geometry and its memories."""
 
-    __slots__ = ("values", "memory", "mask", "lanes", "broken", "_rows")
+    __slots__ = ("memory", "lanes", "_rows")
 
     def __init__(self, lanes: Lanes):
-        self.values: dict[Var, np.ndarray] = {}
         self.memory: dict[Var, Memory] = {}
-        self.mask: np.ndarray | None = None
         self.lanes = lanes
-        # per enclosing loop: the lanes that left it (None: none yet)
-        self.broken: list[np.ndarray | None] = []
         self._rows: dict[bool, np.ndarray] = {}
 
     def row_index(self, memory: Memory) -> np.ndarray:
@@ -348,9 +346,6 @@ class Frame:
             found = rows[:, None]
             self._rows[memory.per_block] = found
         return found
-
-    def is_idle(self) -> bool:
-        return self.mask is not None and not self.mask.any()
 
 
 def allocate_rows(count: int, nbytes: int, per_block: bool) -> RowMemory | LaneMemory:
@@ -370,3 +365,142 @@ def outer_memory(handle: object, scope: str, lanes: Lanes) -> Memory:
         return FlatMemory(storage, offset)
     raw = storage.array.view(np.uint8)
     return LaneMemory(lanes.count, raw.size, initial=raw.copy(), byte_offset=offset)
+
+
+# accesses of generated lane code
+
+Located = tuple["Memory", "np.ndarray | int", "np.ndarray | None", int]
+
+
+_UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def is_below(value: np.ndarray, limit: int) -> bool:
+    """Whether every element of an integer array lies in [0, limit), in one pass: a signed
+    array seen as unsigned puts every negative number above any limit."""
+    if limit <= 0:
+        return False
+    kind = value.dtype.kind
+    if kind == "i":
+        return int(value.view(_UNSIGNED[value.dtype.itemsize]).max(initial=0)) < limit
+    if kind == "u":
+        return int(value.max(initial=0)) < limit
+    return False
+
+
+def check_bounds(
+    value: np.ndarray,
+    limit: int | np.ndarray,
+    dim: int,
+    frame: Frame,
+    active: np.ndarray | None,
+    site: int,
+) -> None:
+    """Faults on the first executing element whose index lies outside [0, limit)."""
+    bounds = np.asarray(limit, dtype=np.int64).reshape(-1, 1) if isinstance(limit, int) else limit
+    index = value.astype(np.int64, copy=False)
+    bad = (index < 0) | (index >= bounds.astype(np.int64, copy=False))
+    if not bad.any():
+        return
+    found = first_lane(bad, frame.lanes, active)
+    if found is not None:
+        lane, column = found
+        message = (
+            f"index {pick(index, lane, column)} is outside "
+            f"[0, {pick(bounds, lane, column)}) in dimension {dim}"
+        )
+        raise fault_in_lane(site, message, frame.lanes, lane)
+
+
+def load_raw(
+    frame: Frame, located: Located, kind: np.dtype, held: np.dtype, dtype: DataType
+) -> np.ndarray:
+    """The values a load reads (held: their value type), for the active lanes (zero in the
+    others)."""
+    memory, offsets, active, site = located
+    rows = frame.row_index(memory) if memory.per_lane else None
+    try:
+        if isinstance(offsets, int):  # one element, checked for an executing lane
+            if active is not None and not active.any():
+                return np.zeros((1, 1), dtype=held)
+            raw = memory.load_one(kind, offsets, rows)
+        else:
+            if active is not None:
+                if not active.any():
+                    return np.zeros(offsets.shape, dtype=held)
+                if offsets.shape[0] != 1 or active.shape[1] != 1:
+                    # inactive lanes' offsets were not checked; a lane-uniform one was (for an
+                    # executing lane), unless a vector lane is off in every lane
+                    offsets = np.where(active, offsets, 0)
+            raw = memory.load(kind, offsets, rows)
+    except IndexError:
+        raise Fault(site, "memory access out of bounds") from None
+    if active is not None:
+        raw = np.where(active, raw, np.zeros((), raw.dtype))
+    return raw if raw.dtype == held else V.decode(raw, dtype)
+
+
+def store_raw(frame: Frame, located: Located, raw: np.ndarray, kind: np.dtype) -> None:
+    """Stores memory's representation of values for the active lanes."""
+    memory, offsets, active, site = located
+    try:
+        if _store_in_rows(memory, offsets, active, raw, kind):
+            return
+        if isinstance(offsets, int):
+            if active is None and not isinstance(memory, LaneMemory):
+                memory.store_one(kind, offsets, raw)
+                return
+            offsets = np.full((1, 1), offsets, np.int64)
+        rows = frame.row_index(memory) if memory.per_lane else None
+        shapes = [offsets, raw] + ([rows] if rows is not None else [])
+        if active is not None:
+            shapes.append(active)
+        shaped = np.broadcast_arrays(*shapes)
+        if active is None:
+            offsets_b, raw_b = shaped[0], shaped[1]
+            rows_b = shaped[2] if rows is not None else None
+        else:
+            chosen = shaped[-1]
+            if not chosen.any():
+                return
+            offsets_b, raw_b = shaped[0][chosen], shaped[1][chosen]
+            rows_b = shaped[2][chosen] if rows is not None else None
+        memory.store(kind, offsets_b, raw_b, rows_b)
+    except IndexError:
+        raise Fault(site, "memory access out of bounds") from None
+
+
+def _store_in_rows(
+    memory: object,
+    offsets: np.ndarray | int,
+    active: np.ndarray | None,
+    raw: np.ndarray,
+    kind: np.dtype,
+) -> bool:
+    """Stores to each lane's own memory at lane-uniform elements without a scatter; False
+    when the store is not of that kind."""
+    if not isinstance(memory, RowMemory | LaneMemory) or memory.per_block:
+        return False
+    if isinstance(offsets, int):
+        column = offsets
+    elif offsets.shape[0] != 1:
+        return False
+    elif active is None:
+        width = offsets.shape[1]
+        if width == 1 or len(set(offsets[0].tolist())) == width:
+            memory.store_columns(kind, offsets[0], raw)
+            return True
+        return False
+    elif offsets.shape[1] != 1:
+        return False
+    else:
+        column = int(offsets[0, 0])
+    if active is None:
+        memory.store_lanes(kind, column, raw, None)
+        return True
+    if active.shape[1] != 1:
+        return False
+    lanes = active[:, 0]
+    if lanes.any():
+        memory.store_lanes(kind, column, raw, lanes)
+    return True

@@ -120,7 +120,7 @@ def _seq(compiler: StmtCompiler, stmt: S.SeqStmt) -> None:
 
 
 @_RULES.register(S.Bind)
-def _bind(compiler: StmtCompiler, stmt: S.Bind) -> None:
+def bind(compiler: StmtCompiler, stmt: S.Bind) -> None:
     value = compiler.expr(stmt.value)
     if stmt.var.dtype.is_handle:
         scope = stmt.var.pointer.scope if stmt.var.pointer is not None else "global"
@@ -291,7 +291,7 @@ def _virtual_thread(compiler: StmtCompiler, var: Var, extent: PrimExpr, body: S.
 
 
 @_RULES.register(S.IfThenElse)
-def _if(compiler: StmtCompiler, stmt: S.IfThenElse) -> None:
+def branch(compiler: StmtCompiler, stmt: S.IfThenElse) -> None:
     condition = compiler.ctx.hoist(compiler.expr(stmt.condition))
     compiler.ctx.emit(f"if {condition.text}:")
     with compiler.ctx.indented():
