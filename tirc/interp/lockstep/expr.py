@@ -33,7 +33,6 @@ from tirc.interp.memory.lanes import (
 from tirc.interp.memory.storage import access_type
 from tirc.interp.semantics import arith, interval
 from tirc.interp.semantics import values as V
-from tirc.interp.semantics.math_functions import LANEWISE
 from tirc.interp.semantics.operators import ARITHMETIC, COMPARISONS, DIVISIONS, EXTREMA, Division
 from tirc.interp.semantics.warp import SHUFFLES
 from tirc.interp.threads.context import Code, Context
@@ -53,25 +52,6 @@ CallRule = Callable[["LaneExprCompiler", E.Call], Code]
 CALLS: dict[str, CallRule] = {}
 # intrinsics whose lane rule runs even where every lane agrees (they touch lane memory)
 LANE_ONLY: set[str] = set()
-# intrinsics the thread model's rule may compute once for every lane
-UNIFORM_CALLS = {
-    "likely",
-    "assume",
-    "undef",
-    "tvm_storage_sync",
-    "if_then_else",
-    "call_extern",
-    "call_pure_extern",
-    "reinterpret",
-    "fmod",
-    "nextafter",
-    "shift_left",
-    "shift_right",
-    "bitwise_and",
-    "bitwise_or",
-    "bitwise_xor",
-    "bitwise_not",
-}
 
 
 class Unsupported(Exception):
@@ -137,41 +117,40 @@ class LaneState:
                 return
 
     def _scan(self, stmt: S.Stmt, divergent: bool) -> None:
-        if isinstance(stmt, S.SeqStmt):
-            for item in stmt.stmts:
-                self._scan(item, divergent)
-        elif isinstance(stmt, S.Bind):
-            if divergent or self.is_varying(stmt.value):
-                self.varying.add(stmt.var)
-                self.bound.add(stmt.var)
-        elif isinstance(stmt, S.For):
-            if self.is_varying(stmt.min) or self.is_varying(stmt.extent):
-                self.varying.add(stmt.loop_var)
-            elif stmt.kind is S.ForKind.THREAD_BINDING and stmt.thread_binding is not None:
-                if not stmt.thread_binding.thread_tag.startswith(("vthread", "cthread")):
-                    self.varying.add(stmt.loop_var)
-            self._scan(stmt.body, divergent)
-        elif isinstance(stmt, S.AttrStmt):
-            node = stmt.node
-            if stmt.key == "thread_extent" and isinstance(node, S.IterVar):
-                if not node.thread_tag.startswith(("vthread", "cthread")):
-                    self.varying.add(node.var)
-            self._scan(stmt.body, divergent)
-        elif isinstance(stmt, S.IfThenElse):
-            inner = divergent or self.is_varying(stmt.condition)
-            self._scan(stmt.then_case, inner)
-            if stmt.else_case is not None:
-                self._scan(stmt.else_case, inner)
-        elif isinstance(stmt, S.While):
-            self._scan(stmt.body, divergent or self.is_varying(stmt.condition))
-        else:
-            body = getattr(stmt, "body", None)
-            if isinstance(body, S.Stmt):
-                self._scan(body, divergent)
+        if isinstance(stmt, S.Bind) and (divergent or self.is_varying(stmt.value)):
+            self.varying.add(stmt.var)
+            self.bound.add(stmt.var)
+        elif isinstance(stmt, S.For) and (
+            self.is_varying(stmt.min)
+            or self.is_varying(stmt.extent)
+            or (stmt.kind is S.ForKind.THREAD_BINDING and _is_thread(stmt.thread_binding))
+        ):
+            self.varying.add(stmt.loop_var)
+        elif isinstance(stmt, S.AttrStmt) and stmt.key == "thread_extent":
+            if isinstance(stmt.node, S.IterVar) and _is_thread(stmt.node):
+                self.varying.add(stmt.node.var)
+        elif isinstance(stmt, S.IfThenElse | S.While):
+            divergent = divergent or self.is_varying(stmt.condition)
+        for child in _children(stmt):
+            self._scan(child, divergent)
 
     def _let(self, node: Node) -> None:
         if isinstance(node, E.Let) and self.is_varying(node.value):
             self.varying.add(node.var)
+
+
+def _is_thread(binding: S.IterVar | None) -> bool:
+    """Whether a binding is to a thread or block index (a virtual thread is a loop)."""
+    return binding is not None and not binding.thread_tag.startswith(("vthread", "cthread"))
+
+
+def _children(stmt: S.Stmt) -> tuple[S.Stmt, ...]:
+    if isinstance(stmt, S.SeqStmt):
+        return stmt.stmts
+    if isinstance(stmt, S.IfThenElse):
+        return (stmt.then_case,) if stmt.else_case is None else (stmt.then_case, stmt.else_case)
+    body = getattr(stmt, "body", None)
+    return (body,) if isinstance(body, S.Stmt) else ()
 
 
 # run-time helpers of generated lane code
@@ -226,38 +205,6 @@ def locate(
             active = np.broadcast_to(active, (active.shape[0], width))
             active = np.repeat(active, element_lanes, axis=1)
     return memory, total, active, site
-
-
-def _active(mask: Mask) -> np.ndarray | None:
-    """An access's active elements from a lane mask (an (L,) mask) or as they are."""
-    return mask[:, None] if mask is not None and mask.ndim == 1 else mask
-
-
-def load(
-    frame: Frame,
-    located: Located,
-    kind: np.dtype,
-    held: np.dtype,
-    dtype: DataType,
-) -> np.ndarray:
-    memory, offsets, active, site = located
-    return load_raw(frame, (memory, offsets, _active(active), site), kind, held, dtype)
-
-
-def store(frame: Frame, located: Located, values: object, kind: np.dtype, dtype: DataType) -> None:
-    memory, offsets, active, site = located
-    raw = to_array(values, V.value_type(dtype), 1)
-    raw = raw if raw.dtype == kind else V.encode(raw, dtype)
-    store_raw(frame, (memory, offsets, _active(active), site), raw, kind)
-
-
-def to_array(value: object, kind: np.dtype, lanes: int) -> np.ndarray:
-    """A value as numpy lanes: (1, lanes) where it is one every lane agrees on."""
-    if isinstance(value, np.ndarray):
-        return value
-    array = np.empty((1, lanes), dtype=kind)
-    array[...] = value
-    return array
 
 
 def _extremum(compare: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
@@ -335,8 +282,8 @@ class LaneExprCompiler(ExprCompiler):
         if isinstance(expr, E.Call) and expr.op in LANE_ONLY:
             return replace(CALLS[expr.op](self, expr), varying=True)
         if not self.lane.is_varying(expr):
-            for node in _nodes(expr):
-                if isinstance(node, E.Call) and node.op not in UNIFORM_CALLS | LANEWISE:
+            for node in _nodes(expr):  # a call without a lane rule may need the threads
+                if isinstance(node, E.Call) and node.op not in CALLS:
                     raise Unsupported(f"T.{node.op}")
             return super().compile(expr)
         rule = _RULES.get(type(expr))
@@ -425,7 +372,7 @@ class LaneExprCompiler(ExprCompiler):
         place = self.place(expr.buffer, expr.indices, expr.predicate, expr, "load from")
         dtype = expr.buffer.dtype
         kinds = f"{self.dtype(access_type(dtype))}, {self.dtype(V.value_type(dtype))}"
-        return Code(f"{self.name(load, 'load')}(_frame, {place}, {kinds}, {self.dtype(dtype)})")
+        return Code(f"{self.name(load_raw, 'load')}(_frame, {place}, {kinds}, {self.dtype(dtype)})")
 
     def store(self, stmt: S.BufferStore) -> None:
         value = self.compile(stmt.value)
@@ -433,7 +380,7 @@ class LaneExprCompiler(ExprCompiler):
         place = self.place(buffer, stmt.indices, stmt.predicate, stmt, "store to")
         text = self.operand(value, stmt.value.dtype)
         kinds = f"{self.dtype(access_type(buffer.dtype))}, {self.dtype(buffer.dtype)}"
-        self.ctx.emit(f"{self.name(store, 'store')}(_frame, {place}, {text}, {kinds})")
+        self.ctx.emit(f"{self.name(store_raw, 'store')}(_frame, {place}, {text}, {kinds})")
 
 
 def _nodes(expr: Node) -> list[Node]:

@@ -12,15 +12,12 @@ values.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import numpy as np
 
 from tirc.interp.lockstep import calls as _calls  # noqa: F401  (registers the call rules)
 from tirc.interp.lockstep import wmma as _wmma  # noqa: F401  (registers the wmma rules)
 from tirc.interp.lockstep.expr import LaneExprCompiler, LaneState, Mask, Unsupported, narrow
-from tirc.interp.lockstep.expr import to_array as to_array_of
 from tirc.interp.memory.lanes import Frame, allocate_rows, fault_in_lane, first_lane
 from tirc.interp.memory.storage import SHARED_SCOPES, access_type
 from tirc.interp.semantics import values as V
@@ -52,26 +49,6 @@ class LaneStmtCompiler(StmtCompiler):
         self.loops: list[str | None] = []  # per enclosing loop: its broken lanes' name
         # (None: a plain Python loop, left by `break` in every executing lane alike)
 
-    def divergent_jumps(self, body: S.Stmt) -> bool:
-        """Whether a break or continue of this loop sits under a lane-varying condition."""
-
-        def search(stmt: S.Stmt, divergent: bool) -> bool:
-            if isinstance(stmt, S.Break | S.Continue):
-                return divergent
-            if isinstance(stmt, S.For | S.While):
-                return False
-            if isinstance(stmt, S.IfThenElse):
-                inner = divergent or self.lane.is_varying(stmt.condition)
-                return search(stmt.then_case, inner) or (
-                    stmt.else_case is not None and search(stmt.else_case, inner)
-                )
-            if isinstance(stmt, S.SeqStmt):
-                return any(search(item, divergent) for item in stmt.stmts)
-            inner_body = getattr(stmt, "body", None)
-            return isinstance(inner_body, S.Stmt) and search(inner_body, divergent)
-
-        return search(body, False)
-
     def run_loop_body(self, body: S.Stmt, broken: str, check: bool = True) -> None:
         ctx = self.ctx
         if check:
@@ -91,22 +68,6 @@ class LaneStmtCompiler(StmtCompiler):
             raise Unsupported(type(stmt).__name__)
         with self.ctx.at(stmt):
             rule(self, stmt)
-
-    @contextmanager
-    def under(self, condition: str) -> Iterator[None]:
-        """A block run by the lanes of _mask where condition (an array) holds."""
-        ctx = self.ctx
-        saved = ctx.fresh("_entry")
-        narrow_ = self.exprs.name(narrow, "narrow")
-        ctx.emit(f"{saved} = _mask")
-        ctx.emit(f"_mask = {narrow_}({saved}, {condition}, _lanes.count)")
-        ctx.emit("if _mask.any():")
-        was = self.masked
-        self.masked = True
-        with ctx.indented():
-            yield
-        self.masked = was
-        ctx.emit(f"_mask = {saved}")
 
 
 _RULES: Dispatch[LaneStmtCompiler, [], None] = Dispatch("statement (lockstep)")
@@ -186,11 +147,7 @@ def _bind(compiler: LaneStmtCompiler, stmt: S.Bind) -> None:
         thread_rules.bind(compiler, stmt)
         return
     value = compiler.exprs.compile(stmt.value)
-    kind = V.value_type(var.dtype)
-    text = value.text
-    if not value.varying:
-        to_array = compiler.exprs.name(to_array_of, "to_array")
-        text = f"{to_array}({text}, {compiler.exprs.name(kind, str(kind))}, {var.dtype.lanes})"
+    text = compiler.exprs.array(value, var.dtype)
     ctx = compiler.ctx
     name = ctx.bind(var)
     if compiler.masked:
@@ -222,8 +179,7 @@ def _loop(
 ) -> None:
     """A loop: the thread model's where bounds agree and no lane leaves it alone; else run
     to the largest count, each lane masked past its own and once it broke out."""
-    jumps = _has_jump(body)
-    if var not in compiler.lane.varying and not (jumps and compiler.divergent_jumps(body)):
+    if var not in compiler.lane.varying and not _has_jump(body):
         compiler.loops.append(None)
         thread_rules.serial_loop(compiler, var, start, extent, step, body)
         compiler.loops.pop()
@@ -269,40 +225,28 @@ def _loop(
 
 @_RULES.register(S.While)
 def _while(compiler: LaneStmtCompiler, stmt: S.While) -> None:
+    """The thread model's `while` where the condition agrees and no lane leaves alone; else
+    lanes whose condition fails leave, as by `break`."""
     ctx, exprs = compiler.ctx, compiler.exprs
-    varying = compiler.lane.is_varying(stmt.condition)
-    if not varying and not (_has_jump(stmt.body) and compiler.divergent_jumps(stmt.body)):
+    if not compiler.lane.is_varying(stmt.condition) and not _has_jump(stmt.body):
         compiler.loops.append(None)
-        condition = exprs.compile(stmt.condition)
-        ctx.emit(f"while {condition.text}:")
-        with ctx.indented(loop=True):
-            compiler.compile(stmt.body)
+        thread_rules.repeat(compiler, stmt)
         compiler.loops.pop()
         return
     entry, broken = ctx.fresh("_entry"), ctx.fresh("_broken")
     iteration = exprs.name(_iteration, "iteration")
-    ctx.emit(f"{entry} = _mask")
-    ctx.emit(f"{broken} = None")
+    ctx.emit(f"{entry}, {broken} = _mask, None")
     ctx.emit("while True:")
     with ctx.indented(loop=True):
         ctx.emit(f"_mask = {iteration}({entry}, True, {broken})")
         ctx.emit("if _mask is not None and not _mask.any():")
         with ctx.indented():
             ctx.emit("break")
-        condition = exprs.compile(stmt.condition)
-        if condition.varying:
-            held = ctx.fresh("_c")
-            narrow_ = exprs.name(narrow, "narrow")
-            leave = exprs.name(_leave, "leave")
-            ctx.emit(f"{held} = {condition.text}")
-            ctx.emit(f"{broken} = {leave}({broken}, {narrow_}(_mask, ~{held}, _lanes.count), 0)")
-            ctx.emit(f"_mask = {iteration}({entry}, True, {broken})")
-            ctx.emit("if _mask is not None and not _mask.any():")
-        else:
-            ctx.emit(f"if not {condition.text}:")
-        with ctx.indented():
-            ctx.emit("break")
-        compiler.run_loop_body(stmt.body, broken, check=False)
+        condition = exprs.array(exprs.compile(stmt.condition), stmt.condition.dtype)
+        leave, narrow_ = exprs.name(_leave, "leave"), exprs.name(narrow, "narrow")
+        ctx.emit(f"{broken} = {leave}({broken}, {narrow_}(_mask, ~{condition}, _lanes.count), 0)")
+        ctx.emit(f"_mask = {iteration}({entry}, True, {broken})")
+        compiler.run_loop_body(stmt.body, broken)
     ctx.emit(f"_mask = {entry}")
 
 
@@ -349,8 +293,7 @@ def _thread_binding(
     if launched is not None and size.text == launched.text:
         compiler.compile(body)
         return
-    with compiler.under(f"_lanes.coordinates[{tag!r}][:, None] < {size.text}"):
-        compiler.compile(body)
+    _branch(compiler, f"(_lanes.coordinates[{tag!r}][:, None] < {size.text})", body, None)
 
 
 @_RULES.register(S.AttrStmt)
@@ -373,33 +316,33 @@ def _if(compiler: LaneStmtCompiler, stmt: S.IfThenElse) -> None:
     if not compiler.lane.is_varying(stmt.condition):
         thread_rules.branch(compiler, stmt)
         return
-    condition = compiler.exprs.compile(stmt.condition)
+    _branch(compiler, compiler.exprs.compile(stmt.condition).text, stmt.then_case, stmt.else_case)
+
+
+def _branch(
+    compiler: LaneStmtCompiler, condition: str, then_case: S.Stmt, else_case: S.Stmt | None
+) -> None:
+    """Each case under the lanes of _mask that take it; afterwards the lanes that did not
+    break or continue in either."""
     ctx = compiler.ctx
-    held, entry = ctx.fresh("_c"), ctx.fresh("_entry")
+    held, entry, after = ctx.fresh("_c"), ctx.fresh("_entry"), ctx.fresh("_after")
     narrow_ = compiler.exprs.name(narrow, "narrow")
-    ctx.emit(f"{held} = {condition.text}")
-    ctx.emit(f"{entry} = _mask")
-    was = compiler.masked
-    compiler.masked = True
-    jumps = _has_jump(stmt)
-    for case, taken in ((stmt.then_case, held), (stmt.else_case, f"~{held}")):
-        if case is None:
-            continue
+    ctx.emit(f"{held}, {entry} = {condition}, _mask")
+    was, compiler.masked = compiler.masked, True
+    for case, taken in ((then_case, held), (else_case, f"~{held}")):
         ctx.emit(f"_mask = {narrow_}({entry}, {taken}, _lanes.count)")
-        ctx.emit("if _mask.any():")
-        with ctx.indented():
-            compiler.compile(case)
-        if jumps and case is stmt.then_case:
-            ctx.emit(f"{held}_after = _mask")
+        if case is not None:
+            ctx.emit("if _mask.any():")
+            with ctx.indented():
+                compiler.compile(case)
+        if case is then_case:
+            ctx.emit(f"{after} = _mask")
     compiler.masked = was
-    if not jumps:
+    if not _has_jump(then_case) and (else_case is None or not _has_jump(else_case)):
         ctx.emit(f"_mask = {entry}")
         return
     union = compiler.exprs.name(_union, "union")
-    if stmt.else_case is None:
-        ctx.emit(f"_mask = {union}({held}_after, {narrow_}({entry}, ~{held}, _lanes.count))")
-    else:
-        ctx.emit(f"_mask = {union}({held}_after, _mask)")
+    ctx.emit(f"_mask = {union}({after}, _mask)")
     ctx.emit(f"if {entry} is None and _mask is not None and _mask.all():")
     with ctx.indented():
         ctx.emit("_mask = None")

@@ -111,19 +111,16 @@ class Tiles:
 
     def read(self, frame: Frame, mask: Mask, place: Place) -> np.ndarray:
         """The elements as float64 (as the thread model computes with them)."""
-        memory, offsets = place
-        active = None if mask is None else mask[:, None]
-        located = (memory, offsets, active, self.site)
-        values = load_raw(frame, located, self.kind, self.held, self.operand.dtype)
+        values = load_raw(
+            frame, (*place, mask, self.site), self.kind, self.held, self.operand.dtype
+        )
         return values.astype(np.float64, copy=False)
 
     def write(self, frame: Frame, mask: Mask, place: Place, values: np.ndarray) -> None:
         """Stores float64 values for the executing lanes, converted as the thread model's
         `float(value)` / `int(value)` stores do."""
-        memory, offsets = place
         raw = self.encode(frame, mask, values)
-        active = None if mask is None else mask[:, None]
-        store_raw(frame, (memory, offsets, active, self.site), raw, self.kind)
+        store_raw(frame, (*place, mask, self.site), raw, self.kind, self.operand.dtype)
 
     def encode(self, frame: Frame, mask: Mask, values: np.ndarray) -> np.ndarray:
         dtype = self.operand.dtype

@@ -51,14 +51,6 @@ class Lanes:
             "blockIdx.y": linear // grid[0] % grid[1],
             "blockIdx.z": linear // (grid[0] * grid[1]),
         }
-        self.extents = {
-            "threadIdx.x": dims[0],
-            "threadIdx.y": dims[1],
-            "threadIdx.z": dims[2],
-            "blockIdx.x": grid[0],
-            "blockIdx.y": grid[1],
-            "blockIdx.z": grid[2],
-        }
 
     def describe(self, lane: int) -> str:
         c = {tag: int(values[lane]) for tag, values in self.coordinates.items()}
@@ -412,12 +404,17 @@ def check_bounds(
         raise fault_in_lane(site, message, frame.lanes, lane)
 
 
+def _elements(mask: np.ndarray | None) -> np.ndarray | None:
+    return mask[:, None] if mask is not None and mask.ndim == 1 else mask
+
+
 def load_raw(
     frame: Frame, located: Located, kind: np.dtype, held: np.dtype, dtype: DataType
 ) -> np.ndarray:
     """The values a load reads (held: their value type), for the active lanes (zero in the
-    others)."""
+    others); active is an (L,) lane mask or an (rows, width) element mask."""
     memory, offsets, active, site = located
+    active = _elements(active)
     rows = frame.row_index(memory) if memory.per_lane else None
     try:
         if isinstance(offsets, int):  # one element, checked for an executing lane
@@ -440,9 +437,15 @@ def load_raw(
     return raw if raw.dtype == held else V.decode(raw, dtype)
 
 
-def store_raw(frame: Frame, located: Located, raw: np.ndarray, kind: np.dtype) -> None:
-    """Stores memory's representation of values for the active lanes."""
+def store_raw(
+    frame: Frame, located: Located, values: object, kind: np.dtype, dtype: DataType
+) -> None:
+    """Stores values (numpy lanes, or one every lane stores) for the active lanes."""
     memory, offsets, active, site = located
+    active = _elements(active)
+    if not isinstance(values, np.ndarray):
+        values = np.full((1, 1), values, V.value_type(dtype))
+    raw = values if values.dtype == kind else V.encode(values, dtype)
     try:
         if _store_in_rows(memory, offsets, active, raw, kind):
             return

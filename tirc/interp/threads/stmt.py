@@ -212,12 +212,12 @@ def serial_loop(
 @_RULES.register(S.While)
 def _while(compiler: StmtCompiler, stmt: S.While) -> None:
     if compiler.ctx.nesting >= NESTING_LIMIT:
-        in_own_function(compiler, lambda: _while_here(compiler, stmt))
+        in_own_function(compiler, lambda: repeat(compiler, stmt))
         return
-    _while_here(compiler, stmt)
+    repeat(compiler, stmt)
 
 
-def _while_here(compiler: StmtCompiler, stmt: S.While) -> None:
+def repeat(compiler: StmtCompiler, stmt: S.While) -> None:
     condition = compiler.expr(stmt.condition)
     compiler.ctx.emit(f"while {condition.text}:")
     with compiler.ctx.indented(loop=True):
