@@ -3,9 +3,8 @@
 A chunk of blocks runs at once; its threads are lanes 0..L-1, block by block, each block's
 threads in thread order (x fastest), as the thread model numbers them. Global memory (and
 shared memory allocated before the kernel) is one flat array; shared memory is one row of
-bytes per block; local memory is a table (elements, lanes), so that the same element of every
-lane (the common case: an index that does not depend on the thread) is one contiguous row.
-Gathers read nothing for inactive lanes, scatters write only active ones.
+bytes per block, local memory one per lane. Gathers read nothing for inactive lanes, scatters
+write only active ones.
 """
 
 from __future__ import annotations
@@ -157,7 +156,7 @@ class RowMemory:
     def load_one(self, kind: np.dtype, element: int, rows: np.ndarray | None) -> np.ndarray:
         table, base = self.view(kind)
         column = table[:, _checked(element + base)]
-        return column[:, None] if not self.per_block else column[rows]  # see LaneMemory.load_one
+        return column[:, None] if not self.per_block else column[rows]  # a view: see values.owned
 
     def store(
         self, kind: np.dtype, offsets: np.ndarray, raw: np.ndarray, rows: np.ndarray | None
@@ -201,123 +200,7 @@ def _checked(element: int) -> int:
     return element
 
 
-class LaneMemory:
-    """Each lane's own memory (local scope), laid out (elements, lanes) for the item size it is
-    first accessed with, so that the same element of every lane is one contiguous row:
-
-        A[i] in every lane        ->  table[i]         (a row, no gather)
-        A[f(lane)] in every lane  ->  table[f, lane]   (a gather)
-
-    Accessed with another item size (a buffer reinterpreted through another dtype), it turns
-    into byte rows (RowMemory) for good, which every item size can view."""
-
-    per_lane = True
-    per_block = False
-
-    def __init__(
-        self, lanes: int, nbytes: int, initial: np.ndarray | None = None, byte_offset: int = 0
-    ):
-        self.lanes = lanes
-        self.nbytes = nbytes
-        self.initial = initial  # the bytes every lane starts with (None: zeros)
-        self.byte_offset = byte_offset
-        self._table: np.ndarray | None = None  # (elements, lanes) of an unsigned type
-        self._views: dict[np.dtype, tuple[np.ndarray, int]] = {}
-        self.rows: RowMemory | None = None  # the byte rows, once it has turned into them
-
-    @property
-    def byte_rows(self) -> RowMemory:
-        """The byte rows it has turned into (only once `view` has returned None)."""
-        assert self.rows is not None, "LaneMemory is still a lane table"
-        return self.rows
-
-    def view(self, kind: np.dtype) -> tuple[np.ndarray, int] | None:
-        """(table (elements, lanes) of kind, base element), or None once it is byte rows."""
-        found = self._views.get(kind)
-        if found is not None or self.rows is not None:
-            return found
-        size = kind.itemsize
-        if self._table is None:
-            if self.nbytes % size or self.byte_offset % size:
-                self._to_rows()
-                return None
-            unsigned = np.dtype(f"u{size}")
-            if self.initial is None:
-                self._table = np.zeros((self.nbytes // size, self.lanes), unsigned)
-            else:
-                column = self.initial.view(unsigned)[:, None]
-                self._table = np.repeat(column, self.lanes, axis=1)
-        elif self._table.dtype.itemsize != size:
-            self._to_rows()
-            return None
-        found = (self._table.view(kind), self.byte_offset // size)
-        self._views[kind] = found
-        return found
-
-    def _to_rows(self) -> None:
-        if self._table is not None:
-            data = np.ascontiguousarray(self._table.T).view(np.uint8)
-        elif self.initial is not None:
-            data = np.broadcast_to(self.initial, (self.lanes, self.nbytes)).copy()
-        else:
-            data = np.zeros((self.lanes, self.nbytes), np.uint8)
-        self.rows = RowMemory(data, per_block=False, byte_offset=self.byte_offset)
-        self._table = None
-        self._views.clear()
-
-    def load(self, kind: np.dtype, offsets: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
-        found = self.view(kind)
-        if found is None:
-            return self.byte_rows.load(kind, offsets, rows)
-        table, base = found
-        if offsets.shape[0] == 1:  # the same elements in every lane: rows of the table
-            return table[_shift(offsets[0], base)].T
-        return table[_shift(offsets, base), rows]
-
-    def load_one(self, kind: np.dtype, element: int, rows: np.ndarray | None) -> np.ndarray:
-        found = self.view(kind)
-        if found is None:
-            return self.byte_rows.load_one(kind, element, rows)
-        table, base = found
-        return table[_checked(element + base)][:, None]  # a view: see semantics.values.owned
-
-    def store(
-        self, kind: np.dtype, offsets: np.ndarray, raw: np.ndarray, rows: np.ndarray | None
-    ) -> None:
-        found = self.view(kind)
-        if found is None:
-            self.byte_rows.store(kind, offsets, raw, rows)
-            return
-        table, base = found
-        table[_shift(offsets, base), rows] = raw
-
-    def store_columns(self, kind: np.dtype, columns: np.ndarray, raw: np.ndarray) -> None:
-        """Every lane stores raw (L, width) at the same distinct elements."""
-        found = self.view(kind)
-        if found is None:
-            self.byte_rows.store_columns(kind, columns, raw)
-            return
-        table, base = found
-        table[_shift(columns, base)] = raw.T
-
-    def store_lanes(
-        self, kind: np.dtype, column: int, raw: np.ndarray, lanes: np.ndarray | None
-    ) -> None:
-        """The lanes in the (L,) mask `lanes` (None: all) store raw ((L, 1) or (1, 1)) at one
-        element."""
-        found = self.view(kind)
-        if found is None:
-            self.byte_rows.store_lanes(kind, column, raw, lanes)
-            return
-        table, base = found
-        row = table[_checked(column + base)]
-        if lanes is None:
-            row[...] = raw[:, 0]
-        else:
-            np.copyto(row, raw[:, 0], where=lanes)
-
-
-Memory = FlatMemory | RowMemory | LaneMemory
+Memory = FlatMemory | RowMemory
 
 
 class Frame:
@@ -340,11 +223,9 @@ class Frame:
         return found
 
 
-def allocate_rows(count: int, nbytes: int, per_block: bool) -> RowMemory | LaneMemory:
-    """Zeroed memory: a row of bytes per block (per_block), else each lane's own."""
-    if per_block:
-        return RowMemory(np.zeros((count, max(nbytes, 0)), dtype=np.uint8), per_block)
-    return LaneMemory(count, max(nbytes, 0))
+def allocate_rows(count: int, nbytes: int, per_block: bool) -> RowMemory:
+    """Zeroed memory: a row of bytes per block (per_block), else per lane."""
+    return RowMemory(np.zeros((count, max(nbytes, 0)), dtype=np.uint8), per_block)
 
 
 def outer_memory(handle: object, scope: str, lanes: Lanes) -> Memory:
@@ -356,7 +237,7 @@ def outer_memory(handle: object, scope: str, lanes: Lanes) -> Memory:
     if scope in ("global", "shared", "shared.dyn", "warp") or not scope:
         return FlatMemory(storage, offset)
     raw = storage.array.view(np.uint8)
-    return LaneMemory(lanes.count, raw.size, initial=raw.copy(), byte_offset=offset)
+    return RowMemory(np.repeat(raw[None, :], lanes.count, axis=0), False, byte_offset=offset)
 
 
 # accesses of generated lane code
@@ -450,7 +331,7 @@ def store_raw(
         if _store_in_rows(memory, offsets, active, raw, kind):
             return
         if isinstance(offsets, int):
-            if active is None and not isinstance(memory, LaneMemory):
+            if active is None:
                 memory.store_one(kind, offsets, raw)
                 return
             offsets = np.full((1, 1), offsets, np.int64)
@@ -482,7 +363,7 @@ def _store_in_rows(
 ) -> bool:
     """Stores to each lane's own memory at lane-uniform elements without a scatter; False
     when the store is not of that kind."""
-    if not isinstance(memory, RowMemory | LaneMemory) or memory.per_block:
+    if not isinstance(memory, RowMemory) or memory.per_block:
         return False
     if isinstance(offsets, int):
         column = offsets
