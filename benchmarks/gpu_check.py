@@ -184,6 +184,8 @@ HOPPER = (  # (program, plan or None): hand-written tir needs none
     ("gemm_wgmma_tensorize", "gemm_wgmma_tensorize"),  # checked against the unscheduled program
     ("gemm_wgmma_tensorize_bf16", "gemm_wgmma_tensorize_bf16"),
     ("gemm_wgmma_tensorize", "gemm_wgmma_tensorize.mma_ws"),  # warp-specialized from a plan
+    ("gemm_wgmma_tensorize", "gemm_wgmma_tensorize.mma_ws_tma"),  # ... with a TMA producer
+    ("gemm_wgmma_tensorize", "gemm_wgmma_tensorize.swizzle128"),  # wgmma on 128B-swizzled tiles
     ("gemm_wgmma_128x256", None),
     ("gemm_wgmma_128x256_s3", None),
     ("gemm_wgmma_tma", None),

@@ -174,7 +174,53 @@ def test_a_stalled_cluster_is_an_error_at_the_wait_naming_who_has_not_arrived() 
     assert "16 threads arrived, 16 have not (in blocks (1, 0, 0))" in error.message
     (note,) = error.notes
     assert str(note.span).startswith("stall.tir:11:")  # block 1 waits on its mbarrier
-    assert "waits here, for the mbarrier's parity 0" in note.message
+    assert note.message.startswith(
+        "16 threads wait here (in block (1, 0, 0)), for the mbarrier's parity 0"
+    )
+
+
+# Block 1's thread 0 waits on an mbarrier nobody arrives on while its other threads wait at
+# the block's barrier (at another place than block 0's barrier): the cluster is deadlocked on
+# the mbarrier, which is what is reported, with a note at each barrier.
+STALL_AT_BARRIERS = """\
+@T.prim_func
+def main(A: T.Buffer((32,), "int32")):
+    T.func_attr({"cluster_dims": [2, 1, 1]})
+    bx = T.launch_thread("blockIdx.x", 2)
+    tx = T.launch_thread("threadIdx.x", 16)
+    bar = T.alloc_buffer((1,), "uint64", scope="shared")
+    if tx == 0:
+        T.ptx_mbarrier_init(bar.data, 0, 1)
+    T.tvm_storage_sync("shared")
+    if T.ptx_cluster_ctarank() == 1:
+        if tx == 0:
+            T.ptx_mbarrier_wait(bar.data, 0, 0)
+        T.tvm_storage_sync("shared")
+    T.ptx_barrier_cluster_arrive()
+    T.ptx_barrier_cluster_wait()
+    A[bx * 16 + tx] = 1
+"""
+
+
+def test_a_cluster_deadlocked_on_an_mbarrier_is_reported_as_such_beside_block_barriers() -> None:
+    """Once an IndexError (a note read a barrier's request as a poll's) or a report of
+    mismatched barriers; now the deadlock at the mbarrier wait, as for a single block."""
+    with pytest.raises(DiagnosticError) as caught:
+        _run(_lowered(STALL_AT_BARRIERS, "stall.tir"), (32,))
+    (error,) = caught.value.diagnostics
+    assert "every thread of the cluster waits and none can go on" in error.message
+    assert "(32 threads waiting)" in error.message
+    notes = {str(note.span).split(":")[1]: note.message for note in error.notes}
+    waits = {line: message for line, message in notes.items() if "for the" in message}
+    barrier = {line: message for line, message in notes.items() if "at a barrier" in message}
+    # the first poll (block 0's threads at the cluster wait, line 15) carries the error; the
+    # mbarrier wait (line 12) and block 1's barrier (line 13) are notes
+    assert str(error.span).startswith("stall.tir:15:")
+    assert waits == {
+        "12": "1 thread waits here (in block (1, 0, 0)), for the mbarrier's parity 0: phase 0 "
+        "with 1 of 1 arrivals and 0 transaction bytes pending"
+    }
+    assert barrier == {"13": "15 threads wait here (in block (1, 0, 0)), at a barrier"}
 
 
 @pytest.mark.parametrize(

@@ -138,8 +138,10 @@ def test_a_tile_out_of_bounds_is_a_located_fault_naming_the_thread() -> None:
     )
     assert "thread (0, 0, 0) of block (1, 0, 0)" in diagnostic.message
     assert diagnostic.span is not None and diagnostic.span.line == 13
-    with pytest.raises(DiagnosticError):  # the thread model faults too
+    with pytest.raises(DiagnosticError) as caught:  # the thread model faults alike
         run(module["main"], _copy(args), module=module, gpu_model="threads")
+    threads = caught.value.diagnostics[0]
+    assert threads.message == diagnostic.message and threads.span == diagnostic.span
 
 
 def test_a_replaced_implementation_runs_in_the_thread_model(

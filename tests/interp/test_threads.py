@@ -102,6 +102,23 @@ def test_threads_writing_one_value_do_not_race() -> None:
     assert b.tolist() == [5, 5, 5, 5]
 
 
+def test_a_failure_of_the_scheduler_is_not_reported_as_a_fault_of_the_program(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A Python error raised inside the thread scheduler is the interpreter's own bug: it
+    must surface as such, not as 'memory access out of bounds' at the kernel's launch (as a
+    bad note of the cluster scheduler once did)."""
+    from tirc.interp.threads import scheduler
+
+    def broken(waiting: dict, block: object) -> list[int]:
+        return [()[0]]  # an IndexError of the scheduler's own
+
+    monkeypatch.setattr(scheduler, "release_barrier", broken)
+    b = np.zeros(64, np.float32)
+    with pytest.raises(IndexError):
+        interp.run(reverse_through_shared(True), {"A": np.ones(64, np.float32), "B": b})  # type: ignore[arg-type]
+
+
 def test_barrier_reached_by_some_threads_only_is_an_error() -> None:
     B = buffer("B", 4)
     tx = Var("tx")

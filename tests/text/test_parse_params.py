@@ -41,6 +41,13 @@ def test_defines_override_and_derived_parameters_follow() -> None:
     assert module.functions[0][1].buffer_map[0][1].dtype == dt.FLOAT32
 
 
+def test_defines_given_as_python_values() -> None:
+    """From Python a define may be the value itself (it used to fail on `.strip()`)."""
+    module = parse(PROGRAM, defines={"N": 16, "alpha": 0.25})
+    assert shapes(module) == [[16, 32], [16]]
+    assert module.functions[0][1].body.body.value.b.value.value == 0.25
+
+
 def test_float_define() -> None:
     module = parse(PROGRAM, defines={"alpha": "0.25"})
     store = module.functions[0][1].body.body

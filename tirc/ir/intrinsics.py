@@ -146,6 +146,12 @@ FIXED_RESULTS["ptx_wgmma"] = dt.VOID
 register(Intrinsic("ptx_setmaxnreg", 2, 2, Result.EXPLICIT, Effect.UPDATE, doc="setmaxnreg"))
 FIXED_RESULTS["ptx_setmaxnreg"] = dt.VOID
 
+# Named barriers (tirc.ir.named_barrier): bar.sync / bar.arrive of barrier `id` (1..15) among
+# `count` threads, so that part of a block synchronizes without the rest.
+for _name in ("ptx_bar_sync", "ptx_bar_arrive"):
+    register(Intrinsic(_name, 2, 2, Result.EXPLICIT, Effect.UPDATE))
+    FIXED_RESULTS[_name] = dt.VOID
+
 # Hopper's mbarriers and TMA loads (tirc.ir.tma): a barrier is an element of a uint64 shared
 # buffer, named by its data handle and index. (ptx_fence_proxy_async is registered above.)
 for _name, _arity in (

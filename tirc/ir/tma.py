@@ -29,6 +29,7 @@ from tirc.ir.functor import walk
 from tirc.ir.node import Node
 from tirc.ir.structural import structural_equal
 from tirc.ir.target import arch_number
+from tirc.ir.wgmma import swizzled_handles
 
 SWIZZLES = (0, 32, 64, 128)  # bytes: the span whose 16-byte chunks the swizzle permutes
 MAX_BOX = 256  # elements along one box dimension
@@ -241,8 +242,11 @@ def check_hopper_arch(body: Node, arch: str) -> None:
 
 
 def shared_alignment(body: Node, data: E.Var) -> int:
-    """The byte alignment a shared array needs: 1024 as a swizzled TMA destination or source
-    (the swizzle is a function of the address), 128 as another, else 16 (a float4)."""
+    """The byte alignment a shared array needs: 1024 as a swizzled TMA destination or source,
+    or read by a wgmma through a swizzled descriptor (the swizzle is a function of the address),
+    128 as another TMA destination or source, else 16 (a float4)."""
+    if data in swizzled_handles(body):
+        return 1024
     found = 16
     for call in hopper_calls(body):
         if call.op in TMA_COPIES:

@@ -40,6 +40,8 @@ from dataclasses import dataclass
 
 from tirc.diagnostics import DiagnosticError
 from tirc.ir import expr as E
+from tirc.ir.functor import walk
+from tirc.ir.node import Node
 from tirc.ir.ptx import PTX_TYPES
 
 WARPGROUP_SIZE = 128
@@ -104,6 +106,36 @@ def wgmma_shape(call: E.Call) -> WgmmaShape:
                 call.span, f"T.{call.op}: the swizzle must be a constant 0, 32, 64 or 128 (bytes)"
             )
     return WgmmaShape(name, n, a_type, b_type, c_type)
+
+
+def operand_handles(call: E.Call) -> list[tuple[E.Var, int]]:
+    """The shared buffer handles a `T.ptx_wgmma` reads (A's, then B's: a handle, or a
+    `T.tvm_access_ptr` into one) with each descriptor's swizzle in bytes; empty for another
+    call, or where either is spelled otherwise (a computed pointer, a swizzle not constant)."""
+    if call.op != "ptx_wgmma" or len(call.args) != ARG_COUNT:
+        return []
+    found = []
+    for first in (A_POINTER, B_POINTER):
+        pointer, width = call.args[first], call.args[first + 4]
+        if isinstance(pointer, E.Call) and pointer.op == "tvm_access_ptr":
+            pointer = pointer.args[1]
+        if not isinstance(pointer, E.Var) or not isinstance(width, E.IntImm):
+            return []
+        found.append((pointer, width.value))
+    return found
+
+
+def swizzled_handles(body: Node) -> set[E.Var]:
+    """The shared buffers some code's wgmmas read through a swizzled descriptor: the swizzle is
+    a function of the address, so each must start on a 1024-byte boundary."""
+    found: set[E.Var] = set()
+
+    def visit(node: Node) -> None:
+        if isinstance(node, E.Call):
+            found.update(handle for handle, width in operand_handles(node) if width)
+
+    walk(body, visit)
+    return found
 
 
 def accumulator_position(thread: int, register: int) -> tuple[int, int]:

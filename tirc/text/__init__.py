@@ -16,10 +16,11 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from tirc.ir.function import IRModule
+    from tirc.text.builder.params import Define
 
 
 def parse(
-    text: str, *, name: str = "<string>", defines: Mapping[str, str] | None = None
+    text: str, *, name: str = "<string>", defines: Mapping[str, Define] | None = None
 ) -> IRModule:
     """Parse a file's text into an IRModule; raises DiagnosticError with located errors."""
     from tirc.text.parser import parse_module  # deferred: start-up, see below

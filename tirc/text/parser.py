@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from tirc.diagnostics import Diagnostic, DiagnosticError, Source, Span
 from tirc.ir.function import IRModule
 from tirc.text.builder import build_module
+from tirc.text.builder.params import Define
 from tirc.text.syntax import parse_syntax
 
 # Deeply nested expressions recurse in the builder; allow more depth than Python's default,
@@ -19,14 +20,14 @@ RECURSION_LIMIT = 20_000
 
 
 def parse_module(
-    text: str, *, name: str = "<string>", defines: Mapping[str, str] | None = None
+    text: str, *, name: str = "<string>", defines: Mapping[str, Define] | None = None
 ) -> IRModule:
     """The IRModule of `text`; `defines` override module-level parameters (`-D N=2048`)."""
 
     return parse_source(Source(name, text.removeprefix("\ufeff")), defines)
 
 
-def parse_source(source: Source, defines: Mapping[str, str] | None = None) -> IRModule:
+def parse_source(source: Source, defines: Mapping[str, Define] | None = None) -> IRModule:
     """Like parse_module, for a Source already read (keeps its name and text)."""
     previous = sys.getrecursionlimit()
     if previous < RECURSION_LIMIT:

@@ -25,6 +25,7 @@ from tirc.codegen.cuda.expr import (
     ExprPrinter,
     is_narrow_float,
 )
+from tirc.codegen.cuda.named_barrier import HANDLERS as NAMED_BARRIER_HANDLERS
 from tirc.codegen.cuda.ptx import HANDLERS as PTX_HANDLERS
 from tirc.codegen.cuda.tma import HANDLERS as TMA_HANDLERS
 from tirc.codegen.cuda.wgmma_ptx import HANDLERS as WGMMA_HANDLERS
@@ -260,6 +261,7 @@ _HANDLERS: dict[str, CallHandler] = {
     "tvm_load_matrix_sync": _wmma,
     "tvm_store_matrix_sync": _wmma,
     "tvm_mma_sync": _wmma,
+    **NAMED_BARRIER_HANDLERS,
 }
 
 

@@ -12,6 +12,7 @@ import llvmlite.ir as ir
 from tirc.codegen.cuda.dp4a import dp4a_operands
 from tirc.codegen.nvptx import types
 from tirc.codegen.nvptx.cluster_ptx import LOWERINGS as CLUSTER_LOWERINGS
+from tirc.codegen.nvptx.named_barrier import LOWERINGS as NAMED_BARRIER_LOWERINGS
 from tirc.codegen.nvptx.ptx import LOWERINGS as PTX_LOWERINGS
 from tirc.codegen.nvptx.tma_ptx import LOWERINGS as TMA_LOWERINGS
 from tirc.codegen.nvptx.values import _INTRINSIC_MATH, _LIBDEVICE_MATH, RULES, ValueBuilder
@@ -280,6 +281,7 @@ _LOWERINGS: dict[str, CallLowering] = {
     "address_of": _address_of,
     "call_extern": _extern,
     "call_pure_extern": _extern,
+    **NAMED_BARRIER_LOWERINGS,
 }
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -31,15 +32,14 @@ from tirc.interp.fault import Fault
 from tirc.interp.memory.storage import Pointer, Storage, storage_of
 from tirc.interp.threads import mbarrier
 from tirc.interp.threads.scheduler import (
-    BARRIER,
     POLL,
     BlockContext,
+    BlockRun,
     RaceTracker,
     Thread,
-    in_thread,
-    release_barrier,
-    resolve_allreduce,
-    resolve_warps,
+    check_extents,
+    run_blocks,
+    threads_of,
 )
 from tirc.ir.cluster import Dims, grid_remainder
 
@@ -85,7 +85,7 @@ class ClusterBlock(BlockContext):
         self.cluster = cluster
         self.rank = rank
         self.members = frozenset(range(dims[0] * dims[1] * dims[2]))
-        self.finished = False  # every thread has returned: its shared memory is gone
+        self.finished_all = False  # every thread has returned: its shared memory is gone
         # the last access a peer made to its shared memory: (the barrier's phase then, site,
         # the peer's rank); one in the current phase is not ordered before the block returns
         self.peer_access: tuple[int, int, int] | None = None
@@ -113,6 +113,25 @@ class ClusterBlock(BlockContext):
     def cluster_epoch(self) -> None:
         for tracker in (*self.trackers, *self.cross):
             tracker.reset()
+
+    def thread_exited(self, thread: int) -> None:
+        super().thread_exited(thread)
+        self.cluster.exited.add((self.rank, thread))
+
+    def finished(self) -> None:
+        """Every thread has returned: a peer's access to the block's shared memory since the
+        last cluster barrier is not ordered before its shared memory goes."""
+        self.finished_all = True
+        access = self.peer_access
+        if access is not None and access[0] == self.cluster.phase:
+            _, site, rank = access
+            peer = self.cluster.blocks[rank].block_index
+            raise Fault(
+                site,
+                f"block {peer} reaches the shared memory of block {self.block_index}, whose "
+                "threads may all return before it does: no cluster barrier orders this access "
+                "before they return",
+            )
 
 
 class _Blocks(BlockContext):
@@ -162,7 +181,7 @@ class PeerTracker(RaceTracker):
         if not isinstance(self.owner, ClusterBlock):
             return
         self.owner.peer_access = (self.owner.cluster.phase, site, self.rank)
-        if self.owner.finished:
+        if self.owner.finished_all:
             raise Fault(
                 site,
                 f"'{name}' is gone: every thread of block {self.owner.block_index} has "
@@ -185,177 +204,49 @@ def launch_cluster(
     site: int,
     cluster: Dims,
 ) -> None:
-    """Runs the kernel cluster by cluster, the blocks of each together (see run_cluster)."""
-    if min(grid) < 0 or min(dims) < 0:
-        raise Fault(site, f"kernel launched with a negative extent: grid {grid}, block {dims}")
+    """Runs the kernel cluster by cluster, the threads of each cluster's blocks together
+    (tirc.interp.threads.scheduler.run_blocks), the cluster barrier's phases resolved when
+    no thread can go on otherwise (see resolve_phase)."""
+    check_extents(grid, dims, site)
     reason = grid_remainder(grid, cluster)
     if reason is not None:
         shape = " x ".join(map(str, cluster))
         raise Fault(site, f"the kernel runs in clusters of {shape} blocks, but {reason}")
     cx, cy, cz = cluster
-    x_dim, y_dim, z_dim = dims
     for bz0 in range(0, grid[2], cz):
         for by0 in range(0, grid[1], cy):
             for bx0 in range(0, grid[0], cx):
                 context = ClusterContext(cluster)
-                blocks: list[list[Thread]] = []
+                runs = []
                 for rank in range(cx * cy * cz):
-                    bx, by, bz = bx0 + rank % cx, by0 + rank // cx % cy, bz0 + rank // (cx * cy)
-                    block = ClusterBlock((bx, by, bz), dims, context, rank)
+                    index = (bx0 + rank % cx, by0 + rank // cx % cy, bz0 + rank // (cx * cy))
+                    block = ClusterBlock(index, dims, context, rank)
                     context.blocks.append(block)
-                    blocks.append(
-                        [
-                            kernel(bx, by, bz, tx, ty, tz, tx + x_dim * (ty + y_dim * tz), block)
-                            for tz in range(z_dim)
-                            for ty in range(y_dim)
-                            for tx in range(x_dim)
-                        ]
-                    )
-                run_cluster(blocks, context)
+                    runs.append(BlockRun(block, threads_of(kernel, block)))
+                run_blocks(runs, partial(resolve_phase, runs, context))
 
 
-@dataclass(eq=False)
-class _BlockRun:
-    """One block's threads as the cluster's scheduler sees them."""
-
-    block: ClusterBlock
-    threads: list[Thread]
-    replies: list[Any]
-    waiting: dict[int, tuple] = field(default_factory=dict)
-    live: set[int] = field(default_factory=set)
-    runnable: list[int] = field(default_factory=list)
-
-    def advance(self) -> None:
-        for thread in self.runnable:
-            try:
-                self.waiting[thread] = self.threads[thread].send(self.replies[thread])
-            except StopIteration:
-                self.live.discard(thread)
-                self.block.thread_exited(thread)
-                self.block.cluster.exited.add((self.block.rank, thread))
-                if not self.live:
-                    self._finish()
-            except Fault as fault:
-                raise in_thread(fault, self.block, thread) from None
-        self.runnable = []
-
-    def _finish(self) -> None:
-        """Every thread has returned: a peer's access to the block's shared memory since the
-        last cluster barrier is not ordered before its shared memory goes."""
-        block = self.block
-        block.finished = True
-        access = block.peer_access
-        if access is not None and access[0] == block.cluster.phase:
-            _, site, rank = access
-            peer = block.cluster.blocks[rank].block_index
-            raise Fault(
-                site,
-                f"block {peer} reaches the shared memory of block {block.block_index}, whose "
-                "threads may all return before it does: no cluster barrier orders this access "
-                "before they return",
-            )
-
-    def release(self, threads: list[int]) -> None:
-        for thread in threads:
-            self.waiting.pop(thread, None)
-        self.runnable = sorted({*self.runnable, *threads})
-
-
-def run_cluster(blocks: list[list[Thread]], cluster: ClusterContext) -> None:
-    """Runs the threads of a cluster's blocks until all have returned. When no thread can go
-    on, in this order: a block's warp collectives and all-reduces, its `__syncthreads` once
-    all its threads are there, the polled waits (mbarriers, the cluster barrier), the cluster
-    barrier's phase once every live thread has arrived, and last the held arrivers."""
-    runs = [
-        _BlockRun(block, threads, [None] * len(threads), {}, set(range(len(threads))))
-        for block, threads in zip(cluster.blocks, blocks, strict=True)
-    ]
-    for run in runs:
-        run.runnable = sorted(run.live)
-    while True:
+def resolve_phase(runs: list[BlockRun], cluster: ClusterContext) -> bool:
+    """Completes the barrier's phase once every live thread has arrived; else lets the held
+    arrivers go on (the phase stays open: the race trackers keep what they saw)."""
+    live = [(rank, thread) for rank, run in enumerate(runs) for thread in run.live]
+    if cluster.arrived and all(key in cluster.arrived for key in live):
+        cluster.phase += 1
+        cluster.arrived.clear()
+        if not cluster.overlapped:
+            for block in cluster.blocks:
+                block.cluster_epoch()
+        cluster.overlapped = False
         for run in runs:
-            run.advance()
-        if not any(run.waiting for run in runs):
-            return
-        if _resolve_blocks(runs) or _resolve_polls(runs) or _complete_phase(runs, cluster):
-            continue
-        held = False
-        for run in runs:
-            arrivers = [t for t, request in run.waiting.items() if request[0] == ARRIVE]
-            run.release(arrivers)
-            held = held or bool(arrivers)
-        if held:
-            cluster.overlapped = True
-            continue
-        _stuck(runs, cluster)
-
-
-def _resolve_blocks(runs: list[_BlockRun]) -> bool:
-    progressed = False
+            run.release([t for t, request in run.waiting.items() if request[0] == ARRIVE])
+        return True
+    held = False
     for run in runs:
-        if not run.waiting:
-            continue
-        released = resolve_warps(run.waiting, run.replies, run.live)
-        if not released:
-            released = resolve_allreduce(run.waiting, run.replies, run.block)
-        if not released and len({(r[0], r[1]) for r in run.waiting.values()}) == 1:
-            if next(iter(run.waiting.values()))[0] == BARRIER:
-                released = release_barrier(run.waiting, run.live, run.block)
-        if released:
-            run.release(released)
-            progressed = True
-    return progressed
-
-
-def _resolve_polls(runs: list[_BlockRun]) -> bool:
-    progressed = False
-    for run in runs:
-        released = [t for t, request in run.waiting.items() if request[0] == POLL and request[2]()]
-        if released:
-            run.release(released)
-            progressed = True
-    return progressed
-
-
-def _complete_phase(runs: list[_BlockRun], cluster: ClusterContext) -> bool:
-    """Completes the barrier's phase when every live thread has arrived."""
-    live = [(run.block.rank, thread) for run in runs for thread in run.live]
-    if not cluster.arrived or any(key not in cluster.arrived for key in live):
-        return False
-    cluster.phase += 1
-    cluster.arrived.clear()
-    if not cluster.overlapped:
-        for block in cluster.blocks:
-            block.cluster_epoch()
-    cluster.overlapped = False
-    for run in runs:
-        run.release([t for t, request in run.waiting.items() if request[0] == ARRIVE])
-    return True
-
-
-def _stuck(runs: list[_BlockRun], cluster: ClusterContext) -> None:
-    """The error when no thread of the cluster can go on."""
-    first = next(run for run in runs if run.waiting)
-    if any(request[0] != POLL for request in first.waiting.values()):
-        release_barrier(first.waiting, first.live, first.block)  # raises: mixed barriers
-    thread = min(first.waiting)
-    request = first.waiting[thread]
-    others: dict[int, tuple[int, _BlockRun]] = {}
-    for run in runs:
-        for other, waiting in sorted(run.waiting.items()):
-            if waiting[1] != request[1]:
-                others.setdefault(waiting[1], (other, run))
-    count = sum(len(run.waiting) for run in runs)
-    raise Fault(
-        request[1],
-        f"every thread of the cluster waits and none can go on: this wait (in "
-        f"{first.block.describe_thread(thread)}) is for {request[3]()} ({count} threads "
-        "waiting)",
-        tuple(
-            (site, f"{run.block.describe_thread(other)} waits here, for {run.waiting[other][3]()}")
-            for site, (other, run) in others.items()
-        ),
-    )
+        held = (
+            run.release([t for t, request in run.waiting.items() if request[0] == ARRIVE]) or held
+        )
+    cluster.overlapped = cluster.overlapped or held
+    return held
 
 
 def _cluster(block: BlockContext | None, site: int, what: str) -> ClusterBlock:

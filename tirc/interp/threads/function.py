@@ -12,6 +12,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import count
+from pathlib import Path
 
 from tirc.diagnostics import Diagnostic, DiagnosticError, Note
 from tirc.interp.fault import Fault, Site
@@ -115,13 +116,24 @@ def fault_diagnostic(compiled: CompiledFunction, fault: Fault) -> DiagnosticErro
     return DiagnosticError(Diagnostic.error(message, site.span, *notes))
 
 
+# the thread model's scheduling: a Python exception from there is the interpreter's failure,
+# never the program's, even when generated code called into it
+_MACHINERY = tuple(str(Path(__file__).with_name(name)) for name in ("scheduler.py", "cluster.py"))
+
+
 def _node_of_traceback(compiled: CompiledFunction, error: BaseException) -> object:
+    """The node whose generated line raised error (itself, or in the operations it calls:
+    `int(inf)`, a float rounding, a wmma tile); None for an exception from the scheduling
+    machinery below it, which is the interpreter's own failure, not the program's."""
     node = None
     for frame, line in traceback.walk_tb(error.__traceback__):
-        if frame.f_code.co_filename == compiled.filename:
+        name = frame.f_code.co_filename
+        if name == compiled.filename:
             index = line - compiled.first_line
             if 0 <= index < len(compiled.line_nodes):
                 node = compiled.line_nodes[index] or node
+        elif name in _MACHINERY:
+            node = None
     return node
 
 

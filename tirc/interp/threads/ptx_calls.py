@@ -14,17 +14,19 @@ wait act on the thread's wgmmas in flight the same way (their results land at th
     T.ptx_wgmma("m64n8k16", "fp16", "fp16", "fp32", A.data, 0, ..., C.data, 0, 1)
     -> wgmma(shape, (A, 0, lbo, sbo, swizzle, trans), (B, ...), C, 0, 1, _tid, _block, site)
 
-The wgmma fences are no-ops in the thread model.
+The wgmma fences are no-ops in the thread model. ptx_bar_sync and ptx_bar_arrive are the
+named barriers of tirc.interp.threads.named_barrier (a sync waits: `yield from`).
 """
 
 from __future__ import annotations
 
 from tirc.diagnostics import DiagnosticError
-from tirc.interp.threads import mbarrier, ptx, wgmma
+from tirc.interp.threads import mbarrier, named_barrier, ptx, wgmma
 from tirc.interp.threads.compilers import CallRule, Calls
 from tirc.interp.threads.context import Code
 from tirc.interp.threads.scheduler import WARP_OP
 from tirc.ir.expr import Call, IntImm, StringImm
+from tirc.ir.named_barrier import SYNC, barrier_operands
 from tirc.ir.ptx import mma_shape
 from tirc.ir.wgmma import A_POINTER, B_POINTER, C_POINTER, setmaxnreg_operands, wgmma_shape
 
@@ -160,6 +162,17 @@ def _setmaxnreg(compiler: Calls, call: Call) -> Code:
     return Code("None")
 
 
+def _named_barrier(compiler: Calls, call: Call) -> Code:
+    """bar.sync (a wait: `yield from`) or bar.arrive (tirc.interp.threads.named_barrier)."""
+    _in_kernel(compiler, call, "thread block")
+    barrier, count = barrier_operands(call)
+    site = compiler.ctx.site(call, call.op)
+    function = named_barrier.sync if call.op == SYNC else named_barrier.arrive
+    name = compiler.ctx.constant(function, function.__name__)
+    text = f"{name}({compiler.argument(barrier).text}, {count}, _tid, _block, {site})"
+    return Code(f"(yield from {text})" if call.op == SYNC else text)
+
+
 RULES: dict[str, CallRule] = {
     "ptx_mma": _mma,
     "ptx_ldmatrix": _ldmatrix,
@@ -175,4 +188,6 @@ RULES: dict[str, CallRule] = {
     "ptx_wgmma_wait_group": _group(wgmma.PendingWgmma, wait=True),
     "ptx_fence_proxy_async": _nothing,
     "ptx_setmaxnreg": _setmaxnreg,
+    "ptx_bar_sync": _named_barrier,
+    "ptx_bar_arrive": _named_barrier,
 }

@@ -4,7 +4,9 @@ A thread runs until it reaches a collective (a `yield` in generated code): a bar
 (`tvm_storage_sync`), a warp shuffle or a warp's active mask. When no thread can go on, warp
 collectives are resolved among the threads of a warp waiting at the same place; when every
 live thread waits at the same barrier, a new epoch begins. Shared memory is watched between
-barriers: two threads touching one element, at least one writing, is a data race and an error.
+barriers: two threads touching one element, at least one writing, is a data race and an error,
+unless a named barrier (tirc.interp.threads.named_barrier: part of the block, a POLL) or an
+mbarrier ordered the one access before the other.
 Exited threads no longer take part in barriers (as on GPUs since Volta). `launch` runs the blocks
 one at a time; a kernel with thread-block clusters runs the blocks of each cluster together
 (tirc.interp.threads.cluster, with these resolution steps for each of its blocks).
@@ -13,7 +15,7 @@ one at a time; a kernel with thread-block clusters runs the blocks of each clust
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from typing import Any
+from typing import Any, NamedTuple
 
 from tirc.interp.fault import Fault
 from tirc.interp.memory.storage import Storage, allocate, storage_of, view_of
@@ -39,14 +41,19 @@ Kernel = Callable[..., Thread]
 class RaceTracker:
     """Who touched each byte address of one shared storage since the last barrier. An access
     that an mbarrier orders before another thread's (the first thread arrived after it, the
-    second waited for that phase: ACQUIRED) does not race with it."""
+    second waited for that phase: ACQUIRED), or a named barrier does (BlockContext.orders: the
+    access's era, the named-barrier arrivals its thread had made before it), does not race
+    with it."""
 
-    __slots__ = ("writers", "readers", "reads_by", "writes_by", "block")
+    __slots__ = ("writers", "readers", "read_eras", "reads_by", "writes_by", "block")
 
     def __init__(self, block: BlockContext):
-        # address -> (thread, site, value, the other threads that wrote that same value)
-        self.writers: dict[int, tuple[int, int, Any, frozenset[int]]] = {}
+        # address -> (thread, site, value, the other threads that wrote that same value, the
+        # thread's era at the write)
+        self.writers: dict[int, tuple[int, int, Any, frozenset[int], int]] = {}
         self.readers: dict[int, dict[int, int]] = {}  # address -> {thread: site}
+        # address -> {thread: its era at its last read}, where that era is not 0
+        self.read_eras: dict[int, dict[int, int]] = {}
         self.reads_by: dict[int, set[int]] = {}  # thread -> the addresses it read (an index)
         self.writes_by: dict[int, set[int]] = {}  # thread -> the addresses it wrote
         self.block = block
@@ -54,6 +61,7 @@ class RaceTracker:
     def reset(self) -> None:
         self.writers.clear()
         self.readers.clear()
+        self.read_eras.clear()
         self.reads_by.clear()
         self.writes_by.clear()
 
@@ -62,17 +70,24 @@ class RaceTracker:
         for address, writer in list(self.writers.items()):
             if writer[0] in members and writer[3] <= members:
                 del self.writers[address]
-        for readers in self.readers.values():
+        for readers in (*self.readers.values(), *self.read_eras.values()):
             for thread in [t for t in readers if t in members]:
                 del readers[thread]
         for thread in members:
             self.reads_by.pop(thread, None)
             self.writes_by.pop(thread, None)
 
-    def ordered(self, address: int, earlier: int, later: int) -> bool:
-        """Whether `earlier`'s access of `address` was released to `later` by an mbarrier."""
+    def ordered(self, address: int, earlier: int, later: int, era: int) -> bool:
+        """Whether `earlier`'s access of `address`, made in its era `era`, is ordered before
+        what `later` does now: by a named barrier, or released to it by an mbarrier."""
+        if self.block.orders(earlier, era, later):
+            return True
         acquired = self.block.storages.get((ACQUIRED, later))
         return isinstance(acquired, set) and (id(self), address, earlier) in acquired
+
+    def read_era(self, address: int, reader: int) -> int:
+        eras = self.read_eras.get(address)
+        return 0 if eras is None else eras.get(reader, 0)
 
     def read(self, address: int, thread: int, site: int, name: str) -> None:
         writer = self.writers.get(address)
@@ -80,9 +95,12 @@ class RaceTracker:
             writer is not None
             and writer[0] != thread
             and thread not in writer[3]
-            and not self.ordered(address, writer[0], thread)
+            and not self.ordered(address, writer[0], thread, writer[4])
         ):
             self.race(site, thread, "reads", (writer[0], writer[1]), "wrote", name, address)
+        era = self.block.eras.get(thread, 0) if self.block.eras else 0
+        if era:  # its latest read is the one that later accesses must be ordered after
+            self.read_eras.setdefault(address, {})[thread] = era
         readers = self.readers.get(address)
         if readers is None:
             self.readers[address] = {thread: site}
@@ -108,7 +126,7 @@ class RaceTracker:
             writer is not None
             and writer[0] != thread
             and not writer[3]
-            and self.ordered(address, writer[0], thread)
+            and self.ordered(address, writer[0], thread, writer[4])
         ):
             writer = None  # the other thread's write is ordered before this one
         if writer is not None and (writer[0] != thread or writer[3]):
@@ -116,16 +134,19 @@ class RaceTracker:
                 other = writer[0] if writer[0] != thread else min(writer[3] - {thread})
                 self.race(site, thread, "writes", (other, writer[1]), "wrote", name, address)
             others = writer[3] | {thread} if thread != writer[0] else writer[3]
-            self.writers[address] = (writer[0], writer[1], value, others)
+            self.writers[address] = (writer[0], writer[1], value, others, writer[4])
         else:
-            self.writers[address] = (thread, site, value, frozenset())
+            era = self.block.eras.get(thread, 0) if self.block.eras else 0
+            self.writers[address] = (thread, site, value, frozenset(), era)
         mine = self.writes_by.get(thread)
         if mine is None:
             self.writes_by[thread] = {address}
         else:
             mine.add(address)
         for reader, reader_site in readers.items():
-            if reader != thread and not self.ordered(address, reader, thread):
+            if reader != thread and not self.ordered(
+                address, reader, thread, self.read_era(address, reader)
+            ):
                 self.race(site, thread, "writes", (reader, reader_site), "read", name, address)
 
     def race(
@@ -148,7 +169,14 @@ class RaceTracker:
 
 
 class BlockContext:
-    """What the threads of one block share: its shared memory and the race trackers."""
+    """What the threads of one block share: its shared memory and the race trackers, and
+    what named barriers ordered between its threads.
+
+    Named barriers order accesses like vector clocks: a thread's era is the number of its
+    arrivals at named barriers, each access is stamped with its thread's era, and `known`
+    says, for a thread t and another p, the era before which p's accesses are ordered before
+    what t does now. A completed barrier gives each thread that waited at it what every
+    arriving thread knew at its arrival, and those threads' accesses before their arrivals."""
 
     def __init__(self, block_index: tuple[int, int, int], dims: tuple[int, int, int]):
         self.block_index = block_index
@@ -156,6 +184,8 @@ class BlockContext:
         self.storages: dict[object, object] = {}
         self.trackers: list[RaceTracker] = []
         self.exit_checks: dict[int, list[Callable[[], None]]] = {}  # thread -> checks
+        self.eras: dict[int, int] = {}  # thread -> its arrivals at named barriers (absent: 0)
+        self.known: dict[int, dict[int, int]] = {}  # thread t -> {p: p's era bound for t}
 
     def shared(self, site: int, name: str, count: int, dtype: DataType, scope: str) -> Storage:
         """The block's storage for one shared allocation, made by the first thread there."""
@@ -187,6 +217,9 @@ class BlockContext:
             except Fault as fault:
                 raise in_thread(fault, self, thread) from None
 
+    def finished(self) -> None:
+        """Called once every thread of the block has returned."""
+
     def watch(self) -> RaceTracker:
         tracker = RaceTracker(self)
         self.trackers.append(tracker)
@@ -202,10 +235,45 @@ class BlockContext:
         for tracker in self.trackers:
             tracker.reset()
 
+    def arrive_named(self, thread: int) -> Arrival:
+        """A thread's arrival at a named barrier: its accesses so far (and what it knows)
+        will be ordered before what the threads that wait there do after it completes."""
+        era = self.eras.get(thread, 0) + 1
+        self.eras[thread] = era
+        return Arrival(thread, era, dict(self.known.get(thread, {})))
+
+    def complete_named(self, arrivals: list[Arrival], waiters: list[int]) -> None:
+        """A named barrier completed: each waiter learns what the arrivals released."""
+        released: dict[int, int] = {}
+        for arrival in arrivals:
+            for other, era in (*arrival.known.items(), (arrival.thread, arrival.era)):
+                if era > released.get(other, 0):
+                    released[other] = era
+        for thread in waiters:
+            known = self.known.setdefault(thread, {})
+            for other, era in released.items():
+                if era > known.get(other, 0):
+                    known[other] = era
+
+    def orders(self, earlier: int, era: int, later: int) -> bool:
+        """Whether an access `earlier` made in its era `era` is ordered before what `later`
+        does now by named barriers."""
+        known = self.known.get(later)
+        return known is not None and era < known.get(earlier, 0)
+
     def describe_thread(self, thread: int) -> str:
         x_dim, y_dim, _ = self.dims
         x, y, z = thread % x_dim, thread // x_dim % y_dim, thread // (x_dim * y_dim)
         return f"thread ({x}, {y}, {z}) of block {self.block_index}"
+
+
+class Arrival(NamedTuple):
+    """A thread's arrival at a named barrier: its era bound (its accesses before are those of
+    smaller eras) and the bounds it knew of other threads then."""
+
+    thread: int
+    era: int
+    known: dict[int, int]
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -272,45 +340,106 @@ def launch(
     kernel: Kernel, grid: tuple[int, int, int], dims: tuple[int, int, int], site: int
 ) -> None:
     """Runs kernel(bx, by, bz, tx, ty, tz, thread, block) for every block, then every thread."""
-    if min(grid) < 0 or min(dims) < 0:
-        raise Fault(site, f"kernel launched with a negative extent: grid {grid}, block {dims}")
-    x_dim, y_dim, z_dim = dims
+    check_extents(grid, dims, site)
     for bz in range(grid[2]):
         for by in range(grid[1]):
             for bx in range(grid[0]):
                 block = BlockContext((bx, by, bz), dims)
-                threads = []
-                for tz in range(z_dim):
-                    for ty in range(y_dim):
-                        for tx in range(x_dim):
-                            thread = tx + x_dim * (ty + y_dim * tz)
-                            threads.append(kernel(bx, by, bz, tx, ty, tz, thread, block))
-                run_block(threads, block)
+                run_blocks([BlockRun(block, threads_of(kernel, block))])
 
 
-def run_block(threads: list[Thread], block: BlockContext) -> None:
-    replies: list[Any] = [None] * len(threads)
-    waiting: dict[int, tuple] = {}
-    live = set(range(len(threads)))
-    runnable = list(range(len(threads)))
-    while True:
-        for thread in runnable:
+def check_extents(grid: tuple[int, int, int], dims: tuple[int, int, int], site: int) -> None:
+    if min(grid) < 0 or min(dims) < 0:
+        raise Fault(site, f"kernel launched with a negative extent: grid {grid}, block {dims}")
+
+
+def threads_of(kernel: Kernel, block: BlockContext) -> list[Thread]:
+    """The block's threads, in the order of their linear index."""
+    bx, by, bz = block.block_index
+    x_dim, y_dim, z_dim = block.dims
+    return [
+        kernel(bx, by, bz, tx, ty, tz, tx + x_dim * (ty + y_dim * tz), block)
+        for tz in range(z_dim)
+        for ty in range(y_dim)
+        for tx in range(x_dim)
+    ]
+
+
+class BlockRun:
+    """One block's threads as the scheduler sees them: what each waits for (the request it
+    yielded), the reply it gets when it goes on, those still live and those to run next."""
+
+    __slots__ = ("block", "threads", "replies", "waiting", "live", "runnable")
+
+    def __init__(self, block: BlockContext, threads: list[Thread]):
+        self.block = block
+        self.threads = threads
+        self.replies: list[Any] = [None] * len(threads)
+        self.waiting: dict[int, tuple] = {}
+        self.live = set(range(len(threads)))
+        self.runnable = list(range(len(threads)))
+
+    def advance(self) -> None:
+        """Runs each runnable thread to its next request, or to its end."""
+        block, waiting, threads, replies = self.block, self.waiting, self.threads, self.replies
+        for thread in self.runnable:
             try:
                 waiting[thread] = threads[thread].send(replies[thread])
             except StopIteration:
-                live.discard(thread)
+                self.live.discard(thread)
                 block.thread_exited(thread)
+                if not self.live:
+                    block.finished()
             except Fault as fault:
                 raise in_thread(fault, block, thread) from None
-        if not waiting:
+        self.runnable = []
+
+    def release(self, threads: list[int]) -> bool:
+        for thread in threads:
+            self.waiting.pop(thread, None)
+        self.runnable = sorted({*self.runnable, *threads})
+        return bool(threads)
+
+    def resolve(self) -> bool:
+        """Releases the threads a collective of the block lets go on: a warp's, an
+        all-reduce, or `__syncthreads` once every live thread is there."""
+        if not self.waiting:
+            return False
+        released = resolve_warps(self.waiting, self.replies)
+        if not released:
+            released = resolve_allreduce(self.waiting, self.replies, self.block)
+        if not released:
+            released = release_barrier(self.waiting, self.block)
+        return self.release(released)
+
+    def resolve_polls(self) -> bool:
+        """Releases the threads whose polled condition now holds (replies stay None)."""
+        return self.release(
+            [t for t, request in self.waiting.items() if request[0] == POLL and request[2]()]
+        )
+
+
+def run_blocks(runs: list[BlockRun], resolve_group: Callable[[], bool] | None = None) -> None:
+    """Runs the threads of blocks that run together (one, or a cluster's) until all have
+    returned. When no thread can go on, in this order: each block's collectives (see
+    BlockRun.resolve), the polled waits (mbarriers, the cluster barrier), then what the group
+    resolves (the cluster barrier's phases); when nothing can, the blocks are stuck: an error
+    (see stuck)."""
+    while True:
+        for run in runs:
+            run.advance()
+        if not any(run.waiting for run in runs):
             return
-        runnable = resolve_warps(waiting, replies, live)
-        if not runnable:
-            runnable = resolve_allreduce(waiting, replies, block)
-        if not runnable:
-            runnable = _resolve_polls(waiting)
-        if not runnable:
-            runnable = release_barrier(waiting, live, block)
+        progressed = False
+        for run in runs:
+            progressed = run.resolve() or progressed
+        if progressed:
+            continue
+        for run in runs:
+            progressed = run.resolve_polls() or progressed
+        if progressed or (resolve_group is not None and resolve_group()):
+            continue
+        stuck(runs, "block" if resolve_group is None else "cluster")
 
 
 def in_thread(fault: Fault, block: BlockContext, thread: int) -> Fault:
@@ -320,7 +449,7 @@ def in_thread(fault: Fault, block: BlockContext, thread: int) -> Fault:
     return Fault(fault.site, f"{fault.message} (in {where})", fault.notes)
 
 
-def resolve_warps(waiting: dict[int, tuple], replies: list[Any], live: set[int]) -> list[int]:
+def resolve_warps(waiting: dict[int, tuple], replies: list[Any]) -> list[int]:
     """Resolves every warp collective whose participants have all arrived; returns them."""
     groups: dict[tuple[int, int], list[int]] = {}
     for thread, request in waiting.items():
@@ -405,57 +534,61 @@ def write_results(results: tuple, outputs: tuple[tuple[object, DataType], ...]) 
         memory[base] = narrow.encode(value) if narrow is not None else value
 
 
-def _resolve_polls(waiting: dict[int, tuple]) -> list[int]:
-    """Releases the threads whose polled condition now holds (replies stay None). When some
-    threads poll and none can go on, the block is deadlocked (the other waits, at a barrier or
-    a collective, need the polling threads too): an error at the first poll."""
-    polls = [thread for thread, request in waiting.items() if request[0] == POLL]
-    released = [thread for thread in polls if waiting[thread][2]()]
-    if not released and polls:
-        first = min(polls)
-        counts: dict[int, int] = {}
-        for request in waiting.values():
-            counts[request[1]] = counts.get(request[1], 0) + 1
-        others = {
-            waiting[t][1]: t
-            for t in sorted(waiting, reverse=True)
-            if waiting[t][1] != waiting[first][1]
-        }
-
-        def what(thread: int) -> str:
-            request = waiting[thread]
-            return f"for {request[3]()}" if request[0] == POLL else "at a barrier"
-
-        raise Fault(
-            waiting[first][1],
-            f"every thread of the block waits and none can go on: this wait is for "
-            f"{waiting[first][3]()} ({len(waiting)} threads waiting)",
-            tuple(
-                (site, f"{_threads(counts[site])} here, {what(thread)}")
-                for site, thread in sorted(others.items(), key=lambda item: item[1])
-            ),
-        )
-    for thread in released:
-        del waiting[thread]
-    return sorted(released)
-
-
-def _threads(count: int) -> str:
-    return "1 thread waits" if count == 1 else f"{count} threads wait"
-
-
-def release_barrier(waiting: dict[int, tuple], live: set[int], block: BlockContext) -> list[int]:
-    sites = {request[1] for request in waiting.values() if request[0] == BARRIER}
-    others = [thread for thread, request in waiting.items() if request[0] != BARRIER]
-    if others or len(sites) != 1:
-        first = min(waiting)
-        raise Fault(
-            waiting[first][1],
-            "threads of a block wait at different barriers or collectives "
-            f"({len(waiting)} threads waiting at {len(sites) + len(others)} places); "
-            "barriers must be reached by every thread",
-        )
+def release_barrier(waiting: dict[int, tuple], block: BlockContext) -> list[int]:
+    """When every waiting thread of the block is at one `__syncthreads`: a new epoch, and
+    all of them go on."""
+    sites = {(request[0], request[1]) for request in waiting.values()}
+    if len(sites) != 1 or next(iter(sites))[0] != BARRIER:
+        return []
     block.new_epoch()
     released = sorted(waiting)
     waiting.clear()
     return released
+
+
+def stuck(runs: list[BlockRun], scope: str = "block") -> None:
+    """The error when no thread of the blocks can go on. Where some poll (an mbarrier, the
+    cluster barrier), they are deadlocked: the error is at the first poll, naming what it
+    waits for, with a note at each other place threads wait (the other waits, at a barrier
+    or a collective, need the polling threads too). Else the threads of a block wait at
+    different barriers or collectives."""
+    waits = [(run, t, request) for run in runs for t, request in sorted(run.waiting.items())]
+    polls = [wait for wait in waits if wait[2][0] == POLL]
+    if not polls:
+        run = next(run for run in runs if run.waiting)
+        first = min(run.waiting)
+        places = {(request[0], request[1]) for request in run.waiting.values()}
+        raise Fault(
+            run.waiting[first][1],
+            "threads of a block wait at different barriers or collectives "
+            f"({len(run.waiting)} threads waiting at {len(places)} places); "
+            "barriers must be reached by every thread",
+        )
+    run, thread, request = polls[0]
+    where: dict[int, list[tuple[BlockRun, int, tuple]]] = {}
+    for wait in waits:
+        where.setdefault(wait[2][1], []).append(wait)
+    notes = []
+    for site, here in where.items():
+        if site == request[1]:
+            continue
+        blocks = sorted({wait[0].block.block_index for wait in here})
+        in_blocks = f" (in block{'s' if len(blocks) > 1 else ''} {', '.join(map(str, blocks))})"
+        other = here[0][2]
+        what = f"for {other[3]()}" if other[0] == POLL else "at a barrier"
+        if other[0] not in (POLL, BARRIER):
+            what = "at a warp collective"
+        notes.append(
+            (site, f"{_threads(len(here))} here{in_blocks if len(runs) > 1 else ''}, {what}")
+        )
+    raise Fault(
+        request[1],
+        f"every thread of the {scope} waits and none can go on: this wait (in "
+        f"{run.block.describe_thread(thread)}) is for {request[3]()} ({len(waits)} threads "
+        "waiting)",
+        tuple(notes),
+    )
+
+
+def _threads(count: int) -> str:
+    return "1 thread waits" if count == 1 else f"{count} threads wait"

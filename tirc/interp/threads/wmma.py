@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from tirc.interp.fault import Fault
 from tirc.interp.memory.storage import Pointer, Storage, access_type, storage_of
 from tirc.interp.semantics.extensions import INTRINSICS
 from tirc.interp.semantics.values import NARROW
@@ -37,16 +38,31 @@ def _elements(handle: object) -> tuple[np.ndarray, int]:
     return values, start
 
 
+def _check(handle: object, elements: np.ndarray, limit: int, verb: str, site: int) -> None:
+    """A tile's elements of a storage, within it (the message the lockstep model gives)."""
+    bad = (elements < 0) | (elements >= limit)
+    if not bad.any():
+        return
+    element = int(elements.ravel()[int(np.argmax(bad.ravel()))])
+    message = (
+        f"{verb} {storage_of(handle).name} at element {element}, outside [0, {limit}) "
+        "(memory access out of bounds)"
+    )
+    raise Fault(site, message) if site >= 0 else IndexError(message)
+
+
 def _write(
     handle: object,
     start: int,
     values: np.ndarray,
     positions: np.ndarray,
+    verb: str,
     thread: int = -1,
     site: int = -1,
 ) -> None:
     storage, element = storage_of(handle), _element(handle)
     memory: Any = storage.view(element)  # typeshed's memoryview takes only ints
+    _check(handle, start + positions, len(memory), verb, site)
     narrow = NARROW.get(str(element))
     tracker = _watched(storage, thread)
     size = access_type(element).itemsize
@@ -80,7 +96,9 @@ def _track_reads(handle: object, elements: np.ndarray, thread: int, site: int) -
 
 def fill_fragment(fragment: object, m: int, n: int, k: int, index: int, value: float) -> None:
     size = m * n
-    _write(fragment, index * size, np.full(size, value), np.arange(size))
+    _write(
+        fragment, index * size, np.full(size, value), np.arange(size), "T.tvm_fill_fragment writes"
+    )
 
 
 def load_matrix_sync(
@@ -100,9 +118,10 @@ def load_matrix_sync(
     values, start = _elements(pointer)
     major, minor = tile(rows, cols, layout == "row_major")
     source = start + major * stride + minor
+    _check(pointer, source, len(values), "T.tvm_load_matrix_sync reads", site)
     _track_reads(pointer, source, thread, site)
     size = rows * cols
-    _write(fragment, index * size, values[source], np.arange(size))
+    _write(fragment, index * size, values[source], np.arange(size), "T.tvm_load_matrix_sync writes")
 
 
 def store_matrix_sync(
@@ -123,7 +142,8 @@ def store_matrix_sync(
     block = values[index * size : (index + 1) * size]
     _, start = _elements(pointer)
     major, minor = tile(m, n, layout == "row_major")
-    _write(pointer, start, block, major * stride + minor, thread, site)
+    verb = "T.tvm_store_matrix_sync writes"
+    _write(pointer, start, block, major * stride + minor, verb, thread, site)
 
 
 def mma_sync(
@@ -147,7 +167,7 @@ def mma_sync(
     result = multiply_accumulate(left[None], right[None], accumulator[None])[0]
     if str(storage_of(d).dtype) == "float32":
         result = result.astype(np.float32).astype(np.float64)
-    _write(d, d_index * m * n, result, np.arange(m * n))
+    _write(d, d_index * m * n, result, np.arange(m * n), "T.tvm_mma_sync writes")
 
 
 INTRINSICS.setdefault("tvm_fill_fragment", fill_fragment)

@@ -24,7 +24,7 @@ from tirc.text.builder.context import CONSTRUCTION_ERRORS, BuildError, Context, 
 from tirc.text.builder.decorators import FunctionOptions, MacroOptions, ModuleOptions, options
 from tirc.text.builder.function import build_function
 from tirc.text.builder.namespace import LEGACY_MODULES, SCRIPT_MODULES, ModuleAttrs, global_names
-from tirc.text.builder.params import Parameters
+from tirc.text.builder.params import Define, Parameters
 from tirc.text.builder.scope import Scope
 from tirc.text.builder.stmt import Builder
 from tirc.text.builder.values import Macro
@@ -44,7 +44,7 @@ class Unit:
 
 
 class ModuleBuilder:
-    def __init__(self, source: Source, defines: Mapping[str, str] | None):
+    def __init__(self, source: Source, defines: Mapping[str, Define] | None):
         self.context = Context(source)
         self.scope = Scope(names=global_names()).child()
         self.builder = Builder(self.context, self.scope)
@@ -189,7 +189,7 @@ def named_by_symbol(name: str, func: PrimFunc) -> tuple[str, PrimFunc]:
 
 
 def build_module(
-    syntax: tree.Module, source: Source, defines: Mapping[str, str] | None = None
+    syntax: tree.Module, source: Source, defines: Mapping[str, Define] | None = None
 ) -> IRModule:
     return ModuleBuilder(source, defines).build(syntax)
 

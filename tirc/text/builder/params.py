@@ -28,8 +28,15 @@ def is_symbolic(value: Any) -> bool:
     return isinstance(value, SymbolicShape)
 
 
-def define_value(text: str) -> Any:
-    """A define's value: an integer, a float, True/False, or else the text itself."""
+# a define as given: text (`-D N=64`, parsed by define_value) or, from Python, a value
+Define = str | int | float | bool
+
+
+def define_value(text: Define) -> Any:
+    """A define's value: an integer, a float, True/False, or else the text itself; a value
+    given from Python (an int, float or bool) as it is."""
+    if not isinstance(text, str):
+        return text
     stripped = text.strip()
     for parse in (lambda s: int(s, 0), float):
         try:
@@ -46,7 +53,7 @@ def define_value(text: str) -> Any:
 
 
 class Parameters:
-    def __init__(self, defines: Mapping[str, str] | None):
+    def __init__(self, defines: Mapping[str, Define] | None):
         self.defines = dict(defines or {})
         self.names: list[str] = []
 

@@ -15,11 +15,16 @@ more dimensions is rewritten on its last two indices (row r, column c in element
     T.ptx_ldmatrix(..., T.tvm_access_ptr(.., S.data, base, ..), lane_off)
         -> T.ptx_ldmatrix(..., T.tvm_access_ptr(.., S.data, <base + lane_off permuted>, ..), 0)
 
+A `T.ptx_wgmma` operand (wherever it is) reads the permuted layout as it stands when its
+descriptor's swizzle is the permutation's: 128 bytes for rows of 64 elements, 64 for rows of 32
+(the XOR is then the hardware's, on the address; codegen aligns such a buffer to 1024 bytes).
+
 The permutation is a bijection within each row, so the program computes what it did as long as
 every access of the buffer is permuted alike; the pass refuses, with a located error, what it
 cannot permute alike: an access outside the annotated blocks, another use of the buffer's
-pointer (mma_store, cp.async, address_of), a row of other than 32 or a multiple of 64 elements,
-elements other than 16 bits, padded strides, an ldmatrix lane address not 16-byte aligned.
+pointer (mma_store, cp.async, address_of, a wgmma of another swizzle), a row of other than 32 or
+a multiple of 64 elements, elements other than 16 bits, padded strides, an ldmatrix lane
+address not 16-byte aligned; and a swizzled wgmma reading a stored, unpermuted tile.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from tirc.ir import stmt as S
 from tirc.ir.buffer import Buffer, Range
 from tirc.ir.function import PrimFunc
 from tirc.ir.functor import Mutator, Visitor
+from tirc.ir.wgmma import A_POINTER, B_POINTER, operand_handles
 from tirc.text import script
 from tirc.transform.pass_base import Dialect, FunctionPass
 
@@ -48,6 +54,7 @@ CHUNK = 8  # elements of 16 bits in one 16-byte chunk: one ldmatrix row, one vec
 LDMATRIX_POINTER, LDMATRIX_OFFSET = 5, 6  # argument positions in T.ptx_ldmatrix (dtype apart)
 AccessT = TypeVar("AccessT", S.BufferStore, E.BufferLoad)
 PERMUTABLE = ("a store", "a load", "an ldmatrix")  # the uses the pass rewrites
+WGMMA = "a wgmma operand"  # a use that reads the permuted layout through its own swizzle
 
 
 def is_permuting(block: S.SBlock) -> bool:
@@ -76,6 +83,7 @@ class _Use:
     span: Span | None
     permuted: bool
     what: str
+    swizzle: int = 0  # a wgmma operand's descriptor swizzle (bytes)
 
 
 @dataclass
@@ -88,9 +96,9 @@ class _Uses(Visitor):
     blocks: list[S.SBlock] = field(default_factory=list)  # the annotated blocks entered
     calls: list[E.Call] = field(default_factory=list)
 
-    def add(self, buffer: Buffer | E.Var, span: Span | None, what: str) -> None:
+    def add(self, buffer: Buffer | E.Var, span: Span | None, what: str, swizzle: int = 0) -> None:
         data = buffer.data if isinstance(buffer, Buffer) else buffer
-        self.uses.setdefault(data, []).append(_Use(span, bool(self.blocks), what))
+        self.uses.setdefault(data, []).append(_Use(span, bool(self.blocks), what, swizzle))
 
     def visit_SBlock(self, node: S.SBlock) -> None:
         for buffer in node.alloc_buffers:
@@ -128,6 +136,13 @@ class _Uses(Visitor):
             self.add(data, node.span, "an ldmatrix")
             rest = node.args[:LDMATRIX_POINTER] + pointer.args[2:] + node.args[LDMATRIX_OFFSET:]
             self.visit(rest)
+            return
+        operands = operand_handles(node)
+        if operands:
+            for data, swizzle in operands:
+                self.add(data, node.span, WGMMA, swizzle)
+            skipped = {index for first in (A_POINTER, B_POINTER) for index in (first, first + 4)}
+            self.visit([arg for i, arg in enumerate(node.args) if i not in skipped])
             return
         self.calls.append(node)
         self.generic_visit(node)
@@ -201,6 +216,7 @@ def _permuted_buffers(func: PrimFunc) -> dict[E.Var, int]:
             continue
         permuted = [use for use in found if use.permuted and use.what in PERMUTABLE]
         if not permuted:
+            _check_unpermuted_wgmma(buffer, found)
             continue
         first = permuted[0]
         if data in uses.matched:
@@ -211,7 +227,20 @@ def _permuted_buffers(func: PrimFunc) -> dict[E.Var, int]:
             )
         rows[data] = _check_layout(buffer, first.span)
         for use in found:
-            if use.what not in PERMUTABLE:
+            if use.what == WGMMA:
+                if use.swizzle == rows[data] * 2:
+                    continue
+                said = f"{use.swizzle} bytes" if use.swizzle else "no swizzle"
+                reads = (
+                    f"which a wgmma reads with the {rows[data] * 2}-byte swizzle"
+                    if rows[data] in (32, 64)
+                    else "which no wgmma swizzle reads (rows of 32 or 64 elements do)"
+                )
+                message = (
+                    f"shared buffer {buffer.name} is permuted for rows of {rows[data]} "
+                    f"elements, {reads}, but this wgmma's descriptor says {said}"
+                )
+            elif use.what not in PERMUTABLE:
                 message = (
                     f"shared buffer {buffer.name} is permuted, but {use.what} would not see "
                     "the permuted layout (only stores, loads and T.ptx_ldmatrix are permuted)"
@@ -227,6 +256,24 @@ def _permuted_buffers(func: PrimFunc) -> dict[E.Var, int]:
                 use.span, message, Note(f"{buffer.name} is permuted here", first.span)
             )
     return rows
+
+
+def _check_unpermuted_wgmma(buffer: Buffer, uses: list[_Use]) -> None:
+    """A located error where a wgmma reads, through a swizzled descriptor, a tile the program
+    stores without the permutation: its XOR would scramble what the stores wrote."""
+    if not any(use.what == "a store" for use in uses):
+        return  # written through its pointer (TMA, by hand): the writer owns the layout
+    for use in uses:
+        if use.what == WGMMA and use.swizzle:
+            raise DiagnosticError.at(
+                use.span,
+                f"a wgmma reads shared buffer {buffer.name} with the {use.swizzle}-byte "
+                "swizzle, but its stores are not permuted",
+                Note(
+                    f"annotate the blocks that store {buffer.name} {KEY} (rows of "
+                    f"{use.swizzle // 2} elements)"
+                ),
+            )
 
 
 class _Permuter(Mutator):

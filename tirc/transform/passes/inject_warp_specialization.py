@@ -29,6 +29,21 @@ versions inject-software-pipeline would give the buffers the copies fill):
   twice an iteration, `full` counting 2P: after issuing (for the stores that stay
   synchronous) and by `cp.async.mbarrier.arrive.noinc` (`T.ptx_mbarrier_arrive_cp_async`)
   when its copies land;
+- with `software_pipeline_tma` 1 (sm_90: the backends refuse the mbarriers before it, at the
+  loop) each copy becomes one `T.ptx_tma_load` that the first producer thread issues into
+  version i % S, after `T.ptx_mbarrier_arrive_expect_tx` tells `full[i % S]` (counting 1
+  arrival, initialized before a `fence.proxy.async`) the bytes of all the iteration's boxes,
+  which complete the phase when they land. A copy qualifies (tirc/transform/passes/
+  _tma_copy.py) when, over the consumer threads and its own loops, it reads a box of a dense
+  global buffer parameter (its corner the indices at the first thread and iteration) and
+  stores each element of its shared buffer once, laid out as the box row-major or as a 32,
+  64 or 128-byte TMA swizzle of it (what inject-permuted-layout makes of rows of 32 and 64
+  halves), under conditions, if any, on the global buffer's bounds (TMA's zero fill) or on
+  the threads and its own loops alone (which of them store); boxes of at most 256 elements
+  a dimension, rows a multiple of 16 bytes, each version 128-byte (1024 swizzled) aligned.
+  Another copy is refused at its store, saying why. P is then the producer threads the
+  block grows by, one warp or more (a warpgroup for setmaxnreg), of which one issues and the
+  others idle;
 - the consumers run everything else the block did, the loop with its later-stage statements
   in program order on version i % S, after waiting for `full[i % S]` (parity (i / S) % 2),
   and each consumer thread arrives on `empty[i % S]` at the end of the iteration (its own
@@ -41,11 +56,12 @@ The split is wrapped in `T.attr(0, "warp_specialize_scope", P)`: thread-sync may
 `__syncthreads` inside it (the branches diverge; the mbarriers order the ring) and refuses a
 program that would need one there. Refused, at the loop or the offending statement: a loop
 not pipelined, not serial, inside another loop or condition of the kernel, or outside thread
-bindings; asynchronous stages other than stage 0; a stage-0 statement that is not a copy from
-global into shared memory; a consumer that writes what the copies fill, or a copy that reads
-what the consumers write; thread extents that are not constants, or that P does not divide as
-above; a block barrier anywhere in the consumers' code. Architectures before sm_90 are
-refused by the backends at the first mbarrier call, located at the loop.
+bindings; asynchronous stages other than stage 0, or with `software_pipeline_tma` (0 or 1); a
+stage-0 statement that is not a copy from global into shared memory; a consumer that writes
+what the copies fill, or a copy that reads what the consumers write; thread extents that are
+not constants, or that P does not divide as above; a block barrier anywhere in the consumers'
+code. Architectures before sm_90 are refused by the backends at the first mbarrier call,
+located at the loop.
 
     for ty in T.thread_binding(4, "threadIdx.y"):        for ty in T.thread_binding(8, ...):
       for tx in T.thread_binding(32, "threadIdx.x"):       for tx in ...:
@@ -76,13 +92,14 @@ from tirc.diagnostics import DiagnosticError, Note, Span
 from tirc.ir import dtype as dt
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
-from tirc.ir.buffer import Range, make_buffer
+from tirc.ir.buffer import Buffer, Range, make_buffer
 from tirc.ir.function import PrimFunc
 from tirc.ir.functor import Mutator, Visitor, walk
 from tirc.ir.intrinsics import Effect, lookup
 from tirc.ir.node import Node
 from tirc.transform.fresh_copy import fresh_copy
 from tirc.transform.pass_base import Dialect, FunctionPass
+from tirc.transform.passes._tma_copy import TMA, box_copies, tma_loads, uses_tma
 from tirc.transform.passes.inject_software_pipeline import (
     ASYNC_SCOPE,
     ASYNC_STAGES,
@@ -102,7 +119,7 @@ WARP_SPECIALIZE = "software_pipeline_warp_specialize"
 MAX_REGISTERS = "software_pipeline_max_registers"
 # around the producer/consumer split: thread-sync puts no barrier inside
 SCOPE = "warp_specialize_scope"
-_KEYS = (STAGE, ORDER, ASYNC_STAGES, WARP_SPECIALIZE, MAX_REGISTERS)
+_KEYS = (STAGE, ORDER, ASYNC_STAGES, WARP_SPECIALIZE, MAX_REGISTERS, TMA)
 _THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 _SHARED = ("shared", "shared.dyn")
 _REGISTER_FILE = 65536  # 32-bit registers an SM has for the threads of a block
@@ -282,6 +299,7 @@ class _Threads:
     extents: dict[str, int]
     grown: str  # the tag of the dimension the producers are added to
     step: int  # threads of that dimension's index a producer thread adds
+    producers: int
 
     @property
     def total(self) -> int:
@@ -316,7 +334,32 @@ def _threads(chain: list[S.For], loop: S.For, producers: int) -> _Threads:
             f"must be a multiple of 32 and of {below} (the threads below {grown}) that divides "
             f"the block's {total} threads",
         )
-    return _Threads(chain, extents, grown, producers // below)
+    return _Threads(chain, extents, grown, producers // below, producers)
+
+
+def _thread_copies(
+    copies: list[S.Stmt],
+    versions: dict[E.Var, tuple[Buffer, E.PrimExpr]],
+    threads: _Threads,
+    asynchronous: bool,
+    span: Span | None,
+) -> S.Stmt:
+    """The copies on their versions, as the producer threads run them: with the thread index
+    rebased onto the consumers' (each producer thread the copies of threads p, p + P, ...)."""
+    versioned = [_Versioner(versions).visit(copy) for copy in copies]
+    if asynchronous:
+        versioned = [_wrap_inside(copy, ASYNC_SCOPE, 1) for copy in versioned]
+    work = S.seq(*versioned)
+    grown_var = threads.var(threads.grown)
+    base = E.Sub(grown_var, E.IntImm(threads.extents[threads.grown], grown_var.dtype))
+    rounds = threads.total // threads.producers
+    if rounds == 1:
+        return fresh_copy(work, {grown_var: base})
+    r = E.Var("r", grown_var.dtype)
+    step = E.IntImm(threads.step, grown_var.dtype)
+    rebased = fresh_copy(work, {grown_var: E.Add(base, E.Mul(r, step))})
+    zero, count = E.IntImm(0, r.dtype), E.IntImm(rounds, r.dtype)
+    return S.For(r, zero, count, S.ForKind.SERIAL, rebased, span=span)
 
 
 def _registers(loop: S.For, producers: int, consumers: int) -> tuple[int, int] | None:
@@ -346,9 +389,12 @@ def _registers(loop: S.For, producers: int, consumers: int) -> tuple[int, int] |
     return counts[0], counts[1]
 
 
-def _specialize(chain: list[S.For], body: S.Stmt, loop: S.For, analyzer: Analyzer) -> S.Stmt:
+def _specialize(
+    chain: list[S.For], body: S.Stmt, loop: S.For, analyzer: Analyzer, tensors: set[E.Var]
+) -> S.Stmt:
     """The kernel body `body` (inside the thread loops `chain`) with `loop` split into a
-    producer and consumers; the caller grows the thread loop."""
+    producer and consumers; the caller grows the thread loop. `tensors`: the data of the
+    function's buffer parameters (what a TMA load may read)."""
     path = _path(body, loop)
     assert path is not None
     for outer in path[:-1]:
@@ -367,6 +413,7 @@ def _specialize(chain: list[S.For], body: S.Stmt, loop: S.For, analyzer: Analyze
             loop.span, f"'{WARP_SPECIALIZE}' needs a software-pipelined loop ('{STAGE}')"
         )
     asynchronous = ASYNC_STAGES in loop.annotations
+    tma = uses_tma(loop)
     if asynchronous and set(_int_list(loop, ASYNC_STAGES, None)) != {0}:
         raise DiagnosticError.at(
             loop.span,
@@ -437,6 +484,9 @@ def _specialize(chain: list[S.For], body: S.Stmt, loop: S.For, analyzer: Analyze
     threads = _threads(chain, loop, producers)
     consumers = threads.total
     registers = _registers(loop, producers, consumers)
+    extents = {threads.var(tag): extent for tag, extent in threads.extents.items()}
+    copies = [stmts[i] for i in producer]
+    boxes = box_copies(loop, copies, extents, tensors, analyzer) if tma else []
 
     dtype = loop.loop_var.dtype
     span = loop.span
@@ -482,31 +532,23 @@ def _specialize(chain: list[S.For], body: S.Stmt, loop: S.For, analyzer: Analyze
     consumer_loop = dataclasses.replace(loop, body=consumer_body, annotations=keep)
     consumer_branch = _Replace(loop, consumer_loop, set(ring)).visit(body)
 
-    # the producer: the copies, its thread index rebased onto the consumers'
-    copies = S.seq(
-        *(
-            _wrap_inside(_Versioner(versions).visit(stmts[i]), ASYNC_SCOPE, 1)
-            if asynchronous
-            else _Versioner(versions).visit(stmts[i])
-            for i in producer
-        )
-    )
     grown_var = threads.var(threads.grown)
-    base = E.Sub(grown_var, E.IntImm(threads.extents[threads.grown], grown_var.dtype))
-    rounds = consumers // producers
-    if rounds > 1:
-        r = E.Var("r", grown_var.dtype)
-        step = E.IntImm(threads.step, grown_var.dtype)
-        copies = S.For(
-            r,
-            E.IntImm(0, r.dtype),
-            E.IntImm(rounds, r.dtype),
-            S.ForKind.SERIAL,
-            fresh_copy(copies, {grown_var: E.Add(base, E.Mul(r, step))}),
-            span=span,
+    if tma:  # the loads of one thread: the first producer
+        work = tma_loads(boxes, ring, version, full)
+        issuer: E.PrimExpr = E.EQ(
+            grown_var, E.IntImm(threads.extents[threads.grown], grown_var.dtype)
         )
+        for thread in threads.loops:
+            if thread.loop_var is not grown_var:
+                zero = E.IntImm(0, thread.loop_var.dtype)
+                issuer = E.And(issuer, E.EQ(thread.loop_var, zero))
     else:
-        copies = fresh_copy(copies, {grown_var: base})
+        work = [
+            _thread_copies([stmts[i] for i in producer], versions, threads, asynchronous, span),
+            _call("ptx_mbarrier_arrive", full.data, version, span=span),
+        ]
+        if asynchronous:
+            work.append(_call("ptx_mbarrier_arrive_cp_async", full.data, version, span=span))
     wait_empty = S.IfThenElse(
         E.GE(iteration, const(depth)),
         _call(
@@ -519,49 +561,38 @@ def _specialize(chain: list[S.For], body: S.Stmt, loop: S.For, analyzer: Analyze
         span=span,
     )
     producer_loop = S.For(
-        loop.loop_var,
-        loop.min,
-        loop.extent,
-        S.ForKind.SERIAL,
-        S.seq(
-            wait_empty,
-            copies,
-            _call("ptx_mbarrier_arrive", full.data, version, span=span),
-            *(
-                [_call("ptx_mbarrier_arrive_cp_async", full.data, version, span=span)]
-                if asynchronous
-                else []
-            ),
-        ),
-        span=span,
+        loop.loop_var, loop.min, loop.extent, S.ForKind.SERIAL, S.seq(wait_empty, *work), span=span
     )
     producer_branch: S.Stmt = fresh_copy(producer_loop, {})
+    if tma:
+        producer_branch = S.IfThenElse(issuer, producer_branch, span=span)
     if registers is not None:
         producer_branch = S.seq(_setmaxnreg("dec", registers[0], span), producer_branch)
         consumer_branch = S.seq(_setmaxnreg("inc", registers[1], span), consumer_branch)
 
-    arrivals = 2 if asynchronous else 1  # with cp.async: after the stores, and on landing
+    # with cp.async each producer thread arrives after its stores and when its copies land;
+    # with TMA one thread arrives, and the loads' bytes complete the phase
+    full_count = 1 if tma else producers * (2 if asynchronous else 1)
     first = E.IntImm(1, dt.BOOL)
     first_thread: E.PrimExpr = first
     for thread in threads.loops:
         test = E.EQ(thread.loop_var, E.IntImm(0, thread.loop_var.dtype))
         first_thread = test if first_thread is first else E.And(first_thread, test)
     s = E.Var("s", dt.INT32)
-    init = S.IfThenElse(
-        first_thread,
-        S.For(
-            s,
-            E.IntImm(0, dt.INT32),
-            E.IntImm(depth, dt.INT32),
-            S.ForKind.SERIAL,
-            S.seq(
-                _call("ptx_mbarrier_init", full.data, s, producers * arrivals, span=span),
-                _call("ptx_mbarrier_init", empty.data, s, consumers, span=span),
-            ),
-            span=span,
+    init: S.Stmt = S.For(
+        s,
+        E.IntImm(0, dt.INT32),
+        E.IntImm(depth, dt.INT32),
+        S.ForKind.SERIAL,
+        S.seq(
+            _call("ptx_mbarrier_init", full.data, s, full_count, span=span),
+            _call("ptx_mbarrier_init", empty.data, s, consumers, span=span),
         ),
         span=span,
     )
+    if tma:  # the barriers initialized before the TMA unit (the async proxy) completes on them
+        init = S.seq(init, _call("ptx_fence_proxy_async", span=span))
+    init = S.IfThenElse(first_thread, init, span=span)
     sync = S.Evaluate(
         E.Call(
             dt.INT32,
@@ -597,8 +628,9 @@ def _setmaxnreg(direction: str, count: int, span: Span | None) -> S.Evaluate:
 
 
 class _Specializer(Mutator):
-    def __init__(self) -> None:
+    def __init__(self, tensors: set[E.Var]) -> None:
         self.analyzer = Analyzer()
+        self.tensors = tensors  # the function's buffer parameters' data
 
     def visit_For(self, node: S.For) -> S.Stmt:
         self.analyzer.bind(node.loop_var, Range(node.min, node.extent))
@@ -634,7 +666,7 @@ class _Specializer(Mutator):
                 "this one is inside it",
                 Note("the warp-specialized loop", loops[0].span),
             )
-        result = _specialize(chain, body, loops[0], self.analyzer)
+        result = _specialize(chain, body, loops[0], self.analyzer, self.tensors)
         threads = _threads(chain, loops[0], _positive_int(loops[0], WARP_SPECIALIZE))
         for thread in reversed(chain):
             if _thread_tag(thread) == threads.grown:
@@ -657,7 +689,7 @@ class InjectWarpSpecialization(FunctionPass):
     leaves = Dialect.OPAQUE_BLOCKS
 
     def run_function(self, func: PrimFunc) -> PrimFunc:
-        body = _Specializer().visit(func.body)
+        body = _Specializer({buffer.data for _, buffer in func.buffer_map}).visit(func.body)
         left = _annotated(body)
         if left:
             raise DiagnosticError.at(
