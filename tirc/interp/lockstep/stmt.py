@@ -91,15 +91,18 @@ def _has_jump(stmt: S.Stmt) -> bool:
 
 @_RULES.register(S.SeqStmt)
 def _seq(compiler: LaneStmtCompiler, stmt: S.SeqStmt) -> None:
+    _sequence(compiler, stmt.stmts)
+
+
+def _sequence(compiler: LaneStmtCompiler, items: tuple[S.Stmt, ...]) -> None:
     """After a statement that may stop lanes (break, continue), the rest runs only while
     some lane executes."""
-    items = list(stmt.stmts)
     for index, item in enumerate(items):
         compiler.compile(item)
         if _has_jump(item) and index + 1 < len(items):
             compiler.ctx.emit("if _mask is None or _mask.any():")
             with compiler.ctx.indented():
-                _seq(compiler, S.SeqStmt(tuple(items[index + 1 :])))
+                _sequence(compiler, items[index + 1 :])
             return
 
 
