@@ -31,7 +31,6 @@ from tirc.interp.memory.lanes import (
     FlatMemory,
     Frame,
     Memory,
-    RowMemory,
     fault_in_lane,
     first_lane,
     load_raw,
@@ -145,12 +144,7 @@ class Tiles:
 
 def _capacity(memory: Memory, itemsize: int) -> int:
     """The number of elements of itemsize bytes from the memory's base element on."""
-    if isinstance(memory, FlatMemory):
-        total = memory.storage.array.nbytes
-    elif isinstance(memory, RowMemory):
-        total = memory.data.shape[1]
-    else:
-        total = memory.nbytes
+    total = memory.storage.array.nbytes if isinstance(memory, FlatMemory) else memory.data.shape[1]
     return total // itemsize - memory.byte_offset // itemsize
 
 
