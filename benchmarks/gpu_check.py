@@ -185,7 +185,10 @@ HOPPER = (  # (program, plan or None): hand-written tir needs none
     ("gemm_wgmma_tensorize_bf16", "gemm_wgmma_tensorize_bf16"),
     ("gemm_wgmma_tensorize", "gemm_wgmma_tensorize.mma_ws"),  # warp-specialized from a plan
     ("gemm_wgmma_tensorize", "gemm_wgmma_tensorize.mma_ws_tma"),  # ... with a TMA producer
+    # the wgmma GEMM warp-specialized: its consumers sync by a named barrier (bar.sync 1, 128)
+    ("gemm_wgmma_tensorize", "gemm_wgmma_tensorize.named_barrier_ws"),
     ("gemm_wgmma_tensorize", "gemm_wgmma_tensorize.swizzle128"),  # wgmma on 128B-swizzled tiles
+    ("gemm_wgmma_tensorize", "gemm_wgmma_tensorize.swizzle128_tma"),  # ... filled by TMA
     ("gemm_wgmma_128x256", None),
     ("gemm_wgmma_128x256_s3", None),
     ("gemm_wgmma_tma", None),

@@ -16,7 +16,10 @@ from tirc.codegen.nvptx import emit_nvvm_ir, emit_ptx
 from tirc.diagnostics import DiagnosticError
 from tirc.driver.cuda_toolchain import has_nvrtc, ptx_from_cuda
 from tirc.driver.lower import lower_module
+from tirc.ir import expr as E
+from tirc.ir import stmt as S
 from tirc.ir.function import IRModule
+from tirc.ir.functor import Mutator
 from tirc.text import parse
 
 # producers (threads 128..255) store and arrive; consumers sync and read; then each warpgroup
@@ -118,3 +121,46 @@ def test_a_bad_id_or_count_is_refused_at_the_call(call: str, message: str) -> No
         diagnostic = error.value.diagnostics[0]
         assert message in diagnostic.message
         assert diagnostic.span is not None and diagnostic.span.line == line
+
+
+SPLIT = """
+@T.prim_func
+def main(
+    A: T.Buffer((128,), "float32"), B: T.Buffer((128,), "float32"), C: T.Buffer((128,), "float32")
+):
+    tx = T.launch_thread("threadIdx.x", 256)
+    S = T.alloc_buffer((128,), "float32", scope="shared")
+    with T.attr(0, "warp_specialize_scope", 128):
+        if tx >= 128:
+            C[tx - 128] = T.float32(1)
+        else:
+            S[tx] = A[tx]
+            B[tx] = S[127 - tx]
+"""
+
+
+def test_a_block_barrier_left_inside_a_split_is_refused_by_the_backends() -> None:
+    """thread-sync gives the consumers `bar.sync 1, 128`; a block barrier that a later pass
+    puts in a branch (an all-reduce's) would hang the block on the GPU: both backends refuse
+    it at the barrier."""
+    lowered = _lowered(SPLIT)
+    emit_cuda(lowered)  # the consumers' named barrier is fine
+
+    class _AddBlockBarrier(Mutator):
+        def visit_IfThenElse(self, node: S.IfThenElse) -> S.Stmt:
+            assert node.else_case is not None
+            sync = E.Call(E.IntImm(0).dtype, "tvm_storage_sync", (E.StringImm("shared"),))
+            return S.IfThenElse(
+                node.condition, node.then_case, S.seq(node.else_case, S.Evaluate(sync))
+            )
+
+    kernel = next(name for name, func in lowered.functions if name != "main")
+    broken = IRModule(
+        tuple(
+            (name, _AddBlockBarrier().visit(func) if name == kernel else func)
+            for name, func in lowered.functions
+        )
+    )
+    for emit in (emit_cuda, lambda module: emit_ptx(module, arch="sm_90a")):
+        with pytest.raises(DiagnosticError, match="__syncthreads .* inside a warp-specialized"):
+            emit(broken)

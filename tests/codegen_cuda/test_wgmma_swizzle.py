@@ -253,17 +253,50 @@ def test_rows_no_swizzle_reads_are_refused() -> None:
     assert "is permuted for rows of 128 elements, which no wgmma swizzle reads" in str(error.value)
 
 
-def test_nvcc_accepts_it_for_sm_90a_without_spills(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("plan", "shared"),
+    [  # two stages of A (64 x 64) and B (64 x 128) in 48 KB; the TMA ring is dynamic shared
+        ("gemm_wgmma_tensorize.swizzle128", "49152 bytes smem"),
+        ("gemm_wgmma_tensorize.swizzle128_tma", "used 2 barriers"),  # and bar.sync 1
+    ],
+)
+def test_nvcc_accepts_it_for_sm_90a_without_spills(plan: str, shared: str, tmp_path: Path) -> None:
     """At the benchmark size (4096^3): ptxas's registers and spills for sm_90a."""
     nvcc = shutil.which("nvcc")
     if nvcc is None:
         pytest.skip("nvcc is not installed")
-    module = _lowered(_plan(), (4096, 4096, 4096))
+    steps = json.loads((SAMPLES / f"{plan}.plan.json").read_text())
+    module = _lowered(steps, (4096, 4096, 4096))
     (tmp_path / "k.cu").write_text(str(cuda_artifact(module, "cu", arch="sm_90a")))
     command = [nvcc, "-arch=sm_90a", "-cubin", "-Xptxas", "-v", str(tmp_path / "k.cu")]
-    done = subprocess.run(
-        [*command, "-o", str(tmp_path / "k.cubin")], capture_output=True, text=True
-    )
+    command += ["-o", str(tmp_path / "k.cubin")]
+    done = subprocess.run(command, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "0 bytes spill stores, 0 bytes spill loads" in done.stderr
-    assert "49152 bytes smem" in done.stderr  # two stages of A (64 x 64) and B (64 x 128)
+    assert shared in done.stderr
+
+
+def test_the_tma_plan_feeds_the_swizzled_tiles_by_tma() -> None:
+    """gemm_wgmma_tensorize.swizzle128_tma: the same layout (64 x 64 block tiles: A and B one
+    64 x 64 box each) loaded by a producer warpgroup's TMA with the 128-byte swizzle that
+    inject-permuted-layout gave the copies, in a 3-deep ring, the consumer warpgroup's wgmmas
+    reading it through the same descriptors; the thread model against numpy (three k tiles:
+    every stage of the ring), and in the CUDA C the tensor maps, the consumers' named barrier
+    and the dynamic shared memory."""
+    path = SAMPLES / "gemm_wgmma_tensorize.swizzle128_tma.plan.json"
+    lowered = _lowered(json.loads(path.read_text()), (64, 128, 192))
+    text = str(cuda_artifact(lowered, "cu", arch="sm_90a"))
+    assert text.count("cp.async.bulk.tensor.2d.shared::cluster.global") == 2  # A's box, B's
+    assert text.count("tirc_box, 128);") == 2  # both tensor maps 128-byte swizzled
+    assert text.count("tirc_box[2] = {64, 64}") == 2
+    assert "cp.async.cg" not in text  # no copy left to the consumers
+    assert 'asm volatile("bar.sync %0, %1;" :: "r"((int)(1)), "r"(128)' in text
+    assert "main_kernel_block(128, 2, 1)" in text  # the consumer warpgroup, the producer's
+    # 3 stages of A and B (64 x 64 halves each), 1024-aligned, then the 6 mbarriers
+    assert "cudaFuncAttributeMaxDynamicSharedMemorySize, (int)(49216LL)" in text
+    rng = np.random.default_rng(3)
+    a = rng.uniform(-1, 1, (64, 192)).astype(np.float16)
+    b = rng.uniform(-1, 1, (192, 128)).astype(np.float16)
+    c = np.zeros((64, 128), np.float32)
+    run(lowered["main"], {"A": a, "B": b, "C": c}, module=lowered, gpu_model="threads")
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64), atol=1e-5)

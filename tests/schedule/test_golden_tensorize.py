@@ -17,12 +17,22 @@ import numpy as np
 import pytest
 
 from tests.schedule.golden import groups
-from tests.schedule.golden_runner import GOLDEN, cases, check_golden, golden, header, module_of
+from tests.schedule.golden_runner import (
+    GOLDEN,
+    assert_equal,
+    cases,
+    check_golden,
+    golden,
+    header,
+    module_of,
+    plan_of,
+)
 from tirc.diagnostics import Source
 from tirc.driver.schedule import read_intrinsics
 from tirc.ir.function import IRModule
+from tirc.schedule.apply import apply_plan
 from tirc.schedule.intrinsics import builtin_intrinsics, lookup
-from tirc.text import print_module
+from tirc.text import parse, print_module
 
 FOLDERS = groups.TENSORIZE
 CASES = cases(FOLDERS)
@@ -106,6 +116,25 @@ def test_vpdpbusd_semantics() -> None:
     unsigned = int.from_bytes(bytes([255, 1, 2, 3]), "little")  # 255, 1, 2, 3
     signed = int.from_bytes(bytes([0xFF, 2, 0x80, 0]), "little", signed=True)  # -1, 2, -128, 0
     assert vpdpbusd((10,), (unsigned,), (signed,)) == (10 - 255 + 2 - 256,)
+
+
+# -- user intrinsics: golden/tensorize_user/<name>.{before,after}.tir with <name>.intrinsics.json
+
+USER_CASES = cases(("tensorize_user",))
+
+
+@golden("before", USER_CASES)
+def test_golden_with_user_intrinsics(before: Path) -> None:
+    """The pair's plan tensorizes with the intrinsics of the JSON file beside it (the form
+    `tirc schedule --intrinsics` reads); the after half is TVM's result with them registered."""
+    text = before.read_text()
+    intrinsics_path = before.with_name(before.name.replace(".before.tir", ".intrinsics.json"))
+    intrinsics = read_intrinsics(Source(str(intrinsics_path), intrinsics_path.read_text()))
+    got, _ = apply_plan(
+        parse(text, name=str(before)), plan_of(text, str(before)), {"intrinsics": intrinsics}
+    )
+    after = before.with_name(before.name.replace(".before.", ".after."))
+    assert_equal(got, module_of(after), "expected (TVM)")
 
 
 # -- the library and user intrinsics ----------------------------------------------------------

@@ -306,3 +306,40 @@ def test_value_first_argmax_binds_both_results_before_storing() -> None:
             want_v, want_i = _argmax_loop(np.asarray(args["val"]), np.asarray(args["idx"]))
             np.testing.assert_array_equal(args["out_v"], want_v)
             np.testing.assert_array_equal(args["out_i"], want_i, err_msg=f"{name}, seed {seed}")
+
+
+SPLIT_GOLDEN = (
+    Path(__file__).parent / "golden" / "lower_thread_allreduce" / "split_consumers.before.tir"
+)
+
+
+def test_an_all_reduce_of_a_split_s_consumers_syncs_them_alone() -> None:
+    """In a warp-specialized split the all-reduce's barriers are the consumers' named barrier:
+    the thread model runs it (a __syncthreads would deadlock: the producers never reach it)
+    and it sums what it should, while the producers copy."""
+    module = parse(SPLIT_GOLDEN.read_text(), name=str(SPLIT_GOLDEN))
+    lowered = IRModule(
+        tuple((n, LowerThreadAllreduce().run_function(f)) for n, f in module.functions)
+    )
+    ops: list[str] = []
+    walk(lowered, lambda n: ops.append(n.op) if isinstance(n, E.Call) else None)
+    assert ops.count("ptx_bar_sync") == 2 and "tvm_storage_sync" not in ops
+    a = np.random.default_rng(5).uniform(-1, 1, (4, 128)).astype(np.float32)
+    b, c = np.zeros(4, np.float32), np.zeros((4, 128), np.float32)
+    run(lowered["main"], {"A": a, "B": b, "C": c}, gpu_model="threads")
+    np.testing.assert_allclose(b, a.sum(axis=1), rtol=1e-5)
+    np.testing.assert_array_equal(c, a)
+
+
+def test_an_all_reduce_among_a_split_s_producers_is_refused() -> None:
+    lines = SPLIT_GOLDEN.read_text().splitlines()
+    branch = lines.index("                        if p >= 1:")
+    copy, reduce = lines[branch + 1], lines[branch + 3 : branch + 7]
+    # the producers (then) all-reduce, the consumers (else) copy
+    lines[branch + 1 : branch + 7] = [*reduce, "                        else:", copy]
+    module = parse("\n".join(lines), name="producers.tir")
+    with pytest.raises(DiagnosticError) as caught:
+        LowerThreadAllreduce().run_function(module["main"])
+    error = caught.value.diagnostics[0]
+    assert "in the producer branch of a warp-specialized split" in error.message
+    assert error.span is not None and error.span.line == branch + 3  # the all-reduce

@@ -8,7 +8,8 @@ producer threads that copy and consumer threads that compute, over a full/empty 
   races and deadlocks are errors), with as many producers as consumers or half as many;
 - the sample plan (samples/gpu/gemm_wgmma_tensorize.mma_ws.plan.json) matches numpy and its
   CUDA C assembles for sm_90a with no spills;
-- every case the pass cannot lower is refused at its line.
+- every case the pass cannot lower is refused at its line; a block barrier the consumers'
+  code has becomes their named barrier (thread-sync).
 The pass's before/after pairs are goldens (golden/inject_warp_specialization).
 """
 
@@ -380,16 +381,17 @@ def test_hopper_calls_are_refused_before_sm90_at_the_loop() -> None:
 GOLDEN = Path(__file__).parent / "golden" / "inject_warp_specialization" / "basic.before.tir"
 
 
-def test_a_consumer_block_barrier_is_refused_at_the_barrier() -> None:
+def test_a_consumer_block_barrier_becomes_the_consumers_named_barrier() -> None:
+    """A __syncthreads before the loop runs in the consumers only: thread-sync makes it
+    bar.sync 1 of the 64 consumers (tests/transform/test_named_barrier_sync.py has more)."""
     text = GOLDEN.read_text()
     marker = "                for k_0 in T.serial(4"
     assert marker in text
     text = text.replace(marker, '                T.tvm_storage_sync("shared")\n' + marker)
-    error = _refused(parse(text), "inject-warp-specialization")
-    diagnostic = error.diagnostics[0]
-    assert "block barrier would run in the consumer threads" in diagnostic.message
-    assert diagnostic.span is not None
-    assert diagnostic.span.line == _line_of(text, "T.tvm_storage_sync")
+    split = split_of(lower_module(parse(text), target="cuda"))
+    assert not calls(split, "tvm_storage_sync")
+    (barrier,) = calls(split, "ptx_bar_sync")
+    assert [E.int_value(arg) for arg in barrier.args] == [1, 64]
 
 
 def test_a_loop_inside_a_condition_is_refused() -> None:
@@ -420,7 +422,7 @@ def test_a_thread_binding_inside_the_kernel_body_is_refused_at_it() -> None:
 
 
 # thread-sync in a warp-specialized split: a consumer that writes shared memory other consumer
-# threads then read would need a barrier that only part of the block reaches
+# threads then read needs a barrier that only the consumers reach: their named barrier
 SPLIT = """
 @T.prim_func
 def main(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
@@ -435,9 +437,8 @@ def main(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
 """
 
 
-def test_thread_sync_refuses_a_barrier_inside_the_split() -> None:
-    error = _refused(parse(SPLIT), "thread-sync")
-    diagnostic = error.diagnostics[0]
-    assert "inside a warp-specialized loop's producer/consumer split" in diagnostic.message
-    assert diagnostic.span is not None
-    assert diagnostic.span.line == _line_of(SPLIT, "B[tx] = S[31 - tx]")
+def test_thread_sync_puts_the_consumers_named_barrier_inside_the_split() -> None:
+    split = split_of(run_passes(parse(SPLIT), "thread-sync"))
+    assert not calls(split, "tvm_storage_sync")
+    (barrier,) = calls(split, "ptx_bar_sync")
+    assert [E.int_value(arg) for arg in barrier.args] == [1, 32]

@@ -6,13 +6,17 @@ iterators into them.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from tirc.analysis.arith import Analyzer
 from tirc.ir.buffer import BufferRegion, Range
-from tirc.ir.expr import BufferLoad, IntImm, PrimExpr
+from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var
 from tirc.ir.functor import Mutator
 from tirc.ir.stmt import BufferStore, For, SBlock
+from tirc.ir.substitute import Substituter
+
+NodeT = TypeVar("NodeT")
 
 
 class _AccessSimplifier(Mutator):
@@ -102,3 +106,58 @@ def _like(extent: PrimExpr, start: PrimExpr) -> PrimExpr:
 
 def _is_unit(dom: Range) -> bool:
     return isinstance(dom.extent, IntImm) and dom.extent.value == 1
+
+
+class _SimplifyingSubstituter(Substituter):
+    def __init__(self, mapping: Mapping[Var, PrimExpr], analyzer: Analyzer):
+        super().__init__(mapping)
+        self.analyzer = analyzer
+
+    def visit(self, node: Any) -> Any:
+        result = super().visit(node)
+        if result is not node and isinstance(result, PrimExpr):
+            return self.analyzer.simplify(result)
+        return result
+
+
+def substitute_simplified(
+    node: NodeT, mapping: Mapping[Var, PrimExpr], analyzer: Analyzer
+) -> NodeT:
+    """`node` with the variables of `mapping` replaced, and every expression that changed
+    simplified by `analyzer` (TVM's blockize substitutes this way, so `(v_o * 8 + v_i) % 8`
+    over v_i in [0, 8) reads `v_i` wherever it occurs, values included)."""
+    if not mapping:
+        return node
+    result: NodeT = _SimplifyingSubstituter(mapping, analyzer).visit(node)
+    return result
+
+
+class _StatementSimplifier(Mutator):
+    """Every expression of a statement simplified, loops and block iterators known to lie in
+    their ranges where they are in scope."""
+
+    def __init__(self, analyzer: Analyzer):
+        self.analyzer = analyzer
+
+    def visit(self, node: Any) -> Any:
+        if isinstance(node, PrimExpr):
+            return self.analyzer.simplify(node)
+        return super().visit(node)
+
+    def visit_For(self, node: For) -> For:
+        self.analyzer.bind(node.loop_var, Range(node.min, node.extent))
+        return self.generic_visit(node)
+
+    def visit_SBlock(self, node: SBlock) -> SBlock:
+        for iter_var in node.iter_vars:
+            if iter_var.dom is not None:
+                self.analyzer.bind(iter_var.var, iter_var.dom)
+        return self.generic_visit(node)
+
+
+def simplify_statement(node: NodeT, analyzer: Analyzer | None = None) -> NodeT:
+    """`node` with every expression simplified (TVM's statement simplifier, which tensorize
+    runs over an intrinsic's description: `Compressed[vi // 8]` over vi in [0, 8) reads
+    `Compressed[0]`)."""
+    result: NodeT = _StatementSimplifier(analyzer or Analyzer()).visit(node)
+    return result

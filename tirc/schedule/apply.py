@@ -11,9 +11,11 @@ import re
 from typing import Any
 
 from tirc.diagnostics import Diagnostic, DiagnosticError, Note, Source
+from tirc.ir.expr import PrimExpr, const
 from tirc.ir.function import IRModule
 from tirc.schedule import primitives
 from tirc.schedule.errors import ScheduleError
+from tirc.schedule.index_map import IndexMap, parse_index_map
 from tirc.schedule.locate import parsed_span, printed_span
 from tirc.schedule.location import LocationMark
 from tirc.schedule.plan import Plan, Ref, Step
@@ -151,7 +153,23 @@ def _resolve(value: Any, env: dict[str, Any], name: str, kind: Kind) -> Any:
         return [_resolve(item, env, name, _element_kind(kind)) for item in value]
     if isinstance(value, dict):
         return {key: _resolve(item, env, name, kind) for key, item in value.items()}
+    if kind is Kind.INDEX_MAP and isinstance(value, str):
+        return _index_map_with_values(value, env)
     return value
+
+
+def _index_map_with_values(text: str, env: dict[str, Any]) -> str | IndexMap:
+    """An index map that names earlier expression outputs (`j // (v4 * v5)`, as TVM's trace
+    writes a map built from sampled factors) read here with their values; any other map stays
+    text for its primitive to read (with the dtype its operand suggests)."""
+    values: dict[str, PrimExpr] = {}
+    for used in dict.fromkeys(re.findall(r"\bv\d+\b", text)):
+        value = env.get(used)
+        if isinstance(value, int) and not isinstance(value, bool):
+            values[used] = const(value)
+        elif isinstance(value, PrimExpr):
+            values[used] = value
+    return parse_index_map(text, names=values) if values else text
 
 
 def _element_kind(kind: Kind) -> Kind:

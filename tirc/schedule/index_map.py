@@ -5,7 +5,7 @@ and inverted (the inverse is what layout primitives substitute into the program)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from tirc.analysis.arith import Analyzer
@@ -227,16 +227,24 @@ def _text(expr: PrimExpr) -> str:
 
 
 def parse_index_map(
-    text: str, *, name: str = "<plan>", dtype_hint: DataType | str | None = None
+    text: str | IndexMap,
+    *,
+    name: str = "<plan>",
+    dtype_hint: DataType | str | None = None,
+    names: Mapping[str, PrimExpr] | None = None,
 ) -> IndexMap:
     """An IndexMap from `T.index_map(lambda ...: ..., inverse_index_map=..., index_dtype=...)`
-    or a bare `lambda ...: ...`.
+    or a bare `lambda ...: ...`; an IndexMap already read (by the plan applier) as it is.
 
     The variables' dtype is `index_dtype` when written; else int64 in the `T.index_map` form
     (TVMScript's default, which is what TVM's traces mean) and `dtype_hint` (default int32)
     for a bare lambda, as TVM's Python API takes the dtype of the block it is applied to.
+    `names` are values the body may use besides the lambda's parameters: a plan's sampled
+    expressions (`j // (v4 * v5)`), which TVM's trace writes by name.
     Raises DiagnosticError located in `text` when it is not an index map.
     """
+    if isinstance(text, IndexMap):
+        return text
     source = Source(name, text)
     module = parse_syntax(source)
     whole = Span(source, 0, len(text))
@@ -245,7 +253,7 @@ def parse_index_map(
     node = module.body[0].value
     if isinstance(node, tree.Lambda):
         hint = dt.parse_dtype(dtype_hint) if isinstance(dtype_hint, str) else dtype_hint
-        return _build(source, node, None, hint or dt.INT32)
+        return _build(source, node, None, hint or dt.INT32, names)
     if not (isinstance(node, tree.Call) and _is_index_map_call(node.func)):
         raise _error(whole, "an index map is T.index_map(lambda ...: ...) or lambda ...: ...")
     if len(node.args) != 1 or not isinstance(node.args[0], tree.Lambda):
@@ -265,7 +273,7 @@ def parse_index_map(
         else:
             message = f"T.index_map takes inverse_index_map= and index_dtype=, not {keyword.name}="
             raise _error(_span(source, keyword), message)
-    return _build(source, node.args[0], inverse, dtype)
+    return _build(source, node.args[0], inverse, dtype, names)
 
 
 def _is_index_map_call(func: tree.Expr) -> bool:
@@ -279,19 +287,23 @@ def _is_index_map_call(func: tree.Expr) -> bool:
 
 
 def _build(
-    source: Source, node: tree.Lambda, inverse: tree.Lambda | None, dtype: DataType
+    source: Source,
+    node: tree.Lambda,
+    inverse: tree.Lambda | None,
+    dtype: DataType,
+    names: Mapping[str, PrimExpr] | None,
 ) -> IndexMap:
-    initial, final = _evaluate_lambda(source, node, dtype)
+    initial, final = _evaluate_lambda(source, node, dtype, names)
     given = None
     if inverse is not None:
-        given = IndexMap(*_evaluate_lambda(source, inverse, dtype))
+        given = IndexMap(*_evaluate_lambda(source, inverse, dtype, names))
         if len(given.initial) != len(final) or len(given.final) != len(initial):
             raise _error(_span(source, inverse), "the inverse does not match the map's arity")
     return IndexMap(initial, final, given)
 
 
 def _evaluate_lambda(
-    source: Source, node: tree.Lambda, dtype: DataType
+    source: Source, node: tree.Lambda, dtype: DataType, names: Mapping[str, PrimExpr] | None
 ) -> tuple[tuple[Var, ...], tuple[PrimExpr, ...]]:
     """The lambda's parameters as fresh variables and its body's values over them."""
     # deferred: start-up time (the parser's builder takes ~150 ms to import, 80% on top of
@@ -303,6 +315,8 @@ def _evaluate_lambda(
 
     params = tuple(Var(param, dtype) for param in node.params)
     scope = Scope(names=global_names()).child()
+    for value_name, value in (names or {}).items():
+        scope.bind(value_name, value)
     for var in params:
         scope.bind(var.name, var)
     builder = Builder(Context(source), scope)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from typing import TypeVar
 
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.functor import Mutator, child_fields
@@ -32,6 +33,15 @@ class _ReplaceChild(Mutator):
         if isinstance(node, (For, SBlock)):
             return node  # another sref's subtree: the child is not inside it
         return super().visit(node)
+
+
+_ParentT = TypeVar("_ParentT", bound=Node)
+
+
+def with_child_replaced(parent: _ParentT, old: Node, new: Node) -> _ParentT:
+    """`parent` (a loop or block) rebuilt with `old`, a loop or block directly below it,
+    swapped for `new` (any statement)."""
+    return _ReplaceChild(old, new).generic_visit(parent)
 
 
 # A block's init is part of the block, not of its scope: loops and blocks inside it (after
@@ -167,7 +177,7 @@ class ScheduleState:
         while parent is not None:
             parent_old = parent.stmt
             assert parent_old is not None
-            parent_new = _ReplaceChild(child_old, child_new).generic_visit(parent_old)
+            parent_new = with_child_replaced(parent_old, child_old, child_new)
             del self.stmt2ref[id(parent_old)]
             parent.stmt = parent_new
             self.stmt2ref[id(parent_new)] = parent

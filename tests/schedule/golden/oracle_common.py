@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import re
 import sys
 from collections.abc import Callable
 
@@ -53,7 +54,10 @@ def tvm_value(value: object) -> object:
     if isinstance(value, list):
         return [tvm_value(item) for item in value]
     if isinstance(value, str) and value.startswith(("T.index_map", "lambda")):
-        return tvm.ir.save_json(eval(value, {"T": T}))  # noqa: S307 - our own golden plans
+        # A map may name the plan's sampled expressions (v4): TVM's trace keeps them as
+        # variables of that name, which its replay binds to the sampled values.
+        names = {name: tvm.tirx.Var(name, "int32") for name in re.findall(r"\bv\d+\b", value)}
+        return tvm.ir.save_json(eval(value, {"T": T, **names}))  # noqa: S307 - our goldens
     return value
 
 

@@ -7,6 +7,7 @@ message. Index maps in plans are TVMScript text; they are evaluated to TVM's Ind
 (TVM's trace reader takes their JSON). Kept free of tirc imports.
 """
 
+import json
 import sys
 
 import groups
@@ -23,7 +24,8 @@ def main() -> None:
         sch = schedule(text)
         error = header(text, "error")
         try:
-            Trace.apply_json_to_schedule([plan, []], sch)
+            decisions = json.loads(header(text, "decisions") or "[]")
+            Trace.apply_json_to_schedule([plan, decisions], sch)
         except Exception as failure:  # noqa: BLE001 - TVM raises several kinds
             lines = [line for line in str(failure).splitlines() if "Error message" in line]
             print(f"{before.relative_to(HERE)}: TVM refuses: {(lines or [str(failure)])[-1][:300]}")

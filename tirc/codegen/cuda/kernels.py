@@ -112,7 +112,44 @@ def kernel_of(name: str, func: PrimFunc) -> Kernel:
     kernel = Kernel(name, body, _launch_dims(func.body), list(func.params), cluster_dims(func))
     check_whole_warps(kernel)
     check_whole_clusters(kernel, function_span(func))
+    check_split_barriers(kernel)
     return kernel
+
+
+def check_split_barriers(kernel: Kernel) -> None:
+    """A located error at a `__syncthreads` inside a warp-specialized split (the attribute
+    `warp_specialize_scope` that inject-warp-specialization puts around its producer and
+    consumer branches): only one branch's threads reach it, so on the GPU the block would
+    hang there. thread-sync gives the consumers a named barrier instead; a pass after it that
+    puts a block barrier in a branch (an all-reduce's) is what this catches."""
+    found: list[tuple[E.Call, S.AttrStmt]] = []
+
+    class _Find(Visitor):
+        split: S.AttrStmt | None = None
+
+        def visit_AttrStmt(self, node: S.AttrStmt) -> None:
+            if node.key != "warp_specialize_scope":
+                self.generic_visit(node)
+                return
+            outer, self.split = self.split, node
+            self.generic_visit(node)
+            self.split = outer
+
+        def visit_Call(self, node: E.Call) -> None:
+            if self.split is not None and node.op == "tvm_storage_sync" and not found:
+                found.append((node, self.split))
+            self.generic_visit(node)
+
+    _Find().visit(kernel.body)
+    if found:
+        call, split = found[0]
+        raise DiagnosticError.at(
+            call.span or split.span,
+            f"{kernel.name} has a __syncthreads (T.tvm_storage_sync) inside a warp-specialized "
+            "split: only one branch's threads reach it, and the block would hang there on the GPU",
+            Note("the split (inject-warp-specialization's)", split.span),
+            Note("its consumers synchronize among themselves with T.ptx_bar_sync(1, count)"),
+        )
 
 
 def check_whole_clusters(kernel: Kernel, where: Span | None) -> None:

@@ -248,9 +248,11 @@ def tma_load(
     raw = tile.tobytes()
     destination, start = _shared_box(copy, len(raw), site, what)
     acquired = frozenset(_acquired(block, thread))
+    # what named barriers had ordered before the issue: other threads' eras
+    known = dict(block.known.get(thread, {})) if block is not None else {}
 
     def land() -> None:
-        _check_unread(copy, start, len(raw), thread, acquired, site)
+        _check_unread(copy, start, len(raw), thread, acquired, known, site)
         for chunk in range(0, len(raw), 16):
             at = start + swizzled_byte(chunk, copy.swizzle)
             destination[at : at + 16] = raw[chunk : chunk + 16]
@@ -382,13 +384,15 @@ def _check_unread(
     nbytes: int,
     issuer: int,
     acquired: frozenset[tuple[int, int, int]],
+    known: dict[int, int],
     site: int,
 ) -> None:
     """A data race when another thread read the bytes a landing copy writes since the last
     barrier, unless that read was released (an arrival after it) to a barrier the issuer had
     waited for before issuing: else the copy may have landed before the read (a read before
     the wait for the copy), or the read may not be over when it lands (a refill that nothing
-    orders after the read). The issuer's own reads are program-ordered."""
+    orders after the read). The issuer's own reads are program-ordered, and so are the reads
+    a named barrier ordered before the issue (`known`, the issuer's BlockContext.known)."""
     tracker = getattr(storage_of(copy.shared), "race", None)
     if tracker is None:
         return
@@ -396,7 +400,8 @@ def _check_unread(
         if not start <= address < start + nbytes:
             continue
         for reader, read_site in readers.items():
-            if reader != issuer and (id(tracker), address, reader) not in acquired:
+            ordered = tracker.read_era(address, reader) < known.get(reader, 0)
+            if reader != issuer and (id(tracker), address, reader) not in acquired and not ordered:
                 describe = tracker.block.describe_thread
                 raise Fault(
                     site,

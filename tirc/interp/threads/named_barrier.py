@@ -1,17 +1,20 @@
 """Named barriers in the thread model (bar.sync / bar.arrive; tirc.ir.named_barrier), exactly
 as the PTX ISA has them.
 
-Barrier `id` of a block counts arrivals: `arrive` adds one and goes on, `sync` adds one and
-waits (a scheduler POLL) until the instance completes, when `count` arrivals have been made;
-the barrier then starts a new instance. Every arrival at one instance must give the same
-count (a mismatch is an error at the arrival). When it completes, the shared memory accesses
-each arriving thread made before its arrival are ordered before what each thread that waited
-there does next (BlockContext.complete_named): those threads no longer race, while the accesses
-of threads that did not take part, or that only arrived, still race as before. A barrier that
-can never complete leaves its waiters stuck: the scheduler reports the deadlock at the wait.
+`bar` is executed by whole warps (its `.aligned` form): a warp's lanes reach it together (a
+warp collective, so the model never splits a warp between two instances), and the warp
+counts as the warp size, 32, whatever lanes it has left. Barrier `id` of a block counts those
+arrivals: an instance completes when they reach its count; `sync` then waits for that (a
+scheduler POLL), `arrive` does not. Every arrival at one instance must give the same count,
+and the lanes of a warp the same id and count (errors at the arrival). When an instance
+completes, the shared memory accesses each arriving thread made before its arrival are
+ordered before what each thread that waited there does next (BlockContext.complete_named):
+those threads no longer race, while the accesses of threads that did not take part, or that
+only arrived, still race as before. A barrier that can never complete leaves its waiters
+stuck: the scheduler reports the deadlock at the wait.
 
     T.ptx_bar_sync(1, 128)    ->  (yield from sync(1, 128, _tid, _block, site))
-    T.ptx_bar_arrive(1, 128)  ->  arrive(1, 128, _tid, _block, site)
+    T.ptx_bar_arrive(1, 128)  ->  (yield from arrive(1, 128, _tid, _block, site))
 """
 
 from __future__ import annotations
@@ -21,27 +24,27 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tirc.interp.fault import Fault
-from tirc.interp.threads.scheduler import POLL, Arrival, BlockContext
+from tirc.interp.semantics.warp import WARP_SIZE
+from tirc.interp.threads.scheduler import POLL, WARP_OP, Arrival, BlockContext, in_thread
 from tirc.ir.named_barrier import id_problem
 
 
 @dataclass
 class NamedBarrier:
-    """One barrier of a block: the instance in progress (its count, the arrivals made, the
-    threads waiting) and how many instances have completed."""
+    """One barrier of a block: the instance in progress (its count, the threads arrived so
+    far, the warp-size arrivals they count as, the threads waiting) and how many instances
+    have completed."""
 
     number: int
     count: int = 0
     site: int = -1  # where the instance's first arrival was
+    arrived: int = 0
     arrivals: list[Arrival] = field(default_factory=list)
     waiters: list[int] = field(default_factory=list)
     completed: int = 0
 
     def describe(self) -> str:
-        return (
-            f"named barrier {self.number}: {len(self.arrivals)} of {self.count} threads have "
-            f"arrived ({len(self.waiters)} waiting)"
-        )
+        return f"named barrier {self.number}: {self.arrived} of {self.count} threads have arrived"
 
 
 def _barrier(number: int, block: BlockContext, site: int, what: str) -> NamedBarrier:
@@ -56,42 +59,64 @@ def _barrier(number: int, block: BlockContext, site: int, what: str) -> NamedBar
     return found
 
 
-def _arrive(
-    barrier: NamedBarrier, count: int, thread: int, block: BlockContext, site: int, waits: bool
-) -> None:
+def _arrive_warp(operands: dict[int, tuple[Any, ...]], site: int) -> dict[int, int]:
+    """The arrival of a warp's lanes (a WARP_OP resolved once they are all there); each lane's
+    reply is the instance it joined. A fault names the warp's first lane."""
+    lanes = sorted(operands)
+    block = operands[lanes[0]][3]
+    try:
+        return _arrive_lanes(operands, lanes, block, site)
+    except Fault as fault:
+        raise in_thread(fault, block, lanes[0]) from None
+
+
+def _arrive_lanes(
+    operands: dict[int, tuple[Any, ...]], lanes: list[int], block: BlockContext, site: int
+) -> dict[int, int]:
+    number, count, waits, _ = operands[lanes[0]]
     what = "T.ptx_bar_sync" if waits else "T.ptx_bar_arrive"
+    if any(operands[lane][:2] != (number, count) for lane in lanes):
+        raise Fault(
+            site,
+            f"{what}: the lanes of a warp give different barrier ids or counts: a warp "
+            "executes the barrier as one (every lane the same id and count)",
+        )
+    barrier = _barrier(number, block, site, what)
     if barrier.arrivals and count != barrier.count:
         raise Fault(
             site,
             f"{what}: named barrier {barrier.number} is counting {barrier.count} threads "
-            f"({len(barrier.arrivals)} have arrived), not {count}: every arrival at one "
-            "barrier must give the same thread count",
+            f"({barrier.arrived} have arrived), not {count}: every arrival at one barrier "
+            "must give the same thread count",
             ((barrier.site, f"an arrival counting {barrier.count} threads"),),
         )
     if not barrier.arrivals:
         barrier.count, barrier.site = count, site
-    barrier.arrivals.append(block.arrive_named(thread))
+    instance = barrier.completed
+    barrier.arrivals += [block.arrive_named(lane) for lane in lanes]
     if waits:
-        barrier.waiters.append(thread)
-    if len(barrier.arrivals) == barrier.count:
+        barrier.waiters += lanes
+    barrier.arrived += WARP_SIZE  # the warp size, whatever lanes the warp has left
+    if barrier.arrived >= barrier.count:
         block.complete_named(barrier.arrivals, barrier.waiters)
-        barrier.arrivals, barrier.waiters = [], []
+        barrier.arrived, barrier.arrivals, barrier.waiters = 0, [], []
         barrier.completed += 1
+    return dict.fromkeys(lanes, instance)
 
 
-def arrive(number: int, count: int, thread: int, block: BlockContext, site: int) -> None:
-    """bar.arrive: an arrival that does not wait."""
-    barrier = _barrier(number, block, site, "T.ptx_bar_arrive")
-    _arrive(barrier, count, thread, block, site, waits=False)
+def arrive(
+    number: int, count: int, thread: int, block: BlockContext, site: int
+) -> Generator[tuple[Any, ...], Any, None]:
+    """bar.arrive: the warp's arrival, without a wait."""
+    yield (WARP_OP, site, _arrive_warp, (number, count, False, block))
 
 
 def sync(
     number: int, count: int, thread: int, block: BlockContext, site: int
-) -> Generator[tuple[Any, ...], None, None]:
-    """bar.sync: an arrival, then a wait until the instance completes (at once when this
-    arrival completes it)."""
+) -> Generator[tuple[Any, ...], Any, None]:
+    """bar.sync: the warp's arrival, then a wait until its instance completes (at once when
+    the warp's arrival completed it)."""
+    instance = yield (WARP_OP, site, _arrive_warp, (number, count, True, block))
     barrier = _barrier(number, block, site, "T.ptx_bar_sync")
-    instance = barrier.completed
-    _arrive(barrier, count, thread, block, site, waits=True)
-    if barrier.completed == instance:
+    if barrier.completed <= instance:
         yield (POLL, site, lambda: barrier.completed > instance, barrier.describe)

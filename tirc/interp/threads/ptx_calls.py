@@ -15,7 +15,7 @@ wait act on the thread's wgmmas in flight the same way (their results land at th
     -> wgmma(shape, (A, 0, lbo, sbo, swizzle, trans), (B, ...), C, 0, 1, _tid, _block, site)
 
 The wgmma fences are no-ops in the thread model. ptx_bar_sync and ptx_bar_arrive are the
-named barriers of tirc.interp.threads.named_barrier (a sync waits: `yield from`).
+named barriers of tirc.interp.threads.named_barrier (warp collectives; a sync then waits).
 """
 
 from __future__ import annotations
@@ -163,14 +163,15 @@ def _setmaxnreg(compiler: Calls, call: Call) -> Code:
 
 
 def _named_barrier(compiler: Calls, call: Call) -> Code:
-    """bar.sync (a wait: `yield from`) or bar.arrive (tirc.interp.threads.named_barrier)."""
+    """bar.sync or bar.arrive, warp collectives (tirc.interp.threads.named_barrier)."""
     _in_kernel(compiler, call, "thread block")
     barrier, count = barrier_operands(call)
     site = compiler.ctx.site(call, call.op)
     function = named_barrier.sync if call.op == SYNC else named_barrier.arrive
     name = compiler.ctx.constant(function, function.__name__)
-    text = f"{name}({compiler.argument(barrier).text}, {count}, _tid, _block, {site})"
-    return Code(f"(yield from {text})" if call.op == SYNC else text)
+    return Code(
+        f"(yield from {name}({compiler.argument(barrier).text}, {count}, _tid, _block, {site}))"
+    )
 
 
 RULES: dict[str, CallRule] = {

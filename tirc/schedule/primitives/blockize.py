@@ -36,7 +36,7 @@ from tirc.ir.functor import uses_var
 from tirc.ir.stmt import For, IterType, IterVar, SBlock, SBlockRealize, SeqStmt, Stmt, seq
 from tirc.ir.structural import expr_key
 from tirc.ir.substitute import substitute
-from tirc.schedule.access_simplify import simplify_accesses
+from tirc.schedule.access_simplify import simplify_accesses, substitute_simplified
 from tirc.schedule.errors import ScheduleError
 from tirc.schedule.primitives import primitive
 from tirc.schedule.rebind import outer_domains
@@ -143,7 +143,7 @@ def build_blockized(
         outer_vars.append(_iter_var(outer_var, outer.extent, iter_var.iter_type))
         outer_values.append(outer.binding)
         if inner.extent == 1:  # all of it is outside: the outer iterator stands for it
-            mapping[var] = outer_var
+            mapping[var] = _whole_outside(outer_var, outer.extent, preserve_unit_iters)
             continue
         inner_var = Var(f"{var.name}_i", dtype)
         inner_vars.append(_iter_var(inner_var, inner.extent, iter_var.iter_type))
@@ -157,13 +157,18 @@ def build_blockized(
     reads = tuple(substitute(region, mapping) for region in block.reads)
     writes = tuple(substitute(region, mapping) for region in block.writes)
     init = None if block.init is None else substitute(block.init, mapping)
+    # the body's expressions simplified over the inner iterators, as TVM's substitution does
+    within = Analyzer()
+    for inner_iter in inner_vars:
+        if inner_iter.dom is not None:
+            within.bind(inner_iter.var, inner_iter.dom)
     inner_block = dataclasses.replace(
         block,
         iter_vars=tuple(inner_vars),
         # A reduction's inner block reads what it accumulates into: its init has moved out.
         reads=writes + reads if init is not None else reads,
         writes=writes,
-        body=substitute(block.body, mapping),
+        body=substitute_simplified(block.body, mapping, within),
         init=None,
         match_buffers=substitute(block.match_buffers, mapping),
     )
@@ -301,7 +306,9 @@ def build_blockized_blocks(
     writes: list[BufferRegion] = []
     for member, division in zip(members, divided, strict=True):
         _check_same_outer(member, division, members[0], first)
-        inner, inner_reads, inner_writes = _inner_block(member, division, outer_vars)
+        inner, inner_reads, inner_writes = _inner_block(
+            member, division, outer_vars, preserve_unit_iters
+        )
         reuse[member.realize.block] = inner.block
         body: Stmt = inner
         for node in reversed(member.loops):
@@ -427,8 +434,18 @@ def _check_same_outer(
         )
 
 
+def _whole_outside(
+    outer_var: Var, outer_extent: PrimExpr | int, preserve_unit_iters: bool
+) -> PrimExpr:
+    """What stands for an iterator that lies wholly outside: its outer iterator, or 0 where
+    that iterator has one value and unit iterators are not preserved (TVM's rule)."""
+    if outer_extent == 1 and not preserve_unit_iters:
+        return IntImm(0, outer_var.dtype)
+    return outer_var
+
+
 def _inner_block(
-    member: _Member, division: Division, outer_vars: list[IterVar]
+    member: _Member, division: Division, outer_vars: list[IterVar], preserve_unit_iters: bool
 ) -> tuple[SBlockRealize, tuple[BufferRegion, ...], tuple[BufferRegion, ...]]:
     """The block over its inner iterators (the outer ones substituted), and its regions
     relaxed over them."""
@@ -441,7 +458,7 @@ def _inner_block(
     ):
         var, dtype = iter_var.var, iter_var.var.dtype
         if inner.extent == 1:
-            mapping[var] = outer_var.var
+            mapping[var] = _whole_outside(outer_var.var, outer.extent, preserve_unit_iters)
             continue
         inner_var = Var(f"{var.name}_i", dtype)
         inner_vars.append(_iter_var(inner_var, inner.extent, iter_var.iter_type))

@@ -5,9 +5,10 @@ The block stores `T.if_then_else(in_bounds, value, pad)`, `in_bounds` a conjunct
 on its iterators. The fill block (`<name>_pad_const`, returned) runs the original loops from
 `loop` down; the in-bound block runs them narrowed to the in-bound box, its iterators shifted
 to start at 0, with a `T.where` for the bounds of loops above `loop` (the in-bound tests
-first, then the block's own predicate). `loop` and the loops below it must hold nothing but
-the next loop down to the block: TVM accepts a loop shared with other blocks and drops them,
-tirc refuses it.
+first, then the block's own predicate). Where a loop below `loop` holds other statements too,
+the fill nest still goes before `loop` and the in-bound nest replaces only the loops under
+the lowest such loop, which keeps its other statements. `loop` itself holding others is
+refused: TVM replaces it whole and drops them.
 
     for i in range(140):                          for i in range(140):  # "block_pad_const"
         y[vi] = T.if_then_else(         →             y[vi] = 0
@@ -36,6 +37,7 @@ from tirc.schedule.schedule import Schedule, describe
 from tirc.schedule.signature import Kind, Param, Signature
 from tirc.schedule.splice import replace_with_sequence
 from tirc.schedule.sref import SRef
+from tirc.schedule.state import with_child_replaced
 from tirc.text import script
 
 Bounds = dict[int, tuple[PrimExpr, PrimExpr]]  # id(iterator) -> [low, high)
@@ -59,14 +61,18 @@ def decompose_padding(sch: Schedule, block: SRef, loop: SRef) -> SRef:
     store, condition, value, pad = _padding_parts(node, block)
     bounds = _in_bounds(condition, node, block)
     inner = loops[loops.index(loop) :]
-    _check_nest(inner, block)
+    in_place = _in_bound_top(inner, block)
     realize = realize_of(block)
     outer = Analyzer()
     for sref in loops[: loops.index(loop)]:
         outer.bind(sref.loop.loop_var, Range(sref.loop.min, sref.loop.extent))
     fill = _fill_nest(inner, realize, node, store, pad, outer)
-    in_bound, in_block = _in_bound_nest(inner, realize, node, store, value, bounds, outer)
-    replace_with_sequence(state, loop, (fill, in_bound), {node: in_block})
+    for sref in inner[: inner.index(in_place)]:
+        outer.bind(sref.loop.loop_var, Range(sref.loop.min, sref.loop.extent))
+    in_inner = inner[inner.index(in_place) :]
+    in_bound, in_block = _in_bound_nest(in_inner, realize, node, store, value, bounds, outer)
+    rebuilt = _rebuilt(in_place, loop, in_bound)
+    replace_with_sequence(state, loop, (fill, rebuilt), {node: in_block})
     return state.get_sref(_innermost_block(fill))
 
 
@@ -143,14 +149,42 @@ def _in_bounds(condition: PrimExpr, node: SBlock, block: SRef) -> Bounds:
     return {key: (analyzer.simplify(lo), analyzer.simplify(hi)) for key, (lo, hi) in bounds.items()}
 
 
-def _check_nest(inner: list[SRef], block: SRef) -> None:
-    for sref in inner:
+def _in_bound_top(inner: list[SRef], block: SRef) -> SRef:
+    """Where the in-bound nest goes (TVM's rule): `loop` itself when no loop below it holds
+    anything but the next loop down to the block; else the highest loop under the lowest
+    one that holds more, whose other statements stay. `loop` holding more than that chain
+    is refused: TVM would replace it whole, dropping the other statements."""
+    top: SRef | None = None
+    for sref in reversed(inner):
         if not isinstance(sref.loop.body, (For, SBlockRealize)):
-            raise ScheduleError(
-                f"{describe(sref)} holds more than the loops and block below it: "
-                f"{describe(block)} must be alone under the loop",
-                sref,
-            )
+            if sref is inner[0]:
+                break  # the chain below is alone, `loop` is not: refused below
+            if top is None:
+                raise ScheduleError(
+                    f"{describe(sref)} holds more than {describe(block)}: the block must be "
+                    "alone under its innermost loop",
+                    sref,
+                    block,
+                )
+            return top
+        top = sref
+    if top is not inner[0]:
+        raise ScheduleError(
+            f"{describe(inner[0])} holds more than the loops and block below it: "
+            f"{describe(block)} must be alone under the loop",
+            inner[0],
+        )
+    return top
+
+
+def _rebuilt(in_place: SRef, loop: SRef, in_bound: Stmt) -> Stmt:
+    """`loop`'s statement with the subtree at `in_place` (`loop` or a loop below) replaced."""
+    new, current = in_bound, in_place
+    while current is not loop:
+        parent = current.parent
+        assert parent is not None and parent.is_loop  # the loops between are one chain
+        new, current = with_child_replaced(parent.loop, current.loop, new), parent
+    return new
 
 
 def _fresh_loops(inner: list[SRef]) -> tuple[list[For], dict[Var, PrimExpr]]:

@@ -107,8 +107,22 @@ def get_consumers(sch: Schedule, block: SRef) -> list[SRef]:
     )
 )
 def get_output_blocks(sch: Schedule, scope_block: SRef) -> list[SRef]:
-    """Blocks of the scope that write a buffer of the function's parameters."""
+    """Every block below the scope block, nested ones too, in program order, that writes a
+    buffer its own scope block does not allocate (TVM's output blocks)."""
     state = sch.state_owning(scope_block)
-    params = {id(buffer) for _, buffer in state.func.buffer_map}
-    scope = state.scope(scope_block)
-    return [b for b in scope.blocks if any(id(w.buffer) in params for w in b.block.writes)]
+    found: list[SRef] = []
+    pending = list(reversed(children(scope_block.stmt)))
+    while pending:
+        node = pending.pop()
+        if isinstance(node, SBlock):
+            block = state.get_sref(node)
+            scope_root = block.enclosing_block()
+            if scope_root is not None and _writes_outside(block, scope_root):
+                found.append(block)
+        pending.extend(reversed(children(node)))
+    return found
+
+
+def _writes_outside(block: SRef, scope_root: SRef) -> bool:
+    allocated = {id(buffer) for buffer in scope_root.block.alloc_buffers}
+    return any(id(region.buffer) not in allocated for region in block.block.writes)

@@ -22,6 +22,7 @@ from tirc.ir.dtype import DataType
 from tirc.ir.expr import Cast, IntImm, PrimExpr
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.stmt import SBlock, SBlockRealize
+from tirc.schedule.access_simplify import simplify_statement
 from tirc.schedule.errors import ScheduleError
 from tirc.schedule.intrinsic_match import IntrinsicMismatch, Match, match_intrinsic
 from tirc.schedule.intrinsics import TensorIntrin, builtin_intrinsics, lookup
@@ -54,7 +55,7 @@ def tensorize(sch: Schedule, target: SRef, intrin: str, preserve_unit_iters: boo
         reuse: dict[SBlock, SBlock] = {}
     else:
         realize, reuse = build_blockized(state, target, bool(preserve_unit_iters))
-    desc, impl = _fresh(intrinsic.desc), _fresh(intrinsic.impl)
+    desc, impl = simplify_statement(_fresh(intrinsic.desc)), _fresh(intrinsic.impl)
     if len(desc.params) != len(impl.params):
         raise ScheduleError(
             f"intrinsic {intrin} is malformed: its description takes {len(desc.params)} "

@@ -3,13 +3,17 @@ each one, so that the wgmmas of its iterations overlap; the proxy fence and the 
 start each iteration are done once, before it. (cuda_wgmma.tir's intrinsics fence, sync,
 issue, commit and wait at every call: right for one call, serial for a loop of them.)
 
-A statement is wgmma-only when it is a T.ptx_fence_proxy_async, T.tvm_storage_sync("shared"),
-T.ptx_wgmma_fence, T.ptx_wgmma or T.ptx_wgmma_commit_group, a binding of a value that reads no
-memory (common-subexpr-elim's), or a serial loop or sequence of such. Wgmma-only statements
-write no memory and read none but through the wgmmas, whose reads end at a wait; their
-accumulators chain in issue order when the wgmmas share a shape (the PTX ISA's rule, and the
-interpreter's), so a later wgmma does not need an earlier one waited for. Hence, in a
-function whose wgmmas all have one shape (others are left as they are), innermost loops first:
+A statement is wgmma-only when it is a T.ptx_fence_proxy_async, a barrier
+(T.tvm_storage_sync("shared"), or T.ptx_bar_sync(id, count): the named barrier thread-sync
+gives a warp-specialized split's consumers, their `__syncthreads`), T.ptx_wgmma_fence,
+T.ptx_wgmma or T.ptx_wgmma_commit_group, a binding of a value that reads no memory
+(common-subexpr-elim's), or a serial loop or sequence of such. Where a barrier is put back
+or merged, it is the one the statements had, and only barriers of the same threads merge.
+Wgmma-only statements write no memory and read none but through the wgmmas, whose reads end
+at a wait; their accumulators chain in issue order when the wgmmas share a shape (the PTX
+ISA's rule, and the interpreter's), so a later wgmma does not need an earlier one waited
+for. Hence, in a function whose wgmmas all have one shape (others are left as they are),
+innermost loops first:
 
 - a serial loop whose body is wgmma-only statements and then T.ptx_wgmma_wait_group(0) waits
   once, after it. Each iteration's barrier ordered the reads of the wgmmas waited for before
@@ -50,10 +54,11 @@ from tirc.ir import stmt as S
 from tirc.ir.function import PrimFunc
 from tirc.ir.functor import Mutator, walk
 from tirc.ir.intrinsics import Effect
+from tirc.ir.named_barrier import SYNC as NAMED_SYNC
 from tirc.transform.pass_base import Dialect, FunctionPass
-from tirc.transform.passes.thread_sync import SYNC
 
-_BARRIERS = ("ptx_fence_proxy_async", "tvm_storage_sync")  # a fence, then a barrier: writes seen
+# a fence, then a barrier: writes seen
+_BARRIERS = ("ptx_fence_proxy_async", "tvm_storage_sync", NAMED_SYNC)
 _ISSUE = ("ptx_wgmma_fence", "ptx_wgmma", "ptx_wgmma_commit_group")
 _LOOPS = (S.ForKind.SERIAL, S.ForKind.UNROLLED)
 _POINTERS = ("tvm_access_ptr", "type_annotation")  # the wgmma's operands, read by the wgmma
@@ -72,12 +77,27 @@ def _is_barrier(stmt: S.Stmt) -> bool:
     if call.op == "tvm_storage_sync":
         scope = call.args[0] if call.args else None
         return isinstance(scope, E.StringImm) and scope.value == "shared"
+    if call.op == NAMED_SYNC:
+        return all(isinstance(arg, E.IntImm) for arg in call.args)
     return True
 
 
 def _is_sync(stmt: S.Stmt) -> bool:
     call = _call(stmt)
-    return call is not None and call.op == "tvm_storage_sync" and _is_barrier(stmt)
+    return call is not None and call.op != "ptx_fence_proxy_async" and _is_barrier(stmt)
+
+
+def _same_barrier(a: S.Stmt, b: S.Stmt) -> bool:
+    """Two barriers that synchronize the same threads (the block, or one named barrier)."""
+    first, second = _call(a), _call(b)
+    assert first is not None and second is not None
+    if first.op != second.op:
+        return False
+    return all(
+        E.is_const_int(x, y.value)
+        for x, y in zip(first.args, second.args, strict=True)
+        if isinstance(y, E.IntImm)
+    )
 
 
 def _is_wait_all(stmt: S.Stmt) -> bool:
@@ -141,7 +161,8 @@ def _defer(loop: S.For) -> S.Stmt:
     issued, wait = _statements(found[0]), found[1]
     # each iteration's barrier ordered the reads of the wgmmas before it, waited for, before
     # what comes after the loop: now that they are waited for after the loop, one barrier there
-    after = [wait, SYNC] if _has_sync(found[0]) else [wait]
+    barrier = _sync_in(found[0])
+    after = [wait] if barrier is None else [wait, barrier]
     hoisted: list[S.Stmt] = []
     if isinstance(loop.extent, E.IntImm) and loop.extent.value > 0:
         while len(issued) > 1 and _is_barrier(issued[0]):
@@ -149,10 +170,16 @@ def _defer(loop: S.For) -> S.Stmt:
     return S.seq(*hoisted, dataclasses.replace(loop, body=S.seq(*issued)), *after)
 
 
-def _has_sync(stmt: S.Stmt) -> bool:
-    calls: list[E.Call] = []
-    walk(stmt, lambda n: calls.append(n) if isinstance(n, E.Call) else None)
-    return any(call.op == "tvm_storage_sync" for call in calls)
+def _sync_in(stmt: S.Stmt) -> S.Stmt | None:
+    """The first barrier in `stmt` (the one its wgmmas' threads synchronize with), if any."""
+    found: list[S.Stmt] = []
+
+    def visit(node: object) -> None:
+        if not found and isinstance(node, S.Evaluate) and _is_sync(node):
+            found.append(node)
+
+    walk(stmt, visit)
+    return found[0] if found else None
 
 
 def _pop_wait(stmt: S.Stmt) -> tuple[S.Stmt | None, S.Stmt] | None:
@@ -194,16 +221,19 @@ def _merge(run: list[S.Stmt]) -> list[S.Stmt]:
     waits = [i for i, stmt in enumerate(run) if _is_wait_all(stmt)]
     stmts = list(run)
     if len(waits) > 1:
-        due = any(_has_sync(stmt) for stmt in run[waits[0] + 1 : waits[-1]])
+        due = next((b for b in map(_sync_in, run[waits[0] + 1 : waits[-1]]) if b is not None), None)
         last = run[waits[-1]]
         stmts = [stmt for stmt in run if not _is_wait_all(stmt) or stmt is last]
         index = stmts.index(last) + 1
-        if due and not (index < len(stmts) and _is_sync(stmts[index])):
-            stmts.insert(index, SYNC)
+        if due is not None and not (
+            index < len(stmts) and _is_sync(stmts[index]) and _same_barrier(stmts[index], due)
+        ):
+            stmts.insert(index, due)
     # a barrier with only fences between it and the next barrier: the next one does its work
     stmts = [stmt for i, stmt in enumerate(stmts) if not _has_later_barrier(stmts, i)]
     kept: list[S.Stmt] = []
-    fenced = ordered = False
+    fenced = False
+    ordered: S.Stmt | None = None  # the barrier that, after a fence, ordered every write
     for stmt in stmts:
         call = _call(stmt)
         if call is not None and call.op == "ptx_fence_proxy_async":
@@ -211,11 +241,11 @@ def _merge(run: list[S.Stmt]) -> list[S.Stmt]:
                 continue  # no write since the first fence
             fenced = True
         elif _is_sync(stmt):
-            if ordered:
-                continue  # a fence and a barrier since the last wait have done its work
-            ordered = fenced
+            if ordered is not None and _same_barrier(stmt, ordered):
+                continue  # a fence and this barrier since the last wait have done its work
+            ordered = stmt if fenced else None
         elif _is_wait_all(stmt):
-            ordered = False
+            ordered = None
         kept.append(stmt)
     return kept
 
@@ -226,7 +256,7 @@ def _has_later_barrier(stmts: list[S.Stmt], index: int) -> bool:
         return False
     for stmt in stmts[index + 1 :]:
         if _is_sync(stmt):
-            return True
+            return _same_barrier(stmt, stmts[index])
         if not _is_barrier(stmt):  # a fence is one too; anything else ends the search
             return False
     return False

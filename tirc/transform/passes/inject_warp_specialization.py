@@ -52,16 +52,17 @@ versions inject-software-pipeline would give the buffers the copies fill):
   P and T multiples of 128; sm_90a) the producer starts with `setmaxnreg.dec` and the
   consumers with `setmaxnreg.inc`.
 
-The split is wrapped in `T.attr(0, "warp_specialize_scope", P)`: thread-sync may not put a
-`__syncthreads` inside it (the branches diverge; the mbarriers order the ring) and refuses a
-program that would need one there. Refused, at the loop or the offending statement: a loop
+The split is wrapped in `T.attr(0, "warp_specialize_scope", P)`, the consumers' branch its
+`else`: thread-sync puts no `__syncthreads` inside it (the branches diverge; the mbarriers
+order the ring); a barrier the consumers need among themselves, theirs or one the consumers'
+code already had (a tensor intrinsic's), becomes the named barrier `bar.sync 1, T`, and one
+the producer would need is refused. Refused, at the loop or the offending statement: a loop
 not pipelined, not serial, inside another loop or condition of the kernel, or outside thread
 bindings; asynchronous stages other than stage 0, or with `software_pipeline_tma` (0 or 1); a
 stage-0 statement that is not a copy from global into shared memory; a consumer that writes
 what the copies fill, or a copy that reads what the consumers write; thread extents that are
-not constants, or that P does not divide as above; a block barrier anywhere in the consumers'
-code. Architectures before sm_90 are refused by the backends at the first mbarrier call,
-located at the loop.
+not constants, or that P does not divide as above. Architectures before sm_90 are refused by
+the backends at the first mbarrier call, located at the loop.
 
     for ty in T.thread_binding(4, "threadIdx.y"):        for ty in T.thread_binding(8, ...):
       for tx in T.thread_binding(32, "threadIdx.x"):       for tx in ...:
@@ -187,23 +188,6 @@ class _CopyCheck(Visitor):
         intrinsic = lookup(node.op)
         if intrinsic is None or intrinsic.effect is not Effect.PURE:
             self.refuse(node, f"calls T.{node.op}")
-        self.generic_visit(node)
-
-
-class _BarrierCheck(Visitor):
-    """The consumers' code may hold no block barrier: the producer never reaches it."""
-
-    def __init__(self, loop: S.For) -> None:
-        self.loop = loop
-
-    def visit_Call(self, node: E.Call) -> None:
-        if node.op == "tvm_storage_sync":
-            raise DiagnosticError.at(
-                node.span or self.loop.span,
-                "this block barrier would run in the consumer threads of a warp-specialized "
-                "loop only, where the producer threads never reach it",
-                Note("the warp-specialized loop", self.loop.span),
-            )
         self.generic_visit(node)
 
 
@@ -457,7 +441,6 @@ def _specialize(
                 "this consumer statement reads what a later copy of the same iteration writes",
                 Note("the copy", stmts[early[0]].span),
             )
-    _BarrierCheck(loop).visit(body)
     _check_free_vars(body, loop, [stmts[i] for i in producer])
 
     # the buffers the copies fill, allocated in the loop's blocks or around it

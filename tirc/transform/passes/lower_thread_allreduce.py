@@ -30,6 +30,11 @@ not a power of two, a step skips windows that would start past n.
     red_buf0[0] = red_buf0[0] + t0[0]                       (and 2, 4, 8, 16)
     red_buf0[0] = T.tvm_warp_shuffle(mask[0], red_buf0[0], 0, 32, 32)
 
+Inside a warp-specialized split (`warp_specialize_scope`, inject-warp-specialization's), an
+all-reduce of the consumers' branch synchronizes with their named barrier (thread-sync's
+`T.ptx_bar_sync(1, consumers)`) where it would use `__syncthreads`, which the producers never
+reach; one of the producers' branch that needs a barrier is refused, located.
+
 A step's results are stored in order; when a later result reads a value an earlier store
 changed, all are bound to `T.let`s first. When the output's memory also holds other values
 (storage rewrite shares it), the result is copied into it instead.
@@ -42,7 +47,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import cast
 
-from tirc.diagnostics import DiagnosticError
+from tirc.diagnostics import DiagnosticError, Note
 from tirc.ir import dtype as dt
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
@@ -51,6 +56,7 @@ from tirc.ir.function import PrimFunc
 from tirc.ir.functor import Mutator, walk
 from tirc.ir.substitute import substitute
 from tirc.transform.pass_base import Dialect, FunctionPass
+from tirc.transform.passes.thread_sync import named_sync, split_consumers
 
 WARP_SIZE = 32
 _TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
@@ -338,14 +344,20 @@ class _Lowering(Mutator):
         self.current: dict[Buffer, tuple[Buffer, E.PrimExpr]] = {}
         self.results: dict[Buffer, list[Buffer]] = {}
         self.reducers: list[E.CommReducer] = []  # of the reduce_scope attributes around
+        self.extents: dict[str, E.PrimExpr] = {}  # the kernel's threadIdx extents
+        # in a warp-specialized split's branch: the barrier its all-reduces use instead of
+        # __syncthreads (the consumers' named barrier), or the split, for the producers' branch
+        self.split_barrier: _ConsumersBarrier | S.AttrStmt | None = None
 
     def visit_AttrStmt(self, stmt: S.AttrStmt) -> S.Stmt:
         node = stmt.node
         if stmt.key == "thread_extent" and isinstance(node, S.IterVar) and node.thread_tag in _TAGS:
             extent = stmt.value
             saved = self.launched.get(node.thread_tag)
+            saved_extent = self.extents.get(node.thread_tag)
             if isinstance(extent, E.IntImm):
                 self.launched[node.thread_tag] = (node.var, extent.value)
+            self.extents[node.thread_tag] = extent
             try:
                 return self.generic_visit(stmt)
             finally:
@@ -353,6 +365,12 @@ class _Lowering(Mutator):
                     self.launched.pop(node.thread_tag, None)
                 else:
                     self.launched[node.thread_tag] = saved
+                if saved_extent is None:
+                    self.extents.pop(node.thread_tag, None)
+                else:
+                    self.extents[node.thread_tag] = saved_extent
+        if stmt.key == SPLIT:
+            return self.split(stmt)
         if stmt.key == "reduce_scope" and isinstance(node, E.CommReducer):
             # the call may sit below `T.let`s of its arguments (common-subexpr-elim binds
             # an index two values share inside the scope)
@@ -363,10 +381,33 @@ class _Lowering(Mutator):
                 self.reducers.pop()
         return self.generic_visit(stmt)
 
+    def split(self, stmt: S.AttrStmt) -> S.Stmt:
+        """A warp-specialized split: `if <producers>: ... else: <consumers>` last in its
+        body; each branch's all-reduces synchronize their own threads (see the module)."""
+        stmts = list(stmt.body.stmts) if isinstance(stmt.body, S.SeqStmt) else [stmt.body]
+        branches = stmts[-1]
+        if not isinstance(branches, S.IfThenElse) or branches.else_case is None:
+            return self.generic_visit(stmt)
+        outer = self.split_barrier
+        try:
+            self.split_barrier = stmt
+            then = self.visit(branches.then_case)
+            self.split_barrier = _ConsumersBarrier(stmt, self.extents)
+            otherwise = self.visit(branches.else_case)
+        finally:
+            self.split_barrier = outer
+        if then is branches.then_case and otherwise is branches.else_case:
+            return stmt
+        changed = dataclasses.replace(branches, then_case=then, else_case=otherwise)
+        return dataclasses.replace(stmt, body=S.seq(*stmts[:-1], changed))
+
     def visit_Evaluate(self, stmt: S.Evaluate) -> S.Stmt:
         call = stmt.value
         if isinstance(call, E.Call) and call.op == "tvm_thread_allreduce" and self.reducers:
-            return self.lower(self.reducers[-1], call)
+            lowered = self.lower(self.reducers[-1], call)
+            if self.split_barrier is None:
+                return lowered
+            return _BranchBarriers(self.split_barrier, call).visit(lowered)
         return self.generic_visit(stmt)
 
     def visit_SeqStmt(self, stmt: S.SeqStmt) -> S.Stmt:
@@ -449,6 +490,45 @@ class _Lowering(Mutator):
         load = self.generic_visit(load)
         found = self.current.get(load.buffer)
         return load if found is None else E.BufferLoad(found[0], (found[1],), span=load.span)
+
+
+SPLIT = "warp_specialize_scope"
+
+
+@dataclass
+class _ConsumersBarrier:
+    """The consumers' branch of a split: their named barrier, computed when first needed
+    (computing it may fail: extents not constants, consumers not whole warps)."""
+
+    split: S.AttrStmt
+    extents: dict[str, E.PrimExpr]
+
+    def barrier(self) -> S.Stmt:
+        return named_sync(split_consumers(self.split, dict(self.extents)), self.split.span)
+
+
+class _BranchBarriers(Mutator):
+    """An all-reduce lowered in a split's branch: its __syncthreads become the consumers'
+    named barrier, or, in the producers' branch, a located error."""
+
+    def __init__(self, where: S.AttrStmt | _ConsumersBarrier, call: E.Call):
+        self.where = where
+        self.call = call
+
+    def visit_Evaluate(self, stmt: S.Evaluate) -> S.Stmt:
+        value = stmt.value
+        if not (isinstance(value, E.Call) and value.op == "tvm_storage_sync"):
+            return stmt
+        if isinstance(self.where, _ConsumersBarrier):
+            return self.where.barrier()
+        assert isinstance(self.where, S.AttrStmt)
+        raise DiagnosticError.at(
+            self.call.span,
+            "this all-reduce, in the producer branch of a warp-specialized split, needs a "
+            "barrier among the producers, which tirc does not give them (__syncthreads would "
+            "wait for the consumers, which never reach it)",
+            Note("the split", self.where.span),
+        )
 
 
 def _replaceable(body: S.Stmt) -> set[Buffer]:

@@ -17,28 +17,45 @@ they are issued (other threads must have read the old values first) and again at
 after them, until a wait for all groups (`n == 0`). Barriers go inside the async attributes,
 as TVM puts them: the one a read needs after the wait, `wait_group(n); __syncthreads(); read`.
 
-Inside a warp-specialized split (`T.attr(0, "warp_specialize_scope", P)`, made by
-inject-warp-specialization) the producer and consumer branches diverge and the mbarrier ring
-orders the pipeline's buffers: a statement there that would still need a barrier is refused,
-located, instead of getting a `__syncthreads` only part of the block reaches.
+Inside a warp-specialized split (`T.attr(0, "warp_specialize_scope", P)` around
+`if <producer>: ... else: <consumers>`, made by inject-warp-specialization) the branches
+diverge and the mbarrier ring orders the pipeline's buffers, so no `__syncthreads` goes there:
+a barrier the consumers need among themselves is the named barrier `T.ptx_bar_sync(1, C)` (C:
+the block's threads but the P producers, constant extents), and so is each
+`T.tvm_storage_sync("shared")` the consumers' code already had (a tensor intrinsic's). A
+statement of the producer branch that would need a barrier, or a block barrier there, is
+refused, located, as is a split whose consumers are not whole warps, or the program's own use
+of barrier 1 in a split other than as the consumers' barrier.
 
     with T.launch_thread("threadIdx.x", 32) as tx:           ... as tx:
         S[tx] = A[tx]                                 ->          S[tx] = A[tx]
         B[tx] = S[31 - tx]                                        T.tvm_storage_sync("shared")
                                                                   B[tx] = S[31 - tx]
+
+    with T.attr(0, "warp_specialize_scope", 128):            with T.attr(...):
+        if threadIdx_y >= 1:                                      if threadIdx_y >= 1:
+            ...                                       ->              ...
+        else:                                                     else:
+            S[tx] = A[tx]                                             S[tx] = A[tx]
+            B[tx] = S[127 - tx]                                       T.ptx_bar_sync(1, 128)
+                                                                      B[tx] = S[127 - tx]
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from tirc.diagnostics import DiagnosticError, Note
+from tirc.diagnostics import DiagnosticError, Note, Span
 from tirc.ir import dtype as dt
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
 from tirc.ir.function import PrimFunc
-from tirc.ir.functor import Mutator, Visitor
+from tirc.ir.functor import Mutator, Visitor, walk
+from tirc.ir.named_barrier import OPS as NAMED_BARRIERS
+from tirc.ir.named_barrier import SYNC as NAMED_SYNC
+from tirc.ir.named_barrier import WARP
 from tirc.ir.tma import tma_load
 from tirc.transform.pass_base import Dialect, FunctionPass
 from tirc.transform.passes.inject_software_pipeline import (
@@ -50,6 +67,8 @@ from tirc.transform.passes.inject_software_pipeline import (
 from tirc.transform.passes.inject_warp_specialization import SCOPE as WARP_SPECIALIZE_SCOPE
 
 SHARED_SCOPES = ("shared", "shared.dyn")
+CONSUMER_BARRIER = 1  # the named barrier of a warp-specialized split's consumers
+_THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 ASYNC_KEYS = (ASYNC_SCOPE, COMMIT_QUEUE_SCOPE, WAIT_QUEUE_SCOPE, WAIT_INFLIGHT_COUNT)
 # spelled as the parser completes `T.tvm_storage_sync("shared")`
 SYNC = S.Evaluate(
@@ -114,7 +133,7 @@ class _Collector(Visitor):
         self.generic_visit(node)
 
     def visit_Call(self, node: E.Call) -> None:
-        if node.op == "tvm_storage_sync":
+        if node.op == "tvm_storage_sync" or node.op in NAMED_BARRIERS:
             self.synced = True
         elif node.op == "tvm_access_ptr" and isinstance(node.args[1], E.Var):
             mask = node.args[4]
@@ -185,6 +204,65 @@ def _is_async_scope(stmt: S.Stmt) -> bool:
     return isinstance(stmt, S.AttrStmt) and stmt.key in ASYNC_KEYS
 
 
+def _block_sync(stmt: S.Stmt) -> E.Call | None:
+    """The call of a `T.tvm_storage_sync("shared")` statement (a block barrier), or None."""
+    if not isinstance(stmt, S.Evaluate) or not isinstance(stmt.value, E.Call):
+        return None
+    call = stmt.value
+    scope = call.args[0] if call.args else None
+    shared = isinstance(scope, E.StringImm) and scope.value in SHARED_SCOPES
+    return call if call.op == "tvm_storage_sync" and shared else None
+
+
+def split_consumers(node: S.AttrStmt, extents: Mapping[str, E.PrimExpr]) -> int:
+    """The consumer threads of a warp-specialized split (`node`, its attribute) in a kernel
+    whose threadIdx extents are `extents`: the block's threads but its producers; a located
+    error where they cannot have a named barrier (not constants, not whole warps)."""
+    total = 1
+    for tag, extent in extents.items():
+        if not isinstance(extent, E.IntImm):
+            raise DiagnosticError.at(
+                node.span,
+                f"a warp-specialized split needs constant thread extents for its consumers' "
+                f"named barrier: {tag} is not",
+            )
+        total *= extent.value
+    if not isinstance(node.value, E.IntImm):
+        raise DiagnosticError.at(
+            node.span, "a warp-specialized split's producer count must be a constant"
+        )
+    producers = node.value.value
+    consumers = total - producers
+    if producers < 0 or consumers <= 0 or consumers % WARP:
+        raise DiagnosticError.at(
+            node.span,
+            f"the consumers of a warp-specialized split ({total} threads but "
+            f"{producers} producers) must be whole warps for their named barrier",
+        )
+    return consumers
+
+
+def named_sync(count: int, span: Span | None = None) -> S.Evaluate:
+    """`T.ptx_bar_sync(1, count)`: the consumers' barrier in a warp-specialized split."""
+    args = (E.IntImm(CONSUMER_BARRIER, dt.INT32), E.IntImm(count, dt.INT32))
+    return S.Evaluate(E.Call(dt.VOID, NAMED_SYNC, args, span=span), span=span)
+
+
+@dataclass
+class _Split:
+    """The warp-specialized split we are in: its attribute, and the barrier its branch
+    being planned takes (None in the producer's, which may need none; in the consumers',
+    None with `problem`, why they cannot have one, raised only if they need it)."""
+
+    attr: S.AttrStmt
+    barrier: S.Evaluate | None
+    problem: DiagnosticError | None = None
+
+    def refuse(self) -> None:
+        if self.problem is not None:
+            raise self.problem
+
+
 class _Planner(Mutator):
     """Rewrites statement lists inside kernels, threading through them the shared accesses
     made since the last barrier."""
@@ -193,17 +271,18 @@ class _Planner(Mutator):
         self.state = _Accesses()
         self.in_kernel = False
         self.in_async = False
-        self.split: S.AttrStmt | None = None  # the warp-specialized split we are in
+        self.split: _Split | None = None
+        self.extents: dict[str, E.PrimExpr] = {}  # the kernel's threadIdx extents
 
     def visit_AttrStmt(self, node: S.AttrStmt) -> S.Stmt:
         if node.key == WARP_SPECIALIZE_SCOPE and self.in_kernel:
-            outer, self.split = self.split, node
-            body = self.body(node.body)
-            self.split = outer
-            return node if body is node.body else dataclasses.replace(node, body=body)
+            return self.split_body(node)
         entering = node.key == "thread_extent" and not self.in_kernel
         if entering:
-            self.in_kernel, self.state = True, _Accesses()
+            self.in_kernel, self.state, self.extents = True, _Accesses(), {}
+        if node.key == "thread_extent" and isinstance(node.node, S.IterVar):
+            if node.node.thread_tag in _THREAD_TAGS:
+                self.extents[node.node.thread_tag] = node.value
         if node.key == WAIT_INFLIGHT_COUNT and self.in_kernel:
             self.state = self.state.after_wait(node.value)
         was_async = self.in_async
@@ -217,6 +296,60 @@ class _Planner(Mutator):
     def visit_SeqStmt(self, node: S.SeqStmt) -> S.Stmt:
         return self.body(node)
 
+    def split_body(self, node: S.AttrStmt) -> S.Stmt:
+        """A warp-specialized split: the producer branch (`then`) planned with no barrier
+        to put, the consumers' (`else`) with their named barrier. common-subexpr-elim may
+        have bound values before the branches."""
+        outer = self.split
+        stmts = list(node.body.stmts) if isinstance(node.body, S.SeqStmt) else [node.body]
+        branches = stmts[-1]
+        if (
+            not isinstance(branches, S.IfThenElse)
+            or branches.else_case is None
+            or not all(isinstance(stmt, S.Bind) for stmt in stmts[:-1])
+        ):
+            self.split = _Split(node, None)
+            body = self.body(node.body)
+        else:
+            barrier: S.Evaluate | None = None
+            problem: DiagnosticError | None = None
+            try:
+                consumers = self.consumers(node)
+                _check_barrier_one(branches, consumers, node)
+                barrier = named_sync(consumers, node.span)
+            except DiagnosticError as error:
+                problem = error
+            before = self.state
+            self.split = _Split(node, None)
+            then = self.body(branches.then_case)
+            after_then, self.state = self.state, before
+            self.split = _Split(node, barrier, problem)
+            otherwise = self.body(branches.else_case)
+            self.state = after_then.merged(self.state)
+            body = node.body
+            if then is not branches.then_case or otherwise is not branches.else_case:
+                changed = dataclasses.replace(branches, then_case=then, else_case=otherwise)
+                body = S.seq(*stmts[:-1], changed)
+        self.split = outer
+        return node if body is node.body else dataclasses.replace(node, body=body)
+
+    def consumers(self, node: S.AttrStmt) -> int:
+        return split_consumers(node, self.extents)
+
+    def block_sync(self, child: S.Stmt, call: E.Call) -> S.Stmt:
+        """A block barrier of the program inside a split: the consumers' named barrier, or
+        an error in the producer branch."""
+        assert self.split is not None
+        self.split.refuse()
+        if self.split.barrier is None:
+            raise DiagnosticError.at(
+                call.span or child.span or self.split.attr.span,
+                "this block barrier is in the producer branch of a warp-specialized split, "
+                "which the consumer threads never reach",
+                Note("the split", self.split.attr.span),
+            )
+        return dataclasses.replace(self.split.barrier, span=child.span)
+
     def body(self, stmt: S.Stmt) -> S.Stmt:
         """A statement list (or one statement) with the barriers it needs."""
         if not self.in_kernel:
@@ -225,25 +358,32 @@ class _Planner(Mutator):
         old = stmt.stmts if isinstance(stmt, S.SeqStmt) else (stmt,)
         new: list[S.Stmt] = []
         for child in old:
+            call = _block_sync(child) if self.split is not None else None
+            if call is not None:
+                child = self.block_sync(child, call)
             count = _wait_count(child)
             if count is not None:
                 self.state = self.state.after_wait(count)
             accesses, synced = _accesses(child, self.in_async)
+            barrier = SYNC if self.split is None else self.split.barrier
             if (
                 self.state.conflicts(accesses)
-                and not _starts_with_sync(child)
+                and not _starts_with_sync(child, barrier)
                 and not _is_async_scope(child)  # the barrier goes inside (after a wait)
             ):
-                if self.split is not None:
+                if barrier is None:
+                    assert self.split is not None
+                    self.split.refuse()
                     raise DiagnosticError.at(
-                        child.span or self.split.span,
+                        child.span or self.split.attr.span,
                         "this statement needs a barrier after the shared memory accesses before "
-                        "it, inside a warp-specialized loop's producer/consumer split, where "
-                        "__syncthreads would deadlock: the mbarrier ring orders only the "
-                        "pipeline's buffers",
-                        Note("the split", self.split.span),
+                        "it, in the producer branch of a warp-specialized split, where "
+                        "__syncthreads would deadlock (the consumers never reach it) and the "
+                        "consumers' named barrier does not apply: the mbarrier ring orders only "
+                        "the pipeline's buffers",
+                        Note("the split", self.split.attr.span),
                     )
-                new.append(SYNC)
+                new.append(barrier)
                 self.state = self.state.after_barrier()
             if synced or isinstance(child, _COMPOUND):
                 new.append(self.visit(child))  # barriers inside: let it track the state
@@ -293,12 +433,44 @@ class _Planner(Mutator):
 _COMPOUND = (S.For, S.While, S.IfThenElse, S.AttrStmt, S.SeqStmt)
 
 
-def _starts_with_sync(stmt: S.Stmt) -> bool:
+def _check_barrier_one(branches: S.IfThenElse, consumers: int, split: S.AttrStmt) -> None:
+    """The program's own uses of named barrier 1 in a split must be the consumers' barrier:
+    in their branch, with their count; elsewhere they would mix with it."""
+    for branch, count in ((branches.then_case, None), (branches.else_case, consumers)):
+        found: list[E.Call] = []
+
+        def look(node: object, found: list[E.Call] = found) -> None:
+            if isinstance(node, E.Call) and node.op in NAMED_BARRIERS:
+                if E.is_const_int(node.args[0], CONSUMER_BARRIER):
+                    found.append(node)
+
+        walk(branch, look)
+        for call in found:
+            if count is None or not E.is_const_int(call.args[1], count):
+                what = "in the producer branch" if count is None else "with another count"
+                raise DiagnosticError.at(
+                    call.span or split.span,
+                    f"named barrier {CONSUMER_BARRIER} is the consumers' barrier in a "
+                    f"warp-specialized split (bar.sync {CONSUMER_BARRIER}, {consumers}): this "
+                    f"use of it {what} would mix with it",
+                    Note("the split", split.span),
+                )
+
+
+def _starts_with_sync(stmt: S.Stmt, barrier: S.Evaluate | None) -> bool:
+    """Whether `stmt` starts with a block barrier, or with `barrier` where that is a named
+    one (another named barrier orders other threads)."""
     first = stmt.stmts[0] if isinstance(stmt, S.SeqStmt) else stmt
-    return (
-        isinstance(first, S.Evaluate)
-        and isinstance(first.value, E.Call)
-        and first.value.op == "tvm_storage_sync"
+    if not isinstance(first, S.Evaluate) or not isinstance(first.value, E.Call):
+        return False
+    call = first.value
+    if call.op == "tvm_storage_sync":
+        return True
+    if call.op != NAMED_SYNC or barrier is None or not isinstance(barrier.value, E.Call):
+        return False
+    return all(
+        isinstance(want, E.IntImm) and E.is_const_int(arg, want.value)
+        for arg, want in zip(call.args, barrier.value.args, strict=True)
     )
 
 
