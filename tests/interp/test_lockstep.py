@@ -151,6 +151,41 @@ def test_bounds_error_is_located_and_names_the_thread() -> None:
     assert threads.value.diagnostics[0].message == diagnostic.message
 
 
+UNIFORM_FAULTS = """
+@T.prim_func
+def main(A: T.Buffer((64,), "int32"), B: T.Buffer((64,), "int32"), n: T.int32):
+    bx = T.launch_thread("blockIdx.x", 2)
+    tx = T.launch_thread("threadIdx.x", 32)
+    if tx > 5:
+        for i in range(65):
+            B[bx * 32 + tx] = A[i] + 7 // n
+"""
+
+
+@pytest.mark.parametrize(
+    ("n", "expected"),
+    [
+        (1, "index 64 is outside [0, 64) in dimension 0 (in thread (6, 0, 0) of block (0, 0, 0))"),
+        (0, "integer division by zero (7 // 0) (in thread (6, 0, 0) of block (0, 0, 0))"),
+    ],
+)
+def test_a_fault_of_code_every_lane_runs_alike_names_the_first_executing_thread(
+    n: int, expected: str
+) -> None:
+    """A loop index and a divisor that every thread agrees on run as the thread model's
+    scalar code in lockstep; their faults still name the first thread executing them."""
+    module = parse(UNIFORM_FAULTS)
+    assert uses_lockstep(module)
+    messages = []
+    for model in ("threads", "lockstep"):
+        args = {"A": np.zeros(64, np.int32), "B": np.zeros(64, np.int32), "n": n}
+        with pytest.raises(DiagnosticError) as caught:
+            run(module["main"], args, module=module, gpu_model=model)
+        messages.append(caught.value.diagnostics[0].message)
+    assert messages[0] == messages[1]
+    assert messages[1].endswith(expected)
+
+
 def test_masked_lanes_do_not_fault() -> None:
     source = OUT_OF_BOUNDS.replace("if tx != 7:", "if bx * 33 + tx < 64:")
     a = np.arange(64, dtype=np.float32)

@@ -12,9 +12,6 @@ import pytest
 from tests.interp.test_lockstep import _copy, check_source, uses_lockstep
 from tirc.diagnostics import DiagnosticError
 from tirc.interp import run
-from tirc.interp.memory.lanes import LaneMemory
-from tirc.interp.memory.storage import access_type
-from tirc.ir.dtype import parse_dtype
 from tirc.text import parse
 
 FLOAT32_SUMS = """
@@ -119,21 +116,6 @@ def test_a_local_buffer_accessed_with_two_dtypes() -> None:
     assert out["B"].reshape(64, 4)[lanes, lanes % 4].tolist() == [
         patched[t, t % 4] for t in range(64)
     ]
-
-
-def test_lane_memory_turns_into_byte_rows_for_another_item_size() -> None:
-    memory = LaneMemory(3, 8)
-    f32, u8 = parse_dtype("float32"), parse_dtype("uint8")
-    kind = access_type(f32)
-    memory.store_lanes(kind, 1, np.array([[1.5], [2.5], [-1.0]], np.float32), None)
-    uniform = memory.load_one(kind, 1, None)
-    assert uniform.ravel().tolist() == [1.5, 2.5, -1.0]
-    assert memory.view(access_type(parse_dtype("int32"))) is not None  # same item size
-    column = memory.load(access_type(u8), np.array([[7]]), None)  # byte 3 of element 1
-    assert memory.rows is not None
-    want = np.array([1.5, 2.5, -1.0], np.float32).view(np.uint8).reshape(3, 4)[:, 3]
-    assert column.ravel().tolist() == want.tolist()
-    assert memory.load_one(kind, 1, None).ravel().tolist() == [1.5, 2.5, -1.0]
 
 
 DIVERGENT_UNIFORM = """

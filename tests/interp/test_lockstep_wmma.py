@@ -176,14 +176,14 @@ def test_tensor_core_sample_runs_in_lockstep_bit_identically(
     original = parse(source.read_text(), defines={"N": "64"})
     lowered = lower_module(apply_plan_file(original, str(plan))[0], target="cuda")
     compiled: list[object] = []
-    compile_lockstep = lockstep.compile_lockstep
+    compile_kernel = lockstep.compile_kernel
 
     def recording(*args: object) -> object:
-        kernel = compile_lockstep(*args)  # type: ignore[arg-type]
+        kernel = compile_kernel(*args)  # type: ignore[arg-type]
         compiled.append(kernel)
         return kernel
 
-    monkeypatch.setattr(lockstep, "compile_lockstep", recording)
+    monkeypatch.setattr(lockstep, "compile_kernel", recording)
     inputs = random_inputs(original["main"], 0)
     out = assert_same_in_both_models(lowered, inputs)
     assert compiled and all(kernel is not None for kernel in compiled)

@@ -4,10 +4,10 @@
 arguments in place; `random_inputs(func, seed)` makes arguments. See docs/language.md.
 
 semantics/ says what values and operations mean, for one lane and for numpy lanes; memory/
-holds storages, shared scopes and the lockstep lanes' memory. Two executors use them:
-threads/ (the function as generated Python, each GPU thread a coroutine: the default, and
-the one that catches data races) and lockstep/ (a GPU launch's threads as numpy lanes, for
-race-free kernels). runner (compile_function, run) is the top: it hands the thread model
+holds storages, shared scopes and the lockstep lanes' memory. threads/ compiles the function
+to Python (each GPU thread a coroutine: the default, and the one that catches data races);
+lockstep/ is its lane backend (a race-free launch's threads as numpy lanes, by the same
+compilers). runner (compile_function, run) is the top: it hands the thread model
 the lockstep launch and the compiler of launched kernels, so imports point one way,
 runner -> lockstep -> threads -> semantics | memory.
 """

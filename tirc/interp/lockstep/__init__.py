@@ -1,2 +1,2 @@
-"""The lockstep model: the threads of a GPU launch as numpy lanes, statements as closures
-over all lanes at once (see kernel)."""
+"""The lockstep model: the threads of a GPU launch as numpy lanes, compiled to Python by the
+thread model's compiler with lane rules where the text differs (see kernel)."""

@@ -1,10 +1,10 @@
-"""Intrinsic calls in the lockstep GPU mode, one rule per name (see expr).
+"""Intrinsic calls in lockstep kernels, one lane rule per name (registered into expr.CALLS).
 
 Lanewise intrinsics and extern functions apply their one-lane semantics to each element, so
 that results are identical; warp shuffles gather within each warp of 32 threads from the
 lanes that execute the call; barriers do nothing (lockstep order is a legal schedule of a
-race-free kernel); the wmma calls are in wmma. Calls not listed here (ptx, atomics,
-all-reduce, pointers) make the kernel fall back to the thread model.
+race-free kernel); the wmma calls are in wmma. Calls without a rule (ptx, atomics,
+all-reduce, pointers) make the kernel run in the thread model.
 """
 
 from __future__ import annotations
@@ -13,16 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from tirc.interp.lockstep.expr import (
-    CallRule,
-    Eval,
-    ExprCompiler,
-    Mask,
-    Unsupported,
-    checked_division,
-    narrow,
-)
-from tirc.interp.lockstep.wmma import RULES as WMMA_RULES
+from tirc.interp.lockstep.expr import CALLS, LaneExprCompiler, Mask, Unsupported, divide, narrow
 from tirc.interp.memory.lanes import Frame, fault_in_lane, first_lane
 from tirc.interp.semantics import arith, math_functions
 from tirc.interp.semantics import values as V
@@ -30,206 +21,187 @@ from tirc.interp.semantics.bits import reinterpret_bits
 from tirc.interp.semantics.extensions import extern_function
 from tirc.interp.semantics.operators import DIVISIONS
 from tirc.interp.semantics.warp import SHUFFLES, WARP_SIZE, shuffle_source
+from tirc.interp.threads.context import Code
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import Call, Mod, PrimExpr, StringImm
 
 
-def _exprs(call: Call, start: int = 0) -> list[PrimExpr]:
-    """The arguments from `start` (negative: from the end), which must all be expressions."""
-    args = call.args[start:]
-    exprs = [arg for arg in args if isinstance(arg, PrimExpr)]
-    if len(exprs) != len(args):
-        raise Unsupported(f"arguments of T.{call.op}")
-    return exprs
+def _exprs(call: Call) -> list[PrimExpr]:
+    return [arg for arg in call.args if isinstance(arg, PrimExpr)]
 
 
-def _operands(compiler: ExprCompiler, call: Call) -> list[Eval]:
-    return [compiler.compile(arg) for arg in _exprs(call)]
+def _arrays(compiler: LaneExprCompiler, args: list[PrimExpr]) -> list[str]:
+    return [compiler.array(compiler.compile(arg), arg.dtype) for arg in args]
 
 
-def _each(function: Callable[..., object], result: DataType, args: list[Eval]) -> Eval:
-    apply = V.elementwise(function, V.value_type(result))
-    return lambda frame, mask: apply(*[arg(frame, mask) for arg in args])
+def _each(
+    compiler: LaneExprCompiler, function: Callable[..., object], call: Call, args: list[PrimExpr]
+) -> Code:
+    """A one-lane function applied to each element, so that results are identical."""
+    apply = compiler.name(V.elementwise(function, V.value_type(call.dtype)), "each")
+    text = f"{apply}({', '.join(_arrays(compiler, args))})"
+    return Code(compiler.rounded(text, call.dtype, True) if call.dtype.is_float else text)
 
 
-def _lanewise(compiler: ExprCompiler, call: Call) -> Eval:
-    """An intrinsic of math_functions.LANEWISE: the thread model's one-lane function applied to
-    each element, so that results are identical."""
-    args = _operands(compiler, call)
-    source = call.expr_arg(0).dtype.element
-    result = call.dtype
+def _lanewise(compiler: LaneExprCompiler, call: Call) -> Code:
+    args = _exprs(call)
+    source, result = args[0].dtype.element, call.dtype
     if call.op == "fabs" and source.is_integer:
-        return lambda frame, mask: np.abs(args[0](frame, mask))
+        return Code(f"_np.abs({compiler.compile(args[0]).text})")
     if call.op in math_functions.FLOAT_UNARY and not source.is_float:
         raise Unsupported(f"{call.op} of {source}")
     if call.op in math_functions.FLOAT_BINARY and not result.is_float:
         raise Unsupported(f"{call.op} of {result}")
-    each = _each(math_functions.lane_function(call.op, source, result.element), result, args)
-    if result.is_float:
-        return lambda frame, mask: V.round_array(each(frame, mask), result)
-    return each
+    function = math_functions.lane_function(call.op, source, result.element)
+    return _each(compiler, function, call, args)
 
 
-def _fmod(compiler: ExprCompiler, call: Call) -> Eval:
-    a, b = _operands(compiler, call)
-    source = call.expr_arg(0).dtype
-    modulo = DIVISIONS[Mod]  # fmod is Mod: C's remainder, on integers and on floats
-    if source.is_integer:
-        return checked_division(a, b, modulo, compiler.site(call, "fmod"))
-    return lambda frame, mask: V.round_array(
-        modulo.float_lanes(V.wide(a(frame, mask)), V.wide(b(frame, mask))), call.dtype
-    )
-
-
-def _shift(left: bool) -> CallRule:
-    def rule(compiler: ExprCompiler, call: Call) -> Eval:
-        a, b = _operands(compiler, call)
-        dtype = call.expr_arg(0).dtype.element
-        if not dtype.is_integer:
-            raise Unsupported(f"shift of {dtype}")
-        site = compiler.site(call, "shift")
-        kind = V.value_type(dtype)
-
-        def shift(frame: Frame, mask: Mask) -> np.ndarray:
-            x, amount = a(frame, mask), b(frame, mask)
-            bad = (amount < 0) | (amount >= dtype.bits)
-            if bad.any():
-                found = first_lane(bad, frame.lanes, mask)
-                if found is not None:
-                    message = arith.bad_shift(dtype.bits)
-                    raise fault_in_lane(site, message, frame.lanes, found[0])
-                amount = np.where(bad, 0, amount)
-            amount = amount.astype(kind)
-            return np.left_shift(x, amount) if left else np.right_shift(x, amount)
-
-        return shift
-
-    return rule
-
-
-def _bitwise(op: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> CallRule:
-    def rule(compiler: ExprCompiler, call: Call) -> Eval:
-        a, b = _operands(compiler, call)
-        return lambda frame, mask: op(a(frame, mask), b(frame, mask))
-
-    return rule
-
-
-def _bitwise_not(compiler: ExprCompiler, call: Call) -> Eval:
-    (a,) = _operands(compiler, call)
-    return lambda frame, mask: np.invert(a(frame, mask))
-
-
-def _if_then_else(compiler: ExprCompiler, call: Call) -> Eval:
-    """Only the branch a lane takes is evaluated for it (as in the scalar interpreter)."""
-    c, t, f = _operands(compiler, call)
-    if call.expr_arg(0).dtype.lanes > 1:
-        # per vector lane: both vectors evaluated whole, then picked
-        return lambda frame, mask: np.where(c(frame, mask), t(frame, mask), f(frame, mask))
-    kind = V.value_type(call.dtype)
-
-    def choose(frame: Frame, mask: Mask) -> np.ndarray:
-        condition = c(frame, mask)
-        if condition.shape[0] == 1:
-            return t(frame, mask) if condition[0, 0] else f(frame, mask)
-        count = frame.lanes.count
-        taken = narrow(mask, condition, count)
-        skipped = narrow(mask, ~condition, count)
-        yes = t(frame, taken) if taken.any() else np.zeros((1, 1), kind)
-        no = f(frame, skipped) if skipped.any() else np.zeros((1, 1), kind)
-        return np.where(condition, yes, no)
-
-    return choose
-
-
-def _first(compiler: ExprCompiler, call: Call) -> Eval:
-    return _operands(compiler, call)[0]
-
-
-def _constant(value: object) -> CallRule:
-    def rule(compiler: ExprCompiler, call: Call) -> Eval:
-        result = V.constant(value, call.dtype)
-        return lambda frame, mask: result
-
-    return rule
-
-
-def _reinterpret(compiler: ExprCompiler, call: Call) -> Eval:
-    (value_arg,) = _exprs(call, -1)
-    value = compiler.compile(value_arg)
-    source = value_arg.dtype
-    target = call.dtype
-    if source.is_handle or target.is_handle:
-        raise Unsupported("pointer reinterpret")
-    return lambda frame, mask: V.decode(
-        reinterpret_bits(V.encode(value(frame, mask), source), target), target
-    )
-
-
-def _extern(compiler: ExprCompiler, call: Call) -> Eval:
-    name_arg = call.args[0]
+def _extern(compiler: LaneExprCompiler, call: Call) -> Code:
+    name_arg, operands = call.args[0], _exprs(call)[1:]
     if not isinstance(name_arg, StringImm):
         raise Unsupported("extern call")
-    operands = _exprs(call, 1)
-    args = [compiler.compile(a) for a in operands]
     if any(a.dtype.lanes > 1 or a.dtype.is_handle for a in operands):
         raise Unsupported("extern call on vectors or pointers")
-    name = name_arg.value
-    arg_types = [a.dtype for a in operands]
-    function = extern_function(name, arg_types, call.dtype)
+    function = extern_function(name_arg.value, [a.dtype for a in operands], call.dtype)
     if function is None:
-        raise Unsupported(f"extern {name}")
-    each = _each(function, call.dtype, args)
-    if call.dtype.is_float:
-        return lambda frame, mask: V.round_array(each(frame, mask), call.dtype)
-    return each
+        raise Unsupported(f"extern {name_arg.value}")
+    return _each(compiler, function, call, operands)
 
 
-def _nextafter(compiler: ExprCompiler, call: Call) -> Eval:
-    a, b = _operands(compiler, call)
+def _fmod(compiler: LaneExprCompiler, call: Call) -> Code:
+    a, b = _arrays(compiler, _exprs(call))
+    modulo = DIVISIONS[Mod]  # fmod is Mod: C's remainder, on integers and on floats
+    if call.expr_arg(0).dtype.is_integer:
+        checked = compiler.name(divide(modulo, compiler.ctx.site(call, "fmod")), "fmod")
+        return Code(f"{checked}({a}, {b}, _frame, _mask)")
+    wide, function = compiler.name(V.wide, "wide"), compiler.name(modulo.float_lanes, "fmod")
+    return Code(compiler.rounded(f"{function}({wide}({a}), {wide}({b}))", call.dtype, True))
+
+
+def _nextafter(compiler: LaneExprCompiler, call: Call) -> Code:
     kind = {"float64": np.float64, "float32": np.float32, "float16": np.float16}.get(
         str(call.dtype.element)
     )
     if kind is None:
         raise Unsupported(f"nextafter of {call.dtype}")
-    held = V.value_type(call.dtype)
-    return lambda frame, mask: np.nextafter(
-        a(frame, mask).astype(kind), b(frame, mask).astype(kind)
-    ).astype(held)
+    a, b = _arrays(compiler, _exprs(call))
+    k, held = compiler.dtype(np.dtype(kind)), compiler.dtype(V.value_type(call.dtype))
+    return Code(f"_np.nextafter({a}.astype({k}), {b}.astype({k})).astype({held})")
 
 
-def _barrier(compiler: ExprCompiler, call: Call) -> Eval:
-    nothing = np.zeros((1, 1), np.int32)
-    return lambda frame, mask: nothing
+def _reinterpret(compiler: LaneExprCompiler, call: Call) -> Code:
+    value_arg = _exprs(call)[-1]
+    if value_arg.dtype.is_handle or call.dtype.is_handle:
+        raise Unsupported("pointer reinterpret")
+    (value,) = _arrays(compiler, [value_arg])
+    source, target = compiler.dtype(value_arg.dtype), compiler.dtype(call.dtype)
+    decode, encode = compiler.name(V.decode, "decode"), compiler.name(V.encode, "encode")
+    bits = compiler.name(reinterpret_bits, "reinterpret_bits")
+    return Code(f"{decode}({bits}({encode}({value}, {source}), {target}), {target})")
 
 
-def _warp_shuffle(kind: int) -> CallRule:
-    """warp.shuffle_source for every lane; a source that is not executing the call (or not
-    there) gives the thread its own value."""
+def _shift_of(left: bool, dtype: DataType, site: int) -> Callable[..., np.ndarray]:
+    kind = V.value_type(dtype)
 
-    def rule(compiler: ExprCompiler, call: Call) -> Eval:
-        _, value, amount, width, _ = _operands(compiler, call)
+    def shift(x: np.ndarray, amount: np.ndarray, frame: Frame, mask: Mask) -> np.ndarray:
+        bad = (amount < 0) | (amount >= dtype.bits)
+        if bad.any():
+            found = first_lane(bad, frame.lanes, mask)
+            if found is not None:
+                raise fault_in_lane(site, arith.bad_shift(dtype.bits), frame.lanes, found[0])
+            amount = np.where(bad, 0, amount)
+        amount = amount.astype(kind)
+        return np.left_shift(x, amount) if left else np.right_shift(x, amount)
 
-        def shuffle(frame: Frame, mask: Mask) -> np.ndarray:
-            lanes = frame.lanes
-            values = np.broadcast_to(value(frame, mask), (lanes.count, call.dtype.lanes))
-            delta = np.broadcast_to(amount(frame, mask)[:, 0].astype(np.int64), (lanes.count,))
-            size = np.broadcast_to(width(frame, mask)[:, 0].astype(np.int64), (lanes.count,))
-            lane = lanes.tid % WARP_SIZE
-            source = shuffle_source(kind, lane, delta, size)
-            thread = lanes.tid - lane + source
-            valid = (source >= 0) & (source < WARP_SIZE) & (thread < lanes.per_block)
-            origin = np.where(valid, lanes.index - lane + source, lanes.index)
-            if mask is not None:
-                valid &= mask[origin]
-            return np.where(valid[:, None], values[origin], values)
+    return shift
 
-        return shuffle
+
+def _shift(left: bool) -> Callable[[LaneExprCompiler, Call], Code]:
+    def rule(compiler: LaneExprCompiler, call: Call) -> Code:
+        dtype = call.expr_arg(0).dtype.element
+        if not dtype.is_integer:
+            raise Unsupported(f"shift of {dtype}")
+        a, b = _arrays(compiler, _exprs(call))
+        shift = compiler.name(_shift_of(left, dtype, compiler.ctx.site(call, "shift")), "shift")
+        return Code(f"{shift}({a}, {b}, _frame, _mask)")
 
     return rule
 
 
-def _active_mask(compiler: ExprCompiler, call: Call) -> Eval:
+def _bitwise(symbol: str) -> Callable[[LaneExprCompiler, Call], Code]:
+    def rule(compiler: LaneExprCompiler, call: Call) -> Code:
+        a, b = (compiler.operand(compiler.compile(x), x.dtype) for x in _exprs(call))
+        return Code(f"({a} {symbol} {b})")
+
+    return rule
+
+
+def _choose(kind: np.dtype) -> Callable[..., np.ndarray]:
+    """if_then_else with a lane-varying condition: each branch for the lanes that take it."""
+
+    def choose(
+        condition: np.ndarray,
+        yes: Callable[[np.ndarray], np.ndarray],
+        no: Callable[[np.ndarray], np.ndarray],
+        mask: Mask,
+        count: int,
+    ) -> np.ndarray:
+        taken, skipped = narrow(mask, condition, count), narrow(mask, ~condition, count)
+        t = yes(taken) if taken.any() else np.zeros((1, 1), kind)
+        f = no(skipped) if skipped.any() else np.zeros((1, 1), kind)
+        return np.where(condition, t, f)
+
+    return choose
+
+
+def _if_then_else(compiler: LaneExprCompiler, call: Call) -> Code:
+    """Only the branch a lane takes is evaluated for it (as in the thread model)."""
+    c, t, f = _exprs(call)
+    condition = compiler.compile(c)
+    if not condition.varying:
+        yes, no = _arrays(compiler, [t, f])
+        return Code(f"({yes} if {condition.text} else {no})")
+    if c.dtype.lanes > 1:  # per vector lane: both vectors evaluated whole, then picked
+        yes = compiler.operand(compiler.compile(t), call.dtype)
+        no = compiler.operand(compiler.compile(f), call.dtype)
+        return Code(f"_np.where({condition.text}, {yes}, {no})")
+    yes, no = compiler.compile(t).text, compiler.compile(f).text
+    choose = compiler.name(_choose(V.value_type(call.dtype)), "choose")
+    return Code(
+        f"{choose}({condition.text}, lambda _mask: {yes}, lambda _mask: {no}, _mask, _lanes.count)"
+    )
+
+
+def _warp_shuffle(kind: int, width: int) -> Callable[..., np.ndarray]:
+    """warp.shuffle_source for every lane; a source that is not executing the call (or not
+    there) gives the thread its own value."""
+
+    def shuffle(
+        value: object, amount: object, size: object, frame: Frame, mask: Mask
+    ) -> np.ndarray:
+        lanes = frame.lanes
+        values = np.broadcast_to(np.asarray(value), (lanes.count, width))
+        delta = np.broadcast_to(np.asarray(amount).reshape(-1).astype(np.int64), (lanes.count,))
+        segment = np.broadcast_to(np.asarray(size).reshape(-1).astype(np.int64), (lanes.count,))
+        lane = lanes.tid % WARP_SIZE
+        source = shuffle_source(kind, lane, delta, segment)
+        thread = lanes.tid - lane + source
+        valid = (source >= 0) & (source < WARP_SIZE) & (thread < lanes.per_block)
+        origin = np.where(valid, lanes.index - lane + source, lanes.index)
+        if mask is not None:
+            valid &= mask[origin]
+        return np.where(valid[:, None], values[origin], values)
+
+    return shuffle
+
+
+def _shuffle(compiler: LaneExprCompiler, call: Call) -> Code:
+    _, value, amount, width, _ = (compiler.compile(a).text for a in _exprs(call))
+    shuffle = compiler.name(_warp_shuffle(SHUFFLES[call.op], call.dtype.lanes), call.op)
+    return Code(f"{shuffle}({value}, {amount}, {width}, _frame, _mask)")
+
+
+def _active_mask_of(kind: np.dtype) -> Callable[[Frame, Mask], np.ndarray]:
     """Each thread's warp's executing threads, one bit per lane of the warp."""
 
     def active_mask(frame: Frame, mask: Mask) -> np.ndarray:
@@ -241,30 +213,36 @@ def _active_mask(compiler: ExprCompiler, call: Call) -> Eval:
             bits = np.where(mask, bits, np.uint64(0))
         totals = np.zeros(lanes.blocks * warps_per_block, dtype=np.uint64)
         np.add.at(totals, warp, bits)
-        return totals[warp][:, None].astype(V.value_type(call.dtype))
+        return totals[warp][:, None].astype(kind)
 
     return active_mask
 
 
-RULES: dict[str, CallRule] = {
-    **dict.fromkeys(math_functions.LANEWISE, _lanewise),
-    "fmod": _fmod,
-    "nextafter": _nextafter,
-    "shift_left": _shift(True),
-    "shift_right": _shift(False),
-    "bitwise_and": _bitwise(np.bitwise_and),
-    "bitwise_or": _bitwise(np.bitwise_or),
-    "bitwise_xor": _bitwise(np.bitwise_xor),
-    "bitwise_not": _bitwise_not,
-    "if_then_else": _if_then_else,
-    "likely": _first,
-    "assume": _constant(True),
-    "undef": _constant(0),
-    "reinterpret": _reinterpret,
-    "call_extern": _extern,
-    "call_pure_extern": _extern,
-    "tvm_storage_sync": _barrier,
-    **{name: _warp_shuffle(kind) for name, kind in SHUFFLES.items()},
-    "tvm_warp_activemask": _active_mask,
-    **WMMA_RULES,
-}
+def _active_mask(compiler: LaneExprCompiler, call: Call) -> Code:
+    function = compiler.name(_active_mask_of(V.value_type(call.dtype)), "active_mask")
+    return Code(f"{function}(_frame, _mask)")
+
+
+CALLS.update(
+    {
+        **dict.fromkeys(math_functions.LANEWISE, _lanewise),
+        "likely": lambda compiler, call: compiler.compile(call.expr_arg(0)),
+        "assume": lambda compiler, call: Code("_np.ones((1, 1), bool)"),
+        "undef": lambda compiler, call: Code(compiler.array(Code("0"), call.dtype)),
+        "tvm_storage_sync": lambda compiler, call: Code("None"),  # lockstep order is legal
+        "if_then_else": _if_then_else,
+        "call_extern": _extern,
+        "call_pure_extern": _extern,
+        "fmod": _fmod,
+        "nextafter": _nextafter,
+        "reinterpret": _reinterpret,
+        "shift_left": _shift(True),
+        "shift_right": _shift(False),
+        "bitwise_and": _bitwise("&"),
+        "bitwise_or": _bitwise("|"),
+        "bitwise_xor": _bitwise("^"),
+        "bitwise_not": lambda compiler, call: Code(f"(~{compiler.compile(call.expr_arg(0)).text})"),
+        **dict.fromkeys(SHUFFLES, _shuffle),
+        "tvm_warp_activemask": _active_mask,
+    }
+)

@@ -1,60 +1,61 @@
-"""Expressions of a GPU kernel to closures `(frame, mask) -> array` over all lanes at once.
+"""Expressions of a lockstep kernel: the thread model's source compiler, with a lane variant
+of a rule where the Python text must differ.
 
-`mask` (None: every lane) says which lanes are executing; only their faults count, and
-operands that the scalar interpreter evaluates only conditionally (`if_then_else` branches,
-the right side of `and` / `or`) are evaluated under the narrower mask. Anything the lockstep
-mode has no exact rule for raises Unsupported at compile time: the kernel then runs in the
-thread model instead.
+Generated lane code holds a value every lane agrees on as the thread model does (a Python
+scalar or tuple: whether it does is known when compiling, see LaneState) and any other value
+as a numpy array (rows, vector lanes), rows being 1 or every lane. `_mask` holds the
+executing lanes (None: all); only their faults count, and operands the thread model
+evaluates only conditionally (`if_then_else` branches, the right side of `and` / `or`) run
+under the narrower mask. A construct without a lane rule raises Unsupported when compiling:
+the kernel then runs in the thread model.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 
-from tirc.interp.fault import Fault, describe_access
+from tirc.interp.fault import describe_access
 from tirc.interp.memory.lanes import (
     Frame,
-    LaneMemory,
+    Located,
     Memory,
-    RowMemory,
+    check_bounds,
     fault_in_lane,
     first_lane,
+    is_below,
+    load_raw,
     pick,
+    store_raw,
 )
 from tirc.interp.memory.storage import access_type
-from tirc.interp.semantics import arith
+from tirc.interp.semantics import arith, interval
 from tirc.interp.semantics import values as V
-from tirc.interp.semantics.operators import (
-    ARITHMETIC,
-    COMPARISONS,
-    DIVISIONS,
-    EXTREMA,
-    Division,
-    Lanes,
-)
+from tirc.interp.semantics.operators import ARITHMETIC, COMPARISONS, DIVISIONS, EXTREMA, Division
+from tirc.interp.semantics.warp import SHUFFLES
+from tirc.interp.threads.context import Code, Context
+from tirc.interp.threads.expr import ExprCompiler
 from tirc.ir import expr as E
+from tirc.ir import stmt as S
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import PrimExpr, Var
-from tirc.ir.functor import Dispatch
-from tirc.ir.integer import int_range, wrap
+from tirc.ir.functor import Dispatch, walk
+from tirc.ir.integer import int_range
 from tirc.ir.node import Node
 
-if TYPE_CHECKING:
-    from tirc.interp.threads.context import Context
-
 Mask = np.ndarray | None
-Eval = Callable[["Frame", Mask], np.ndarray]
-Located = tuple["Memory", "np.ndarray | int", "np.ndarray | None", int]
-CallRule = Callable[["ExprCompiler", E.Call], Eval]
+CallRule = Callable[["LaneExprCompiler", E.Call], Code]
+# intrinsic name -> its lane rule (registered by lockstep.calls and lockstep.wmma)
+CALLS: dict[str, CallRule] = {}
+# intrinsics whose lane rule runs even where every lane agrees (they touch lane memory)
+LANE_ONLY: set[str] = set()
 
 
 class Unsupported(Exception):
-    """A construct the lockstep mode does not run; the kernel falls back to threads."""
+    """A construct the lockstep model does not run; the kernel runs in the thread model."""
 
 
 def narrow(mask: Mask, condition: np.ndarray, lanes: int) -> np.ndarray:
@@ -67,379 +68,156 @@ def narrow(mask: Mask, condition: np.ndarray, lanes: int) -> np.ndarray:
     return column.copy() if mask is None else mask & column
 
 
-class ExprCompiler:
-    def __init__(
-        self, ctx: Context, known: set[Var], handles: set[Var], calls: Mapping[str, CallRule]
-    ):
-        self.ctx = ctx
-        self.known = known  # scalar variables defined where the code runs
-        self.handles = handles  # data handles with memory
-        self.calls = calls  # intrinsic name -> its rule (lockstep.calls)
-
-    def compile(self, expr: PrimExpr) -> Eval:
-        if isinstance(expr, E.Call):
-            call_rule = self.calls.get(expr.op)
-            if call_rule is None:
-                raise Unsupported(f"T.{expr.op}")
-            return call_rule(self, expr)
-        rule = _RULES.get(type(expr))
-        if rule is None:
-            raise Unsupported(type(expr).__name__)
-        return rule(self, expr)
-
-    def site(self, node: Node | None, what: str, is_access: bool = False) -> int:
-        return self.ctx.site(node, what, is_access)
-
-    # memory access
-
-    def access(
-        self,
-        buffer: Buffer,
-        indices: tuple[PrimExpr, ...],
-        predicate: PrimExpr | None,
-        node: Node | None,
-        verb: str,
-    ) -> Callable[[Frame, Mask], Located]:
-        """(memory, element offsets (rows, width) or one lane-uniform element (an int),
-        active elements or None, site)."""
-        if buffer.data not in self.handles:
-            raise Unsupported(f"memory of {buffer.name}")
-        if buffer.axis_separators or len(indices) != len(buffer.shape):
-            raise Unsupported("indexing")
-        site = self.site(node, describe_access(verb, buffer), True)
-        index_codes = [self.compile(index) for index in indices]
-        extents = [self.static(extent) for extent in buffer.shape]
-        if buffer.strides:
-            strides = [self.static(stride) for stride in buffer.strides]
-        else:
-            strides = _row_major(extents)
-        offset = self.static(buffer.elem_offset) if buffer.elem_offset is not None else 0
-        guard = self.compile(predicate) if predicate is not None else None
-        dims = tuple(zip(range(len(indices)), index_codes, extents, strides, strict=True))
-        data = buffer.data
-        element_lanes = buffer.dtype.lanes
-        if len(dims) == 1 and offset == 0 and guard is None and element_lanes == 1:
-            limit, stride = extents[0], strides[0]
-            if isinstance(limit, int) and isinstance(stride, int) and stride == 1:
-                return _locate_flat(data, index_codes[0], limit, site)
-
-        def locate(frame: Frame, mask: Mask) -> Located:
-            active: np.ndarray | None = None
-            if guard is not None:
-                active = guard(frame, mask)
-                if mask is not None:
-                    active = active & np.broadcast_to(mask[:, None], (mask.size, active.shape[1]))
-            elif mask is not None:
-                active = mask[:, None]
-            scalar = 0  # the lane-uniform part of the offset, and the rest (None: nothing)
-            varying: np.ndarray | None = None
-            if isinstance(offset, int):
-                scalar = offset
-            else:
-                varying = offset(frame, mask).astype(np.int64, copy=False)
-            only = len(dims) == 1 and varying is None  # an index that may be the offset itself
-            for dim, index, extent, stride in dims:
-                value = index(frame, mask)
-                limit = extent if isinstance(extent, int) else extent(frame, mask)
-                step = stride if isinstance(stride, int) else stride(frame, mask)
-                if value.shape == (1, 1) and isinstance(limit, int) and isinstance(step, int):
-                    number = int(value[0, 0])
-                    if not 0 <= number < limit:
-                        _check_bounds(value, limit, dim, frame, active, site)
-                    scalar += number * step
-                    continue
-                if not isinstance(limit, int) or not _below(value, limit):
-                    _check_bounds(value, limit, dim, frame, active, site)
-                if only and step == 1 and value.dtype.kind in "iu":
-                    varying = value
-                    continue
-                term = value.astype(np.int64, copy=False)
-                if not isinstance(step, int):
-                    term = term * step.astype(np.int64, copy=False)
-                elif step != 1:
-                    term = term * step
-                varying = term if varying is None else varying + term
-            if varying is None:
-                if element_lanes == 1:
-                    return frame.memory[data], scalar, active, site
-                total = np.full((1, 1), scalar, np.int64)
-            elif scalar:
-                total = varying.astype(np.int64, copy=False) + scalar
-            else:
-                total = varying
-            if element_lanes > 1:
-                rows, width = total.shape
-                total = (
-                    total.astype(np.int64, copy=False)[:, :, None] * element_lanes
-                    + np.arange(element_lanes)
-                ).reshape(rows, width * element_lanes)
-                if active is not None:
-                    active = np.repeat(
-                        np.broadcast_to(active, (active.shape[0], width)), element_lanes, axis=1
-                    )
-            return frame.memory[data], total, active, site
-
-        return locate
-
-    def static(self, expr: PrimExpr) -> int | Eval:
-        """An integer known when compiling (a constant), else the code computing it."""
-        if isinstance(expr, E.IntImm) and not expr.dtype.is_bool:
-            return int(_wrapped(expr.value, expr.dtype))
-        return self.compile(expr)
+def is_flat(scope: str | None) -> bool:
+    """Memory every lane reaches alike (its loads at the same place agree)."""
+    return scope in (None, "", "global")
 
 
-def _locate_flat(data: Var, index: Eval, limit: int, site: int) -> Callable[[Frame, Mask], Located]:
-    """locate for the common access: one index into an extent known when compiling (the
-    element offset is the index itself)."""
+class LaneState:
+    """What compiling one kernel knows: the variables whose value differs between lanes, the
+    scope and the generated name of each memory."""
 
-    def locate(frame: Frame, mask: Mask) -> Located:
+    def __init__(self, scopes: dict[Var, str]):
+        self.varying: set[Var] = set()
+        self.bound: set[Var] = set()  # those a Bind assigns
+        self.scopes = scopes  # data var -> scope of its memory
+        self.memories: dict[Var, str] = {}  # data var -> name of its lanes memory
+
+    def is_varying(self, expr: PrimExpr) -> bool:
+        found = False
+
+        def visit(node: Node) -> None:
+            nonlocal found
+            if isinstance(node, Var) and node in self.varying:
+                found = True
+            elif isinstance(node, E.BufferLoad):
+                found |= not is_flat(self.scopes.get(node.buffer.data, node.buffer.scope))
+            elif isinstance(node, E.Call) and (node.op in SHUFFLES or node.op in LANE_ONLY):
+                found = True
+            elif isinstance(node, E.Call) and node.op == "tvm_warp_activemask":
+                found = True
+
+        walk(expr, visit)
+        return found
+
+    def scan(self, stmt: S.Stmt) -> None:
+        """Marks every variable some lanes may hold apart from others (a thread index, a
+        lane-varying value, a Bind under a lane-varying condition), until nothing changes."""
+
+        def allocation(node: Node) -> None:
+            if isinstance(node, S.AllocBuffer | S.DeclBuffer):
+                self.scopes.setdefault(node.buffer.data, node.buffer.scope)
+
+        walk(stmt, allocation)
+        while True:
+            before = len(self.varying)
+            walk(stmt, self._let)
+            self._scan(stmt, False)
+            if len(self.varying) == before:
+                return
+
+    def _scan(self, stmt: S.Stmt, divergent: bool) -> None:
+        if isinstance(stmt, S.Bind) and (divergent or self.is_varying(stmt.value)):
+            self.varying.add(stmt.var)
+            self.bound.add(stmt.var)
+        elif isinstance(stmt, S.For) and (
+            self.is_varying(stmt.min)
+            or self.is_varying(stmt.extent)
+            or (stmt.kind is S.ForKind.THREAD_BINDING and _is_thread(stmt.thread_binding))
+        ):
+            self.varying.add(stmt.loop_var)
+        elif isinstance(stmt, S.AttrStmt) and stmt.key == "thread_extent":
+            if isinstance(stmt.node, S.IterVar) and _is_thread(stmt.node):
+                self.varying.add(stmt.node.var)
+        elif isinstance(stmt, S.IfThenElse | S.While):
+            divergent = divergent or self.is_varying(stmt.condition)
+        for child in _children(stmt):
+            self._scan(child, divergent)
+
+    def _let(self, node: Node) -> None:
+        if isinstance(node, E.Let) and self.is_varying(node.value):
+            self.varying.add(node.var)
+
+
+def _is_thread(binding: S.IterVar | None) -> bool:
+    """Whether a binding is to a thread or block index (a virtual thread is a loop)."""
+    return binding is not None and not binding.thread_tag.startswith(("vthread", "cthread"))
+
+
+def _children(stmt: S.Stmt) -> tuple[S.Stmt, ...]:
+    if isinstance(stmt, S.SeqStmt):
+        return stmt.stmts
+    if isinstance(stmt, S.IfThenElse):
+        return (stmt.then_case,) if stmt.else_case is None else (stmt.then_case, stmt.else_case)
+    body = getattr(stmt, "body", None)
+    return (body,) if isinstance(body, S.Stmt) else ()
+
+
+# run-time helpers of generated lane code
+
+
+def check_index(
+    value: np.ndarray | int, limit: int, dim: int, site: int, mask: Mask, frame: Frame
+) -> np.ndarray | int:
+    """value, after a fault on the first executing lane whose index is outside [0, limit)."""
+    if isinstance(value, np.ndarray):
+        if not is_below(value, limit):
+            check_bounds(value, limit, dim, frame, None if mask is None else mask[:, None], site)
+        return value if value.dtype.kind in "iu" else value.astype(np.int64)
+    if not 0 <= value < limit:
         active = None if mask is None else mask[:, None]
-        value = index(frame, mask)
-        if value.size == 1 and value.ndim == 2:
-            number = int(value[0, 0])
-            if not 0 <= number < limit:
-                _check_bounds(value, limit, 0, frame, active, site)
-            return frame.memory[data], number, active, site
-        if not _below(value, limit):
-            _check_bounds(value, limit, 0, frame, active, site)
-        if value.dtype.kind not in "iu":
-            value = value.astype(np.int64)
-        return frame.memory[data], value, active, site
-
-    return locate
+        check_bounds(np.full((1, 1), value, np.int64), limit, dim, frame, active, site)
+    return value
 
 
-_UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
-
-
-def _below(value: np.ndarray, limit: int) -> bool:
-    """Whether every element of an integer array lies in [0, limit), in one pass: a signed
-    array seen as unsigned puts every negative number above any limit."""
-    if limit <= 0:
-        return False
-    kind = value.dtype.kind
-    if kind == "i":
-        return int(value.view(_UNSIGNED[value.dtype.itemsize]).max(initial=0)) < limit
-    if kind == "u":
-        return int(value.max(initial=0)) < limit
-    return False
-
-
-def _check_bounds(
-    value: np.ndarray,
-    limit: int | np.ndarray,
-    dim: int,
+def locate(
     frame: Frame,
-    active: np.ndarray | None,
+    memory: Memory,
+    dims: tuple[tuple[object, int, int], ...],
+    offset: int,
+    predicate: object,
+    element_lanes: int,
+    mask: Mask,
     site: int,
-) -> None:
-    """Faults on the first executing element whose index lies outside [0, limit)."""
-    bounds = np.asarray(limit, dtype=np.int64).reshape(-1, 1) if isinstance(limit, int) else limit
-    index = value.astype(np.int64, copy=False)
-    bad = (index < 0) | (index >= bounds.astype(np.int64, copy=False))
-    if not bad.any():
-        return
-    found = first_lane(bad, frame.lanes, active)
-    if found is not None:
-        lane, column = found
-        message = (
-            f"index {pick(index, lane, column)} is outside "
-            f"[0, {pick(bounds, lane, column)}) in dimension {dim}"
-        )
-        raise fault_in_lane(site, message, frame.lanes, lane)
-
-
-def _row_major(extents: list[int | Eval]) -> list[int | Eval]:
-    """Each dimension's stride: the product of the later extents (an int when all are)."""
-    strides: list[int | Eval] = []
-    later: list[int | Eval] = []
-    for extent in reversed(extents):
-        known = [part for part in later if isinstance(part, int)]
-        if len(known) == len(later):
-            strides.append(math.prod(known))
-        else:
-            strides.append(_product(list(later)))
-        later.append(extent)
-    return list(reversed(strides))
-
-
-def _product(parts: list[int | Eval]) -> Eval:
-    def stride(frame: Frame, mask: Mask) -> np.ndarray:
-        total = np.ones((1, 1), np.int64)
-        for part in parts:
-            if isinstance(part, int):
-                total = total * part
-            else:
-                total = total * part(frame, mask).astype(np.int64, copy=False)
-        return total
-
-    return stride
-
-
-def load_raw(
-    frame: Frame, located: Located, kind: np.dtype, held: np.dtype, dtype: DataType
-) -> np.ndarray:
-    """The values a load reads (held: their value type), for the active lanes (zero in the
-    others)."""
-    memory, offsets, active, site = located
-    rows = frame.row_index(memory) if memory.per_lane else None
-    try:
-        if isinstance(offsets, int):  # one element, checked for an executing lane
-            if active is not None and not active.any():
-                return np.zeros((1, 1), dtype=held)
-            raw = memory.load_one(kind, offsets, rows)
-        else:
-            if active is not None:
-                if not active.any():
-                    return np.zeros(offsets.shape, dtype=held)
-                if offsets.shape[0] != 1 or active.shape[1] != 1:
-                    # inactive lanes' offsets were not checked; a lane-uniform one was (for an
-                    # executing lane), unless a vector lane is off in every lane
-                    offsets = np.where(active, offsets, 0)
-            raw = memory.load(kind, offsets, rows)
-    except IndexError:
-        raise Fault(site, "memory access out of bounds") from None
-    if active is not None:
-        raw = np.where(active, raw, np.zeros((), raw.dtype))
-    return raw if raw.dtype == held else V.decode(raw, dtype)
-
-
-def store_raw(frame: Frame, located: Located, raw: np.ndarray, kind: np.dtype) -> None:
-    """Stores memory's representation of values for the active lanes."""
-    memory, offsets, active, site = located
-    try:
-        if _store_in_rows(memory, offsets, active, raw, kind):
-            return
-        if isinstance(offsets, int):
-            if active is None and not isinstance(memory, LaneMemory):
-                memory.store_one(kind, offsets, raw)
-                return
-            offsets = np.full((1, 1), offsets, np.int64)
-        rows = frame.row_index(memory) if memory.per_lane else None
-        shapes = [offsets, raw] + ([rows] if rows is not None else [])
+) -> Located:
+    """Where a vector or predicated access goes: (memory, element offsets (rows, width),
+    active elements, site); dims holds (index, extent, stride) per dimension."""
+    active: np.ndarray | None = None
+    if predicate is not None:
+        active = np.asarray(predicate)
+        active = active.reshape(-1, active.shape[-1])
+        if mask is not None:
+            active = active & np.broadcast_to(mask[:, None], (mask.size, active.shape[1]))
+    elif mask is not None:
+        active = mask[:, None]
+    total = np.full((1, 1), offset, np.int64)
+    for dim, (index, extent, stride) in enumerate(dims):
+        value = np.asarray(index)
+        value = value.reshape(-1, value.shape[-1]) if value.ndim else value.reshape(1, 1)
+        if not is_below(value, extent):
+            check_bounds(value, extent, dim, frame, active, site)
+        total = total + value.astype(np.int64) * stride
+    if element_lanes > 1:
+        rows, width = total.shape
+        steps = np.arange(element_lanes)
+        total = (total[:, :, None] * element_lanes + steps).reshape(rows, width * element_lanes)
         if active is not None:
-            shapes.append(active)
-        shaped = np.broadcast_arrays(*shapes)
-        if active is None:
-            offsets_b, raw_b = shaped[0], shaped[1]
-            rows_b = shaped[2] if rows is not None else None
-        else:
-            chosen = shaped[-1]
-            if not chosen.any():
-                return
-            offsets_b, raw_b = shaped[0][chosen], shaped[1][chosen]
-            rows_b = shaped[2][chosen] if rows is not None else None
-        memory.store(kind, offsets_b, raw_b, rows_b)
-    except IndexError:
-        raise Fault(site, "memory access out of bounds") from None
+            active = np.broadcast_to(active, (active.shape[0], width))
+            active = np.repeat(active, element_lanes, axis=1)
+    return memory, total, active, site
 
 
-def _store_in_rows(
-    memory: object,
-    offsets: np.ndarray | int,
-    active: np.ndarray | None,
-    raw: np.ndarray,
-    kind: np.dtype,
-) -> bool:
-    """Stores to each lane's own memory at lane-uniform elements without a scatter; False
-    when the store is not of that kind."""
-    if not isinstance(memory, RowMemory | LaneMemory) or memory.per_block:
-        return False
-    if isinstance(offsets, int):
-        column = offsets
-    elif offsets.shape[0] != 1:
-        return False
-    elif active is None:
-        width = offsets.shape[1]
-        if width == 1 or len(set(offsets[0].tolist())) == width:
-            memory.store_columns(kind, offsets[0], raw)
-            return True
-        return False
-    elif offsets.shape[1] != 1:
-        return False
-    else:
-        column = int(offsets[0, 0])
-    if active is None:
-        memory.store_lanes(kind, column, raw, None)
-        return True
-    if active.shape[1] != 1:
-        return False
-    lanes = active[:, 0]
-    if lanes.any():
-        memory.store_lanes(kind, column, raw, lanes)
-    return True
+def _extremum(compare: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
+    def pick(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        return np.where(compare(x, y), x, y)
+
+    return pick
 
 
-# expressions
+def divide(division: Division, site: int) -> Callable[..., np.ndarray]:
+    """Integer division (or C's remainder) that faults on the first executing zero."""
 
-
-_RULES: Dispatch[ExprCompiler, [], Eval] = Dispatch("expression (lockstep)")
-
-
-@_RULES.register(Var)
-def _var(compiler: ExprCompiler, expr: Var) -> Eval:
-    if expr not in compiler.known or expr.dtype.is_handle:
-        raise Unsupported(f"variable {expr.name}")
-    return lambda frame, mask: frame.values[expr]
-
-
-@_RULES.register(E.IntImm)
-def _int_imm(compiler: ExprCompiler, expr: E.IntImm) -> Eval:
-    value = V.constant(_wrapped(expr.value, expr.dtype), expr.dtype)
-    return lambda frame, mask: value
-
-
-def _wrapped(number: int, dtype: DataType) -> int | bool:
-    if dtype.is_bool:
-        return bool(number)
-    low, high = int_range(dtype)
-    if not low <= number <= high:
-        return wrap(number, dtype)
-    return number
-
-
-@_RULES.register(E.FloatImm)
-def _float_imm(compiler: ExprCompiler, expr: E.FloatImm) -> Eval:
-    value = V.constant(V.round_to(expr.value, expr.dtype), expr.dtype)
-    return lambda frame, mask: value
-
-
-def _arith(op: Lanes) -> Callable[..., Eval]:
-    def rule(compiler: ExprCompiler, expr: E.BinaryOp) -> Eval:
-        a, b = compiler.compile(expr.a), compiler.compile(expr.b)
-        dtype = expr.a.dtype
-        if dtype.is_float and str(dtype.element) != "float32":
-            return lambda frame, mask: V.round_array(op(a(frame, mask), b(frame, mask)), dtype)
-        if dtype.is_integer or dtype.is_float:  # float32: numpy's own ops round as needed
-            return lambda frame, mask: op(a(frame, mask), b(frame, mask))
-        raise Unsupported(f"arithmetic on {dtype}")
-
-    return rule
-
-
-def _division(compiler: ExprCompiler, expr: PrimExpr) -> Eval:
-    assert isinstance(expr, E.BinaryOp)  # the rules give it Div, Mod, FloorDiv and FloorMod
-    a, b = compiler.compile(expr.a), compiler.compile(expr.b)
-    dtype: DataType = expr.a.dtype
-    division = DIVISIONS[type(expr)]
-    if dtype.is_float:
-        function = division.float_lanes
-        return lambda frame, mask: V.round_array(
-            function(V.wide(a(frame, mask)), V.wide(b(frame, mask))), dtype
-        )
-    if not dtype.is_integer:
-        raise Unsupported(f"division of {dtype}")
-    divisor = expr.b
-    if isinstance(divisor, E.IntImm) and divisor.value > 0 and divisor.dtype.lanes == 1:
-        by = V.constant(divisor.value, divisor.dtype)
-        quick = division.by_positive
-        return lambda frame, mask: quick(a(frame, mask), by)
-    return checked_division(a, b, division, compiler.site(expr, "division"))
-
-
-def checked_division(a: Eval, b: Eval, division: Division, site: int) -> Eval:
-    def divide(frame: Frame, mask: Mask) -> np.ndarray:
-        x, y = a(frame, mask), b(frame, mask)
+    def checked(x: np.ndarray, y: np.ndarray, frame: Frame, mask: Mask) -> np.ndarray:
         zero = y == 0
         if zero.any():
             found = first_lane(zero, frame.lanes, mask)
@@ -449,175 +227,349 @@ def checked_division(a: Eval, b: Eval, division: Division, site: int) -> Eval:
                 raise fault_in_lane(site, message, frame.lanes, lane)
         return division.lanes(x, y)
 
-    return divide
+    return checked
 
 
-def _extremum(compare: Lanes) -> Callable[..., Eval]:
-    def rule(compiler: ExprCompiler, expr: E.BinaryOp) -> Eval:
-        a, b = compiler.compile(expr.a), compiler.compile(expr.b)
+def _to_int(low: int, high: int, kind: np.dtype, name: str, site: int) -> Callable[..., np.ndarray]:
+    def to_int(x: np.ndarray, frame: Frame, mask: Mask) -> np.ndarray:
+        x = V.wide(x)
+        bad = ~((x > low - 1) & (x < high + 1))  # NaN compares false: bad
+        if bad.any():
+            found = first_lane(bad, frame.lanes, mask)
+            if found is not None:
+                lane, column = found
+                message = arith.cast_out_of_range(float(pick(x, lane, column)), name)
+                raise fault_in_lane(site, message, frame.lanes, lane)
+            x = np.where(bad, 0.0, x)
+        return np.trunc(x).astype(kind)
 
-        def pick(frame: Frame, mask: Mask) -> np.ndarray:
-            x, y = a(frame, mask), b(frame, mask)
-            return np.where(compare(x, y), x, y)
-
-        return pick
-
-    return rule
-
-
-def _compare(op: Lanes) -> Callable[..., Eval]:
-    def rule(compiler: ExprCompiler, expr: E.CompareOp) -> Eval:
-        a, b = compiler.compile(expr.a), compiler.compile(expr.b)
-        return lambda frame, mask: op(a(frame, mask), b(frame, mask))
-
-    return rule
+    return to_int
 
 
-def _logical(is_and: bool) -> Callable[..., Eval]:
-    """Python's `and` / `or` (which the scalar interpreter emits) skip the right operand."""
+def _short_circuit(is_and: bool) -> Callable[..., np.ndarray]:
+    """`and` / `or` evaluating the right operand for the lanes the left one leaves open."""
 
-    def rule(compiler: ExprCompiler, expr: E.LogicalOp) -> Eval:
-        a, b = compiler.compile(expr.a), compiler.compile(expr.b)
-        vector = expr.dtype.lanes > 1
+    def evaluate(
+        x: np.ndarray, right: Callable[[np.ndarray], object], mask: Mask, count: int
+    ) -> np.ndarray:
+        needed = narrow(mask, x if is_and else ~x, count)
+        if not needed.any():
+            return x
+        y = np.asarray(right(needed))
+        return (x & y) if is_and else (x | y)
 
-        def evaluate(frame: Frame, mask: Mask) -> np.ndarray:
-            x = a(frame, mask)
-            if vector:
-                y = b(frame, mask)
-            elif x.shape[0] == 1:  # the same in every lane: it decides, or b is the result
-                return x if bool(x[0, 0]) != is_and else b(frame, mask)
-            else:
-                decisive = x if not is_and else ~x
-                needed = narrow(mask, ~decisive, frame.lanes.count)
-                if not needed.any():
-                    return x
-                y = b(frame, needed)
-            return (x & y) if is_and else (x | y)
+    return evaluate
 
-        return evaluate
 
-    return rule
+def _join_lanes(parts: tuple[np.ndarray, ...], indices: list[int]) -> np.ndarray:
+    rows = max(part.shape[0] for part in parts)
+    joined = np.concatenate([np.broadcast_to(p, (rows, p.shape[1])) for p in parts], axis=1)
+    return joined[:, indices]
+
+
+# the compiler
+
+
+class LaneExprCompiler(ExprCompiler):
+    """Compiles what every lane agrees on with the thread model's rules (inherited), the rest
+    with the lane rules below."""
+
+    def __init__(self, ctx: Context, lanes: LaneState):
+        super().__init__(ctx)
+        self.lane = lanes
+
+    def compile(self, expr: PrimExpr) -> Code:
+        if isinstance(expr, E.Call) and expr.op in LANE_ONLY:
+            return replace(CALLS[expr.op](self, expr), varying=True)
+        if not self.lane.is_varying(expr):
+            for node in _nodes(expr):  # a call without a lane rule may need the threads
+                if isinstance(node, E.Call) and node.op not in CALLS:
+                    raise Unsupported(f"T.{node.op}")
+            return super().compile(expr)
+        rule = _RULES.get(type(expr))
+        if rule is None:
+            raise Unsupported(type(expr).__name__)
+        return replace(rule(self, expr), varying=True, pure=False, slot=None)
+
+    def name(self, value: object, hint: str) -> str:
+        return self.ctx.constant(value, hint)
+
+    def dtype(self, dtype: DataType | np.dtype) -> str:
+        return self.name(dtype, str(dtype))
+
+    def operand(self, code: Code, dtype: DataType) -> str:
+        """A value as lane arithmetic may use it (a uniform vector becomes a numpy row)."""
+        if code.varying or dtype.lanes == 1:
+            return code.text
+        return f"_np.array([{code.text}], {self.dtype(V.value_type(dtype))})"
+
+    def array(self, code: Code, dtype: DataType) -> str:
+        """A value as numpy lanes, (1, lanes) where every lane agrees."""
+        if code.varying:
+            return code.text
+        return f"{self.name(V.constant, 'constant')}({code.text}, {self.dtype(dtype)})"
+
+    def rounded(self, text: str, dtype: DataType, wide: bool = False) -> str:
+        """Float lanes rounded to dtype; float32 operations round themselves unless `wide`
+        (computed in float64)."""
+        kind = str(dtype.element)
+        if kind == "float64" or (kind == "float32" and not wide):
+            return text
+        return f"{self.name(V.round_array, 'round_array')}({text}, {self.dtype(dtype)})"
+
+    # memory
+
+    def place(
+        self,
+        buffer: Buffer,
+        indices: tuple[PrimExpr, ...],
+        predicate: PrimExpr | None,
+        node: Node,
+        verb: str,
+    ) -> str:
+        """The generated Located of an access: a tuple for one element of every lane, else
+        a call of `locate`."""
+        memory = self.lane.memories.get(buffer.data)
+        if memory is None:
+            raise Unsupported(f"memory of {buffer.name}")
+        if buffer.axis_separators or len(indices) != len(buffer.shape):
+            raise Unsupported("indexing")
+        layout = self.access.default_layout(buffer)
+        if any(part.varying for part in (layout.offset, *layout.shape, *layout.strides)):
+            raise Unsupported("a layout that differs between lanes")
+        site = self.ctx.site(node, describe_access(verb, buffer), True)
+        vector = predicate is not None or buffer.dtype.lanes > 1
+        codes = [self.compile(index) for index in indices]
+        if vector or any(index.dtype.lanes > 1 for index in indices):
+            dims = ", ".join(
+                f"({self.operand(code, index.dtype)}, {extent.text}, {stride.text})"
+                for code, index, extent, stride in zip(
+                    codes, indices, layout.shape, layout.strides, strict=True
+                )
+            )
+            active = (
+                "None"
+                if predicate is None
+                else self.operand(self.compile(predicate), predicate.dtype)
+            )
+            return (
+                f"{self.name(locate, 'locate')}(_frame, {memory}, ({dims},), "
+                f"{layout.offset.text}, {active}, {buffer.dtype.lanes}, _mask, {site})"
+            )
+        terms = [] if layout.offset.constant == 0 else [layout.offset.text]
+        check = self.name(check_index, "check_index")
+        for dim, (code, extent, stride) in enumerate(
+            zip(codes, layout.shape, layout.strides, strict=True)
+        ):
+            text = code.text
+            limit = extent.constant
+            if limit is None or not interval.within((code.low, code.high), 0, limit - 1):
+                text = f"{check}({text}, {extent.text}, {dim}, {site}, _mask, _frame)"
+            terms.append(text if stride.constant == 1 else f"({text} * {stride.text})")
+        return f"({memory}, {' + '.join(terms) or '0'}, _mask, {site})"
+
+    def load(self, expr: E.BufferLoad) -> Code:
+        place = self.place(expr.buffer, expr.indices, expr.predicate, expr, "load from")
+        dtype = expr.buffer.dtype
+        kinds = f"{self.dtype(access_type(dtype))}, {self.dtype(V.value_type(dtype))}"
+        return Code(f"{self.name(load_raw, 'load')}(_frame, {place}, {kinds}, {self.dtype(dtype)})")
+
+    def store(self, stmt: S.BufferStore) -> None:
+        value = self.compile(stmt.value)
+        buffer = stmt.buffer
+        place = self.place(buffer, stmt.indices, stmt.predicate, stmt, "store to")
+        text = self.operand(value, stmt.value.dtype)
+        kinds = f"{self.dtype(access_type(buffer.dtype))}, {self.dtype(buffer.dtype)}"
+        self.ctx.emit(f"{self.name(store_raw, 'store')}(_frame, {place}, {text}, {kinds})")
+
+
+def _nodes(expr: Node) -> list[Node]:
+    found: list[Node] = []
+    walk(expr, found.append)
+    return found
+
+
+def is_total(expr: PrimExpr) -> bool:
+    """Whether evaluating expr for any lane can neither fail nor depend on the mask."""
+    return not any(
+        isinstance(node, E.BufferLoad | E.Call | E.Cast) or type(node) in DIVISIONS
+        for node in _nodes(expr)
+    )
+
+
+_RULES: Dispatch[LaneExprCompiler, [], Code] = Dispatch("expression (lockstep)")
+
+
+@_RULES.register(E.Var)
+def _var(compiler: LaneExprCompiler, expr: Var) -> Code:
+    name = compiler.ctx.names.get(expr)
+    if name is None:
+        raise Unsupported(f"variable {expr.name}")
+    return Code(name, *compiler.ctx.bounds.get(expr, (None, None)))
+
+
+def _arith(compiler: LaneExprCompiler, expr: PrimExpr) -> Code:
+    """+ - * as numpy computes them: integers wrap, float32 rounds, other floats round after."""
+    assert isinstance(expr, E.BinaryOp)
+    a, b = compiler.compile(expr.a), compiler.compile(expr.b)
+    dtype: DataType = expr.a.dtype
+    operator = ARITHMETIC[type(expr)]
+    text = f"({compiler.operand(a, dtype)} {operator.symbol} {compiler.operand(b, dtype)})"
+    if dtype.is_float:
+        return Code(compiler.rounded(text, dtype))
+    if not dtype.is_integer:
+        raise Unsupported(f"arithmetic on {dtype}")
+    low, high = int_range(dtype.element)
+    if operator.bounds is not None:
+        value = operator.bounds((a.low, a.high), (b.low, b.high))
+        if interval.within(value, low, high):  # nothing wraps
+            return Code(text, value[0], value[1])
+    return Code(text, low, high)
+
+
+def _division(compiler: LaneExprCompiler, expr: PrimExpr) -> Code:
+    assert isinstance(expr, E.BinaryOp)
+    dtype: DataType = expr.a.dtype
+    a = compiler.array(compiler.compile(expr.a), dtype)
+    b = compiler.array(compiler.compile(expr.b), dtype)
+    division = DIVISIONS[type(expr)]
+    if dtype.is_float:
+        wide, function = compiler.name(V.wide, "wide"), compiler.name(division.float_lanes, "div")
+        return Code(compiler.rounded(f"{function}({wide}({a}), {wide}({b}))", dtype, True))
+    if not dtype.is_integer:
+        raise Unsupported(f"division of {dtype}")
+    divisor = expr.b
+    if isinstance(divisor, E.IntImm) and divisor.value > 0 and divisor.dtype.lanes == 1:
+        by = compiler.name(V.constant(divisor.value, divisor.dtype), "by")
+        return Code(f"{compiler.name(division.by_positive, 'by_positive')}({a}, {by})")
+    checked = compiler.name(divide(division, compiler.ctx.site(expr, "division")), "divide")
+    return Code(f"{checked}({a}, {b}, _frame, _mask)")
+
+
+def _extremum_rule(compiler: LaneExprCompiler, expr: PrimExpr) -> Code:
+    assert isinstance(expr, E.BinaryOp)
+    a = compiler.operand(compiler.compile(expr.a), expr.a.dtype)
+    b = compiler.operand(compiler.compile(expr.b), expr.b.dtype)
+    return Code(f"{compiler.name(_extremum(EXTREMA[type(expr)].lanes), 'extremum')}({a}, {b})")
+
+
+def _compare(compiler: LaneExprCompiler, expr: PrimExpr) -> Code:
+    assert isinstance(expr, E.CompareOp)
+    a = compiler.operand(compiler.compile(expr.a), expr.a.dtype)
+    b = compiler.operand(compiler.compile(expr.b), expr.b.dtype)
+    return Code(f"({a} {COMPARISONS[type(expr)].symbol} {b})", 0, 1)
+
+
+@_RULES.register(E.And, E.Or)
+def _logical(compiler: LaneExprCompiler, expr: E.And | E.Or) -> Code:
+    """The right operand only for the lanes the left one does not decide (Python's `and` /
+    `or` in the thread model), where evaluating it could fail."""
+    is_and = isinstance(expr, E.And)
+    a = compiler.compile(expr.a)
+    if expr.dtype.lanes == 1 and not is_total(expr.b):
+        b = compiler.compile(expr.b)
+        if not a.varying:  # a decides for every lane, or b is the result
+            b_text, a_text = compiler.array(b, expr.b.dtype), compiler.array(a, expr.a.dtype)
+            picked = (b_text, a_text) if is_and else (a_text, b_text)
+            return Code(f"({picked[0]} if {a.text} else {picked[1]})")
+        function = compiler.name(_short_circuit(is_and), "and" if is_and else "or")
+        return Code(f"{function}({a.text}, lambda _mask: {b.text}, _mask, _lanes.count)")
+    b_operand = compiler.operand(compiler.compile(expr.b), expr.b.dtype)
+    a_operand = compiler.operand(a, expr.a.dtype)
+    return Code(f"({a_operand} {'&' if is_and else '|'} {b_operand})", 0, 1)
 
 
 @_RULES.register(E.Not)
-def _not(compiler: ExprCompiler, expr: E.Not) -> Eval:
-    a = compiler.compile(expr.a)
-    return lambda frame, mask: np.logical_not(a(frame, mask))
+def _not(compiler: LaneExprCompiler, expr: E.Not) -> Code:
+    return Code(f"(~{compiler.compile(expr.a).text})", 0, 1)
 
 
 @_RULES.register(E.Select)
-def _select(compiler: ExprCompiler, expr: E.Select) -> Eval:
-    c = compiler.compile(expr.condition)
-    t = compiler.compile(expr.true_value)
-    f = compiler.compile(expr.false_value)
-    return lambda frame, mask: np.where(c(frame, mask), t(frame, mask), f(frame, mask))
+def _select(compiler: LaneExprCompiler, expr: E.Select) -> Code:
+    c = compiler.operand(compiler.compile(expr.condition), expr.condition.dtype)
+    t = compiler.operand(compiler.compile(expr.true_value), expr.dtype)
+    f = compiler.operand(compiler.compile(expr.false_value), expr.dtype)
+    return Code(f"_np.where({c}, {t}, {f})")
 
 
 @_RULES.register(E.Cast)
-def _cast(compiler: ExprCompiler, expr: E.Cast) -> Eval:
-    value = compiler.compile(expr.value)
+def _cast(compiler: LaneExprCompiler, expr: E.Cast) -> Code:
+    value = compiler.compile(expr.value).text
     source: DataType = expr.value.dtype.element
     target = expr.dtype.element
     if source.is_handle or target.is_handle:
         raise Unsupported("handle cast")
     if source == target:
-        return value
+        return Code(value)
     if target.is_bool:
-        return lambda frame, mask: value(frame, mask) != 0
+        return Code(f"({value} != 0)")
     kind = V.value_type(target)
+    if target.is_integer and not source.is_float:
+        return Code(f"{value}.astype({compiler.dtype(kind)})")
     if target.is_integer:
-        if not source.is_float:
-            return lambda frame, mask: value(frame, mask).astype(kind)
         low, high = int_range(target)
-        site = compiler.site(expr, "cast")
-        name = str(target)
-
-        def to_int(frame: Frame, mask: Mask) -> np.ndarray:
-            x = V.wide(value(frame, mask))
-            bad = ~((x > low - 1) & (x < high + 1))  # NaN compares false: bad
-            if bad.any():
-                found = first_lane(bad, frame.lanes, mask)
-                if found is not None:
-                    lane, column = found
-                    number = float(pick(x, lane, column))
-                    message = arith.cast_out_of_range(number, name)
-                    raise fault_in_lane(site, message, frame.lanes, lane)
-                x = np.where(bad, 0.0, x)
-            return np.trunc(x).astype(kind)
-
-        return to_int
+        site = compiler.ctx.site(expr, "cast")
+        to_int = compiler.name(_to_int(low, high, kind, str(target), site), "to_int")
+        return Code(f"{to_int}({value}, _frame, _mask)")
     if not target.is_float:
         raise Unsupported(f"cast to {target}")
-    return lambda frame, mask: V.round_array(value(frame, mask).astype(np.float64), target)
+    return Code(compiler.rounded(f"{value}.astype(_np.float64)", target, True))
 
 
 @_RULES.register(E.Ramp)
-def _ramp(compiler: ExprCompiler, expr: E.Ramp) -> Eval:
-    base, stride = compiler.compile(expr.base), compiler.compile(expr.stride)
+def _ramp(compiler: LaneExprCompiler, expr: E.Ramp) -> Code:
     dtype = expr.dtype.element
+    base = compiler.array(compiler.compile(expr.base), expr.base.dtype)
+    stride = compiler.array(compiler.compile(expr.stride), expr.stride.dtype)
     if dtype.is_float:
-        wide_steps = np.arange(expr.lanes, dtype=np.float64)[None, :]
-        return lambda frame, mask: V.round_array(
-            V.wide(base(frame, mask)) + V.wide(stride(frame, mask)) * wide_steps, dtype
-        )
-    steps = np.arange(expr.lanes, dtype=V.value_type(dtype))[None, :]
-    return lambda frame, mask: base(frame, mask) + stride(frame, mask) * steps
+        wide = compiler.name(V.wide, "wide")
+        steps = compiler.name(np.arange(expr.lanes, dtype=np.float64)[None, :], "steps")
+        return Code(compiler.rounded(f"({wide}({base}) + {wide}({stride}) * {steps})", dtype, True))
+    steps = compiler.name(np.arange(expr.lanes, dtype=V.value_type(dtype))[None, :], "steps")
+    return Code(f"({base} + {stride} * {steps})")
 
 
 @_RULES.register(E.Broadcast)
-def _broadcast(compiler: ExprCompiler, expr: E.Broadcast) -> Eval:
-    value = compiler.compile(expr.value)
-    lanes = expr.lanes
-    return lambda frame, mask: np.repeat(value(frame, mask), lanes, axis=1)
+def _broadcast(compiler: LaneExprCompiler, expr: E.Broadcast) -> Code:
+    return Code(f"_np.repeat({compiler.compile(expr.value).text}, {expr.lanes}, axis=1)")
 
 
 @_RULES.register(E.Shuffle)
-def _shuffle(compiler: ExprCompiler, expr: E.Shuffle) -> Eval:
-    parts = [compiler.compile(vector) for vector in expr.vectors]
+def _shuffle(compiler: LaneExprCompiler, expr: E.Shuffle) -> Code:
     indices = [index.value for index in expr.indices if isinstance(index, E.IntImm)]
     if len(indices) != len(expr.indices):
         raise Unsupported("shuffle with variable indices")
-
-    def shuffle(frame: Frame, mask: Mask) -> np.ndarray:
-        values = np.broadcast_arrays(*[part(frame, mask) for part in parts])
-        rows = max(value.shape[0] for value in values)
-        joined = np.concatenate([np.broadcast_to(v, (rows, v.shape[1])) for v in values], axis=1)
-        return joined[:, indices]
-
-    return shuffle
+    parts = ", ".join(compiler.array(compiler.compile(v), v.dtype) for v in expr.vectors)
+    join = compiler.name(_join_lanes, "join_lanes")
+    return Code(f"{join}(({parts},), {compiler.name(indices, 'indices')})")
 
 
 @_RULES.register(E.Let)
-def _let(compiler: ExprCompiler, expr: E.Let) -> Eval:
+def _let(compiler: LaneExprCompiler, expr: E.Let) -> Code:
     value = compiler.compile(expr.value)
-    if expr.var.dtype.is_handle:
-        raise Unsupported("handle let")
-    compiler.known.add(expr.var)
+    name = compiler.ctx.bind(expr.var, value.low, value.high)
     body = compiler.compile(expr.body)
-    var = expr.var
-
-    def let(frame: Frame, mask: Mask) -> np.ndarray:
-        frame.values[var] = V.owned(value(frame, mask))
-        return body(frame, mask)
-
-    return let
+    return Code(f"(({name} := {value.text}), {body.text})[1]", body.low, body.high)
 
 
 @_RULES.register(E.BufferLoad)
-def _load(compiler: ExprCompiler, expr: E.BufferLoad) -> Eval:
-    locate = compiler.access(expr.buffer, expr.indices, expr.predicate, expr, "load from")
-    dtype = expr.buffer.dtype
-    kind, held = access_type(dtype), V.value_type(dtype)
-    return lambda frame, mask: load_raw(frame, locate(frame, mask), kind, held, dtype)
+def _load(compiler: LaneExprCompiler, expr: E.BufferLoad) -> Code:
+    return compiler.load(expr)
 
 
-for _node, _operator in ARITHMETIC.items():
-    _RULES.register(_node)(_arith(_operator.lanes))
+@_RULES.register(E.Call)
+def _call(compiler: LaneExprCompiler, expr: E.Call) -> Code:
+    rule = CALLS.get(expr.op)
+    if rule is None:
+        raise Unsupported(f"T.{expr.op}")
+    return rule(compiler, expr)
+
+
+for _node in ARITHMETIC:
+    _RULES.register(_node)(_arith)
 for _node in DIVISIONS:
     _RULES.register(_node)(_division)
-for _node, _operator in EXTREMA.items():
-    _RULES.register(_node)(_extremum(_operator.lanes))
-for _node, _operator in COMPARISONS.items():
-    _RULES.register(_node)(_compare(_operator.lanes))
-_RULES.register(E.And)(_logical(True))
-_RULES.register(E.Or)(_logical(False))
+for _node in EXTREMA:
+    _RULES.register(_node)(_extremum_rule)
+for _node in COMPARISONS:
+    _RULES.register(_node)(_compare)

@@ -1,2 +1,2 @@
-"""Memory: storages and pointers (storage), and its per-lane layout in the lockstep model
-(lanes)."""
+"""Memory: storages and pointers (storage), and the lockstep model's rows of bytes per lane
+or per block (lanes)."""

@@ -3,9 +3,8 @@
 A chunk of blocks runs at once; its threads are lanes 0..L-1, block by block, each block's
 threads in thread order (x fastest), as the thread model numbers them. Global memory (and
 shared memory allocated before the kernel) is one flat array; shared memory is one row of
-bytes per block; local memory is a table (elements, lanes), so that the same element of every
-lane (the common case: an index that does not depend on the thread) is one contiguous row.
-Gathers read nothing for inactive lanes, scatters write only active ones.
+bytes per block, local memory one per lane. Gathers read nothing for inactive lanes, scatters
+write only active ones.
 """
 
 from __future__ import annotations
@@ -16,6 +15,8 @@ import numpy as np
 
 from tirc.interp.fault import Fault
 from tirc.interp.memory.storage import Pointer, Storage
+from tirc.interp.semantics import values as V
+from tirc.ir.dtype import DataType
 
 if TYPE_CHECKING:
     from tirc.ir.expr import Var
@@ -48,14 +49,6 @@ class Lanes:
             "blockIdx.x": linear % grid[0],
             "blockIdx.y": linear // grid[0] % grid[1],
             "blockIdx.z": linear // (grid[0] * grid[1]),
-        }
-        self.extents = {
-            "threadIdx.x": dims[0],
-            "threadIdx.y": dims[1],
-            "threadIdx.z": dims[2],
-            "blockIdx.x": grid[0],
-            "blockIdx.y": grid[1],
-            "blockIdx.z": grid[2],
         }
 
     def describe(self, lane: int) -> str:
@@ -163,7 +156,7 @@ class RowMemory:
     def load_one(self, kind: np.dtype, element: int, rows: np.ndarray | None) -> np.ndarray:
         table, base = self.view(kind)
         column = table[:, _checked(element + base)]
-        return column[:, None] if not self.per_block else column[rows]  # see LaneMemory.load_one
+        return column[:, None] if not self.per_block else column[rows]  # a view: see values.owned
 
     def store(
         self, kind: np.dtype, offsets: np.ndarray, raw: np.ndarray, rows: np.ndarray | None
@@ -207,137 +200,17 @@ def _checked(element: int) -> int:
     return element
 
 
-class LaneMemory:
-    """Each lane's own memory (local scope), laid out (elements, lanes) for the item size it is
-    first accessed with, so that the same element of every lane is one contiguous row:
-
-        A[i] in every lane        ->  table[i]         (a row, no gather)
-        A[f(lane)] in every lane  ->  table[f, lane]   (a gather)
-
-    Accessed with another item size (a buffer reinterpreted through another dtype), it turns
-    into byte rows (RowMemory) for good, which every item size can view."""
-
-    per_lane = True
-    per_block = False
-
-    def __init__(
-        self, lanes: int, nbytes: int, initial: np.ndarray | None = None, byte_offset: int = 0
-    ):
-        self.lanes = lanes
-        self.nbytes = nbytes
-        self.initial = initial  # the bytes every lane starts with (None: zeros)
-        self.byte_offset = byte_offset
-        self._table: np.ndarray | None = None  # (elements, lanes) of an unsigned type
-        self._views: dict[np.dtype, tuple[np.ndarray, int]] = {}
-        self.rows: RowMemory | None = None  # the byte rows, once it has turned into them
-
-    @property
-    def byte_rows(self) -> RowMemory:
-        """The byte rows it has turned into (only once `view` has returned None)."""
-        assert self.rows is not None, "LaneMemory is still a lane table"
-        return self.rows
-
-    def view(self, kind: np.dtype) -> tuple[np.ndarray, int] | None:
-        """(table (elements, lanes) of kind, base element), or None once it is byte rows."""
-        found = self._views.get(kind)
-        if found is not None or self.rows is not None:
-            return found
-        size = kind.itemsize
-        if self._table is None:
-            if self.nbytes % size or self.byte_offset % size:
-                self._to_rows()
-                return None
-            unsigned = np.dtype(f"u{size}")
-            if self.initial is None:
-                self._table = np.zeros((self.nbytes // size, self.lanes), unsigned)
-            else:
-                column = self.initial.view(unsigned)[:, None]
-                self._table = np.repeat(column, self.lanes, axis=1)
-        elif self._table.dtype.itemsize != size:
-            self._to_rows()
-            return None
-        found = (self._table.view(kind), self.byte_offset // size)
-        self._views[kind] = found
-        return found
-
-    def _to_rows(self) -> None:
-        if self._table is not None:
-            data = np.ascontiguousarray(self._table.T).view(np.uint8)
-        elif self.initial is not None:
-            data = np.broadcast_to(self.initial, (self.lanes, self.nbytes)).copy()
-        else:
-            data = np.zeros((self.lanes, self.nbytes), np.uint8)
-        self.rows = RowMemory(data, per_block=False, byte_offset=self.byte_offset)
-        self._table = None
-        self._views.clear()
-
-    def load(self, kind: np.dtype, offsets: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
-        found = self.view(kind)
-        if found is None:
-            return self.byte_rows.load(kind, offsets, rows)
-        table, base = found
-        if offsets.shape[0] == 1:  # the same elements in every lane: rows of the table
-            return table[_shift(offsets[0], base)].T
-        return table[_shift(offsets, base), rows]
-
-    def load_one(self, kind: np.dtype, element: int, rows: np.ndarray | None) -> np.ndarray:
-        found = self.view(kind)
-        if found is None:
-            return self.byte_rows.load_one(kind, element, rows)
-        table, base = found
-        return table[_checked(element + base)][:, None]  # a view: see semantics.values.owned
-
-    def store(
-        self, kind: np.dtype, offsets: np.ndarray, raw: np.ndarray, rows: np.ndarray | None
-    ) -> None:
-        found = self.view(kind)
-        if found is None:
-            self.byte_rows.store(kind, offsets, raw, rows)
-            return
-        table, base = found
-        table[_shift(offsets, base), rows] = raw
-
-    def store_columns(self, kind: np.dtype, columns: np.ndarray, raw: np.ndarray) -> None:
-        """Every lane stores raw (L, width) at the same distinct elements."""
-        found = self.view(kind)
-        if found is None:
-            self.byte_rows.store_columns(kind, columns, raw)
-            return
-        table, base = found
-        table[_shift(columns, base)] = raw.T
-
-    def store_lanes(
-        self, kind: np.dtype, column: int, raw: np.ndarray, lanes: np.ndarray | None
-    ) -> None:
-        """The lanes in the (L,) mask `lanes` (None: all) store raw ((L, 1) or (1, 1)) at one
-        element."""
-        found = self.view(kind)
-        if found is None:
-            self.byte_rows.store_lanes(kind, column, raw, lanes)
-            return
-        table, base = found
-        row = table[_checked(column + base)]
-        if lanes is None:
-            row[...] = raw[:, 0]
-        else:
-            np.copyto(row, raw[:, 0], where=lanes)
-
-
-Memory = FlatMemory | RowMemory | LaneMemory
+Memory = FlatMemory | RowMemory
 
 
 class Frame:
-    """The state of one chunk of lanes: variables, memory, and the executing lanes."""
+    """One chunk of lanes as generated lane code sees it: its geometry and its memories."""
 
-    __slots__ = ("values", "memory", "mask", "lanes", "broken", "_rows")
+    __slots__ = ("memory", "lanes", "_rows")
 
     def __init__(self, lanes: Lanes):
-        self.values: dict[Var, np.ndarray] = {}
         self.memory: dict[Var, Memory] = {}
-        self.mask: np.ndarray | None = None
         self.lanes = lanes
-        # per enclosing loop: the lanes that left it (None: none yet)
-        self.broken: list[np.ndarray | None] = []
         self._rows: dict[bool, np.ndarray] = {}
 
     def row_index(self, memory: Memory) -> np.ndarray:
@@ -349,15 +222,10 @@ class Frame:
             self._rows[memory.per_block] = found
         return found
 
-    def is_idle(self) -> bool:
-        return self.mask is not None and not self.mask.any()
 
-
-def allocate_rows(count: int, nbytes: int, per_block: bool) -> RowMemory | LaneMemory:
-    """Zeroed memory: a row of bytes per block (per_block), else each lane's own."""
-    if per_block:
-        return RowMemory(np.zeros((count, max(nbytes, 0)), dtype=np.uint8), per_block)
-    return LaneMemory(count, max(nbytes, 0))
+def allocate_rows(count: int, nbytes: int, per_block: bool) -> RowMemory:
+    """Zeroed memory: a row of bytes per block (per_block), else per lane."""
+    return RowMemory(np.zeros((count, max(nbytes, 0)), dtype=np.uint8), per_block)
 
 
 def outer_memory(handle: object, scope: str, lanes: Lanes) -> Memory:
@@ -369,4 +237,154 @@ def outer_memory(handle: object, scope: str, lanes: Lanes) -> Memory:
     if scope in ("global", "shared", "shared.dyn", "warp") or not scope:
         return FlatMemory(storage, offset)
     raw = storage.array.view(np.uint8)
-    return LaneMemory(lanes.count, raw.size, initial=raw.copy(), byte_offset=offset)
+    return RowMemory(np.repeat(raw[None, :], lanes.count, axis=0), False, byte_offset=offset)
+
+
+# accesses of generated lane code
+
+Located = tuple["Memory", "np.ndarray | int", "np.ndarray | None", int]
+
+
+_UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def is_below(value: np.ndarray, limit: int) -> bool:
+    """Whether every element of an integer array lies in [0, limit), in one pass: a signed
+    array seen as unsigned puts every negative number above any limit."""
+    if limit <= 0:
+        return False
+    kind = value.dtype.kind
+    if kind == "i":
+        return int(value.view(_UNSIGNED[value.dtype.itemsize]).max(initial=0)) < limit
+    if kind == "u":
+        return int(value.max(initial=0)) < limit
+    return False
+
+
+def check_bounds(
+    value: np.ndarray,
+    limit: int | np.ndarray,
+    dim: int,
+    frame: Frame,
+    active: np.ndarray | None,
+    site: int,
+) -> None:
+    """Faults on the first executing element whose index lies outside [0, limit)."""
+    bounds = np.asarray(limit, dtype=np.int64).reshape(-1, 1) if isinstance(limit, int) else limit
+    index = value.astype(np.int64, copy=False)
+    bad = (index < 0) | (index >= bounds.astype(np.int64, copy=False))
+    if not bad.any():
+        return
+    found = first_lane(bad, frame.lanes, active)
+    if found is not None:
+        lane, column = found
+        message = (
+            f"index {pick(index, lane, column)} is outside "
+            f"[0, {pick(bounds, lane, column)}) in dimension {dim}"
+        )
+        raise fault_in_lane(site, message, frame.lanes, lane)
+
+
+def _elements(mask: np.ndarray | None) -> np.ndarray | None:
+    return mask[:, None] if mask is not None and mask.ndim == 1 else mask
+
+
+def load_raw(
+    frame: Frame, located: Located, kind: np.dtype, held: np.dtype, dtype: DataType
+) -> np.ndarray:
+    """The values a load reads (held: their value type), for the active lanes (zero in the
+    others); active is an (L,) lane mask or an (rows, width) element mask."""
+    memory, offsets, active, site = located
+    active = _elements(active)
+    rows = frame.row_index(memory) if memory.per_lane else None
+    try:
+        if isinstance(offsets, int):  # one element, checked for an executing lane
+            if active is not None and not active.any():
+                return np.zeros((1, 1), dtype=held)
+            raw = memory.load_one(kind, offsets, rows)
+        else:
+            if active is not None:
+                if not active.any():
+                    return np.zeros(offsets.shape, dtype=held)
+                if offsets.shape[0] != 1 or active.shape[1] != 1:
+                    # inactive lanes' offsets were not checked; a lane-uniform one was (for an
+                    # executing lane), unless a vector lane is off in every lane
+                    offsets = np.where(active, offsets, 0)
+            raw = memory.load(kind, offsets, rows)
+    except IndexError:
+        raise Fault(site, "memory access out of bounds") from None
+    if active is not None:
+        raw = np.where(active, raw, np.zeros((), raw.dtype))
+    return raw if raw.dtype == held else V.decode(raw, dtype)
+
+
+def store_raw(
+    frame: Frame, located: Located, values: object, kind: np.dtype, dtype: DataType
+) -> None:
+    """Stores values (numpy lanes, or one every lane stores) for the active lanes."""
+    memory, offsets, active, site = located
+    active = _elements(active)
+    if not isinstance(values, np.ndarray):
+        values = np.full((1, 1), values, V.value_type(dtype))
+    raw = values if values.dtype == kind else V.encode(values, dtype)
+    try:
+        if _store_in_rows(memory, offsets, active, raw, kind):
+            return
+        if isinstance(offsets, int):
+            if active is None:
+                memory.store_one(kind, offsets, raw)
+                return
+            offsets = np.full((1, 1), offsets, np.int64)
+        rows = frame.row_index(memory) if memory.per_lane else None
+        shapes = [offsets, raw] + ([rows] if rows is not None else [])
+        if active is not None:
+            shapes.append(active)
+        shaped = np.broadcast_arrays(*shapes)
+        if active is None:
+            offsets_b, raw_b = shaped[0], shaped[1]
+            rows_b = shaped[2] if rows is not None else None
+        else:
+            chosen = shaped[-1]
+            if not chosen.any():
+                return
+            offsets_b, raw_b = shaped[0][chosen], shaped[1][chosen]
+            rows_b = shaped[2][chosen] if rows is not None else None
+        memory.store(kind, offsets_b, raw_b, rows_b)
+    except IndexError:
+        raise Fault(site, "memory access out of bounds") from None
+
+
+def _store_in_rows(
+    memory: object,
+    offsets: np.ndarray | int,
+    active: np.ndarray | None,
+    raw: np.ndarray,
+    kind: np.dtype,
+) -> bool:
+    """Stores to each lane's own memory at lane-uniform elements without a scatter; False
+    when the store is not of that kind."""
+    if not isinstance(memory, RowMemory) or memory.per_block:
+        return False
+    if isinstance(offsets, int):
+        column = offsets
+    elif offsets.shape[0] != 1:
+        return False
+    elif active is None:
+        width = offsets.shape[1]
+        if width == 1 or len(set(offsets[0].tolist())) == width:
+            memory.store_columns(kind, offsets[0], raw)
+            return True
+        return False
+    elif offsets.shape[1] != 1:
+        return False
+    else:
+        column = int(offsets[0, 0])
+    if active is None:
+        memory.store_lanes(kind, column, raw, None)
+        return True
+    if active.shape[1] != 1:
+        return False
+    lanes = active[:, 0]
+    if lanes.any():
+        memory.store_lanes(kind, column, raw, lanes)
+    return True

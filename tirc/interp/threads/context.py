@@ -52,6 +52,7 @@ class Code:
     unrounded: str | None = None  # a float before its final rounding, for stores that round
     pure: bool = False
     slot: Slot | None = None
+    varying: bool = False  # lanes backend: a numpy array of every lane's value
 
     @property
     def is_atom(self) -> bool:

@@ -87,7 +87,7 @@ def _thread_binding(
 
 def _launch_kernel(compiler: Stmts, stmt: Stmt) -> None:
     ctx = compiler.ctx
-    extents = _launch_extents(compiler, stmt)
+    extents = launch_extents(compiler, stmt)
     name = ctx.fresh("_kernel")
     site = ctx.site(stmt, "kernel launch")
     saved = (
@@ -138,7 +138,7 @@ def _cluster_shape(compiler: Stmts, stmt: Stmt) -> tuple[int, int, int] | None:
     return None
 
 
-def _launch_extents(compiler: Stmts, stmt: Stmt) -> dict[str, Code]:
+def launch_extents(compiler: Stmts, stmt: Stmt) -> dict[str, Code]:
     """Each tag's extent: the (largest) extent of its bindings, evaluated before the launch."""
     found: dict[str, list[PrimExpr]] = {}
 

@@ -120,7 +120,7 @@ def _seq(compiler: StmtCompiler, stmt: S.SeqStmt) -> None:
 
 
 @_RULES.register(S.Bind)
-def _bind(compiler: StmtCompiler, stmt: S.Bind) -> None:
+def bind(compiler: StmtCompiler, stmt: S.Bind) -> None:
     value = compiler.expr(stmt.value)
     if stmt.var.dtype.is_handle:
         scope = stmt.var.pointer.scope if stmt.var.pointer is not None else "global"
@@ -212,12 +212,12 @@ def serial_loop(
 @_RULES.register(S.While)
 def _while(compiler: StmtCompiler, stmt: S.While) -> None:
     if compiler.ctx.nesting >= NESTING_LIMIT:
-        in_own_function(compiler, lambda: _while_here(compiler, stmt))
+        in_own_function(compiler, lambda: repeat(compiler, stmt))
         return
-    _while_here(compiler, stmt)
+    repeat(compiler, stmt)
 
 
-def _while_here(compiler: StmtCompiler, stmt: S.While) -> None:
+def repeat(compiler: StmtCompiler, stmt: S.While) -> None:
     condition = compiler.expr(stmt.condition)
     compiler.ctx.emit(f"while {condition.text}:")
     with compiler.ctx.indented(loop=True):
@@ -291,7 +291,7 @@ def _virtual_thread(compiler: StmtCompiler, var: Var, extent: PrimExpr, body: S.
 
 
 @_RULES.register(S.IfThenElse)
-def _if(compiler: StmtCompiler, stmt: S.IfThenElse) -> None:
+def branch(compiler: StmtCompiler, stmt: S.IfThenElse) -> None:
     condition = compiler.ctx.hoist(compiler.expr(stmt.condition))
     compiler.ctx.emit(f"if {condition.text}:")
     with compiler.ctx.indented():
