@@ -3,8 +3,8 @@ bar.sync / bar.arrive: warps arrive whole, each counting the warp size; an insta
 when its count of threads has arrived; sync waits for that and arrive does not; the accesses
 of the arriving threads before their arrival are ordered before what the waiting threads do
 after, and nothing else is (threads that did not take part still race, transitively ordered
-chains do not); a barrier that can never complete is a deadlock at the wait; one instance has one count; ids and counts are
-checked where they are written."""
+chains do not); a barrier that can never complete is a deadlock at the wait; one instance
+has one count; ids and counts are checked where they are written."""
 
 from __future__ import annotations
 
