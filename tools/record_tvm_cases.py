@@ -163,7 +163,7 @@ class Recorder:
             if self.trace is not None:
                 recorder.watched.append(Watched(self))
 
-        Schedule.__init__ = init  # type: ignore[method-assign]
+        setattr(Schedule, "__init__", init)  # noqa: B010 (mypy forbids assigning a method)
         for ffi_name in dir(_ffi_api):
             kind = ffi_name.removeprefix("Schedule")
             if not ffi_name.startswith("Schedule") or kind not in ARGUMENT_RULES:

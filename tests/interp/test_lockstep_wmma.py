@@ -20,8 +20,11 @@ from tests.interp.test_lockstep import (
 from tirc.diagnostics import DiagnosticError
 from tirc.interp import random_inputs, run
 from tirc.interp.lockstep import kernel as lockstep
+from tirc.interp.lockstep.stmt import StmtCompiler
 from tirc.interp.semantics.extensions import INTRINSICS
 from tirc.interp.threads import wmma
+from tirc.ir.expr import Var
+from tirc.ir.stmt import Stmt
 from tirc.text import parse
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -175,11 +178,11 @@ def test_tensor_core_sample_runs_in_lockstep_bit_identically(
     plan = ROOT / "samples" / "gpu" / "matmul_fp16_tc.plan.json"
     original = parse(source.read_text(), defines={"N": "64"})
     lowered = lower_module(apply_plan_file(original, str(plan))[0], target="cuda")
-    compiled: list[object] = []
+    compiled: list[str | None] = []
     compile_kernel = lockstep.compile_kernel
 
-    def recording(*args: object) -> object:
-        kernel = compile_kernel(*args)  # type: ignore[arg-type]
+    def recording(compiler: StmtCompiler, stmt: Stmt, free: tuple[Var, ...]) -> str | None:
+        kernel = compile_kernel(compiler, stmt, free)
         compiled.append(kernel)
         return kernel
 

@@ -9,6 +9,7 @@ import pytest
 from tests.interp.build import buffer, function, i32, launch, span, sync, thread_loop
 from tirc import interp
 from tirc.diagnostics import DiagnosticError
+from tirc.interp.threads import scheduler
 from tirc.ir import dtype as dt
 from tirc.ir.expr import (
     EQ,
@@ -24,16 +25,17 @@ from tirc.ir.expr import (
     Sub,
     Var,
 )
-from tirc.ir.stmt import AllocBuffer, AttrStmt, BufferStore, Evaluate, IfThenElse, SeqStmt
+from tirc.ir.function import PrimFunc
+from tirc.ir.stmt import AllocBuffer, AttrStmt, BufferStore, Evaluate, IfThenElse, SeqStmt, Stmt
 
 
-def reverse_through_shared(with_barrier: bool, shared_reverse: bool = True) -> object:
+def reverse_through_shared(with_barrier: bool, shared_reverse: bool = True) -> PrimFunc:
     """Each block of 32 threads reverses its 32 elements through shared memory."""
     A, B, S = buffer("A", 64), buffer("B", 64), buffer("S", 32, scope="shared")
     bx, tx = Var("bx"), Var("tx")
     element = Add(Mul(bx, i32(32)), tx)
     read_index = Sub(i32(31), tx) if shared_reverse else tx
-    body = [BufferStore(S, BufferLoad(A, (element,)), (tx,), span=span(1))]
+    body: list[Stmt] = [BufferStore(S, BufferLoad(A, (element,)), (tx,), span=span(1))]
     if with_barrier:
         body.append(sync())
     body.append(
@@ -51,7 +53,7 @@ def reverse_through_shared(with_barrier: bool, shared_reverse: bool = True) -> o
 def test_barrier_makes_other_threads_writes_visible() -> None:
     a = np.arange(64, dtype=np.float32)
     b = np.zeros(64, np.float32)
-    interp.run(reverse_through_shared(with_barrier=True), {"A": a, "B": b})  # type: ignore[arg-type]
+    interp.run(reverse_through_shared(with_barrier=True), {"A": a, "B": b})
     np.testing.assert_array_equal(b, np.concatenate([a[31::-1], a[:31:-1]]))
 
 
@@ -60,7 +62,7 @@ def test_missing_barrier_is_a_race_between_the_store_and_the_load() -> None:
         interp.run(
             reverse_through_shared(with_barrier=False),
             {"A": np.zeros(64, np.float32), "B": np.zeros(64, np.float32)},
-        )  # type: ignore[arg-type]
+        )
     diagnostic = caught.value.diagnostics[0]
     assert "data race on shared memory 'S'" in diagnostic.message
     # threads run in order until a barrier, so the race shows when thread 16 overwrites the
@@ -72,7 +74,7 @@ def test_missing_barrier_is_a_race_between_the_store_and_the_load() -> None:
 def test_each_thread_reading_its_own_element_is_no_race() -> None:
     a = np.arange(64, dtype=np.float32)
     b = np.zeros(64, np.float32)
-    interp.run(reverse_through_shared(with_barrier=False, shared_reverse=False), {"A": a, "B": b})  # type: ignore[arg-type]
+    interp.run(reverse_through_shared(with_barrier=False, shared_reverse=False), {"A": a, "B": b})
     np.testing.assert_array_equal(b, a)
 
 
@@ -82,7 +84,7 @@ def test_write_write_race() -> None:
     store = BufferStore(S, Cast(dt.FLOAT32, tx), (i32(0),), span=span(1))
     kernel = thread_loop(tx, 4, "threadIdx.x", SeqStmt((AllocBuffer(S), store)))
     with pytest.raises(DiagnosticError, match="writes it after thread"):
-        interp.run(function([B], kernel), {"B": np.zeros(1, np.float32)})  # type: ignore[arg-type]
+        interp.run(function([B], kernel), {"B": np.zeros(1, np.float32)})
 
 
 def test_threads_writing_one_value_do_not_race() -> None:
@@ -98,7 +100,7 @@ def test_threads_writing_one_value_do_not_race() -> None:
         )
     )
     b = np.array([5, 0, 0, 0], np.float32)
-    interp.run(function([B], thread_loop(tx, 4, "threadIdx.x", body)), {"B": b})  # type: ignore[arg-type]
+    interp.run(function([B], thread_loop(tx, 4, "threadIdx.x", body)), {"B": b})
     assert b.tolist() == [5, 5, 5, 5]
 
 
@@ -108,15 +110,14 @@ def test_a_failure_of_the_scheduler_is_not_reported_as_a_fault_of_the_program(
     """A Python error raised inside the thread scheduler is the interpreter's own bug: it
     must surface as such, not as 'memory access out of bounds' at the kernel's launch (as a
     bad note of the cluster scheduler once did)."""
-    from tirc.interp.threads import scheduler
 
     def broken(waiting: dict, block: object) -> list[int]:
-        return [()[0]]  # an IndexError of the scheduler's own
+        raise IndexError("an IndexError of the scheduler's own")
 
     monkeypatch.setattr(scheduler, "release_barrier", broken)
     b = np.zeros(64, np.float32)
     with pytest.raises(IndexError):
-        interp.run(reverse_through_shared(True), {"A": np.ones(64, np.float32), "B": b})  # type: ignore[arg-type]
+        interp.run(reverse_through_shared(True), {"A": np.ones(64, np.float32), "B": b})
 
 
 def test_barrier_reached_by_some_threads_only_is_an_error() -> None:
@@ -127,7 +128,7 @@ def test_barrier_reached_by_some_threads_only_is_an_error() -> None:
         interp.run(
             function([B], launch(tx, 4, "threadIdx.x", SeqStmt((body, sync())))),
             {"B": np.zeros(4, np.float32)},
-        )  # type: ignore[arg-type]
+        )
 
 
 def test_warp_shuffle_down_sums_a_warp() -> None:
@@ -148,7 +149,7 @@ def test_warp_shuffle_down_sums_a_warp() -> None:
     b = np.zeros(1, np.float32)
     interp.run(
         function([A, B], launch(tx, 32, "threadIdx.x", SeqStmt(tuple(steps)))), {"A": a, "B": b}
-    )  # type: ignore[arg-type]
+    )
     assert b[0] == a.sum()
 
 
@@ -174,7 +175,7 @@ def test_thread_allreduce_combines_each_row() -> None:
     kernel = launch(ty, 2, "threadIdx.y", launch(tx, 8, "threadIdx.x", body))
     a = np.arange(16, dtype=np.float32)
     b = np.zeros(2, np.float32)
-    interp.run(function([A, B], kernel), {"A": a, "B": b})  # type: ignore[arg-type]
+    interp.run(function([A, B], kernel), {"A": a, "B": b})
     np.testing.assert_array_equal(b, [a[:8].sum(), a[8:].sum()])
 
 
@@ -197,7 +198,7 @@ def test_local_memory_before_the_threads_is_per_thread() -> None:
     )
     a = np.arange(8, dtype=np.float32)
     b = np.zeros(8, np.float32)
-    interp.run(function([A, B], kernel), {"A": a, "B": b})  # type: ignore[arg-type]
+    interp.run(function([A, B], kernel), {"A": a, "B": b})
     np.testing.assert_array_equal(b, 2 * a)
 
 

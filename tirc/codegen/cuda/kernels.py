@@ -29,6 +29,7 @@ from tirc.ir.structural import structural_equal
 from tirc.ir.substitute import substitute
 from tirc.transform.dialects import require_dialect
 from tirc.transform.pass_base import Dialect
+from tirc.transform.passes.inject_warp_specialization import SCOPE as SPLIT_SCOPE
 
 __all__ = [
     "DeviceProgram",
@@ -128,7 +129,7 @@ def check_split_barriers(kernel: Kernel) -> None:
         split: S.AttrStmt | None = None
 
         def visit_AttrStmt(self, node: S.AttrStmt) -> None:
-            if node.key != "warp_specialize_scope":
+            if node.key != SPLIT_SCOPE:
                 self.generic_visit(node)
                 return
             outer, self.split = self.split, node

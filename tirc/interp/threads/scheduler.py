@@ -9,7 +9,8 @@ unless a named barrier (tirc.interp.threads.named_barrier: part of the block, a 
 mbarrier ordered the one access before the other.
 Exited threads no longer take part in barriers (as on GPUs since Volta). `launch` runs the blocks
 one at a time; a kernel with thread-block clusters runs the blocks of each cluster together
-(tirc.interp.threads.cluster, with these resolution steps for each of its blocks).
+(tirc.interp.threads.cluster). Either way `run_blocks` schedules them, the cluster adding only
+its barrier's phases.
 """
 
 from __future__ import annotations

@@ -121,9 +121,26 @@ from tirc.transform.passes.inject_software_pipeline import (
 
 WARP_SPECIALIZE = "software_pipeline_warp_specialize"
 MAX_REGISTERS = "software_pipeline_max_registers"
-# around the producer/consumer split: thread-sync puts no barrier inside
+# around the producer/consumer split: its consumers synchronize by a named barrier (thread-sync)
 SCOPE = "warp_specialize_scope"
 _KEYS = (STAGE, ORDER, ASYNC_STAGES, WARP_SPECIALIZE, MAX_REGISTERS, TMA)
+
+
+def split_branches(node: S.AttrStmt) -> tuple[list[S.Stmt], S.IfThenElse, S.Stmt] | None:
+    """The split's form in a SCOPE attribute: (bindings before it, which common-subexpr-elim
+    may have put there; `if <producers>: ... else: <consumers>`; the consumers' branch), or
+    None."""
+    stmts = list(node.body.stmts) if isinstance(node.body, S.SeqStmt) else [node.body]
+    branches = stmts[-1]
+    if (
+        not isinstance(branches, S.IfThenElse)
+        or branches.else_case is None
+        or not all(isinstance(stmt, S.Bind) for stmt in stmts[:-1])
+    ):
+        return None
+    return stmts[:-1], branches, branches.else_case
+
+
 _THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 _SHARED = ("shared", "shared.dyn")
 _REGISTER_FILE = 65536  # 32-bit registers an SM has for the threads of a block

@@ -56,6 +56,7 @@ from tirc.ir.function import PrimFunc
 from tirc.ir.functor import Mutator, walk
 from tirc.ir.substitute import substitute
 from tirc.transform.pass_base import Dialect, FunctionPass
+from tirc.transform.passes.inject_warp_specialization import SCOPE, split_branches
 from tirc.transform.passes.thread_sync import named_sync, split_consumers
 
 WARP_SIZE = 32
@@ -369,7 +370,7 @@ class _Lowering(Mutator):
                     self.extents.pop(node.thread_tag, None)
                 else:
                     self.extents[node.thread_tag] = saved_extent
-        if stmt.key == SPLIT:
+        if stmt.key == SCOPE:
             return self.split(stmt)
         if stmt.key == "reduce_scope" and isinstance(node, E.CommReducer):
             # the call may sit below `T.let`s of its arguments (common-subexpr-elim binds
@@ -384,22 +385,22 @@ class _Lowering(Mutator):
     def split(self, stmt: S.AttrStmt) -> S.Stmt:
         """A warp-specialized split: `if <producers>: ... else: <consumers>` last in its
         body; each branch's all-reduces synchronize their own threads (see the module)."""
-        stmts = list(stmt.body.stmts) if isinstance(stmt.body, S.SeqStmt) else [stmt.body]
-        branches = stmts[-1]
-        if not isinstance(branches, S.IfThenElse) or branches.else_case is None:
+        found = split_branches(stmt)
+        if found is None:
             return self.generic_visit(stmt)
+        bindings, branches, consumers = found
         outer = self.split_barrier
         try:
             self.split_barrier = stmt
             then = self.visit(branches.then_case)
             self.split_barrier = _ConsumersBarrier(stmt, self.extents)
-            otherwise = self.visit(branches.else_case)
+            otherwise = self.visit(consumers)
         finally:
             self.split_barrier = outer
-        if then is branches.then_case and otherwise is branches.else_case:
+        if then is branches.then_case and otherwise is consumers:
             return stmt
         changed = dataclasses.replace(branches, then_case=then, else_case=otherwise)
-        return dataclasses.replace(stmt, body=S.seq(*stmts[:-1], changed))
+        return dataclasses.replace(stmt, body=S.seq(*bindings, changed))
 
     def visit_Evaluate(self, stmt: S.Evaluate) -> S.Stmt:
         call = stmt.value
@@ -490,9 +491,6 @@ class _Lowering(Mutator):
         load = self.generic_visit(load)
         found = self.current.get(load.buffer)
         return load if found is None else E.BufferLoad(found[0], (found[1],), span=load.span)
-
-
-SPLIT = "warp_specialize_scope"
 
 
 @dataclass

@@ -65,6 +65,7 @@ from tirc.transform.passes.inject_software_pipeline import (
     WAIT_QUEUE_SCOPE,
 )
 from tirc.transform.passes.inject_warp_specialization import SCOPE as WARP_SPECIALIZE_SCOPE
+from tirc.transform.passes.inject_warp_specialization import split_branches
 
 SHARED_SCOPES = ("shared", "shared.dyn")
 CONSUMER_BARRIER = 1  # the named barrier of a warp-specialized split's consumers
@@ -301,16 +302,12 @@ class _Planner(Mutator):
         to put, the consumers' (`else`) with their named barrier. common-subexpr-elim may
         have bound values before the branches."""
         outer = self.split
-        stmts = list(node.body.stmts) if isinstance(node.body, S.SeqStmt) else [node.body]
-        branches = stmts[-1]
-        if (
-            not isinstance(branches, S.IfThenElse)
-            or branches.else_case is None
-            or not all(isinstance(stmt, S.Bind) for stmt in stmts[:-1])
-        ):
+        found = split_branches(node)
+        if found is None:
             self.split = _Split(node, None)
             body = self.body(node.body)
         else:
+            bindings, branches, consumers_code = found
             barrier: S.Evaluate | None = None
             problem: DiagnosticError | None = None
             try:
@@ -324,12 +321,12 @@ class _Planner(Mutator):
             then = self.body(branches.then_case)
             after_then, self.state = self.state, before
             self.split = _Split(node, barrier, problem)
-            otherwise = self.body(branches.else_case)
+            otherwise = self.body(consumers_code)
             self.state = after_then.merged(self.state)
             body = node.body
-            if then is not branches.then_case or otherwise is not branches.else_case:
+            if then is not branches.then_case or otherwise is not consumers_code:
                 changed = dataclasses.replace(branches, then_case=then, else_case=otherwise)
-                body = S.seq(*stmts[:-1], changed)
+                body = S.seq(*bindings, changed)
         self.split = outer
         return node if body is node.body else dataclasses.replace(node, body=body)
 
