@@ -147,6 +147,27 @@ def test_a_tile_out_of_bounds_is_a_located_fault_naming_the_thread() -> None:
     assert threads.message == diagnostic.message and threads.span == diagnostic.span
 
 
+def test_a_value_that_does_not_fit_an_integer_fragment_faults_alike_in_both_models() -> None:
+    """The store rule of both models (semantics.wmma.to_memory): 3e9 is no int32."""
+    module = parse(INT8.replace("Cf.data, 16, 16, 16, 0, 0)", "Cf.data, 16, 16, 16, 0, 3e9)"))
+    assert uses_lockstep(module)
+    args = {
+        "A": np.zeros((16, 16), np.int8),
+        "B": np.zeros((16, 16), np.int8),
+        "C": np.zeros((16, 20), np.int32),
+    }
+    messages = []
+    for model in ("lockstep", "threads"):
+        with pytest.raises(DiagnosticError) as caught:
+            run(module["main"], _copy(args), module=module, gpu_model=model)
+        diagnostic = caught.value.diagnostics[0]
+        assert diagnostic.span is not None and diagnostic.span.line == 8
+        messages.append(diagnostic.message)
+    assert messages[0] == messages[1]
+    assert messages[0].startswith("T.tvm_fill_fragment writes Cf: 3000000000.0 does not fit int32")
+    assert "(in thread (0, 0, 0) of block (0, 0, 0))" in messages[0]
+
+
 def test_a_replaced_implementation_runs_in_the_thread_model(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

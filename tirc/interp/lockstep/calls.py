@@ -14,10 +14,10 @@ from collections.abc import Callable
 import numpy as np
 
 from tirc.interp.lockstep.expr import CALLS, LaneExprCompiler, Mask, Unsupported, divide, narrow
-from tirc.interp.memory.lanes import Frame, fault_in_lane, first_lane
+from tirc.interp.memory.lanes import Frame, fault_first
 from tirc.interp.semantics import arith, math_functions
 from tirc.interp.semantics import values as V
-from tirc.interp.semantics.bits import reinterpret_bits
+from tirc.interp.semantics.bits import reinterpret
 from tirc.interp.semantics.extensions import extern_function
 from tirc.interp.semantics.operators import DIVISIONS
 from tirc.interp.semantics.warp import SHUFFLES, WARP_SIZE, shuffle_source
@@ -95,9 +95,7 @@ def _reinterpret(compiler: LaneExprCompiler, call: Call) -> Code:
         raise Unsupported("pointer reinterpret")
     (value,) = _arrays(compiler, [value_arg])
     source, target = compiler.dtype(value_arg.dtype), compiler.dtype(call.dtype)
-    decode, encode = compiler.name(V.decode, "decode"), compiler.name(V.encode, "encode")
-    bits = compiler.name(reinterpret_bits, "reinterpret_bits")
-    return Code(f"{decode}({bits}({encode}({value}, {source}), {target}), {target})")
+    return Code(f"{compiler.name(reinterpret, 'reinterpret')}({value}, {source}, {target})")
 
 
 def _shift_of(left: bool, dtype: DataType, site: int) -> Callable[..., np.ndarray]:
@@ -106,9 +104,7 @@ def _shift_of(left: bool, dtype: DataType, site: int) -> Callable[..., np.ndarra
     def shift(x: np.ndarray, amount: np.ndarray, frame: Frame, mask: Mask) -> np.ndarray:
         bad = (amount < 0) | (amount >= dtype.bits)
         if bad.any():
-            found = first_lane(bad, frame.lanes, mask)
-            if found is not None:
-                raise fault_in_lane(site, arith.bad_shift(dtype.bits), frame.lanes, found[0])
+            fault_first(bad, frame, mask, site, lambda lane, column: arith.bad_shift(dtype.bits))
             amount = np.where(bad, 0, amount)
         amount = amount.astype(kind)
         return np.left_shift(x, amount) if left else np.right_shift(x, amount)

@@ -23,8 +23,7 @@ from tirc.interp.memory.lanes import (
     Located,
     Memory,
     check_bounds,
-    fault_in_lane,
-    first_lane,
+    fault_first,
     is_below,
     load_raw,
     pick,
@@ -218,13 +217,13 @@ def divide(division: Division, site: int) -> Callable[..., np.ndarray]:
     """Integer division (or C's remainder) that faults on the first executing zero."""
 
     def checked(x: np.ndarray, y: np.ndarray, frame: Frame, mask: Mask) -> np.ndarray:
-        zero = y == 0
-        if zero.any():
-            found = first_lane(zero, frame.lanes, mask)
-            if found is not None:
-                lane, column = found
-                message = arith.by_zero(pick(x, lane, column), division.written)
-                raise fault_in_lane(site, message, frame.lanes, lane)
+        fault_first(
+            y == 0,
+            frame,
+            mask,
+            site,
+            lambda lane, column: arith.by_zero(pick(x, lane, column), division.written),
+        )
         return division.lanes(x, y)
 
     return checked
@@ -233,15 +232,15 @@ def divide(division: Division, site: int) -> Callable[..., np.ndarray]:
 def _to_int(low: int, high: int, kind: np.dtype, name: str, site: int) -> Callable[..., np.ndarray]:
     def to_int(x: np.ndarray, frame: Frame, mask: Mask) -> np.ndarray:
         x = V.wide(x)
-        bad = ~((x > low - 1) & (x < high + 1))  # NaN compares false: bad
-        if bad.any():
-            found = first_lane(bad, frame.lanes, mask)
-            if found is not None:
-                lane, column = found
-                message = arith.cast_out_of_range(float(pick(x, lane, column)), name)
-                raise fault_in_lane(site, message, frame.lanes, lane)
-            x = np.where(bad, 0.0, x)
-        return np.trunc(x).astype(kind)
+        result, bad = arith.lanes_float_to_int(x, low, high, kind)
+        fault_first(
+            bad,
+            frame,
+            mask,
+            site,
+            lambda lane, column: arith.cast_out_of_range(float(pick(x, lane, column)), name),
+        )
+        return result
 
     return to_int
 

@@ -18,7 +18,7 @@ import numpy as np
 from tirc.interp.lockstep import calls as _calls  # noqa: F401  (registers the call rules)
 from tirc.interp.lockstep import wmma as _wmma  # noqa: F401  (registers the wmma rules)
 from tirc.interp.lockstep.expr import LaneExprCompiler, LaneState, Mask, Unsupported, narrow
-from tirc.interp.memory.lanes import Frame, allocate_rows, fault_in_lane, first_lane
+from tirc.interp.memory.lanes import Frame, allocate_rows, fault_first
 from tirc.interp.memory.storage import SHARED_SCOPES, access_type
 from tirc.interp.semantics import values as V
 from tirc.interp.threads import stmt as thread_rules
@@ -396,9 +396,7 @@ def _assert(compiler: LaneStmtCompiler, stmt: S.AssertStmt) -> None:
 
 
 def _check_assert(holds: np.ndarray, site: int, message: str, frame: Frame, mask: Mask) -> None:
-    found = first_lane(~holds, frame.lanes, mask)
-    if found is not None:
-        raise fault_in_lane(site, message, frame.lanes, found[0])
+    fault_first(~holds, frame, mask, site, lambda lane, column: message)
 
 
 @_RULES.register(S.Evaluate)

@@ -31,20 +31,27 @@ from tirc.interp.memory.lanes import (
     FlatMemory,
     Frame,
     Memory,
-    fault_in_lane,
-    first_lane,
+    fault_first,
     load_raw,
+    pick,
     store_raw,
 )
 from tirc.interp.memory.storage import access_type
 from tirc.interp.semantics import values as V
 from tirc.interp.semantics.extensions import INTRINSICS
-from tirc.interp.semantics.wmma import MMA_SHAPE, fragment_shape, multiply_accumulate, tile
+from tirc.interp.semantics.wmma import (
+    MMA_SHAPE,
+    does_not_fit,
+    fragment_shape,
+    multiply_accumulate,
+    outside_tile,
+    tile,
+    to_memory,
+)
 from tirc.interp.threads import wmma
 from tirc.interp.threads.context import Code
 from tirc.ir.dtype import DataType, parse_dtype
 from tirc.ir.expr import BufferLoad, Call, IntImm, PrimExpr, StringImm, Var
-from tirc.ir.integer import int_range
 
 # (memory, each lane's element offsets (rows, tile) into memory's view of the dtype)
 Place = tuple[Memory, np.ndarray]
@@ -93,20 +100,17 @@ class Tiles:
 
     def check(self, frame: Frame, mask: Mask, memory: Memory, offsets: np.ndarray) -> None:
         limit = _capacity(memory, self.kind.itemsize)
-        low, high = int(offsets.min(initial=0)), int(offsets.max(initial=-1))
-        if low >= 0 and high < limit:
+        if int(offsets.min(initial=0)) >= 0 and int(offsets.max(initial=-1)) < limit:
             return
-        bad = (offsets < 0) | (offsets >= limit)
-        found = first_lane(bad, frame.lanes, mask)
-        if found is None:
-            return
-        lane, column = found
-        element = int(offsets[lane if offsets.shape[0] > 1 else 0, column])
-        message = (
-            f"{self.verb} {self.operand.name} at element {element}, "
-            f"outside [0, {limit}) (memory access out of bounds)"
+        fault_first(
+            (offsets < 0) | (offsets >= limit),
+            frame,
+            mask,
+            self.site,
+            lambda lane, column: outside_tile(
+                self.verb, self.operand.name, int(pick(offsets, lane, column)), limit
+            ),
         )
-        raise fault_in_lane(self.site, message, frame.lanes, lane)
 
     def read(self, frame: Frame, mask: Mask, place: Place) -> np.ndarray:
         """The elements as float64 (as the thread model computes with them)."""
@@ -122,24 +126,18 @@ class Tiles:
         store_raw(frame, (*place, mask, self.site), raw, self.kind, self.operand.dtype)
 
     def encode(self, frame: Frame, mask: Mask, values: np.ndarray) -> np.ndarray:
-        dtype = self.operand.dtype
-        if dtype.is_float:
-            return V.encode(values.astype(np.float64, copy=False), dtype)
-        low, high = int_range(dtype)
-        if values.dtype.kind == "f":
-            bad = ~((values > low - 1) & (values < high + 1))  # NaN compares false: bad
-            whole = np.trunc(np.where(bad, 0.0, values))
-        else:
-            bad = (values < low) | (values > high)
-            whole = values
-        if bad.any():
-            found = first_lane(bad, frame.lanes, mask)
-            if found is not None:
-                lane, column = found
-                number = values[lane if values.shape[0] > 1 else 0, column].item()
-                message = f"{self.verb} {self.operand.name}: {number!r} does not fit {dtype}"
-                raise fault_in_lane(self.site, message, frame.lanes, lane)
-        return whole.astype(self.kind)
+        raw, bad = to_memory(values, self.operand.dtype)
+        if bad is not None:
+            fault_first(
+                bad,
+                frame,
+                mask,
+                self.site,
+                lambda lane, column: does_not_fit(
+                    self.verb, self.operand.name, pick(values, lane, column), self.operand.dtype
+                ),
+            )
+        return raw
 
 
 def _capacity(memory: Memory, itemsize: int) -> int:

@@ -9,6 +9,7 @@ write only active ones.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -80,6 +81,21 @@ def pick(values: np.ndarray, lane: int, column: int) -> int | float:
 
 def fault_in_lane(site: int, message: str, lanes: Lanes, lane: int) -> Fault:
     return Fault(site, f"{message} (in {lanes.describe(lane)})")
+
+
+def fault_first(
+    bad: np.ndarray,
+    frame: Frame,
+    active: np.ndarray | None,
+    site: int,
+    message: Callable[[int, int], str],
+) -> None:
+    """The one way lane code faults: at the first executing lane where `bad` (rows, width)
+    holds, saying message(lane, vector lane); nothing where no executing lane is bad."""
+    if bad.any():
+        found = first_lane(bad, frame.lanes, active)
+        if found is not None:
+            raise fault_in_lane(site, message(*found), frame.lanes, found[0])
 
 
 class FlatMemory:
@@ -273,16 +289,16 @@ def check_bounds(
     bounds = np.asarray(limit, dtype=np.int64).reshape(-1, 1) if isinstance(limit, int) else limit
     index = value.astype(np.int64, copy=False)
     bad = (index < 0) | (index >= bounds.astype(np.int64, copy=False))
-    if not bad.any():
-        return
-    found = first_lane(bad, frame.lanes, active)
-    if found is not None:
-        lane, column = found
-        message = (
+    fault_first(
+        bad,
+        frame,
+        active,
+        site,
+        lambda lane, column: (
             f"index {pick(index, lane, column)} is outside "
             f"[0, {pick(bounds, lane, column)}) in dimension {dim}"
-        )
-        raise fault_in_lane(site, message, frame.lanes, lane)
+        ),
+    )
 
 
 def _elements(mask: np.ndarray | None) -> np.ndarray | None:

@@ -85,6 +85,17 @@ def float_to_int(x: float, low: int, high: int, type_name: str, site: int) -> in
     return int(x)
 
 
+def lanes_float_to_int(
+    x: np.ndarray, low: int, high: int, kind: np.dtype
+) -> tuple[np.ndarray, np.ndarray]:
+    """float_to_int on float64 lanes: the truncated values (0 where out of range) and where
+    each lane is out of range, for the caller to fault on the lanes that execute."""
+    bad = ~((x > low - 1) & (x < high + 1))  # NaN compares false: bad
+    if bad.any():
+        x = np.where(bad, 0.0, x)
+    return np.trunc(x).astype(kind), bad
+
+
 def bad_shift(bits: int) -> str:
     return f"shift by an amount outside [0, {bits})"
 

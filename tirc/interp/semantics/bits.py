@@ -7,24 +7,21 @@ from __future__ import annotations
 import numpy as np
 
 from tirc.interp.memory.storage import access_type
-from tirc.interp.semantics.values import NARROW
-from tirc.ir.dtype import DataType, make, parse_dtype
+from tirc.interp.semantics.values import decode, encode, value_type
+from tirc.ir.dtype import DataType, make
 from tirc.ir.integer import wrap
 
 
-def reinterpret(value: object, source: str, target: str) -> object:
-    """One lane's reinterpret (a tuple for a vector), through the one-lane encodings."""
-    source_type, target_type = parse_dtype(source), parse_dtype(target)
-    lanes = value if isinstance(value, tuple) else (value,)
-    narrow = NARROW.get(str(source_type.element))
-    if narrow is not None:
-        lanes = tuple(narrow.encode(v) for v in lanes)
-    raw = np.array([lanes], dtype=access_type(source_type))
-    result = reinterpret_bits(raw, target_type)[0].tolist()
-    narrow = NARROW.get(str(target_type.element))
-    if narrow is not None:
-        result = [narrow.values[v] for v in result]
-    return result[0] if target_type.lanes == 1 else tuple(result)
+def reinterpret(value: object, source: DataType, target: DataType) -> object:
+    """value's bits (of dtype source) seen as target: numpy lanes (rows, vector lanes) give
+    numpy lanes; one lane (a scalar, or a tuple for a vector) is one row and gives one lane."""
+    if isinstance(value, np.ndarray):
+        return decode(reinterpret_bits(encode(value, source), target), target)
+    row = np.array([value if isinstance(value, tuple) else (value,)], dtype=value_type(source))
+    result = reinterpret(row, source, target)
+    assert isinstance(result, np.ndarray)
+    lanes = result[0].tolist()
+    return lanes[0] if target.lanes == 1 else tuple(lanes)
 
 
 def reinterpret_bits(raw: np.ndarray, target: DataType) -> np.ndarray:

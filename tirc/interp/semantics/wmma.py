@@ -10,6 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from tirc.interp.memory.storage import access_type
+from tirc.interp.semantics import arith
+from tirc.interp.semantics.values import encode
+from tirc.ir.dtype import DataType
+from tirc.ir.integer import int_range
+
 # The m, n, k of an mma are not arguments; the common wmma shape is assumed unless the
 # fragments' scopes say otherwise (a registered replacement can do better).
 MMA_SHAPE = (16, 16, 16)
@@ -43,3 +49,25 @@ def multiply_accumulate(left: np.ndarray, right: np.ndarray, accumulator: np.nda
         np.broadcast_to(right, (count, k * n)).reshape(count, k, n),
     ).reshape(count, m * n)
     return product + accumulator
+
+
+def to_memory(values: np.ndarray, dtype: DataType) -> tuple[np.ndarray, np.ndarray | None]:
+    """Memory's representation of tile values (float64, or integers) stored as `dtype`
+    elements, and where a value does not fit an integer dtype (None for a float dtype, which
+    rounds): a float truncates toward zero, as C's conversion does."""
+    if dtype.is_float:
+        return encode(values.astype(np.float64, copy=False), dtype), None
+    low, high = int_range(dtype)
+    if values.dtype.kind == "f":
+        return arith.lanes_float_to_int(values, low, high, access_type(dtype))
+    return values.astype(access_type(dtype)), (values < low) | (values > high)
+
+
+def outside_tile(verb: str, name: str, element: int, limit: int) -> str:
+    """The fault of a tile's element outside its memory, in both models."""
+    return f"{verb} {name} at element {element}, outside [0, {limit}) (memory access out of bounds)"
+
+
+def does_not_fit(verb: str, name: str, value: object, dtype: DataType) -> str:
+    """The fault of a stored value that does not fit an integer dtype, in both models."""
+    return f"{verb} {name}: {value!r} does not fit {dtype}"

@@ -231,7 +231,8 @@ def _reinterpret(compiler: CallCompiler, call: Call) -> Code:
         return compiler.exprs.compile(value_arg)
     function = compiler.ctx.constant(reinterpret, "reinterpret")
     value = compiler.exprs.compile(value_arg)
-    code = f"{function}({value.text}, {str(source)!r}, {str(call.dtype)!r})"
+    types = [compiler.ctx.constant(dtype, str(dtype)) for dtype in (source, call.dtype)]
+    code = f"{function}({value.text}, {', '.join(types)})"
     if call.dtype.is_integer:
         return Code(code, *int_range(call.dtype.element))
     return Code(code)

@@ -13,8 +13,16 @@ import numpy as np
 from tirc.interp.fault import Fault
 from tirc.interp.memory.storage import Pointer, Storage, access_type, storage_of
 from tirc.interp.semantics.extensions import INTRINSICS
-from tirc.interp.semantics.values import NARROW
-from tirc.interp.semantics.wmma import MMA_SHAPE, fragment_shape, multiply_accumulate, tile
+from tirc.interp.semantics.values import decode
+from tirc.interp.semantics.wmma import (
+    MMA_SHAPE,
+    does_not_fit,
+    fragment_shape,
+    multiply_accumulate,
+    outside_tile,
+    tile,
+    to_memory,
+)
 from tirc.interp.threads.scheduler import RaceTracker
 from tirc.ir.dtype import DataType
 
@@ -30,25 +38,22 @@ def _elements(handle: object) -> tuple[np.ndarray, int]:
     """(float64 copy of all elements, start element) of a storage or pointer."""
     element = _element(handle)
     raw = np.asarray(storage_of(handle).view(element))
-    narrow = NARROW.get(str(element))
-    values = np.array([narrow.values[v] for v in raw]) if narrow else raw.astype(np.float64)
     start = 0
     if isinstance(handle, Pointer):
         start = handle.byte_offset // access_type(element).itemsize
-    return values, start
+    return decode(raw, element).astype(np.float64), start
+
+
+def _fault(message: str, site: int) -> Exception:
+    return Fault(site, message) if site >= 0 else IndexError(message)
 
 
 def _check(handle: object, elements: np.ndarray, limit: int, verb: str, site: int) -> None:
-    """A tile's elements of a storage, within it (the message the lockstep model gives)."""
+    """A tile's elements of a storage, within it."""
     bad = (elements < 0) | (elements >= limit)
-    if not bad.any():
-        return
-    element = int(elements.ravel()[int(np.argmax(bad.ravel()))])
-    message = (
-        f"{verb} {storage_of(handle).name} at element {element}, outside [0, {limit}) "
-        "(memory access out of bounds)"
-    )
-    raise Fault(site, message) if site >= 0 else IndexError(message)
+    if bad.any():
+        element = int(elements.ravel()[int(np.argmax(bad.ravel()))])
+        raise _fault(outside_tile(verb, storage_of(handle).name, element, limit), site)
 
 
 def _write(
@@ -60,19 +65,18 @@ def _write(
     thread: int = -1,
     site: int = -1,
 ) -> None:
+    """Stores float64 values as the handle's elements, as lockstep's tiles do (to_memory)."""
     storage, element = storage_of(handle), _element(handle)
     memory: Any = storage.view(element)  # typeshed's memoryview takes only ints
     _check(handle, start + positions, len(memory), verb, site)
-    narrow = NARROW.get(str(element))
+    raw, bad = to_memory(values.ravel(), element)
+    if bad is not None and bad.any():
+        number = values.ravel()[int(np.argmax(bad))].item()
+        raise _fault(does_not_fit(verb, storage.name, number, element), site)
     tracker = _watched(storage, thread)
     size = access_type(element).itemsize
-    for position, value in zip(positions.ravel(), values.ravel(), strict=True):
-        stored: Any = float(value)
-        if narrow is not None:
-            stored = narrow.encode(stored)
-        elif element.is_integer:
-            stored = int(value)
-        where = start + int(position)
+    for position, stored in zip(positions.ravel().tolist(), raw.tolist(), strict=True):
+        where = start + position
         if tracker is not None:
             tracker.write(where * size, thread, site, storage.name, stored, memory[where])
         memory[where] = stored
@@ -94,11 +98,19 @@ def _track_reads(handle: object, elements: np.ndarray, thread: int, site: int) -
         tracker.read(int(where) * size, thread, site, storage.name)
 
 
-def fill_fragment(fragment: object, m: int, n: int, k: int, index: int, value: float) -> None:
+def fill_fragment(
+    fragment: object,
+    m: int,
+    n: int,
+    k: int,
+    index: int,
+    value: float,
+    thread: int = -1,
+    site: int = -1,
+) -> None:
     size = m * n
-    _write(
-        fragment, index * size, np.full(size, value), np.arange(size), "T.tvm_fill_fragment writes"
-    )
+    verb = "T.tvm_fill_fragment writes"
+    _write(fragment, index * size, np.full(size, value), np.arange(size), verb, thread, site)
 
 
 def load_matrix_sync(
@@ -155,8 +167,10 @@ def mma_sync(
     b_index: int,
     c: object,
     c_index: int,
+    thread: int = -1,
+    site: int = -1,
 ) -> None:
-    """D = A @ B + C on fragments; the shapes come from the fragment storages' sizes."""
+    """D = A @ B + C on fragments (of MMA_SHAPE)."""
     a_values, _ = _elements(a)
     b_values, _ = _elements(b)
     c_values, _ = _elements(c)
@@ -165,9 +179,7 @@ def mma_sync(
     right = b_values[b_index * k * n : (b_index + 1) * k * n]
     accumulator = c_values[c_index * m * n : (c_index + 1) * m * n]
     result = multiply_accumulate(left[None], right[None], accumulator[None])[0]
-    if str(storage_of(d).dtype) == "float32":
-        result = result.astype(np.float32).astype(np.float64)
-    _write(d, d_index * m * n, result, np.arange(m * n), "T.tvm_mma_sync writes")
+    _write(d, d_index * m * n, result, np.arange(m * n), "T.tvm_mma_sync writes", thread, site)
 
 
 INTRINSICS.setdefault("tvm_fill_fragment", fill_fragment)

@@ -1,8 +1,9 @@
-"""Calls of the wmma loads and stores (semantics in threads.wmma), race-checked in kernels.
+"""Calls of the wmma intrinsics (semantics in threads.wmma), race-checked in kernels.
 
 Inside a GPU kernel the built-in implementations also get the thread's number and the call's
-site, so that a tile read from (or written to) shared memory goes through the race tracker;
-an implementation registered in its place gets the call's arguments only.
+site, so that a tile read from (or written to) shared memory goes through the race tracker
+and a fault is located at the call, as in the lockstep model; an implementation registered in
+its place gets the call's arguments only.
 
     T.tvm_load_matrix_sync(F.data, 16, 16, 16, i, p, 16, "row_major")
     -> _wmma_load(F, 16, 16, 16, i, p, 16, 'row_major', _tid, site)
@@ -20,8 +21,10 @@ from tirc.interp.threads.context import Code
 from tirc.ir.expr import Call
 
 _TRACKED: dict[str, Callable[..., None]] = {
+    "tvm_fill_fragment": wmma.fill_fragment,
     "tvm_load_matrix_sync": wmma.load_matrix_sync,
     "tvm_store_matrix_sync": wmma.store_matrix_sync,
+    "tvm_mma_sync": wmma.mma_sync,
 }
 
 
