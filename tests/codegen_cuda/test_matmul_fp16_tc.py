@@ -1,6 +1,6 @@
 """samples/gpu/matmul_fp16_tc: a float16 matmul tensorized onto wmma 16x16x16, at N=64.
 Lowered for cuda it computes A x B in the interpreter's thread model; its CUDA C compiles with
-nvcc and its PTX (through NVRTC) assembles for sm_80 and sm_90."""
+nvcc and its PTX (through NVRTC, and through LLVM) assembles for sm_80 and sm_90."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import pytest
 from tests.codegen_cuda.helpers import GPU_SAMPLES, nvcc_accepts, ptxas_accepts
 from tirc.codegen.cuda import emit_cuda
 from tirc.codegen.nvptx import emit_ptx
-from tirc.diagnostics import DiagnosticError
 from tirc.driver.cuda_toolchain import has_nvrtc, ptx_from_cuda
 from tirc.driver.lower import lower_module
 from tirc.driver.schedule import apply_plan_file
@@ -73,6 +72,8 @@ def test_sample_ptx_through_nvrtc_assembles(arch: str, tmp_path: Path) -> None:
     assert not complaint, complaint
 
 
-def test_llvm_path_says_wmma_needs_nvrtc() -> None:
-    with pytest.raises(DiagnosticError, match="wmma fragments need --ptx-via nvrtc"):
-        emit_ptx(lowered(), arch="sm_90")
+def test_llvm_path_emits_wmma(tmp_path: Path) -> None:
+    ptx = emit_ptx(lowered(), arch="sm_90")
+    assert "wmma.mma.sync.aligned.row.row.m16n16k16.f32.f32" in ptx
+    complaint = ptxas_accepts(ptx, tmp_path, arch="sm_90")
+    assert not complaint, complaint

@@ -17,6 +17,7 @@ from tirc.codegen.nvptx.ptx import LOWERINGS as PTX_LOWERINGS
 from tirc.codegen.nvptx.tma_ptx import LOWERINGS as TMA_LOWERINGS
 from tirc.codegen.nvptx.values import _INTRINSIC_MATH, _LIBDEVICE_MATH, RULES, ValueBuilder
 from tirc.codegen.nvptx.wgmma_ptx import LOWERINGS as WGMMA_LOWERINGS
+from tirc.codegen.nvptx.wmma import LOWERINGS as WMMA_LOWERINGS
 from tirc.diagnostics import DiagnosticError
 from tirc.ir import expr as E
 from tirc.ir.dtype import DataType
@@ -282,6 +283,7 @@ _LOWERINGS: dict[str, CallLowering] = {
     "call_extern": _extern,
     "call_pure_extern": _extern,
     **NAMED_BARRIER_LOWERINGS,
+    **WMMA_LOWERINGS,
 }
 
 

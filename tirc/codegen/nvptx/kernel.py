@@ -18,7 +18,7 @@ from tirc.codegen.cuda.kernel import (
     pointer_element,
 )
 from tirc.codegen.cuda.kernels import Kernel, allocation_size, uses_of
-from tirc.codegen.cuda.wmma import check_fragment_accesses
+from tirc.codegen.cuda.wmma import check_fragment_accesses, fragment_shapes
 
 # calls registers the Call rule in values.RULES as it loads; this is the one place that loads it
 from tirc.codegen.nvptx import (
@@ -27,9 +27,11 @@ from tirc.codegen.nvptx import (
 )
 from tirc.codegen.nvptx.annotations import annotate
 from tirc.codegen.nvptx.cluster_ptx import annotate_cluster
+from tirc.codegen.nvptx.fragment import ROLES, fragment_of
 from tirc.codegen.nvptx.tma_ptx import TENSOR_MAP, bind_tensor_maps
 from tirc.codegen.nvptx.unroll import register_arrays, unrolled_extent
 from tirc.codegen.nvptx.values import ValueBuilder
+from tirc.codegen.nvptx.wmma import allocate_fragments
 from tirc.diagnostics import DiagnosticError
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
@@ -64,12 +66,19 @@ class KernelBuilder:
             if var.dtype.is_handle and noalias and pointer_element(var, buffers) is not None:
                 argument.add_attribute("noalias")
             self.v.values[var] = argument
+        for handle in (*kernel.params, *buffers):
+            element = pointer_element(handle, buffers)
+            if element is not None:
+                self.v.pointees[handle] = element
         self.v.tensor_maps = bind_tensor_maps(function, maps, len(kernel.params))
         _annotate_launch_bounds(function, kernel)
         annotate_cluster(function, kernel.cluster)
         self.loops: list[tuple[ir.Block, ir.Block]] = []  # (continue target, exit)
         self.dynamic_offsets, _ = dynamic_shared_layout(kernel)
         self.registers = register_arrays(kernel.body)  # loops indexing them are unrolled
+        self.fragment_shapes = fragment_shapes(kernel.body)
+        if any(scope in ROLES for scope in (b.scope for b in buffers.values())):
+            check_fragment_accesses(kernel.body)  # an error of the program's comes first
 
     def build(self) -> None:
         self.lower(self.kernel.body)
@@ -250,9 +259,9 @@ def _alloc(k: KernelBuilder, node: S.AllocBuffer) -> None:
     buffer = node.buffer
     element = types.memory_type(buffer.dtype)
     size = allocation_size(buffer)
-    if buffer.scope.startswith("wmma."):
-        check_fragment_accesses(k.kernel.body)  # an error of the program's comes first
-        raise DiagnosticError.at(node.span, "--ptx-via llvm: wmma fragments need --ptx-via nvrtc")
+    if buffer.scope in ROLES:
+        allocate_fragments(k.v, k.allocas, node, fragment_of(node, k.fragment_shapes))
+        return
     if buffer in k.dynamic_offsets:
         base = _dynamic_shared(k)
         offset = k.v(k.dynamic_offsets[buffer])

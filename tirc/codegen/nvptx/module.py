@@ -14,6 +14,7 @@ from tirc.codegen.cuda.cluster import check_cluster_module
 from tirc.codegen.cuda.kernels import module_kernels, require_split
 from tirc.codegen.cuda.tma import check_tma_arch
 from tirc.codegen.cuda.wgmma_ptx import check_arch as check_wgmma_arch
+from tirc.codegen.nvptx.fragment import check_wmma_arch
 from tirc.codegen.nvptx.kernel import KernelBuilder
 from tirc.codegen.nvptx.libdevice import find_libdevice
 from tirc.diagnostics import DiagnosticError, Note
@@ -60,10 +61,12 @@ def emit_nvvm_ir(module: IRModule, *, arch: str = "sm_90") -> str:
 def check_arch(module: IRModule, arch: str) -> None:
     """The CUDA C backend's located error at the first Hopper instruction `arch` lacks
     (wgmma and setmaxnreg: sm_90a; mbarrier transaction counts, TMA, fence.proxy.async,
-    clusters: sm_90)."""
+    clusters: sm_90), and at each wmma fragment the architecture lacks."""
     check_wgmma_arch(module, arch)
     check_tma_arch(module, arch)
     check_cluster_module(module, arch)
+    for kernel in module_kernels(require_split(module)):
+        check_wmma_arch(kernel.body, arch, int(PTX_VERSIONS.get(arch, "ptx0")[3:]))
 
 
 def emit_ptx(module: IRModule, *, arch: str = "sm_90", opt_level: int = 3) -> str:

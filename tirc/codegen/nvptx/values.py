@@ -10,6 +10,7 @@ from __future__ import annotations
 import llvmlite.ir as ir
 
 from tirc.codegen.nvptx import types
+from tirc.codegen.nvptx.fragment import Fragment
 from tirc.diagnostics import DiagnosticError
 from tirc.ir import expr as E
 from tirc.ir.buffer import Buffer
@@ -36,12 +37,16 @@ _LIBDEVICE_MATH = (
 
 class ValueBuilder:
     """Lowers expressions at the builder's position; `values` binds variables and data
-    handles, `tensor_maps` the kernel's tensor-map parameters (tirc.ir.tma.tensor_maps)."""
+    handles, `pointees` the element type of each handle where a buffer says it, `fragments`
+    the wmma fragment buffers' data, `tensor_maps` the kernel's tensor-map parameters
+    (tirc.ir.tma.tensor_maps)."""
 
     def __init__(self, module: ir.Module, builder: ir.IRBuilder) -> None:
         self.module = module
         self.b = builder
         self.values: dict[E.Var, ir.Value] = {}
+        self.pointees: dict[E.Var, DataType] = {}
+        self.fragments: dict[E.Var, Fragment] = {}
         self.tensor_maps: list[tuple[TmaLoad, ir.Argument]] = []
         self.uses_libdevice = False
 
