@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import llvmlite.ir as ir
 
-from tirc.codegen.cuda.wmma import fragment_shapes
+from tirc.codegen.cuda.wmma import check_fragment_accesses, fragment_shapes
 from tirc.codegen.nvptx import types
 from tirc.diagnostics import Diagnostic, DiagnosticError, Note
 from tirc.ir import expr as E
@@ -129,29 +129,29 @@ def check_wmma_arch(body: S.Stmt, arch: str, ptx: int) -> None:
     sm = int(found.group(1))
     shapes = fragment_shapes(body)
     problems: list[Diagnostic] = []
+    allocations: list[S.AllocBuffer] = []
 
     def visit(node: Node) -> None:
         if isinstance(node, S.AllocBuffer) and node.buffer.scope in ROLES:
-            fragment = fragment_of(node, shapes)
-            need_sm, need_ptx = fragment.requires()
-            if sm < need_sm or ptx < need_ptx:
-                problems.append(
-                    Diagnostic.error(
-                        f"--ptx-via llvm: wmma {fragment.geometry} on {fragment.dtype} needs "
-                        f"sm_{need_sm} and PTX ISA {need_ptx // 10}.{need_ptx % 10}; {arch} "
-                        f"has PTX ISA {ptx // 10}.{ptx % 10} here",
-                        node.span,
-                    )
-                )
+            allocations.append(node)
 
     walk(body, visit)
+    if allocations:
+        check_fragment_accesses(body)  # an error of the program's comes first
+    for node in allocations:
+        fragment = fragment_of(node, shapes)
+        need_sm, need_ptx = fragment.requires()
+        if sm < need_sm or ptx < need_ptx:
+            problems.append(
+                Diagnostic.error(
+                    f"--ptx-via llvm: wmma {fragment.geometry} on {fragment.dtype} needs "
+                    f"sm_{need_sm} and PTX ISA {need_ptx // 10}.{need_ptx % 10}; {arch} "
+                    f"has PTX ISA {ptx // 10}.{ptx % 10} here",
+                    node.span,
+                )
+            )
     if problems:
         raise DiagnosticError(problems)
-
-
-def _dimensions(geometry: str) -> tuple[int, int, int]:
-    m, n, k = re.findall(r"\d+", geometry)
-    return int(m), int(n), int(k)
 
 
 def dimensions(geometry: str) -> tuple[int, int, int]:

@@ -18,7 +18,7 @@ from tirc.codegen.cuda.kernel import (
     pointer_element,
 )
 from tirc.codegen.cuda.kernels import Kernel, allocation_size, uses_of
-from tirc.codegen.cuda.wmma import check_fragment_accesses, fragment_shapes
+from tirc.codegen.cuda.wmma import fragment_shapes
 
 # calls registers the Call rule in values.RULES as it loads; this is the one place that loads it
 from tirc.codegen.nvptx import (
@@ -77,8 +77,6 @@ class KernelBuilder:
         self.dynamic_offsets, _ = dynamic_shared_layout(kernel)
         self.registers = register_arrays(kernel.body)  # loops indexing them are unrolled
         self.fragment_shapes = fragment_shapes(kernel.body)
-        if any(scope in ROLES for scope in (b.scope for b in buffers.values())):
-            check_fragment_accesses(kernel.body)  # an error of the program's comes first
 
     def build(self) -> None:
         self.lower(self.kernel.body)
