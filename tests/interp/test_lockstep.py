@@ -125,6 +125,31 @@ def test_vector_lanes_fp16_shuffles_and_math() -> None:
     check_source(VECTOR, A=a, B=np.zeros(256, np.float32), D=np.zeros(64, np.float32))
 
 
+BITS = """
+@T.prim_func
+def main(A: T.Buffer((64,), "float16"), F: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float16"), G: T.Buffer((64,), "float32"), C: T.Buffer((64,), "int16"), D: T.Buffer((64,), "int32")):
+    tx = T.launch_thread("threadIdx.x", 64)
+    B[tx] = T.nextafter(A[tx], T.float16(0))
+    G[tx] = T.nextafter(F[tx], T.float32(100))
+    C[tx] = T.reinterpret("int16", A[tx])
+    D[tx] = T.reinterpret("int32", F[tx] * T.float32(3))
+"""  # noqa: E501
+
+
+def test_nextafter_and_reinterpret_are_one_rule_in_both_models() -> None:
+    """semantics.math_functions.nextafter and semantics.bits.reinterpret, on lanes and one
+    lane alike, are numpy's nextafter and a view of the bits."""
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal(64).astype(np.float16)
+    f = rng.standard_normal(64).astype(np.float32)
+    zeros = {"B": np.zeros(64, np.float16), "G": np.zeros(64, np.float32)}
+    out = check_source(BITS, A=a, F=f, C=np.zeros(64, np.int16), D=np.zeros(64, np.int32), **zeros)
+    np.testing.assert_array_equal(out["B"], np.nextafter(a, np.float16(0)))
+    np.testing.assert_array_equal(out["G"], np.nextafter(f, np.float32(100)))
+    np.testing.assert_array_equal(out["C"], a.view(np.int16))
+    np.testing.assert_array_equal(out["D"], (f * np.float32(3)).view(np.int32))
+
+
 OUT_OF_BOUNDS = """
 @T.prim_func
 def main(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):

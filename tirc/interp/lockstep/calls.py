@@ -15,6 +15,7 @@ import numpy as np
 
 from tirc.interp.lockstep.expr import CALLS, LaneExprCompiler, Mask, Unsupported, divide, narrow
 from tirc.interp.memory.lanes import Frame, fault_first
+from tirc.interp.memory.storage import array_type
 from tirc.interp.semantics import arith, math_functions
 from tirc.interp.semantics import values as V
 from tirc.interp.semantics.bits import reinterpret
@@ -79,14 +80,10 @@ def _fmod(compiler: LaneExprCompiler, call: Call) -> Code:
 
 
 def _nextafter(compiler: LaneExprCompiler, call: Call) -> Code:
-    kind = {"float64": np.float64, "float32": np.float32, "float16": np.float16}.get(
-        str(call.dtype.element)
-    )
-    if kind is None:
+    kind = array_type(call.dtype.element).type
+    if kind not in (np.float64, np.float32, np.float16):  # numpy's nextafter knows these
         raise Unsupported(f"nextafter of {call.dtype}")
-    a, b = _arrays(compiler, _exprs(call))
-    k, held = compiler.dtype(np.dtype(kind)), compiler.dtype(V.value_type(call.dtype))
-    return Code(f"_np.nextafter({a}.astype({k}), {b}.astype({k})).astype({held})")
+    return _each(compiler, math_functions.nextafter(kind), call, _exprs(call))
 
 
 def _reinterpret(compiler: LaneExprCompiler, call: Call) -> Code:

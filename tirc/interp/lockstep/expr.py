@@ -35,7 +35,7 @@ from tirc.interp.semantics import values as V
 from tirc.interp.semantics.operators import ARITHMETIC, COMPARISONS, DIVISIONS, EXTREMA, Division
 from tirc.interp.semantics.warp import SHUFFLES
 from tirc.interp.threads.context import Code, Context
-from tirc.interp.threads.expr import ExprCompiler
+from tirc.interp.threads.expr import ExprCompiler, let
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
 from tirc.ir.buffer import Buffer
@@ -543,14 +543,6 @@ def _shuffle(compiler: LaneExprCompiler, expr: E.Shuffle) -> Code:
     return Code(f"{join}(({parts},), {compiler.name(indices, 'indices')})")
 
 
-@_RULES.register(E.Let)
-def _let(compiler: LaneExprCompiler, expr: E.Let) -> Code:
-    value = compiler.compile(expr.value)
-    name = compiler.ctx.bind(expr.var, value.low, value.high)
-    body = compiler.compile(expr.body)
-    return Code(f"(({name} := {value.text}), {body.text})[1]", body.low, body.high)
-
-
 @_RULES.register(E.BufferLoad)
 def _load(compiler: LaneExprCompiler, expr: E.BufferLoad) -> Code:
     return compiler.load(expr)
@@ -564,6 +556,7 @@ def _call(compiler: LaneExprCompiler, expr: E.Call) -> Code:
     return rule(compiler, expr)
 
 
+_RULES.register(E.Let)(let)  # the thread model's: a walrus, on lanes as on one lane
 for _node in ARITHMETIC:
     _RULES.register(_node)(_arith)
 for _node in DIVISIONS:

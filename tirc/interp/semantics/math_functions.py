@@ -127,6 +127,16 @@ FLOAT_PREDICATES: dict[str, Callable[[float], bool]] = {
 }
 
 
+@cache
+def nextafter(kind: type) -> Binary:
+    """C's nextafter on one lane of a float kind (numpy's scalar type of it)."""
+
+    def step(x: float, y: float) -> float:
+        return float(np.nextafter(kind(x), kind(y)))
+
+    return step
+
+
 def popcount(x: int, bits: int) -> int:
     return (x & ((1 << bits) - 1)).bit_count()
 

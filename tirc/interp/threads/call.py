@@ -10,14 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np
-
 from tirc.diagnostics import DiagnosticError
 from tirc.interp.memory.storage import Pointer, Storage, access_type, array_type
 from tirc.interp.semantics import arith, interval
 from tirc.interp.semantics.bits import reinterpret
 from tirc.interp.semantics.extensions import INTRINSICS, extern_function
-from tirc.interp.semantics.math_functions import LANEWISE, lane_function
+from tirc.interp.semantics.math_functions import LANEWISE, lane_function, nextafter
 from tirc.interp.semantics.operators import DIVISIONS
 from tirc.interp.semantics.warp import SHUFFLES
 from tirc.interp.threads.allreduce import compile_allreduce
@@ -126,11 +124,7 @@ def _fmod(compiler: CallCompiler, call: Call) -> Code:
 
 
 def _nextafter(compiler: CallCompiler, call: Call) -> Code:
-    kind = array_type(call.dtype.element).type
-
-    def step(x: float, y: float) -> float:
-        return float(np.nextafter(kind(x), kind(y)))
-
+    step = nextafter(array_type(call.dtype.element).type)
     name = compiler.ctx.constant(step, "nextafter")
     return compiler.lanewise(call, lambda args, _: Code(f"{name}({args[0].text}, {args[1].text})"))
 

@@ -314,7 +314,7 @@ def _shuffle(compiler: ExprCompiler, expr: E.Shuffle) -> Code:
 
 
 @_RULES.register(E.Let)
-def _let(compiler: ExprCompiler, expr: E.Let) -> Code:
+def let(compiler: ExprCompiler, expr: E.Let) -> Code:
     value = compiler.compile(expr.value)
     name = compiler.ctx.bind(expr.var, value.low, value.high)
     body = compiler.compile(expr.body)

@@ -11,7 +11,7 @@ from functools import cache
 from typing import Any
 
 from tirc.interp.fault import Fault
-from tirc.interp.memory.storage import Pointer, allocate, fresh_copy, view_of
+from tirc.interp.memory.storage import allocate, fresh_copy, view_of
 from tirc.interp.semantics import arith
 from tirc.interp.semantics.values import NARROW, round_f32
 from tirc.interp.threads import scheduler as threads
@@ -118,22 +118,12 @@ def base_namespace() -> dict[str, object]:
     names: dict[str, object] = {
         "__builtins__": __builtins__,
         "_f32": round_f32,
-        "_floordiv": arith.floordiv,
-        "_floormod": arith.floormod,
-        "_truncdiv": arith.truncdiv,
-        "_truncmod": arith.truncmod,
-        "_fdiv": arith.fdiv,
-        "_ffloordiv": arith.ffloordiv,
-        "_ffloormod": arith.ffloormod,
-        "_fmod": arith.fmod,
         "_f2i": arith.float_to_int,
         "_oob": out_of_bounds,
         "_fault": fault,
-        "_Fault": Fault,
         "_view_of": view_of,
         "_allocate": allocate,
         "_fresh_copy": fresh_copy,
-        "_Pointer": Pointer,
         "_dtype": parse_dtype,
         "_lane_offsets": lane_offsets,
         "_vector_load": vector_load,
