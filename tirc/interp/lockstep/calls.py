@@ -80,10 +80,9 @@ def _fmod(compiler: LaneExprCompiler, call: Call) -> Code:
 
 
 def _nextafter(compiler: LaneExprCompiler, call: Call) -> Code:
-    kind = array_type(call.dtype.element).type
-    if kind not in (np.float64, np.float32, np.float16):  # numpy's nextafter knows these
-        raise Unsupported(f"nextafter of {call.dtype}")
-    return _each(compiler, math_functions.nextafter(kind), call, _exprs(call))
+    if array_type(call.dtype).type not in (np.float64, np.float32, np.float16):
+        raise Unsupported(f"nextafter of {call.dtype}")  # numpy's nextafter knows these
+    return _each(compiler, math_functions.nextafter(call.dtype.element), call, _exprs(call))
 
 
 def _reinterpret(compiler: LaneExprCompiler, call: Call) -> Code:

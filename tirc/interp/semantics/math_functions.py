@@ -14,6 +14,7 @@ from functools import cache
 
 import numpy as np
 
+from tirc.interp.memory.storage import array_type
 from tirc.interp.semantics.bits import q_multiply_shift, q_multiply_shift_per_axis
 from tirc.ir.dtype import DataType
 
@@ -128,8 +129,9 @@ FLOAT_PREDICATES: dict[str, Callable[[float], bool]] = {
 
 
 @cache
-def nextafter(kind: type) -> Binary:
-    """C's nextafter on one lane of a float kind (numpy's scalar type of it)."""
+def nextafter(dtype: DataType) -> Binary:
+    """C's nextafter on one lane of a float dtype."""
+    kind = array_type(dtype).type
 
     def step(x: float, y: float) -> float:
         return float(np.nextafter(kind(x), kind(y)))

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tirc.diagnostics import DiagnosticError
-from tirc.interp.memory.storage import Pointer, Storage, access_type, array_type
+from tirc.interp.memory.storage import Pointer, Storage, access_type
 from tirc.interp.semantics import arith, interval
 from tirc.interp.semantics.bits import reinterpret
 from tirc.interp.semantics.extensions import INTRINSICS, extern_function
@@ -124,8 +124,7 @@ def _fmod(compiler: CallCompiler, call: Call) -> Code:
 
 
 def _nextafter(compiler: CallCompiler, call: Call) -> Code:
-    step = nextafter(array_type(call.dtype.element).type)
-    name = compiler.ctx.constant(step, "nextafter")
+    name = compiler.ctx.constant(nextafter(call.dtype.element), "nextafter")
     return compiler.lanewise(call, lambda args, _: Code(f"{name}({args[0].text}, {args[1].text})"))
 
 
