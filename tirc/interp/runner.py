@@ -16,7 +16,7 @@ from tirc.diagnostics import DiagnosticError
 from tirc.interp.lockstep.kernel import gpu_model as use_gpu_model
 from tirc.interp.lockstep.kernel import launch_line
 from tirc.interp.memory.storage import array_type, storage_from_array
-from tirc.interp.semantics.values import round_f32, round_to
+from tirc.interp.semantics.values import round_to
 from tirc.interp.threads.function import CompiledFunction, compile_python, execute
 from tirc.ir.abi import parameter_buffers
 from tirc.ir.buffer import Buffer
@@ -163,7 +163,7 @@ def _scalar(param: Var, value: Argument) -> object:
             )
         return number
     if dtype.is_float:
-        return round_f32(float(value)) if str(dtype) == "float32" else round_to(float(value), dtype)
+        return round_to(float(value), dtype)
     raise DiagnosticError.at(
         param.span, f"cannot pass a value for parameter {param.name} of type {dtype}"
     )

@@ -314,7 +314,7 @@ class LaneExprCompiler(ExprCompiler):
         kind = str(dtype.element)
         if kind == "float64" or (kind == "float32" and not wide):
             return text
-        return f"{self.name(V.round_array, 'round_array')}({text}, {self.dtype(dtype)})"
+        return f"{self.name(V.round_to, 'round_to')}({text}, {self.dtype(dtype)})"
 
     # memory
 

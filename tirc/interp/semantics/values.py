@@ -107,24 +107,21 @@ NARROW: dict[str, NarrowFloat] = {
 }
 
 
-def round_to(value: float, dtype: DataType) -> float:
-    """One lane's value rounded to a float dtype."""
+def round_to(value: float | np.ndarray, dtype: DataType) -> float | np.ndarray:
+    """A value rounded to a float dtype: one lane's (a Python float, and one back), or float64
+    numpy lanes' (given back in the dtype's value type, see value_type)."""
     kind = str(dtype.element)
+    if isinstance(value, np.ndarray):
+        if kind == "float64":
+            return value
+        if kind == "float32":
+            return value.astype(np.float32, copy=False)
+        return NARROW[kind].round_array(value)
     if kind == "float64":
         return float(value)
     if kind == "float32":
         return round_f32(value)
     return NARROW[kind].round(value)
-
-
-def round_array(values: np.ndarray, dtype: DataType) -> np.ndarray:
-    """float64 lanes rounded to a float kind and held in its value type."""
-    kind = str(dtype.element)
-    if kind == "float64":
-        return values
-    if kind == "float32":
-        return values.astype(np.float32, copy=False)
-    return NARROW[kind].round_array(values)
 
 
 def value_type(dtype: DataType) -> np.dtype:
