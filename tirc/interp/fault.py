@@ -38,3 +38,8 @@ def describe_access(verb: str, buffer: Buffer) -> str:
         str(d.value) if isinstance(d, IntImm) else getattr(d, "name", "?") for d in buffer.shape
     ]
     return f"{verb} {buffer.name} (shape ({', '.join(dims)}{',' if len(dims) == 1 else ''}))"
+
+
+def index_outside(index: object, extent: object, dim: int) -> str:
+    """An out-of-bounds index, as both models say it."""
+    return f"index {index} is outside [0, {extent}) in dimension {dim}"

@@ -20,7 +20,7 @@ from tirc.interp.semantics import arith, math_functions
 from tirc.interp.semantics import values as V
 from tirc.interp.semantics.bits import reinterpret
 from tirc.interp.semantics.extensions import extern_function
-from tirc.interp.semantics.operators import DIVISIONS
+from tirc.interp.semantics.operators import BITWISE, DIVISIONS, SHIFTS, Operator
 from tirc.interp.semantics.warp import SHUFFLES, WARP_SIZE, shuffle_source
 from tirc.interp.threads.context import Code
 from tirc.ir.dtype import DataType
@@ -94,7 +94,7 @@ def _reinterpret(compiler: LaneExprCompiler, call: Call) -> Code:
     return Code(f"{compiler.name(reinterpret, 'reinterpret')}({value}, {source}, {target})")
 
 
-def _shift_of(left: bool, dtype: DataType, site: int) -> Callable[..., np.ndarray]:
+def _shift_of(operator: Operator, dtype: DataType, site: int) -> Callable[..., np.ndarray]:
     kind = V.value_type(dtype)
 
     def shift(x: np.ndarray, amount: np.ndarray, frame: Frame, mask: Mask) -> np.ndarray:
@@ -103,18 +103,18 @@ def _shift_of(left: bool, dtype: DataType, site: int) -> Callable[..., np.ndarra
             fault_first(bad, frame, mask, site, lambda lane, column: arith.bad_shift(dtype.bits))
             amount = np.where(bad, 0, amount)
         amount = amount.astype(kind)
-        return np.left_shift(x, amount) if left else np.right_shift(x, amount)
+        return operator.lanes(x, amount)
 
     return shift
 
 
-def _shift(left: bool) -> Callable[[LaneExprCompiler, Call], Code]:
+def _shift(operator: Operator) -> Callable[[LaneExprCompiler, Call], Code]:
     def rule(compiler: LaneExprCompiler, call: Call) -> Code:
         dtype = call.expr_arg(0).dtype.element
         if not dtype.is_integer:
             raise Unsupported(f"shift of {dtype}")
         a, b = _arrays(compiler, _exprs(call))
-        shift = compiler.name(_shift_of(left, dtype, compiler.ctx.site(call, "shift")), "shift")
+        shift = compiler.name(_shift_of(operator, dtype, compiler.ctx.site(call, "shift")), "shift")
         return Code(f"{shift}({a}, {b}, _frame, _mask)")
 
     return rule
@@ -228,11 +228,8 @@ CALLS.update(
         "fmod": _fmod,
         "nextafter": _nextafter,
         "reinterpret": _reinterpret,
-        "shift_left": _shift(True),
-        "shift_right": _shift(False),
-        "bitwise_and": _bitwise("&"),
-        "bitwise_or": _bitwise("|"),
-        "bitwise_xor": _bitwise("^"),
+        **{name: _shift(operator) for name, operator in SHIFTS.items()},
+        **{name: _bitwise(operator.symbol) for name, operator in BITWISE.items()},
         "bitwise_not": lambda compiler, call: Code(f"(~{compiler.compile(call.expr_arg(0)).text})"),
         **dict.fromkeys(SHUFFLES, _shuffle),
         "tvm_warp_activemask": _active_mask,

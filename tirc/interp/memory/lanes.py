@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tirc.interp.fault import Fault
+from tirc.interp.fault import Fault, index_outside
 from tirc.interp.memory.storage import Pointer, Storage
 from tirc.interp.semantics import values as V
 from tirc.ir.dtype import DataType
@@ -289,16 +289,11 @@ def check_bounds(
     bounds = np.asarray(limit, dtype=np.int64).reshape(-1, 1) if isinstance(limit, int) else limit
     index = value.astype(np.int64, copy=False)
     bad = (index < 0) | (index >= bounds.astype(np.int64, copy=False))
-    fault_first(
-        bad,
-        frame,
-        active,
-        site,
-        lambda lane, column: (
-            f"index {pick(index, lane, column)} is outside "
-            f"[0, {pick(bounds, lane, column)}) in dimension {dim}"
-        ),
-    )
+
+    def message(lane: int, column: int) -> str:
+        return index_outside(pick(index, lane, column), pick(bounds, lane, column), dim)
+
+    fault_first(bad, frame, active, site, message)
 
 
 def _elements(mask: np.ndarray | None) -> np.ndarray | None:

@@ -46,6 +46,16 @@ COMPARISONS: dict[type, Operator] = {
     E.GE: Operator(">=", np.greater_equal),
 }
 
+BITWISE: dict[str, Operator] = {  # T.bitwise_*: two's-complement values stay in range
+    "bitwise_and": Operator("&", np.bitwise_and),
+    "bitwise_or": Operator("|", np.bitwise_or),
+    "bitwise_xor": Operator("^", np.bitwise_xor),
+}
+SHIFTS: dict[str, Operator] = {  # T.shift_*: an amount outside [0, bits) is a fault
+    "shift_left": Operator("<<", np.left_shift),  # wraps to the dtype
+    "shift_right": Operator(">>", np.right_shift),  # arithmetic on signed values
+}
+
 
 @dataclass(frozen=True)
 class Division:

@@ -16,7 +16,7 @@ from tirc.interp.semantics import arith, interval
 from tirc.interp.semantics.bits import reinterpret
 from tirc.interp.semantics.extensions import INTRINSICS, extern_function
 from tirc.interp.semantics.math_functions import LANEWISE, lane_function, nextafter
-from tirc.interp.semantics.operators import DIVISIONS
+from tirc.interp.semantics.operators import BITWISE, DIVISIONS, SHIFTS
 from tirc.interp.semantics.warp import SHUFFLES
 from tirc.interp.threads.allreduce import compile_allreduce
 from tirc.interp.threads.cluster_calls import RULES as CLUSTER_RULES
@@ -348,11 +348,8 @@ _RULES: dict[str, CallRule] = {
     **dict.fromkeys(LANEWISE, _lanewise),
     "fmod": _fmod,
     "nextafter": _nextafter,
-    "shift_left": _shift("<<"),
-    "shift_right": _shift(">>"),
-    "bitwise_and": _bitwise("&"),
-    "bitwise_or": _bitwise("|"),
-    "bitwise_xor": _bitwise("^"),
+    **{name: _shift(operator.symbol) for name, operator in SHIFTS.items()},
+    **{name: _bitwise(operator.symbol) for name, operator in BITWISE.items()},
     "bitwise_not": _bitwise_not,
     "if_then_else": _if_then_else,
     "likely": _identity,

@@ -10,7 +10,7 @@ import array
 from functools import cache
 from typing import Any
 
-from tirc.interp.fault import Fault
+from tirc.interp.fault import Fault, index_outside
 from tirc.interp.memory.storage import allocate, fresh_copy, view_of
 from tirc.interp.semantics import arith
 from tirc.interp.semantics.values import NARROW, round_f32
@@ -22,7 +22,7 @@ _INT_TYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "u
 
 
 def out_of_bounds(site: int, dim: int, index: int, extent: int) -> int:
-    raise Fault(site, f"index {index} is outside [0, {extent}) in dimension {dim}")
+    raise Fault(site, index_outside(index, extent, dim))
 
 
 def fault(site: int, message: str) -> None:
