@@ -216,14 +216,17 @@ class AccessCompiler:
             or any(index.dtype.lanes > 1 for index in indices)
         )
 
-    def shared_tracker(self, buffer: Buffer) -> str | None:
-        """The race tracker's name when this access must be checked for races."""
+    def race_checked(self, buffer: Buffer, node: PrimExpr | BufferStore, verb: str) -> str:
+        """What an access of shared memory inside a kernel passes on to its race tracker
+        (`, handle, size, _tid, site`); "" for an access that is not checked."""
         if self.ctx.kernel is None:
-            return None
-        scope = self.ctx.scopes.get(self.layout(buffer).data, buffer.scope)
-        if scope not in SHARED_SCOPES:
-            return None
-        return self.ctx.names.get(self.layout(buffer).data)
+            return ""
+        data = self.layout(buffer).data
+        handle = self.ctx.names.get(data)
+        if self.ctx.scopes.get(data, buffer.scope) not in SHARED_SCOPES or handle is None:
+            return ""
+        site = self.ctx.site(node, f"{verb} {buffer.name}")
+        return f", {handle}, {access_type(buffer.dtype).itemsize}, _tid, {site}"
 
     # loads and stores
 
@@ -232,14 +235,10 @@ class AccessCompiler:
         if self.is_vector_access(buffer, expr.indices, expr.predicate):
             return self.vector_load(expr)
         offset, view = self.element_offset(buffer, expr.indices, expr, "load from")
-        handle = self.shared_tracker(buffer)
-        if handle is not None:
-            site = self.ctx.site(expr, f"load from {buffer.name}")
-            size = access_type(buffer.dtype).itemsize
-            text = f"_shared_load({view.memory}, {handle}, {offset.text}, {size}, _tid, {site})"
-        else:
-            text = f"{view.memory}[{offset.text}]"
-        return self.decode(text, buffer.dtype)
+        tracked = self.race_checked(buffer, expr, "load from")
+        if tracked:
+            return self.decode(f"_shared_load({view.memory}, {offset.text}{tracked})", buffer.dtype)
+        return self.decode(f"{view.memory}[{offset.text}]", buffer.dtype)
 
     def decode(self, text: str, dtype: DataType) -> Code:
         kind = str(dtype.element)
@@ -265,16 +264,11 @@ class AccessCompiler:
             return
         offset, view = self.element_offset(buffer, stmt.indices, stmt, "store to")
         encoded = self.encode(value, buffer.dtype)
-        handle = self.shared_tracker(buffer)
-        if handle is not None:
-            site = self.ctx.site(stmt, f"store to {buffer.name}")
-            size = access_type(buffer.dtype).itemsize
-            self.ctx.emit(
-                f"_shared_store({view.memory}, {handle}, {offset.text}, {size}, {encoded}, "
-                f"_tid, {site})"
-            )
-            return
-        self.ctx.emit(f"{view.memory}[{offset.text}] = {encoded}")
+        tracked = self.race_checked(buffer, stmt, "store to")
+        if tracked:
+            self.ctx.emit(f"_shared_store({view.memory}, {offset.text}, {encoded}{tracked})")
+        else:
+            self.ctx.emit(f"{view.memory}[{offset.text}] = {encoded}")
 
     # vectors: one offset per lane, masked lanes left alone
 
@@ -308,15 +302,9 @@ class AccessCompiler:
         )
         kind = str(buffer.dtype.element)
         table = f"_values_{kind}" if kind in NARROW_FLOATS else "None"
-        handle = self.shared_tracker(buffer)
-        if handle is not None:
-            site = self.ctx.site(expr, f"load from {buffer.name}")
-            size = access_type(buffer.dtype).itemsize
-            return Code(
-                f"_shared_vector_load({view.memory}, {handle}, {offsets}, {size}, {table}, "
-                f"_tid, {site})"
-            )
-        return Code(f"_vector_load({view.memory}, {offsets}, {table})")
+        tracked = self.race_checked(buffer, expr, "load from")
+        shared = "_shared" if tracked else ""
+        return Code(f"{shared}_vector_load({view.memory}, {offsets}, {table}{tracked})")
 
     def vector_store(self, stmt: BufferStore, value: Code) -> None:
         buffer = stmt.buffer
@@ -328,16 +316,11 @@ class AccessCompiler:
         values = value.text
         if stmt.value.dtype.lanes == 1 and lanes > 1:
             values = f"({values},) * {lanes}"
-        handle = self.shared_tracker(buffer)
-        if handle is not None:
-            site = self.ctx.site(stmt, f"store to {buffer.name}")
-            size = access_type(buffer.dtype).itemsize
-            self.ctx.emit(
-                f"_shared_vector_store({view.memory}, {handle}, {offsets}, {size}, {values}, "
-                f"{encoder}, _tid, {site})"
-            )
-            return
-        self.ctx.emit(f"_vector_store({view.memory}, {offsets}, {values}, {encoder})")
+        tracked = self.race_checked(buffer, stmt, "store to")
+        shared = "_shared" if tracked else ""
+        self.ctx.emit(
+            f"{shared}_vector_store({view.memory}, {offsets}, {values}, {encoder}{tracked})"
+        )
 
 
 def _dtype_constant(dtype: DataType) -> str:

@@ -52,14 +52,14 @@ class Registers:
         where = self.base + index
         self._check(where)
         if self.watched:
-            return shared_load(self.memory, self.handle, where, self.size, self.thread, self.site)
+            return shared_load(self.memory, where, self.handle, self.size, self.thread, self.site)
         return self.memory[where]
 
     def set_raw(self, index: int, value: Any) -> None:
         where = self.base + index
         self._check(where)
         if self.watched:
-            shared_store(self.memory, self.handle, where, self.size, value, self.thread, self.site)
+            shared_store(self.memory, where, value, self.handle, self.size, self.thread, self.site)
         else:
             self.memory[where] = value
 

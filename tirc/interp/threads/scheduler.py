@@ -287,7 +287,7 @@ def _tracker(handle: object) -> RaceTracker | None:
 
 
 def shared_load(
-    memory: memoryview, handle: object, offset: int, size: int, thread: int, site: int
+    memory: memoryview, offset: int, handle: object, size: int, thread: int, site: int
 ) -> Any:
     tracker = _tracker(handle)
     if tracker is not None:
@@ -296,7 +296,7 @@ def shared_load(
 
 
 def shared_store(
-    memory: memoryview, handle: object, offset: int, size: int, value: Any, thread: int, site: int
+    memory: memoryview, offset: int, value: Any, handle: object, size: int, thread: int, site: int
 ) -> None:
     tracker = _tracker(handle)
     if tracker is not None:
@@ -306,35 +306,34 @@ def shared_store(
 
 def shared_vector_load(
     memory: memoryview,
-    handle: object,
     offsets: tuple,
-    size: int,
     table: Any,
+    handle: object,
+    size: int,
     thread: int,
     site: int,
 ) -> tuple:
-    values = []
-    for offset in offsets:
-        values.append(
-            0 if offset is None else shared_load(memory, handle, offset, size, thread, site)
-        )
+    values = [
+        0 if offset is None else shared_load(memory, offset, handle, size, thread, site)
+        for offset in offsets
+    ]
     return tuple(table[v] for v in values) if table is not None else tuple(values)
 
 
 def shared_vector_store(
     memory: memoryview,
-    handle: object,
     offsets: tuple,
-    size: int,
     values: tuple,
     encode: Any,
+    handle: object,
+    size: int,
     thread: int,
     site: int,
 ) -> None:
     for offset, value in zip(offsets, values, strict=True):
         if offset is not None:
             stored = value if encode is None else encode(value)
-            shared_store(memory, handle, offset, size, stored, thread, site)
+            shared_store(memory, offset, stored, handle, size, thread, site)
 
 
 def launch(
