@@ -9,6 +9,8 @@ that read it.
 
 An intrinsic names an array by its data handle followed by the element offset (ptx_mma,
 ptx_ldmatrix, ptx_wgmma, mma_store, tvm_access_ptr...): the offset is what must be constant.
+wmma fragments (tirc.codegen.nvptx.wmma) are such arrays too, named by their data and the
+fragment index (tvm_mma_sync's pairs; the fifth operand of the fill, load and store).
 """
 
 from __future__ import annotations
@@ -21,14 +23,17 @@ from tirc.ir.node import Node
 
 MAX_STATEMENTS = 2048  # what one unrolled loop may emit, its inner loops unrolled too
 _KINDS = (S.ForKind.SERIAL, S.ForKind.UNROLLED)
+_SCOPES = ("local", "wmma.matrix_a", "wmma.matrix_b", "wmma.accumulator")
+_FRAGMENT_CALLS = ("tvm_fill_fragment", "tvm_load_matrix_sync", "tvm_store_matrix_sync")
 
 
 def register_arrays(body: S.Stmt) -> set[E.Var]:
-    """The data handles of the per-thread arrays of constant size that `body` allocates."""
+    """The data handles of the per-thread arrays (and wmma fragments) of constant size that
+    `body` allocates."""
     found: set[E.Var] = set()
 
     def visit(node: Node) -> None:
-        if isinstance(node, S.AllocBuffer) and node.buffer.scope == "local":
+        if isinstance(node, S.AllocBuffer) and node.buffer.scope in _SCOPES:
             if isinstance(allocation_size(node.buffer), E.IntImm):
                 found.add(node.buffer.data)
 
@@ -89,6 +94,8 @@ def _indexes(body: S.Stmt, var: E.Var, registers: set[E.Var]) -> bool:
                 found = True
         elif isinstance(node, E.Call):
             args = node.args
+            if node.op in _FRAGMENT_CALLS and len(args) > 4:
+                args = (args[0], args[4])
             for data, offset in zip(args, args[1:], strict=False):
                 if isinstance(data, E.Var) and data in registers and uses_var(offset, derived):
                     found = True

@@ -76,8 +76,9 @@ class _Memory:
     def __init__(self, v: ValueBuilder, call: E.Call, arg: object) -> None:
         dtype = _pointee(v, arg)
         if dtype is None:
+            what = arg.name if isinstance(arg, E.Var) else "its operand"
             raise DiagnosticError.at(
-                call.span, f"T.{call.op}: --ptx-via llvm cannot tell what {arg} points at"
+                call.span, f"T.{call.op}: --ptx-via llvm cannot tell what {what} points at"
             )
         self.v = v
         self.dtype = dtype
@@ -99,7 +100,8 @@ def _pointee(v: ValueBuilder, arg: object) -> DataType | None:
         annotation = arg.args[0]
         return annotation.dtype if isinstance(annotation, E.PrimExpr) else None
     if isinstance(arg, E.Var):
-        return v.pointees.get(arg)
+        dtype = v.pointees.get(arg)
+        return None if dtype is None or dtype.element.is_bool else dtype
     return None
 
 
