@@ -15,7 +15,7 @@ def add(a: Range, b: Range) -> Range:
 
 
 def sub(a: Range, b: Range) -> Range:
-    return add(a, (None if b[1] is None else -b[1], None if b[0] is None else -b[0]))
+    return add(a, _negate(b))
 
 
 def _known(r: Range) -> tuple[int, int] | None:
@@ -79,14 +79,11 @@ def minimum(a: Range, b: Range) -> Range:
 
 
 def maximum(a: Range, b: Range) -> Range:
-    high = None if a[1] is None or b[1] is None else max(a[1], b[1])
-    if a[0] is None:
-        low = b[0]
-    elif b[0] is None:
-        low = a[0]
-    else:
-        low = max(a[0], b[0])
-    return low, high
+    return _negate(minimum(_negate(a), _negate(b)))
+
+
+def _negate(r: Range) -> Range:
+    return (None if r[1] is None else -r[1], None if r[0] is None else -r[0])
 
 
 def union(a: Range, b: Range) -> Range:

@@ -212,16 +212,11 @@ def _extremum(operator: Operator) -> BinaryRule:
     return rule
 
 
-def _compare(symbol: str) -> BinaryRule:
+def _boolean(symbol: str) -> BinaryRule:
+    """A comparison, or `and` / `or`: both operands of those are pure, so short-circuiting
+    changes nothing but speed."""
+
     def rule(compiler: ExprCompiler, a: Code, b: Code, dtype: DataType, expr: PrimExpr) -> Code:
-        return Code(f"({a.text} {symbol} {b.text})", 0, 1)
-
-    return rule
-
-
-def _logical(symbol: str) -> BinaryRule:
-    def rule(compiler: ExprCompiler, a: Code, b: Code, dtype: DataType, expr: PrimExpr) -> Code:
-        # both operands are pure, so short-circuiting changes nothing but speed
         return Code(f"({a.text} {symbol} {b.text})", 0, 1)
 
     return rule
@@ -338,6 +333,6 @@ for _node in DIVISIONS:
 for _node, _operator in EXTREMA.items():
     _RULES.register(_node)(_binary(_extremum(_operator)))
 for _node, _operator in COMPARISONS.items():
-    _RULES.register(_node)(_binary(_compare(_operator.symbol)))
-_RULES.register(E.And)(_binary(_logical("and")))
-_RULES.register(E.Or)(_binary(_logical("or")))
+    _RULES.register(_node)(_binary(_boolean(_operator.symbol)))
+_RULES.register(E.And)(_binary(_boolean("and")))
+_RULES.register(E.Or)(_binary(_boolean("or")))
