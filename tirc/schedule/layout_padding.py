@@ -129,8 +129,25 @@ def pad_in_producer(
     mapping: IndexMap,
     shape: Sequence[PrimExpr],
     pad_value: IndexMap,
-) -> tuple[For, SBlock, SBlock] | None:
-    """TVM's first choice: when `loop` heads a perfect nest whose loops bind, in order, the
+) -> tuple[For, dict[SBlock, SBlock]] | None:
+    """TVM's first choice: the nest that `loop` heads iterates over the new shape instead and
+    stores the pad value on the padding, where it has one of two forms (`_pad_block_nest`,
+    `_pad_loop_nest`). Returns (new loop, the blocks it replaced mapped to their new
+    versions), or None when the nest has neither form."""
+    return _pad_block_nest(loop, old, buffer, mapping, shape, pad_value) or _pad_loop_nest(
+        loop, old, buffer, mapping, shape, pad_value
+    )
+
+
+def _pad_block_nest(
+    loop: For,
+    old: Buffer,
+    buffer: Buffer,
+    mapping: IndexMap,
+    shape: Sequence[PrimExpr],
+    pad_value: IndexMap,
+) -> tuple[For, dict[SBlock, SBlock]] | None:
+    """When `loop` heads a perfect nest whose loops bind, in order, the
     iterators of the one block under it, and that block's leading iterators are the (new)
     buffer's pre-map indices over its old shape, the block iterates over the new shape
     instead and stores the pad value on the padding (accesses to `old`, the buffer before
@@ -140,7 +157,7 @@ def pad_in_producer(
         for axis0, axis1 in T.grid(4, 4):
             B[v_axis0, v_axis1] = T.if_then_else(pad(v_axis0, v_axis1), 0, f(v_axis0 * 4 + v_axis1))
 
-    Returns (new loop, old block, new block), or None when the nest has another form."""
+    None when the nest has another form."""
     loops: list[For] = [loop]
     while isinstance(loops[-1].body, For):
         loops.append(loops[-1].body)
@@ -226,7 +243,74 @@ def pad_in_producer(
     for var, extent in reversed(list(zip(loop_vars, buffer.shape, strict=True))):
         nest = serial_loop(var, extent, nest)
     assert isinstance(nest, For)
-    return nest, block, new_block
+    return nest, {block: new_block}
+
+
+def _pad_loop_nest(
+    loop: For,
+    old: Buffer,
+    buffer: Buffer,
+    mapping: IndexMap,
+    shape: Sequence[PrimExpr],
+    pad_value: IndexMap,
+) -> tuple[For, dict[SBlock, SBlock]] | None:
+    """When the nest's first loops, perfectly nested and in the buffer's dimension order, run
+    over the old shape and every access to `old` in it (stores, loads, the regions of opaque
+    blocks) is at those loop variables, the loops run over the new shape instead; what is
+    under them is kept, each store to the buffer keeping the pad value on the padding:
+
+        for i in range(14):                  for axis0, axis1 in T.grid(4, 4):
+            B[i] = 0                     →       B[axis0, axis1] = T.if_then_else(pad, 0, 0)
+            for k in range(32):                  for k in range(32):
+                B[i] = B[i] + A[i, k]                B[axis0, axis1] = T.if_then_else(pad, 0,
+                                                         B[axis0, axis1] + A[axis0 * 4 + axis1, k])
+
+    An access through block iterators, or loops in another order, is not this form (TVM then
+    fills the padding in a block of its own)."""
+    ndim = len(shape)
+    loops: list[For] = [loop]
+    while len(loops) < ndim and isinstance(loops[-1].body, For):
+        loops.append(loops[-1].body)
+    if len(loops) != ndim or any(
+        not E.is_const_int(node.min, 0) or not _same(node.extent, extent)
+        for node, extent in zip(loops, shape, strict=True)
+    ):
+        return None
+    old_vars = tuple(node.loop_var for node in loops)
+    body = loops[-1].body
+    indices: list[tuple[PrimExpr, ...]] = []
+
+    def collect(node: object) -> None:
+        if isinstance(node, (BufferStore, BufferLoad)) and node.buffer is old:
+            indices.append(node.indices)
+        elif isinstance(node, BufferRegion) and node.buffer is old:
+            is_point = all(E.is_const_int(part.extent, 1) for part in node.region)
+            indices.append(tuple(part.min for part in node.region) if is_point else ())
+
+    walk(body, collect)
+    if not indices or any(
+        len(found) != ndim or any(a is not b for a, b in zip(found, old_vars, strict=True))
+        for found in indices
+    ):
+        return None
+    padded = padded_shape(mapping, shape)
+    if padded is None:
+        return None
+    loop_vars = tuple(
+        Var(mapping.output_var(position).name, extent.dtype)
+        for position, extent in enumerate(buffer.shape)
+    )
+    values = mapping.inverse(padded).map(loop_vars)
+    condition = padding_condition(mapping, shape, loop_vars)
+    pad = pad_value.map(loop_vars)[0]
+    rewrite = _ProducerRewrite(
+        dict(zip(old_vars, values, strict=True)), old, buffer, loop_vars, condition, pad
+    )
+    nest: Stmt = rewrite.visit(body)
+    for var, extent in reversed(list(zip(loop_vars, buffer.shape, strict=True))):
+        nest = serial_loop(var, extent, nest)
+    assert isinstance(nest, For)
+    return nest, rewrite.blocks
 
 
 def _same(a: PrimExpr, b: PrimExpr) -> bool:
@@ -236,8 +320,10 @@ def _same(a: PrimExpr, b: PrimExpr) -> bool:
 
 
 class _ProducerRewrite(Substituter):
-    """Old iterators become their values over the new ones; the buffer's element is
-    addressed by the new iterators and its stores keep the pad value on the padding."""
+    """Old iterators become their values over the new ones; the buffer's element (in
+    accesses and in the point regions opaque blocks declare) is addressed by the new
+    iterators, its stores keep the pad value on the padding, and each block rewritten is
+    remembered in `blocks`."""
 
     def __init__(
         self,
@@ -251,6 +337,7 @@ class _ProducerRewrite(Substituter):
         super().__init__(mapping)
         self.old, self.buffer, self.new_vars = old, buffer, new_vars
         self.condition, self.pad = condition, pad
+        self.blocks: dict[SBlock, SBlock] = {}  # the blocks rewritten, to their new versions
 
     def visit_BufferLoad(self, node: BufferLoad) -> PrimExpr:
         if node.buffer is self.old:
@@ -264,3 +351,16 @@ class _ProducerRewrite(Substituter):
         if self.condition is not None:
             value = E.Call(value.dtype, "if_then_else", (self.condition, self.pad, value))
         return dataclasses.replace(node, buffer=self.buffer, value=value, indices=self.new_vars)
+
+    def visit_BufferRegion(self, node: BufferRegion) -> BufferRegion:
+        if node.buffer is not self.old:
+            return self.generic_visit(node)
+        return BufferRegion(
+            self.buffer, tuple(Range(var, IntImm(1, var.dtype)) for var in self.new_vars)
+        )
+
+    def visit_SBlock(self, node: SBlock) -> SBlock:
+        new: SBlock = self.generic_visit(node)
+        if new is not node:
+            self.blocks[node] = new
+        return new

@@ -6,8 +6,10 @@ be invertible over the buffer's shape, unless `assume_injective_transform` (a di
 symbolic extent may only be the highest digit of an output: `lambda i, j: (i * 16 + j,)` over
 `(n, 16)` is, `(16, n)` is not, as TVM's iterator map decides); a map whose image
 is larger than the buffer (padding: `i % c` spans c, so `i // 8, i % 8` over 2 elements
-gives shape (1, 8)) needs a `pad_value`: a block after the buffer's producer
-then stores it into the padding (`buffer_A_padding`, predicated on the padded elements).
+gives shape (1, 8)) needs a `pad_value`: the buffer's producer nest then iterates over the
+new shape and stores it on the padding where its loops or block iterators are the buffer's
+indices, else a block after the producer stores it there (`buffer_A_padding`, predicated on
+the padded elements).
 
     A = T.alloc_buffer((64,))                 A = T.alloc_buffer((16, 4))
     A[vi] = ...                        →      A[vi // 4, vi % 4] = ...
@@ -120,8 +122,8 @@ def _padded(
     if isinstance(producer, For):
         rewritten = pad_in_producer(producer, old, new, mapping, old.shape, padding)
     if rewritten is not None:
-        stmts[position], old_block, new_block = rewritten
-        reuse[old_block] = new_block
+        stmts[position], replaced = rewritten
+        reuse.update(replaced)
     else:
         stmts.insert(position + 1, padding_fill(new, mapping, old.shape, padding))
     return dataclasses.replace(scope, body=SeqStmt(tuple(stmts)))
