@@ -194,7 +194,12 @@ def test_sample_loads_a_box_of_a_and_four_slabs_of_b() -> None:
     assert E.int_value(expect.args[2]) == (128 * 64 + 4 * 64 * 64) * 2
     text = str(cuda_artifact(lowered, "cu", arch="sm_90a"))
     assert "main_kernel_block(128, 3, 1)" in text
-    assert 'asm volatile("bar.sync %0, %1;" :: "r"((int)(1)), "r"(256)' in text
+    # the consumers' k loop: wait full, one fenced group of 4 wgmmas, wait_group(1), release
+    # the previous version; no barrier or proxy fence (the mbarrier wait acquires TMA's tiles)
+    assert "bar.sync" not in text
+    assert text.count("fence.proxy.async") == 1  # the mbarriers' initialization's
+    for once in ("wgmma.fence", "wgmma.commit_group", "wgmma.wait_group.sync.aligned 1;"):
+        assert text.count(once) == 1, once
     assert "setmaxnreg.dec.sync.aligned.u32 40;" in text
     assert "setmaxnreg.inc.sync.aligned.u32 232;" in text
     assert "cudaFuncAttributeMaxDynamicSharedMemorySize, (int)(196672LL)" in text

@@ -51,6 +51,19 @@ versions inject-software-pipeline would give the buffers the copies fill):
   in program order on version i % S, after waiting for `full[i % S]` (parity (i / S) % 2),
   and each consumer thread arrives on `empty[i % S]` at the end of the iteration (its own
   reads are what the arrival orders before the refill);
+- with TMA, where the later stages are wgmmas of one shape (a tensor intrinsic's, with its
+  proxy fence, barrier, wgmma fence, commit and wait) that read in shared memory only the
+  ring's versions, the consumers' iteration is the fast GEMMs' (matmul_fp16_hopper.tir's):
+  wait for `full[i % S]`; one wgmma fence; the wgmmas; one commit; `wait_group(1)`; then,
+  from the second iteration on, the arrival on `empty[(i - 1) % S]`; `wait_group(0)` after
+  the loop. Each consumer thread's own wait on `full` acquires what TMA wrote, for the
+  wgmmas' async proxy too, and the consumers write no shared memory in the loop: the fence
+  and the barrier order nothing. `wait_group(1)` retires all but the iteration's group, so
+  the previous version's reads are done when it is released, while this one's wgmmas run.
+  Released one iteration late, a version is refilled an iteration later: with S >= 2 the
+  fill for iteration j waits for the release of j - S, which the consumers make in iteration
+  j - S + 1 <= j - 1, before they wait for fill j; with S = 1 they would wait for a fill that
+  waits for them, and the release stays in its iteration, after `wait_group(0)`;
 - with `software_pipeline_max_registers` = [producer, consumer] (multiples of 8 in 24..256;
   P and T multiples of 128; sm_90a) the producer starts with `setmaxnreg.dec` and the
   consumers with `setmaxnreg.inc`.
@@ -518,10 +531,22 @@ def _specialize(
     versions = {data: (buffer, version) for data, buffer in ring.items()}
     parity = E.FloorMod(use, const(2))
     work = [_Versioner(versions).visit(stmts[i]) for i in consumer]
+    issued = wgmma_issue(work, {b.data for b in ring.values()}) if tma else None
+    after_loop: list[S.Stmt] = []
+    if issued is None:
+        release = [*work, _call("ptx_mbarrier_arrive", empty.data, version, span=span)]
+    elif depth == 1:
+        release = [*_one_group(issued, span), _wgmma_wait(0, span)]
+        release.append(_call("ptx_mbarrier_arrive", empty.data, version, span=span))
+    else:  # the previous version released once its group retired: one group stays in flight
+        previous = analyzer.simplify(E.FloorMod(E.Sub(iteration, const(1)), const(depth)))
+        arrive = _call("ptx_mbarrier_arrive", empty.data, previous, span=span)
+        not_first = E.GE(iteration, const(1))
+        release = [*_one_group(issued, span), _wgmma_wait(1, span)]
+        release.append(S.IfThenElse(not_first, arrive, span=span))
+        after_loop = [_wgmma_wait(0, span)]
     consumer_body: S.Stmt = S.seq(
-        _call("ptx_mbarrier_wait", full.data, version, parity, span=span),
-        *work,
-        _call("ptx_mbarrier_arrive", empty.data, version, span=span),
+        _call("ptx_mbarrier_wait", full.data, version, parity, span=span), *release
     )
     if block is not None:
         inner_block = dataclasses.replace(
@@ -533,7 +558,7 @@ def _specialize(
         inner_block = dataclasses.replace(inner_block, reads=reads, writes=writes)
         consumer_body = S.SBlockRealize((), E.IntImm(1, dt.BOOL), inner_block, span=block.span)
     consumer_loop = dataclasses.replace(loop, body=consumer_body, annotations=keep)
-    consumer_branch = _Replace(loop, consumer_loop, set(ring)).visit(body)
+    consumer_branch = _Replace(loop, S.seq(consumer_loop, *after_loop), set(ring)).visit(body)
 
     grown_var = threads.var(threads.grown)
     if tma:  # the loads of one thread: the first producer
@@ -624,6 +649,107 @@ def _specialize(
     reads, writes = infer_access_regions(wrapper)
     wrapper = dataclasses.replace(wrapper, reads=reads, writes=writes)
     return S.SBlockRealize((), E.IntImm(1, dt.BOOL), wrapper, span=span)
+
+
+# what a tensor intrinsic's wgmma does around the wgmma: fences, barriers, its group and wait
+_WGMMA_SYNC = (
+    "ptx_fence_proxy_async",
+    "tvm_storage_sync",
+    "ptx_wgmma_fence",
+    "ptx_wgmma_commit_group",
+    "ptx_wgmma_wait_group",
+)
+
+
+def wgmma_issue(work: list[S.Stmt], tiles: set[E.Var]) -> list[S.Stmt] | None:
+    """`work` without the fences, barriers, commits and waits around its wgmmas, where it is
+    wgmmas of one shape reading only `tiles` in shared memory (a TMA ring's versions), with
+    bindings of values that read no memory, serial loops and opaque blocks around them; None
+    otherwise (then it stays as it is)."""
+    shapes: set[object] = set()
+
+    def strip(stmt: S.Stmt) -> list[S.Stmt] | None:
+        if isinstance(stmt, S.SeqStmt):
+            kept: list[S.Stmt] = []
+            for item in stmt.stmts:
+                found = strip(item)
+                if found is None:
+                    return None
+                kept += found
+            return kept
+        if isinstance(stmt, S.For) and stmt.kind in (S.ForKind.SERIAL, S.ForKind.UNROLLED):
+            inner = strip(stmt.body)
+            if inner is None:
+                return None
+            return [dataclasses.replace(stmt, body=S.seq(*inner))] if inner else []
+        if isinstance(stmt, S.SBlockRealize):
+            block = stmt.block
+            if block.iter_vars or block.alloc_buffers or block.match_buffers:
+                return None
+            inner = strip(block.body)
+            if inner is None:
+                return None
+            if not inner:
+                return []
+            return [dataclasses.replace(stmt, block=dataclasses.replace(block, body=S.seq(*inner)))]
+        if isinstance(stmt, S.Bind):
+            return [stmt] if _reads_no_memory(stmt.value) else None
+        if not isinstance(stmt, S.Evaluate) or not isinstance(stmt.value, E.Call):
+            return None
+        call = stmt.value
+        if call.op in _WGMMA_SYNC:
+            return []
+        if call.op != "ptx_wgmma" or not _reads_only(call, tiles):
+            return None
+        shapes.add(call.args[0].value if isinstance(call.args[0], E.StringImm) else call)
+        return [stmt]
+
+    kept = strip(S.seq(*work))
+    return kept if kept and len(shapes) == 1 else None
+
+
+def _reads_no_memory(expr: object) -> bool:
+    found: list[Node] = []
+
+    def look(node: Node) -> None:
+        if isinstance(node, E.BufferLoad):
+            found.append(node)
+        elif isinstance(node, E.Call):
+            intrinsic = lookup(node.op)
+            if intrinsic is None or intrinsic.effect is not Effect.PURE:
+                found.append(node)
+
+    walk(expr, look)
+    return not found
+
+
+def _reads_only(call: E.Call, tiles: set[E.Var]) -> bool:
+    """Whether a wgmma's shared operands are among `tiles` and its other arguments read no
+    memory (its accumulator is registers)."""
+    for arg in call.args:
+        if isinstance(arg, E.Call) and arg.op == "tvm_access_ptr":
+            if arg.args[1] not in tiles or not all(map(_reads_no_memory, arg.args[2:])):
+                return False
+        elif isinstance(arg, E.Var) and arg.pointer is not None:
+            if arg.pointer.scope in _SHARED:
+                return False
+        elif not _reads_no_memory(arg):
+            return False
+    return True
+
+
+def _one_group(issued: list[S.Stmt], span: Span | None) -> list[S.Stmt]:
+    """An iteration's wgmmas as one group: fenced once (the accumulators of same-shape
+    wgmmas chain without a fence between them), committed once."""
+    return [
+        _call("ptx_wgmma_fence", span=span),
+        *issued,
+        _call("ptx_wgmma_commit_group", span=span),
+    ]
+
+
+def _wgmma_wait(count: int, span: Span | None) -> S.Evaluate:
+    return _call("ptx_wgmma_wait_group", count, span=span)
 
 
 def _setmaxnreg(direction: str, count: int, span: Span | None) -> S.Evaluate:
