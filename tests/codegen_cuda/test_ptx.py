@@ -81,9 +81,9 @@ def test_cuda_c_spells_the_ptx_instructions() -> None:
         'asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\\n"' in text
     )
     assert (
-        '"r"((unsigned)__cvta_generic_to_shared(((half*)(SA)) + (tx % 16 * 16 + tx / 16 * 8)))'
-        in text
-    )
+        '"r"(((unsigned)__cvta_generic_to_shared(SA) + '
+        "(unsigned)(tx % 16 * 16) * 2u + (unsigned)(tx / 16 * 8) * 2u))"
+    ) in text
     assert 'asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\\n"' in text
     assert 'asm volatile("cp.async.commit_group;\\n" ::);' in text
     assert 'asm volatile("cp.async.wait_group 0;\\n" ::);' in text

@@ -19,7 +19,7 @@ from tirc.codegen.cuda import types
 from tirc.codegen.cuda.expr import PRIMARY, Code, ExprPrinter
 from tirc.diagnostics import DiagnosticError
 from tirc.ir import expr as E
-from tirc.ir.dtype import parse_dtype
+from tirc.ir.dtype import DataType, parse_dtype
 from tirc.ir.ptx import ELEMENT_DTYPES, mma_shape
 
 
@@ -53,6 +53,7 @@ def _operands(names: list[str], first: int) -> str:
     return "{" + ", ".join(f"%{first + i}" for i in range(len(names))) + "}"
 
 
+UINT64 = parse_dtype("uint64")
 _WORD = {"f32": ("float", "f"), "f64": ("double", "d")}
 
 
@@ -88,8 +89,48 @@ def print_mma(p: ExprPrinter, call: E.Call, lane: int | None) -> Code:
     return text, PRIMARY
 
 
-def _shared_address(p: ExprPrinter, pointer: object, offset: object, element: str) -> str:
-    return f"(unsigned)__cvta_generic_to_shared((({element}*)({p(pointer)})) + ({p(offset)}))"
+def shared_address(p: ExprPrinter, pointer: object, offset: object, dtype: DataType) -> str:
+    """The 32-bit shared-window address of element `offset` (of `dtype`) from `pointer`, as
+    the buffer's base address plus each summand of the offsets scaled to bytes, unsigned:
+
+        T.tvm_access_ptr(T.type_annotation("float16"), A_shared, s * 4096 + x * 8, ...), 0
+        -> ((unsigned)__cvta_generic_to_shared(A_shared) + (unsigned)(s * 4096) * 2u
+            + (unsigned)(x * 8) * 2u)
+
+    It equals `(unsigned)__cvta_generic_to_shared(pointer + offset)` (the window is linear
+    and under 4 GiB, so the sums agree modulo 2^32), but as a 32-bit sum of terms nvcc may
+    regroup: the base and the loop-invariant terms (a swizzle's XOR) are added once outside
+    the loop and only the terms that vary (the pipeline stage) inside it. A generic pointer's
+    64-bit sum of one int offset cannot be regrouped, and every ldmatrix and cp.async address
+    was computed whole in every iteration (sass_mainloop.py: 19 of gemm_mma_async2's 85
+    instructions besides the HMMAs a k tile)."""
+    base = pointer
+    terms: list[tuple[object, int]] = [(offset, _bytes(dtype))]
+    if isinstance(pointer, E.Call) and pointer.op == "tvm_access_ptr":
+        annotation, base, first = pointer.args[0], pointer.args[1], pointer.args[2]
+        if isinstance(annotation, E.PrimExpr):  # T.type_annotation("float16"): the element
+            terms.insert(0, (first, _bytes(annotation.dtype)))
+        else:
+            base = pointer
+    start = p.names(base) if isinstance(base, E.Var) else p(base)
+    address = [f"(unsigned)__cvta_generic_to_shared({start})"]
+    for value, size in terms:
+        scaled = f" * {size}u" if size != 1 else ""
+        for term in _summands(value):
+            if not E.is_const_int(term, 0):
+                address.append(f"(unsigned)({p(term)}){scaled}")
+    return f"({' + '.join(address)})"
+
+
+def _summands(value: object) -> list[object]:
+    """`a + b + c` as [a, b, c]: each scaled apart, so that nvcc can regroup them."""
+    if isinstance(value, E.Add):
+        return _summands(value.a) + _summands(value.b)
+    return [value]
+
+
+def _bytes(dtype: DataType) -> int:
+    return dtype.bits * dtype.lanes // 8
 
 
 def print_ldmatrix(p: ExprPrinter, call: E.Call, lane: int | None) -> Code:
@@ -109,7 +150,7 @@ def print_ldmatrix(p: ExprPrinter, call: E.Call, lane: int | None) -> Code:
     text = (
         f'asm volatile("ldmatrix.sync.aligned.m8n8.x{num}{transposed}.shared.b16 '
         f'{_operands(words, 0)}, [%{num}];\\n" : {outputs} : '
-        f'"r"({_shared_address(p, shared, shared_off, element)}))'
+        f'"r"({shared_address(p, shared, shared_off, call.dtype.element)}))'
     )
     return text, PRIMARY
 
@@ -124,7 +165,7 @@ def print_cp_async(p: ExprPrinter, call: E.Call, lane: int | None) -> Code:
     cache = "cg" if size == 16 else "ca"
     element = call.dtype.element
     global_pointer = f"(({types.c_type(element)}*)({p(source)})) + ({p(source_off)})"
-    destination = _shared_address(p, shared, shared_off, types.c_type(element))
+    destination = shared_address(p, shared, shared_off, element)
     if len(call.args) > 5:
         predicate = p(call.args[5])
         text = (
@@ -152,7 +193,7 @@ def print_mbarrier_arrive_cp_async(p: ExprPrinter, call: E.Call, lane: int | Non
     """ptx_mbarrier_arrive_cp_async(bar, index): cp.async.mbarrier.arrive.noinc, an arrival
     on the mbarrier once every cp.async the thread issued before it has landed (the barrier's
     count includes it: noinc)."""
-    barrier = _shared_address(p, call.args[0], call.args[1], "unsigned long long")
+    barrier = shared_address(p, call.args[0], call.args[1], UINT64)
     return (
         f'asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\\n" :: '
         f'"r"({barrier}) : "memory")',

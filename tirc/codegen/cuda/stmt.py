@@ -15,6 +15,7 @@ from tirc.analysis.arith.bound import Bound
 from tirc.codegen.cuda import types
 from tirc.codegen.cuda.expr import ExprPrinter
 from tirc.codegen.cuda.kernels import Kernel, allocation_size, uses_of
+from tirc.codegen.cuda.stage_counter import stage_counters
 from tirc.codegen.cuda.wmma import check_fragment_accesses, fragment_declaration, fragment_shapes
 from tirc.codegen.cuda.writer import Writer
 from tirc.diagnostics import DiagnosticError
@@ -127,8 +128,29 @@ def _for(w: KernelWriter, node: S.For) -> None:
     )
     if node.kind is S.ForKind.UNROLLED:
         w.out.line("#pragma unroll")
+    counters, body = stage_counters(node)
+    for counter in counters:
+        w.out.line(f"{w.declare(counter.var)} = {w.p(counter.start(node.min))};")
+
+    def emit_body() -> None:
+        w.emit(body)
+        for counter in counters:
+            counted = w.p.names(counter.var)
+            last = counter.divisor - 1
+            w.out.line(f"{counted} = {counted} == {last} ? 0 : {counted} + 1;")
+
+    for counter in counters:
+        emit_body = _within(w, counter.var, counter.divisor, emit_body)
     with w.out.block(f"for ({w.declare(var)} = {start}; {name} < {w.p(end)}; {step})"):
-        w.scoped(var, Range(node.min, node.extent), lambda: w.emit(node.body))
+        w.scoped(var, Range(node.min, node.extent), emit_body)
+
+
+def _within(
+    w: KernelWriter, var: E.Var, divisor: int, body: Callable[[], None]
+) -> Callable[[], None]:
+    """`body` run with a stage counter known to lie in [0, divisor)."""
+    domain = Range(E.IntImm(0, var.dtype), E.IntImm(divisor, var.dtype))
+    return lambda: w.scoped(var, domain, body)
 
 
 @RULES.register(S.While)
