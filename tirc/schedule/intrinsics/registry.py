@@ -4,8 +4,10 @@ Built-ins are .tir files in `library/`, one module per family; intrinsic `NAME` 
 functions `NAME_desc` and `NAME_impl`, and a comment line `## NAME: summary` gives its
 one-line summary. A file may define families: `#% N: 64, 128, 256` (or, for parameters that
 vary together, `#% ab, dtype: (f16, float16), (bf16, bfloat16)`) lists a parameter's values, and
-each function and summary line that names `{N}` is written once per value, in order. User
-intrinsics (`--intrinsics FILE.json`) win on a name clash.
+each function and summary line that names `{N}` is written once per value, in order; each
+function is parsed on the file's lines, so that spans (and a later pass's messages about an
+intrinsic's code) point into the file. User intrinsics (`--intrinsics FILE.json`) win on a name
+clash.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from tirc.ir.function import IRModule, PrimFunc
+from tirc.ir.function import PrimFunc
 from tirc.text import parse
 
 _SUMMARY = re.compile(r"^## (?P<name>\w+): (?P<summary>.+)$", re.MULTILINE)
@@ -39,7 +41,8 @@ class TensorIntrin:
 @cache
 def builtin_intrinsics() -> dict[str, TensorIntrin]:
     """Every intrinsic of the shipped library, in file and definition order (parsed once:
-    the library is immutable data)."""
+    the library is immutable data). Each function is parsed at the lines the file has it on,
+    so that a message about an intrinsic's code points into the file."""
 
     found: dict[str, TensorIntrin] = {}
     library = resources.files("tirc.schedule.intrinsics") / "library"
@@ -47,13 +50,13 @@ def builtin_intrinsics() -> dict[str, TensorIntrin]:
         if not entry.name.endswith(".tir"):
             continue
         written = entry.read_text()
-        text = expand_families(written, entry.name)
         name = f"tirc/schedule/intrinsics/library/{entry.name}"
-        if text != written:  # its lines are not the file's: say so in any located message
-            name += " (families written out)"
-        module = parse(text, name=name)
-        summaries = {m["name"]: m["summary"].strip() for m in _SUMMARY.finditer(text)}
-        found.update(_pairs(module, summaries, entry.name))
+        functions: dict[str, PrimFunc] = {}
+        for text in family_texts(written, entry.name):
+            functions.update(parse(text, name=name).functions)
+        expanded = expand_families(written, entry.name)
+        summaries = {m["name"]: m["summary"].strip() for m in _SUMMARY.finditer(expanded)}
+        found.update(_pairs(functions, summaries, entry.name))
     return found
 
 
@@ -61,7 +64,39 @@ def expand_families(text: str, origin: str) -> str:
     """`text` with each function and `##` summary line that names family parameters written
     once per combination of their values, in the order the `#%` lines give them (other
     comments stay as they are)."""
-    groups: list[tuple[tuple[str, ...], list[tuple[str, ...]]]] = []
+    groups = _families(text, origin)
+    if not groups:
+        return text
+    header, *functions = _FUNCTION.split(text)
+    lines = [
+        "".join(_instances(line, groups)) if line.startswith("## ") else line
+        for line in header.splitlines(keepends=True)
+    ]
+    return "".join(lines) + "".join("".join(_instances(f, groups)) for f in functions)
+
+
+def family_texts(text: str, origin: str) -> list[str]:
+    """A text to parse for each instance of each function: the file's header, a blank line
+    for each line of the functions before it, and the instance, on the lines the file has it
+    on (a value never spans lines)."""
+    groups = _families(text, origin)
+    if not groups:
+        return [text]
+    header, *functions = _FUNCTION.split(text)
+    texts: list[str] = []
+    above = header
+    for function in functions:
+        texts += [above + instance for instance in _instances(function, groups)]
+        above += "\n" * function.count("\n")
+    return texts
+
+
+_Families = list[tuple[tuple[str, ...], list[tuple[str, ...]]]]
+
+
+def _families(text: str, origin: str) -> _Families:
+    """The `#%` lines: each one's parameter names and rows of values."""
+    groups: _Families = []
     for found in _PARAMETERS.finditer(text):
         names = tuple(name.strip() for name in found["names"].split(","))
         rows: list[tuple[str, ...]]
@@ -73,26 +108,20 @@ def expand_families(text: str, origin: str) -> str:
         if not rows or any(len(row) != len(names) for row in rows):
             raise ValueError(f"{origin}: '#% {found['names']}' needs rows of {len(names)} values")
         groups.append((names, rows))
+    return groups
 
-    def instances(piece: str) -> str:
-        used = set(_PLACEHOLDER.findall(piece))
-        chosen = [(names, rows) for names, rows in groups if used & set(names)]
-        copies = []
-        for combination in itertools.product(*(rows for _, rows in chosen)):
-            values: dict[str, str] = {}
-            for (names, _), row in zip(chosen, combination, strict=True):
-                values.update(zip(names, row, strict=True))
-            copies.append(_substitute(piece, values))
-        return "".join(copies)
 
-    if not groups:
-        return text
-    header, *functions = _FUNCTION.split(text)
-    lines = [
-        instances(line) if line.startswith("## ") else line
-        for line in header.splitlines(keepends=True)
-    ]
-    return "".join(lines) + "".join(instances(function) for function in functions)
+def _instances(piece: str, groups: _Families) -> list[str]:
+    """`piece` once per combination of the values of the families it names."""
+    used = set(_PLACEHOLDER.findall(piece))
+    chosen = [(names, rows) for names, rows in groups if used & set(names)]
+    copies = []
+    for combination in itertools.product(*(rows for _, rows in chosen)):
+        values: dict[str, str] = {}
+        for (names, _), row in zip(chosen, combination, strict=True):
+            values.update(zip(names, row, strict=True))
+        copies.append(_substitute(piece, values))
+    return copies
 
 
 def _substitute(piece: str, values: dict[str, str]) -> str:
@@ -100,16 +129,18 @@ def _substitute(piece: str, values: dict[str, str]) -> str:
     return _PLACEHOLDER.sub(lambda found: values.get(found[1], found[0]), piece)
 
 
-def _pairs(module: IRModule, summaries: dict[str, str], origin: str) -> dict[str, TensorIntrin]:
+def _pairs(
+    functions: dict[str, PrimFunc], summaries: dict[str, str], origin: str
+) -> dict[str, TensorIntrin]:
     pairs: dict[str, TensorIntrin] = {}
-    for name, func in module.functions:
+    for name, func in functions.items():
         if not name.endswith("_desc"):
             continue
         base = name[: -len("_desc")]
-        impl_name = f"{base}_impl"
-        if impl_name not in module:
-            raise ValueError(f"{origin}: intrinsic {base} has a description but no {impl_name}")
-        pairs[base] = TensorIntrin(base, func, module[impl_name], summaries.get(base, ""), origin)
+        impl = functions.get(f"{base}_impl")
+        if impl is None:
+            raise ValueError(f"{origin}: intrinsic {base} has a description but no {base}_impl")
+        pairs[base] = TensorIntrin(base, func, impl, summaries.get(base, ""), origin)
     return pairs
 
 

@@ -93,10 +93,37 @@ def _intrinsic(sch: Schedule, name: str, target: SRef) -> TensorIntrin:
 
 def _fresh(func: PrimFunc) -> PrimFunc:
     """A copy with its own variables and buffers, so that two tensorized blocks never share
-    a definition (parsing the printed text renews every one of them)."""
+    a definition (parsing the printed text renews every one of them), located where `func`
+    is: a later pass's message about the intrinsic's code points into its library file."""
 
     module = parse(print_module(IRModule((("intrinsic", func),), is_bare=True)))
-    return module.functions[0][1]
+    located = _spans_of(func, module.functions[0][1], {})
+    assert isinstance(located, PrimFunc)
+    return located
+
+
+def _spans_of(old: object, new: object, done: dict[int, object]) -> object:
+    """`new`, a reparse of `old` (the same tree up to its definitions), with `old`'s spans;
+    a node `new` shares (a variable, a buffer) is rebuilt once."""
+    if id(new) in done:
+        return done[id(new)]
+    result = new
+    if isinstance(new, tuple) and isinstance(old, tuple) and len(new) == len(old):
+        items = tuple(_spans_of(a, b, done) for a, b in zip(old, new, strict=True))
+        result = new if all(a is b for a, b in zip(items, new, strict=True)) else items
+    elif dataclasses.is_dataclass(new) and not isinstance(new, type) and type(new) is type(old):
+        changes: dict[str, object] = {}
+        for item in dataclasses.fields(new):
+            if not item.init:
+                continue
+            value, before = getattr(new, item.name), getattr(old, item.name)
+            located = before if item.name == "span" else _spans_of(before, value, done)
+            if located is not value:
+                changes[item.name] = located
+        if changes:
+            result = dataclasses.replace(new, **changes)
+    done[id(new)] = result
+    return result
 
 
 def _index_bits(block: SBlock) -> int:
