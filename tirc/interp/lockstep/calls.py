@@ -100,7 +100,7 @@ def _shift_of(operator: Operator, dtype: DataType, site: int) -> Callable[..., n
     def shift(x: np.ndarray, amount: np.ndarray, frame: Frame, mask: Mask) -> np.ndarray:
         bad = (amount < 0) | (amount >= dtype.bits)
         if bad.any():
-            fault_first(bad, frame, mask, site, lambda lane, column: arith.bad_shift(dtype.bits))
+            fault_first(bad, frame, mask, site, arith.bad_shift(dtype.bits))
             amount = np.where(bad, 0, amount)
         amount = amount.astype(kind)
         return operator.lanes(x, amount)

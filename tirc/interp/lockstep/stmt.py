@@ -383,20 +383,18 @@ def _alloc(compiler: LaneStmtCompiler, stmt: S.AllocBuffer | S.DeclBuffer) -> No
 
 @_RULES.register(S.AssertStmt)
 def _assert(compiler: LaneStmtCompiler, stmt: S.AssertStmt) -> None:
+    if not compiler.lane.is_varying(stmt.condition):
+        thread_rules.check(compiler, stmt)
+        return
     condition = compiler.exprs.compile(stmt.condition)
     message = f"{stmt.kind}: {' '.join(stmt.message) or 'assertion failed'}"
     site = compiler.ctx.site(stmt, "assert")
-    if not condition.varying:
-        compiler.ctx.emit(f"if not {condition.text}:")
-        with compiler.ctx.indented():
-            compiler.ctx.emit(f"_fault({site}, {message!r})")
-        return
     check = compiler.exprs.name(_check_assert, "check_assert")
     compiler.ctx.emit(f"{check}({condition.text}, {site}, {message!r}, _frame, _mask)")
 
 
 def _check_assert(holds: np.ndarray, site: int, message: str, frame: Frame, mask: Mask) -> None:
-    fault_first(~holds, frame, mask, site, lambda lane, column: message)
+    fault_first(~holds, frame, mask, site, message)
 
 
 @_RULES.register(S.Evaluate)

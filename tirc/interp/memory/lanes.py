@@ -88,14 +88,16 @@ def fault_first(
     frame: Frame,
     active: np.ndarray | None,
     site: int,
-    message: Callable[[int, int], str],
+    message: str | Callable[[int, int], str],
 ) -> None:
     """The one way lane code faults: at the first executing lane where `bad` (rows, width)
-    holds, saying message(lane, vector lane); nothing where no executing lane is bad."""
+    holds, saying message (or message(lane, vector lane)); nothing where no executing lane
+    is bad."""
     if bad.any():
         found = first_lane(bad, frame.lanes, active)
         if found is not None:
-            raise fault_in_lane(site, message(*found), frame.lanes, found[0])
+            text = message if isinstance(message, str) else message(*found)
+            raise fault_in_lane(site, text, frame.lanes, found[0])
 
 
 class FlatMemory:

@@ -137,7 +137,7 @@ def bind(compiler: StmtCompiler, stmt: S.Bind) -> None:
 
 
 @_RULES.register(S.AssertStmt)
-def _assert(compiler: StmtCompiler, stmt: S.AssertStmt) -> None:
+def check(compiler: StmtCompiler, stmt: S.AssertStmt) -> None:
     condition = compiler.expr(stmt.condition)
     message = " ".join(stmt.message) or "assertion failed"
     site = compiler.ctx.site(stmt, "assert")
