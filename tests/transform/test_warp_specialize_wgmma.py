@@ -123,17 +123,12 @@ def test_one_group_in_flight_and_the_previous_version_released() -> None:
 def test_a_ring_of_one_version_releases_after_waiting_for_all() -> None:
     """The consumers' stage ordered before the copies: one version, which the next fill needs
     at once. Released after wait_group(1) one k tile late, the consumers would wait for a fill
-    that waits for them; after wait_group(0) the ring turns."""
-    lowered = _lowered(
-        64,
-        64,
-        192,
-        software_pipeline_stage=[0, 0, 1],
-        software_pipeline_order=[1, 2, 0],
-    )
+    that waits for them; after wait_group(0) the ring turns (two k tiles)."""
+    stages = {"software_pipeline_stage": [0, 0, 1], "software_pipeline_order": [1, 2, 0]}
+    lowered = _lowered(64, 64, 128, **stages)
     shape = _shape(_consumer_loop(lowered))
     assert shape[-3:] == ["ptx_wgmma_commit_group", "wait0", "ptx_mbarrier_arrive"]
-    _matches_numpy(lowered, 64, 64, 192)
+    _matches_numpy(lowered, 64, 64, 128)
 
 
 def test_a_ring_of_two_versions_turns() -> None:
