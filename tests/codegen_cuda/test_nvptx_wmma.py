@@ -187,6 +187,27 @@ def test_an_mma_of_mismatched_types_is_refused_at_the_call() -> None:
     assert source.startswith("T.tvm_mma_sync(")
 
 
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (
+            "T.tvm_mma_sync(c.data, 0, A.data, 0, b.data, 0, c.data, 0)",
+            "T.tvm_mma_sync: A is not a wmma fragment, and the call's first operand is",
+        ),
+        (
+            "T.tvm_mma_sync(C.data, 0, a.data, 0, B.data, 0, C.data, 0)",
+            "T.tvm_mma_sync: a is a wmma fragment, and the call's first operand is not",
+        ),
+    ],
+)
+def test_fragments_and_plain_memory_do_not_mix(call: str, message: str) -> None:
+    text = program((16, 16, 16), "float16", "float32").replace(
+        "T.tvm_mma_sync(c.data, 0, a.data, 0, b.data, 0, c.data, 0)", call
+    )
+    found, source = _error(text)
+    assert (found, source) == (message, call)
+
+
 def test_a_fragment_loaded_in_two_layouts_is_refused() -> None:
     text = program((16, 16, 16), "float16", "float32").replace(
         "    T.tvm_mma_sync",

@@ -66,8 +66,13 @@ _REQUIRES: dict[str, tuple[int, int]] = {
     "f64": (80, 70),
 }
 # the accumulator types of each input type
-ACCUMULATORS = {"f16": ("f16", "f32"), "bf16": ("f32",), "s8": ("s32",), "u8": ("s32",)}
-ACCUMULATORS["f64"] = ("f64",)
+ACCUMULATORS = {
+    "f16": ("f16", "f32"),
+    "bf16": ("f32",),
+    "s8": ("s32",),
+    "u8": ("s32",),
+    "f64": ("f64",),
+}
 
 
 @dataclass(frozen=True)

@@ -48,8 +48,10 @@ def allocate_fragments(
 def _fragment(v: ValueBuilder, call: E.Call, arg: object) -> Fragment:
     fragment = v.fragments.get(arg) if isinstance(arg, E.Var) else None
     if fragment is None:
+        what = arg.name if isinstance(arg, E.Var) else "an operand"
         raise DiagnosticError.at(
-            call.span, f"T.{call.op}: operand {arg} is not a wmma fragment, as the others are"
+            call.span,
+            f"T.{call.op}: {what} is not a wmma fragment, and the call's first operand is",
         )
     return fragment
 

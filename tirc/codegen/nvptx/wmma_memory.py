@@ -74,6 +74,11 @@ class _Memory:
     """A pointer operand and the element type it is read and written as."""
 
     def __init__(self, v: ValueBuilder, call: E.Call, arg: object) -> None:
+        if isinstance(arg, E.Var) and arg in v.fragments:
+            raise DiagnosticError.at(
+                call.span,
+                f"T.{call.op}: {arg.name} is a wmma fragment, and the call's first operand is not",
+            )
         dtype = _pointee(v, arg)
         if dtype is None:
             what = arg.name if isinstance(arg, E.Var) else "its operand"
