@@ -340,6 +340,23 @@ def test_a_plain_pointer_of_unknown_type_is_refused() -> None:
 SAMPLE = GPU_SAMPLES / "matmul_fp16_tc.tir"
 
 
+def _sample() -> IRModule:
+    """samples/gpu/matmul_fp16_tc at N=64, scheduled (not lowered)."""
+    module = parse(SAMPLE.read_text(), name=str(SAMPLE), defines={"N": "64"})
+    scheduled, _ = apply_plan_file(module, str(GPU_SAMPLES / "matmul_fp16_tc.plan.json"))
+    return scheduled
+
+
+def test_tiles_in_shared_memory_use_the_shared_form(tmp_path: Path) -> None:
+    """The sample's A and B tiles are staged in shared memory: their loads are the `.shared`
+    instructions (as nvcc's), C's store to global memory the generic one."""
+    ptx = emit_ptx(lower_module(_sample(), target="cuda"), arch="sm_80")
+    assert ptx.count("wmma.load.a.sync.aligned.row.m16n16k16.shared.f16") == 2
+    assert ptx.count("wmma.load.b.sync.aligned.row.m16n16k16.shared.f16") == 2
+    assert ptx.count("wmma.store.d.sync.aligned.row.m16n16k16.f32") == 4
+    assert not ptxas_accepts(ptx, tmp_path, arch="sm_80")
+
+
 def _interpreted(modules: list[IRModule]) -> Callable[[FakeDriver, Launch], None]:
     """A fake GPU's kernel: the interpreter runs the launched kernel of the last of `modules`
     (the one loaded) on the device memory its pointer arguments name."""
@@ -374,8 +391,7 @@ def test_the_sample_runs_on_the_fake_driver(
 ) -> None:
     """The same launch (host code, arguments) fits the kernel from CUDA C (nvcc's PTX) and
     from LLVM, and gives the product the interpreter computes for the lowered kernel."""
-    module = parse(SAMPLE.read_text(), name=str(SAMPLE), defines={"N": "64"})
-    scheduled, _ = apply_plan_file(module, str(GPU_SAMPLES / "matmul_fp16_tc.plan.json"))
+    scheduled = _sample()
     made: list[IRModule] = []
     module_image = run_cuda.module_image
 

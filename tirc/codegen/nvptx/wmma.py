@@ -26,6 +26,8 @@ from tirc.diagnostics import DiagnosticError
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
 
+SHARED = 3  # NVPTX's shared-memory address space
+
 
 def allocate_fragments(
     v: ValueBuilder, allocas: ir.IRBuilder, node: S.AllocBuffer, fragment: Fragment
@@ -140,7 +142,28 @@ def _tile(v: ValueBuilder, call: E.Call) -> tuple[Fragment, object, object, ir.V
     data, index = call.args[0], call.args[4]
     fragment = _fragment(v, call, data)
     _check_shape(call, fragment)
-    return fragment, data, index, v(call.args[5]), _as_i32(v, v(call.args[6]))
+    return fragment, data, index, _memory(v, v(call.args[5])), _as_i32(v, v(call.args[6]))
+
+
+def _memory(v: ValueBuilder, pointer: ir.Value) -> ir.Value:
+    """The pointer in shared memory's address space where it points into a shared buffer
+    (the `.shared` form of the instruction, with 32-bit addresses, as nvcc emits it), else
+    the generic pointer."""
+    base = pointer
+    while isinstance(base, ir.GEPInstr):
+        base = base.pointer
+    if (
+        isinstance(base, ir.CastInstr)
+        and base.opname == "addrspacecast"
+        and getattr(base.operands[0].type, "addrspace", 0) == SHARED
+    ):
+        return v.b.addrspacecast(pointer, ir.PointerType(addrspace=SHARED))
+    return pointer
+
+
+def _space(pointer: ir.Value) -> str:
+    """The intrinsic name's pointer suffix: p3 for shared memory, p0 for generic."""
+    return f"p{getattr(pointer.type, 'addrspace', 0)}"
 
 
 def load_matrix_sync(v: ValueBuilder, call: E.Call) -> ir.Value:
@@ -153,9 +176,10 @@ def load_matrix_sync(v: ValueBuilder, call: E.Call) -> ir.Value:
             f"{fragment.layout}-major (the layout is part of a matrix_a/b fragment's type)",
         )
     name = (
-        f"llvm.nvvm.wmma.{fragment.geometry}.load.{fragment.role}.{layout}.stride.{fragment.ptx}.p0"
+        f"llvm.nvvm.wmma.{fragment.geometry}.load.{fragment.role}.{layout}.stride.{fragment.ptx}."
+        f"{_space(pointer)}"
     )
-    function = v.function(name, _result_type(fragment), [types.POINTER, types.I32])
+    function = v.function(name, _result_type(fragment), [pointer.type, types.I32])
     loaded = v.b.call(function, [pointer, stride])
     registers = _unpack(v, loaded, fragment)
     for target, register in zip(_registers(v, data, fragment, index), registers, strict=True):
@@ -167,9 +191,12 @@ def store_matrix_sync(v: ValueBuilder, call: E.Call) -> ir.Value:
     fragment, data, index, pointer, stride = _tile(v, call)
     if fragment.role != "c":
         raise DiagnosticError.at(call.span, "T.tvm_store_matrix_sync stores accumulator fragments")
-    name = f"llvm.nvvm.wmma.{fragment.geometry}.store.d.{_layout(call)}.stride.{fragment.ptx}.p0"
+    name = (
+        f"llvm.nvvm.wmma.{fragment.geometry}.store.d.{_layout(call)}.stride.{fragment.ptx}."
+        f"{_space(pointer)}"
+    )
     words = [fragment.word] * fragment.registers
-    function = v.function(name, ir.VoidType(), [types.POINTER, *words, types.I32])
+    function = v.function(name, ir.VoidType(), [pointer.type, *words, types.I32])
     registers = [v.b.load(p, typ=fragment.word) for p in _registers(v, data, fragment, index)]
     v.b.call(function, [pointer, *registers, stride])
     return ir.Constant(types.I32, 0)
