@@ -38,16 +38,8 @@ from tirc.interp.memory.lanes import (
 )
 from tirc.interp.memory.storage import access_type
 from tirc.interp.semantics import values as V
+from tirc.interp.semantics import wmma as fragments
 from tirc.interp.semantics.extensions import INTRINSICS
-from tirc.interp.semantics.wmma import (
-    MMA_SHAPE,
-    does_not_fit,
-    fragment_shape,
-    multiply_accumulate,
-    outside_tile,
-    tile,
-    to_memory,
-)
 from tirc.interp.threads import wmma
 from tirc.interp.threads.context import Code
 from tirc.ir.dtype import DataType, parse_dtype
@@ -107,7 +99,7 @@ class Tiles:
             frame,
             mask,
             self.site,
-            lambda lane, column: outside_tile(
+            lambda lane, column: fragments.outside_tile(
                 self.verb, self.operand.name, int(pick(offsets, lane, column)), limit
             ),
         )
@@ -126,14 +118,14 @@ class Tiles:
         store_raw(frame, (*place, mask, self.site), raw, self.kind, self.operand.dtype)
 
     def encode(self, frame: Frame, mask: Mask, values: np.ndarray) -> np.ndarray:
-        raw, bad = to_memory(values, self.operand.dtype)
+        raw, bad = fragments.to_memory(values, self.operand.dtype)
         if bad is not None:
             fault_first(
                 bad,
                 frame,
                 mask,
                 self.site,
-                lambda lane, column: does_not_fit(
+                lambda lane, column: fragments.does_not_fit(
                     self.verb, self.operand.name, pick(values, lane, column), self.operand.dtype
                 ),
             )
@@ -267,10 +259,12 @@ def _matrix_sync(load: bool) -> Callable[[LaneExprCompiler, Call], Code]:
         memory, memory_start = _pointer(compiler, pointer, call.op)
         rows, cols = _constant(m_arg, call.op), _constant(n_arg, call.op)
         if load:
-            rows, cols = fragment_shape(fragment.scope, rows, cols, _constant(k_arg, call.op))
+            rows, cols = fragments.fragment_shape(
+                fragment.scope, rows, cols, _constant(k_arg, call.op)
+            )
         in_memory = (
             Tiles(memory, site, f"T.{call.op} {verbs[1]}"),
-            tile(rows, cols, _layout(layout, call.op)),
+            fragments.tile(rows, cols, _layout(layout, call.op)),
             f"({memory_start}, {_integer(compiler, stride, call.op)})",
         )
         in_fragment = (
@@ -287,7 +281,7 @@ def _matrix_sync(load: bool) -> Callable[[LaneExprCompiler, Call], Code]:
 
 
 def _mma_of(d: Tiles, a: Tiles, b: Tiles, c: Tiles) -> Callable[..., None]:
-    m, n, k = MMA_SHAPE
+    m, n, k = fragments.MMA_SHAPE
 
     def mma(frame: Frame, mask: Mask, *places: tuple[Memory, int, object]) -> None:
         d_at, a_at, b_at, c_at = places
@@ -295,7 +289,7 @@ def _mma_of(d: Tiles, a: Tiles, b: Tiles, c: Tiles) -> Callable[..., None]:
         right = b.read(frame, mask, b.locate(frame, mask, b_at, np.arange(k * n)))
         accumulator = c.read(frame, mask, c.locate(frame, mask, c_at, np.arange(m * n)))
         place = d.locate(frame, mask, d_at, np.arange(m * n))
-        d.write(frame, mask, place, multiply_accumulate(left, right, accumulator))
+        d.write(frame, mask, place, fragments.multiply_accumulate(left, right, accumulator))
 
     return mma
 

@@ -12,17 +12,9 @@ import numpy as np
 
 from tirc.interp.fault import Fault
 from tirc.interp.memory.storage import Pointer, Storage, access_type, storage_of
+from tirc.interp.semantics import wmma as fragments
 from tirc.interp.semantics.extensions import INTRINSICS
 from tirc.interp.semantics.values import decode
-from tirc.interp.semantics.wmma import (
-    MMA_SHAPE,
-    does_not_fit,
-    fragment_shape,
-    multiply_accumulate,
-    outside_tile,
-    tile,
-    to_memory,
-)
 from tirc.interp.threads.scheduler import RaceTracker
 from tirc.ir.dtype import DataType
 
@@ -53,7 +45,7 @@ def _check(handle: object, elements: np.ndarray, limit: int, verb: str, site: in
     bad = (elements < 0) | (elements >= limit)
     if bad.any():
         element = int(elements.ravel()[int(np.argmax(bad.ravel()))])
-        raise _fault(outside_tile(verb, storage_of(handle).name, element, limit), site)
+        raise _fault(fragments.outside_tile(verb, storage_of(handle).name, element, limit), site)
 
 
 def _write(
@@ -69,10 +61,10 @@ def _write(
     storage, element = storage_of(handle), _element(handle)
     memory: Any = storage.view(element)  # typeshed's memoryview takes only ints
     _check(handle, start + positions, len(memory), verb, site)
-    raw, bad = to_memory(values.ravel(), element)
+    raw, bad = fragments.to_memory(values.ravel(), element)
     if bad is not None and bad.any():
         number = values.ravel()[int(np.argmax(bad))].item()
-        raise _fault(does_not_fit(verb, storage.name, number, element), site)
+        raise _fault(fragments.does_not_fit(verb, storage.name, number, element), site)
     tracker = _watched(storage, thread)
     size = access_type(element).itemsize
     for position, stored in zip(positions.ravel().tolist(), raw.tolist(), strict=True):
@@ -126,9 +118,9 @@ def load_matrix_sync(
     site: int = -1,
 ) -> None:
     """`thread` and `site` (a kernel thread's number, the call's site) race-check the read."""
-    rows, cols = fragment_shape(storage_of(fragment).scope, m, n, k)
+    rows, cols = fragments.fragment_shape(storage_of(fragment).scope, m, n, k)
     values, start = _elements(pointer)
-    major, minor = tile(rows, cols, layout == "row_major")
+    major, minor = fragments.tile(rows, cols, layout == "row_major")
     source = start + major * stride + minor
     _check(pointer, source, len(values), "T.tvm_load_matrix_sync reads", site)
     _track_reads(pointer, source, thread, site)
@@ -153,7 +145,7 @@ def store_matrix_sync(
     size = m * n
     block = values[index * size : (index + 1) * size]
     _, start = _elements(pointer)
-    major, minor = tile(m, n, layout == "row_major")
+    major, minor = fragments.tile(m, n, layout == "row_major")
     verb = "T.tvm_store_matrix_sync writes"
     _write(pointer, start, block, major * stride + minor, verb, thread, site)
 
@@ -174,11 +166,11 @@ def mma_sync(
     a_values, _ = _elements(a)
     b_values, _ = _elements(b)
     c_values, _ = _elements(c)
-    m, n, k = MMA_SHAPE
+    m, n, k = fragments.MMA_SHAPE
     left = a_values[a_index * m * k : (a_index + 1) * m * k]
     right = b_values[b_index * k * n : (b_index + 1) * k * n]
     accumulator = c_values[c_index * m * n : (c_index + 1) * m * n]
-    result = multiply_accumulate(left[None], right[None], accumulator[None])[0]
+    result = fragments.multiply_accumulate(left[None], right[None], accumulator[None])[0]
     _write(d, d_index * m * n, result, np.arange(m * n), "T.tvm_mma_sync writes", thread, site)
 
 
