@@ -217,13 +217,10 @@ def divide(division: Division, site: int) -> Callable[..., np.ndarray]:
     """Integer division (or C's remainder) that faults on the first executing zero."""
 
     def checked(x: np.ndarray, y: np.ndarray, frame: Frame, mask: Mask) -> np.ndarray:
-        fault_first(
-            y == 0,
-            frame,
-            mask,
-            site,
-            lambda lane, column: arith.by_zero(pick(x, lane, column), division.written),
-        )
+        def message(lane: int, column: int) -> str:
+            return arith.by_zero(pick(x, lane, column), division.written)
+
+        fault_first(y == 0, frame, mask, site, message)
         return division.lanes(x, y)
 
     return checked
@@ -233,13 +230,11 @@ def _to_int(low: int, high: int, kind: np.dtype, name: str, site: int) -> Callab
     def to_int(x: np.ndarray, frame: Frame, mask: Mask) -> np.ndarray:
         x = V.wide(x)
         result, bad = arith.lanes_float_to_int(x, low, high, kind)
-        fault_first(
-            bad,
-            frame,
-            mask,
-            site,
-            lambda lane, column: arith.cast_out_of_range(float(pick(x, lane, column)), name),
-        )
+
+        def message(lane: int, column: int) -> str:
+            return arith.cast_out_of_range(float(pick(x, lane, column)), name)
+
+        fault_first(bad, frame, mask, site, message)
         return result
 
     return to_int

@@ -94,15 +94,12 @@ class Tiles:
         limit = _capacity(memory, self.kind.itemsize)
         if int(offsets.min(initial=0)) >= 0 and int(offsets.max(initial=-1)) < limit:
             return
-        fault_first(
-            (offsets < 0) | (offsets >= limit),
-            frame,
-            mask,
-            self.site,
-            lambda lane, column: fragments.outside_tile(
-                self.verb, self.operand.name, int(pick(offsets, lane, column)), limit
-            ),
-        )
+
+        def message(lane: int, column: int) -> str:
+            element = int(pick(offsets, lane, column))
+            return fragments.outside_tile(self.verb, self.operand.name, element, limit)
+
+        fault_first((offsets < 0) | (offsets >= limit), frame, mask, self.site, message)
 
     def read(self, frame: Frame, mask: Mask, place: Place) -> np.ndarray:
         """The elements as float64 (as the thread model computes with them)."""
@@ -112,23 +109,21 @@ class Tiles:
         return values.astype(np.float64, copy=False)
 
     def write(self, frame: Frame, mask: Mask, place: Place, values: np.ndarray) -> None:
-        """Stores float64 values for the executing lanes, converted as the thread model's
-        `float(value)` / `int(value)` stores do."""
+        """Stores values for the executing lanes, converted as the thread model's stores
+        convert them (semantics.wmma.to_memory)."""
         raw = self.encode(frame, mask, values)
         store_raw(frame, (*place, mask, self.site), raw, self.kind, self.operand.dtype)
 
     def encode(self, frame: Frame, mask: Mask, values: np.ndarray) -> np.ndarray:
-        raw, bad = fragments.to_memory(values, self.operand.dtype)
+        dtype = self.operand.dtype
+        raw, bad = fragments.to_memory(values, dtype)
+
+        def message(lane: int, column: int) -> str:
+            value = pick(values, lane, column)
+            return fragments.does_not_fit(self.verb, self.operand.name, value, dtype)
+
         if bad is not None:
-            fault_first(
-                bad,
-                frame,
-                mask,
-                self.site,
-                lambda lane, column: fragments.does_not_fit(
-                    self.verb, self.operand.name, pick(values, lane, column), self.operand.dtype
-                ),
-            )
+            fault_first(bad, frame, mask, self.site, message)
         return raw
 
 
