@@ -41,7 +41,7 @@ import numpy as np
 from tirc.interp.fault import Fault
 from tirc.interp.memory.storage import storage_of, view_of
 from tirc.interp.threads.ptx import CopiesInFlight, in_flight_of
-from tirc.interp.threads.scheduler import ACQUIRED, POLL, BlockContext, RaceTracker
+from tirc.interp.threads.scheduler import POLL, BlockContext, RaceTracker, joined
 from tirc.ir.dtype import DataType, parse_dtype
 from tirc.ir.tma import swizzled_byte
 
@@ -58,13 +58,19 @@ class MBarrier:
     phase: int = 0
     valid: bool = False
     copies: list[Any] = field(default_factory=list)  # TMA loads in flight: (bytes, land)
-    # the reads its arrivals released: (race tracker, byte address, reader)
-    released: set[tuple[int, int, int]] = field(default_factory=set)
+    # what the arrivals of the current phase released, and of the completed phases, which a
+    # wait that passes acquires (a vector clock: BlockContext.acquire)
+    arriving: dict[int, int] = field(default_factory=dict)
+    released: dict[int, int] = field(default_factory=dict)
 
     def complete_if_done(self) -> None:
         if self.pending == 0 and self.transactions == 0:
             self.phase += 1
             self.pending = self.expected
+            for thread, era in self.arriving.items():
+                if era > self.released.get(thread, 0):
+                    self.released[thread] = era
+            self.arriving = {}
 
     def land(self) -> None:
         """Completes the copies in flight (the hardware may finish them at any time)."""
@@ -113,7 +119,7 @@ def init(handle: object, index: int, count: int, block: BlockContext | None, sit
         )
     barrier.expected = barrier.pending = count
     barrier.transactions, barrier.phase, barrier.valid = 0, 0, True
-    barrier.copies = []
+    barrier.copies, barrier.arriving, barrier.released = [], {}, {}
 
 
 def inval(handle: object, index: int, block: BlockContext | None, site: int) -> None:
@@ -128,9 +134,9 @@ def arrive(
     block: BlockContext | None,
     site: int,
 ) -> None:
-    """An arrival, and a release: the shared memory the thread has read or written so far is
-    ordered before what a thread that waits for the phase does after (the race checks of TMA
-    loads and of ordinary accesses)."""
+    """An arrival, and a release: the shared memory the thread has read or written so far
+    (and what it had acquired) is ordered before what a thread that waits for the phase does
+    after (the race checks of TMA loads and of ordinary accesses)."""
     what = "T.ptx_mbarrier_arrive"
     barrier = _valid(_barrier(handle, index, block, site, what), site, what)
     _release(barrier, block, thread)
@@ -140,17 +146,9 @@ def arrive(
 
 
 def _release(barrier: MBarrier, block: BlockContext | None, thread: int) -> None:
-    """The shared accesses the thread made so far, ordered before the barrier's waiters."""
-    if block is None:
-        return
-    for tracker in block.trackers:
-        key = id(tracker)
-        barrier.released.update(
-            (key, address, thread) for address in tracker.reads_by.get(thread, ())
-        )
-        barrier.released.update(
-            (key, address, thread) for address in tracker.writes_by.get(thread, ())
-        )
+    """The thread's release into the barrier's current phase."""
+    if block is not None:
+        joined(barrier.arriving, [block.release(thread)])
 
 
 def arrive_on_copies(
@@ -159,7 +157,8 @@ def arrive_on_copies(
     """cp.async.mbarrier.arrive.noinc: an arrival (one of the expected count) once every
     cp.async the thread has issued so far has landed. The model lands them with the barrier's
     TMA copies, as late as the hardware may (when a thread waits on it and none can go on);
-    a wait_group of the thread lands them too, once."""
+    a wait_group of the thread lands them too, once. The arrival releases the copies and
+    what the thread did until then (more than the accesses before the call: weak)."""
     what = "T.ptx_mbarrier_arrive_cp_async"
     barrier = _valid(_barrier(handle, index, block, site, what), site, what)
     copies = in_flight_of(block, thread, CopiesInFlight)
@@ -197,19 +196,19 @@ def wait(
 ) -> Generator[tuple[Any, ...], None, None]:
     """Returns at once when the phase of `parity` has completed (judged now, as the
     instruction does), else yields a scheduler POLL, which the scheduler tries once no
-    thread can go on and releases when that phase has completed. Passing acquires the reads
-    the barrier's arrivals released."""
+    thread can go on and releases when that phase has completed. Passing acquires what the
+    arrivals of the completed phases released."""
     what = "T.ptx_mbarrier_wait"
     barrier = _valid(_barrier(handle, index, block, site, what), site, what)
     if barrier.phase % 2 != parity % 2:
-        _acquired(block, thread).update(barrier.released)
+        _acquire(block, thread, barrier)
         return
 
     def poll() -> bool:
         barrier.land()
         if barrier.phase % 2 == parity % 2:
             return False
-        _acquired(block, thread).update(barrier.released)
+        _acquire(block, thread, barrier)
         return True
 
     yield (POLL, site, poll, lambda: f"the mbarrier's parity {parity % 2}: {barrier.describe()}")
@@ -247,12 +246,11 @@ def tma_load(
     tile[in_tile] = values[in_tensor]
     raw = tile.tobytes()
     destination, start = _shared_box(copy, len(raw), site, what)
-    acquired = frozenset(_acquired(block, thread))
-    # what named barriers had ordered before the issue: other threads' eras
+    # what releases the issuer had acquired ordered before the issue: other threads' eras
     known = dict(block.known.get(thread, {})) if block is not None else {}
 
     def land() -> None:
-        _check_unread(copy, start, len(raw), thread, acquired, known, site)
+        _check_unread(copy, start, len(raw), thread, known, site)
         for chunk in range(0, len(raw), 16):
             at = start + swizzled_byte(chunk, copy.swizzle)
             destination[at : at + 16] = raw[chunk : chunk + 16]
@@ -367,47 +365,45 @@ def _overwritten(
     )
 
 
-def _acquired(block: BlockContext | None, thread: int) -> set[tuple[int, int, int]]:
-    """The reads a thread's passed waits acquired (see MBarrier.released)."""
-    if block is None:
-        return set()
-    key = (ACQUIRED, thread)
-    found = block.storages.get(key)
-    if not isinstance(found, set):
-        found = block.storages[key] = set()
-    return found
+def _acquire(block: BlockContext | None, thread: int, barrier: MBarrier) -> None:
+    if block is not None:
+        block.acquire(thread, barrier.released)
 
 
 def _check_unread(
-    copy: Copy,
-    start: int,
-    nbytes: int,
-    issuer: int,
-    acquired: frozenset[tuple[int, int, int]],
-    known: dict[int, int],
-    site: int,
+    copy: Copy, start: int, nbytes: int, issuer: int, known: dict[int, int], site: int
 ) -> None:
     """A data race when another thread read the bytes a landing copy writes since the last
-    barrier, unless that read was released (an arrival after it) to a barrier the issuer had
-    waited for before issuing: else the copy may have landed before the read (a read before
-    the wait for the copy), or the read may not be over when it lands (a refill that nothing
-    orders after the read). The issuer's own reads are program-ordered, and so are the reads
-    a named barrier ordered before the issue (`known`, the issuer's BlockContext.known)."""
+    barrier, unless a release of that thread's after the read was acquired by the issuer
+    before it issued (`known`, the issuer's BlockContext.known then: an arrival on an
+    mbarrier it waited for, a named barrier): else the copy may have landed before the read
+    (a read before the wait for the copy), or the read may not be over when it lands (a
+    refill that nothing orders after the read). The issuer's own reads are program-ordered.
+    A wgmma still reading the bytes (its group not retired, the issuer's own too) races with
+    the copy whatever the order: only its retirement ends the read, and the copy cannot have
+    been ordered after a retirement that has not happened."""
     tracker = getattr(storage_of(copy.shared), "race", None)
-    if tracker is None:
+    if not isinstance(tracker, RaceTracker):
         return
+    name = storage_of(copy.shared).name
+    describe = tracker.block.describe_thread
+    if tracker.pending:
+        lands = f"this TMA load (issued by {describe(issuer)}) lands on"
+        for address in range(start, start + nbytes):
+            tracker.check_pending(address, issuer, site, lands, name)
     for address, readers in tracker.readers.items():
         if not start <= address < start + nbytes:
             continue
         for reader, read_site in readers.items():
             ordered = tracker.read_era(address, reader) < known.get(reader, 0)
-            if reader != issuer and (id(tracker), address, reader) not in acquired and not ordered:
-                describe = tracker.block.describe_thread
+            if reader != issuer and not ordered:
                 raise Fault(
                     site,
-                    f"data race on shared memory '{storage_of(copy.shared).name}' at byte "
-                    f"{address}: this TMA load (issued by {describe(issuer)}) lands there after "
-                    f"{describe(reader)} read it, with no barrier or mbarrier between",
+                    f"data race on shared memory '{name}' at byte {address}: this TMA load "
+                    f"(issued by {describe(issuer)}) lands there after {describe(reader)} "
+                    "read it, and no release of that thread's after the read (an mbarrier "
+                    "arrival, a named barrier) was acquired by the issuer before it issued "
+                    "the load",
                     ((read_site, f"{describe(reader)} read it here"),),
                 )
 

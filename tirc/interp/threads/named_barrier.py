@@ -93,7 +93,7 @@ def _arrive_lanes(
     if not barrier.arrivals:
         barrier.count, barrier.site = count, site
     instance = barrier.completed
-    barrier.arrivals += [block.arrive_named(lane) for lane in lanes]
+    barrier.arrivals += [block.release(lane) for lane in lanes]
     if waits:
         barrier.waiters += lanes
     barrier.arrived += WARP_SIZE  # the warp size, whatever lanes the warp has left

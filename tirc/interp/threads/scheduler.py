@@ -5,8 +5,11 @@ A thread runs until it reaches a collective (a `yield` in generated code): a bar
 collectives are resolved among the threads of a warp waiting at the same place; when every
 live thread waits at the same barrier, a new epoch begins. Shared memory is watched between
 barriers: two threads touching one element, at least one writing, is a data race and an error,
-unless a named barrier (tirc.interp.threads.named_barrier: part of the block, a POLL) or an
-mbarrier ordered the one access before the other.
+unless a release and acquire ordered the one access before the other: a named barrier
+(tirc.interp.threads.named_barrier: part of the block, a POLL), an mbarrier phase
+(tirc.interp.threads.mbarrier) or `__syncwarp`, through vector clocks (BlockContext). A
+wgmma's shared operands are read until the `wgmma.wait_group` that retires it (RaceTracker's
+pending reads), so a write in between races with it whatever orders it.
 Exited threads no longer take part in barriers (as on GPUs since Volta). `launch` runs the blocks
 one at a time; a kernel with thread-block clusters runs the blocks of each cluster together
 (tirc.interp.threads.cluster). Either way `run_blocks` schedules them, the cluster adding only
@@ -31,9 +34,6 @@ WARP_OP = 4
 # a wait on a condition other threads or copies make true (tirc.interp.threads.mbarrier):
 # (POLL, site, poll, describe); tried when no thread can go on, released once poll() is true
 POLL = 5
-# a block storage key: (ACQUIRED, thread) holds the (tracker id, address, thread) accesses that
-# the mbarrier phases the thread waited for released to it (tirc.interp.threads.mbarrier)
-ACQUIRED = "mbarrier acquired"
 
 Thread = Generator[Any, Any, None]
 Kernel = Callable[..., Thread]
@@ -41,12 +41,13 @@ Kernel = Callable[..., Thread]
 
 class RaceTracker:
     """Who touched each byte address of one shared storage since the last barrier. An access
-    that an mbarrier orders before another thread's (the first thread arrived after it, the
-    second waited for that phase: ACQUIRED), or a named barrier does (BlockContext.orders: the
-    access's era, the named-barrier arrivals its thread had made before it), does not race
-    with it."""
+    that a release and acquire order before another thread's (BlockContext.orders: the
+    access's era against what the other thread knows) does not race with it. The reads of
+    wgmmas in flight are pending until their group retires: every write to those bytes, by
+    any thread, the issuer too, races with them (nothing can order a write before a wgmma's
+    read ends but its retirement); retired, they are the issuer's reads of that moment."""
 
-    __slots__ = ("writers", "readers", "read_eras", "reads_by", "writes_by", "block")
+    __slots__ = ("writers", "readers", "read_eras", "pending", "block")
 
     def __init__(self, block: BlockContext):
         # address -> (thread, site, value, the other threads that wrote that same value, the
@@ -55,50 +56,41 @@ class RaceTracker:
         self.readers: dict[int, dict[int, int]] = {}  # address -> {thread: site}
         # address -> {thread: its era at its last read}, where that era is not 0
         self.read_eras: dict[int, dict[int, int]] = {}
-        self.reads_by: dict[int, set[int]] = {}  # thread -> the addresses it read (an index)
-        self.writes_by: dict[int, set[int]] = {}  # thread -> the addresses it wrote
+        # address -> {thread: the sites of its wgmmas in flight that read it}; a barrier
+        # does not retire them, so reset keeps them
+        self.pending: dict[int, dict[int, list[int]]] = {}
         self.block = block
 
     def reset(self) -> None:
         self.writers.clear()
         self.readers.clear()
         self.read_eras.clear()
-        self.reads_by.clear()
-        self.writes_by.clear()
 
-    def forget(self, members: frozenset[int]) -> None:
-        """Drops the accesses made only by `members`."""
-        for address, writer in list(self.writers.items()):
-            if writer[0] in members and writer[3] <= members:
-                del self.writers[address]
-        for readers in (*self.readers.values(), *self.read_eras.values()):
-            for thread in [t for t in readers if t in members]:
-                del readers[thread]
-        for thread in members:
-            self.reads_by.pop(thread, None)
-            self.writes_by.pop(thread, None)
-
-    def ordered(self, address: int, earlier: int, later: int, era: int) -> bool:
-        """Whether `earlier`'s access of `address`, made in its era `era`, is ordered before
-        what `later` does now: by a named barrier, or released to it by an mbarrier."""
-        if self.block.orders(earlier, era, later):
-            return True
-        acquired = self.block.storages.get((ACQUIRED, later))
-        return isinstance(acquired, set) and (id(self), address, earlier) in acquired
+    def ordered(self, earlier: int, later: int, era: int) -> bool:
+        """Whether `earlier`'s access made in its era `era` is ordered before what `later`
+        does now (a release of `earlier`'s after it that `later` acquired)."""
+        return self.block.orders(earlier, era, later)
 
     def read_era(self, address: int, reader: int) -> int:
         eras = self.read_eras.get(address)
         return 0 if eras is None else eras.get(reader, 0)
 
     def read(self, address: int, thread: int, site: int, name: str) -> None:
+        self.check_written(address, thread, site, name)
+        self.record_read(address, thread, site)
+
+    def check_written(self, address: int, thread: int, site: int, name: str) -> None:
+        """A read races with another thread's write that nothing ordered before it."""
         writer = self.writers.get(address)
         if (
             writer is not None
             and writer[0] != thread
             and thread not in writer[3]
-            and not self.ordered(address, writer[0], thread, writer[4])
+            and not self.ordered(writer[0], thread, writer[4])
         ):
             self.race(site, thread, "reads", (writer[0], writer[1]), "wrote", name, address)
+
+    def record_read(self, address: int, thread: int, site: int) -> None:
         era = self.block.eras.get(thread, 0) if self.block.eras else 0
         if era:  # its latest read is the one that later accesses must be ordered after
             self.read_eras.setdefault(address, {})[thread] = era
@@ -107,13 +99,38 @@ class RaceTracker:
             self.readers[address] = {thread: site}
         elif thread not in readers:
             readers[thread] = site
-        else:
-            return
-        mine = self.reads_by.get(thread)
-        if mine is None:
-            self.reads_by[thread] = {address}
-        else:
-            mine.add(address)
+
+    def read_async(self, address: int, thread: int, site: int, name: str) -> None:
+        """A wgmma's read of an operand byte at its issue: checked against the writes before,
+        then pending until `retire`."""
+        self.check_written(address, thread, site, name)
+        self.pending.setdefault(address, {}).setdefault(thread, []).append(site)
+
+    def retire(self, address: int, thread: int, site: int) -> None:
+        """The wgmma's read is over (its group retired): the thread's read from now on."""
+        by_thread = self.pending[address]
+        sites = by_thread[thread]
+        sites.remove(site)
+        if not sites:
+            del by_thread[thread]
+            if not by_thread:
+                del self.pending[address]
+        self.record_read(address, thread, site)
+
+    def check_pending(self, address: int, thread: int, site: int, verb: str, name: str) -> None:
+        """A write (by `thread` at `site`: `verb` says what it is) races with a wgmma that may
+        still read the byte."""
+        pending = self.pending.get(address)
+        if pending:
+            reader, sites = next(iter(pending.items()))
+            describe = self.block.describe_thread
+            raise Fault(
+                site,
+                f"data race on shared memory '{name}' at byte {address}: {verb} it while a "
+                f"wgmma {describe(reader)} issued may still read it (a wgmma reads its shared "
+                "operands until the wgmma.wait_group that retires its group)",
+                ((sites[0], f"{describe(reader)} issued the wgmma here"),),
+            )
 
     def write(self, address: int, thread: int, site: int, name: str, value: Any, old: Any) -> None:
         """Two kinds of writes race harmlessly, as the result does not depend on their order
@@ -123,11 +140,14 @@ class RaceTracker:
         readers = self.readers.get(address, {})
         if writer is None and thread in readers and _same(value, old):
             return  # nothing changed: as far as other threads can tell, a read
+        if self.pending:
+            writes = f"{self.block.describe_thread(thread)} writes"
+            self.check_pending(address, thread, site, writes, name)
         if (
             writer is not None
             and writer[0] != thread
             and not writer[3]
-            and self.ordered(address, writer[0], thread, writer[4])
+            and self.ordered(writer[0], thread, writer[4])
         ):
             writer = None  # the other thread's write is ordered before this one
         if writer is not None and (writer[0] != thread or writer[3]):
@@ -139,14 +159,9 @@ class RaceTracker:
         else:
             era = self.block.eras.get(thread, 0) if self.block.eras else 0
             self.writers[address] = (thread, site, value, frozenset(), era)
-        mine = self.writes_by.get(thread)
-        if mine is None:
-            self.writes_by[thread] = {address}
-        else:
-            mine.add(address)
         for reader, reader_site in readers.items():
             if reader != thread and not self.ordered(
-                address, reader, thread, self.read_era(address, reader)
+                reader, thread, self.read_era(address, reader)
             ):
                 self.race(site, thread, "writes", (reader, reader_site), "read", name, address)
 
@@ -173,11 +188,13 @@ class BlockContext:
     """What the threads of one block share: its shared memory and the race trackers, and
     what named barriers ordered between its threads.
 
-    Named barriers order accesses like vector clocks: a thread's era is the number of its
-    arrivals at named barriers, each access is stamped with its thread's era, and `known`
-    says, for a thread t and another p, the era before which p's accesses are ordered before
-    what t does now. A completed barrier gives each thread that waited at it what every
-    arriving thread knew at its arrival, and those threads' accesses before their arrivals."""
+    Releases and acquires order accesses like vector clocks: a thread's era is the number of
+    its releases (arrivals at named barriers and mbarriers, `__syncwarp`s), each access is
+    stamped with its thread's era, and `known` says, for a thread t and another p, the era
+    before which p's accesses are ordered before what t does now. An acquire (passing a
+    completed named barrier, a completed mbarrier phase, `__syncwarp`) gives the thread what
+    each release it synchronizes with carried: the releasing thread's accesses before it, and
+    what that thread knew then (so chains order transitively)."""
 
     def __init__(self, block_index: tuple[int, int, int], dims: tuple[int, int, int]):
         self.block_index = block_index
@@ -185,7 +202,7 @@ class BlockContext:
         self.storages: dict[object, object] = {}
         self.trackers: list[RaceTracker] = []
         self.exit_checks: dict[int, list[Callable[[], None]]] = {}  # thread -> checks
-        self.eras: dict[int, int] = {}  # thread -> its arrivals at named barriers (absent: 0)
+        self.eras: dict[int, int] = {}  # thread -> its releases so far (absent: 0)
         self.known: dict[int, dict[int, int]] = {}  # thread t -> {p: p's era bound for t}
 
     def shared(self, site: int, name: str, count: int, dtype: DataType, scope: str) -> Storage:
@@ -226,35 +243,29 @@ class BlockContext:
         self.trackers.append(tracker)
         return tracker
 
-    def warp_epoch(self, members: frozenset[int]) -> None:
-        """After __syncwarp: what these threads did no longer races with what they do next
-        (what other warps did still does)."""
-        for tracker in self.trackers:
-            tracker.forget(members)
-
     def new_epoch(self) -> None:
         for tracker in self.trackers:
             tracker.reset()
 
-    def arrive_named(self, thread: int) -> Arrival:
-        """A thread's arrival at a named barrier: its accesses so far (and what it knows)
-        will be ordered before what the threads that wait there do after it completes."""
+    def release(self, thread: int) -> Arrival:
+        """A release by the thread (an arrival at a barrier): its accesses so far, and what
+        it knows, will be ordered before what a thread that acquires it does after."""
         era = self.eras.get(thread, 0) + 1
         self.eras[thread] = era
         return Arrival(thread, era, dict(self.known.get(thread, {})))
 
-    def complete_named(self, arrivals: list[Arrival], waiters: list[int]) -> None:
+    def acquire(self, thread: int, clock: dict[int, int]) -> None:
+        """The thread learns a clock that releases carried (see joined)."""
+        known = self.known.setdefault(thread, {})
+        for other, era in clock.items():
+            if era > known.get(other, 0):
+                known[other] = era
+
+    def complete_named(self, arrivals: list[Arrival], waiters: list[int] | frozenset[int]) -> None:
         """A named barrier completed: each waiter learns what the arrivals released."""
-        released: dict[int, int] = {}
-        for arrival in arrivals:
-            for other, era in (*arrival.known.items(), (arrival.thread, arrival.era)):
-                if era > released.get(other, 0):
-                    released[other] = era
+        released = joined({}, arrivals)
         for thread in waiters:
-            known = self.known.setdefault(thread, {})
-            for other, era in released.items():
-                if era > known.get(other, 0):
-                    known[other] = era
+            self.acquire(thread, released)
 
     def orders(self, earlier: int, era: int, later: int) -> bool:
         """Whether an access `earlier` made in its era `era` is ordered before what `later`
@@ -269,12 +280,21 @@ class BlockContext:
 
 
 class Arrival(NamedTuple):
-    """A thread's arrival at a named barrier: its era bound (its accesses before are those of
-    smaller eras) and the bounds it knew of other threads then."""
+    """A thread's release: its era bound (its accesses before are those of smaller eras) and
+    the bounds it knew of other threads then."""
 
     thread: int
     era: int
     known: dict[int, int]
+
+
+def joined(clock: dict[int, int], arrivals: list[Arrival]) -> dict[int, int]:
+    """`clock` with what the arrivals released added (each thread's greatest bound), in place."""
+    for arrival in arrivals:
+        for other, era in (*arrival.known.items(), (arrival.thread, arrival.era)):
+            if era > clock.get(other, 0):
+                clock[other] = era
+    return clock
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -477,10 +497,13 @@ def resolve_warps(waiting: dict[int, tuple], replies: list[Any]) -> list[int]:
 
 
 def sync_warp(operands: dict[int, BlockContext], site: int) -> dict[int, None]:
-    """__syncwarp, resolved once the warp's threads are there (a WARP_OP)."""
-    members = frozenset(operands)
-    next(iter(operands.values())).warp_epoch(members)
-    return {thread: None for thread in members}
+    """__syncwarp, resolved once the warp's threads are there (a WARP_OP): a barrier among
+    them, each lane's accesses before it ordered before what every lane does after (as a
+    named barrier orders its threads; other warps' accesses still race)."""
+    block = next(iter(operands.values()))
+    lanes = sorted(operands)
+    block.complete_named([block.release(lane) for lane in lanes], lanes)
+    return dict.fromkeys(lanes)
 
 
 def _shuffle(requests: dict[int, tuple], replies: list[Any]) -> None:

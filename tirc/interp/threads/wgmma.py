@@ -8,7 +8,12 @@ group (`commit_group` closes the thread's open wgmmas into one): a program that 
 accumulators before waiting sees the old values. Successive wgmmas on the same accumulators
 chain as the hardware chains them (each adds to the previous one's pending result). The
 shared tiles must have been written (and a barrier passed) before the call, which the race
-tracker checks like any other shared read; fences have nothing to do in this model.
+tracker checks like any other shared read; and, as the PTX ISA has it, the wgmma may read them
+at any time until the wait that retires its group: the race tracker holds its reads pending
+until then (RaceTracker.read_async), so a write to the tiles before the retirement (a store
+by any thread, the issuer's too, a cp.async, a TMA load landing) is a data race, whatever
+barriers or mbarriers stand between; retired, they are the thread's reads of that moment,
+which a later release orders before a refill. Fences have nothing to do in this model.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import numpy as np
 from tirc.interp.fault import Fault
 from tirc.interp.memory.storage import storage_of, view_of
 from tirc.interp.threads.ptx import CopiesInFlight, Registers, in_flight_of
-from tirc.interp.threads.scheduler import BlockContext
+from tirc.interp.threads.scheduler import BlockContext, RaceTracker
 from tirc.ir.dtype import parse_dtype
 from tirc.ir.ptx import ELEMENT_DTYPES
 from tirc.ir.wgmma import WARPGROUP_SIZE, WgmmaShape, accumulator_position, operand_element
@@ -27,7 +32,8 @@ _F32 = parse_dtype("float32")
 
 
 class Operand:
-    """A shared operand: element (mn, k) read through the descriptor's layout."""
+    """A shared operand: element (mn, k) read through the descriptor's layout, each read
+    pending in the race tracker until `retire`."""
 
     def __init__(self, parts: tuple, ptx_type: str, thread: int, site: int):
         """parts: (pointer, offset, lbo, sbo, swizzle, trans), as the call gives them."""
@@ -35,14 +41,30 @@ class Operand:
         dtype = parse_dtype(ELEMENT_DTYPES[ptx_type])
         _, base = view_of(handle, dtype)
         self.start = (base + offset) * 2  # bytes from the storage's start
-        self.registers = Registers(storage_of(handle), 0, dtype, thread, site)
+        storage = storage_of(handle)
+        self.registers = Registers(storage, 0, dtype, thread, site)
+        self.registers.watched = False  # the reads go to the tracker as pending instead
+        self.tracker = storage.race if isinstance(storage.race, RaceTracker) else None
+        self.name, self.thread, self.site = storage.name, thread, site
+        self.read: list[int] = []  # the byte addresses pending in the tracker
         self.lbo, self.sbo, self.width, self.mn_major = lbo, sbo, width, bool(trans)
 
     def __call__(self, mn: int, k: int) -> float:
         index = operand_element(
             self.start, mn, k, lbo=self.lbo, sbo=self.sbo, width=self.width, mn_major=self.mn_major
         )
-        return float(self.registers[index])
+        value = float(self.registers[index])  # bounds-checked
+        if self.tracker is not None:
+            address = (self.registers.base + index) * self.registers.size
+            self.tracker.read_async(address, self.thread, self.site, self.name)
+            self.read.append(address)
+        return value
+
+    def retire(self) -> None:
+        """The group retired: the reads are over."""
+        if self.tracker is not None:
+            for address in self.read:
+                self.tracker.retire(address, self.thread, self.site)
 
 
 class PendingWgmma(CopiesInFlight):
@@ -110,3 +132,4 @@ def wgmma(
         if scale_d:
             total += pending.value(accumulator, register)
         pending.write(accumulator, register, float(np.float32(total)))
+    pending.open += [left.retire, right.retire]
