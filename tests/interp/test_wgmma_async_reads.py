@@ -286,9 +286,13 @@ def test_without_syncwarp_the_lanes_race() -> None:
 
 
 def test_syncwarp_does_not_order_another_warp() -> None:
-    body = 'if tx < 32:\n    T.tvm_storage_sync("warp")\nelse:\n    B[tx] = S[tx - 32]'
-    with pytest.raises(DiagnosticError, match="data race on shared memory 'S'"):
+    """The second warp reads after both warps' __syncwarp: the first warp's stores are still
+    unordered before it."""
+    body = 'T.tvm_storage_sync("warp")\nif tx >= 32:\n    B[tx] = S[tx - 32]'
+    with pytest.raises(DiagnosticError) as error:
         _warp(body)
+    message = error.value.diagnostics[0].message
+    assert "thread (32, 0, 0) of block (0, 0, 0) reads it after thread (0, 0, 0)" in message
 
 
 # the first lane arrives on the barrier after __syncwarp (or not); the second warp waits on
