@@ -170,10 +170,20 @@ def test_an_arrival_on_copies_completes_when_they_land() -> None:
 
 def test_an_arrival_on_copies_before_them_lets_the_consumers_read_old_tiles() -> None:
     """The arrival tracks only the copies issued before it: each phase completes with the
-    previous iteration's copy, so the consumers sum tiles that are not yet (or no longer)
-    there. (The model does not call this a race: its copies' writes were claimed at issue.)"""
-    a, b = _run_copies(before=True)
-    assert not np.allclose(b, a.sum(axis=0)[::-1], rtol=1e-5)
+    previous iteration's copy, so the consumers read a tile its copy has not written yet,
+    and the copy lands after their read, which nothing ordered before it: a data race at
+    the copy."""
+    with pytest.raises(DiagnosticError) as error:
+        _run_copies(before=True)
+    diagnostic = error.value.diagnostics[0]
+    assert "data race on shared memory 'S'" in diagnostic.message
+    assert re.search(
+        r"thread \(\d+, 0, 0\) of block \(0, 0, 0\) writes it after thread", diagnostic.message
+    )
+    assert diagnostic.span is not None
+    text = STORES.replace("S[k % 2 * 32 + tx - 32] = A[k, tx - 32]", CP_ASYNC)
+    lines = text.replace("BEFORE", ARRIVE_ON_COPIES).replace("AFTER", "").splitlines()
+    assert "T.ptx_cp_async(" in lines[diagnostic.span.line - 1]
 
 
 # --- the lowering
