@@ -4,9 +4,11 @@ inject_warp_specialization/tma_wgmma): the shape of the fast Hopper GEMMs
 (samples/gpu/matmul_fp16_hopper.tir), from the plan gemm_wgmma_tensorize.swizzle128_tma.
 
 - in a ring of 2 or more versions: wait full; wgmma.fence; the k tile's wgmmas; one commit;
-  wait_group(1); release the previous version; wait_group(0) after the loop; no proxy fence or
-  barrier (each consumer's own wait on full acquires what TMA wrote). It matches numpy in the
-  thread model, which reports any shared-memory race, on every version of the ring;
+  wait_group(1); release the previous version (__syncwarp, then one arrival a consumer warp,
+  by its first lane: `empty` counts the consumer warps); wait_group(0) after the loop; no
+  proxy fence or barrier (each consumer's own wait on full acquires what TMA wrote). It
+  matches numpy in the thread model, which reports any shared-memory race, a wgmma's reads
+  lasting until its group retires, on every version of the ring;
 - in a ring of one version (the consumer's stage ordered before the copies) the previous
   version is the one the next fill needs: the release stays after a wait_group(0), or the
   consumers would wait on a fill that waits on them. It too matches numpy;
@@ -73,20 +75,30 @@ def _call(stmt: S.Stmt) -> E.Call | None:
 
 
 def _shape(stmts: list[S.Stmt]) -> list[str]:
-    """Each statement as its call's name, a loop as `for`, a condition as `if <its calls>`."""
+    """Each statement as its call's name (a warp's barrier `syncwarp`), a loop as `for`, a
+    condition as `if (<its statements' shape>)`."""
     shape: list[str] = []
     for stmt in stmts:
         call = _call(stmt)
-        if call is not None:
-            shape.append(
-                call.op if call.op != "ptx_wgmma_wait_group" else f"wait{E.int_value(call.args[0])}"
-            )
+        if call is not None and call.op == "ptx_wgmma_wait_group":
+            shape.append(f"wait{E.int_value(call.args[0])}")
+        elif call is not None and call.op == "tvm_storage_sync":
+            scope = call.args[0]
+            warp = isinstance(scope, E.StringImm) and scope.value == "warp"
+            shape.append("syncwarp" if warp else "syncthreads")
+        elif call is not None:
+            shape.append(call.op)
         elif isinstance(stmt, S.For):
             shape.append("for")
         elif isinstance(stmt, S.IfThenElse):
-            inner = _call(stmt.then_case)
-            shape.append(f"if {inner.op if inner else '?'}")
+            then = stmt.then_case
+            inner = list(then.stmts) if isinstance(then, S.SeqStmt) else [then]
+            shape.append(f"if ({', '.join(_shape(inner))})")
     return shape
+
+
+# the release of a version: after __syncwarp, the first lane of each consumer warp arrives
+ELECTED = "if (syncwarp, if (ptx_mbarrier_arrive))"
 
 
 def _matches_numpy(module: IRModule, m: int, n: int, k: int) -> None:
@@ -108,12 +120,21 @@ def test_one_group_in_flight_and_the_previous_version_released() -> None:
         "for",
         "ptx_wgmma_commit_group",
         "wait1",
-        "if ptx_mbarrier_arrive",
+        ELECTED,
     ]
     calls: list[str] = []
-    walk(
-        lowered["main_kernel"].body, lambda node: isinstance(node, E.Call) and calls.append(node.op)
-    )
+    counts: dict[str, int] = {}
+
+    def look(node: Node) -> None:
+        if isinstance(node, E.Call):
+            calls.append(node.op)
+            if node.op == "ptx_mbarrier_init" and isinstance(node.args[0], E.Var):
+                counts[node.args[0].name] = E.int_value(node.args[2])
+
+    walk(lowered["main_kernel"].body, look)
+    # one arrival a phase on full (the producer's, with the TMA bytes), one a consumer warp
+    # (the warpgroup's 4) on empty
+    assert counts == {"full": 1, "empty": 4}
     assert "ptx_bar_sync" not in calls
     assert calls.count("ptx_fence_proxy_async") == 1  # the mbarriers' initialization's
     assert calls.count("ptx_wgmma_wait_group") == 2  # wait_group(1) in the loop, (0) after it
@@ -127,7 +148,7 @@ def test_a_ring_of_one_version_releases_after_waiting_for_all() -> None:
     stages = {"software_pipeline_stage": [0, 0, 1], "software_pipeline_order": [1, 2, 0]}
     lowered = _lowered(64, 64, 128, **stages)
     shape = _shape(_consumer_loop(lowered))
-    assert shape[-3:] == ["ptx_wgmma_commit_group", "wait0", "ptx_mbarrier_arrive"]
+    assert shape[-4:] == ["ptx_wgmma_commit_group", "wait0", "syncwarp", "if (ptx_mbarrier_arrive)"]
     _matches_numpy(lowered, 64, 64, 128)
 
 
@@ -136,7 +157,7 @@ def test_a_ring_of_two_versions_turns() -> None:
     first version, which the consumers release in their second k tile, after its wait on the
     second fill (three k tiles)."""
     lowered = _lowered(64, 64, 192, software_pipeline_stage=[0, 0, 1])
-    assert _shape(_consumer_loop(lowered))[-2:] == ["wait1", "if ptx_mbarrier_arrive"]
+    assert _shape(_consumer_loop(lowered))[-2:] == ["wait1", ELECTED]
     _matches_numpy(lowered, 64, 64, 192)
 
 

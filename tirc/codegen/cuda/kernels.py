@@ -138,7 +138,9 @@ def check_split_barriers(kernel: Kernel) -> None:
 
         def visit_Call(self, node: E.Call) -> None:
             if self.split is not None and node.op == "tvm_storage_sync" and not found:
-                found.append((node, self.split))
+                scope = node.args[0] if node.args else None
+                if not (isinstance(scope, E.StringImm) and scope.value == "warp"):
+                    found.append((node, self.split))  # __syncwarp involves one warp only
             self.generic_visit(node)
 
     _Find().visit(kernel.body)

@@ -17,7 +17,7 @@ versions inject-software-pipeline would give the buffers the copies fill):
 - the buffers the copies write get S versions (an outer axis, indexed `i % S` for iteration
   i = k - k_min) and are allocated around the split with `full[S]` and `empty[S]`, uint64
   mbarriers in shared memory that thread 0 initializes (P, or 2P below, and T arrivals a
-  phase) before a `__syncthreads`;
+  phase, or T / 32 for wgmma consumers below) before a `__syncthreads`;
 - the producer runs the loop: from its S-th iteration on it waits for `empty[i % S]` (parity
   (i / S + 1) % 2: the consumers' release of that version's last use), runs the copies with
   its thread index rebased (`t_d - extent(d)`, so they are the consumers' own copy code; with
@@ -55,7 +55,9 @@ versions inject-software-pipeline would give the buffers the copies fill):
   proxy fence, barrier, wgmma fence, commit and wait) that read in shared memory only the
   ring's versions, the consumers' iteration is the fast GEMMs' (matmul_fp16_hopper.tir's):
   wait for `full[i % S]`; one wgmma fence; the wgmmas; one commit; `wait_group(1)`; then,
-  from the second iteration on, the arrival on `empty[(i - 1) % S]`; `wait_group(0)` after
+  from the second iteration on, `__syncwarp` and one arrival on `empty[(i - 1) % S]` a
+  consumer warp, by its first lane (`empty` counting T / 32: the warp's barrier orders each
+  lane's retirement before that arrival, which releases them all); `wait_group(0)` after
   the loop. Each consumer thread's own wait on `full` acquires what TMA wrote, for the
   wgmmas' async proxy too, and the consumers write no shared memory in the loop: the fence
   and the barrier order nothing. `wait_group(1)` retires all but the iteration's group, so
@@ -113,6 +115,7 @@ from tirc.ir.buffer import Buffer, Range, make_buffer
 from tirc.ir.function import PrimFunc
 from tirc.ir.functor import Mutator, Visitor, walk
 from tirc.ir.intrinsics import Effect, lookup
+from tirc.ir.named_barrier import WARP
 from tirc.ir.node import Node
 from tirc.transform.fresh_copy import fresh_copy
 from tirc.transform.pass_base import Dialect, FunctionPass
@@ -533,18 +536,21 @@ def _specialize(
     work = [_Versioner(versions).visit(stmts[i]) for i in consumer]
     issued = wgmma_issue(work, {b.data for b in ring.values()}) if tma else None
     after_loop: list[S.Stmt] = []
+    lane_zero = _lane_zero(threads, analyzer)
     if issued is None:
         release = [*work, _call("ptx_mbarrier_arrive", empty.data, version, span=span)]
     elif depth == 1:
         release = [*_one_group(issued, span), _wgmma_wait(0, span)]
-        release.append(_call("ptx_mbarrier_arrive", empty.data, version, span=span))
+        release += _warp_arrival(empty.data, version, lane_zero, span)
     else:  # the previous version released once its group retired: one group stays in flight
         previous = analyzer.simplify(E.FloorMod(E.Sub(iteration, const(1)), const(depth)))
-        arrive = _call("ptx_mbarrier_arrive", empty.data, previous, span=span)
+        arrive = S.seq(*_warp_arrival(empty.data, previous, lane_zero, span))
         not_first = E.GE(iteration, const(1))
         release = [*_one_group(issued, span), _wgmma_wait(1, span)]
         release.append(S.IfThenElse(not_first, arrive, span=span))
         after_loop = [_wgmma_wait(0, span)]
+    # the wgmma consumers arrive once a warp, the others once a thread
+    empty_count = consumers if issued is None else consumers // WARP
     consumer_body: S.Stmt = S.seq(
         _call("ptx_mbarrier_wait", full.data, version, parity, span=span), *release
     )
@@ -614,21 +620,14 @@ def _specialize(
         S.ForKind.SERIAL,
         S.seq(
             _call("ptx_mbarrier_init", full.data, s, full_count, span=span),
-            _call("ptx_mbarrier_init", empty.data, s, consumers, span=span),
+            _call("ptx_mbarrier_init", empty.data, s, empty_count, span=span),
         ),
         span=span,
     )
     if tma:  # the barriers initialized before the TMA unit (the async proxy) completes on them
         init = S.seq(init, _call("ptx_fence_proxy_async", span=span))
     init = S.IfThenElse(first_thread, init, span=span)
-    sync = S.Evaluate(
-        E.Call(
-            dt.INT32,
-            "tvm_storage_sync",
-            (E.StringImm("shared"), E.IntImm(0, dt.BOOL), E.IntImm(-1, dt.INT32)),
-        ),
-        span=span,
-    )
+    sync = _storage_sync("shared", span)
     is_producer = E.GE(grown_var, E.IntImm(threads.extents[threads.grown], grown_var.dtype))
     split = S.AttrStmt(
         E.IntImm(0, dt.INT32),
@@ -750,6 +749,37 @@ def _one_group(issued: list[S.Stmt], span: Span | None) -> list[S.Stmt]:
 
 def _wgmma_wait(count: int, span: Span | None) -> S.Evaluate:
     return _call("ptx_wgmma_wait_group", count, span=span)
+
+
+def _lane_zero(threads: _Threads, analyzer: Analyzer) -> E.PrimExpr:
+    """Whether a consumer thread is the first lane of its warp (its linear index, x fastest,
+    a multiple of the warp size)."""
+    linear: E.PrimExpr | None = None
+    stride = 1
+    for tag in _THREAD_TAGS:
+        if tag in threads.extents:
+            var = threads.var(tag)
+            term = var if stride == 1 else E.Mul(var, E.IntImm(stride, var.dtype))
+            linear = term if linear is None else E.Add(linear, term)
+            stride *= threads.extents[tag]
+    assert linear is not None  # a split has thread loops
+    zero, warp = E.IntImm(0, linear.dtype), E.IntImm(WARP, linear.dtype)
+    return analyzer.simplify(E.EQ(E.FloorMod(linear, warp), zero))
+
+
+def _warp_arrival(
+    barrier: E.Var, index: E.PrimExpr, lane_zero: E.PrimExpr, span: Span | None
+) -> list[S.Stmt]:
+    """One arrival a warp: `__syncwarp` orders what every lane did (its wgmmas retired)
+    before its first lane's arrival, which releases it all."""
+    arrive = _call("ptx_mbarrier_arrive", barrier, index, span=span)
+    return [_storage_sync("warp", span), S.IfThenElse(lane_zero, arrive, span=span)]
+
+
+def _storage_sync(scope: str, span: Span | None) -> S.Evaluate:
+    """__syncthreads ("shared") or __syncwarp ("warp")."""
+    args = (E.StringImm(scope), E.IntImm(0, dt.BOOL), E.IntImm(-1, dt.INT32))
+    return S.Evaluate(E.Call(dt.INT32, "tvm_storage_sync", args), span=span)
 
 
 def _setmaxnreg(direction: str, count: int, span: Span | None) -> S.Evaluate:
