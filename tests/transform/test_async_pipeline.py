@@ -23,6 +23,7 @@ from tirc.diagnostics import DiagnosticError
 from tirc.driver.lower import lower_module
 from tirc.interp import random_inputs, run
 from tirc.ir import expr as E
+from tirc.ir import stmt as S
 from tirc.ir.function import IRModule
 from tirc.ir.functor import Mutator, walk
 from tirc.ir.node import Node
@@ -42,7 +43,7 @@ def matmul(stages: int) -> IRModule:
     return parse(text, name=str(MATMUL))
 
 
-def calls(module: IRModule, op: str) -> list[E.Call]:
+def calls(module: Node, op: str) -> list[E.Call]:
     found: list[E.Call] = []
 
     def look(node: Node) -> None:
@@ -67,28 +68,29 @@ def assert_computes_the_same(original: IRModule, lowered: IRModule) -> None:
 
 @pytest.mark.parametrize("stages", [2, 3, 4])
 def test_pipelined_matmul_computes_the_same(stages: int) -> None:
-    """16-byte cp.async for every copy; the loop waits with stages - 1 groups in flight (the
-    tile it reads complete, the later ones, this step's included, not), the epilogue with
-    fewer down to 0."""
+    """16-byte cp.async for every copy; the loop waits with stages - 2 groups in flight, before
+    it issues this step's copies (the tile it reads complete, the later ones not), the
+    epilogue with fewer down to 0."""
     original = matmul(stages)
     lowered = lower_module(original, target="cuda")
     copies = calls(lowered, "ptx_cp_async")
     assert copies and all(E.int_value(call.args[4]) == 16 for call in copies)
     counts = sorted({E.int_value(call.args[0]) for call in calls(lowered, "ptx_wait_group")})
-    assert counts == list(range(stages))
+    assert counts == list(range(stages - 1))
     assert_computes_the_same(original, lowered)
 
 
 def test_predicated_interleaved_copies_compute_the_same() -> None:
     """Predicated 4-byte copies, two commit groups a step around the compute: the loop waits
-    with 5 groups in flight, exactly enough (TVM 0.27 waits with 5 there too, but commits the
-    prologue's copies in fewer groups, so its first steps read copies still in flight)."""
+    with 4 groups in flight before the step's first group, exactly enough (5 in front of the
+    compute; TVM 0.27 waits with 5 there, but commits the prologue's copies in fewer groups,
+    so its first steps read copies still in flight)."""
     original = parse(INTERLEAVED.read_text(), name=str(INTERLEAVED))
     lowered = lower_module(original, target="cuda")
     copies = calls(lowered, "ptx_cp_async")
     assert copies and all(len(call.args) == 6 for call in copies)  # predicated
     counts = [E.int_value(call.args[0]) for call in calls(lowered, "ptx_wait_group")]
-    assert counts == [5, 4, 2, 0]
+    assert counts == [4, 4, 2, 0]
     assert_computes_the_same(original, lowered)
 
 
@@ -117,8 +119,11 @@ def kernel_source(module: IRModule) -> str:
     return emit_cuda(module)
 
 
-@pytest.mark.parametrize("stages", [2, 3])
+@pytest.mark.parametrize("stages", [2, 3])  # 4 stages of 4 tiles: no loop left
 def test_cuda_waits_then_synchronizes_then_reads(stages: int) -> None:
+    """The loop as CUTLASS's multistage mainloop has it: wait for the tile it reads, one
+    barrier (it orders both the landed copies before the reads and the last step's reads
+    before this step's copies overwrite that version), the next copies, commit, reads."""
     source = kernel_source(lower_module(matmul(stages), target="cuda"))
     loop = source[source.index("for (int k_0") :]
     order = re.findall(
@@ -126,17 +131,13 @@ def test_cuda_waits_then_synchronizes_then_reads(stages: int) -> None:
         r"__syncthreads\(\)|[AB]_shared\[",
         loop,
     )
-    # the loop: barrier (the copies overwrite what the last step read), copies, commit, wait,
-    # barrier, reads
-    body = order[: order.index("__syncthreads()", 1) + 2]
-    assert body[0] == "__syncthreads()"
-    assert body[-4:] == [
-        "cp.async.commit_group",
-        f"cp.async.wait_group {stages - 1}",
-        "__syncthreads()",
-        "A_shared[",
-    ]
-    assert set(body[1:-4]) == {"cp.async.cg.shared.global"}
+    waits = [k for k, item in enumerate(order) if item.startswith("cp.async.wait_group")]
+    body = order[: waits[1]]  # the epilogue starts with the second wait
+    assert body[:2] == [f"cp.async.wait_group {stages - 2}", "__syncthreads()"]
+    commit = body.index("cp.async.commit_group")
+    assert set(body[2:commit]) == {"cp.async.cg.shared.global"}
+    assert body[commit + 1] == "A_shared["
+    assert body.count("__syncthreads()") == 1
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
@@ -151,7 +152,7 @@ def test_cuda_compiles(arch: str, tmp_path: Path) -> None:
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 def test_nvptx_assembles(arch: str, tmp_path: Path) -> None:
     ptx = emit_ptx(lower_module(matmul(3), target="cuda"), arch=arch)
-    assert "cp.async.cg.shared.global" in ptx and "cp.async.wait_group 2;" in ptx
+    assert "cp.async.cg.shared.global" in ptx and "cp.async.wait_group 1;" in ptx
     assert ptxas_accepts(ptx, tmp_path, arch) == ""
     interleaved = parse(INTERLEAVED.read_text(), name=str(INTERLEAVED))
     ptx = emit_ptx(lower_module(interleaved, target="cuda"), arch=arch)
@@ -313,3 +314,53 @@ def _adds_the_tiles(module: IRModule) -> bool:
     args = outputs(module, 5)
     a, b = np.asarray(args["A"]), np.asarray(args["B"])
     return bool(np.array_equal(args["C"], a[:, ::-1] + b[:, ::-1]))
+
+
+class _LoopBarrierDropper(Mutator):
+    """The pipelined loop (k_0) without its barriers."""
+
+    def __init__(self) -> None:
+        self.in_loop = False
+
+    def visit_For(self, node: S.For) -> S.Stmt:
+        was = self.in_loop
+        self.in_loop = was or node.loop_var.name == "k_0"
+        result = self.generic_visit(node)
+        self.in_loop = was
+        return result
+
+    def visit_SeqStmt(self, node: S.SeqStmt) -> S.Stmt:
+        kept = [self.visit(stmt) for stmt in node.stmts if not (self.in_loop and _is_sync(stmt))]
+        return S.seq(*kept)
+
+
+def _is_sync(stmt: S.Stmt) -> bool:
+    value = stmt.value if isinstance(stmt, S.Evaluate) else None
+    return isinstance(value, E.Call) and value.op == "tvm_storage_sync"
+
+
+@pytest.mark.parametrize("stages", [2, 3])
+def test_the_loops_one_barrier_is_needed(stages: int) -> None:
+    """The loop has one barrier a step, and it is needed: without it a thread's copy overwrites
+    the version another thread is still reading, or a thread reads a tile before another's
+    copy into it has landed (the interpreter's race tracker)."""
+    lowered = lower_module(matmul(stages), target="cuda")
+    (loop,) = [node for node in _loops(lowered) if node.loop_var.name == "k_0"]
+    assert len(calls(loop, "tvm_storage_sync")) == 1
+    functions = tuple((name, _LoopBarrierDropper().visit(func)) for name, func in lowered.functions)
+    unsynced = dataclasses.replace(lowered, functions=functions)
+    (loop,) = [node for node in _loops(unsynced) if node.loop_var.name == "k_0"]
+    assert not calls(loop, "tvm_storage_sync")
+    with pytest.raises(DiagnosticError, match="data race on shared memory '[AB]_shared'"):
+        outputs(unsynced, 3)
+
+
+def _loops(module: IRModule) -> list[S.For]:
+    found: list[S.For] = []
+
+    def look(node: Node) -> None:
+        if isinstance(node, S.For):
+            found.append(node)
+
+    walk(module, look)
+    return found

@@ -18,8 +18,13 @@ that reads what a group wrote waits for it: `T.attr(0, "async_wait_queue_scope",
 `T.attr(0, "async_wait_inflight_count", n)`, where n counts the groups, of any async stage
 (a GPU thread has one queue), committed after that one and before the read: exact in the
 prologue and epilogue (an affine expression of the unrolled step, or its least value), the
-value at the first steady step (the least) in the body. An async result must be read at a
-later stage, or later in the order of its own stage, than its group's commit.
+value at the first steady step (the least) in the body. In the body, a wait goes in front of
+the commit groups right before its statement that hold later iterations' copies, counting
+only the groups before it (the same groups complete): those copies overwrite a version earlier
+steps read, so thread-sync's barrier before them, after the wait, also orders the reads of
+what the wait retires, and a step has one barrier, not two (CUTLASS's multistage mainloop:
+wait, barrier, copies, compute). An async result must be read at a later stage, or later in
+the order of its own stage, than its group's commit.
 
     for i in T.serial(16, annotations={stage: [0, 1]}):    B = alloc((2, 1))
         with T.sblock():                                    B[0, 0] = A[0]
@@ -32,8 +37,9 @@ With `async_stages: [0]` (commit, wait and async for the attributes; B in shared
 
     commit(0): async: B[0, 0] = A[0]
     for i in range(15):
-        commit(0): async: B[(i + 1) % 2, 0] = A[i + 1]
-        wait(0, in flight 1): C[i] = B[i % 2, 0] + 1      # this step's copy may still fly
+        wait(0, in flight 0):                             # before this step's copy
+            commit(0): async: B[(i + 1) % 2, 0] = A[i + 1]
+            C[i] = B[i % 2, 0] + 1
     wait(0, in flight 0): C[15] = B[1, 0] + 1
 """
 
@@ -378,20 +384,51 @@ class _AsyncPlan:
                     Note("the pipelined loop", loop.span),
                 )
 
+    def early(self, reader: int) -> int:
+        """The position in the order where `reader`'s wait goes in the steady state: in front
+        of the commit groups right before it that hold later iterations' copies (not one it
+        waits for in this step, nor one that waits itself). Those copies overwrite a version
+        that earlier steps read, so a barrier goes before them; after the wait, that one
+        barrier also orders the copies the reader reads, where a wait just before the reader
+        would need a second barrier (CUTLASS's multistage mainloop: wait, barrier, copies,
+        compute)."""
+        position = self.position[reader]
+        if any(reader in group.members for group in self.groups):
+            return position
+        ends = {group.end: group for group in self.groups}
+        waited = set(self.waits.get(reader, ()))
+        start = position
+        while start - 1 in ends:
+            group = ends[start - 1]
+            if group in waited and group.stage == self.stages[reader]:
+                break  # its copy for this reader is this step's: the wait must follow it
+            if any(member in self.waits for member in group.members):
+                break  # a group that waits itself keeps its place after the waits before it
+            start -= len(group.members)
+        return start
+
     def _after_commit(self, reader: int, group: _Group) -> bool:
         stage = self.stages[reader]
         return group.stage < stage or (group.stage == stage and group.end < self.position[reader])
 
-    def in_flight(self, reader: int, group: _Group, commits: Callable[[_Group, int], bool]) -> int:
+    def in_flight(
+        self,
+        reader: int,
+        group: _Group,
+        commits: Callable[[_Group, int], bool],
+        at: int | None = None,
+    ) -> int:
         """How many groups may still be in flight when `reader` reads what `group` copied for
-        its iteration: those committed after that copy and before the read, where
-        `commits(g, d)` says whether group g commits d steps before the reader's step."""
+        its iteration: those committed after that copy and before the wait, at position `at`
+        of the reader's step (the reader's own by default), where `commits(g, d)` says
+        whether group g commits d steps before the reader's step."""
         first = group.stage - self.stages[reader]
+        wait = self.position[reader] if at is None else at
         count = 0
         for steps in range(first, 1):
             for other in self.groups:
                 after = steps > first or other.end > group.end
-                before = steps < 0 or other.end < self.position[reader]
+                before = steps < 0 or other.end < wait
                 if after and before and commits(other, steps):
                     count += 1
         return count
@@ -441,14 +478,20 @@ class _Pipeline:
         single = analyzer.can_prove(E.EQ(length, E.IntImm(1, dtype)))
         time: PrimExpr = start if single else E.Add(var, start)
         end = E.Add(loop.min, loop.extent)
-        items: list[S.Stmt] = []
+        conditions = {
+            index: analyzer.simplify(E.And(E.GE(iteration, loop.min), E.LT(iteration, end)))
+            for index in self.ordered
+            for iteration in [analyzer.simplify(E.Sub(time, E.IntImm(self.stages[index], dtype)))]
+        }
+        early = self.early_waits(conditions) if phase is _Phase.BODY else {}
+        items: list[tuple[int, S.Stmt]] = []  # each with its position in the order
         groups = {m: g for g in self.plan.groups for m in g.members} if self.plan else {}
-        for index in self.ordered:
+        for place, index in enumerate(self.ordered):
             group = groups.get(index)
             if group is not None and group.members[0] != index:
                 continue  # emitted with the first member of its group
             iteration = analyzer.simplify(E.Sub(time, E.IntImm(self.stages[index], dtype)))
-            condition = analyzer.simplify(E.And(E.GE(iteration, loop.min), E.LT(iteration, end)))
+            condition = conditions[index]
             if E.is_const_int(condition, 0):
                 continue
             members = group.members if group is not None else (index,)
@@ -457,19 +500,57 @@ class _Pipeline:
                 stmt = self.versioned_stmt(self.stmts[member], iteration, analyzer)
                 if group is not None:
                     stmt = _wrap_inside(stmt, ASYNC_SCOPE, 1)
-                stmts.append(self.waiting(member, stmt, phase, var, single, analyzer))
+                if member not in early:
+                    stmt = self.waiting(member, stmt, phase, var, single, analyzer)
+                stmts.append(stmt)
             stmt = S.seq(*stmts)
             if group is not None:
                 stmt = _attr(COMMIT_QUEUE_SCOPE, group.stage, stmt)
             if not E.is_const_int(condition, 1):
                 stmt = _guard(stmt, condition)
-            items.append(stmt)
+            items.append((place, stmt))
+        for reader, at in early.items():
+            items = self.wait_early(items, reader, at, var.dtype)
         if not items:
             return S.Evaluate(E.IntImm(0))
-        body = S.seq(*items)
+        body = S.seq(*(stmt for _, stmt in items))
         if single:
             return body
         return S.For(var, E.IntImm(0, dtype), length, kind, body, annotations=keep, span=loop.span)
+
+    def early_waits(self, conditions: dict[int, PrimExpr]) -> dict[int, int]:
+        """The readers whose wait goes in front of the commit groups before them in the
+        steady state (`_AsyncPlan.early`), and the position it goes to: where every statement
+        from there to the reader runs (`conditions` true), so that the count is exact."""
+        plan = self.plan
+        if plan is None:
+            return {}
+        found: dict[int, int] = {}
+        for reader in plan.waits:
+            start, end = plan.early(reader), plan.position[reader]
+            between = self.ordered[start : end + 1]
+            if start < end and all(E.is_const_int(conditions[k], 1) for k in between):
+                found[reader] = start
+        return found
+
+    def wait_early(
+        self, items: list[tuple[int, S.Stmt]], reader: int, start: int, dtype: dt.DataType
+    ) -> list[tuple[int, S.Stmt]]:
+        """The steady state's `items` with `reader`'s wait around the statements from
+        position `start` to the reader's: the same groups complete as in front of the
+        reader, the count without those committed between."""
+        plan = self.plan
+        assert plan is not None
+        end = plan.position[reader]
+        inside = [k for k, (place, _) in enumerate(items) if start <= place <= end]
+        groups = plan.waits[reader]
+        commits = self.commits(_Phase.BODY, 0)
+        counts = {group: plan.in_flight(reader, group, commits, at=start) for group in groups}
+        queue = min(groups, key=lambda group: counts[group]).stage
+        count = E.IntImm(min(counts.values()), dtype)
+        body = S.seq(*(items[k][1] for k in inside))
+        wrapped = _attr(WAIT_QUEUE_SCOPE, queue, _attr(WAIT_INFLIGHT_COUNT, count, body))
+        return [*items[: inside[0]], (start, wrapped), *items[inside[-1] + 1 :]]
 
     def waiting(
         self, index: int, stmt: S.Stmt, phase: _Phase, var: E.Var, single: bool, analyzer: Analyzer
