@@ -350,3 +350,83 @@ def test_one_arrival_a_warp_without_syncwarp_races_with_the_refill() -> None:
     assert line == _line(text, '"float16", A.data') - 1  # the A load's T.ptx_tma_load(
     assert "lands there after thread (1, 0, 0) of block (0, 0, 0) read it" in diagnostic.message
     assert notes == [_line(text, "T.ptx_wgmma(")]
+
+
+# two blocks in a cluster: block 0's warpgroup issues the wgmma and later retires it, a cluster
+# barrier after each; block 1's threads write block 0's A tile through mapa after one of them
+CLUSTER = """
+@T.prim_func
+def main(
+    A: T.Buffer((64, 16), "float16"), B: T.Buffer((16, 8), "float16"),
+    C: T.Buffer((64, 8), "float32"),
+):
+    T.func_attr({"cluster_dims": [2, 1, 1]})
+    bx = T.launch_thread("blockIdx.x", 2)
+    tx = T.launch_thread("threadIdx.x", 128)
+    acc = T.alloc_buffer((4,), "float32", scope="local")
+    SA = T.alloc_buffer((1024,), "float16", scope="shared")
+    SB = T.alloc_buffer((128,), "float16", scope="shared")
+    for e in range(8):
+        m: T.int32 = (e * 128 + tx) // 16
+        SA[m % 8 * 8 + m // 8 * 128 + tx % 8 + tx % 16 // 8 * 64] = A[m, tx % 16]
+    SB[tx] = B[tx // 8, tx % 8]
+    T.tvm_storage_sync("shared")
+    if bx == 0:
+        T.ptx_wgmma_fence()
+        T.ptx_wgmma(
+            "m64n8k16", "fp16", "fp16", "fp32",
+            SA.data, 0, 128, 256, 0, 0, SB.data, 0, 128, 128, 0, 1, acc.data, 0, 0
+        )
+        T.ptx_wgmma_commit_group()
+    T.ptx_barrier_cluster_arrive()
+    T.ptx_barrier_cluster_wait()
+    EARLY
+    T.ptx_barrier_cluster_arrive()
+    T.ptx_barrier_cluster_wait()
+    if bx == 0:
+        T.ptx_wgmma_wait_group(0)
+    MIDDLE
+    T.ptx_barrier_cluster_arrive()
+    T.ptx_barrier_cluster_wait()
+    LATE
+    T.ptx_barrier_cluster_arrive()
+    T.ptx_barrier_cluster_wait()
+    if bx == 0:
+        for i in range(4):
+            C[tx // 32 * 16 + tx % 32 // 4 + i // 2 * 8, tx % 4 * 2 + i % 2] = acc[i]
+"""
+PEER_WRITE = """if bx == 1:
+        peer: T.let[T.handle("float16", "shared")] = T.ptx_map_shared_cluster(SA.data, 0)
+        R = T.decl_buffer((1024,), "float16", data=peer, scope="shared")
+        R[tx] = T.float16(-1)"""
+
+
+def _cluster(at: str) -> str:
+    """CLUSTER with block 1's write at `at` (EARLY, MIDDLE or LATE)."""
+    text = CLUSTER.replace(at, PEER_WRITE)
+    for place in ("EARLY", "MIDDLE", "LATE"):
+        text = text.replace(place, "T.evaluate(0)")
+    return text
+
+
+def test_a_peer_blocks_write_after_a_cluster_barrier_races_with_a_pending_wgmma() -> None:
+    """The cluster barrier orders block 1's write after the issue, not after the retirement."""
+    text = _cluster("EARLY")
+    diagnostic = _race(_single, text)
+    line, notes = _lines(diagnostic)
+    assert (line, notes) == (_line(text, "R[tx] = T.float16(-1)"), [_line(text, "T.ptx_wgmma(")])
+    assert "a thread of block (1, 0, 0) writes it while a wgmma" in diagnostic.message
+
+
+def test_a_peer_blocks_write_right_after_the_retirement_races_with_the_read() -> None:
+    """Block 0 retires the wgmma, and block 1 writes with no cluster barrier between."""
+    text = _cluster("MIDDLE")
+    diagnostic = _race(_single, text)
+    line, notes = _lines(diagnostic)
+    assert (line, notes) == (_line(text, "R[tx] = T.float16(-1)"), [_line(text, "T.ptx_wgmma(")])
+    assert "after a thread of block (0, 0, 0) read it" in diagnostic.message
+
+
+def test_a_peer_blocks_write_after_the_retirement_and_a_cluster_barrier_is_not() -> None:
+    c = _single(_cluster("LATE"))
+    np.testing.assert_allclose(c, A16.astype(np.float64) @ B16.astype(np.float64), rtol=1e-6)

@@ -164,6 +164,18 @@ class ClusterTracker(RaceTracker):
         super().write(address, thread, site, name, value, old)
         self.cross.write(address, self.rank, site, name, value, old)
 
+    def read_async(self, address: int, thread: int, site: int, name: str) -> None:
+        """A wgmma's read: pending here until it retires, and a read of the block's in the
+        cross-block tracker (which only a cluster barrier resets) at its issue and again at its
+        retirement."""
+        super().read_async(address, thread, site, name)
+        self.cross.read(address, self.rank, site, name)
+
+    def retire(self, address: int, thread: int, site: int) -> None:
+        """The read is over: the block's read of that moment across blocks too."""
+        super().retire(address, thread, site)
+        self.cross.record_read(address, self.rank, site)
+
 
 class PeerTracker(RaceTracker):
     """A peer block's shared array as another block's threads reach it through `mapa`: only
@@ -194,6 +206,9 @@ class PeerTracker(RaceTracker):
 
     def write(self, address: int, thread: int, site: int, name: str, value: Any, old: Any) -> None:
         self._check(site, name)
+        if self.target.pending:  # a wgmma of the block may still read it
+            writes = f"{self.target.cross.block.describe_thread(self.rank)} writes"
+            self.target.check_pending(address, site, writes, name)
         self.target.cross.write(address, self.rank, site, name, value, old)
 
 

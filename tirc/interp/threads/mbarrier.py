@@ -390,7 +390,7 @@ def _check_unread(
     if tracker.pending:
         lands = f"this TMA load (issued by {describe(issuer)}) lands on"
         for address in range(start, start + nbytes):
-            tracker.check_pending(address, issuer, site, lands, name)
+            tracker.check_pending(address, site, lands, name)
     for address, readers in tracker.readers.items():
         if not start <= address < start + nbytes:
             continue

@@ -117,8 +117,8 @@ class RaceTracker:
                 del self.pending[address]
         self.record_read(address, thread, site)
 
-    def check_pending(self, address: int, thread: int, site: int, verb: str, name: str) -> None:
-        """A write (by `thread` at `site`: `verb` says what it is) races with a wgmma that may
+    def check_pending(self, address: int, site: int, verb: str, name: str) -> None:
+        """A write (at `site`: `verb` says whose, or what it is) races with a wgmma that may
         still read the byte."""
         pending = self.pending.get(address)
         if pending:
@@ -142,7 +142,7 @@ class RaceTracker:
             return  # nothing changed: as far as other threads can tell, a read
         if self.pending:
             writes = f"{self.block.describe_thread(thread)} writes"
-            self.check_pending(address, thread, site, writes, name)
+            self.check_pending(address, site, writes, name)
         if (
             writer is not None
             and writer[0] != thread
