@@ -6,7 +6,10 @@ writes (the issuer too) and whatever barrier stands between; once retired, the r
 thread's reads of that moment, which only a release after the retirement orders before a
 refill. The consumers' k loop of the fast Hopper GEMMs (wait_group(1), then release the
 previous stage) is exactly right; releasing before the wait, or the current stage after
-wait_group(1), is a race at the TMA load that refills the stage."""
+wait_group(1), is a race at the TMA load that refills the stage. Elected arrivals: __syncwarp
+orders the lanes of its warp (and no other), so one arrival a warp after it releases what
+every lane did. In a cluster, a peer block's write through mapa races with a pending wgmma
+too, a cluster barrier notwithstanding."""
 
 from __future__ import annotations
 
