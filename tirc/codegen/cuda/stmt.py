@@ -12,11 +12,12 @@ from collections.abc import Callable
 from typing import cast
 
 from tirc.analysis.arith.bound import Bound
+from tirc.analysis.wmma_fragments import Shape, fragment_shapes
 from tirc.codegen.cuda import types
 from tirc.codegen.cuda.expr import ExprPrinter
 from tirc.codegen.cuda.kernels import Kernel, allocation_size, uses_of
 from tirc.codegen.cuda.stage_counter import stage_counters
-from tirc.codegen.cuda.wmma import check_fragment_accesses, fragment_declaration, fragment_shapes
+from tirc.codegen.cuda.wmma import check_fragment_accesses, fragment_declaration
 from tirc.codegen.cuda.writer import Writer
 from tirc.diagnostics import DiagnosticError
 from tirc.ir import expr as E
@@ -50,7 +51,7 @@ class KernelWriter:
         self.out = writer
         self.dynamic_shared = dynamic_shared
         # wmma fragments' (m, n, k, layout), found on the first fragment access
-        self.fragment_shapes: dict[E.Var, tuple[int, int, int, str]] | None = None
+        self.fragment_shapes: dict[E.Var, Shape] | None = None
 
     def emit(self, stmt: S.Stmt) -> None:
         rule = RULES.get(type(stmt))

@@ -1,12 +1,14 @@
 """Tensor-core fragments (`wmma.*` scopes) and the `tvm_*_matrix_sync` calls as nvcuda::wmma.
 
-Fragment shape and layout come from the calls on each fragment buffer. A call on memory that
-is not a fragment (a global or local array) is written out as the loops that define it in the
+Fragment shape and layout come from the calls on each fragment buffer (analysis.wmma_fragments,
+the fact the NVPTX backend and the interpreter read too). A call on memory that is not a
+fragment (a global or local array) is written out as the loops that define it in the
 interpreter: fragments row-major, fragment `index` at element index * size.
 """
 
 from __future__ import annotations
 
+from tirc.analysis.wmma_fragments import Shape
 from tirc.codegen.cuda import types
 from tirc.codegen.cuda.expr import PRIMARY, Code, ExprPrinter
 from tirc.codegen.cuda.kernels import allocation_size
@@ -21,32 +23,6 @@ _ROLE = {
     "wmma.matrix_b": "matrix_b",
     "wmma.accumulator": "accumulator",
 }
-_SHAPED_CALLS = ("tvm_fill_fragment", "tvm_load_matrix_sync", "tvm_store_matrix_sync")
-MMA_SHAPE = (16, 16, 16)  # what the interpreter assumes for tvm_mma_sync on plain memory
-
-
-def fragment_shapes(body: S.Stmt) -> dict[E.Var, tuple[int, int, int, str]]:
-    """(m, n, k, layout) of each fragment, from the calls that name it."""
-    shapes: dict[E.Var, tuple[int, int, int, str]] = {}
-
-    def visit(node: object) -> None:
-        if not (isinstance(node, E.Call) and node.op in _SHAPED_CALLS):
-            return
-        target, m, n, k = node.args[0], node.args[1], node.args[2], node.args[3]
-        if not (
-            isinstance(m, E.IntImm)
-            and isinstance(n, E.IntImm)
-            and isinstance(k, E.IntImm)
-            and isinstance(target, E.Var)
-        ):
-            return
-        layout = "row_major"
-        if node.op == "tvm_load_matrix_sync" and isinstance(node.args[-1], E.StringImm):
-            layout = node.args[-1].value
-        shapes.setdefault(target, (m.value, n.value, k.value, layout))
-
-    walk(body, visit)
-    return shapes
 
 
 def check_fragment_accesses(body: S.Stmt) -> None:
@@ -85,9 +61,7 @@ _ACCESS: dict[type, tuple[str, str]] = {
 }
 
 
-def fragment_declaration(
-    p: ExprPrinter, shapes: dict[E.Var, tuple[int, int, int, str]], node: S.AllocBuffer
-) -> str:
+def fragment_declaration(p: ExprPrinter, shapes: dict[E.Var, Shape], node: S.AllocBuffer) -> str:
     """The declaration of the fragment that `node` allocates, its shape from `shapes`
     (`fragment_shapes` of the kernel); `p` learns that the buffer is a fragment."""
     buffer = node.buffer

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 import llvmlite.ir as ir
 
-from tirc.codegen.cuda.wmma import check_fragment_accesses, fragment_shapes
+from tirc.analysis.wmma_fragments import Shape, fragment_shapes
+from tirc.codegen.cuda.wmma import check_fragment_accesses
 from tirc.codegen.nvptx import types
 from tirc.diagnostics import Diagnostic, DiagnosticError, Note
 from tirc.ir import expr as E
@@ -97,7 +98,7 @@ class Fragment:
         return sm, ptx
 
 
-def fragment_of(node: S.AllocBuffer, shapes: dict[E.Var, tuple[int, int, int, str]]) -> Fragment:
+def fragment_of(node: S.AllocBuffer, shapes: dict[E.Var, Shape]) -> Fragment:
     """The fragment that `node` allocates, its shape from `shapes` (`fragment_shapes`), or a
     located error where LLVM has no wmma for it."""
     buffer = node.buffer

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
+from tirc.analysis.wmma_fragments import fragment_shapes
 from tirc.codegen.cuda.kernel import (
     dynamic_shared_alignment,
     dynamic_shared_layout,
     pointer_element,
 )
 from tirc.codegen.cuda.kernels import Kernel, allocation_size, uses_of
-from tirc.codegen.cuda.wmma import fragment_shapes
 
 # calls registers the Call rule in values.RULES as it loads; this is the one place that loads it
 from tirc.codegen.nvptx import (

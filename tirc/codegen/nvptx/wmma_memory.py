@@ -1,7 +1,8 @@
 """The `tvm_*_matrix_sync` calls on memory that is not a fragment (a global or local array), for
 --ptx-via llvm: loops over the elements, one thread at a time, as the interpreter defines them
 and the CUDA C backend's `tirc_*` helpers (tirc/codegen/cuda/helpers.py) write them: tiles
-row-major, tile `index` at element index * size, mma 16 x 16 x 16 accumulating in C's type.
+row-major, tile `index` at element index * size, mma PLAIN_MMA_SHAPE (16 x 16 x 16)
+accumulating in C's type.
 
     T.tvm_fill_fragment(B.data, 16, 16, 16, i, v)
     -> for e in 0..256: B[i * 256 + e] = v
@@ -13,13 +14,13 @@ from collections.abc import Callable
 
 import llvmlite.ir as ir
 
+from tirc.analysis.wmma_fragments import PLAIN_MMA_SHAPE
 from tirc.codegen.nvptx import types
 from tirc.codegen.nvptx.values import ValueBuilder
 from tirc.diagnostics import DiagnosticError
 from tirc.ir import expr as E
 from tirc.ir.dtype import DataType
 
-MMA_SHAPE = (16, 16, 16)  # what the interpreter assumes for tvm_mma_sync on plain memory
 _ZERO = ir.Constant(types.I32, 0)
 
 
@@ -153,7 +154,7 @@ def store(v: ValueBuilder, call: E.Call) -> ir.Value:
 
 def mma(v: ValueBuilder, call: E.Call) -> ir.Value:
     """d[di][r][col] = c[ci][r][col] + sum over x of a[ai][r][x] * b[bi][x][col], in C's type."""
-    m, n, k = MMA_SHAPE
+    m, n, k = PLAIN_MMA_SHAPE
     d, a, b, c = (_Memory(v, call, call.args[i]) for i in (0, 2, 4, 6))
     di, ai, bi, ci = (_i64(v, v(call.args[i])) for i in (1, 3, 5, 7))
     accumulate = c.dtype

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tirc.analysis.wmma_fragments import operand_shape
 from tirc.interp.lockstep.expr import CALLS, LANE_ONLY, LaneExprCompiler, Mask, Unsupported
 from tirc.interp.memory.lanes import (
     FlatMemory,
@@ -42,6 +43,7 @@ from tirc.interp.semantics import wmma as fragments
 from tirc.interp.semantics.extensions import INTRINSICS
 from tirc.interp.threads import wmma
 from tirc.interp.threads.context import Code
+from tirc.interp.threads.wmma_calls import mma_shape_in
 from tirc.ir.dtype import DataType, parse_dtype
 from tirc.ir.expr import BufferLoad, Call, IntImm, PrimExpr, StringImm, Var
 
@@ -254,9 +256,7 @@ def _matrix_sync(load: bool) -> Callable[[LaneExprCompiler, Call], Code]:
         memory, memory_start = _pointer(compiler, pointer, call.op)
         rows, cols = _constant(m_arg, call.op), _constant(n_arg, call.op)
         if load:
-            rows, cols = fragments.fragment_shape(
-                fragment.scope, rows, cols, _constant(k_arg, call.op)
-            )
+            rows, cols = operand_shape(fragment.scope, rows, cols, _constant(k_arg, call.op))
         in_memory = (
             Tiles(memory, site, f"T.{call.op} {verbs[1]}"),
             fragments.tile(rows, cols, _layout(layout, call.op)),
@@ -275,8 +275,10 @@ def _matrix_sync(load: bool) -> Callable[[LaneExprCompiler, Call], Code]:
     return rule
 
 
-def _mma_of(d: Tiles, a: Tiles, b: Tiles, c: Tiles) -> Callable[..., None]:
-    m, n, k = fragments.MMA_SHAPE
+def _mma_of(
+    shape: tuple[int, int, int], d: Tiles, a: Tiles, b: Tiles, c: Tiles
+) -> Callable[..., None]:
+    m, n, k = shape
 
     def mma(frame: Frame, mask: Mask, *places: tuple[Memory, int, object]) -> None:
         d_at, a_at, b_at, c_at = places
@@ -284,15 +286,16 @@ def _mma_of(d: Tiles, a: Tiles, b: Tiles, c: Tiles) -> Callable[..., None]:
         right = b.read(frame, mask, b.locate(frame, mask, b_at, np.arange(k * n)))
         accumulator = c.read(frame, mask, c.locate(frame, mask, c_at, np.arange(m * n)))
         place = d.locate(frame, mask, d_at, np.arange(m * n))
-        d.write(frame, mask, place, fragments.multiply_accumulate(left, right, accumulator))
+        d.write(frame, mask, place, fragments.multiply_accumulate(left, right, accumulator, shape))
 
     return mma
 
 
 def _mma(compiler: LaneExprCompiler, call: Call) -> Code:
     """tvm_mma_sync(D, d, A, a, B, b, C, c): D[d] = A[a] @ B[b] + C[c] in float64, with the
-    thread model's shape (MMA_SHAPE)."""
+    thread model's shape (D's fragment shape, threads.wmma_calls.mma_shape_in)."""
     _builtin(call, wmma.mma_sync)
+    shape = mma_shape_in(compiler.ctx, call)
     site = compiler.ctx.site(call, call.op)
     tiles, places = [], []
     for number, name in enumerate("DABC"):
@@ -301,7 +304,7 @@ def _mma(compiler: LaneExprCompiler, call: Call) -> Code:
         verb = "T.tvm_mma_sync writes" if name == "D" else "T.tvm_mma_sync reads"
         tiles.append(Tiles(operand, site, verb))
         places.append(f"({memory}, 0, {_integer(compiler, index, call.op)})")
-    mma = compiler.name(_mma_of(*tiles), "mma")
+    mma = compiler.name(_mma_of(shape, *tiles), "mma")
     return Code(f"{mma}(_frame, _mask, {', '.join(places)})")
 
 

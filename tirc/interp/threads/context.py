@@ -19,6 +19,7 @@ from tirc.ir.dtype import DataType
 from tirc.ir.expr import Var
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.node import Node
+from tirc.ir.stmt import Stmt
 
 _ATOM = re.compile(r"^(?:[A-Za-z_][A-Za-z_0-9]*|-?[0-9][0-9.e+-]*|True|False)$")
 _UNSAFE = re.compile(r"[^A-Za-z_0-9]")
@@ -92,6 +93,9 @@ class KernelState:
     extents: dict[str, Code]  # thread tag -> launch extent
     thread_vars: dict[Var, str] = field(default_factory=dict)  # variable -> its thread tag
     reducers: list[tuple[str, str]] = field(default_factory=list)  # (combine, identity) names
+    stmt: Stmt | None = None  # the kernel (its outermost thread binding), for facts read off it
+    # its wmma fragments' (m, n, k, layout) (analysis.wmma_fragments), found when a call needs them
+    fragment_shapes: dict[Var, tuple[int, int, int, str]] | None = None
 
 
 # compiles a kernel function of the module that a host function launches: (kernel, name,

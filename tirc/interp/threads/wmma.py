@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from tirc.analysis.wmma_fragments import PLAIN_MMA_SHAPE, operand_shape
 from tirc.interp.fault import Fault
 from tirc.interp.memory.storage import Pointer, Storage, access_type, storage_of
 from tirc.interp.semantics import wmma as fragments
@@ -118,7 +119,7 @@ def load_matrix_sync(
     site: int = -1,
 ) -> None:
     """`thread` and `site` (a kernel thread's number, the call's site) race-check the read."""
-    rows, cols = fragments.fragment_shape(storage_of(fragment).scope, m, n, k)
+    rows, cols = operand_shape(storage_of(fragment).scope, m, n, k)
     values, start = _elements(pointer)
     major, minor = fragments.tile(rows, cols, layout == "row_major")
     source = start + major * stride + minor
@@ -161,16 +162,18 @@ def mma_sync(
     c_index: int,
     thread: int = -1,
     site: int = -1,
+    shape: tuple[int, int, int] = PLAIN_MMA_SHAPE,
 ) -> None:
-    """D = A @ B + C on fragments (of MMA_SHAPE)."""
+    """D = A @ B + C on fragments of an mma of this (m, n, k) (analysis.wmma_fragments'
+    mma_shape: D's, PLAIN_MMA_SHAPE on plain memory)."""
     a_values, _ = _elements(a)
     b_values, _ = _elements(b)
     c_values, _ = _elements(c)
-    m, n, k = fragments.MMA_SHAPE
+    m, n, k = shape
     left = a_values[a_index * m * k : (a_index + 1) * m * k]
     right = b_values[b_index * k * n : (b_index + 1) * k * n]
     accumulator = c_values[c_index * m * n : (c_index + 1) * m * n]
-    result = fragments.multiply_accumulate(left[None], right[None], accumulator[None])[0]
+    result = fragments.multiply_accumulate(left[None], right[None], accumulator[None], shape)[0]
     _write(d, d_index * m * n, result, np.arange(m * n), "T.tvm_mma_sync writes", thread, site)
 
 

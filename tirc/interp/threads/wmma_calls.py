@@ -7,17 +7,23 @@ its place gets the call's arguments only.
 
     T.tvm_load_matrix_sync(F.data, 16, 16, 16, i, p, 16, "row_major")
     -> _wmma_load(F, 16, 16, 16, i, p, 16, 'row_major', _tid, site)
+
+T.tvm_mma_sync also gets its (m, n, k), D's fragment shape (analysis.wmma_fragments):
+
+    T.tvm_mma_sync(D.data, 0, A.data, 0, B.data, 0, C.data, 0)   # D m32n8k16
+    -> _wmma_mma(D, 0, A, 0, B, 0, C, 0, _tid, site, (32, 8, 16))
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from tirc.analysis.wmma_fragments import PLAIN_MMA_SHAPE, fragment_shapes, mma_shape
 from tirc.diagnostics import DiagnosticError
 from tirc.interp.semantics.extensions import INTRINSICS
 from tirc.interp.threads import wmma
 from tirc.interp.threads.compilers import CallRule, Calls
-from tirc.interp.threads.context import Code
+from tirc.interp.threads.context import Code, Context
 from tirc.ir.expr import Call
 
 _TRACKED: dict[str, Callable[..., None]] = {
@@ -37,7 +43,20 @@ def _tracked(compiler: Calls, call: Call) -> Code:
     name = compiler.ctx.constant(function, call.op)
     site = compiler.ctx.site(call, call.op)
     args = ", ".join(code.text for code in compiler.args(call))
+    if call.op == "tvm_mma_sync":
+        return Code(f"{name}({args}, _tid, {site}, {mma_shape_in(compiler.ctx, call)!r})")
     return Code(f"{name}({args}, _tid, {site})")
+
+
+def mma_shape_in(ctx: Context, call: Call) -> tuple[int, int, int]:
+    """(m, n, k) of a T.tvm_mma_sync call in the kernel being compiled (D's fragment shape;
+    PLAIN_MMA_SHAPE on plain memory), the kernel's fragment shapes found once."""
+    kernel = ctx.kernel
+    if kernel is None or kernel.stmt is None:
+        return PLAIN_MMA_SHAPE
+    if kernel.fragment_shapes is None:
+        kernel.fragment_shapes = fragment_shapes(kernel.stmt)
+    return mma_shape(call, kernel.fragment_shapes)
 
 
 RULES: dict[str, CallRule] = {op: _tracked for op in _TRACKED}
