@@ -62,8 +62,7 @@ __device__ void tirc_store_matrix_sync(const T* f, int m, int n, long long index
 }
 template <typename D, typename A, typename B, typename C>
 __device__ void tirc_mma_sync(D* d, long long di, const A* a, long long ai, const B* b,
-                              long long bi, const C* c, long long ci) {
-    const int m = 16, n = 16, k = 16;
+                              long long bi, const C* c, long long ci, int m, int n, int k) {
     for (int r = 0; r < m; ++r)
         for (int col = 0; col < n; ++col) {
             C sum = c[ci * m * n + r * n + col];

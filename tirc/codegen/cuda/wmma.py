@@ -8,7 +8,7 @@ interpreter: fragments row-major, fragment `index` at element index * size.
 
 from __future__ import annotations
 
-from tirc.analysis.wmma_fragments import Shape
+from tirc.analysis.wmma_fragments import PLAIN_MMA_SHAPE, Shape
 from tirc.codegen.cuda import types
 from tirc.codegen.cuda.expr import PRIMARY, Code, ExprPrinter
 from tirc.codegen.cuda.kernels import allocation_size
@@ -137,4 +137,5 @@ def _plain(p: ExprPrinter, call: E.Call) -> Code:
             f"{row_major})",
             PRIMARY,
         )
-    return f"tirc_mma_sync({', '.join(p(arg) for arg in args)})", PRIMARY
+    m, n, k = PLAIN_MMA_SHAPE
+    return f"tirc_mma_sync({', '.join(p(arg) for arg in args)}, {m}, {n}, {k})", PRIMARY
