@@ -2,7 +2,8 @@
 NVPTX backends compile (tests/codegen_cuda/test_nvptx_wmma.py's programs: m16n16k16, m32n8k16
 and m8n32k16 on float16, bfloat16, int8 and uint8; m8n8k4 on float64) computes A x B in both
 GPU models alike and as numpy does; an mma takes D's shape (analysis.wmma_fragments), and
-fragments of different shapes, or one fragment given two, are located errors."""
+fragments of different shapes, one fragment given two, or plain memory in an mma on
+fragments are located errors."""
 
 from __future__ import annotations
 
@@ -106,12 +107,20 @@ REFUSALS = [
         "m32n8k16 (a fragment has one shape)",
         12,
     ),
+    (  # plain memory as A of an mma on fragments: its elements are not a fragment's registers
+        "T.tvm_mma_sync(c.data, 1, a.data, 1",
+        "T.tvm_mma_sync(c.data, 1, A.data, 0",
+        "T.tvm_mma_sync: A is not a wmma fragment, and the call's first operand is",
+        11,
+    ),
 ]
+
+REFUSAL_IDS = ["mma", "fragment", "mixed"]
 
 
 @pytest.mark.parametrize("model", ["threads", "lockstep"])
-@pytest.mark.parametrize(("old", "new", "message", "line"), REFUSALS, ids=["mma", "fragment"])
-def test_fragments_of_two_shapes_are_refused_at_the_call(
+@pytest.mark.parametrize(("old", "new", "message", "line"), REFUSALS, ids=REFUSAL_IDS)
+def test_fragments_that_disagree_are_refused_at_the_call(
     model: str, old: str, new: str, message: str, line: int
 ) -> None:
     assert old in SECOND_FRAGMENT

@@ -48,11 +48,15 @@ def is_fragment(data: object) -> bool:
 
 def fragment_shapes(body: S.Stmt) -> dict[E.Var, Shape]:
     """(m, n, k, layout) of each fragment, from the calls that name it; a located error where
-    two calls give one fragment different shapes (a fragment has one)."""
+    two calls give one fragment different shapes (a fragment has one), or an mma's fragments
+    differ (mma_shape)."""
     shapes: dict[E.Var, Shape] = {}
     first: dict[E.Var, E.Call] = {}
+    mmas: list[E.Call] = []
 
     def visit(node: object) -> None:
+        if isinstance(node, E.Call) and node.op == "tvm_mma_sync":
+            mmas.append(node)
         if not (isinstance(node, E.Call) and node.op in _SHAPED_CALLS):
             return
         target, m, n, k = node.args[0], node.args[1], node.args[2], node.args[3]
@@ -78,17 +82,28 @@ def fragment_shapes(body: S.Stmt) -> dict[E.Var, Shape]:
         first.setdefault(target, node)
 
     walk(body, visit)
+    for call in mmas:
+        mma_shape(call, shapes)
     return shapes
 
 
 def mma_shape(call: E.Call, shapes: dict[E.Var, Shape]) -> tuple[int, int, int]:
     """(m, n, k) of `T.tvm_mma_sync(D, d, A, a, B, b, C, c)`: D's, with `shapes` from
-    `fragment_shapes`; a located error where A, B or C has another shape, or D is a fragment
-    no call gives a shape. PLAIN_MMA_SHAPE when no operand is a fragment."""
+    `fragment_shapes`; a located error where A, B or C has another shape or is not a fragment
+    as D is (or is one where D is not), or D is a fragment no call gives a shape.
+    PLAIN_MMA_SHAPE when no operand is a fragment."""
     operands = [call.args[i] for i in (0, 2, 4, 6)]
     if not any(is_fragment(arg) for arg in operands):
         return PLAIN_MMA_SHAPE
     d = operands[0]
+    for arg in operands[1:]:
+        if is_fragment(arg) != is_fragment(d):  # plain loops would read registers as elements
+            what = arg.name if isinstance(arg, E.Var) else "an operand"
+            if is_fragment(d):
+                message = f"{what} is not a wmma fragment, and the call's first operand is"
+            else:
+                message = f"{what} is a wmma fragment, and the call's first operand is not"
+            raise DiagnosticError.at(call.span, f"T.tvm_mma_sync: {message}")
     if not isinstance(d, E.Var) or d not in shapes:
         name = d.name if isinstance(d, E.Var) else "D"
         raise DiagnosticError.at(

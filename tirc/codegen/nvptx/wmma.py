@@ -204,7 +204,8 @@ def store_matrix_sync(v: ValueBuilder, call: E.Call) -> ir.Value:
 
 def mma_sync(v: ValueBuilder, call: E.Call) -> ir.Value:
     """D = A x B + C: `llvm.nvvm.wmma.<geometry>.mma.<a layout>.<b layout>.<types>`, the types
-    D's and C's for f16 inputs, else the inputs' one."""
+    D's and C's for f16 inputs, else the inputs' one (the fragments' one geometry:
+    analysis.wmma_fragments checked that they agree)."""
     d, di, a, ai, b, bi, c, ci = call.args
     fd, fa, fb, fc = (_fragment(v, call, x) for x in (d, a, b, c))
     roles = (fd.role, fa.role, fb.role, fc.role)
@@ -212,8 +213,6 @@ def mma_sync(v: ValueBuilder, call: E.Call) -> ir.Value:
         raise DiagnosticError.at(
             call.span, "T.tvm_mma_sync takes accumulator, matrix_a, matrix_b, accumulator fragments"
         )
-    if len({f.geometry for f in (fd, fa, fb, fc)}) != 1:
-        raise DiagnosticError.at(call.span, "T.tvm_mma_sync: the fragments' shapes differ")
     if fa.ptx != fb.ptx or {fd.ptx, fc.ptx} - set(ACCUMULATORS[fa.ptx]):
         raise DiagnosticError.at(
             call.span,
