@@ -7,6 +7,8 @@ fragments are located errors."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -18,6 +20,7 @@ from tirc.diagnostics import DiagnosticError
 from tirc.interp import run
 from tirc.text import parse
 
+ROOT = Path(__file__).resolve().parents[2]
 ROW = "row_major"
 NUMPY = {
     "float16": np.float16,
@@ -151,3 +154,26 @@ def test_an_mma_on_plain_memory_is_16_by_16_by_16() -> None:
     inputs = {"A": a.ravel(), "B": b.ravel(), "C": c.ravel(), "D": np.zeros(256, np.float32)}
     out = assert_same_in_both_models(parse(PLAIN), inputs)
     np.testing.assert_array_equal(out["D"], (a @ b + c).ravel())
+
+
+def test_fragments_outside_a_kernel_take_their_shape_too() -> None:
+    # the same warp program with no thread launch: the function's own fragments, m32n8k16
+    text = program((32, 8, 16), "float16", "float32", ROW, ROW, ROW)
+    launch = '    tx = T.launch_thread("threadIdx.x", 32)\n'
+    assert launch in text
+    module = parse(text.replace(launch, ""))
+    a, b = _tile(32, 16, "float16", 8), _tile(16, 8, "float16", 9)
+    inputs = {"A": a.ravel(), "B": b.ravel(), "C": np.zeros(256, np.float32)}
+    run(module["main"], inputs, module=module)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_array_equal(inputs["C"], want.astype(np.float32).ravel())
+
+
+def test_a_tensorized_block_reads_its_fragments_shape_through_match_buffers() -> None:
+    # s-tir: each wmma call names a match buffer of the fragment, a view its block declares
+    module = parse((ROOT / "tests/schedule/golden/tensorize/wmma_matmul.after.tir").read_text())
+    a, b = _tile(32, 32, "float16", 10), _tile(32, 32, "float16", 11)
+    inputs = {"A": a, "B": b, "C": np.zeros((32, 32), np.float32)}
+    run(module["main"], inputs, module=module)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_array_equal(inputs["C"], want.astype(np.float32))

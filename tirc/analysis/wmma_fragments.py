@@ -47,43 +47,58 @@ def is_fragment(data: object) -> bool:
 
 
 def fragment_shapes(body: S.Stmt) -> dict[E.Var, Shape]:
-    """(m, n, k, layout) of each fragment, from the calls that name it; a located error where
-    two calls give one fragment different shapes (a fragment has one), or an mma's fragments
+    """(m, n, k, layout) of each fragment, from the calls that name it, the fragment's match
+    buffers (a tensorized block's view of it) sharing its shape; a located error where two
+    calls give one fragment different shapes (a fragment has one), or an mma's fragments
     differ (mma_shape)."""
-    shapes: dict[E.Var, Shape] = {}
-    first: dict[E.Var, E.Call] = {}
-    mmas: list[E.Call] = []
+    calls: list[E.Call] = []
+    aliases: dict[E.Var, E.Var] = {}  # a match buffer's data -> its source's
 
     def visit(node: object) -> None:
-        if isinstance(node, E.Call) and node.op == "tvm_mma_sync":
-            mmas.append(node)
-        if not (isinstance(node, E.Call) and node.op in _SHAPED_CALLS):
-            return
-        target, m, n, k = node.args[0], node.args[1], node.args[2], node.args[3]
-        if not (
+        if isinstance(node, S.SBlock):
+            for match in node.match_buffers:
+                aliases[match.buffer.data] = match.source.buffer.data
+        elif isinstance(node, E.Call) and node.op in (*_SHAPED_CALLS, "tvm_mma_sync"):
+            calls.append(node)
+
+    walk(body, visit)
+
+    def root(var: E.Var) -> E.Var:
+        while var in aliases:
+            var = aliases[var]
+        return var
+
+    shapes: dict[E.Var, Shape] = {}
+    first: dict[E.Var, E.Call] = {}
+    for call in calls:
+        target, m, n, k = call.args[0], call.args[1], call.args[2], call.args[3]
+        if call.op == "tvm_mma_sync" or not (
             isinstance(m, E.IntImm)
             and isinstance(n, E.IntImm)
             and isinstance(k, E.IntImm)
             and isinstance(target, E.Var)
         ):
-            return
+            continue
         layout = "row_major"
-        if node.op == "tvm_load_matrix_sync" and isinstance(node.args[-1], E.StringImm):
-            layout = node.args[-1].value
-        known = shapes.setdefault(target, (m.value, n.value, k.value, layout))
+        if call.op == "tvm_load_matrix_sync" and isinstance(call.args[-1], E.StringImm):
+            layout = call.args[-1].value
+        fragment = root(target)
+        known = shapes.setdefault(fragment, (m.value, n.value, k.value, layout))
         if known[:3] != (m.value, n.value, k.value) and is_fragment(target):
             raise DiagnosticError.at(
-                node.span,
-                f"T.{node.op}: m{m.value}n{n.value}k{k.value} on fragment {target.name}, which "
+                call.span,
+                f"T.{call.op}: m{m.value}n{n.value}k{k.value} on fragment {target.name}, which "
                 f"an earlier call makes m{known[0]}n{known[1]}k{known[2]} (a fragment has one "
                 "shape)",
-                Note("the earlier call", first[target].span),
+                Note("the earlier call", first[fragment].span),
             )
-        first.setdefault(target, node)
-
-    walk(body, visit)
-    for call in mmas:
-        mma_shape(call, shapes)
+        first.setdefault(fragment, call)
+    for alias in aliases:
+        if root(alias) in shapes:
+            shapes[alias] = shapes[root(alias)]
+    for call in calls:
+        if call.op == "tvm_mma_sync":
+            mma_shape(call, shapes)
     return shapes
 
 

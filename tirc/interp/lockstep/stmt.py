@@ -436,7 +436,7 @@ def compile_kernel(compiler: StmtCompiler, stmt: S.Stmt, free: tuple[Var, ...]) 
         ctx.emit(f"def {name}(_frame):")
         with ctx.function_body(), ctx.indented(loop=True):
             ctx.slots.clear()  # nothing computed in the kernel moves out of it
-            ctx.kernel = KernelState(COORDINATES, launch_extents(compiler, stmt), stmt=stmt)
+            ctx.kernel = KernelState(COORDINATES, launch_extents(compiler, stmt))
             ctx.emit("_lanes, _mask, _np = _frame.lanes, None, " + ctx.constant(np, "numpy"))
             for var in free:
                 if var.dtype.is_handle:

@@ -93,9 +93,6 @@ class KernelState:
     extents: dict[str, Code]  # thread tag -> launch extent
     thread_vars: dict[Var, str] = field(default_factory=dict)  # variable -> its thread tag
     reducers: list[tuple[str, str]] = field(default_factory=list)  # (combine, identity) names
-    stmt: Stmt | None = None  # the kernel (its outermost thread binding), for facts read off it
-    # its wmma fragments' (m, n, k, layout) (analysis.wmma_fragments), found when a call needs them
-    fragment_shapes: dict[Var, tuple[int, int, int, str]] | None = None
 
 
 # compiles a kernel function of the module that a host function launches: (kernel, name,
@@ -125,6 +122,9 @@ class Context:
     removable: set[str] = field(default_factory=set)  # names of pure values (see dead_code)
     kernel: KernelState | None = None
     module: IRModule | None = None  # the functions a call_extern may launch as kernels
+    body: Stmt | None = None  # the function's body, for facts read off the whole of it
+    # its wmma fragments' (m, n, k, layout) (analysis.wmma_fragments), found when a call needs them
+    fragment_shapes: dict[Var, tuple[int, int, int, str]] | None = None
     launcher: Launcher | None = None
     launch_line: LaunchLine | None = None
     serial_threads: bool = False  # s-tir: thread-bound loops mean serial loops

@@ -100,7 +100,7 @@ def _launch_kernel(compiler: Stmts, stmt: Stmt) -> None:
     saved_affine = dict(ctx.affine)
     ctx.emit(f"def {name}(_bx, _by, _bz, _tx, _ty, _tz, _tid, _block):")
     with ctx.function_body(), ctx.indented(loop=True):
-        ctx.kernel = KernelState(COORDINATES, extents, stmt=stmt)
+        ctx.kernel = KernelState(COORDINATES, extents)
         try:
             _private_memory(compiler, stmt)
             compiler.compile(stmt)

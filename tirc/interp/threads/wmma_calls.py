@@ -38,25 +38,25 @@ def _tracked(compiler: Calls, call: Call) -> Code:
     function = INTRINSICS.get(call.op)
     if function is None:
         raise DiagnosticError.at(call.span, f"the interpreter has no implementation of T.{call.op}")
-    if function is not _TRACKED[call.op] or compiler.ctx.kernel is None:
+    in_kernel = compiler.ctx.kernel is not None
+    if function is not _TRACKED[call.op] or not (in_kernel or call.op == "tvm_mma_sync"):
         return compiler.runtime_call(call, function, call.op)
     name = compiler.ctx.constant(function, call.op)
-    site = compiler.ctx.site(call, call.op)
+    where = f"_tid, {compiler.ctx.site(call, call.op)}" if in_kernel else "-1, -1"
     args = ", ".join(code.text for code in compiler.args(call))
     if call.op == "tvm_mma_sync":
-        return Code(f"{name}({args}, _tid, {site}, {mma_shape_in(compiler.ctx, call)!r})")
-    return Code(f"{name}({args}, _tid, {site})")
+        return Code(f"{name}({args}, {where}, {mma_shape_in(compiler.ctx, call)!r})")
+    return Code(f"{name}({args}, {where})")
 
 
 def mma_shape_in(ctx: Context, call: Call) -> tuple[int, int, int]:
-    """(m, n, k) of a T.tvm_mma_sync call in the kernel being compiled (D's fragment shape;
-    PLAIN_MMA_SHAPE on plain memory), the kernel's fragment shapes found once."""
-    kernel = ctx.kernel
-    if kernel is None or kernel.stmt is None:
+    """(m, n, k) of a T.tvm_mma_sync call in the function being compiled (D's fragment shape;
+    PLAIN_MMA_SHAPE on plain memory), the function's fragment shapes found once."""
+    if ctx.body is None:
         return PLAIN_MMA_SHAPE
-    if kernel.fragment_shapes is None:
-        kernel.fragment_shapes = fragment_shapes(kernel.stmt)
-    return mma_shape(call, kernel.fragment_shapes)
+    if ctx.fragment_shapes is None:
+        ctx.fragment_shapes = fragment_shapes(ctx.body)
+    return mma_shape(call, ctx.fragment_shapes)
 
 
 RULES: dict[str, CallRule] = {op: _tracked for op in _TRACKED}
