@@ -235,3 +235,60 @@ def test_division_splits_coefficients_within_one_window() -> None:
     ]
     for expr, want in cases:
         assert script(small.simplify(expr)) == want, script(expr)
+
+
+def test_remainder_keeps_a_constant_only_alone() -> None:
+    """TVM 0.27's Analyzer.simplify, for x in [0, 1024) and z in [0, 4): a common factor g of
+    the divisor splits `g * r + s` only where s is in [0, g); beside other terms, a quotient's
+    constant stays whole in s and a remainder's s has no constant."""
+    from tirc.text import script
+
+    x, z = Var("x"), Var("z")
+    bounded = Analyzer()
+    bounded.bind(x, Range(c(0), c(1024)))
+    bounded.bind(z, Range(c(0), c(4)))
+
+    def dividend(constant: int) -> PrimExpr:
+        return E.Add(E.Add(E.Mul(x, c(8)), z), c(constant))
+
+    cases = [
+        (E.FloorDiv(dividend(4), c(16)), "x // 2"),
+        (E.FloorDiv(dividend(20), c(16)), "(x * 8 + z + 20) // 16"),
+        (E.FloorMod(dividend(0), c(16)), "x % 2 * 8 + z"),
+        (E.FloorMod(dividend(4), c(16)), "(x * 8 + z + 4) % 16"),
+        (E.FloorMod(dividend(16), c(16)), "x % 2 * 8 + z"),
+    ]
+    for expr, want in cases:
+        assert script(bounded.simplify(expr)) == want, script(expr)
+
+
+def test_a_quotient_compared_with_a_constant_compares_its_dividend() -> None:
+    """TVM 0.27's Analyzer.simplify, for i in [0, 16384) and j in [0, 64): `x // c < k` is
+    `x < k * c` (and so on for <=, >, >=), and `x < c and x % m < r` with m | c drops the
+    last row's places from r on (only for these two conjuncts side by side)."""
+    from tirc.text import script
+
+    i, j = Var("i"), Var("j")
+    bounded = Analyzer()
+    bounded.bind(i, Range(c(0), c(16384)))
+    bounded.bind(j, Range(c(0), c(64)))
+    row = E.FloorDiv(i, c(128))
+    column = E.FloorMod(i, c(128))
+    cases = [
+        (E.LT(row, c(127)), "i < 16256"),
+        (E.LE(row, c(126)), "i <= 16255"),
+        (E.GT(row, c(3)), "511 < i"),
+        (E.GE(row, c(3)), "384 <= i"),
+        (E.EQ(row, c(3)), "i // 128 == 3"),
+        (E.LT(row, j), "i // 128 < j"),
+        (E.LT(E.FloorDiv(E.Add(E.Mul(i, c(4)), j), c(8)), c(3)), "i * 4 + j < 24"),
+        (E.And(E.LT(row, c(127)), E.LT(column, c(127))), "i < 16255 and i % 128 < 127"),
+        (E.And(E.LT(i, c(16256)), E.LT(column, c(100))), "i < 16228 and i % 128 < 100"),
+        (E.And(E.LT(i, c(16200)), E.LT(column, c(100))), "i < 16200 and i % 128 < 100"),
+        (
+            E.And(E.And(E.LT(i, c(16256)), E.LT(j, c(3))), E.LT(column, c(127))),
+            "i < 16256 and j < 3 and i % 128 < 127",
+        ),
+    ]
+    for expr, want in cases:
+        assert script(bounded.simplify(expr)) == want, script(expr)

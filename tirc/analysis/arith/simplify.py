@@ -50,6 +50,7 @@ class Simplifier(Mutator):
     def __init__(self, ranges: Mapping[Var, Bound]):
         self.ranges = ranges
         self.done: dict[int, tuple[PrimExpr, PrimExpr]] = {}  # id -> (expr, its result)
+        self.comparing = False  # simplifying an `a - b` built to compare a with b
 
     def visit(self, node: Any) -> Any:
         if not isinstance(node, PrimExpr) or isinstance(node, (Var, IntImm)):
@@ -65,6 +66,15 @@ class Simplifier(Mutator):
     def bound(self, expr: PrimExpr) -> Bound:
         return const_bound(expr, self.ranges)
 
+    def _difference_bound(self, a: PrimExpr, b: PrimExpr) -> Bound:
+        """The bound of `a - b`, simplified without the rule for a difference of quotients
+        (TVM decides `min((n + 3) // 4, n // 4)` by bounds alone, and leaves it)."""
+        comparing, self.comparing = self.comparing, True
+        try:
+            return self.bound(self.visit(E.Sub(a, b)))
+        finally:
+            self.comparing = comparing
+
     # -- canonical sums --------------------------------------------------------------------
 
     def _sum(self, node: E.BinaryOp) -> PrimExpr:
@@ -77,10 +87,47 @@ class Simplifier(Mutator):
             return IntImm(integer.wrap(value, rebuilt.dtype), rebuilt.dtype)
         if isinstance(rebuilt, E.Mul) and a is None and b is None:
             return rebuilt
+        if isinstance(rebuilt, E.Sub) and not self.comparing:
+            difference = self._quotient_difference(rebuilt.a, rebuilt.b)
+            if difference is not None:
+                return difference
         result = from_sum(merge_splits(to_sum(rebuilt)))
         return node if _same(result, node) else result
 
     visit_Add = visit_Sub = visit_Mul = _sum
+
+    def _quotient_difference(self, a: PrimExpr, b: PrimExpr) -> PrimExpr | None:
+        """TVM's rule for a difference of two quotients whose dividends differ by a
+        constant: k * ((u + c1) // d) - k * ((u + c2) // d), c1 != 0, is
+        k * (((u + c2) % d + (c1 - c2)) // d), which bounds may then decide:
+        (x + 13) // 4 - (x + 1) // 4 is 3. Constants beside either quotient stay beside it;
+        another term on either side, or u alone on the left (x // 4 - (x + 3) // 4), leaves
+        the difference as it is."""
+        left, right = to_sum(a), to_sum(b)
+        if len(left.terms) != 1 or len(right.terms) != 1:
+            return None
+        ((first, scale),) = left.terms.values()
+        ((second, other_scale),) = right.terms.values()
+        if scale != other_scale or not (
+            isinstance(first, E.FloorDiv) and isinstance(second, E.FloorDiv)
+        ):
+            return None
+        divisor = _const(first.b)
+        if divisor is None or divisor <= 0 or _const(second.b) != divisor:
+            return None
+        high, low = to_sum(first.a), to_sum(second.a)
+        if not high.const or expr_key(from_sum(dataclasses.replace(high, const=0))) != (
+            expr_key(from_sum(dataclasses.replace(low, const=0)))
+        ):
+            return None
+        dtype = a.dtype
+        offset = IntImm(high.const - low.const, dtype)
+        quotient: PrimExpr = E.FloorDiv(E.Add(E.FloorMod(second.a, first.b), offset), first.b)
+        if scale != 1:
+            quotient = E.Mul(quotient, IntImm(scale, dtype))
+        if left.const != right.const:
+            quotient = E.Add(quotient, IntImm(left.const - right.const, dtype))
+        return self.visit(quotient)
 
     # -- division ----------------------------------------------------------------------------
 
@@ -128,7 +175,10 @@ class Simplifier(Mutator):
         for atom, coeff in total.terms.values():
             target = quotient if coeff % divisor == 0 else rest
             target.add_term(atom, coeff // divisor if target is quotient else coeff)
-        quotient.const, rest.const = total.const // divisor, total.const % divisor
+        if is_mod or total.const % divisor == 0:
+            quotient.const, rest.const = total.const // divisor, total.const % divisor
+        else:  # TVM keeps a constant that is no multiple in the dividend: (x - 383) // 256
+            rest.const = total.const
         rest_expr = from_sum(rest)
         rest_bound = self.bound(rest_expr)
         if rest_bound.min is not None and rest_bound.max is not None:
@@ -142,7 +192,7 @@ class Simplifier(Mutator):
         split = self._split_coefficients(total, divisor, is_mod)
         if split is not None:
             return split
-        common = self._common_factor(rest, divisor)
+        common = self._common_factor(rest, divisor, is_mod)
         if common is not None:
             # (g*r + s) // (g*d) == r // d and (g*r + s) % (g*d) == g*(r % d) + s, for s in [0, g)
             factor, multiple, small = common
@@ -152,7 +202,7 @@ class Simplifier(Mutator):
                 scaled.add_term(E.FloorMod(multiple, inner), factor)
                 scaled.add(to_sum(small))
                 return from_sum(scaled)
-            quotient.add_term(E.FloorDiv(multiple, inner), 1)
+            quotient.add_term(self.visit(E.FloorDiv(multiple, inner)), 1)
             return from_sum(quotient)
         if is_mod and isinstance(a, E.FloorDiv) and (_const(a.b) or 0) > 0:
             # TVM's normal form of a split: (x // p) % q is x % (p * q) // p
@@ -234,8 +284,15 @@ class Simplifier(Mutator):
         quotient.const += shift
         return from_sum(quotient)
 
-    def _common_factor(self, rest: Sum, divisor: int) -> tuple[int, PrimExpr, PrimExpr] | None:
-        """A factor g of the divisor with `rest == g * multiple + small` and small in [0, g)."""
+    def _common_factor(
+        self, rest: Sum, divisor: int, is_mod: bool
+    ) -> tuple[int, PrimExpr, PrimExpr] | None:
+        """A factor g of the divisor with `rest == g * multiple + small` and small in [0, g),
+        as TVM splits it. A constant alone in `small` may carry its multiple of g into
+        `multiple` where that is a multiple of the divisor over g ((x * 4 + 9) // 8 is
+        x // 2 + 1, (x * 4 + 5) // 8 stays); beside other terms it stays whole (so
+        (x * 8 + z + 20) // 16 stays), and a remainder keeps no constant beside them
+        ((x * 8 + z) % 16 is x % 2 * 8 + z, (x * 8 + z + 4) % 16 stays)."""
 
         factors = sorted(
             {math.gcd(divisor, abs(coeff)) for _, coeff in rest.terms.values()}, reverse=True
@@ -249,7 +306,12 @@ class Simplifier(Mutator):
                     multiple.add_term(atom, coeff // factor)
                 else:
                     small.add_term(atom, coeff)
-            small.const = rest.const
+            carried, small.const = divmod(rest.const, factor)
+            if small.terms or carried % (divisor // factor):
+                carried, small.const = 0, rest.const
+            if is_mod and small.terms and small.const:
+                continue
+            multiple.const = carried
             if not multiple.terms:
                 continue
             small_expr = from_sum(small)
@@ -314,7 +376,7 @@ class Simplifier(Mutator):
         absorbed = _absorbed(a, b, E.Max if pick_min else E.Min)
         if absorbed is not None:
             return absorbed
-        difference = self.bound(self.visit(E.Sub(a, b)))
+        difference = self._difference_bound(a, b)
         if difference.max is not None and difference.max <= 0:
             return a if pick_min else b
         if difference.min is not None and difference.min >= 0:
@@ -338,10 +400,10 @@ class Simplifier(Mutator):
         if isinstance(a, IntImm) and isinstance(b, IntImm):
             difference = Bound(a.value - b.value, a.value - b.value)
         else:
-            difference = self.bound(self.visit(E.Sub(a, b)))
+            difference = self._difference_bound(a, b)
         verdict = decide(difference)
         if verdict is None:
-            return rebuilt
+            return _quotient_compared(rebuilt)
         return _bool(verdict)
 
     def _logical(self, node: E.And | E.Or, absorbing: int) -> PrimExpr:
@@ -366,6 +428,9 @@ class Simplifier(Mutator):
                 return one
             if _const(one) == 1 and one.dtype.is_scalar:
                 return other
+        tightened = _tightened(a, b)
+        if tightened is not None:
+            return dataclasses.replace(rebuilt, a=tightened)
         return rebuilt
 
     def visit_Or(self, node: E.Or) -> PrimExpr:
@@ -460,6 +525,42 @@ def _absorbed(a: PrimExpr, b: PrimExpr, inner: type[E.BinaryOp]) -> PrimExpr | N
             if key in (expr_key(outer_arg.a), expr_key(outer_arg.b)):
                 return other
     return None
+
+
+def _quotient_compared(node: E.CompareOp) -> PrimExpr:
+    """TVM's rules for a quotient by a positive constant compared with a constant, the
+    dividend compared instead: `x // 128 < 127` is `x < 16256`, `x // 128 <= 126` is
+    `x <= 16255`, `x // 128 > 3` is `511 < x`, `x // 128 >= 3` is `384 <= x`."""
+    quotient, bound = node.a, _const(node.b)
+    if not isinstance(quotient, E.FloorDiv) or bound is None:
+        return node
+    divisor = _const(quotient.b)
+    if divisor is None or divisor <= 0:
+        return node
+    dividend, dtype = quotient.a, quotient.a.dtype
+    if isinstance(node, E.LT):
+        return E.LT(dividend, IntImm(bound * divisor, dtype))
+    if isinstance(node, E.LE):
+        return E.LE(dividend, IntImm(bound * divisor + divisor - 1, dtype))
+    if isinstance(node, E.GT):
+        return E.LT(IntImm(bound * divisor + divisor - 1, dtype), dividend)
+    if isinstance(node, E.GE):
+        return E.LE(IntImm(bound * divisor, dtype), dividend)
+    return node
+
+
+def _tightened(a: PrimExpr, b: PrimExpr) -> PrimExpr | None:
+    """TVM's rule for `x < c and x % m < r` with c a multiple of m: the last row's values
+    from r on fail the second bound, so the first reads `x < c - (m - r)`
+    (`i < 16256 and i % 128 < 127` is `i < 16255 and i % 128 < 127`)."""
+    if not (isinstance(a, E.LT) and isinstance(b, E.LT) and isinstance(b.a, E.FloorMod)):
+        return None
+    limit, modulus, rest = _const(a.b), _const(b.a.b), _const(b.b)
+    if limit is None or modulus is None or rest is None or modulus <= 0:
+        return None
+    if limit % modulus or not 0 < rest < modulus or expr_key(a.a) != expr_key(b.a.a):
+        return None
+    return E.LT(a.a, IntImm(limit - (modulus - rest), a.b.dtype))
 
 
 def _decide_lt(d: Bound) -> bool | None:
