@@ -70,3 +70,15 @@ def test_the_predicate_bounds_a_fused_iterator() -> None:
     bounded = estimate_region(region, domains, E.LT(index, c(10)))
     assert ends(unbounded) == [(0, 12)]
     assert ends(bounded) == [(0, 10)]
+
+
+def test_a_scaled_start_under_a_predicate_spans_its_steps() -> None:
+    # A[h * 2 : h * 2 + 2] for h < 3 of [0, 4): starts 0, 2, 4, so [0, 6); every element
+    # of that range is read, and none past it
+    h = Var("h")
+    buffer = make_buffer("A", (c(16),), dt.FLOAT32)
+    region = BufferRegion(buffer, (Range(E.Mul(h, c(2)), c(2)),))
+    bounded = estimate_region(region, {h: Range(c(0), c(4))}, E.LT(h, c(3)))
+    assert ends(bounded) == [(0, 6)]
+    read = {2 * value + offset for value in range(3) for offset in range(2)}
+    assert read == set(range(6))

@@ -62,7 +62,8 @@ def _strict_bound(
             result.append(Range(analyzer.simplify(total.base), extent))
             continue
         assert isinstance(total.extent, int)  # constant: detect_iter_map is not symbolic here
-        covered = total.extent + extent.value - 1
+        step = total.splits[-1].scale  # the smallest: a sum read as `fused * step`
+        covered = (total.extent - 1) * step + extent.value
         result.append(Range(analyzer.simplify(total.base), IntImm(covered, extent.dtype)))
     return result
 

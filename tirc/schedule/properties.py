@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from tirc.analysis.arith.iter_map import detect_iter_map
+from tirc.analysis.arith.iter_map import IterSum, detect_iter_map
 from tirc.ir import expr as E
 from tirc.ir.buffer import Range
 from tirc.ir.expr import IntImm, PrimExpr, Var
@@ -111,7 +111,14 @@ def is_affine_map(
             zero_based[var] = domain
     values = [substitute(value, shifts) for value in values]
     predicate = None if predicate is None else substitute(predicate, shifts)
-    return not detect_iter_map(values, zero_based, predicate).errors
+    found = detect_iter_map(values, zero_based, predicate)
+    # TVM's affine binding also reads each index as an iterator unscaled: `l * 16` is none
+    return not found.errors and not any(_is_scaled(total) for total in found.sums)
+
+
+def _is_scaled(total: IterSum) -> bool:
+    scales = [split.scale for split in total.splits if split.extent != 1]
+    return bool(scales) and min(scales) != 1
 
 
 def realize_of(block: SRef) -> SBlockRealize:

@@ -220,3 +220,33 @@ def test_predicate_over_iterators_no_index_fuses_is_not_affine() -> None:
     split_guard = E.LT(E.Add(E.Mul(v["i"], c(128)), v["j"]), c(16000))
     fused = E.Add(E.Mul(v["i"], c(128)), v["j"])
     assert detect_iter_map([fused], domains, split_guard).ok
+
+
+def test_a_scaled_index_is_surjective_not_bijective() -> None:
+    # TVM 0.27 reads `h * 2` and `h * 2 + c * 8` as one iterator times 2 (surjective maps)
+    v, domains = loops(h=4, c=2)
+    lone = E.Mul(v["h"], c(2))
+    both = E.Add(lone, E.Mul(v["c"], c(8)))
+    result = detect_iter_map([lone], domains, level=Level.SURJECTIVE)
+    assert result.ok and [s.scale for s in result.sums[0].splits] == [2]
+    assert result.sums[0].extent == 4
+    result = detect_iter_map([both], domains, level=Level.SURJECTIVE)
+    assert result.ok and [s.scale for s in result.sums[0].splits] == [8, 2]
+    assert result.sums[0].extent == 8
+    assert not detect_iter_map([lone, v["c"]], domains, level=Level.BIJECTIVE).ok
+    assert not detect_iter_map([lone], domains, level=Level.NO_CHECK).ok  # nor inverted
+    odd = E.Add(lone, E.Mul(v["c"], c(3)))  # 3 is no multiple of 2: no common scale
+    assert not detect_iter_map([odd], domains, level=Level.SURJECTIVE).ok
+
+
+def test_normal_form_of_a_scaled_index_beside_a_fused_loop() -> None:
+    # fuse's bindings after compute_at (a meta-schedule max-pool case): TVM drops the `+ 0`
+    # of unit loops and the modulus of the whole fused extent once every index is read
+    v, domains = loops(c_o=2, h_o=4, f=896)
+    values = [
+        E.Add(v["c_o"], c(0)),
+        E.Add(E.Mul(v["h_o"], c(2)), c(0)),
+        E.FloorDiv(E.FloorMod(v["f"], c(896)), c(128)),
+        E.FloorMod(v["f"], c(128)),
+    ]
+    assert _normal(values, domains) == ["c_o", "h_o * 2", "f // 128", "f % 128"]

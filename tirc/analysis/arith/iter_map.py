@@ -3,12 +3,12 @@
 Each index is decomposed into splits of "marks": a mark is a loop iterator or a fused group
 of them, a split takes digits `[lower, lower * extent)` of a mark scaled by `scale`. A list
 of indices is a valid map when each index reads as one fused iterator (its splits' scales
-are 1, e1, e1*e2, ...) and, for each mark, its splits tile the mark without overlap
-(bijective: and cover it whole). This is the check behind "the block's binding is affine",
-and what split/fuse/reorder preserve. Extents must be constant, except in `normalize_iter_map`
-(and `detect_iter_map(symbolic=True)`),
-where a loop of symbolic extent may appear whole, as the highest digit of an index
-(`i_0 * 32 + i_1` with `i_0` in `[0, (n + 31) // 32)`).
+are 1, e1, e1*e2, ...; in a surjective map, all of them times one factor: `h * 2`) and, for
+each mark, its splits tile the mark without overlap (bijective: and cover it whole). This is
+the check behind "the block's binding is affine", and what split/fuse/reorder preserve.
+Extents must be constant, except in `normalize_iter_map` (and
+`detect_iter_map(symbolic=True)`), where a loop of symbolic extent may appear whole, as the
+highest digit of an index (`i_0 * 32 + i_1` with `i_0` in `[0, (n + 31) // 32)`).
 """
 
 from __future__ import annotations
@@ -301,6 +301,9 @@ class _Detector:
         splits, base = self.splits_of(expr)
         if not splits:
             return IterSum((), base, 1)
+        factor = _common_scale(splits)
+        if factor != 1 and self.overlap:
+            return self._scaled_sum(splits, base, factor)
         key, extent, ordered = self.fuse_order(splits)
         self.used.add(_iterators(splits))
         if key not in self.limits:
@@ -308,6 +311,26 @@ class _Detector:
             if bounded is not None:
                 return IterSum(bounded[0], base, bounded[1])
         return IterSum(ordered, base, self.limits.get(key, extent))
+
+    def _scaled_sum(self, splits: list[IterSplit], base: PrimExpr, factor: int) -> IterSum:
+        """An index whose splits are all scaled by a multiple of `factor` > 1 reads as one
+        fused iterator times `factor`, as in TVM (`h * 2`, `h * 2 + c * 8`); its extent is
+        that iterator's (the values it takes, not their span). Only surjective maps read
+        it so: such an index is never part of a bijective map, nor inverted."""
+        unscaled = [
+            IterSplit(split.mark, split.lower, split.extent, split.scale // factor)
+            for split in splits
+        ]
+        key, extent, ordered = self.fuse_order(unscaled)
+        extent = self.limits.get(key, extent)
+        if not isinstance(extent, int):
+            raise _NotAffine("a scaled iterator of symbolic extent")
+        self.used.add(_iterators(splits))
+        scaled = tuple(
+            IterSplit(split.mark, split.lower, split.extent, split.scale * factor)
+            for split in ordered
+        )
+        return IterSum(scaled, base, extent)
 
     def bounded_top(
         self, ordered: tuple[IterSplit, ...]
@@ -414,6 +437,18 @@ class _Detector:
             for var, extent in self.extents.items():
                 if (not isinstance(extent, int) or extent > 1) and var not in self.var_marks:
                     raise _NotAffine(f"loop {var.name} is not used by any index")
+
+
+def _common_scale(splits: Sequence[IterSplit]) -> int:
+    """The smallest scale of the non-unit splits where every split's scale is a multiple
+    of it, else 1."""
+    scales = [split.scale for split in splits if not _is_unit(split)]
+    if not scales:
+        return 1
+    factor = min(scales)
+    if factor <= 1 or any(split.scale % factor for split in splits):
+        return 1
+    return factor
 
 
 def _iterators(splits: Sequence[IterSplit]) -> frozenset[int]:
