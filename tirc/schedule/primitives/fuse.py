@@ -53,17 +53,18 @@ def fuse(sch: Schedule, loops: list[SRef], preserve_unit_iters: bool = True) -> 
     # Each old variable is `fused // lower % extent`, built with constant folding only and
     # not simplified: a binding the iterator map cannot normalize keeps this form (so
     # `x % 48 // 16` stays even where `x < 48`), as TVM leaves it. A unit loop is 0.
+    # The products of inner extents multiply outer to inner (`q * r * s`), as TVM's do.
     mapping: dict[Var, PrimExpr] = {}
-    lower: PrimExpr = IntImm(1, dtype)
-    for index in range(len(nodes) - 1, -1, -1):
-        node, extent = nodes[index], extents[index]
+    for index, (node, extent) in enumerate(zip(nodes, extents, strict=True)):
+        lower = _product(extents[index + 1 :], dtype)
         if isinstance(extent, IntImm) and extent.value == 1:
             value: PrimExpr = IntImm(0, dtype)
         elif index == 0:
             value = fold("floordiv", fused, lower)
         else:
-            value = fold("floordiv", fold("floormod", fused, fold("*", lower, extent)), lower)
-        lower = fold("*", lower, extent)
+            value = fold(
+                "floordiv", fold("floormod", fused, _product(extents[index:], dtype)), lower
+            )
         mapping[node.loop_var] = _as_dtype(value, node.loop_var.dtype)
     domains = outer_domains(loops[0])
     domains[fused] = Range(IntImm(0, dtype), total)
@@ -71,6 +72,14 @@ def fuse(sch: Schedule, loops: list[SRef], preserve_unit_iters: bool = True) -> 
     new = serial_loop(fused, total, body)
     state.replace(loops[0], new, reuse)
     return state.get_sref(new)
+
+
+def _product(extents: list[PrimExpr], dtype: DataType) -> PrimExpr:
+    """The extents multiplied outer to inner, simplified (`n * 128`, `q * r * s`)."""
+    result: PrimExpr = IntImm(1, dtype)
+    for extent in extents:
+        result = fold("*", result, extent)
+    return Analyzer().simplify(result)
 
 
 def _check_nest(loops: list[SRef]) -> None:
