@@ -3,7 +3,8 @@
 and the block that fills them with the pad value.
 
 The maps handled are those of splits: each final index is an initial variable, a constant, or
-one of a pair `i // c`, `i % c`; dimension i then pads from N to ceil(N / c) * c elements.
+one of a pair `(i + o) // c`, `(i + o) % c` with o in [0, c); dimension i then pads from N to
+ceil((N + o) / c) * c elements, o of them before its first.
 """
 
 from __future__ import annotations
@@ -23,28 +24,32 @@ from tirc.schedule.index_map import IndexMap
 from tirc.schedule.rebind import serial_loop
 
 
-def _splits(mapping: IndexMap) -> dict[Var, tuple[int, int, int]] | None:
-    """For each initial variable split by the map: (factor, position of i // c, of i % c).
-    None when the map is not made of variables, constants and such pairs."""
-    parts: dict[Var, dict[str, tuple[int, int]]] = {}
+def _splits(mapping: IndexMap) -> dict[Var, tuple[int, int, int, int]] | None:
+    """For each initial variable split by the map: (factor, position of (i + o) // c, of
+    (i + o) % c, offset o in [0, c)). None when the map is not made of variables, constants
+    and such pairs."""
+    parts: dict[Var, dict[str, tuple[int, int, int]]] = {}
     plain: set[Var] = set()
     for position, index in enumerate(mapping.final):
         variable = _variable(index, mapping)
         if variable is not None:
             plain.add(variable)
         elif isinstance(index, (E.FloorDiv, E.FloorMod)):
-            var, factor = _variable(index.a, mapping), index.b
-            if var is None or not (isinstance(factor, IntImm) and factor.value > 0):
+            shifted, divisor = _shifted(index.a, mapping), index.b
+            if shifted is None or not (isinstance(divisor, IntImm) and divisor.value > 0):
                 return None
             kind = "div" if isinstance(index, E.FloorDiv) else "mod"
-            parts.setdefault(var, {})[kind] = (factor.value, position)
+            parts.setdefault(shifted[0], {})[kind] = (divisor.value, position, shifted[1])
         elif not isinstance(index, IntImm):
             return None
-    result = {}
+    result: dict[Var, tuple[int, int, int, int]] = {}
     for var, found in parts.items():
-        if var in plain or set(found) != {"div", "mod"} or found["div"][0] != found["mod"][0]:
+        if var in plain or set(found) != {"div", "mod"}:
             return None
-        result[var] = (found["div"][0], found["div"][1], found["mod"][1])
+        (factor, outer, offset), (other, inner, other_offset) = found["div"], found["mod"]
+        if factor != other or offset != other_offset or not 0 <= offset < factor:
+            return None
+        result[var] = (factor, outer, inner, offset)
     return result
 
 
@@ -55,9 +60,22 @@ def _variable(expr: PrimExpr, mapping: IndexMap) -> Var | None:
     return expr if isinstance(expr, Var) and expr in mapping.initial else None
 
 
+def _shifted(expr: PrimExpr, mapping: IndexMap) -> tuple[Var, int] | None:
+    """`expr` as an initial variable plus a constant (`i + 1`), or None."""
+    variable = _variable(expr, mapping)
+    if variable is not None:
+        return variable, 0
+    if isinstance(expr, E.Add) and isinstance(expr.b, IntImm):
+        variable = _variable(expr.a, mapping)
+        if variable is not None:
+            return variable, expr.b.value
+    return None
+
+
 def padded_shape(mapping: IndexMap, shape: Sequence[PrimExpr]) -> tuple[PrimExpr, ...] | None:
-    """The buffer's shape rounded up so that the map is a bijection onto its image, or None
-    when the map is not a split map over constant extents."""
+    """The buffer's shape rounded up so that the map is a bijection onto its image (a
+    dimension split with an offset o counts its o leading places), or None when the map is
+    not a split map over constant extents."""
     splits = _splits(mapping)
     if splits is None:
         return None
@@ -68,31 +86,69 @@ def padded_shape(mapping: IndexMap, shape: Sequence[PrimExpr]) -> tuple[PrimExpr
             continue
         if not isinstance(extent, IntImm):
             return None
-        factor = splits[var][0]
-        result.append(IntImm(-(-extent.value // factor) * factor, extent.dtype))
+        factor, _, _, offset = splits[var]
+        result.append(IntImm(-(-(extent.value + offset) // factor) * factor, extent.dtype))
     return tuple(result)
+
+
+def split_inverse(mapping: IndexMap, shape: Sequence[PrimExpr]) -> IndexMap | None:
+    """The map back from the padded layout to the buffer's indices: the map's inverse over
+    the padded shape, or for splits with offsets `(i + o) // c, (i + o) % c` the index
+    `outer * c + inner - o` (which runs past the buffer's ends on the padding). None when
+    the map is not a split map; raises IndexMapError when the inverse fails."""
+    splits = _splits(mapping)
+    padded = padded_shape(mapping, shape)
+    if splits is None or padded is None:
+        return None
+    if not any(offset for _, _, _, offset in splits.values()):
+        return mapping.inverse(padded)
+    outputs = tuple(mapping.output_var(position) for position in range(len(mapping.final)))
+    results: list[PrimExpr] = []
+    for var in mapping.initial:
+        if var in splits:
+            factor, outer, inner, offset = splits[var]
+            dtype = outputs[outer].dtype
+            joined = E.Add(E.Mul(outputs[outer], IntImm(factor, dtype)), outputs[inner])
+            results.append(E.Sub(joined, IntImm(offset, dtype)))
+            continue
+        positions = [p for p, index in enumerate(mapping.final) if _variable(index, mapping) is var]
+        if len(positions) != 1:
+            return None
+        results.append(outputs[positions[0]])
+    return IndexMap(outputs, tuple(results))
 
 
 def padding_condition(
     mapping: IndexMap, shape: Sequence[PrimExpr], outputs: Sequence[PrimExpr]
 ) -> PrimExpr | None:
     """Where the new indices `outputs` address padding: for a dimension of N elements split
-    by c into Q = ceil(N / c) rows, the last row past its N - (Q - 1) * c first elements.
-    None when nothing is padding."""
+    by c with offset o into Q = ceil((N + o) / c) rows, the first row's o first places and
+    the last row past its K = N + o - (Q - 1) * c first elements (`inner == K` where that is
+    one place). None when nothing is padding."""
     splits = _splits(mapping) or {}
     condition: PrimExpr | None = None
+
+    def add(part: PrimExpr) -> None:
+        nonlocal condition
+        condition = part if condition is None else E.Or(condition, part)
+
     for var, extent in zip(mapping.initial, shape, strict=True):
         if var not in splits or not isinstance(extent, IntImm):
             continue
-        factor, outer, inner = splits[var]
-        rows = -(-extent.value // factor)
-        if rows * factor == extent.value:
-            continue
+        factor, outer, inner, offset = splits[var]
         dtype = outputs[outer].dtype
+        if offset:
+            first = E.EQ(outputs[outer], IntImm(0, dtype))
+            add(E.And(first, E.LT(outputs[inner], IntImm(offset, dtype))))
+        rows = -(-(extent.value + offset) // factor)
+        if rows * factor == extent.value + offset:
+            continue
         last = E.EQ(outputs[outer], IntImm(rows - 1, dtype))
-        kept = extent.value - (rows - 1) * factor
-        part = E.And(last, E.LE(IntImm(kept, dtype), outputs[inner]))
-        condition = part if condition is None else E.Or(condition, part)
+        kept = extent.value + offset - (rows - 1) * factor
+        if kept == factor - 1:  # one padded place: TVM's simplifier writes it `inner == c`
+            add(E.And(last, E.EQ(outputs[inner], IntImm(kept, dtype))))
+        else:
+            add(E.And(last, E.LE(IntImm(kept, dtype), outputs[inner])))
     return condition
 
 
@@ -191,12 +247,11 @@ def _pad_block_nest(
             else None
         ),
     )
-    padded = padded_shape(mapping, shape)
-    if padded is None:  # not a split map: there is no padding to store
+    inverse = split_inverse(mapping, shape)
+    if inverse is None:  # not a split map: there is no padding to store
         return None
     if not accesses or any(expr_key(n.indices) != expr_key(old_vars) for n in accesses):
         return None
-    inverse = mapping.inverse(padded)
     loop_vars = tuple(
         Var(mapping.output_var(position).name, extent.dtype)
         for position, extent in enumerate(buffer.shape)
@@ -293,14 +348,14 @@ def _pad_loop_nest(
         for found in indices
     ):
         return None
-    padded = padded_shape(mapping, shape)
-    if padded is None:
+    inverse = split_inverse(mapping, shape)
+    if inverse is None:
         return None
     loop_vars = tuple(
         Var(mapping.output_var(position).name, extent.dtype)
         for position, extent in enumerate(buffer.shape)
     )
-    values = mapping.inverse(padded).map(loop_vars)
+    values = inverse.map(loop_vars)
     condition = padding_condition(mapping, shape, loop_vars)
     pad = pad_value.map(loop_vars)[0]
     rewrite = _ProducerRewrite(

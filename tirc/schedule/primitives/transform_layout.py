@@ -31,7 +31,12 @@ from tirc.ir.functor import Mutator, walk
 from tirc.ir.stmt import BufferStore, For, SBlock, SeqStmt, Stmt
 from tirc.schedule.errors import ScheduleError
 from tirc.schedule.index_map import IndexMap, IndexMapError, parse_index_map
-from tirc.schedule.layout_padding import pad_in_producer, padded_shape, padding_fill
+from tirc.schedule.layout_padding import (
+    pad_in_producer,
+    padded_shape,
+    padding_fill,
+    split_inverse,
+)
 from tirc.schedule.primitives import primitive
 from tirc.schedule.schedule import Schedule, describe
 from tirc.schedule.signature import Kind, Param, Signature, optional
@@ -240,13 +245,13 @@ def _check_invertible(
         padded = padded_shape(mapping, buffer.shape)
         try:
             if padded is not None and _size(padded) == new_size:
-                mapping.inverse(padded)
-                return True
+                if split_inverse(mapping, buffer.shape) is not None:
+                    return True
         except IndexMapError:
             pass
         raise ScheduleError(
             f"padding buffer {buffer.name} (shape {shapes}) with a pad_value is supported for "
-            "maps made of its indices and pairs `i // c, i % c` only",
+            "maps made of its indices and pairs `(i + o) // c, (i + o) % c` only",
             block,
         )
     if reason is None:
