@@ -238,7 +238,8 @@ def test_a_store_issued_before_the_staging_barrier_is_a_race() -> None:
     with pytest.raises(DiagnosticError) as error:
         run(module["main"], _small_inputs(), module=module, gpu_model="threads")
     (diagnostic,) = error.value.diagnostics
-    assert "unfenced.tir:91:13: error: data race on shared memory 'S'" in str(error.value)  # D[...]
+    d_store = next(n for n, line in enumerate(text.split("\n"), start=1) if "D[T.Ramp(" in line)
+    assert f"unfenced.tir:{d_store}:13: error: data race on shared memory 'S'" in str(error.value)
     assert "writes it after thread (0, 0, 0) of block (0, 0, 0) read it" in diagnostic.message
     (note,) = diagnostic.notes
     lines = enumerate(text.split("\n"), start=1)
