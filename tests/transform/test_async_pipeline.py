@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from tests.codegen_cuda.helpers import nvcc_accepts, ptxas_accepts
+from tests.transform.helpers import run_passes
 from tirc.codegen.cuda.module import emit_cuda
 from tirc.codegen.nvptx.module import emit_ptx
 from tirc.diagnostics import DiagnosticError
@@ -364,3 +365,16 @@ def _loops(module: IRModule) -> list[S.For]:
 
     walk(module, look)
     return found
+
+
+def test_a_programs_own_barrier_counts() -> None:
+    """golden/thread_sync/own_barrier: thread-sync counts the program's barrier as one (the
+    read after it needs no second), and the result runs in the interpreter without a race."""
+    path = Path(__file__).parent / "golden" / "thread_sync" / "own_barrier.before.tir"
+    module = parse(path.read_text(), name=str(path))
+    synced = run_passes(module, "thread-sync")
+    assert len(calls(synced, "tvm_storage_sync")) == 2  # the program's and the loop's top
+    args = random_inputs(synced["main"], 0)
+    a = np.array(args["A"]).reshape(4, 32)
+    run(synced["main"], args, module=synced)
+    np.testing.assert_array_equal(args["B"], a[:, ::-1].reshape(-1))

@@ -4,7 +4,9 @@ shared memory that an earlier one read (other threads must have read it first), 
 previous iteration of a loop as earlier.
 
 Expects flat tir with thread launches; leaves the same. Conservative: buffers, not elements,
-are compared, so a sync may be more than needed, never fewer. Intrinsics that move shared
+are compared, so a sync may be more than needed, never fewer. A barrier the program already
+has (a block barrier; in a split, the consumers' named barrier) orders what came before it as
+one the pass puts does. Intrinsics that move shared
 memory through pointers count as accesses: `T.tvm_access_ptr` by its read/write mask,
 `T.address_of(S[i])` as a read, and a shared buffer's data passed to a call as the call uses
 it (ptx_cp_async writes its destination, ptx_ldmatrix reads its source, mma_store and
@@ -382,7 +384,10 @@ class _Planner(Mutator):
                     )
                 new.append(barrier)
                 self.state = self.state.after_barrier()
-            if synced or isinstance(child, _COMPOUND):
+            if _is_barrier(child, barrier):
+                new.append(child)  # the program's own barrier orders what came before it
+                self.state = self.state.after_barrier()
+            elif synced or isinstance(child, _COMPOUND):
                 new.append(self.visit(child))  # barriers inside: let it track the state
             else:
                 new.append(child)
@@ -452,6 +457,14 @@ def _check_barrier_one(branches: S.IfThenElse, consumers: int, split: S.AttrStmt
                     f"use of it {what} would mix with it",
                     Note("the split", split.span),
                 )
+
+
+def _is_barrier(stmt: S.Stmt, barrier: S.Evaluate | None) -> bool:
+    """Whether `stmt` is a barrier among the threads this planner orders: a block barrier
+    outside a split, `barrier` (the consumers' named barrier) in one."""
+    if barrier is SYNC:
+        return _block_sync(stmt) is not None
+    return isinstance(stmt, S.Evaluate) and barrier is not None and _starts_with_sync(stmt, barrier)
 
 
 def _starts_with_sync(stmt: S.Stmt, barrier: S.Evaluate | None) -> bool:
