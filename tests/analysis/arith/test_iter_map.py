@@ -237,6 +237,8 @@ def test_a_scaled_index_is_surjective_not_bijective() -> None:
     assert not detect_iter_map([lone], domains, level=Level.NO_CHECK).ok  # nor inverted
     odd = E.Add(lone, E.Mul(v["c"], c(3)))  # 3 is no multiple of 2: no common scale
     assert not detect_iter_map([odd], domains, level=Level.SURJECTIVE).ok
+    overlapping = E.Add(lone, E.Mul(v["c"], c(4)))  # h * 2 spans 8: c * 4 overlaps it
+    assert not detect_iter_map([overlapping], domains, level=Level.SURJECTIVE).ok
 
 
 def test_normal_form_of_a_scaled_index_beside_a_fused_loop() -> None:

@@ -315,13 +315,19 @@ class _Detector:
     def _scaled_sum(self, splits: list[IterSplit], base: PrimExpr, factor: int) -> IterSum:
         """An index whose splits are all scaled by a multiple of `factor` > 1 reads as one
         fused iterator times `factor`, as in TVM (`h * 2`, `h * 2 + c * 8`); its extent is
-        that iterator's (the values it takes, not their span). Only surjective maps read
-        it so: such an index is never part of a bijective map, nor inverted."""
+        that iterator's (the values it takes, not their span). Its terms may not overlap
+        (`h * 4 + rh * 2` with rh in [0, 3) is no such index, `h * 2 + rh` is one of
+        overlapping terms). Only surjective maps read it so: such an index is never part of a
+        bijective map, nor inverted."""
         unscaled = [
             IterSplit(split.mark, split.lower, split.extent, split.scale // factor)
             for split in splits
         ]
-        key, extent, ordered = self.fuse_order(unscaled)
+        overlap, self.overlap = self.overlap, False  # scaled, the terms must tile exactly
+        try:
+            key, extent, ordered = self.fuse_order(unscaled)
+        finally:
+            self.overlap = overlap
         extent = self.limits.get(key, extent)
         if not isinstance(extent, int):
             raise _NotAffine("a scaled iterator of symbolic extent")
