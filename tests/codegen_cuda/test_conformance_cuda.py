@@ -1,5 +1,5 @@
 """Every GPU conformance case (meta.json targets "gpu"): TVM's scheduled module lowers for cuda,
-its CUDA C compiles with nvcc, and its PTX (NVRTC where installed, else LLVM; and LLVM always)
+its CUDA C compiles with nvcc, and its PTX (LLVM always, and NVRTC's where installed)
 assembles with ptxas, for sm_90. Slow: nvcc takes seconds per case.
 
 Known failures say why; each case reports which stage failed first.
@@ -16,8 +16,9 @@ from tests.codegen_cuda.helpers import nvcc_accepts, ptxas_accepts, require_tool
 from tirc.codegen.cuda import emit_cuda
 from tirc.codegen.nvptx import emit_ptx
 from tirc.diagnostics import DiagnosticError
-from tirc.driver.compile_cuda import module_ptx
+from tirc.driver.compile_cuda import module_ptx, ptx_path
 from tirc.driver.lower import lower_module
+from tirc.ir.function import IRModule
 from tirc.text import parse
 
 CASES_DIR = Path(__file__).parents[3] / "shared" / "conformance" / "cases"
@@ -42,67 +43,35 @@ REFUSED = {
         "which the 32 threads of a warp perform together, but its blocks have 16 threads"
     ),
 }
-# cases the LLVM path declines: tensor-core fragments and the wmma calls need NVRTC
-LLVM_DECLINES = ("tvm_fill_fragment", "tvm_load_matrix_sync", "tvm_mma_sync", "wmma.")
-
 pytestmark = pytest.mark.slow
 
 
-def lowered(case: Path):  # type: ignore[no-untyped-def]
+def lowered(case: Path) -> IRModule:
     return lower_module(parse((case / "expected.tir").read_text(), name=str(case)), target="cuda")
 
 
-def _known(case: Path) -> bool:
-    """Whether the case is one tirc refuses (and does so, with its message)."""
+@pytest.mark.parametrize("case", CASES, ids=lambda path: path.name)
+def test_case_builds(case: Path, tmp_path: Path) -> None:
+    """Lowered once (the costly part: up to 15 s for the Winograd cases), then: the CUDA C
+    compiles with nvcc; the LLVM PTX assembles; and where cuda-python has NVRTC, its PTX too
+    (without it the default path is LLVM, already checked). A refused case is refused with
+    its message; the first stage that fails is named."""
+    require_tool("nvcc")
+    require_tool("ptxas")
     reason = KNOWN_FAILURES.get(case.name)
     if reason is not None:
         pytest.xfail(reason)
+    module = lowered(case)
     message = REFUSED.get(case.name)
-    if message is None:
-        return False
-    with pytest.raises(DiagnosticError) as caught:
-        emit_cuda(lowered(case))
-    assert message in str(caught.value)
-    return True
-
-
-@pytest.mark.parametrize("case", CASES, ids=lambda path: path.name)
-def test_cuda_c_compiles(case: Path, tmp_path: Path) -> None:
-    require_tool("nvcc")
-    if _known(case):
+    if message is not None:
+        with pytest.raises(DiagnosticError) as caught:
+            emit_cuda(module)
+        assert message in str(caught.value)
         return
-    complaint = nvcc_accepts(emit_cuda(lowered(case)), tmp_path)
-    assert not complaint, complaint[:2000]
-
-
-@pytest.mark.parametrize("case", CASES, ids=lambda path: path.name)
-def test_ptx_assembles(case: Path, tmp_path: Path) -> None:
-    require_tool("ptxas")
-    if _known(case):
-        return
-    try:
-        ptx = module_ptx(lowered(case), arch="sm_90", via=None)
-    except DiagnosticError as error:
-        # without cuda-python the default path is LLVM, which declines tensor-core code
-        text = (case / "expected.tir").read_text()
-        if any(word in text for word in LLVM_DECLINES) and "nvrtc" in str(error):
-            pytest.skip("tensor-core code needs NVRTC (pip install '.[cuda]')")
-        raise
-    complaint = ptxas_accepts(ptx, tmp_path)
-    assert not complaint, complaint[:2000]
-
-
-@pytest.mark.parametrize("case", CASES, ids=lambda path: path.name)
-def test_llvm_ptx_assembles(case: Path, tmp_path: Path) -> None:
-    require_tool("ptxas")
-    if _known(case):
-        return
-    text = (case / "expected.tir").read_text()
-    try:
-        ptx = emit_ptx(lowered(case), arch="sm_90")
-    except DiagnosticError as error:
-        if any(word in text for word in LLVM_DECLINES) and "nvrtc" in str(error):
-            pytest.skip("tensor-core code needs --ptx-via nvrtc")
-        raise
-    complaint = ptxas_accepts(ptx, tmp_path)
-    assert not complaint, complaint[:2000]
+    complaint = nvcc_accepts(emit_cuda(module), tmp_path)
+    assert not complaint, "nvcc: " + complaint[:2000]
+    complaint = ptxas_accepts(emit_ptx(module, arch="sm_90"), tmp_path)
+    assert not complaint, "ptxas on the LLVM PTX: " + complaint[:2000]
+    if ptx_path(None) == "nvrtc":
+        complaint = ptxas_accepts(module_ptx(module, arch="sm_90", via="nvrtc"), tmp_path)
+        assert not complaint, "ptxas on NVRTC's PTX: " + complaint[:2000]
