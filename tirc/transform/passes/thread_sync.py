@@ -6,8 +6,8 @@ previous iteration of a loop as earlier.
 Expects flat tir with thread launches; leaves the same. Conservative: buffers, not elements,
 are compared, so a sync may be more than needed, never fewer. A barrier the program already
 has (a block barrier; in a split, the consumers' named barrier) orders what came before it as
-one the pass puts does. Intrinsics that move shared
-memory through pointers count as accesses: `T.tvm_access_ptr` by its read/write mask,
+one the pass puts does. Intrinsics that move shared memory through pointers count as
+accesses: `T.tvm_access_ptr` by its read/write mask,
 `T.address_of(S[i])` as a read, and a shared buffer's data passed to a call as the call uses
 it (ptx_cp_async writes its destination, ptx_ldmatrix reads its source, mma_store and
 tvm_store_matrix_sync write, tvm_load_matrix_sync reads; any other call reads and writes).
