@@ -24,6 +24,7 @@ nvidia-cuda-nvdisasm==13.*`); the tool says so and stops where it is missing.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import re
@@ -262,14 +263,11 @@ def find_nvdisasm(explicit: str | None) -> str:
         found = shutil.which(tool)
         if found:
             candidates.append(str(Path(os.path.realpath(found)).parent / "nvdisasm"))
-    try:
-        # deferred: an optional dependency, the pip wheels' namespace package
-        import nvidia  # type: ignore[import-not-found, unused-ignore]  # absent, or no stubs
-
-        for root in nvidia.__path__:
-            candidates += [str(p) for p in sorted(Path(root).glob("*/bin/nvdisasm"))]
-    except ImportError:
-        pass
+    # the pip wheel (the dev extra's nvidia-cuda-nvdisasm): a file in the `nvidia` namespace
+    wheels = importlib.util.find_spec("nvidia")
+    roots = (wheels.submodule_search_locations or []) if wheels is not None else []
+    for root in roots:
+        candidates += [str(p) for p in sorted(Path(root).glob("*/bin/nvdisasm"))]
     for candidate in candidates:
         if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
             return candidate

@@ -10,8 +10,10 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from tirc.diagnostics.span import Span
+from tirc.ir import dtype as dt
 from tirc.ir.buffer import Buffer, BufferRegion, MatchBufferRegion, Range
-from tirc.ir.expr import PrimExpr, Var
+from tirc.ir.expr import Call, IntImm, PrimExpr, StringImm, Var
 from tirc.ir.node import IRError, Node
 
 # Annotation values: what `T.func_attr`, `T.sblock_attr` and loop annotations may hold.
@@ -235,3 +237,16 @@ def seq(*stmts: Stmt) -> Stmt:
     if len(flat) == 1:
         return flat[0]
     return SeqStmt(tuple(flat))
+
+
+def evaluate_call(op: str, *args: PrimExpr | int, span: Span | None = None) -> Evaluate:
+    """A call of the void intrinsic `op` as a statement (ints as int32 constants)."""
+    values = tuple(IntImm(a, dt.INT32) if isinstance(a, int) else a for a in args)
+    return Evaluate(Call(dt.VOID, op, values, span=span), span=span)
+
+
+def storage_sync(scope: str, span: Span | None = None) -> Evaluate:
+    """`__syncthreads` (scope "shared") or `__syncwarp` ("warp"), spelled as the parser
+    completes `T.tvm_storage_sync(scope)`, so that it prints and reads back the same."""
+    args = (StringImm(scope), IntImm(0, dt.BOOL), IntImm(-1, dt.INT32))
+    return Evaluate(Call(dt.INT32, "tvm_storage_sync", args), span=span)

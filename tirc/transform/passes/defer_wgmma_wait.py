@@ -48,12 +48,11 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from tirc.analysis.effects import reads_no_memory
 from tirc.ir import expr as E
-from tirc.ir import intrinsics
 from tirc.ir import stmt as S
 from tirc.ir.function import PrimFunc
 from tirc.ir.functor import Mutator, walk
-from tirc.ir.intrinsics import Effect
 from tirc.ir.named_barrier import SYNC as NAMED_SYNC
 from tirc.transform.pass_base import Dialect, FunctionPass
 
@@ -113,27 +112,11 @@ def _is_wgmma_only(stmt: S.Stmt) -> bool:
     if isinstance(stmt, S.For):
         return stmt.kind in _LOOPS and _is_wgmma_only(stmt.body)
     if isinstance(stmt, S.Bind):  # common-subexpr-elim's bindings of offsets
-        return _reads_nothing(stmt.value)
+        return reads_no_memory(stmt.value, _POINTERS)
     call = _call(stmt)
     if call is None or not (_is_barrier(stmt) or call.op in _ISSUE):
         return False
-    return all(_reads_nothing(arg) for arg in call.args)
-
-
-def _reads_nothing(expr: object) -> bool:
-    """Whether `expr` neither loads memory (an accumulator, maybe) nor calls anything impure."""
-    found = True
-
-    def visit(node: object) -> None:
-        nonlocal found
-        if isinstance(node, E.BufferLoad):
-            found = False
-        elif isinstance(node, E.Call) and node.op not in _POINTERS:
-            intrinsic = intrinsics.lookup(node.op)
-            found = found and intrinsic is not None and intrinsic.effect is Effect.PURE
-
-    walk(expr, visit)
-    return found
+    return all(reads_no_memory(arg, _POINTERS) for arg in call.args)
 
 
 def _shapes(func: PrimFunc) -> set[str]:

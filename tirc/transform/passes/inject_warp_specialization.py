@@ -120,6 +120,7 @@ from tirc.ir.node import Node
 from tirc.transform.fresh_copy import fresh_copy
 from tirc.transform.pass_base import Dialect, FunctionPass
 from tirc.transform.passes._tma_copy import TMA, box_copies, tma_loads, uses_tma
+from tirc.transform.passes._wgmma_consumer import one_group, warp_arrival, wgmma_issue, wgmma_wait
 from tirc.transform.passes.inject_software_pipeline import (
     ASYNC_SCOPE,
     ASYNC_STAGES,
@@ -179,11 +180,6 @@ def _annotated(node: Node) -> list[S.For]:
 
     walk(node, look)
     return found
-
-
-def _call(op: str, *args: E.PrimExpr | int, span: Span | None = None) -> S.Evaluate:
-    values = tuple(E.IntImm(a, dt.INT32) if isinstance(a, int) else a for a in args)
-    return S.Evaluate(E.Call(dt.VOID, op, values, span=span), span=span)
 
 
 def _positive_int(loop: S.For, key: str) -> int:
@@ -538,21 +534,21 @@ def _specialize(
     after_loop: list[S.Stmt] = []
     lane_zero = _lane_zero(threads, analyzer)
     if issued is None:
-        release = [*work, _call("ptx_mbarrier_arrive", empty.data, version, span=span)]
+        release = [*work, S.evaluate_call("ptx_mbarrier_arrive", empty.data, version, span=span)]
     elif depth == 1:
-        release = [*_one_group(issued, span), _wgmma_wait(0, span)]
-        release += _warp_arrival(empty.data, version, lane_zero, span)
+        release = [*one_group(issued, span), wgmma_wait(0, span)]
+        release += warp_arrival(empty.data, version, lane_zero, span)
     else:  # the previous version released once its group retired: one group stays in flight
         previous = analyzer.simplify(E.FloorMod(E.Sub(iteration, const(1)), const(depth)))
-        arrive = S.seq(*_warp_arrival(empty.data, previous, lane_zero, span))
+        arrive = S.seq(*warp_arrival(empty.data, previous, lane_zero, span))
         not_first = E.GE(iteration, const(1))
-        release = [*_one_group(issued, span), _wgmma_wait(1, span)]
+        release = [*one_group(issued, span), wgmma_wait(1, span)]
         release.append(S.IfThenElse(not_first, arrive, span=span))
-        after_loop = [_wgmma_wait(0, span)]
+        after_loop = [wgmma_wait(0, span)]
     # the wgmma consumers arrive once a warp, the others once a thread
     empty_count = consumers if issued is None else consumers // WARP
     consumer_body: S.Stmt = S.seq(
-        _call("ptx_mbarrier_wait", full.data, version, parity, span=span), *release
+        S.evaluate_call("ptx_mbarrier_wait", full.data, version, parity, span=span), *release
     )
     if block is not None:
         inner_block = dataclasses.replace(
@@ -579,13 +575,15 @@ def _specialize(
     else:
         work = [
             _thread_copies([stmts[i] for i in producer], versions, threads, asynchronous, span),
-            _call("ptx_mbarrier_arrive", full.data, version, span=span),
+            S.evaluate_call("ptx_mbarrier_arrive", full.data, version, span=span),
         ]
         if asynchronous:
-            work.append(_call("ptx_mbarrier_arrive_cp_async", full.data, version, span=span))
+            work.append(
+                S.evaluate_call("ptx_mbarrier_arrive_cp_async", full.data, version, span=span)
+            )
     wait_empty = S.IfThenElse(
         E.GE(iteration, const(depth)),
-        _call(
+        S.evaluate_call(
             "ptx_mbarrier_wait",
             empty.data,
             version,
@@ -619,15 +617,15 @@ def _specialize(
         E.IntImm(depth, dt.INT32),
         S.ForKind.SERIAL,
         S.seq(
-            _call("ptx_mbarrier_init", full.data, s, full_count, span=span),
-            _call("ptx_mbarrier_init", empty.data, s, empty_count, span=span),
+            S.evaluate_call("ptx_mbarrier_init", full.data, s, full_count, span=span),
+            S.evaluate_call("ptx_mbarrier_init", empty.data, s, empty_count, span=span),
         ),
         span=span,
     )
     if tma:  # the barriers initialized before the TMA unit (the async proxy) completes on them
-        init = S.seq(init, _call("ptx_fence_proxy_async", span=span))
+        init = S.seq(init, S.evaluate_call("ptx_fence_proxy_async", span=span))
     init = S.IfThenElse(first_thread, init, span=span)
-    sync = _storage_sync("shared", span)
+    sync = S.storage_sync("shared", span)
     is_producer = E.GE(grown_var, E.IntImm(threads.extents[threads.grown], grown_var.dtype))
     split = S.AttrStmt(
         E.IntImm(0, dt.INT32),
@@ -650,107 +648,6 @@ def _specialize(
     return S.SBlockRealize((), E.IntImm(1, dt.BOOL), wrapper, span=span)
 
 
-# what a tensor intrinsic's wgmma does around the wgmma: fences, barriers, its group and wait
-_WGMMA_SYNC = (
-    "ptx_fence_proxy_async",
-    "tvm_storage_sync",
-    "ptx_wgmma_fence",
-    "ptx_wgmma_commit_group",
-    "ptx_wgmma_wait_group",
-)
-
-
-def wgmma_issue(work: list[S.Stmt], tiles: set[E.Var]) -> list[S.Stmt] | None:
-    """`work` without the fences, barriers, commits and waits around its wgmmas, where it is
-    wgmmas of one shape reading only `tiles` in shared memory (a TMA ring's versions), with
-    bindings of values that read no memory, serial loops and opaque blocks around them; None
-    otherwise (then it stays as it is)."""
-    shapes: set[object] = set()
-
-    def strip(stmt: S.Stmt) -> list[S.Stmt] | None:
-        if isinstance(stmt, S.SeqStmt):
-            kept: list[S.Stmt] = []
-            for item in stmt.stmts:
-                found = strip(item)
-                if found is None:
-                    return None
-                kept += found
-            return kept
-        if isinstance(stmt, S.For) and stmt.kind in (S.ForKind.SERIAL, S.ForKind.UNROLLED):
-            inner = strip(stmt.body)
-            if inner is None:
-                return None
-            return [dataclasses.replace(stmt, body=S.seq(*inner))] if inner else []
-        if isinstance(stmt, S.SBlockRealize):
-            block = stmt.block
-            if block.iter_vars or block.alloc_buffers or block.match_buffers:
-                return None
-            inner = strip(block.body)
-            if inner is None:
-                return None
-            if not inner:
-                return []
-            return [dataclasses.replace(stmt, block=dataclasses.replace(block, body=S.seq(*inner)))]
-        if isinstance(stmt, S.Bind):
-            return [stmt] if _reads_no_memory(stmt.value) else None
-        if not isinstance(stmt, S.Evaluate) or not isinstance(stmt.value, E.Call):
-            return None
-        call = stmt.value
-        if call.op in _WGMMA_SYNC:
-            return []
-        if call.op != "ptx_wgmma" or not _reads_only(call, tiles):
-            return None
-        shapes.add(call.args[0].value if isinstance(call.args[0], E.StringImm) else call)
-        return [stmt]
-
-    kept = strip(S.seq(*work))
-    return kept if kept and len(shapes) == 1 else None
-
-
-def _reads_no_memory(expr: object) -> bool:
-    found: list[Node] = []
-
-    def look(node: Node) -> None:
-        if isinstance(node, E.BufferLoad):
-            found.append(node)
-        elif isinstance(node, E.Call):
-            intrinsic = lookup(node.op)
-            if intrinsic is None or intrinsic.effect is not Effect.PURE:
-                found.append(node)
-
-    walk(expr, look)
-    return not found
-
-
-def _reads_only(call: E.Call, tiles: set[E.Var]) -> bool:
-    """Whether a wgmma's shared operands are among `tiles` and its other arguments read no
-    memory (its accumulator is registers)."""
-    for arg in call.args:
-        if isinstance(arg, E.Call) and arg.op == "tvm_access_ptr":
-            if arg.args[1] not in tiles or not all(map(_reads_no_memory, arg.args[2:])):
-                return False
-        elif isinstance(arg, E.Var) and arg.pointer is not None:
-            if arg.pointer.scope in _SHARED:
-                return False
-        elif not _reads_no_memory(arg):
-            return False
-    return True
-
-
-def _one_group(issued: list[S.Stmt], span: Span | None) -> list[S.Stmt]:
-    """An iteration's wgmmas as one group: fenced once (the accumulators of same-shape
-    wgmmas chain without a fence between them), committed once."""
-    return [
-        _call("ptx_wgmma_fence", span=span),
-        *issued,
-        _call("ptx_wgmma_commit_group", span=span),
-    ]
-
-
-def _wgmma_wait(count: int, span: Span | None) -> S.Evaluate:
-    return _call("ptx_wgmma_wait_group", count, span=span)
-
-
 def _lane_zero(threads: _Threads, analyzer: Analyzer) -> E.PrimExpr:
     """Whether a consumer thread is the first lane of its warp (its linear index, x fastest,
     a multiple of the warp size)."""
@@ -767,23 +664,8 @@ def _lane_zero(threads: _Threads, analyzer: Analyzer) -> E.PrimExpr:
     return analyzer.simplify(E.EQ(E.FloorMod(linear, warp), zero))
 
 
-def _warp_arrival(
-    barrier: E.Var, index: E.PrimExpr, lane_zero: E.PrimExpr, span: Span | None
-) -> list[S.Stmt]:
-    """One arrival a warp: `__syncwarp` orders what every lane did (its wgmmas retired)
-    before its first lane's arrival, which releases it all."""
-    arrive = _call("ptx_mbarrier_arrive", barrier, index, span=span)
-    return [_storage_sync("warp", span), S.IfThenElse(lane_zero, arrive, span=span)]
-
-
-def _storage_sync(scope: str, span: Span | None) -> S.Evaluate:
-    """__syncthreads ("shared") or __syncwarp ("warp")."""
-    args = (E.StringImm(scope), E.IntImm(0, dt.BOOL), E.IntImm(-1, dt.INT32))
-    return S.Evaluate(E.Call(dt.INT32, "tvm_storage_sync", args), span=span)
-
-
 def _setmaxnreg(direction: str, count: int, span: Span | None) -> S.Evaluate:
-    return _call("ptx_setmaxnreg", E.StringImm(direction), count, span=span)
+    return S.evaluate_call("ptx_setmaxnreg", E.StringImm(direction), count, span=span)
 
 
 class _Specializer(Mutator):

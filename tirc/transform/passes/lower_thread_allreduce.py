@@ -76,12 +76,6 @@ def _store(buffer: Buffer, value: E.PrimExpr, index: E.PrimExpr | int = 0) -> S.
     return S.BufferStore(buffer, value, (_int(index) if isinstance(index, int) else index,))
 
 
-def _sync(scope: str) -> S.Stmt:
-    # with the defaults the parser fills in, so that the printed call reads back the same
-    args = (E.StringImm(scope), E.IntImm(0, dt.BOOL), E.IntImm(-1, dt.INT32))
-    return S.Evaluate(E.Call(dt.INT32, "tvm_storage_sync", args))
-
-
 def _local(name: str, dtype: dt.DataType) -> Buffer:
     return make_buffer(name, (_int(1),), dtype, "local")
 
@@ -267,7 +261,7 @@ def _lower_two_stage(
             S.seq(*(_store(s, _at(b), stage) for s, b in zip(staging, bufs, strict=False))),
         )
     )
-    body.append(_sync("shared"))
+    body.append(S.storage_sync("shared"))
     load_index = emit.plus_group(k, warps)
     second, second_bufs = emit.warp_reduce(
         "_1", [_at(s, load_index) for s in staging], warps, broadcast=False
@@ -288,7 +282,7 @@ def _lower_two_stage(
     index = threads.group_index if threads.group_index is not None else _int(0, k)
     stores = S.seq(*(_store(r, _at(b), index) for r, b in zip(results, second_bufs, strict=False)))
     body.append(S.IfThenElse(E.EQ(k, _int(0, k)), stores))
-    body.append(_sync("shared"))
+    body.append(S.storage_sync("shared"))
     return body, results, index
 
 
@@ -306,9 +300,9 @@ def _lower_tree(
         for i, t in enumerate(emit.dtypes)
     ]
     here = emit.plus_group(k, n)
-    body: list[S.Stmt] = [_sync("shared")]
+    body: list[S.Stmt] = [S.storage_sync("shared")]
     body.append(S.seq(*(_store(b, v, here) for b, v in zip(bufs, values, strict=False))))
-    body.append(_sync("shared"))
+    body.append(S.storage_sync("shared"))
     offset = 1
     while offset < n:
         combined = emit.combine(
@@ -319,7 +313,7 @@ def _lower_tree(
         if n % (2 * offset):
             condition = E.And(condition, E.LT(E.Add(k, _int(offset, k)), _int(n, k)))
         body.append(S.IfThenElse(condition, updates))
-        body.append(_sync("shared"))
+        body.append(S.storage_sync("shared"))
         offset *= 2
     index = emit.group_offset(n)
     return body, bufs, _int(0, k) if index is None else index

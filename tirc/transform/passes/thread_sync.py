@@ -74,13 +74,7 @@ CONSUMER_BARRIER = 1  # the named barrier of a warp-specialized split's consumer
 _THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 ASYNC_KEYS = (ASYNC_SCOPE, COMMIT_QUEUE_SCOPE, WAIT_QUEUE_SCOPE, WAIT_INFLIGHT_COUNT)
 # spelled as the parser completes `T.tvm_storage_sync("shared")`
-SYNC = S.Evaluate(
-    E.Call(
-        dt.INT32,
-        "tvm_storage_sync",
-        (E.StringImm("shared"), E.IntImm(0, dt.BOOL), E.IntImm(-1, dt.INT32)),
-    )
-)
+SYNC = S.storage_sync("shared")
 
 
 @dataclass
