@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Self
 
 from tirc.analysis.arith.bound import Bound, const_bound
+from tirc.analysis.arith.memo import SimplifyMemo
 from tirc.analysis.arith.simplify import Simplifier
 from tirc.ir.buffer import Range
 from tirc.ir.expr import IntImm, PrimExpr, Sub, Var
@@ -27,6 +28,7 @@ class Facts:
     def __init__(self) -> None:
         self.ranges: dict[Var, Bound] = {}
         self.domains: dict[Var, Range] = {}
+        self._memo = SimplifyMemo()
 
     @classmethod
     def over(cls, domains: Mapping[Var, Range]) -> Self:
@@ -58,7 +60,7 @@ class Facts:
         return const_bound(expr, self.ranges)
 
     def simplify(self, expr: PrimExpr) -> PrimExpr:
-        result: PrimExpr = Simplifier(self.ranges).visit(expr)
+        result: PrimExpr = Simplifier(self.ranges, self._memo.under(self.ranges)).visit(expr)
         return result
 
     def can_prove(self, condition: PrimExpr) -> bool:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from tirc.analysis.arith.bound import Bound, const_bound
+from tirc.analysis.arith.memo import SimplifyMemo
 from tirc.ir import dtype as dt
 from tirc.ir import expr as E
 from tirc.ir import integer
@@ -47,8 +48,9 @@ class Simplifier(Mutator):
     result counts as simplified already, so that a deep sum is not canonicalized again at
     every comparison above it."""
 
-    def __init__(self, ranges: Mapping[Var, Bound]):
+    def __init__(self, ranges: Mapping[Var, Bound], memo: SimplifyMemo | None = None):
         self.ranges = ranges
+        self.memo = memo  # results found under the same `ranges` by earlier instances
         self.done: dict[int, tuple[PrimExpr, PrimExpr]] = {}  # id -> (expr, its result)
         self.comparing = False  # simplifying an `a - b` built to compare a with b
 
@@ -58,7 +60,14 @@ class Simplifier(Mutator):
         known = self.done.get(id(node))
         if known is not None:
             return known[1]
-        result = super().visit(node)
+        if self.memo is None:
+            result = super().visit(node)
+        else:
+            key = (self.memo.key(node), self.comparing)
+            result = self.memo.results.get(key)
+            if result is None:
+                result = super().visit(node)
+                self.memo.results[key] = result
         self.done[id(node)] = (node, result)  # the entry keeps `node` alive: ids stay unique
         self.done.setdefault(id(result), (result, result))
         return result
