@@ -44,6 +44,7 @@ from tirc.transform.pass_base import Dialect, FunctionPass
 
 _ARITHMETIC = (E.Add, E.Sub, E.Mul, E.Div, E.Mod, E.FloorDiv, E.FloorMod, E.Min, E.Max)
 _LAUNCH_KEYS = ("thread_extent", "virtual_thread")
+_TWO_OPERANDS = (E.BinaryOp, E.CompareOp, E.LogicalOp)  # fields a and b, nothing else to walk
 
 
 def _is_launch(stmt: S.Stmt) -> bool:
@@ -53,11 +54,17 @@ def _is_launch(stmt: S.Stmt) -> bool:
 class _Facts:
     """Per expression object, computed once from its operands' (so a collection is linear in
     the program, not in the program times its depth): its size in nodes (0 when it is not an
-    eligible computation), its `expr_key`, and whether a banned variable occurs in it."""
+    eligible computation), its key (an integer, the same for computations `expr_key` finds
+    equal: hashing it does not walk the computation), and whether a banned variable occurs
+    in it."""
 
     def __init__(self, banned: set[E.Var]):
-        self.banned = banned
+        self.banned = banned  # `Let`-bound variables
         self.memo: dict[int, tuple[object, tuple[int, Hashable, bool]]] = {}
+        self.keys: dict[Hashable, int] = {}  # (class, operand keys) or a leaf's key -> key
+
+    def _key(self, parts: Hashable) -> int:
+        return self.keys.setdefault(parts, len(self.keys))
 
     def of(self, expr: object) -> tuple[int, Hashable, bool]:
         known = self.memo.get(id(expr))
@@ -65,30 +72,19 @@ class _Facts:
             return known[1]
         facts: tuple[int, Hashable, bool]
         if isinstance(expr, E.Var):
-            facts = (1, expr_key(expr), expr in self.banned)
+            facts = (1, self._key(expr_key(expr)), expr in self.banned)
         elif isinstance(expr, E.IntImm):
-            facts = (1, expr_key(expr), False)
+            facts = (1, self._key(expr_key(expr)), False)
         elif isinstance(expr, _ARITHMETIC) and expr.dtype.is_scalar and expr.dtype.is_integer:
             size_a, key_a, banned_a = self.of(expr.a)
             size_b, key_b, banned_b = self.of(expr.b)
             size = 0 if size_a == 0 or size_b == 0 else 1 + size_a + size_b
-            facts = (size, (type(expr).__name__, key_a, key_b), banned_a or banned_b)
+            key = self._key((type(expr).__name__, key_a, key_b))
+            facts = (size, key, banned_a or banned_b)
         else:
             facts = (0, None, False)
         self.memo[id(expr)] = (expr, facts)  # the entry keeps `expr` alive: ids stay unique
         return facts
-
-
-def _let_vars(body: S.Stmt) -> set[E.Var]:
-    found: set[E.Var] = set()
-
-    class _Lets(Visitor):
-        def visit_Let(self, node: E.Let) -> None:
-            found.add(node.var)
-            self.generic_visit(node)
-
-    _Lets().visit(body)
-    return found
 
 
 def _holds_exprs(value: object) -> bool:
@@ -116,7 +112,7 @@ class _Slot:
         return isinstance(self.stmt, S.SeqStmt)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Use:
     key: Hashable
     slot: _Slot
@@ -165,17 +161,30 @@ class _Record(Visitor):
         return index
 
     def visit(self, node: object) -> None:
-        if isinstance(node, E.PrimExpr) and not isinstance(node, (E.Var, E.IntImm)):
-            self.seen += 1
-            size, key, banned = self.facts.of(node)
-            if size and not banned:
-                self.first.setdefault(key, (size, self.seen, node))
-                assert self.slot is not None
-                self.enclosing.append(self.add(key, self.slot, self.in_extent))
-                super().visit(node)
-                self.enclosing.pop()
-                return
-        super().visit(node)
+        if not isinstance(node, E.PrimExpr):
+            super().visit(node)
+            return
+        if isinstance(node, (E.Var, E.IntImm)):
+            return
+        self.seen += 1
+        if isinstance(node, E.Let):  # its variable is defined here, before any use of it
+            self.facts.banned.add(node.var)
+        size, key, banned = self.facts.of(node)
+        if size and not banned:
+            self.first.setdefault(key, (size, self.seen, node))
+            assert self.slot is not None
+            self.enclosing.append(self.add(key, self.slot, self.in_extent))
+            self._operands(node)
+            self.enclosing.pop()
+        else:
+            self._operands(node)
+
+    def _operands(self, node: E.PrimExpr) -> None:
+        if isinstance(node, _TWO_OPERANDS):  # the most common nodes, without the generic walk
+            self.visit(node.a)
+            self.visit(node.b)
+        else:
+            self.generic_visit(node)
 
     def copy_parts(self, expr: E.PrimExpr, slot: _Slot) -> None:
         """Records the computations inside `expr` (not itself) as uses at `slot`."""
@@ -369,7 +378,7 @@ class CommonSubexprElim(FunctionPass):
     leaves = Dialect.TIR
 
     def run_function(self, func: PrimFunc) -> PrimFunc:
-        facts = _Facts(_let_vars(func.body))
+        facts = _Facts(set())  # the walk adds each `Let`'s variable as it meets it
         plan = _Plan(func.body, facts)
         made = plan.decide()
         if not made:
