@@ -8,13 +8,21 @@ stage and an order: at time step t, the statement of stage s runs iteration t - 
 time step statements run in the given order. Only buffers allocated in the loop's body block,
 or in the block whose body is the loop, are versioned (as in TVM); each gets
 `max(stage(reader) - stage(writer) + [reader runs after writer in a step])` versions and an
-outer index `iteration % versions`.
+outer index `iteration % versions`, over the pairs whose regions (over all iterations) may
+overlap; a block's region names the version its iteration touches.
+
+A pipelined loop inside a pipelined loop's body is rewritten first. The outer loop counts it
+as one statement, or, as TVM does, as three, its prologue, body and epilogue, when its stages
+list that many: then the outer stages can put the next iteration's prologue (the first k
+step's fragments) before this iteration's epilogue (the last k step's products), and the
+buffers the inner pipeline versioned are the outer loop's to version too.
 
 `software_pipeline_async_stages` names stages whose statements run asynchronously (cp.async,
 after inject-ptx-async-copy). Each such statement gets `T.attr(0, "async_scope", 1)`; the
 statements of one async stage that are next to each other in the order form one commit group,
-`T.attr(0, "async_commit_queue_scope", stage)` around them. The first statement of each stage
-that reads what a group wrote waits for it: `T.attr(0, "async_wait_queue_scope", stage)` and
+`T.attr(0, "async_commit_queue_scope", stage)` around them. The first statement of the least
+stage that reads what a group wrote waits for it (a later stage reads that iteration's copy in
+a later step): `T.attr(0, "async_wait_queue_scope", stage)` and
 `T.attr(0, "async_wait_inflight_count", n)`, where n counts the groups, of any async stage
 (a GPU thread has one queue), committed after that one and before the read: exact in the
 prologue and epilogue (an affine expression of the unrolled step, or its least value), the
@@ -51,6 +59,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from tirc.analysis.arith.analyzer import Analyzer
+from tirc.analysis.arith.int_set import relax
 from tirc.analysis.regions import infer_access_regions
 from tirc.diagnostics import DiagnosticError, Note
 from tirc.ir import dtype as dt
@@ -164,9 +173,9 @@ class _Versioner(Mutator):
         found = self.versions.get(node.buffer.data)
         if found is None:
             return node
-        buffer, _ = found
-        whole = Range(E.IntImm(0, buffer.index_dtype), buffer.shape[0])
-        return BufferRegion(buffer, (whole, *node.region), span=node.span)
+        buffer, index = found  # the version this iteration touches, as TVM writes it
+        version = Range(_like(index, buffer.shape[0]), E.IntImm(1, buffer.index_dtype))
+        return BufferRegion(buffer, (version, *node.region), span=node.span)
 
     def visit_Call(self, node: E.Call) -> E.PrimExpr:
         """A pointer into a versioned buffer (ldmatrix's operand, say) moves to its version:
@@ -270,8 +279,12 @@ def _versions(
     accesses: list[_Accesses],
     stages: tuple[int, ...],
     orders: tuple[int, ...],
+    disjoint: Callable[[Buffer, int, int], bool] | None = None,
 ) -> dict[E.Var, int]:
-    """How many copies of each candidate the iterations in flight need."""
+    """How many copies of each candidate the iterations in flight need. `disjoint(buffer, w,
+    r)` says that what statement w writes of the buffer, in any iteration, is never what
+    statement r reads (as TVM's versioning asks: a nested pipeline's prologue fills one
+    version of its fragments while the epilogue before it reads the other)."""
     counts: dict[E.Var, int] = {}
     for buffer in candidates:
         need = 1
@@ -283,9 +296,62 @@ def _versions(
                     continue
                 # the copy of iteration j + v is written at step j + v + stage(w); it must come
                 # after the read of iteration j at step j + stage(r)
-                need = max(need, stages[r] - stages[w] + (1 if orders[r] > orders[w] else 0))
+                versions = stages[r] - stages[w] + (1 if orders[r] > orders[w] else 0)
+                if versions > need and not (disjoint and disjoint(buffer, w, r)):
+                    need = versions
         counts[buffer.data] = need
     return counts
+
+
+class _Regions:
+    """The regions each statement of a pipelined loop writes and reads, over every iteration
+    of the loop, to tell statements that touch different parts of a buffer apart."""
+
+    def __init__(
+        self,
+        loop: S.For,
+        stmts: tuple[S.Stmt, ...],
+        buffers: tuple[Buffer, ...],
+        analyzer: Analyzer,
+    ) -> None:
+        self.loop = loop
+        self.analyzer = analyzer
+        data = {buffer.data: buffer for buffer in buffers}
+        self.regions = []
+        for stmt in stmts:
+            block = S.SBlock("", (), (), (), stmt)
+            self.regions.append(infer_access_regions(block, data))
+
+    def disjoint(self, buffer: Buffer, writer: int, reader: int) -> bool:
+        written = self._find(self.regions[writer][1], buffer)
+        read = self._find(self.regions[reader][0], buffer)
+        if written is None or read is None:
+            return False  # a statement that writes the buffer lists no read of it: unknown
+        return any(self._apart(a, b) for a, b in zip(written.region, read.region, strict=True))
+
+    @staticmethod
+    def _find(regions: tuple[BufferRegion, ...], buffer: Buffer) -> BufferRegion | None:
+        return next((r for r in regions if r.buffer.data is buffer.data), None)
+
+    def _apart(self, a: Range, b: Range) -> bool:
+        domains = {self.loop.loop_var: Range(self.loop.min, self.loop.extent)}
+        low_a, high_a = self._bounds(a, domains)
+        low_b, high_b = self._bounds(b, domains)
+        if low_a is None or high_a is None or low_b is None or high_b is None:
+            return False
+        prove = self.analyzer.can_prove
+        return prove(E.LT(high_a, low_b), symbolic=True) or prove(
+            E.LT(high_b, low_a), symbolic=True
+        )
+
+    def _bounds(
+        self, item: Range, domains: dict[E.Var, Range]
+    ) -> tuple[PrimExpr | None, PrimExpr | None]:
+        last = E.Sub(E.Add(item.min, item.extent), E.IntImm(1, item.extent.dtype))
+        return (
+            relax(item.min, domains, self.analyzer).min,
+            relax(self.analyzer.simplify(last), domains, self.analyzer).max,
+        )
 
 
 def _guard(stmt: S.Stmt, condition: PrimExpr) -> S.Stmt:
@@ -352,8 +418,10 @@ class _AsyncPlan:
                 groups.append(_Group(stages[index], (index,), place))
         self.groups = tuple(groups)
         self.waits: dict[int, tuple[_Group, ...]] = {}
-        waited: set[tuple[_Group, int]] = set()
-        for index in ordered:
+        waited: set[_Group] = set()
+        # the reader of the least stage waits (first in the order among them): a reader at a
+        # later stage reads the same iteration's copy in a later step, after that wait
+        for index in sorted(ordered, key=lambda k: (stages[k], self.position[k])):
             needs = []
             for group in groups:
                 written = set().union(*(accesses[m].writes for m in group.members))
@@ -370,13 +438,13 @@ class _AsyncPlan:
                         Note("written asynchronously here", stmts[group.members[-1]].span),
                         Note("the pipelined loop", loop.span),
                     )
-                if (group, stages[index]) not in waited:
-                    waited.add((group, stages[index]))
+                if group not in waited:
+                    waited.add(group)
                     needs.append(group)
             if needs:
                 self.waits[index] = tuple(needs)
         for group in groups:
-            if not any(done is group for done, _ in waited):
+            if group not in waited:
                 raise DiagnosticError.at(
                     stmts[group.members[0]].span or loop.span,
                     f"nothing in the pipelined loop reads what this statement of asynchronous "
@@ -612,13 +680,81 @@ def _versioned_buffer(buffer: Buffer, count: int) -> Buffer:
     )
 
 
+@dataclass(frozen=True)
+class _Nested:
+    """A pipelined loop's result inside another pipelined loop's body: its prologue, body and
+    epilogue, and the buffers its block allocates (versioned fragments, say)."""
+
+    result: S.Stmt  # kept alive, as it is looked up by identity
+    parts: tuple[S.Stmt, S.Stmt, S.Stmt]
+    allocs: tuple[Buffer, ...]
+
+
+def _nested(stmt: S.Stmt, nested: dict[int, _Nested]) -> _Nested | None:
+    """The nested pipeline `stmt` is, also inside a plain block that allocates around it."""
+    found = nested.get(id(stmt))
+    if found is not None or not isinstance(stmt, S.SBlockRealize):
+        return found
+    block = stmt.block
+    if stmt.iter_values or not E.is_const_int(stmt.predicate, 1) or block.init is not None:
+        return None
+    if block.match_buffers:
+        return None
+    inner = nested.get(id(block.body))
+    if inner is None:
+        return None
+    return _Nested(inner.result, inner.parts, block.alloc_buffers + inner.allocs)
+
+
+def _statements(
+    loop: S.For, body: S.Stmt, nested: dict[int, _Nested]
+) -> tuple[tuple[S.Stmt, ...], tuple[Buffer, ...]]:
+    """The pipelined loop's statements, and the buffers of the nested pipelines among them
+    that become the loop's own. A nested pipeline is one statement, or, as in TVM, three (its
+    prologue, body and epilogue) when the loop's stages list that many: then a stage and an
+    order place the next iteration's prologue (its first fragments, say) among this one's."""
+    children = _children(body)
+    inner = [_nested(child, nested) for child in children]
+    count = _stage_count(loop)
+    spliced = len(children) + 2 * sum(found is not None for found in inner)
+    if count == len(children) or spliced == len(children):
+        return children, ()  # nested pipelines as one statement each; the count checked later
+    if count != spliced:
+        raise DiagnosticError.at(
+            loop.span,
+            f"the loop's '{STAGE}' has {count} entries but its body has {len(children)} "
+            f"statements, or {spliced} with each nested pipeline as its prologue, body and "
+            "epilogue",
+        )
+    stmts: list[S.Stmt] = []
+    allocs: list[Buffer] = []
+    for child, found in zip(children, inner, strict=True):
+        if found is None:
+            stmts.append(child)
+        else:
+            stmts.extend(found.parts)
+            allocs.extend(found.allocs)
+    return tuple(stmts), tuple(allocs)
+
+
+def _stage_count(loop: S.For) -> int:
+    value = loop.annotations.get(STAGE)
+    return len(value) if isinstance(value, tuple) else 1
+
+
 def pipeline(
-    loop: S.For, outer_allocs: tuple[Buffer, ...], analyzer: Analyzer
-) -> tuple[S.Stmt, dict[E.Var, Buffer]]:
-    """The loop as prologue, body and epilogue, and the versioned buffers among `outer_allocs`
-    (by their old data handle), which the caller reallocates."""
+    loop: S.For,
+    outer_allocs: tuple[Buffer, ...],
+    analyzer: Analyzer,
+    nested: dict[int, _Nested] | None = None,
+) -> tuple[S.Stmt, dict[E.Var, Buffer], _Nested | None]:
+    """The loop as prologue, body and epilogue, the versioned buffers among `outer_allocs`
+    (by their old data handle), which the caller reallocates, and the three parts for a
+    pipelined loop around this one (None where the loop needs no pipeline)."""
     block = _body_block(loop)
-    stmts = _children(block.body if block is not None else loop.body)
+    stmts, nested_allocs = _statements(
+        loop, block.body if block is not None else loop.body, nested or {}
+    )
     stages = _int_list(loop, STAGE, len(stmts))
     orders = (
         _int_list(loop, ORDER, len(stmts))
@@ -635,7 +771,7 @@ def pipeline(
     keep = S.Attrs(tuple((k, v) for k, v in loop.annotations.items if k not in PIPELINE_KEYS))
     max_stage = max(stages, default=0)
     if max_stage == 0:
-        return dataclasses.replace(loop, annotations=keep), {}
+        return dataclasses.replace(loop, annotations=keep), {}, None
     if loop.kind is not S.ForKind.SERIAL:
         raise DiagnosticError.at(loop.span, "only a serial loop can be software-pipelined")
     dtype = loop.loop_var.dtype
@@ -651,8 +787,9 @@ def pipeline(
         collector = _Accesses()
         collector.visit(stmt)
         accesses.append(collector)
-    inner = block.alloc_buffers if block is not None else ()
-    counts = _versions(inner + outer_allocs, accesses, stages, orders)
+    inner = (block.alloc_buffers if block is not None else ()) + nested_allocs
+    regions = _Regions(loop, stmts, inner + outer_allocs, analyzer)
+    counts = _versions(inner + outer_allocs, accesses, stages, orders, regions.disjoint)
     versioned = {
         buffer.data: _versioned_buffer(buffer, counts[buffer.data])
         for buffer in inner + outer_allocs
@@ -673,41 +810,46 @@ def pipeline(
     rewrite = _Pipeline(loop, stmts, stages, ordered, versioned, analyzer, plan)
     extent = analyzer.simplify(E.Sub(loop.extent, stage_count))
     unrolled, none = S.ForKind.UNROLLED, S.EMPTY_ATTRS
-    parts = [
+    parts = (
         rewrite.segment(_Phase.PROLOGUE, loop.min, stage_count, unrolled, none),
         rewrite.segment(_Phase.BODY, E.Add(loop.min, stage_count), extent, loop.kind, keep),
         rewrite.segment(_Phase.EPILOGUE, E.Add(loop.min, loop.extent), stage_count, unrolled, none),
-    ]
+    )
     result = S.seq(*parts)
-    if block is not None:
-        allocs = tuple(versioned.get(buffer.data, buffer) for buffer in block.alloc_buffers)
+    allocs: tuple[Buffer, ...] = ()
+    if block is not None or inner:
+        allocs = tuple(versioned.get(buffer.data, buffer) for buffer in inner)
         wrapper = S.SBlock(
-            block.name,
+            block.name if block is not None else "",
             (),
             (),
             (),
             result,
             alloc_buffers=allocs,
-            annotations=block.annotations,
-            span=block.span,
+            annotations=block.annotations if block is not None else S.EMPTY_ATTRS,
+            span=block.span if block is not None else loop.span,
         )
         reads, writes = infer_access_regions(wrapper)
         wrapper = dataclasses.replace(wrapper, reads=reads, writes=writes)
         result = S.SBlockRealize((), E.IntImm(1, dt.BOOL), wrapper, span=loop.span)
     outer_handles = {buffer.data for buffer in outer_allocs}
-    return result, {data: new for data, new in versioned.items() if data in outer_handles}
+    outer = {data: new for data, new in versioned.items() if data in outer_handles}
+    return result, outer, _Nested(result, parts, allocs)
 
 
 class _Injector(Mutator):
     def __init__(self) -> None:
         self.analyzer = Analyzer()
+        self.nested: dict[int, _Nested] = {}  # the pipelines rewritten so far, by identity
 
     def visit_For(self, node: S.For) -> S.Stmt:
         self.analyzer.bind(node.loop_var, Range(node.min, node.extent))
         loop: S.For = self.generic_visit(node)
         if not is_pipelined(loop):
             return loop
-        result, _ = pipeline(loop, (), self.analyzer)
+        result, _, parts = pipeline(loop, (), self.analyzer, self.nested)
+        if parts is not None:
+            self.nested[id(result)] = parts
         return result
 
     def visit_SBlock(self, node: S.SBlock) -> S.SBlock:
@@ -717,7 +859,9 @@ class _Injector(Mutator):
         assert isinstance(loop, S.For)
         self.analyzer.bind(loop.loop_var, Range(loop.min, loop.extent))
         loop = dataclasses.replace(loop, body=self.visit(loop.body))
-        result, outer = pipeline(loop, node.alloc_buffers, self.analyzer)
+        result, outer, parts = pipeline(loop, node.alloc_buffers, self.analyzer, self.nested)
+        if parts is not None:
+            self.nested[id(result)] = parts
         allocs = tuple(outer.get(buffer.data, buffer) for buffer in node.alloc_buffers)
         return dataclasses.replace(node, body=result, alloc_buffers=allocs)
 
