@@ -1,11 +1,12 @@
-"""cache_index: precompute the index expressions a block loads through into int buffers,
-one block per expression, placed before the block's loop nest; the block then indexes
-through them.
+"""cache_index: precompute the computations a block repeats into buffers, one block per
+computation, placed before the block's loop nest; the block then reads them back.
 
-Each distinct index of a load that is computed from the block's iterators (not a variable or
-a constant, holding no load) is cached when it occurs at least `cse_thresh` times (in loads and
-stores); its buffer `index_var_<k>` has one dimension per iterator it uses. The block keeps
-the regions it declared from its original indices (as in TVM).
+The computations are TVM's (`repeated_computations`): pure expressions of the block's
+iterators met at least `cse_thresh` times in its stores, sub-computations counted where their
+enclosing one is too rare. Each gets a buffer `index_var_<k>` of its own dtype, one dimension
+per iterator it uses (in the order the expression names them), and every expression of the
+block's stores equal to it after simplification becomes a load of that buffer. The block keeps
+the regions it declared (as in TVM).
 
     for i, j: B[vi*4 + vj] = A[vi*16 + vj*4]   →   for ax0, ax1: index_var_0[v0, v1] = v0*16 + v1*4
                                                    for i, j: B[vi*4 + vj] = A[index_var_0[vi, vj]]
@@ -15,12 +16,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from tirc.analysis.regions import infer_access_regions
 from tirc.ir import dtype as dt
 from tirc.ir.arith import arithmetic
 from tirc.ir.buffer import Buffer, BufferRegion, Range, make_buffer
 from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var
-from tirc.ir.functor import Mutator, walk
+from tirc.ir.functor import Mutator, Visitor, walk
 from tirc.ir.stmt import (
     BufferStore,
     IterType,
@@ -30,11 +30,16 @@ from tirc.ir.stmt import (
     SeqStmt,
     Stmt,
 )
-from tirc.ir.structural import expr_key
 from tirc.ir.substitute import substitute
 from tirc.schedule.errors import ScheduleError
 from tirc.schedule.primitives import primitive
 from tirc.schedule.rebind import serial_loop
+from tirc.schedule.repeated_computations import (
+    Equivalence,
+    is_computation,
+    post_order,
+    repeated_computations,
+)
 from tirc.schedule.schedule import Schedule, describe
 from tirc.schedule.signature import Kind, Param, Signature, optional
 from tirc.schedule.sref import SRef
@@ -48,30 +53,32 @@ from tirc.schedule.storage_scope import check_storage_scope
         inputs=(Param("block", Kind.BLOCK),),
         attrs=(Param("storage_scope", Kind.STR), optional("cse_thresh", Kind.INT, 0)),
         outputs="many",
-        doc="Precompute the block's computed load indices into index buffers.",
+        doc="Precompute the block's repeated computations into index buffers.",
     )
 )
 def cache_index(sch: Schedule, block: SRef, storage_scope: str, cse_thresh: int = 0) -> list[SRef]:
     state = sch.state_owning(block)
     check_storage_scope(storage_scope, block)
+    if int(cse_thresh) < 0:
+        raise ScheduleError(f"cse_thresh must not be negative, not {cse_thresh}", block)
     scope = block.enclosing_block()
     assert scope is not None, "the root block has no loads to cache"
     top = _top_statement(block, scope)
     node = block.block
     domains = {iv.var: iv.dom for iv in node.iter_vars if iv.dom is not None}
-    order = [iv.var for iv in node.iter_vars]
-    candidates = _candidates(node, set(domains), int(cse_thresh))
+    same = Equivalence()
+    candidates = repeated_computations(_stores(node), set(domains), int(cse_thresh), same)
     if not candidates:
         raise ScheduleError(
-            f"{describe(block)} loads through no index computed from its iterators"
+            f"{describe(block)} computes nothing from its iterators"
             + (f" at least {cse_thresh} times" if int(cse_thresh) > 1 else ""),
             block,
         )
-    caches: dict[object, BufferLoad] = {}
+    caches: list[tuple[PrimExpr, BufferLoad]] = []
     buffers: list[Buffer] = []
     nests: list[Stmt] = []
     for number, expr in enumerate(candidates):
-        used = [var for var in order if _uses(expr, var)]
+        used = _vars_in_post_order(expr)
         ranges = [domains[var] for var in used]
         shape = tuple(_end(dom) for dom in ranges)
         # TVM gives index buffers strides (1,): right for one dimension, left off for more
@@ -80,9 +87,8 @@ def cache_index(sch: Schedule, block: SRef, storage_scope: str, cse_thresh: int 
         buffer = make_buffer(f"index_var_{number}", shape, dtype, storage_scope, strides=strides)
         buffers.append(buffer)
         nests.append(_index_nest(number, buffer, expr, used, ranges))
-        caches[expr_key(expr)] = BufferLoad(buffer, tuple(used))
-    reads, writes = infer_access_regions(node)
-    new_block = dataclasses.replace(_IndexRewrite(caches).visit(node), reads=reads, writes=writes)
+        caches.append((expr, BufferLoad(buffer, tuple(used))))
+    new_block = _StoreRewrite(caches, same, set(domains)).visit(node)
     new_top = _Replace(node, new_block).visit(top.stmt)
     root = scope.block
     body = root.body
@@ -104,48 +110,33 @@ def _top_statement(block: SRef, scope: SRef) -> SRef:
     return node
 
 
-def _candidates(block: SBlock, iterators: set[Var], threshold: int) -> list[PrimExpr]:
-    """The computed load indices in order of first occurrence, those occurring often enough;
-    a store's indices count towards the threshold but are not candidates themselves (TVM's
-    rule: `B[vi * 4 + vj] = A[vi * 4 + vj]` uses `vi * 4 + vj` twice)."""
-    found: dict[object, PrimExpr] = {}
-    counts: dict[object, int] = {}
-
-    def look(node: object) -> None:
-        if not isinstance(node, (BufferLoad, BufferStore)):
-            return
-        for index in node.indices:
-            if not _is_computed(index, iterators):
-                continue
-            key = expr_key(index)
-            if isinstance(node, BufferLoad):
-                found.setdefault(key, index)
-            counts[key] = counts.get(key, 0) + 1
-
-    walk(block.body, look)
-    return [expr for key, expr in found.items() if counts[key] >= threshold]
+def _stores(block: SBlock) -> list[BufferStore]:
+    """The block's own stores (its init's first), not those of blocks nested in it."""
+    collector = _StoreCollector()
+    for part in (block.init, block.body):
+        if part is not None:
+            collector.visit(part)
+    return collector.stores
 
 
-def _is_computed(index: PrimExpr, iterators: set[Var]) -> bool:
-    if isinstance(index, (Var, IntImm)) or not hasattr(index, "dtype"):
-        return False
-    names: list[Var] = []
-    loads: list[BufferLoad] = []
+class _StoreCollector(Visitor):
+    def __init__(self) -> None:
+        self.stores: list[BufferStore] = []
 
-    def look(node: object) -> None:
-        if isinstance(node, Var):
-            names.append(node)
-        elif isinstance(node, BufferLoad):
-            loads.append(node)
+    def visit_BufferStore(self, store: BufferStore) -> None:
+        self.stores.append(store)
 
-    walk(index, look)
-    return bool(names) and not loads and all(var in iterators for var in names)
+    def visit_SBlock(self, nested: SBlock) -> None:
+        pass
 
 
-def _uses(expr: PrimExpr, var: Var) -> bool:
+def _vars_in_post_order(expr: PrimExpr) -> list[Var]:
+    """The variables of `expr`, each once, in the order a post-order walk meets them."""
     found: list[Var] = []
-    walk(expr, lambda node: found.append(node) if node is var else None)
-    return bool(found)
+    for node in post_order(expr):
+        if isinstance(node, Var) and not any(var is node for var in found):
+            found.append(node)
+    return found
 
 
 def _end(dom: Range) -> PrimExpr:
@@ -194,30 +185,56 @@ def _block_of(nest: Stmt) -> SBlock:
     return found[0]
 
 
-class _IndexRewrite(Mutator):
-    """Indices (of loads and stores) that were cached become loads of their index buffer."""
+class _StoreRewrite(Mutator):
+    """In the block's own stores, every expression equal to a cached computation (after
+    simplification) becomes a load of its buffer; the computations are replaced one after
+    the other, each from the outside in, as TVM does."""
 
-    def __init__(self, caches: dict[object, BufferLoad]):
-        self.caches = caches
-
-    def _indices(self, indices: tuple[PrimExpr, ...]) -> tuple[PrimExpr, ...]:
-        return tuple(self.caches.get(expr_key(index), index) for index in indices)
-
-    def visit_BufferLoad(self, node: BufferLoad) -> PrimExpr:
-        new: BufferLoad = self.generic_visit(node)
-        return dataclasses.replace(new, indices=self._indices(new.indices))
-
-    def visit_BufferStore(self, node: BufferStore) -> Stmt:
-        new: BufferStore = self.generic_visit(node)
-        return dataclasses.replace(new, indices=self._indices(new.indices))
+    def __init__(
+        self, caches: list[tuple[PrimExpr, BufferLoad]], same: Equivalence, iterators: set[Var]
+    ):
+        self.caches, self.same, self.iterators = caches, same, iterators
+        self.top = True
 
     def visit_SBlock(self, node: SBlock) -> SBlock:
         # only the block's own statements: its signature keeps the original regions
+        if not self.top:
+            return node
+        self.top = False
         return dataclasses.replace(
             node,
             body=self.visit(node.body),
             init=None if node.init is None else self.visit(node.init),
         )
+
+    def visit_BufferStore(self, node: BufferStore) -> Stmt:
+        value, indices = node.value, node.indices
+        for computation, load in self.caches:
+            value = self._replace(value, computation, load)
+            indices = tuple(self._replace(index, computation, load) for index in indices)
+        if value is node.value and all(a is b for a, b in zip(indices, node.indices, strict=True)):
+            return node
+        return dataclasses.replace(node, value=value, indices=indices)
+
+    def _replace(self, expr: PrimExpr, computation: PrimExpr, load: BufferLoad) -> PrimExpr:
+        result: PrimExpr = _Substitution(computation, load, self.same, self.iterators).visit(expr)
+        return result
+
+
+class _Substitution(Mutator):
+    """Every expression equal to `computation` as `load`, the outermost first."""
+
+    def __init__(
+        self, computation: PrimExpr, load: BufferLoad, same: Equivalence, iterators: set[Var]
+    ):
+        self.computation, self.load, self.same, self.iterators = computation, load, same, iterators
+
+    def visit_PrimExpr(self, node: PrimExpr) -> PrimExpr:
+        if isinstance(node, Var):
+            return node
+        if is_computation(node, self.iterators) and self.same.same(node, self.computation):
+            return self.load
+        return self.generic_visit(node)
 
 
 class _Replace(Mutator):
