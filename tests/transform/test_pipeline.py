@@ -4,6 +4,7 @@ the runner's hook: --print-after, --time-passes, and --verify-each naming a brok
 from __future__ import annotations
 
 import dataclasses
+import gc
 import io
 from dataclasses import dataclass
 from pathlib import Path
@@ -147,3 +148,37 @@ def test_verify_each_checks_the_promised_dialect() -> None:
         DiagnosticError, match="pass lazy produced invalid IR: block 'root' is left"
     ):
         run_pipeline(parse(SAMPLE.read_text()), [_Lazy()], Instruments(verify_each=True))
+
+
+@dataclass(frozen=True)
+class _Observe(FunctionPass):
+    """Records whether the cyclic collector runs during the pass; fails if asked to."""
+
+    name = "observe"
+    expects = Dialect.TIR
+    leaves = Dialect.TIR
+    fail: bool = False
+    seen: list[bool] = dataclasses.field(default_factory=list)
+
+    def run_function(self, func: PrimFunc) -> PrimFunc:
+        self.seen.append(gc.isenabled())
+        if self.fail:
+            raise DiagnosticError.at(None, "refused")
+        return func
+
+
+def test_passes_run_without_the_cyclic_collector_and_it_comes_back() -> None:
+    module = lower_module(parse(SAMPLE.read_text()))
+    observe = _Observe()
+    run_pipeline(module, [observe, observe])
+    assert observe.seen == [False, False]  # paused for the whole pipeline
+    assert gc.isenabled()
+    with pytest.raises(DiagnosticError, match="refused"):
+        run_pipeline(module, [_Observe(fail=True)])
+    assert gc.isenabled()  # back on after a pass that raised
+    gc.disable()
+    try:
+        run_pipeline(module, [observe])
+        assert not gc.isenabled()  # a caller's choice is left as it was
+    finally:
+        gc.enable()
