@@ -20,7 +20,8 @@ it as a glob):
 - `softmax_rows[.VARIANT]@MxN`: samples/gpu/softmax_rows.tir with each plan at 4096 x 1024 and
   32768 x 4096, against torch.softmax (skipped with a note without torch). GB/s count the
   input read once and the output written once.
-- `gemm_*@N`: every samples/gpu/gemm_*.plan.json (plan P schedules P.tir, else the longest
+- `gemm_*@N`: every samples/gpu/gemm_*.plan.json and benchmarks/plans/gemm_*.plan.json
+  (candidates, such as the `_prefetch` plans; plan P schedules P.tir, else the longest
   S.tir with P starting `S_`; a program whose comment says `--target 'cuda -arch=sm_90a'`
   is compiled for that target), matmul_fp16_tc and the matmul_*_hopper samples, at 4096^3
   and 8192^3, against torch.matmul (cuBLAS) on the program's input type (float16, or bfloat16
@@ -59,6 +60,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 GPU_SAMPLES = ROOT / "samples" / "gpu"
+BENCH_PLANS = ROOT / "benchmarks" / "plans"  # candidate plans for the samples' programs
 _BF16_A = re.compile(r'A: T\.Buffer\(\([^)]*\), "bfloat16"\)')  # a GEMM of bfloat16 inputs
 
 ELEMENTWISE = """\
@@ -189,6 +191,7 @@ def all_rows(gemm_sizes: tuple[int, ...], elements: int) -> list[Row]:
             GPU_SAMPLES / "matmul_fp16_tc.plan.json",
             *sorted(GPU_SAMPLES.glob("gemm_*.plan.json")),
             *sorted(GPU_SAMPLES.glob("matmul_*_hopper.plan.json")),
+            *sorted(BENCH_PLANS.glob("gemm_*.plan.json")),  # candidates, A/B against the samples
         ]
         for plan in gemms:
             found = plan_program(plan)

@@ -2,19 +2,21 @@
 GPU-less session can measure of a tensor-core kernel's speed. Not a test and not run in CI.
 
     python benchmarks/sass_mainloop.py async2 async3 128x256_async3_raster8   # gemm_mma plans
+    python benchmarks/sass_mainloop.py async3 async3_prefetch    # and benchmarks/plans' candidates
     python benchmarks/sass_mainloop.py samples/gpu/gemm_mma_async2.plan.json --size 8192
     python benchmarks/sass_mainloop.py --cu kernel.cu      # CUDA C written or edited by hand
     python benchmarks/sass_mainloop.py async2 --show       # and print the loop's SASS
 
-Each plan (a path, or NAME for samples/gpu/gemm_mma_NAME.plan.json) is compiled as `tirc
-compile --target 'cuda -arch=ARCH' --emit cu` does, at M = N = K = --size, the CUDA C turned
-into PTX by NVRTC (as `tirc run` does) and into a cubin by `ptxas -v`, whose registers and
-spills are reported; nvdisasm then gives the SASS. The main loop is the innermost loop (a
-backward branch) that holds the HMMAs and the global-to-shared copies (LDGSTS, or LDG and
-STS), else the innermost one that holds the HMMAs. Its instructions are counted by class
-(the opcode; IMAD's idioms IMAD.MOV, .SHL, .IADD, .WIDE apart), once an iteration: a loop
-nested in it counts as often as it runs where its trip count can be read off the SASS (ptxas
-runs a two-trip loop on a uniform predicate it flips), else once, and the report says so.
+Each plan (a path, or NAME for samples/gpu/gemm_mma_NAME.plan.json, else for
+benchmarks/plans/gemm_mma_NAME.plan.json) is compiled as `tirc compile --target 'cuda
+-arch=ARCH' --emit cu` does, at M = N = K = --size, the CUDA C turned into PTX by NVRTC (as
+`tirc run` does) and into a cubin by `ptxas -v`, whose registers and spills are reported;
+nvdisasm then gives the SASS. The main loop is the innermost loop (a backward branch) that
+holds the HMMAs and the global-to-shared copies (LDGSTS, or LDG and STS), else the innermost
+one that holds the HMMAs. Its instructions are counted by class (the opcode; IMAD's idioms
+IMAD.MOV, .SHL, .IADD, .WIDE apart), once an iteration: a loop nested in it counts as often as
+it runs where its trip count can be read off the SASS (ptxas runs a two-trip loop on a uniform
+predicate it flips), else once, and the report says so.
 
 nvdisasm is not part of the CUDA toolkit's compiler: it is found by --nvdisasm, $NVDISASM,
 PATH, beside ptxas, or in the pip wheel `nvidia-cuda-nvdisasm` (`pip install
@@ -98,6 +100,8 @@ class Report:
     static: int = 0  # instructions in the loop's text
     unknown_trips: int = 0  # nested loops counted once, their trip count unknown
     loop_text: list[str] = field(default_factory=list)
+    order: str = ""  # the loop text's HMMA, LDSM, copies and waits in order (ORDER_LETTERS)
+    exposed_ldsm: int = 0  # LDSM at the loop's head or after a barrier, before any HMMA
     problem: str = ""
 
     @property
@@ -237,6 +241,37 @@ def count_loop(instructions: list[Instruction], loop: Loop) -> tuple[Counter[str
     return counts, unknown
 
 
+# the letters of Report.order: ldmatrix, mma, cp.async and its commit and wait, barrier
+ORDER_LETTERS = {"LDSM": "L", "HMMA": "H", "LDGSTS": "G", "LDGDEPBAR": "C", "DEPBAR": "W"}
+ORDER_LETTERS["BAR"] = "|"
+
+
+def placement(kinds: list[str]) -> tuple[str, int]:
+    """The loop text's main instructions in order, runs counted (`H3 L H3 W |`), and how
+    many ldmatrix come at the loop's head or after a barrier before any HMMA: loads the next
+    HMMAs wait for, where a prefetching loop has loaded them an HMMA run earlier."""
+    letters: list[str] = []
+    counts: list[int] = []
+    exposed, ahead = 0, True
+    for kind in kinds:
+        letter = ORDER_LETTERS.get(kind)
+        if letter is None:
+            continue
+        if kind == "BAR":
+            ahead = True
+        elif kind == "HMMA":
+            ahead = False
+        elif kind == "LDSM" and ahead:
+            exposed += 1
+        if letters and letters[-1] == letter:
+            counts[-1] += 1
+        else:
+            letters.append(letter)
+            counts.append(1)
+    runs = zip(letters, counts, strict=True)
+    return " ".join(letter + (str(count) if count > 1 else "") for letter, count in runs), exposed
+
+
 def analyze_sass(name: str, sass: str, resources: list[KernelResources]) -> Report:
     """The report for the kernel of `sass` that has a main loop (the first such)."""
     report = Report(name, resources)
@@ -252,6 +287,8 @@ def analyze_sass(name: str, sass: str, resources: list[KernelResources]) -> Repo
             f"{i.address:06x}  {i.predicate:6} {i.opcode} {i.operands}".rstrip()
             for i in instructions[loop.start : loop.end + 1]
         ]
+        kinds = [i.kind for i in instructions[loop.start : loop.end + 1]]
+        report.order, report.exposed_ldsm = placement(kinds)
         return report
     report.problem = "no loop with HMMA instructions in the SASS"
     return report
@@ -329,7 +366,9 @@ def resolve_plan(name: str) -> Path:
     path = Path(name)
     if path.suffix == ".json":
         return path
-    return GPU_SAMPLES / f"gemm_mma_{name}.plan.json"
+    sample = GPU_SAMPLES / f"gemm_mma_{name}.plan.json"
+    candidate = ROOT / "benchmarks" / "plans" / f"gemm_mma_{name}.plan.json"
+    return candidate if not sample.exists() and candidate.exists() else sample
 
 
 def format_report(report: Report) -> str:
@@ -348,6 +387,12 @@ def format_report(report: Report) -> str:
         lines.append(
             f"  ({report.unknown_trips} nested loop(s) of unknown trip count counted once)"
         )
+    lines.append(
+        f"  order (L ldmatrix, H mma, G cp.async, C commit, W wait, | barrier): {report.order}"
+    )
+    lines.append(
+        f"  ldmatrix before any HMMA at the loop's head or after a barrier: {report.exposed_ldsm}"
+    )
     ordered = [k for k in MAIN_CLASSES if report.counts[k]]
     ordered += [k for k, _ in report.counts.most_common() if k not in MAIN_CLASSES]
     for kind in ordered:

@@ -84,6 +84,16 @@ def test_the_main_loop_is_the_one_that_copies_and_counts_its_nested_loop_twice()
     assert "LDGSTS" in TOOL.format_report(report)
 
 
+def test_the_order_shows_ldmatrix_no_hmma_is_ahead_of() -> None:
+    """The sample's loop: a copy, the wait and barrier, then an ldmatrix before the next HMMA
+    (exposed); a prefetching loop's ldmatrix come between HMMAs."""
+    report = TOOL.analyze_sass("sample", SASS, [])
+    assert report.order == "G C W | L H2"  # the nested loop's text once
+    assert report.exposed_ldsm == 1
+    kinds = ["HMMA", "LDSM", "HMMA", "DEPBAR", "BAR", "HMMA", "LDGSTS", "LDSM", "HMMA"]
+    assert TOOL.placement(kinds) == ("H L H W | H G L H", 0)
+
+
 def test_a_nested_loop_of_unknown_trips_is_counted_once_and_said() -> None:
     # without the flip of UP0 before the loop, the two trips are not known
     text = SASS.replace(
@@ -148,21 +158,25 @@ def _nvdisasm() -> str | None:
         return None
 
 
-# (plan, the most instructions besides the 64 HMMA, 16 LDSM and 8 LDGSTS a k tile may take):
-# with CUDA 13.0, 42 and 45; before shared addresses were 32-bit sums of scaled terms and a
-# 3-stage pipeline's stage a counter, 61 and 60
-MAIN_LOOP_BARS = [("async2", 46), ("async3", 48)]
+# (plan, the most instructions besides the 64 HMMA, 16 LDSM and 8 LDGSTS a k tile may take,
+# the ldmatrix the k tile issues with no HMMA ahead of them): with CUDA 13.0, 42, 45 and 49
+# (async3_prefetch, benchmarks/plans: the next tile's first fragments loaded before the last
+# k step's products), and 11, 11, 0; before shared addresses were 32-bit sums of scaled terms
+# and a 3-stage pipeline's stage a counter, 61 and 60
+MAIN_LOOP_BARS = [("async2", 46, 11), ("async3", 48, 11), ("async3_prefetch", 52, 0)]
 
 
 @pytest.mark.skipif(
     _nvdisasm() is None or shutil.which("ptxas") is None or shutil.which("nvcc") is None,
     reason="needs nvcc, ptxas and nvdisasm",
 )
-@pytest.mark.parametrize(("plan", "most"), MAIN_LOOP_BARS)
-def test_the_gemm_main_loop_keeps_its_instruction_counts(plan: str, most: int) -> None:
+@pytest.mark.parametrize(("plan", "most", "exposed"), MAIN_LOOP_BARS)
+def test_the_gemm_main_loop_keeps_its_instruction_counts(
+    plan: str, most: int, exposed: int
+) -> None:
     """gemm_mma at 4096^3 for sm_90: a k tile is 64 HMMA, 16 ldmatrix x4 and 8 cp.async a
-    warp, and a bounded number of other instructions (index math, barriers, the loop's own),
-    with no spills."""
+    warp, and a bounded number of other instructions (index math, the loop's own), one
+    barrier, with no spills; a prefetching plan's ldmatrix all have HMMAs ahead of them."""
     defines = [f"{name}=4096" for name in "MNK"]
     source = TOOL.cuda_source(
         TOOL.GPU_SAMPLES / "gemm_mma.tir", TOOL.resolve_plan(plan), "sm_90", defines
@@ -174,4 +188,6 @@ def test_the_gemm_main_loop_keeps_its_instruction_counts(plan: str, most: int) -
     assert (counts["HMMA"], counts["LDSM"], counts["LDGSTS"]) == (64, 16, 8)
     assert report.unknown_trips == 0
     assert report.total - 64 - 16 - 8 <= most, TOOL.format_report(report)
+    assert counts["BAR"] == 1
+    assert report.exposed_ldsm == exposed, TOOL.format_report(report)
     assert [kernel.spills for kernel in resources] == [False]
