@@ -40,7 +40,7 @@ def test_structurally_equal_expressions_share_a_key() -> None:
 
 def test_a_repeated_expression_is_simplified_once(monkeypatch: pytest.MonkeyPatch) -> None:
     i = Var("i")
-    analyzer = Analyzer()
+    analyzer = Analyzer(remember=True)
     analyzer.bind(i, Range(c(0), c(16)))
     calls: list[E.BinaryOp] = []
     division = simplify_module.Simplifier._division
@@ -60,7 +60,7 @@ def test_a_repeated_expression_is_simplified_once(monkeypatch: pytest.MonkeyPatc
 
 def test_changed_bounds_are_not_answered_from_the_memo() -> None:
     i = Var("i")
-    analyzer = Analyzer()
+    analyzer = Analyzer(remember=True)
     analyzer.bind(i, Range(c(0), c(16)))
     assert _value(analyzer.simplify(_guard(i))) == 1
     analyzer.ranges[i] = Bound(0, 31)  # as passes restore a bound: the dict itself

@@ -25,10 +25,13 @@ class Facts:
     schedule knows of its buffers' shape variables.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, remember: bool = False) -> None:
+        """With `remember`, simplified results are remembered by structure while the bounds
+        stay the same (see `memo`): for a pass over a large, repetitive program such as an
+        unrolled body. A query that meets each expression once pays for the keys."""
         self.ranges: dict[Var, Bound] = {}
         self.domains: dict[Var, Range] = {}
-        self._memo = SimplifyMemo()
+        self._memo = SimplifyMemo() if remember else None
 
     @classmethod
     def over(cls, domains: Mapping[Var, Range]) -> Self:
@@ -60,7 +63,8 @@ class Facts:
         return const_bound(expr, self.ranges)
 
     def simplify(self, expr: PrimExpr) -> PrimExpr:
-        result: PrimExpr = Simplifier(self.ranges, self._memo.under(self.ranges)).visit(expr)
+        memo = None if self._memo is None else self._memo.under(self.ranges)
+        result: PrimExpr = Simplifier(self.ranges, memo).visit(expr)
         return result
 
     def can_prove(self, condition: PrimExpr) -> bool:

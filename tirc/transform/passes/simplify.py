@@ -43,7 +43,7 @@ def without_no_ops(node: S.SeqStmt, stmts: list[S.Stmt]) -> S.Stmt:
 
 class _Simplifier(Mutator):
     def __init__(self) -> None:
-        self.analyzer = Analyzer()
+        self.analyzer = Analyzer(remember=True)  # an unrolled body repeats its expressions
 
     def bound(self, var: E.Var, domain: Range) -> Bound | None:
         previous = self.analyzer.ranges.get(var)
