@@ -8,7 +8,10 @@ interpreter's thread model (races reported) against numpy."""
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
+import json
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import pytest
@@ -16,6 +19,7 @@ import pytest
 from tests.transform.helpers import run_passes
 from tirc.diagnostics import DiagnosticError
 from tirc.driver.lower import lower_module
+from tirc.driver.schedule import apply_plan_file
 from tirc.interp import random_inputs, run
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
@@ -168,3 +172,42 @@ def test_without_its_barrier_the_prefetching_loop_races() -> None:
     args = random_inputs(racy["main"], 3)
     with pytest.raises(DiagnosticError, match="data race on shared memory 'S'"):
         run(racy["main"], args, module=racy, gpu_model="threads")
+
+
+ROOT = Path(__file__).resolve().parents[2]
+BENCH_PLANS = ROOT / "benchmarks" / "plans"
+
+
+def _prefetch_plans() -> ModuleType:
+    path = BENCH_PLANS / "gemm_mma_prefetch_plans.py"
+    spec = importlib.util.spec_from_file_location("gemm_mma_prefetch_plans", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_prefetch_plans_are_what_their_script_writes() -> None:
+    script = _prefetch_plans()
+    for name, options in script.PLANS.items():
+        written = json.loads((BENCH_PLANS / f"{name}.plan.json").read_text())
+        assert written == json.loads(json.dumps(script.prefetch_plan(**options))), name
+
+
+@pytest.mark.slow
+def test_the_async2_prefetch_plan_computes_the_product_without_a_race() -> None:
+    """samples/gpu/gemm_mma.tir under benchmarks/plans/gemm_mma_async2_prefetch at one block
+    tile and 6 k tiles, in the thread model (every access checked for races) against numpy."""
+    program = ROOT / "samples" / "gpu" / "gemm_mma.tir"
+    shape = {"M": 128, "N": 128, "K": 192}
+    module = parse(program.read_text(), defines={k: str(v) for k, v in shape.items()})
+    scheduled, _ = apply_plan_file(module, str(BENCH_PLANS / "gemm_mma_async2_prefetch.plan.json"))
+    lowered = lower_module(scheduled, target="cuda")
+    assert len(calls(steady_loop(lowered), "tvm_storage_sync")) == 1
+    rng = np.random.default_rng(3)
+    a = rng.uniform(-1, 1, (128, 192)).astype(np.float16)
+    b = rng.uniform(-1, 1, (192, 128)).astype(np.float16)
+    args = {"A": a, "B": b, "C": np.full((128, 128), np.nan, np.float32)}
+    run(lowered["main"], args, module=lowered, gpu_model="threads")
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(args["C"], want, rtol=1e-4, atol=1e-4)
