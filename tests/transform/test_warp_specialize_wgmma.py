@@ -13,7 +13,13 @@ inject_warp_specialization/tma_wgmma): the shape of the fast Hopper GEMMs
   version is the one the next fill needs: the release stays after a wait_group(0), or the
   consumers would wait on a fill that waits on them. It too matches numpy;
 - a stage whose wgmmas read shared memory TMA did not fill, or that does more than wgmmas,
-  keeps the intrinsic's fences, barriers and waits.
+  keeps the intrinsic's fences, barriers and waits;
+- a ring its producer threads fill themselves (stores or cp.async: golden
+  inject_warp_specialization/cp_async_wgmma, from the plan gemm_wgmma_tensorize.named_barrier_ws)
+  runs the same loop with one proxy fence a k tile after the wait on full (their stores are the
+  generic proxy's, the wgmmas read through the async one), no barrier, and matches numpy;
+- the k16 loop of a k tile's wgmmas is unrolled: the emitted CUDA C has one wgmma a k16 step,
+  with constant descriptor offsets, as matmul_fp16_hopper.tir's T.unroll(4).
 """
 
 from __future__ import annotations
@@ -22,8 +28,10 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from tests.codegen_cuda.gpu_plans import GPU_SAMPLES
+from tirc.codegen.cuda import emit_cuda
 from tirc.driver.lower import lower_module
 from tirc.interp import run
 from tirc.ir import dtype as dt
@@ -39,14 +47,20 @@ from tirc.transform.passes.inject_warp_specialization import wgmma_issue
 
 PROGRAM = GPU_SAMPLES / "gemm_wgmma_tensorize.tir"
 PLAN = GPU_SAMPLES / "gemm_wgmma_tensorize.swizzle128_tma.plan.json"
+THREAD_FED = GPU_SAMPLES / "gemm_wgmma_tensorize.named_barrier_ws.plan.json"
 
 
-def _lowered(m: int, n: int, k: int, **annotations: list[int]) -> IRModule:
+def _lowered(m: int, n: int, k: int, plan_path: Path = PLAN, **annotations: list[int]) -> IRModule:
+    """The GEMM at m x n x k, scheduled by `plan_path` with `annotations` on its pipelined
+    loop (replacing or adding to the plan's)."""
     module = parse(PROGRAM.read_text(), name=str(PROGRAM), defines={"M": m, "N": n, "K": k})
-    plan = json.loads(PLAN.read_text())
-    for step in plan["steps"]:
+    plan = json.loads(plan_path.read_text())
+    steps = plan["steps"]
+    for step in steps:
         if step["op"] == "annotate" and step["key"] in annotations:
-            step["value"] = annotations[step["key"]]
+            step["value"] = annotations.pop(step["key"])
+    for key, value in annotations.items():
+        steps.append({"op": "annotate", "target": "uk0", "key": key, "value": value})
     scheduled, _ = apply_plan(module, read_plan(json.dumps(plan)), {})
     return lower_module(scheduled, target="cuda")
 
@@ -117,7 +131,7 @@ def test_one_group_in_flight_and_the_previous_version_released() -> None:
     assert _shape(_consumer_loop(lowered)) == [
         "ptx_mbarrier_wait",
         "ptx_wgmma_fence",
-        "for",
+        *["ptx_wgmma"] * 4,  # the k16 loop, unrolled
         "ptx_wgmma_commit_group",
         "wait1",
         ELECTED,
@@ -188,3 +202,50 @@ def test_only_wgmmas_of_tma_filled_tiles_lose_their_fences_and_waits() -> None:
         func.buffer_map[2][1], E.FloatImm(0.0, dt.FLOAT32), (E.IntImm(0, dt.INT32),) * 2
     )
     assert wgmma_issue([loop, store], tiles) is None
+
+
+def test_a_ring_the_producers_fill_with_cp_async_runs_the_fast_loop() -> None:
+    """cp.async copies by the producer warpgroup, 2 versions, 3 k tiles: one proxy fence a k
+    tile where the TMA ring has none, and no barrier among the consumers."""
+    lowered = _lowered(64, 128, 192, THREAD_FED, software_pipeline_async_stages=[0])
+    assert _shape(_consumer_loop(lowered)) == [
+        "ptx_mbarrier_wait",
+        "ptx_fence_proxy_async",
+        "ptx_wgmma_fence",
+        "ptx_wgmma",  # the k16 loop, unrolled
+        "ptx_wgmma",
+        "ptx_wgmma",
+        "ptx_wgmma",
+        "ptx_wgmma_commit_group",
+        "wait1",
+        ELECTED,
+    ]
+    calls: list[str] = []
+
+    def look(node: Node) -> None:
+        if isinstance(node, E.Call):
+            calls.append(node.op)
+
+    walk(lowered["main_kernel"].body, look)
+    assert "ptx_bar_sync" not in calls
+    assert "ptx_cp_async" in calls
+    _matches_numpy(lowered, 64, 128, 192)
+
+
+@pytest.mark.slow  # about 15 s; test_named_barrier_sync runs the 2-version ring of stores
+def test_a_ring_the_producers_fill_with_stores_in_one_version_matches_numpy() -> None:
+    """Synchronous stores into a one-version ring (the consumers' stage ordered before the
+    copies): the release stays after wait_group(0), the proxy fence after the wait."""
+    stages = {"software_pipeline_order": [1, 2, 0]}
+    lowered = _lowered(64, 128, 128, THREAD_FED, **stages)
+    shape = _shape(_consumer_loop(lowered))
+    assert shape[:2] == ["ptx_mbarrier_wait", "ptx_fence_proxy_async"]
+    assert shape[-4:] == ["ptx_wgmma_commit_group", "wait0", "syncwarp", "if (ptx_mbarrier_arrive)"]
+    _matches_numpy(lowered, 64, 128, 128)
+
+
+def test_the_k16_loop_is_unrolled_in_the_cuda_c() -> None:
+    """Four wgmmas a k tile in the source, at constant offsets from the version's tiles."""
+    source = emit_cuda(_lowered(64, 64, 256))
+    assert source.count("wgmma.mma_async") == 4
+    assert "for (int k_1" not in source

@@ -44,7 +44,11 @@ def wgmma_issue(work: list[S.Stmt], tiles: set[E.Var]) -> list[S.Stmt] | None:
             inner = strip(stmt.body)
             if inner is None:
                 return None
-            return [dataclasses.replace(stmt, body=S.seq(*inner))] if inner else []
+            if not inner:
+                return []
+            # unrolled where its extent is known: each wgmma's descriptors become constants
+            kind = S.ForKind.UNROLLED if isinstance(stmt.extent, E.IntImm) else stmt.kind
+            return [dataclasses.replace(stmt, body=S.seq(*inner), kind=kind)]
         if isinstance(stmt, S.SBlockRealize):
             block = stmt.block
             if block.iter_vars or block.alloc_buffers or block.match_buffers:

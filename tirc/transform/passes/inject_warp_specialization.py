@@ -51,17 +51,21 @@ versions inject-software-pipeline would give the buffers the copies fill):
   in program order on version i % S, after waiting for `full[i % S]` (parity (i / S) % 2),
   and each consumer thread arrives on `empty[i % S]` at the end of the iteration (its own
   reads are what the arrival orders before the refill);
-- with TMA, where the later stages are wgmmas of one shape (a tensor intrinsic's, with its
-  proxy fence, barrier, wgmma fence, commit and wait) that read in shared memory only the
-  ring's versions, the consumers' iteration is the fast GEMMs' (matmul_fp16_hopper.tir's):
-  wait for `full[i % S]`; one wgmma fence; the wgmmas; one commit; `wait_group(1)`; then,
-  from the second iteration on, `__syncwarp` and one arrival on `empty[(i - 1) % S]` a
-  consumer warp, by its first lane (`empty` counting T / 32: the warp's barrier orders each
-  lane's retirement before that arrival, which releases them all); `wait_group(0)` after
-  the loop. Each consumer thread's own wait on `full` acquires what TMA wrote, for the
-  wgmmas' async proxy too, and the consumers write no shared memory in the loop: the fence
-  and the barrier order nothing. `wait_group(1)` retires all but the iteration's group, so
-  the previous version's reads are done when it is released, while this one's wgmmas run.
+- where the later stages are wgmmas of one shape (a tensor intrinsic's, with its proxy
+  fence, barrier, wgmma fence, commit and wait) that read in shared memory only the ring's
+  versions, and the consumers are whole warps, the consumers' iteration is the fast GEMMs'
+  (matmul_fp16_hopper.tir's): wait for `full[i % S]` (with producers that store or cp.async
+  themselves, then one `fence.proxy.async`: their writes are the generic proxy's, which the
+  wait acquires and the fence orders before the wgmmas' async-proxy reads; TMA writes
+  through the async proxy and needs none); one wgmma fence; the wgmmas, their loops of
+  constant extent unrolled (each wgmma's descriptors constants); one commit;
+  `wait_group(1)`; then, from the second iteration on, `__syncwarp` and one arrival on
+  `empty[(i - 1) % S]` a consumer warp, by its first lane (`empty` counting T / 32: the
+  warp's barrier orders each lane's retirement before that arrival, which releases them
+  all); `wait_group(0)` after the loop. Each consumer thread's own wait on `full` acquires
+  what the producers wrote, and the consumers write no shared memory in the loop: the
+  intrinsic's barrier orders nothing. `wait_group(1)` retires all but the iteration's group,
+  so the previous version's reads are done when it is released, while this one's wgmmas run.
   Released one iteration late, a version is refilled an iteration later: with S >= 2 the
   fill for iteration j waits for the release of j - S, which the consumers make in iteration
   j - S + 1 <= j - 1, before they wait for fill j; with S = 1 they would wait for a fill that
@@ -530,7 +534,7 @@ def _specialize(
     versions = {data: (buffer, version) for data, buffer in ring.items()}
     parity = E.FloorMod(use, const(2))
     work = [_Versioner(versions).visit(stmts[i]) for i in consumer]
-    issued = wgmma_issue(work, {b.data for b in ring.values()}) if tma else None
+    issued = wgmma_issue(work, {b.data for b in ring.values()}) if consumers % WARP == 0 else None
     after_loop: list[S.Stmt] = []
     lane_zero = _lane_zero(threads, analyzer)
     if issued is None:
@@ -547,9 +551,10 @@ def _specialize(
         after_loop = [wgmma_wait(0, span)]
     # the wgmma consumers arrive once a warp, the others once a thread
     empty_count = consumers if issued is None else consumers // WARP
-    consumer_body: S.Stmt = S.seq(
-        S.evaluate_call("ptx_mbarrier_wait", full.data, version, parity, span=span), *release
-    )
+    acquire = [S.evaluate_call("ptx_mbarrier_wait", full.data, version, parity, span=span)]
+    if issued is not None and not tma:  # the producers' stores, for the wgmmas' async proxy
+        acquire.append(S.evaluate_call("ptx_fence_proxy_async", span=span))
+    consumer_body: S.Stmt = S.seq(*acquire, *release)
     if block is not None:
         inner_block = dataclasses.replace(
             block,
