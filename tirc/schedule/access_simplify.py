@@ -25,7 +25,7 @@ class _AccessSimplifier(Mutator):
         analyzer: Analyzer,
         bind_iterators: bool,
         bind_unit_iterators: bool,
-        arrange: Callable[[PrimExpr], PrimExpr] | None = None,
+        arrange: Callable[[PrimExpr, PrimExpr], PrimExpr] | None = None,
     ):
         self.analyzer = analyzer
         self.bind_iterators = bind_iterators
@@ -34,7 +34,7 @@ class _AccessSimplifier(Mutator):
 
     def simplify(self, index: PrimExpr) -> PrimExpr:
         simple = self.analyzer.simplify(index)
-        return simple if self.arrange is None else self.arrange(simple)
+        return simple if self.arrange is None else self.arrange(simple, index)
 
     def indices(self, indices: tuple[PrimExpr, ...]) -> tuple[PrimExpr, ...]:
         new = tuple(self.simplify(self.visit(index)) for index in indices)
@@ -84,12 +84,13 @@ def simplify_accesses(
     analyzer: Analyzer | None = None,
     bind_iterators: bool = True,
     bind_unit_iterators: bool = True,
-    arrange: Callable[[PrimExpr], PrimExpr] | None = None,
+    arrange: Callable[[PrimExpr, PrimExpr], PrimExpr] | None = None,
 ) -> SBlock:
     """`block` with its access indices and regions simplified; iterators are known to lie in
     their domains unless `bind_iterators` is false (without `bind_unit_iterators`, an
     iterator of extent 1 stays a variable rather than becoming its one value). `arrange`,
-    when given, rewrites each simplified index and region start further."""
+    when given, rewrites each simplified index and region start further, given it and the
+    index as it was before simplification."""
     simplifier = _AccessSimplifier(
         analyzer or Analyzer(), bind_iterators, bind_unit_iterators, arrange
     )

@@ -16,8 +16,10 @@ from __future__ import annotations
 import dataclasses
 
 from tirc.analysis.arith import Analyzer
+from tirc.analysis.arith.iter_map import detect_iter_map
 from tirc.ir import expr as E
 from tirc.ir.buffer import BufferRegion, Range
+from tirc.ir.canonical import from_sum, to_sum
 from tirc.ir.expr import Cast, IntImm, PrimExpr, Var
 from tirc.ir.functor import Mutator, walk
 from tirc.ir.stmt import (
@@ -173,11 +175,14 @@ def _rewrite(
     units: dict[Var, PrimExpr] = {
         iv.var: IntImm(0, iv.var.dtype) for iv in new_iters if _is_unit(iv)
     }
+    domains = {iv.var: iv.dom for iv in new_iters if iv.dom is not None}
     new_block = simplify_accesses(
         new_block,
         analyzer,
         bind_unit_iterators=False,
-        arrange=lambda index: _iterators_first(_drop_units(index, units), set(new_vars)),
+        arrange=lambda index, written: _in_iterator_form(
+            _drop_units(index, units), written, domains
+        ),
     )
     new_block = _NegativeOffsets().visit(new_block)
     loop_vars = tuple(Var(f"ax{position}", var.dtype) for position, var in enumerate(new_vars))
@@ -196,6 +201,33 @@ def _drop_units(index: PrimExpr, units: dict[Var, PrimExpr]) -> PrimExpr:
     if isinstance(index, Var) or not units or not (_vars_of(index) & set(units)):
         return index
     return Analyzer().simplify(substitute(index, units))
+
+
+def _in_iterator_form(index: PrimExpr, written: PrimExpr, domains: dict[Var, Range]) -> PrimExpr:
+    """A simplified index as TVM's iterator-map simplification writes it where the map reads
+    it: one iterator term scaled by a negative factor is `v * -1 + 511` (not `511 - v`),
+    otherwise the iterators' terms come first (`_iterators_first`). An index the map does not
+    read (`load + v // page_size`, a division by a symbolic divisor; `2047 - v * 4 - w`, terms
+    that do not fuse) stays as `written`, unsimplified, as TVM leaves it."""
+    total = to_sum(index)
+    moving = [
+        (atom, coeff) for atom, coeff in total.terms.values() if _vars_of(atom) & set(domains)
+    ]
+    if len(moving) == 1 and moving[0][1] < 0 and _is_affine(moving[0][0], domains):
+        atom, coeff = moving[0]
+        rest = to_sum(index)
+        rest.add_term(atom, -coeff)
+        term: PrimExpr = E.Mul(atom, IntImm(coeff, index.dtype))
+        if rest.is_const and rest.const == 0:
+            return term
+        return E.Add(term, from_sum(rest))
+    if moving and not _is_affine(index, domains):
+        return written
+    return _iterators_first(index, set(domains))
+
+
+def _is_affine(index: PrimExpr, domains: dict[Var, Range]) -> bool:
+    return detect_iter_map([index], domains, symbolic=True).ok
 
 
 def _iterators_first(index: PrimExpr, iterators: set[Var]) -> PrimExpr:
