@@ -6,6 +6,7 @@ partial sums never cross) compute the same.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -85,3 +86,18 @@ def test_the_epilogue_goes_and_temp_keeps_its_allocation() -> None:
     printed = print_module(apply_text(text))
     assert "temp = T.sblock_alloc_buffer((16, 16))" in printed
     assert 'T.sblock("epilogue")' not in printed
+
+
+def test_one_cached_computation_computes_the_same() -> None:
+    """One computation to cache: a single index block before the loop nest (TVM 0.27 stops
+    here, building a sequence of one statement, which its IR forbids)."""
+    text = (GOLDEN / "cache_index" / "negative_threshold_rejected.before.tir").read_text()
+    text = text.replace('["global", -1]', '["global", 0]')
+    text = re.sub(r"\s*# error:.*", "", text)
+    module, scheduled = parse(text), apply_text(text)
+    printed = print_module(scheduled)
+    assert printed.count('T.sblock("index_') == 1, printed
+    assert "B[vi] = A[index_var_0[vi]]" in printed, printed
+    inputs = random_inputs(module["main"], 5)
+    want, got = _outputs(module, inputs), _outputs(scheduled, inputs)
+    np.testing.assert_array_equal(got["B"], want["B"])
