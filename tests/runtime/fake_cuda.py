@@ -16,6 +16,13 @@ kernel would into device memory with `write`). A pair of events times the launch
 between them: `kernel_ms(launch)` each where given, else 0.25 ms for the pair. `FakeGpu` opens
 such a device in another process (the tuner's candidates) and logs its launches to a file.
 
+`FakeDriver(emulate=True)` runs each launch's kernel in the CUDA emulator
+(tests/runtime/cuda_emulator: the CUDA C compiled for the CPU): device memory is then host
+memory whose addresses are the device pointers, a module loads the CUDA C that
+`emulated_sources` recorded for its PTX, and a launch runs the kernel with the launch's grid,
+block, dynamic shared memory and kernelParams as the host built them. A kernel that crashes
+faults as `fault_in` does (its message in `faults`); one that deadlocks raises.
+
 `FakeDriver(fault_in="k")` makes kernel `k` fault as an illegal address would: the launch
 succeeds, the next synchronizing call returns CUDA_ERROR_ILLEGAL_ADDRESS, and so does every
 call after it (the context is lost), as on a GPU. `fail={"cuMemFree": CUresult.X}` makes the
@@ -32,6 +39,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from tests.runtime.cuda_emulator import DeviceMemory, KernelFault, compile_cuda
 
 
 class Misuse(AssertionError):
@@ -308,8 +317,9 @@ class CUtensorMap:
 @dataclass
 class Allocation:
     address: int
-    data: bytearray
+    data: bytearray | memoryview
     live: bool = True
+    memory: Any = None  # with emulate: the DeviceMemory behind `data`
 
 
 @dataclass
@@ -338,6 +348,10 @@ class FakeDriver:
     run_kernel: Callable[[FakeDriver, Launch], None] | None = None  # what a launch computes
     kernel_ms: Callable[[Launch], float] | None = None  # a launch's milliseconds on the device
     log: str | None = None  # a file to append each launch to, a JSON line
+    emulate: bool = False  # run kernels in the CUDA emulator (see the module's docstring)
+    sources: dict[str, str] = field(default_factory=dict)  # with emulate: PTX -> its CUDA C
+    libraries: dict[Handle, Any] = field(default_factory=dict)  # with emulate: module -> .so
+    faults: list[str] = field(default_factory=list)  # with emulate: kernels that crashed
     calls: list[str] = field(default_factory=list)  # every call's name, in order
     launches: list[Launch] = field(default_factory=list)
     tensor_maps: list[CUtensorMap] = field(default_factory=list)
@@ -469,6 +483,10 @@ class FakeDriver:
             return error, None
         if not isinstance(nbytes, int) or isinstance(nbytes, bool) or nbytes <= 0:
             raise Misuse(f"cuMemAlloc({nbytes!r}): the size must be a positive int")
+        if self.emulate:
+            memory = DeviceMemory(nbytes)
+            self.allocations[memory.address] = Allocation(memory.address, memory.view, True, memory)
+            return CUresult.CUDA_SUCCESS, CUdeviceptr(memory.address)
         address = self._next_address
         self._next_address += (nbytes + 511) // 512 * 512 + 512  # a gap between allocations
         self.allocations[address] = Allocation(address, bytearray(nbytes))
@@ -482,6 +500,8 @@ class FakeDriver:
         if allocation is None or not allocation.live:
             raise Misuse(f"cuMemFree({int(pointer):#x}): not a live allocation")
         allocation.live = False
+        if allocation.memory is not None:
+            allocation.memory.free()
         return (CUresult.CUDA_SUCCESS,)
 
     def cuMemcpyHtoD(self, destination: CUdeviceptr, source: int, nbytes: int) -> tuple:  # noqa: N802
@@ -522,6 +542,10 @@ class FakeDriver:
         if unresolved:  # the JIT links nothing but the driver's own
             return CUresult.CUDA_ERROR_INVALID_PTX, None
         module = self._handle("CUmodule")
+        if self.emulate:
+            if text not in self.sources:
+                raise Misuse("emulate: no CUDA C recorded for this PTX (use emulated_sources)")
+            self.libraries[module] = compile_cuda(self.sources[text])
         self.modules[module] = entries
         return CUresult.CUDA_SUCCESS, module
 
@@ -531,6 +555,7 @@ class FakeDriver:
             return (error,)
         self._check(module, "CUmodule", self.modules)
         del self.modules[module]
+        self.libraries.pop(module, None)
         for handle in [h for h, f in self.functions.items() if f.module == module]:
             del self.functions[handle]
         return (CUresult.CUDA_SUCCESS,)
@@ -753,9 +778,39 @@ class FakeDriver:
                 file.write(json.dumps(record) + "\n")
         if self.run_kernel is not None:
             self.run_kernel(self, launch)
+        elif self.emulate:
+            self._emulate(found, launch, params[0], params[1])
         if entry.name == self.fault_in:
             self.pending = CUresult.CUDA_ERROR_ILLEGAL_ADDRESS
         return (CUresult.CUDA_SUCCESS,)
+
+    def _emulate(self, found: Function, launch: Launch, values: Any, kinds: Any) -> None:
+        """Runs the launch's kernel in the emulator on kernelParams as the host built them."""
+        arguments = []
+        for value, kind in zip(values, kinds, strict=True):
+            if kind is None:
+                raise Misuse(f"{launch.kernel}: the emulator cannot run TMA (a tensor map)")
+            if issubclass(kind, (ctypes.Array, ctypes.Structure)):
+                arguments.append(kind.from_buffer_copy(bytes(value)))
+            elif kind is ctypes.c_void_p:
+                arguments.append(kind(int(value)))
+            else:
+                arguments.append(kind(value))
+        library = self.libraries[found.module]
+        sizes = library.parameter_bytes(launch.kernel)
+        given = [ctypes.sizeof(argument) for argument in arguments]
+        if sizes != given:
+            raise Misuse(
+                f"{launch.kernel}: the CUDA C takes parameters of {sizes} bytes, the PTX's "
+                f".entry (which the host followed) {given}"
+            )
+        try:
+            library.launch(
+                launch.kernel, launch.grid, launch.block, launch.dynamic_shared, arguments
+            )
+        except KernelFault as fault:
+            self.faults.append(str(fault))
+            self.pending = CUresult.CUDA_ERROR_ILLEGAL_ADDRESS
 
     def _check_geometry(
         self, entry: Entry, grid: tuple[int, int, int], block: tuple[int, int, int]
