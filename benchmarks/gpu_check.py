@@ -187,12 +187,16 @@ HOPPER = (  # (program, plan or None): hand-written tir needs none
     ("gemm_wgmma_tensorize_bf16", "gemm_wgmma_tensorize_bf16"),
     ("gemm_wgmma_tensorize", "gemm_wgmma_tensorize.mma_ws"),  # warp-specialized from a plan
     ("gemm_wgmma_tensorize", "gemm_wgmma_tensorize.mma_ws_tma"),  # ... with a TMA producer
-    # the wgmma GEMM warp-specialized: its consumers sync by a named barrier (bar.sync 1, 128)
+    # the wgmma GEMM warp-specialized, its producer warpgroup's own stores feeding the
+    # consumers' fast wgmma k loop (a proxy fence a k tile, no named barrier)
     ("gemm_wgmma_tensorize", "gemm_wgmma_tensorize.named_barrier_ws"),
     ("gemm_wgmma_tensorize", "gemm_wgmma_tensorize.swizzle128"),  # wgmma on 128B-swizzled tiles
     ("gemm_wgmma_tensorize", "gemm_wgmma_tensorize.swizzle128_tma"),  # ... filled by TMA
     # 128 x 256 tiles: two consumer warpgroups, TMA's A box and four B slabs, a 4-deep ring
     ("gemm_wgmma_tensorize_128x256", "gemm_wgmma_tensorize_128x256"),
+    # ... its tile staged in shared memory as 32 slabs of 128 x 8 floats and stored by 32 TMA
+    # stores (inject-tma-store), with a 2-deep ring: bench_cuda times it beside the 4-deep one
+    ("gemm_wgmma_tensorize_128x256", "gemm_wgmma_tensorize_128x256.tma_store"),
     ("gemm_wgmma_128x256", None),
     ("gemm_wgmma_128x256_s3", None),
     ("gemm_wgmma_tma", None),

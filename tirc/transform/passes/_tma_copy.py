@@ -61,12 +61,20 @@ class BoxCopy:
         return math.prod(self.box) * self.shared.dtype.bits // 8 * len(self.slabs)
 
 
-def _refuse(copy: S.Stmt, loop: S.For, why: str) -> DiagnosticError:
+def _refuse(copy: S.Stmt, loop: S.Stmt, why: str) -> DiagnosticError:
+    """`loop`: the pipelined loop that asks for TMA loads, or the block that asks for a TMA
+    store (inject-tma-store)."""
     return DiagnosticError.at(
         copy.span or loop.span,
-        f"this copy cannot be a TMA load: {why}",
-        Note("the loop whose 'software_pipeline_tma' asks for one", loop.span),
+        f"this copy cannot be a TMA {'load' if isinstance(loop, S.For) else 'store'}: {why}",
+        _asked_by(loop),
     )
+
+
+def _asked_by(loop: S.Stmt) -> Note:
+    if isinstance(loop, S.For):
+        return Note("the loop whose 'software_pipeline_tma' asks for one", loop.span)
+    return Note("the block whose 'tma_store' asks for one", loop.span)
 
 
 def _variables(node: Node) -> set[E.Var]:
@@ -117,7 +125,7 @@ def _below_zero(condition: E.PrimExpr) -> E.PrimExpr | None:
 class _Nest:
     """A copy nest read down to its store: its loops (extents) and conditions."""
 
-    def __init__(self, copy: S.Stmt, loop: S.For) -> None:
+    def __init__(self, copy: S.Stmt, loop: S.Stmt) -> None:
         self.loops: dict[E.Var, int] = {}
         self.conditions: list[E.PrimExpr] = []
         node = copy
@@ -291,7 +299,7 @@ def box_copy(
     return BoxCopy(copy, shared, tensor, fit.box, corner, fit.swizzle, fit.slabs)
 
 
-def _check_dense(at: S.Stmt, loop: S.For, tensor: Buffer, tensors: set[E.Var]) -> None:
+def _check_dense(at: S.Stmt, loop: S.Stmt, tensor: Buffer, tensors: set[E.Var]) -> None:
     if tensor.data not in tensors:
         raise _refuse(
             at,
@@ -317,7 +325,7 @@ def _check_dense(at: S.Stmt, loop: S.For, tensor: Buffer, tensors: set[E.Var]) -
         )
 
 
-def _shared_shape(at: S.Stmt, loop: S.For, shared: Buffer) -> tuple[int, ...]:
+def _shared_shape(at: S.Stmt, loop: S.Stmt, shared: Buffer) -> tuple[int, ...]:
     if not all(isinstance(extent, E.IntImm) for extent in shared.shape):
         raise _refuse(at, loop, f"'{shared.name}' has a shape that is not constant")
     if shared.strides or (
@@ -344,7 +352,7 @@ class _Fit:
 
 def _layout(
     at: S.Stmt,
-    loop: S.For,
+    loop: S.Stmt,
     store: S.BufferStore,
     local: list[E.PrimExpr],
     masks: list[E.PrimExpr],

@@ -1,0 +1,128 @@
+"""inject-tma-store: a copy from shared memory into a box of a global buffer parameter, in a
+block annotated `tma_store`, becomes a proxy fence, a barrier and TMA stores by the first
+thread (one bulk group, waited for).
+
+- the golden input (golden/inject_tma_store/slabs: a tile staged as four 16 x 8 slabs) lowered
+  for cuda matches numpy in the thread model, which checks the TMA store's reads of shared
+  memory against every thread's stores; one barrier, between the fence and the stores;
+- the plan samples/gpu/gemm_wgmma_tensorize_128x256.tma_store (the warp-specialized wgmma GEMM,
+  its accumulators staged in shared memory by the consumer warpgroups as 32 slabs of 128 x 8
+  floats, wgmma_store_m64n256_f32_shared_slabs8) stores its 128 x 256 tile with 32 TMA stores
+  after the consumers' named barrier, and matches numpy;
+- `tirc run` builds C's tensor map on the host for the store (the fake driver: its box, no
+  swizzle);
+- a copy inside a condition, or one that computes its elements, is refused at the block or the
+  store.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.codegen_cuda.gpu_plans import gpu_plans
+from tests.codegen_cuda.test_tma import _nvcc_ptx
+from tests.runtime.fake_cuda import CUtensorMapSwizzle, FakeDriver
+from tirc.cli.main import main
+from tirc.diagnostics import DiagnosticError
+from tirc.driver import run_cuda
+from tirc.driver.lower import lower_module
+from tirc.driver.schedule import apply_plan_file
+from tirc.interp import run
+from tirc.ir import expr as E
+from tirc.ir.functor import walk
+from tirc.ir.node import Node
+from tirc.runtime.cuda_driver import Device
+from tirc.text import parse
+
+GOLDEN = Path(__file__).parent / "golden" / "inject_tma_store" / "slabs.before.tir"
+
+
+def _calls(node: Node) -> list[E.Call]:
+    found: list[E.Call] = []
+    walk(node, lambda item: found.append(item) if isinstance(item, E.Call) else None)
+    return found
+
+
+def test_the_golden_input_lowered_matches_numpy_in_the_thread_model() -> None:
+    lowered = lower_module(parse(GOLDEN.read_text(), name=str(GOLDEN)), target="cuda")
+    ops = [call.op for call in _calls(lowered["main_kernel"].body)]
+    assert ops.count("ptx_tma_store") == 4
+    a = np.random.default_rng(1).standard_normal((32, 32)).astype(np.float32)
+    c = np.full((32, 32), np.nan, np.float32)
+    run(lowered["main"], {"A": a, "C": c}, module=lowered, gpu_model="threads")
+    np.testing.assert_array_equal(c, a * 2)
+
+
+def test_one_barrier_between_the_fence_and_the_stores() -> None:
+    """thread-sync keeps the pass's barrier (and would put one there itself: the TMA store
+    reads what every thread stored), adding none."""
+    lowered = lower_module(parse(GOLDEN.read_text(), name=str(GOLDEN)), target="cuda")
+    ops = [call.op for call in _calls(lowered["main_kernel"].body)]
+    assert ops.count("tvm_storage_sync") == 1
+    fence, barrier = ops.index("ptx_fence_proxy_async"), ops.index("tvm_storage_sync")
+    assert fence < barrier < ops.index("ptx_tma_store")
+    assert ops[-2:] == ["ptx_tma_store_commit", "ptx_tma_store_wait"]
+
+
+def test_tirc_run_builds_the_stores_tensor_map(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Up to the launch (the fake driver runs no kernel): C's map, its box innermost first."""
+    driver = FakeDriver()
+    monkeypatch.setattr(run_cuda, "module_image", _nvcc_ptx(tmp_path))
+    monkeypatch.setattr(run_cuda, "Device", lambda: Device(driver, load_ptx=True))
+    code = main(["run", str(GOLDEN), "--target", "cuda -arch=sm_90a"])
+    assert code == 0, capsys.readouterr()
+    maps = [(made.box, made.swizzle) for made in driver.tensor_maps]
+    assert maps == [((8, 16), CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_NONE)]
+    (launch,) = driver.launches
+    assert launch.block == (32, 1, 1)
+
+
+@pytest.mark.slow  # about 20 s: 384 threads, 8 wgmma m64n256k16 a consumer thread
+def test_the_gemm_plan_stores_its_tile_by_tma_and_matches_numpy() -> None:
+    (plan,) = [p for p in gpu_plans("gemm_wgmma_tensorize_128x256") if p.id.endswith("tma_store")]
+    m, n, k = 128, 256, 128  # one tile, two k tiles: the epilogue is what this checks
+    module = parse(plan.program.read_text(), defines={"M": m, "N": n, "K": k})
+    lowered = lower_module(apply_plan_file(module, str(plan.plan))[0], target="cuda")
+    calls = _calls(lowered["main_kernel"].body)
+    stores = [call for call in calls if call.op == "ptx_tma_store"]
+    assert len(stores) == 32  # the staging tile's slabs, each a 128 x 8 box
+    assert {tuple(E.int_value(a) for a in call.args[5:7]) for call in stores} == {(128, 8)}
+    barriers = [[E.int_value(a) for a in call.args] for call in calls if call.op == "ptx_bar_sync"]
+    assert barriers == [[1, 256]]  # the consumers', before the store
+    rng = np.random.default_rng(3)
+    a = rng.uniform(-1, 1, (m, k)).astype(np.float16)
+    b = rng.uniform(-1, 1, (k, n)).astype(np.float16)
+    args = {"A": a, "B": b, "C": np.full((m, n), np.nan, np.float32)}
+    run(lowered["main"], args, module=lowered, gpu_model="threads")
+    np.testing.assert_allclose(
+        args["C"], a.astype(np.float64) @ b.astype(np.float64), rtol=1e-4, atol=1e-4
+    )
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        (
+            "                for i, j in T.grid(16, 32):\n",
+            "                for i, j in T.grid(16, 32):\n                  if tx < 16:\n",
+            "must sit directly in its kernel's thread loops",
+        ),
+        (
+            "C[by * 16 + i, j] = S[j // 8, i, j % 8]",
+            "C[by * 16 + i, j] = S[j // 8, i, j % 8] + T.float32(1.0)",  # computed
+            "cannot be a TMA store: it stores into 'C' what it does not read from shared memory",
+        ),
+    ],
+)
+def test_refused(old: str, new: str, message: str) -> None:
+    text = GOLDEN.read_text()
+    assert old in text
+    with pytest.raises(DiagnosticError) as error:
+        lower_module(parse(text.replace(old, new), name="copy.tir"), target="cuda")
+    assert message in error.value.diagnostics[0].message
+    assert error.value.diagnostics[0].span is not None
