@@ -6,6 +6,7 @@ GPU-less session can measure of a tensor-core kernel's speed. Not a test and not
     python benchmarks/sass_mainloop.py samples/gpu/gemm_mma_async2.plan.json --size 8192
     python benchmarks/sass_mainloop.py --cu kernel.cu      # CUDA C written or edited by hand
     python benchmarks/sass_mainloop.py async2 --show       # and print the loop's SASS
+    python benchmarks/sass_mainloop.py async2 --ptx-via llvm     # tirc's NVPTX path's PTX
 
 Each plan (a path, or NAME for samples/gpu/gemm_mma_NAME.plan.json, else for
 benchmarks/plans/gemm_mma_NAME.plan.json) is compiled as `tirc compile --target 'cuda
@@ -313,10 +314,15 @@ def find_nvdisasm(explicit: str | None) -> str:
     raise ToolMissing(NVDISASM_HINT)
 
 
-def cuda_source(program: Path, plan: Path | None, arch: str, defines: list[str]) -> str:
-    """The CUDA C `tirc compile --emit cu` writes."""
-    command = [sys.executable, "-m", "tirc", "compile", str(program), "--emit", "cu", "-o", "-"]
+def cuda_source(
+    program: Path, plan: Path | None, arch: str, defines: list[str], emit: str = "cu"
+) -> str:
+    """The CUDA C `tirc compile --emit cu` writes (with `emit="ptx"`, the PTX of tirc's
+    NVPTX path, `--emit ptx --ptx-via llvm`)."""
+    command = [sys.executable, "-m", "tirc", "compile", str(program), "--emit", emit, "-o", "-"]
     command += ["--target", f"cuda -arch={arch}"]
+    if emit == "ptx":
+        command += ["--ptx-via", "llvm"]
     if plan is not None:
         command += ["--plan", str(plan)]
     for define in defines:
@@ -413,6 +419,9 @@ def main() -> int:
     parser.add_argument("--cu", type=Path, action="append", default=[], help="CUDA C to read")
     parser.add_argument("--nvdisasm", help="the nvdisasm executable")
     parser.add_argument("--show", action="store_true", help="print the main loop's SASS")
+    parser.add_argument(
+        "--ptx-via", choices=("cuda", "llvm"), default="cuda", help="llvm: tirc's NVPTX path"
+    )
     parser.add_argument("--json", type=Path, help="write the reports here")
     args = parser.parse_args()
     if not args.plans and not args.cu:
@@ -424,13 +433,14 @@ def main() -> int:
         return 2
     defines = [f"{d}={args.size}" for d in "MNK"] + args.defines
     sources: list[tuple[str, str]] = [(str(path), path.read_text()) for path in args.cu]
+    emit = "ptx" if args.ptx_via == "llvm" else "cu"
     for name in args.plans:
         plan = resolve_plan(name)
-        sources.append((plan.name, cuda_source(args.program, plan, args.arch, defines)))
+        sources.append((plan.name, cuda_source(args.program, plan, args.arch, defines, emit)))
     reports = []
     for name, source in sources:
         try:
-            ptx, front = ptx_of(source, args.arch)
+            ptx, front = (source, "LLVM") if emit == "ptx" else ptx_of(source, args.arch)
         except ToolMissing as missing:
             print(f"error: {missing}", file=sys.stderr)
             return 2

@@ -104,22 +104,36 @@ def shared_address(p: ExprPrinter, pointer: object, offset: object, dtype: DataT
     64-bit sum of one int offset cannot be regrouped, and every ldmatrix and cp.async address
     was computed whole in every iteration (sass_mainloop.py: 19 of gemm_mma_async2's 85
     instructions besides the HMMAs a k tile)."""
+    base, terms = shared_terms(pointer, offset, dtype)
+    start = p.names(base) if isinstance(base, E.Var) else p(base)
+    address = [f"(unsigned)__cvta_generic_to_shared({start})"]
+    for term, size in terms:
+        scaled = f" * {size}u" if size != 1 else ""
+        address.append(f"(unsigned)({p(term)}){scaled}")
+    return f"({' + '.join(address)})"
+
+
+def shared_terms(
+    pointer: object, offset: object, dtype: DataType
+) -> tuple[object, list[tuple[object, int]]]:
+    """A shared address as its base pointer (a buffer's data, or the pointer itself) and the
+    summands of its element offsets, each with its element's size in bytes (zeros left out):
+    what `shared_address` and the NVPTX backend's shared addresses add up."""
     base = pointer
-    terms: list[tuple[object, int]] = [(offset, _bytes(dtype))]
+    offsets: list[tuple[object, int]] = [(offset, _bytes(dtype))]
     if isinstance(pointer, E.Call) and pointer.op == "tvm_access_ptr":
         annotation, base, first = pointer.args[0], pointer.args[1], pointer.args[2]
         if isinstance(annotation, E.PrimExpr):  # T.type_annotation("float16"): the element
-            terms.insert(0, (first, _bytes(annotation.dtype)))
+            offsets.insert(0, (first, _bytes(annotation.dtype)))
         else:
             base = pointer
-    start = p.names(base) if isinstance(base, E.Var) else p(base)
-    address = [f"(unsigned)__cvta_generic_to_shared({start})"]
-    for value, size in terms:
-        scaled = f" * {size}u" if size != 1 else ""
-        for term in _summands(value):
-            if not E.is_const_int(term, 0):
-                address.append(f"(unsigned)({p(term)}){scaled}")
-    return f"({' + '.join(address)})"
+    terms = [
+        (term, size)
+        for value, size in offsets
+        for term in _summands(value)
+        if not E.is_const_int(term, 0)
+    ]
+    return base, terms
 
 
 def _summands(value: object) -> list[object]:

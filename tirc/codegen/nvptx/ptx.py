@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 import llvmlite.ir as ir
 
+from tirc.codegen.cuda.ptx import shared_terms
 from tirc.codegen.nvptx import types
 from tirc.codegen.nvptx.values import ValueBuilder
 from tirc.diagnostics import DiagnosticError
@@ -55,6 +56,27 @@ def _word_pointers(
 def _shared_word(v: ValueBuilder, pointer: ir.Value) -> ir.Value:
     shared = v.b.addrspacecast(pointer, ir.PointerType(addrspace=SHARED))
     return v.b.ptrtoint(shared, types.I32)
+
+
+def shared_address(v: ValueBuilder, pointer: object, offset: object, element: DataType) -> ir.Value:
+    """The 32-bit shared-window address of element `offset` from `pointer`, as the CUDA C
+    backend writes it (tirc/codegen/cuda/ptx.py `shared_address`): the buffer's base converted
+    once, plus each summand of the offsets scaled to bytes, in i32. The same value modulo 2^32
+    as the generic pointer's 64-bit sum converted whole, but a sum LLVM can regroup, so the
+    base and a loop's invariant terms are added outside the loop."""
+    base, terms = shared_terms(pointer, offset, element)
+    address = _shared_word(v, v(base))
+    for term, size in terms:
+        value = v(term)
+        width = value.type.width
+        if width > 32:
+            value = v.b.trunc(value, types.I32)
+        elif width < 32:
+            value = v.b.sext(value, types.I32)
+        if size != 1:
+            value = v.b.mul(value, ir.Constant(types.I32, size))
+        address = v.b.add(address, value)
+    return address
 
 
 def _asm(
@@ -126,7 +148,7 @@ def lower_ldmatrix(v: ValueBuilder, call: E.Call) -> ir.Value:
     local, local_off, shared, shared_off = call.args[3:7]
     element = call.dtype.element
     targets = _word_pointers(v, local, local_off, element, types.I32, num)
-    address = _shared_word(v, _address(v, shared, shared_off, element))
+    address = shared_address(v, shared, shared_off, element)
     transposed = ".trans" if isinstance(trans, E.IntImm) and trans.value else ""
     text = (
         f"ldmatrix.sync.aligned.m8n8.x{num}{transposed}.shared.b16 "
@@ -144,7 +166,7 @@ def lower_cp_async(v: ValueBuilder, call: E.Call) -> ir.Value:
     if size not in (4, 8, 16):
         raise DiagnosticError.at(call.span, f"T.ptx_cp_async copies 4, 8 or 16 bytes, not {size}")
     element = call.dtype.element
-    destination = _shared_word(v, _address(v, shared, shared_off, element))
+    destination = shared_address(v, shared, shared_off, element)
     global_address = v.b.ptrtoint(_address(v, source, source_off, element), types.I64)
     cache = "cg" if size == 16 else "ca"
     if len(call.args) > 5:

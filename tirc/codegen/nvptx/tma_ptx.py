@@ -22,12 +22,11 @@ from tirc.codegen.nvptx import types
 from tirc.codegen.nvptx.annotations import annotate
 from tirc.codegen.nvptx.ptx import (
     _ZERO,
-    _address,
     _asm,
     _int,
     _operand_list,
-    _shared_word,
     instruction,
+    shared_address,
 )
 from tirc.codegen.nvptx.values import ValueBuilder
 from tirc.diagnostics import DiagnosticError
@@ -67,7 +66,7 @@ def _u32(v: ValueBuilder, expr: E.PrimExpr) -> ir.Value:
 
 
 def _barrier(v: ValueBuilder, call: E.Call) -> ir.Value:
-    return _shared_word(v, _address(v, call.args[0], call.args[1], _BARRIER))
+    return shared_address(v, call.args[0], call.args[1], _BARRIER)
 
 
 def _asm_statement(
@@ -126,7 +125,7 @@ def lower_tma_copy(v: ValueBuilder, call: E.Call) -> ir.Value:
     """A TMA load (completing on its mbarrier) or store (in the thread's bulk group)."""
     load = tma_load(call)
     rank = load.rank
-    shared = _shared_word(v, _address(v, load.shared, load.shared_offset, load.dtype))
+    shared = shared_address(v, load.shared, load.shared_offset, load.dtype)
     coords = [v.cast(v(coord), coord.dtype, _I32) for coord in reversed(load.coords)]
     args = [shared, v.b.ptrtoint(_map(v, load), types.I64), *coords]
     constraints = ["r", "l", *["r"] * rank]
@@ -135,12 +134,12 @@ def lower_tma_copy(v: ValueBuilder, call: E.Call) -> ir.Value:
         text = f"cp.async.bulk.tensor.{rank}d.global.shared::cta.bulk_group {box}, [$0];"
         _asm_statement(v, text, constraints, args)
         return _ZERO
-    barrier = _address(v, load.barrier, load.barrier_index, _BARRIER)
+    barrier = shared_address(v, load.barrier, load.barrier_index, _BARRIER)
     text = (
         f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.mbarrier::complete_tx::bytes "
         f"[$0], {box}, [${2 + rank}];"
     )
-    _asm_statement(v, text, [*constraints, "r"], [*args, _shared_word(v, barrier)])
+    _asm_statement(v, text, [*constraints, "r"], [*args, barrier])
     return _ZERO
 
 

@@ -16,8 +16,8 @@ from tirc.codegen.nvptx.ptx import (
     _address,
     _asm,
     _operand_list,
-    _shared_word,
     instruction,
+    shared_address,
 )
 from tirc.codegen.nvptx.values import ValueBuilder
 from tirc.diagnostics import DiagnosticError
@@ -46,7 +46,7 @@ def _field(v: ValueBuilder, value: ir.Value, shift: int) -> ir.Value:
 def _descriptor(v: ValueBuilder, call: E.Call, first: int, element: str) -> ir.Value:
     pointer, offset, lbo, sbo, width = call.args[first : first + 5]
     assert isinstance(width, E.IntImm)
-    address = _shared_word(v, _address(v, pointer, offset, parse_dtype(element)))
+    address = shared_address(v, pointer, offset, parse_dtype(element))
     value = v.b.or_(_field(v, address, 0), _field(v, v(lbo), 16))
     value = v.b.or_(value, _field(v, v(sbo), 32))
     return v.b.or_(value, ir.Constant(types.I64, SWIZZLE_MODES[width.value] << 62))
