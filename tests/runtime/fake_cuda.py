@@ -34,13 +34,17 @@ from __future__ import annotations
 import ctypes
 import enum
 import json
+import math
 import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.runtime.cuda_emulator import DeviceMemory, KernelFault, compile_cuda
+from tests.runtime.cuda_emulator import DeviceMemory, KernelFault, Unsupported, compile_cuda
+
+# the most threads (grid times block) one emulated launch may have: about a minute of a busy CPU
+EMULATED_THREADS = 1 << 21
 
 
 class Misuse(AssertionError):
@@ -796,6 +800,12 @@ class FakeDriver:
                 arguments.append(kind(int(value)))
             else:
                 arguments.append(kind(value))
+        threads = math.prod(launch.grid) * math.prod(launch.block)
+        if threads > EMULATED_THREADS:
+            raise Unsupported(
+                f"{launch.kernel}: {threads} threads, more than the emulator runs in a test "
+                f"({EMULATED_THREADS})"
+            )
         library = self.libraries[found.module]
         sizes = library.parameter_bytes(launch.kernel)
         given = [ctypes.sizeof(argument) for argument in arguments]
