@@ -171,7 +171,7 @@ def test_pieces_of_uneven_rows_are_refused_at_the_copy(tmp_path: Path) -> None:
 
 
 def _sample() -> GpuPlan:
-    (plan,) = gpu_plans("gemm_wgmma_tensorize_128x256")
+    (plan,) = [p for p in gpu_plans("gemm_wgmma_tensorize_128x256") if "." not in p.id]
     return plan
 
 

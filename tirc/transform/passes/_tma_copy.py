@@ -61,7 +61,7 @@ class BoxCopy:
         return math.prod(self.box) * self.shared.dtype.bits // 8 * len(self.slabs)
 
 
-def _refuse(copy: S.Stmt, loop: S.Stmt, why: str) -> DiagnosticError:
+def refuse(copy: S.Stmt, loop: S.Stmt, why: str) -> DiagnosticError:
     """`loop`: the pipelined loop that asks for TMA loads, or the block that asks for a TMA
     store (inject-tma-store)."""
     return DiagnosticError.at(
@@ -77,19 +77,19 @@ def _asked_by(loop: S.Stmt) -> Note:
     return Note("the block whose 'tma_store' asks for one", loop.span)
 
 
-def _variables(node: Node) -> set[E.Var]:
+def variables(node: Node) -> set[E.Var]:
     found: set[E.Var] = set()
     walk(node, lambda node: found.add(node) if isinstance(node, E.Var) else None)
     return found
 
 
-def _conjuncts(condition: E.PrimExpr) -> list[E.PrimExpr]:
+def conjuncts(condition: E.PrimExpr) -> list[E.PrimExpr]:
     if isinstance(condition, E.And):
-        return [*_conjuncts(condition.a), *_conjuncts(condition.b)]
+        return [*conjuncts(condition.a), *conjuncts(condition.b)]
     if isinstance(condition, E.Call) and condition.op == "likely" and condition.args:
         inner = condition.args[0]
         assert isinstance(inner, E.PrimExpr)
-        return _conjuncts(inner)
+        return conjuncts(inner)
     return [condition]
 
 
@@ -122,7 +122,7 @@ def _below_zero(condition: E.PrimExpr) -> E.PrimExpr | None:
     return arithmetic("-", arithmetic("-", b, a), 1)
 
 
-class _Nest:
+class CopyNest:
     """A copy nest read down to its store: its loops (extents) and conditions."""
 
     def __init__(self, copy: S.Stmt, loop: S.Stmt) -> None:
@@ -132,15 +132,13 @@ class _Nest:
         while not isinstance(node, S.BufferStore):
             if isinstance(node, S.For):
                 if node.thread_binding is not None or not isinstance(node.extent, E.IntImm):
-                    raise _refuse(
+                    raise refuse(
                         copy,
                         loop,
                         f"its loop '{node.loop_var.name}' is not a serial loop of constant extent",
                     )
                 if not E.is_const_int(node.min, 0):
-                    raise _refuse(
-                        copy, loop, f"its loop '{node.loop_var.name}' does not start at 0"
-                    )
+                    raise refuse(copy, loop, f"its loop '{node.loop_var.name}' does not start at 0")
                 self.loops[node.loop_var] = node.extent.value
                 node = node.body
             elif isinstance(node, S.SBlockRealize) and not node.block.iter_vars:
@@ -158,7 +156,7 @@ class _Nest:
                 self.conditions.append(node.condition)
                 node = node.then_case
             else:
-                raise _refuse(copy, loop, "it is not a nest of loops around one store")
+                raise refuse(copy, loop, "it is not a nest of loops around one store")
         self.store = node
 
 
@@ -216,7 +214,7 @@ def box_copy(
     `threads`: variable -> extent) makes, or a located error saying why it cannot be one.
     `tensors` are the data handles of the function's buffer parameters, whose tensor maps
     the host can build."""
-    nest = _Nest(copy, loop)
+    nest = CopyNest(copy, loop)
     store = nest.store
     at = store if store.span is not None else copy
     shared, value = store.buffer, store.value
@@ -224,7 +222,7 @@ def box_copy(
     if guarded is not None:
         condition, value, otherwise = guarded
         if not _is_zero(otherwise):
-            raise _refuse(
+            raise refuse(
                 at,
                 loop,
                 "it stores a value other than 0 where its condition fails "
@@ -232,29 +230,29 @@ def box_copy(
             )
         nest.conditions.append(condition)
     if not isinstance(value, E.BufferLoad):
-        raise _refuse(
+        raise refuse(
             at,
             loop,
             f"it stores a computed value into '{shared.name}', not an element of a global buffer",
         )
     tensor = value.buffer
     if tensor.dtype != shared.dtype:
-        raise _refuse(
+        raise refuse(
             at,
             loop,
             f"it converts {tensor.dtype} to {shared.dtype}: a TMA load "
             "copies the elements as they are",
         )
     if shared.dtype.bits % 8 or shared.dtype.lanes != 1:
-        raise _refuse(at, loop, f"TMA copies whole-byte scalar elements, not {shared.dtype}")
-    _check_dense(at, loop, tensor, tensors)
-    shape = _shared_shape(at, loop, shared)
+        raise refuse(at, loop, f"TMA copies whole-byte scalar elements, not {shared.dtype}")
+    check_dense(at, loop, tensor, tensors)
+    shape = shared_shape(at, loop, shared)
     if not 1 <= len(value.indices) <= 5:
-        raise _refuse(at, loop, f"'{tensor.name}' has {len(value.indices)} dimensions, not 1 to 5")
+        raise refuse(at, loop, f"'{tensor.name}' has {len(value.indices)} dimensions, not 1 to 5")
 
     # the copy's iteration space: the consumer threads it names and the nest's loops (threads
     # it does not name store the same elements alike, which one load stands for)
-    named = _variables(copy)
+    named = variables(copy)
     space = {**{var: n for var, n in threads.items() if var in named}, **nest.loops}
     inner = Analyzer()
     inner.ranges.update(analyzer.ranges)
@@ -269,9 +267,9 @@ def box_copy(
         for index, at_start in zip(value.indices, corner, strict=True)
     ]
     for axis, (offset, at_start) in enumerate(zip(local, corner, strict=True)):
-        outer = sorted(var.name for var in _variables(offset) if var not in space)
+        outer = sorted(var.name for var in variables(offset) if var not in space)
         if outer:
-            raise _refuse(
+            raise refuse(
                 at,
                 loop,
                 f"it is not a box: index {axis} of '{tensor.name}' moves with '{outer[0]}' "
@@ -281,10 +279,10 @@ def box_copy(
     # copy's loops alone says which of them store
     masks: list[E.PrimExpr] = []
     for condition in nest.conditions:
-        for conjunct in _conjuncts(condition):
-            if _is_bound(conjunct, value.indices, tensor, inner):
+        for conjunct in conjuncts(condition):
+            if is_bound(conjunct, value.indices, tensor, inner):
                 continue
-            if _variables(conjunct) <= space.keys():
+            if variables(conjunct) <= space.keys():
                 masks.append(conjunct)
                 continue
             raise DiagnosticError.at(
@@ -295,13 +293,13 @@ def box_copy(
                 Note("the copy", at.span),
                 Note("the loop whose 'software_pipeline_tma' asks for one", loop.span),
             )
-    fit = _layout(at, loop, store, local, masks, shape, space, tensor.name)
+    fit = fit_layout(at, loop, store, local, masks, shape, space, tensor.name)
     return BoxCopy(copy, shared, tensor, fit.box, corner, fit.swizzle, fit.slabs)
 
 
-def _check_dense(at: S.Stmt, loop: S.Stmt, tensor: Buffer, tensors: set[E.Var]) -> None:
+def check_dense(at: S.Stmt, loop: S.Stmt, tensor: Buffer, tensors: set[E.Var]) -> None:
     if tensor.data not in tensors:
-        raise _refuse(
+        raise refuse(
             at,
             loop,
             f"'{tensor.name}' is not a buffer parameter of the function "
@@ -320,18 +318,18 @@ def _check_dense(at: S.Stmt, loop: S.Stmt, tensor: Buffer, tensors: set[E.Var]) 
     offset = tensor.elem_offset is not None and not E.is_const_int(tensor.elem_offset, 0)
     if strided or offset:
         what = "strides" if strided else "an element offset"
-        raise _refuse(
+        raise refuse(
             at, loop, f"'{tensor.name}' has {what}: a TMA load reads a dense (row-major) tensor"
         )
 
 
-def _shared_shape(at: S.Stmt, loop: S.Stmt, shared: Buffer) -> tuple[int, ...]:
+def shared_shape(at: S.Stmt, loop: S.Stmt, shared: Buffer) -> tuple[int, ...]:
     if not all(isinstance(extent, E.IntImm) for extent in shared.shape):
-        raise _refuse(at, loop, f"'{shared.name}' has a shape that is not constant")
+        raise refuse(at, loop, f"'{shared.name}' has a shape that is not constant")
     if shared.strides or (
         shared.elem_offset is not None and not E.is_const_int(shared.elem_offset, 0)
     ):
-        raise _refuse(
+        raise refuse(
             at,
             loop,
             f"'{shared.name}' is padded (strides or an offset): a TMA load "
@@ -350,7 +348,7 @@ class _Fit:
     slabs: tuple[tuple[int, ...], ...]
 
 
-def _layout(
+def fit_layout(
     at: S.Stmt,
     loop: S.Stmt,
     store: S.BufferStore,
@@ -376,22 +374,22 @@ def _layout(
         offsets = [np.broadcast_to(evaluate(x, values), everywhere)[stores] for x in local]
         digits = [np.broadcast_to(evaluate(x, values), everywhere)[stores] for x in store.indices]
     except NotEvaluable as error:
-        raise _refuse(at, loop, f"its indices cannot be computed: {error}") from None
+        raise refuse(at, loop, f"its indices cannot be computed: {error}") from None
     points = int(stores.sum())
     if points == 0:
-        raise _refuse(at, loop, "its condition holds for none of the threads")
+        raise refuse(at, loop, "its condition holds for none of the threads")
     if any(
         digit.min() < 0 or digit.max() >= extent
         for digit, extent in zip(digits, shape, strict=True)
     ):
-        raise _refuse(at, loop, f"it stores outside '{shared.name}'")
+        raise refuse(at, loop, f"it stores outside '{shared.name}'")
     if any(offset.min() < 0 for offset in offsets):
-        raise _refuse(at, loop, f"it is not a box: it reads '{tensor}' before its corner")
+        raise refuse(at, loop, f"it is not a box: it reads '{tensor}' before its corner")
     written = np.zeros(points, np.int64)
     for digit, extent in zip(digits, shape, strict=True):
         written = written * extent + digit
     if points != elements or np.unique(written).size != points:
-        raise _refuse(
+        raise refuse(
             at,
             loop,
             f"it does not store each of the {elements} elements of '{shared.name}' once "
@@ -412,7 +410,7 @@ def _layout(
         whole = whole or fit  # the reason one box does not do
     if len(counts) > 1:
         whole += f"; nor is '{shared.name}' equal slabs that are each a TMA box of '{tensor}'"
-    raise _refuse(at, loop, whole)
+    raise refuse(at, loop, whole)
 
 
 def _fit(
@@ -471,7 +469,7 @@ def _swizzled(offsets: np.ndarray, swizzle: int) -> np.ndarray:
     return offsets ^ (((offsets >> 7) & mask) << 4)
 
 
-def _is_bound(
+def is_bound(
     condition: E.PrimExpr, indices: tuple[E.PrimExpr, ...], tensor: Buffer, analyzer: Analyzer
 ) -> bool:
     """Whether `condition` holds always, or says that one index of `tensor` is in bounds."""

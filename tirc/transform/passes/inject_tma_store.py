@@ -54,14 +54,14 @@ from tirc.ir.functor import Mutator
 from tirc.ir.substitute import substitute
 from tirc.transform.pass_base import Dialect, FunctionPass
 from tirc.transform.passes._tma_copy import (
-    _check_dense,
-    _conjuncts,
-    _is_bound,
-    _layout,
-    _Nest,
-    _refuse,
-    _shared_shape,
-    _variables,
+    CopyNest,
+    check_dense,
+    conjuncts,
+    fit_layout,
+    is_bound,
+    refuse,
+    shared_shape,
+    variables,
 )
 
 TMA_STORE = "tma_store"
@@ -178,29 +178,29 @@ def tma_store(
     """The copy `nest` (its store in `block`, run by the threads `threads`: variable ->
     extent) as fenced, synchronized TMA stores by the first thread; a located error saying
     why it cannot be."""
-    loops = _Nest(nest, block)
+    loops = CopyNest(nest, block)
     store = loops.store
     at = store if store.span is not None else nest
     tensor, value = store.buffer, store.value
     if not isinstance(value, E.BufferLoad) or value.buffer.scope not in _SHARED:
-        raise _refuse(
+        raise refuse(
             at, block, f"it stores into '{tensor.name}' what it does not read from shared memory"
         )
     shared = value.buffer
     if tensor.dtype != shared.dtype:
-        raise _refuse(
+        raise refuse(
             at,
             block,
             f"it converts {shared.dtype} to {tensor.dtype}: TMA copies the elements as they are",
         )
     if shared.dtype.bits % 8 or shared.dtype.lanes != 1:
-        raise _refuse(at, block, f"TMA copies whole-byte scalar elements, not {shared.dtype}")
-    _check_dense(at, block, tensor, tensors)
-    shape = _shared_shape(at, block, shared)
+        raise refuse(at, block, f"TMA copies whole-byte scalar elements, not {shared.dtype}")
+    check_dense(at, block, tensor, tensors)
+    shape = shared_shape(at, block, shared)
     if not 1 <= len(store.indices) <= 5:
-        raise _refuse(at, block, f"'{tensor.name}' has {len(store.indices)} dimensions, not 1 to 5")
+        raise refuse(at, block, f"'{tensor.name}' has {len(store.indices)} dimensions, not 1 to 5")
 
-    named = _variables(nest)
+    named = variables(nest)
     space = {**{var: n for var, n in threads.items() if var in named}, **loops.loops}
     inner = Analyzer()
     inner.ranges.update(analyzer.ranges)
@@ -213,9 +213,9 @@ def tma_store(
         for index, at_start in zip(store.indices, corner, strict=True)
     ]
     for axis, (offset, at_start) in enumerate(zip(local, corner, strict=True)):
-        outer = sorted(var.name for var in _variables(offset) if var not in space)
+        outer = sorted(var.name for var in variables(offset) if var not in space)
         if outer:
-            raise _refuse(
+            raise refuse(
                 at,
                 block,
                 f"it is not a box: index {axis} of '{tensor.name}' moves with '{outer[0]}' "
@@ -223,20 +223,20 @@ def tma_store(
             )
     masks: list[E.PrimExpr] = []
     for condition in loops.conditions:
-        for conjunct in _conjuncts(condition):
-            if _is_bound(conjunct, store.indices, tensor, inner):
+        for conjunct in conjuncts(condition):
+            if is_bound(conjunct, store.indices, tensor, inner):
                 continue  # TMA writes nothing outside the tensor
-            if _variables(conjunct) <= space.keys():
+            if variables(conjunct) <= space.keys():
                 masks.append(conjunct)
                 continue
-            raise _refuse(
+            raise refuse(
                 at,
                 block,
                 f"its condition is not the bounds of '{tensor.name}' nor on its threads and loops",
             )
     # the shared buffer's elements in the order the copy reads them, as a load's would store them
     reads = S.BufferStore(shared, value, value.indices, span=store.span)
-    fit = _layout(at, block, reads, local, masks, shape, space, tensor.name)
+    fit = fit_layout(at, block, reads, local, masks, shape, space, tensor.name)
     corners = tuple(
         tuple(arithmetic("+", c, o) if o else c for c, o in zip(corner, slab, strict=True))
         for slab in fit.slabs
