@@ -12,13 +12,14 @@ emulator does not model, and the refusals tests/driver/test_run_cuda_cases.py ex
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from tests.driver.test_run_cuda_cases import CASES, EXPECTED_REFUSALS, NEEDS_NVRTC, SIZE
-from tests.runtime.cuda_emulator import Unsupported, emulated_sources
+from tests.runtime.cuda_emulator import EmulationError, Unsupported, emulated_sources
 from tests.runtime.fake_cuda import FakeDriver, fake_device
 from tirc.diagnostics import DiagnosticError
 from tirc.driver.cuda_toolchain import has_nvrtc
@@ -47,7 +48,11 @@ QUICK = {
 
 
 def run_emulated(
-    module: IRModule, original: IRModule, func: str | None = None, target: str = "cuda"
+    module: IRModule,
+    original: IRModule,
+    func: str | None = None,
+    target: str = "cuda",
+    edit: Callable[[str], str] | None = None,
 ) -> FakeDriver:
     """Runs the function through run_on_cuda on the emulating fake driver, then the reference
     on the same inputs, and fails on any difference. The reference is the program before the
@@ -61,7 +66,7 @@ def run_emulated(
     expected = {key: np.array(value, copy=True) for key, value in args.items()}
     fake = FakeDriver(emulate=True)
     try:
-        with emulated_sources(fake):
+        with emulated_sources(fake, edit):
             run_on_cuda(module, name, function, target, args, device=fake_device(fake))
     except Unsupported as reason:
         pytest.skip(str(reason))
@@ -198,3 +203,40 @@ def test_sample_computes_on_the_emulator(source: Path, plan: Path) -> None:
         run_emulated(scheduled, original, target=target.group(1) if target else "cuda")
     except DiagnosticError as error:
         _refused(source.name, error)
+
+
+def _softmax_rows() -> tuple[IRModule, IRModule]:
+    source = ROOT / "samples/gpu/softmax_rows.tir"
+    text = source.read_text()
+    original = parse(text, name=str(source), defines=smaller_defines(text))
+    plan = source.with_name("softmax_rows.block_shared.plan.json")
+    scheduled, _ = apply_plan_file(original, str(plan))
+    return scheduled, original
+
+
+@pytest.mark.slow  # about 20 s on a quiet machine: the sample lowered and g++
+def test_a_missing_barrier_in_the_cuda_c_is_caught() -> None:
+    """The check sees what the CUDA C does: without the barrier between thread 0's store of
+    the row's maximum to shared memory and the block's reading it, the other warps read it
+    before it is there."""
+    scheduled, original = _softmax_rows()
+
+    def drop_third_barrier(source: str) -> str:
+        at = -1
+        for _ in range(3):
+            at = source.index("__syncthreads();", at + 1)
+        return source[:at] + source[at + len("__syncthreads();") :]
+
+    with pytest.raises(AssertionError, match="values differ"):
+        run_emulated(scheduled, original, edit=drop_third_barrier)
+
+
+@pytest.mark.slow  # as above
+def test_a_barrier_only_some_threads_reach_is_reported() -> None:
+    scheduled, original = _softmax_rows()
+
+    def guard_barrier(source: str) -> str:
+        return source.replace("__syncthreads();", "if (threadIdx_x < 128) { __syncthreads(); }", 1)
+
+    with pytest.raises(EmulationError, match="deadlock.*128 threads wait in __syncthreads"):
+        run_emulated(scheduled, original, edit=guard_barrier)

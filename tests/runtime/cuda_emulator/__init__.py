@@ -25,7 +25,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -228,10 +228,11 @@ def _wait(pid: int, read_end: int, kernel: str) -> None:
 
 
 @contextmanager
-def emulated_sources(driver: Any) -> Iterator[None]:
+def emulated_sources(driver: Any, edit: Callable[[str], str] | None = None) -> Iterator[None]:
     """Within it, the PTX that `tirc run --target cuda` makes (tirc.driver.run_cuda) has its
     CUDA C recorded in `driver.sources`, for the emulating fake driver to load: the CUDA C of
-    the same lowered module, as NVRTC would compile it."""
+    the same lowered module, as NVRTC would compile it (then changed by `edit`, where a test
+    plants a bug). CUDA C with inline PTX raises Unsupported before any PTX is made."""
     from unittest import mock
 
     from tirc.codegen.cuda import emit_cuda
@@ -242,8 +243,12 @@ def emulated_sources(driver: Any) -> Iterator[None]:
     def module_ptx(
         lowered: Any, *, arch: str, via: str | None, source_name: str = "", opt_level: int = 3
     ) -> str:
+        source = emit_cuda(lowered, source_name=source_name)
+        reason = inline_asm_reason(source)
+        if reason is not None:
+            raise Unsupported(reason)
         ptx = original(lowered, arch=arch, via=via, source_name=source_name, opt_level=opt_level)
-        driver.sources[ptx] = emit_cuda(lowered, source_name=source_name)
+        driver.sources[ptx] = source if edit is None else edit(source)
         return ptx
 
     with mock.patch.object(run_cuda, "module_ptx", module_ptx):
