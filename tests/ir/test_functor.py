@@ -5,9 +5,15 @@ from __future__ import annotations
 
 import gc
 import weakref
+from pathlib import Path
 
 from tirc.ir import expr as E
+from tirc.ir.buffer import Buffer
 from tirc.ir.functor import Mutator, Visitor, walk
+from tirc.ir.node import Node
+from tirc.text import parse
+
+SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "matmul.tir"
 
 X = E.Var("x", E.IntImm(0).dtype)
 TREE = E.Add(E.Mul(X, E.IntImm(2)), E.IntImm(3))
@@ -17,6 +23,30 @@ def test_walk_visits_parents_before_children() -> None:
     seen: list[str] = []
     walk(TREE, lambda node: seen.append(type(node).__name__))
     assert seen == ["Add", "Mul", "Var", "IntImm", "IntImm"]
+
+
+def test_walk_goes_as_a_visitor_goes() -> None:
+    """The same nodes in the same order as a Visitor, over statements, tuples of indices and
+    buffers; a buffer or variable is called on and not entered (its shape is not walked)."""
+    module = parse(SAMPLE.read_text())
+
+    class _Recorder(Visitor):
+        def __init__(self) -> None:
+            self.seen: list[object] = []
+
+        def visit(self, node: object) -> None:
+            if isinstance(node, Node):
+                self.seen.append(node)
+            super().visit(node)
+
+    recorder = _Recorder()
+    recorder.visit(module)
+    walked: list[object] = []
+    walk(module, walked.append)
+    assert len(walked) == len(recorder.seen) > 100
+    assert all(a is b for a, b in zip(walked, recorder.seen, strict=True))
+    buffers = [node for node in walked if isinstance(node, Buffer)]
+    assert buffers and not any(buffer.data in walked for buffer in buffers)
 
 
 def test_dispatch_takes_the_nearest_base_method() -> None:

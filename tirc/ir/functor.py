@@ -121,8 +121,25 @@ class Mutator(_Dispatching):
 
 
 def walk(node: object, callback: Callable[[Node], None]) -> None:
-    """Calls `callback` on every node of the tree, parents before children."""
-    _Walker(callback).visit(node)
+    """Calls `callback` on every node of the tree, parents before children (in field order,
+    as a Visitor goes; variables and buffers are called on, not entered)."""
+    _walk(node, callback)
+
+
+def _walk(item: object, callback: Callable[[Node], None]) -> None:
+    # one call a level, where a Visitor makes three: passes and queries walk whole programs.
+    # A module function, not a closure over itself, which would be a cycle for the collector
+    if isinstance(item, Node):
+        callback(item)
+        if isinstance(item, LEAVES):
+            return
+        for name in child_fields(type(item)):
+            value = getattr(item, name)
+            if isinstance(value, (Node, tuple)):
+                _walk(value, callback)
+    elif isinstance(item, tuple):
+        for value in item:
+            _walk(value, callback)
 
 
 def uses_var(node: object, variables: set[Var] | Var) -> bool:
@@ -144,17 +161,6 @@ def vars_in(node: object) -> set[Var]:
     found: set[Var] = set()
     walk(node, lambda item: found.add(item) if isinstance(item, Var) else None)
     return found
-
-
-class _Walker(Visitor):
-    # one class for every walk, rather than a new class (and dispatch table) per call
-    def __init__(self, callback: Callable[[Node], None]):
-        self.callback = callback
-
-    def visit(self, item: object) -> None:
-        if isinstance(item, Node):
-            self.callback(item)
-        super().visit(item)
 
 
 class Dispatch(Generic[ContextT, ArgsP, ResultT]):
