@@ -6,9 +6,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tirc.analysis.arith.int_set import relax, relax_range
+from tirc.ir import dtype as dt
 from tirc.ir import expr as E
 from tirc.ir.buffer import Range
-from tirc.ir.expr import IntImm
+from tirc.ir.expr import IntImm, Var
+from tirc.ir.structural import structural_equal
 
 from .test_simplify import VI, VJ, VK, c, evaluate, int_exprs
 
@@ -38,3 +40,16 @@ def test_tile_relaxes_to_a_symbolic_range() -> None:
 def test_unrelated_expression_stays_a_point() -> None:
     interval = relax(E.Add(VI, c(3)), DOMAINS)
     assert interval.min is interval.max
+
+
+def test_division_of_a_point_by_a_symbolic_divisor_is_a_point() -> None:
+    """`(i + u) // n` and `% n` over a unit loop u take one value each (as TVM's sets of
+    single points), whatever the sign of n: a region one element wide, not [0, 31]."""
+    n = Var("n", dt.INT32)
+    u = Var("u", dt.INT32)
+    for make in (E.FloorDiv, E.FloorMod):
+        expr = make(E.Add(VI, u), n)
+        region = relax_range(Range(expr, c(1)), {u: Range(c(0), c(1))})
+        assert region is not None
+        assert isinstance(region.extent, IntImm) and region.extent.value == 1
+        assert structural_equal(region.min, make(VI, n))

@@ -16,6 +16,7 @@ from tirc.ir.buffer import Range
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.functor import Dispatch, walk
 from tirc.ir.integer import int_range
+from tirc.ir.structural import expr_key
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,8 +117,25 @@ def _symbolic_divisor(relaxer: _Relaxer, divisor: PrimExpr) -> bool:
     return low is not None and low >= 0
 
 
+def _point(relaxer: _Relaxer, expr: E.FloorDiv | E.FloorMod) -> IntervalSet | None:
+    """A division whose operands each take one value as the domains range (`(f + u) // n`
+    for a unit loop u) takes one value: whatever the divisor's sign, as TVM's sets of
+    single points."""
+    a = relaxer.relax(expr.a)
+    if not (a.is_bounded and _same(a.min, a.max)) or relaxer._depends(expr.b):
+        return None
+    assert a.min is not None
+    return IntervalSet.point(relaxer.analyzer.simplify(type(expr)(a.min, expr.b)))
+
+
+def _same(a: PrimExpr | None, b: PrimExpr | None) -> bool:
+    return a is not None and b is not None and (a is b or expr_key(a) == expr_key(b))
+
+
 def _floordiv(relaxer: _Relaxer, expr: E.FloorDiv) -> IntervalSet:
     divisor = _const(expr.b)
+    if divisor is None and (point := _point(relaxer, expr)) is not None:
+        return point
     if _symbolic_divisor(relaxer, expr.b):
         a = relaxer.relax(expr.a)
         return relaxer.combine(E.FloorDiv, (a.min, expr.b), (a.max, expr.b))
@@ -129,6 +147,8 @@ def _floordiv(relaxer: _Relaxer, expr: E.FloorDiv) -> IntervalSet:
 
 def _floormod(relaxer: _Relaxer, expr: E.FloorMod) -> IntervalSet:
     divisor = _const(expr.b)
+    if divisor is None and (point := _point(relaxer, expr)) is not None:
+        return point
     if _symbolic_divisor(relaxer, expr.b):
         last = relaxer.simplify(E.Sub(expr.b, IntImm(1, expr.dtype)))
         return IntervalSet(IntImm(0, expr.dtype), last)

@@ -24,6 +24,7 @@ from tirc.ir.canonical import to_sum
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.functor import walk
+from tirc.ir.structural import expr_key
 from tirc.ir.substitute import substitute
 
 
@@ -44,12 +45,15 @@ class IterMark:
 
 @dataclass(frozen=True)
 class IterSplit:
-    """`(mark // lower) % extent * scale`."""
+    """`(mark // lower) % extent * scale`; `(mark // divisor) % extent * scale` where a
+    symbolic `divisor` is given (`lower` is then 1), which only normalize_iter_map's
+    detections make (`fused // n` for a fused iterator over `n * 32`)."""
 
     mark: IterMark
     lower: int
     extent: int | PrimExpr
     scale: int
+    divisor: PrimExpr | None = None
 
 
 @dataclass
@@ -83,8 +87,10 @@ class _Detector:
         padded: bool = False,
         overlap: bool = False,
         symbolic: bool = False,
+        symbolic_divisors: bool = False,
     ):
         self.analyzer = analyzer
+        self.symbolic_divisors = symbolic_divisors  # `x // n` for x over `n * c` (see IterSplit)
         self.padded = padded  # accept divisions that do not divide an extent (NO_CHECK)
         self.overlap = overlap  # accept sums whose terms overlap (`h * 2 + rh`; not BIJECTIVE)
         self.extents: dict[Var, int | PrimExpr] = {}
@@ -133,7 +139,11 @@ class _Detector:
                 base_terms.append((atom, coeff))
                 continue
             for split in self.atom_splits(atom):
-                splits.append(IterSplit(split.mark, split.lower, split.extent, split.scale * coeff))
+                splits.append(
+                    IterSplit(
+                        split.mark, split.lower, split.extent, split.scale * coeff, split.divisor
+                    )
+                )
         splits = _merge_adjacent(splits)
         dtype = expr.dtype
         base: PrimExpr = IntImm(total.const, dtype)
@@ -187,11 +197,18 @@ class _Detector:
         if not (isinstance(base, IntImm) and base.value == 0) or not inner:
             raise _NotAffine("division of an iterator with an offset")
         source = self.as_single(inner)
-        if isinstance(source.extent, int) or source.lower != 1:
+        if isinstance(source.extent, int) or source.lower != 1 or source.divisor is not None:
             raise _NotAffine("division of an iterator by a symbolic divisor")
-        if not self.analyzer.can_prove(E.EQ(source.extent, atom.b)):
-            raise _NotAffine("division of an iterator by a symbolic divisor")
-        return [source] if isinstance(atom, E.FloorMod) else []
+        if self.analyzer.can_prove(E.EQ(source.extent, atom.b)):
+            return [source] if isinstance(atom, E.FloorMod) else []
+        if self.symbolic_divisors and source.mark.extent is source.extent:
+            # an iterator over `n * c` read as digits `x % n` and `x // n` (of extent c)
+            high = _multiple_of(source.extent, atom.b)
+            if high is not None:
+                if isinstance(atom, E.FloorMod):
+                    return [IterSplit(source.mark, 1, atom.b, 1)]
+                return [IterSplit(source.mark, 1, high, 1, atom.b)]
+        raise _NotAffine("division of an iterator by a symbolic divisor")
 
     def symbolic_digits(
         self, atom: E.FloorDiv | E.FloorMod, source: IterSplit, divisor: int
@@ -236,7 +253,12 @@ class _Detector:
         TVM's does (`f2 * 4 + f0 * 128 + fused` for unit f0, f2). The extent is an
         expression where the highest split is a loop of symbolic extent.
         """
-        key = tuple(sorted((id(s.mark), s.lower, _extent_key(s.extent), s.scale) for s in splits))
+        key = tuple(
+            sorted(
+                (id(s.mark), s.lower, _extent_key(s.extent), s.scale, _extent_key(s.divisor or 0))
+                for s in splits
+            )
+        )
         units = all(_is_unit(s) for s in splits)
         if units and min(s.scale for s in splits) != 1:
             return key, 1, tuple(sorted(splits, key=lambda s: -s.scale))
@@ -400,6 +422,23 @@ class _Detector:
             if iterators not in self.used:
                 raise _NotAffine("the predicate bounds iterators that no index fuses")
 
+    def _check_symbolic_digits(self, mark: IterMark, splits: list[IterSplit], level: Level) -> None:
+        """A mark read through a symbolic divisor: its digits, constant lower ones first,
+        must follow one another exactly (`x % n`, then `x // n`)."""
+        ordered = sorted(splits, key=lambda s: (s.divisor is not None, s.lower))
+        covered: PrimExpr = IntImm(1, _dtype_of(mark))
+        for split in ordered:
+            lower: PrimExpr = split.divisor or IntImm(split.lower, covered.dtype)
+            if not self.analyzer.can_prove(E.EQ(lower, covered)):
+                raise _NotAffine(f"iterator {_name(mark)} is used twice")
+            extent = split.extent
+            extent_expr = IntImm(extent, covered.dtype) if isinstance(extent, int) else extent
+            covered = self.analyzer.simplify(E.Mul(lower, extent_expr))
+        top = mark.extent
+        top_expr = IntImm(top, covered.dtype) if isinstance(top, int) else top
+        if level is Level.BIJECTIVE and not self.analyzer.can_prove(E.EQ(covered, top_expr)):
+            raise _NotAffine(f"iterator {_name(mark)} is not covered whole")
+
     def check_tiling(self, sums: Sequence[IterSum], level: Level) -> None:
         uses: dict[int, list[IterSplit]] = {}
         marks: dict[int, IterMark] = {}
@@ -417,6 +456,9 @@ class _Detector:
                 collect(split)
         for mark_id, splits in uses.items():
             mark = marks[mark_id]
+            if any(split.divisor is not None for split in splits):
+                self._check_symbolic_digits(mark, splits, level)
+                continue
             covered = 1
             for split in sorted(splits, key=lambda s: s.lower):
                 if not isinstance(split.extent, int):  # the high digits of a symbolic extent
@@ -522,6 +564,36 @@ def _merge_adjacent(splits: list[IterSplit]) -> list[IterSplit]:
     return splits if len(result) == len(splits) else result
 
 
+def _multiple_of(extent: PrimExpr, divisor: PrimExpr) -> int | None:
+    """`c` where `extent` is `divisor * c` for a constant c > 1 (`n * 32` of `n`), else None."""
+    total = to_sum(extent)
+    if total.const != 0 or len(total.terms) != 1:
+        return None
+    ((atom, coeff),) = total.terms.values()
+    if coeff > 1 and expr_key(atom) == expr_key(divisor):
+        return int(coeff)
+    return None
+
+
+def _dtype_of(mark: IterMark) -> DataType:
+    """The dtype of a mark's values: its loop variable's, or its highest split's."""
+    if isinstance(mark.source, Var):
+        return mark.source.dtype
+    return _dtype_of(mark.source[0].mark)
+
+
+def _reaches_top(split: IterSplit, mark: IterMark) -> bool:
+    """Whether the split's digits are the mark's highest (`lower * extent` is its extent)."""
+    if isinstance(split.extent, int) and isinstance(mark.extent, int) and split.divisor is None:
+        return split.lower * split.extent == mark.extent
+    if isinstance(mark.extent, int):
+        return False
+    dtype = mark.extent.dtype
+    lower = split.divisor or IntImm(split.lower, dtype)
+    extent = IntImm(split.extent, dtype) if isinstance(split.extent, int) else split.extent
+    return Analyzer().can_prove(E.EQ(E.Mul(lower, extent), mark.extent))
+
+
 def _name(mark: IterMark) -> str:
     return mark.source.name if isinstance(mark.source, Var) else "(fused)"
 
@@ -596,7 +668,7 @@ def normalize_iter_map(
         predicate = None if predicate is None else substitute(predicate, zeros)
     analyzer = Analyzer.over(domains)
     try:
-        detector = _Detector(domains, analyzer, overlap=True, symbolic=True)
+        detector = _Detector(domains, analyzer, overlap=True, symbolic=True, symbolic_divisors=True)
         detector.add_predicate(predicate)
         sums = [detector.index_sum(index) for index in indices]
         detector.check_predicate_used()
@@ -625,7 +697,22 @@ def _split_expr(split: IterSplit, dtype: DataType) -> PrimExpr:
         source: PrimExpr = mark.source
     else:
         source = _sum_expr(IterSum(mark.source, IntImm(0, dtype), mark.extent), dtype)
-    if split.lower == 1 and split.extent == mark.extent:
+    result: PrimExpr
+    if split.divisor is not None:
+        result = E.FloorDiv(source, split.divisor)
+        if not _reaches_top(split, mark):
+            result = E.FloorMod(
+                result,
+                IntImm(split.extent, dtype) if isinstance(split.extent, int) else split.extent,
+            )
+    elif (
+        not isinstance(split.extent, int)
+        and split.lower == 1
+        and split.extent is not mark.extent
+        and not _reaches_top(split, mark)
+    ):
+        result = E.FloorMod(source, split.extent)  # the low digits `x % n` below a divisor
+    elif split.lower == 1 and split.extent == mark.extent:
         result = source
     elif not isinstance(split.extent, int):  # the high digits of a symbolic extent
         result = source if split.lower == 1 else E.FloorDiv(source, IntImm(split.lower, dtype))
