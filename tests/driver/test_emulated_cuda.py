@@ -108,12 +108,13 @@ def _reference(
     from tirc.driver.run_cpu import jit_compile  # deferred: llvmlite, only here
     from tirc.interp import run  # deferred: the interpreter (about a second)
 
-    scalars = {key: value.item() for key, value in values.items() if np.ndim(value) == 0}
+    _, function = pick_function(module, name)
+    buffers = {param.name for param in function.params if function.buffer_of(param) is not None}
+    scalars = {key: value.item() for key, value in values.items() if key not in buffers}
     arguments: dict[str, np.ndarray | int] = {**values, **scalars}
     try:
         call, _ = jit_compile(original, name, "cpu", 1)
     except DiagnosticError:
-        _, function = pick_function(module, name)
         run(function, arguments, module=module, gpu_model="auto")
     else:
         assert call(arguments) == 0
