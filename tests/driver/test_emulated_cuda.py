@@ -38,8 +38,15 @@ from tirc.text import parse
 
 ROOT = Path(__file__).parents[2]
 
-# a case -> why its mismatch is not a codegen bug (none yet)
-KNOWN_MISMATCHES: dict[str, str] = {}
+# a case -> why its reference is the interpreter on the scheduled program, not the program
+# before the plan: the plan changes what the program computes
+SCHEDULED_REFERENCE = {
+    "test_tir_schedule_tensorize__test_tensorize_matmul_mixed_dtype__0": (
+        "TVM's tensorize test puts tvm_mma_sync on plain global memory, whose fragment index "
+        "(offset // 256) drops the tile's column and k offsets: it is no matmul, and the "
+        "emulated CUDA C agrees with the interpreter on it"
+    ),
+}
 # quick cases that run by default (about 2 s each); the rest of the corpus runs with the slow
 # sweeps (5 to 80 s each on a busy 2-core machine: g++, big grids, the reference)
 QUICK = {
@@ -56,8 +63,8 @@ def run_emulated(
 ) -> FakeDriver:
     """Runs the function through run_on_cuda on the emulating fake driver, then the reference
     on the same inputs, and fails on any difference. The reference is the program before the
-    plan compiled for the CPU (fast, and no part of the CUDA backend), or, where the CPU
-    backend refuses it, the scheduled program in the interpreter."""
+    plan compiled for the CPU (fast, and no part of the CUDA backend), or the scheduled
+    program in the interpreter where the CPU backend refuses that or `original` is `module`."""
     name, function = pick_function(module, func)
     sizes = {var: SIZE for var in shape_variables(function)}
     sizes.update((p.name, SIZE) for p in function.params if p.dtype.is_integer)
@@ -113,6 +120,8 @@ def _reference(
     scalars = {key: value.item() for key, value in values.items() if key not in buffers}
     arguments: dict[str, np.ndarray | int] = {**values, **scalars}
     try:
+        if original is module:
+            raise DiagnosticError.at(None, "the scheduled program is the reference")
         call, _ = jit_compile(original, name, "cpu", 1)
     except DiagnosticError:
         run(function, arguments, module=module, gpu_model="auto")
@@ -144,9 +153,8 @@ def test_conformance_case_computes_on_the_emulator(case: Path) -> None:
     expected = case / "expected.tir"
     module = parse(expected.read_text(), name=str(expected))
     original = parse((case / "input.tir").read_text(), name=str(case / "input.tir"))
-    reason = KNOWN_MISMATCHES.get(case.name)
-    if reason is not None:
-        pytest.xfail(reason)
+    if case.name in SCHEDULED_REFERENCE:
+        original = module
     try:
         run_emulated(module, original)
     except DiagnosticError as error:
