@@ -1,6 +1,7 @@
 // The CUDA device model for tirc's emitted CUDA C compiled as C++ on the CPU (g++), for tests.
 // Each thread of a block is a coroutine (ucontext, one stack each) in one OS thread; they switch
-// at __syncthreads, __syncwarp and warp shuffles; blocks run one after another. A barrier that
+// at __syncthreads, __syncwarp and warp shuffles; blocks run one after another, the threads of
+// even blocks first to last and of odd blocks last to first. A barrier that
 // not every thread it waits for reaches is reported (tirc_emu::fail), never waited on forever.
 #pragma once
 
@@ -578,9 +579,13 @@ inline int run_grid(dim3 grid, dim3 block_dim, size_t dynamic_bytes, void (*body
                     makecontext(&th.context, entry, 0);
                 }
                 int live = count;
+                // odd blocks run their threads last to first: a race that the order decides
+                // computes differently in one of the two
+                bool reverse = (bx + grid.x * (by + grid.y * bz)) % 2 == 1;
                 while (live > 0) {
                     bool ran = false;
-                    for (int t = 0; t < count; ++t) {
+                    for (int i = 0; i < count; ++i) {
+                        int t = reverse ? count - 1 - i : i;
                         Thread& th = block.threads[t];
                         if (th.state != State::ready) continue;
                         ran = true;
