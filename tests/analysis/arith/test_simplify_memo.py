@@ -9,6 +9,7 @@ from tirc.analysis.arith import Analyzer, Bound
 from tirc.analysis.arith import simplify as simplify_module
 from tirc.analysis.arith.memo import SimplifyMemo
 from tirc.analysis.arith.simplify import Simplifier
+from tirc.diagnostics.span import Source, Span
 from tirc.ir import dtype as dt
 from tirc.ir import expr as E
 from tirc.ir.buffer import Range
@@ -69,3 +70,17 @@ def test_changed_bounds_are_not_answered_from_the_memo() -> None:
     assert _value(analyzer.simplify(_guard(i))) == 0
     del analyzer.ranges[i]
     assert isinstance(analyzer.simplify(_guard(i)), E.LT)
+
+
+def test_the_same_expression_on_another_line_keeps_its_own_span() -> None:
+    """A memo hit must not hand one line's node to another: diagnostics read the result's span
+    (a deadlock reported at the first of two identical barriers, not the one it stalled at)."""
+    source = Source("two.tir", "x\ny\n")
+    first_span, second_span = Span(source, 0, 1), Span(source, 2, 3)
+    i = Var("i")
+    analyzer = Analyzer(remember=True)
+    analyzer.bind(i, Range(c(0), c(16)))
+    first = analyzer.simplify(E.Call(dt.INT32, "tvm_storage_sync", (i,), span=first_span))
+    second = analyzer.simplify(E.Call(dt.INT32, "tvm_storage_sync", (i,), span=second_span))
+    assert first.span == first_span
+    assert second.span == second_span

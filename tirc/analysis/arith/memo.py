@@ -46,11 +46,15 @@ class SimplifyMemo:
         return self
 
     def key(self, node: Node) -> int:
-        """The same integer for structurally identical nodes over the same variables."""
+        """The same integer for structurally identical nodes over the same variables, written
+        at the same place (an unrolled body's copies share their spans)."""
         known = self._keys.get(id(node))
         if known is not None:
             return known[1]
-        parts = (type(node), *(self._field_key(getattr(node, f)) for f in child_fields(type(node))))
+        fields = child_fields(type(node))
+        # the span is part of the key: a result carries its node's span into diagnostics, so
+        # the same expression written on another line is simplified for that line
+        parts = (type(node), node.span, *(self._field_key(getattr(node, f)) for f in fields))
         key = self._interned.setdefault(parts, len(self._interned))
         self._keys[id(node)] = (node, key)
         return key
