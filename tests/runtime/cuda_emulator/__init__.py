@@ -34,7 +34,7 @@ from typing import Any
 HEADER = Path(__file__).with_name("tirc_emu.h")
 CACHE = Path(tempfile.gettempdir()) / "tirc-cuda-emulator"
 FLAGS = ("-std=c++17", "-O1", "-fPIC", "-shared", "-w", "-D__CUDACC_RTC__", "-fno-strict-aliasing")
-LAUNCH_SECONDS = 120.0  # a launch still running after this is reported as a hang
+LAUNCH_SECONDS = 300.0  # a launch still running after this is reported as a hang (a loop)
 PAGE = mmap.PAGESIZE
 
 _KERNEL = re.compile(r'extern "C" __global__ void(?:\s+__\w+__\([^)]*\))*\s+(\w+)\s*\(')
