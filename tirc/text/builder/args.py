@@ -61,8 +61,13 @@ class Bound:
 class Signature:
     def __init__(self, *params: Param | str):
         self.params = tuple(p if isinstance(p, Param) else Param(p) for p in params)
+        # The common call gives every parameter by position, in order: nothing to check.
+        self.all_positional = not any(p.keyword_only for p in self.params)
 
     def bind(self, ev: Evaluator, inv: Invocation) -> Bound:
+        if self.all_positional and not inv.kwargs and len(inv.args) == len(self.params):
+            by_name = {param.name: arg for param, arg in zip(self.params, inv.args, strict=True)}
+            return Bound(by_name, set(by_name))
         positional = [p for p in self.params if not p.keyword_only]
         if len(inv.args) > len(positional):
             extra = inv.args[len(positional)]

@@ -94,6 +94,20 @@ class Driver:
         self.states = states
         self.start = start
         self.end = end
+        # (state below, state on top, token kind) -> the top state after the chain of
+        # `?rule: item` reductions the token causes there (an expression operand passes
+        # through a dozen precedence levels): the chain depends on nothing else, since a
+        # unit reduction only replaces the top state by the goto of the one below it.
+        self.unit_chains: dict[tuple[int, int, str], int] = {}
+
+    def unit_chain(self, below: int, top: int, kind: str) -> int:
+        """The top state once the `?rule: item` reductions `kind` causes are done."""
+        states = self.states
+        entry = states[top].get(kind)
+        while entry is not None and entry.__class__ is not int and entry.build is None:
+            top = states[below][entry.origin]
+            entry = states[top].get(kind)
+        return top
 
     @staticmethod
     def from_tables(tables: Mapping[str, Any], builder: object) -> Driver:
@@ -140,6 +154,8 @@ class Driver:
     def parse(self, tokens: Iterable[Token]) -> Any:
         """The value of the start rule for a token stream that ends with `$END`."""
         states = self.states
+        unit_chains = self.unit_chains
+        unit_chain = self.unit_chain
         state_stack = [self.start]
         value_stack: list[Any] = []
         for token in tokens:
@@ -156,7 +172,11 @@ class Driver:
                     break
                 build = entry.build
                 if build is None:  # `?rule: item`: the value stays, the state moves
-                    state_stack[-1] = states[state_stack[-2]][entry.origin]
+                    key = (state_stack[-2], state_stack[-1], kind)
+                    top = unit_chains.get(key)
+                    if top is None:
+                        top = unit_chains[key] = unit_chain(*key)
+                    state_stack[-1] = top
                     continue
                 size = entry.size
                 if size:
