@@ -15,7 +15,7 @@ from typing import Any
 from tirc.diagnostics import DiagnosticError, Source
 from tirc.ir import dtype as dt
 from tirc.ir.buffer import Buffer
-from tirc.ir.expr import IntImm, PointerType, Var
+from tirc.ir.expr import IntImm, PointerType, PrimExpr, Var
 from tirc.ir.function import PrimFunc
 from tirc.ir.functor import Mutator, Visitor
 from tirc.ir.stmt import Attrs, SBlock, SBlockRealize, Stmt
@@ -157,16 +157,27 @@ def bind_parameter(builder: Builder, frame: FunctionFrame, param: tree.Parameter
     builder.scope.bind(param.name, var)
 
 
+class _BlockFound(Exception):
+    pass
+
+
+class _BlockFinder(Visitor):
+    """Stops at the first block; skips expressions, which hold no statements (an unrolled
+    kernel's body is mostly long index expressions)."""
+
+    def visit_SBlockRealize(self, node: SBlockRealize) -> None:
+        raise _BlockFound()
+
+    def visit_PrimExpr(self, node: PrimExpr) -> None:
+        pass
+
+
 def contains_block(stmt: Stmt) -> bool:
-    found = False
-
-    class Finder(Visitor):
-        def visit_SBlockRealize(self, node: SBlockRealize) -> None:
-            nonlocal found
-            found = True
-
-    Finder().visit(stmt)
-    return found
+    try:
+        _BlockFinder().visit(stmt)
+    except _BlockFound:
+        return True
+    return False
 
 
 class Replace(Mutator):

@@ -40,6 +40,13 @@ from tirc.text.syntax import tree
 SPECIAL_FLOATS = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
 
 
+# The signatures of the common builtins, made once.
+CONDITIONAL = Signature("condition", "true_value", "false_value")
+CAST = Signature("dtype", "value")
+RAMP = Signature("base", "stride", "lanes")
+BROADCAST = Signature("value", "lanes")
+
+
 def located(ev: Evaluator, span: Span, build: Callable[[], Any]) -> Any:
     """Run an IR construction, turning an invariant violation into an error at `span`."""
     try:
@@ -106,14 +113,14 @@ def _explicit_not(ev: Any, inv: Invocation) -> PrimExpr:
 
 
 def _cast(ev: Any, inv: Invocation) -> PrimExpr:
-    bound = Signature("dtype", "value").bind(ev, inv)
+    bound = CAST.bind(ev, inv)
     dtype = expect_dtype(ev, bound["dtype"])
     value = expect_expr(ev, bound["value"])
     return located(ev, inv.span, lambda: ir.Cast(dtype, value, span=inv.span))
 
 
 def _select(ev: Any, inv: Invocation) -> PrimExpr:
-    bound = Signature("condition", "true_value", "false_value").bind(ev, inv)
+    bound = CONDITIONAL.bind(ev, inv)
     condition = ev.as_expr(bound.value("condition"), bound["condition"].span)
     t, f = ev.check_value(bound.value("true_value")), ev.check_value(bound.value("false_value"))
     t, f = _literal_like(t, f), _literal_like(f, t)
@@ -125,7 +132,7 @@ def _select(ev: Any, inv: Invocation) -> PrimExpr:
 
 
 def _ramp(ev: Any, inv: Invocation) -> PrimExpr:
-    bound = Signature("base", "stride", "lanes").bind(ev, inv)
+    bound = RAMP.bind(ev, inv)
     base, stride = ev.check_value(bound.value("base")), ev.check_value(bound.value("stride"))
     base, stride = _literal_like(base, stride), _literal_like(stride, base)
     base_expr = ev.as_expr(base, bound["base"].span)
@@ -135,7 +142,7 @@ def _ramp(ev: Any, inv: Invocation) -> PrimExpr:
 
 
 def _broadcast(ev: Any, inv: Invocation) -> PrimExpr:
-    bound = Signature("value", "lanes").bind(ev, inv)
+    bound = BROADCAST.bind(ev, inv)
     value = expect_expr(ev, bound["value"])
     lanes = expect_int(ev, bound["lanes"])
     return located(ev, inv.span, lambda: ir.Broadcast(value, lanes, span=inv.span))
@@ -236,7 +243,7 @@ def limit(which: str, dtype: DataType) -> PrimExpr:
 
 
 def _if_then_else(ev: Any, inv: Invocation) -> PrimExpr:
-    bound = Signature("condition", "true_value", "false_value").bind(ev, inv)
+    bound = CONDITIONAL.bind(ev, inv)
     condition = ev.check_value(bound.value("condition"))
     t, f = ev.check_value(bound.value("true_value")), ev.check_value(bound.value("false_value"))
     if isinstance(condition, bool) or isinstance(condition, IntImm):
