@@ -53,3 +53,16 @@ def test_contains_block_finds_a_nested_block_and_skips_expressions() -> None:
     without = parse(LOWERED)
     assert contains_block(with_block.functions[0][1].body)
     assert not contains_block(without.functions[0][1].body)
+
+
+def test_structural_comparison_still_reports_plain_field_differences() -> None:
+    base = parse(LOWERED)
+    for old, new, message, path in (
+        ("i * 2", "i * 3", "2 vs 3", "f.body"),
+        ("T.float32(0.0)", "T.float32(1.0)", "constants differ", "f.body"),
+        ("n: T.int32", "n: T.int64", "int32 vs int64", "f.params[1]"),
+    ):
+        difference = find_difference(base, parse(LOWERED.replace(old, new)))
+        assert difference is not None
+        assert message in difference.message
+        assert difference.path.startswith(path)

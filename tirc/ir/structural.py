@@ -49,6 +49,10 @@ class Difference:
     rhs_span: Span | None = None
 
 
+# Values compared by `==` alone (the last case of _Comparer._compare), of exactly these types.
+_PLAIN = frozenset({str, int, float, bool, type(None), DataType})
+
+
 class _Mismatch(Exception):
     def __init__(self, lhs: Any, rhs: Any, message: str):
         self.lhs, self.rhs, self.message = lhs, rhs, message
@@ -125,11 +129,17 @@ class _Comparer:
                 self._field(name, a[name], b[name])
         elif isinstance(a, Node):
             for name in child_fields(type(a)):
-                self._field(name, getattr(a, name), getattr(b, name))
+                x, y = getattr(a, name), getattr(b, name)
+                # equal plain values need no call (the unequal take the long way, to report)
+                if x.__class__ in _PLAIN and x.__class__ is y.__class__ and x == y:
+                    continue
+                self._field(name, x, y)
         elif isinstance(a, tuple):
             if len(a) != len(b):
                 raise _Mismatch(a, b, f"{len(a)} items vs {len(b)}")
             for index, (x, y) in enumerate(zip(a, b, strict=True)):
+                if x.__class__ in _PLAIN and x.__class__ is y.__class__ and x == y:
+                    continue
                 self._field(f"[{index}]", x, y)
         elif isinstance(a, PointerType):
             if a.element != b.element or a.scope != b.scope:
