@@ -82,6 +82,7 @@ def test_tirc_run_builds_the_stores_tensor_map(
     assert launch.block == (32, 1, 1)
 
 
+@pytest.mark.sweep  # too long for CI: make test-sweep
 @pytest.mark.slow  # about 20 s: 384 threads, 8 wgmma m64n256k16 a consumer thread
 def test_the_gemm_plan_stores_its_tile_by_tma_and_matches_numpy() -> None:
     (plan,) = [p for p in gpu_plans("gemm_wgmma_tensorize_128x256") if p.id.endswith("tma_store")]

@@ -194,6 +194,7 @@ def test_the_prefetch_plans_are_what_their_script_writes() -> None:
         assert written == json.loads(json.dumps(script.prefetch_plan(**options))), name
 
 
+@pytest.mark.sweep  # too long for CI: make test-sweep
 @pytest.mark.slow
 def test_the_async2_prefetch_plan_computes_the_product_without_a_race() -> None:
     """samples/gpu/gemm_mma.tir under benchmarks/plans/gemm_mma_async2_prefetch at one block

@@ -232,6 +232,7 @@ def test_a_ring_the_producers_fill_with_cp_async_runs_the_fast_loop() -> None:
     _matches_numpy(lowered, 64, 128, 192)
 
 
+@pytest.mark.sweep  # too long for CI: make test-sweep
 @pytest.mark.slow  # about 15 s; test_named_barrier_sync runs the 2-version ring of stores
 def test_a_ring_the_producers_fill_with_stores_in_one_version_matches_numpy() -> None:
     """Synchronous stores into a one-version ring (the consumers' stage ordered before the
