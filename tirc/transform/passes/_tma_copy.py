@@ -243,38 +243,10 @@ def box_copy(
             f"it converts {tensor.dtype} to {shared.dtype}: a TMA load "
             "copies the elements as they are",
         )
-    if shared.dtype.bits % 8 or shared.dtype.lanes != 1:
-        raise refuse(at, loop, f"TMA copies whole-byte scalar elements, not {shared.dtype}")
-    check_dense(at, loop, tensor, tensors)
-    shape = shared_shape(at, loop, shared)
-    if not 1 <= len(value.indices) <= 5:
-        raise refuse(at, loop, f"'{tensor.name}' has {len(value.indices)} dimensions, not 1 to 5")
-
     # the copy's iteration space: the consumer threads it names and the nest's loops (threads
     # it does not name store the same elements alike, which one load stands for)
-    named = variables(copy)
-    space = {**{var: n for var, n in threads.items() if var in named}, **nest.loops}
-    inner = Analyzer()
-    inner.ranges.update(analyzer.ranges)
-    for var, extent in space.items():
-        inner.bind(var, Range(E.IntImm(0, var.dtype), E.IntImm(extent, var.dtype)))
-    # each index of the tensor: a corner (the index at the space's first point) plus what
-    # varies over the space alone
-    start = {var: E.IntImm(0, var.dtype) for var in space}
-    corner = tuple(inner.simplify(substitute(index, start)) for index in value.indices)
-    local = [
-        inner.simplify(arithmetic("-", index, at_start))
-        for index, at_start in zip(value.indices, corner, strict=True)
-    ]
-    for axis, (offset, at_start) in enumerate(zip(local, corner, strict=True)):
-        outer = sorted(var.name for var in variables(offset) if var not in space)
-        if outer:
-            raise refuse(
-                at,
-                loop,
-                f"it is not a box: index {axis} of '{tensor.name}' moves with '{outer[0]}' "
-                f"apart from its corner {at_start}",
-            )
+    box = box_space(at, loop, shared, tensor, value.indices, tensors, copy, threads, nest, analyzer)
+    shape, space, inner, corner, local = box.shape, box.space, box.inner, box.corner, box.local
     # a condition on the tensor's bounds is TMA's zero fill; one on the threads and the
     # copy's loops alone says which of them store
     masks: list[E.PrimExpr] = []
@@ -295,6 +267,64 @@ def box_copy(
             )
     fit = fit_layout(at, loop, store, local, masks, shape, space, tensor.name)
     return BoxCopy(copy, shared, tensor, fit.box, corner, fit.swizzle, fit.slabs)
+
+
+@dataclass(frozen=True)
+class BoxSpace:
+    """A copy between the shared buffer (its `shape`) and a box of a global tensor, read from
+    the tensor's indices over the copy's iteration space (`space`: variable -> extent, bound in
+    `inner`): each index is its `corner` (at the space's first point) plus `local`, which varies
+    over the space alone."""
+
+    shape: tuple[int, ...]
+    space: dict[E.Var, int]
+    inner: Analyzer
+    corner: tuple[E.PrimExpr, ...]
+    local: list[E.PrimExpr]
+
+
+def box_space(
+    at: S.Stmt,
+    where: S.Stmt,
+    shared: Buffer,
+    tensor: Buffer,
+    indices: tuple[E.PrimExpr, ...],
+    tensors: set[E.Var],
+    copy: S.Stmt,
+    threads: dict[E.Var, int],
+    nest: CopyNest,
+    analyzer: Analyzer,
+) -> BoxSpace:
+    """The box a TMA load or store moves, or a located error (refusals name `where`, the loop
+    or block that asks for TMA) saying why the copy is not one."""
+    if shared.dtype.bits % 8 or shared.dtype.lanes != 1:
+        raise refuse(at, where, f"TMA copies whole-byte scalar elements, not {shared.dtype}")
+    check_dense(at, where, tensor, tensors)
+    shape = shared_shape(at, where, shared)
+    if not 1 <= len(indices) <= 5:
+        raise refuse(at, where, f"'{tensor.name}' has {len(indices)} dimensions, not 1 to 5")
+    named = variables(copy)
+    space = {**{var: n for var, n in threads.items() if var in named}, **nest.loops}
+    inner = Analyzer()
+    inner.ranges.update(analyzer.ranges)
+    for var, extent in space.items():
+        inner.bind(var, Range(E.IntImm(0, var.dtype), E.IntImm(extent, var.dtype)))
+    start = {var: E.IntImm(0, var.dtype) for var in space}
+    corner = tuple(inner.simplify(substitute(index, start)) for index in indices)
+    local = [
+        inner.simplify(arithmetic("-", index, at_start))
+        for index, at_start in zip(indices, corner, strict=True)
+    ]
+    for axis, (offset, at_start) in enumerate(zip(local, corner, strict=True)):
+        outer = sorted(var.name for var in variables(offset) if var not in space)
+        if outer:
+            raise refuse(
+                at,
+                where,
+                f"it is not a box: index {axis} of '{tensor.name}' moves with '{outer[0]}' "
+                f"apart from its corner {at_start}",
+            )
+    return BoxSpace(shape, space, inner, corner, local)
 
 
 def check_dense(at: S.Stmt, loop: S.Stmt, tensor: Buffer, tensors: set[E.Var]) -> None:

@@ -51,16 +51,14 @@ from tirc.ir.arith import arithmetic
 from tirc.ir.buffer import Buffer, Range
 from tirc.ir.function import PrimFunc
 from tirc.ir.functor import Mutator
-from tirc.ir.substitute import substitute
 from tirc.transform.pass_base import Dialect, FunctionPass
 from tirc.transform.passes._tma_copy import (
     CopyNest,
-    check_dense,
+    box_space,
     conjuncts,
     fit_layout,
     is_bound,
     refuse,
-    shared_shape,
     variables,
 )
 
@@ -193,34 +191,10 @@ def tma_store(
             block,
             f"it converts {shared.dtype} to {tensor.dtype}: TMA copies the elements as they are",
         )
-    if shared.dtype.bits % 8 or shared.dtype.lanes != 1:
-        raise refuse(at, block, f"TMA copies whole-byte scalar elements, not {shared.dtype}")
-    check_dense(at, block, tensor, tensors)
-    shape = shared_shape(at, block, shared)
-    if not 1 <= len(store.indices) <= 5:
-        raise refuse(at, block, f"'{tensor.name}' has {len(store.indices)} dimensions, not 1 to 5")
-
-    named = variables(nest)
-    space = {**{var: n for var, n in threads.items() if var in named}, **loops.loops}
-    inner = Analyzer()
-    inner.ranges.update(analyzer.ranges)
-    for var, extent in space.items():
-        inner.bind(var, Range(E.IntImm(0, var.dtype), E.IntImm(extent, var.dtype)))
-    start = {var: E.IntImm(0, var.dtype) for var in space}
-    corner = tuple(inner.simplify(substitute(index, start)) for index in store.indices)
-    local = [
-        inner.simplify(arithmetic("-", index, at_start))
-        for index, at_start in zip(store.indices, corner, strict=True)
-    ]
-    for axis, (offset, at_start) in enumerate(zip(local, corner, strict=True)):
-        outer = sorted(var.name for var in variables(offset) if var not in space)
-        if outer:
-            raise refuse(
-                at,
-                block,
-                f"it is not a box: index {axis} of '{tensor.name}' moves with '{outer[0]}' "
-                f"apart from its corner {at_start}",
-            )
+    box = box_space(
+        at, block, shared, tensor, store.indices, tensors, nest, threads, loops, analyzer
+    )
+    shape, space, inner, corner, local = box.shape, box.space, box.inner, box.corner, box.local
     masks: list[E.PrimExpr] = []
     for condition in loops.conditions:
         for conjunct in conjuncts(condition):
