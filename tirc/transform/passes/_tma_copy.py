@@ -35,7 +35,7 @@ from tirc.ir.functor import walk
 from tirc.ir.node import Node
 from tirc.ir.substitute import substitute
 from tirc.ir.tma import MAX_BOX, SWIZZLES
-from tirc.transform.passes.inject_software_pipeline import ASYNC_STAGES
+from tirc.transform.passes._pipeline_annotations import ASYNC_STAGES
 
 TMA = "software_pipeline_tma"  # 1: the copies become TMA loads that one producer thread issues
 

@@ -59,299 +59,42 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from tirc.analysis.arith.analyzer import Analyzer
-from tirc.analysis.arith.int_set import relax
 from tirc.analysis.regions import infer_access_regions
 from tirc.diagnostics import DiagnosticError, Note
 from tirc.ir import dtype as dt
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
-from tirc.ir.buffer import Buffer, BufferRegion, Range
-from tirc.ir.expr import PointerType
+from tirc.ir.buffer import Buffer, Range
 from tirc.ir.function import PrimFunc
-from tirc.ir.functor import Mutator, Visitor
+from tirc.ir.functor import Mutator
 from tirc.transform.fresh_copy import fresh_copy
 from tirc.transform.pass_base import Dialect, FunctionPass
+from tirc.transform.passes._nested_pipeline import Nested, pipeline_statements
+from tirc.transform.passes._pipeline_annotations import (
+    ASYNC_STAGES,
+    ORDER,
+    PIPELINE_KEYS,
+    STAGE,
+    body_block,
+    int_list,
+    is_pipelined,
+)
+from tirc.transform.passes._pipeline_versions import (
+    Accesses,
+    HandleUses,
+    Regions,
+    Versioner,
+    version_counts,
+    versioned_buffer,
+)
 
 PrimExpr = E.PrimExpr
 
-STAGE = "software_pipeline_stage"
-ORDER = "software_pipeline_order"
-ASYNC_STAGES = "software_pipeline_async_stages"
-PIPELINE_KEYS = (STAGE, ORDER, ASYNC_STAGES)
 # the attributes that async stages leave, which inject-ptx-async-copy and thread-sync read
 ASYNC_SCOPE = "async_scope"
 COMMIT_QUEUE_SCOPE = "async_commit_queue_scope"
 WAIT_QUEUE_SCOPE = "async_wait_queue_scope"
 WAIT_INFLIGHT_COUNT = "async_wait_inflight_count"
-
-
-def is_pipelined(stmt: S.Stmt) -> bool:
-    return isinstance(stmt, S.For) and STAGE in stmt.annotations
-
-
-class _Accesses(Visitor):
-    """Which buffers (by data handle) a statement reads and writes."""
-
-    def __init__(self) -> None:
-        self.reads: set[E.Var] = set()
-        self.writes: set[E.Var] = set()
-
-    def visit_BufferLoad(self, node: E.BufferLoad) -> None:
-        self.reads.add(node.buffer.data)
-        self.generic_visit(node)
-
-    def visit_BufferStore(self, node: S.BufferStore) -> None:
-        self.writes.add(node.buffer.data)
-        self.generic_visit(node)
-
-    def visit_SBlock(self, node: S.SBlock) -> None:
-        # a tensorized block reads and writes through pointers: its regions say what
-        self.reads.update(region.buffer.data for region in node.reads)
-        self.writes.update(region.buffer.data for region in node.writes)
-        self.generic_visit(node)
-
-    def visit_Call(self, node: E.Call) -> None:
-        for data, _, mask in _pointers(node):
-            if mask & 1:
-                self.reads.add(data)
-            if mask & 2:
-                self.writes.add(data)
-        self.generic_visit(node)
-
-
-READ, WRITE = 1, 2
-# the warp-register intrinsics: (position of a data handle, read/write) in their arguments; the
-# element offset follows the handle
-REGISTER_OPERANDS: dict[str, tuple[tuple[int, int], ...]] = {
-    "ptx_mma": ((6, READ), (8, READ), (10, READ | WRITE)),
-    "ptx_ldmatrix": ((3, WRITE),),
-    "mma_fill": ((1, WRITE),),
-    "mma_store": ((3, READ),),
-}
-
-
-def _pointers(call: E.Call) -> list[tuple[E.Var, int, int]]:
-    """(data, position of its element offset, read/write mask) of each buffer `call` reaches
-    through a pointer: `T.tvm_access_ptr(type, data, offset, extent, mask)`, and the register
-    operands of the warp-register intrinsics (mma.sync fragments)."""
-    if call.op == "tvm_access_ptr" and len(call.args) == 5:
-        data, mask = call.args[1], call.args[4]
-        if isinstance(data, E.Var):
-            return [(data, 2, mask.value if isinstance(mask, E.IntImm) else READ | WRITE)]
-        return []
-    found = []
-    for position, mask in REGISTER_OPERANDS.get(call.op, ()):
-        data = call.args[position] if position + 1 < len(call.args) else None
-        if isinstance(data, E.Var):
-            found.append((data, position + 1, mask))
-    return found
-
-
-class _Versioner(Mutator):
-    """Accesses of versioned buffers get the version index in front."""
-
-    def __init__(self, versions: dict[E.Var, tuple[Buffer, PrimExpr]]) -> None:
-        self.versions = versions
-
-    def visit_BufferLoad(self, node: E.BufferLoad) -> E.PrimExpr:
-        node = self.generic_visit(node)
-        found = self.versions.get(node.buffer.data)
-        if found is None:
-            return node
-        buffer, index = found
-        return dataclasses.replace(node, buffer=buffer, indices=(index, *node.indices))
-
-    def visit_BufferStore(self, node: S.BufferStore) -> S.Stmt:
-        node = self.generic_visit(node)
-        found = self.versions.get(node.buffer.data)
-        if found is None:
-            return node
-        buffer, index = found
-        return dataclasses.replace(node, buffer=buffer, indices=(index, *node.indices))
-
-    def visit_BufferRegion(self, node: BufferRegion) -> BufferRegion:
-        found = self.versions.get(node.buffer.data)
-        if found is None:
-            return node
-        buffer, index = found  # the version this iteration touches, as TVM writes it
-        version = Range(_like(index, buffer.shape[0]), E.IntImm(1, buffer.index_dtype))
-        return BufferRegion(buffer, (version, *node.region), span=node.span)
-
-    def visit_Call(self, node: E.Call) -> E.PrimExpr:
-        """A pointer into a versioned buffer (ldmatrix's operand, say) moves to its version:
-        the offset grows by the version times the size of one version."""
-        node = self.generic_visit(node)
-        args = list(node.args)
-        for data, position, _ in _pointers(node):
-            found = self.versions.get(data)
-            if found is None:
-                continue
-            buffer, index = found
-            offset = args[position]
-            assert isinstance(offset, E.PrimExpr)
-            size = buffer.strides[0] if buffer.strides else _product(buffer.shape[1:], offset)
-            args[position - 1] = buffer.data
-            args[position] = _plus_times(offset, _like(index, offset), _like(size, offset))
-        if args == list(node.args):
-            return node
-        return dataclasses.replace(node, args=tuple(args))
-
-
-def _product(extents: tuple[E.PrimExpr, ...], like: E.PrimExpr) -> E.PrimExpr:
-    """The product of `extents`, folded where they are constants."""
-    result: E.PrimExpr = E.IntImm(1, like.dtype)
-    for extent in extents:
-        if isinstance(result, E.IntImm) and isinstance(extent, E.IntImm):
-            result = E.IntImm(result.value * extent.value, like.dtype)
-        else:
-            result = E.Mul(result, _like(extent, like))
-    return result
-
-
-def _plus_times(offset: E.PrimExpr, index: E.PrimExpr, size: E.PrimExpr) -> E.PrimExpr:
-    """offset + index * size, folded where index and size are constants."""
-    if isinstance(index, E.IntImm) and isinstance(size, E.IntImm):
-        moved = index.value * size.value
-        return offset if moved == 0 else E.Add(offset, E.IntImm(moved, offset.dtype))
-    return E.Add(offset, E.Mul(index, size))
-
-
-def _like(expr: E.PrimExpr, other: E.PrimExpr) -> E.PrimExpr:
-    return expr if expr.dtype == other.dtype else E.Cast(other.dtype, expr)
-
-
-class _HandleUses(Visitor):
-    """Uses of a data handle other than through buffer accesses and pointer operands."""
-
-    def __init__(self, handles: set[E.Var]) -> None:
-        self.handles = handles
-        self.found: E.Var | None = None
-
-    def visit_Var(self, node: E.Var) -> None:
-        if node in self.handles:
-            self.found = node
-
-    def visit_Call(self, node: E.Call) -> None:
-        handles = {position - 1 for _, position, _ in _pointers(node)}
-        for position, arg in enumerate(node.args):
-            if position not in handles:
-                self.visit(arg)
-
-
-def _int_list(loop: S.For, key: str, count: int | None) -> tuple[int, ...]:
-    value = loop.annotations.get(key)
-    items = value if isinstance(value, tuple) else (value,)
-    result: list[int] = []
-    for item in items:
-        if isinstance(item, E.IntImm):
-            item = item.value
-        if not isinstance(item, int) or isinstance(item, bool) or item < 0:
-            raise DiagnosticError.at(
-                loop.span, f"the loop's '{key}' must be a list of non-negative integers"
-            )
-        result.append(item)
-    if count is not None and len(result) != count:
-        raise DiagnosticError.at(
-            loop.span,
-            f"the loop's '{key}' has {len(result)} entries but its body has {count} statements",
-        )
-    return tuple(result)
-
-
-def _body_block(loop: S.For) -> S.SBlock | None:
-    body = loop.body
-    if (
-        isinstance(body, S.SBlockRealize)
-        and not body.block.iter_vars
-        and body.block.init is None
-        and E.is_const_int(body.predicate, 1)
-    ):
-        return body.block
-    return None
-
-
-def _children(stmt: S.Stmt) -> tuple[S.Stmt, ...]:
-    return stmt.stmts if isinstance(stmt, S.SeqStmt) else (stmt,)
-
-
-def _versions(
-    candidates: tuple[Buffer, ...],
-    accesses: list[_Accesses],
-    stages: tuple[int, ...],
-    orders: tuple[int, ...],
-    disjoint: Callable[[Buffer, int, int], bool] | None = None,
-) -> dict[E.Var, int]:
-    """How many copies of each candidate the iterations in flight need. `disjoint(buffer, w,
-    r)` says that what statement w writes of the buffer, in any iteration, is never what
-    statement r reads (as TVM's versioning asks: a nested pipeline's prologue fills one
-    version of its fragments while the epilogue before it reads the other)."""
-    counts: dict[E.Var, int] = {}
-    for buffer in candidates:
-        need = 1
-        for w, writer in enumerate(accesses):
-            if buffer.data not in writer.writes:
-                continue
-            for r, reader in enumerate(accesses):
-                if buffer.data not in reader.reads or stages[r] <= stages[w]:
-                    continue
-                # the copy of iteration j + v is written at step j + v + stage(w); it must come
-                # after the read of iteration j at step j + stage(r)
-                versions = stages[r] - stages[w] + (1 if orders[r] > orders[w] else 0)
-                if versions > need and not (disjoint and disjoint(buffer, w, r)):
-                    need = versions
-        counts[buffer.data] = need
-    return counts
-
-
-class _Regions:
-    """The regions each statement of a pipelined loop writes and reads, over every iteration
-    of the loop, to tell statements that touch different parts of a buffer apart."""
-
-    def __init__(
-        self,
-        loop: S.For,
-        stmts: tuple[S.Stmt, ...],
-        buffers: tuple[Buffer, ...],
-        analyzer: Analyzer,
-    ) -> None:
-        self.loop = loop
-        self.analyzer = analyzer
-        data = {buffer.data: buffer for buffer in buffers}
-        self.regions = []
-        for stmt in stmts:
-            block = S.SBlock("", (), (), (), stmt)
-            self.regions.append(infer_access_regions(block, data))
-
-    def disjoint(self, buffer: Buffer, writer: int, reader: int) -> bool:
-        written = self._find(self.regions[writer][1], buffer)
-        read = self._find(self.regions[reader][0], buffer)
-        if written is None or read is None:
-            return False  # a statement that writes the buffer lists no read of it: unknown
-        return any(self._apart(a, b) for a, b in zip(written.region, read.region, strict=True))
-
-    @staticmethod
-    def _find(regions: tuple[BufferRegion, ...], buffer: Buffer) -> BufferRegion | None:
-        return next((r for r in regions if r.buffer.data is buffer.data), None)
-
-    def _apart(self, a: Range, b: Range) -> bool:
-        domains = {self.loop.loop_var: Range(self.loop.min, self.loop.extent)}
-        low_a, high_a = self._bounds(a, domains)
-        low_b, high_b = self._bounds(b, domains)
-        if low_a is None or high_a is None or low_b is None or high_b is None:
-            return False
-        prove = self.analyzer.can_prove
-        return prove(E.LT(high_a, low_b), symbolic=True) or prove(
-            E.LT(high_b, low_a), symbolic=True
-        )
-
-    def _bounds(
-        self, item: Range, domains: dict[E.Var, Range]
-    ) -> tuple[PrimExpr | None, PrimExpr | None]:
-        last = E.Sub(E.Add(item.min, item.extent), E.IntImm(1, item.extent.dtype))
-        return (
-            relax(item.min, domains, self.analyzer).min,
-            relax(self.analyzer.simplify(last), domains, self.analyzer).max,
-        )
 
 
 def _guard(stmt: S.Stmt, condition: PrimExpr) -> S.Stmt:
@@ -402,7 +145,7 @@ class _AsyncPlan:
         stmts: tuple[S.Stmt, ...],
         stages: tuple[int, ...],
         ordered: tuple[int, ...],
-        accesses: list[_Accesses],
+        accesses: list[Accesses],
         async_stages: set[int],
     ) -> None:
         self.stages = stages
@@ -666,107 +409,33 @@ class _Pipeline:
             data: (buffer, analyzer.simplify(E.FloorMod(iteration, buffer.shape[0])))
             for data, buffer in self.versioned.items()
         }
-        rewritten = _Versioner(versions).visit(stmt) if versions else stmt
+        rewritten = Versioner(versions).visit(stmt) if versions else stmt
         return fresh_copy(rewritten, {self.loop.loop_var: iteration})
-
-
-def _versioned_buffer(buffer: Buffer, count: int) -> Buffer:
-    pointer = buffer.data.pointer or PointerType(buffer.dtype)
-    data = E.Var(buffer.data.name, buffer.data.dtype, pointer)
-    strides = (E.Mul(buffer.strides[0], buffer.shape[0]), *buffer.strides) if buffer.strides else ()
-    count_expr = E.IntImm(count, buffer.index_dtype)
-    return dataclasses.replace(
-        buffer, data=data, shape=(count_expr, *buffer.shape), strides=strides
-    )
-
-
-@dataclass(frozen=True)
-class _Nested:
-    """A pipelined loop's result inside another pipelined loop's body: its prologue, body and
-    epilogue, and the buffers its block allocates (versioned fragments, say)."""
-
-    result: S.Stmt  # kept alive, as it is looked up by identity
-    parts: tuple[S.Stmt, S.Stmt, S.Stmt]
-    allocs: tuple[Buffer, ...]
-
-
-def _nested(stmt: S.Stmt, nested: dict[int, _Nested]) -> _Nested | None:
-    """The nested pipeline `stmt` is, also inside a plain block that allocates around it."""
-    found = nested.get(id(stmt))
-    if found is not None or not isinstance(stmt, S.SBlockRealize):
-        return found
-    block = stmt.block
-    if stmt.iter_values or not E.is_const_int(stmt.predicate, 1) or block.init is not None:
-        return None
-    if block.match_buffers:
-        return None
-    inner = nested.get(id(block.body))
-    if inner is None:
-        return None
-    return _Nested(inner.result, inner.parts, block.alloc_buffers + inner.allocs)
-
-
-def _statements(
-    loop: S.For, body: S.Stmt, nested: dict[int, _Nested]
-) -> tuple[tuple[S.Stmt, ...], tuple[Buffer, ...]]:
-    """The pipelined loop's statements, and the buffers of the nested pipelines among them
-    that become the loop's own. A nested pipeline is one statement, or, as in TVM, three (its
-    prologue, body and epilogue) when the loop's stages list that many: then a stage and an
-    order place the next iteration's prologue (its first fragments, say) among this one's."""
-    children = _children(body)
-    inner = [_nested(child, nested) for child in children]
-    count = _stage_count(loop)
-    spliced = len(children) + 2 * sum(found is not None for found in inner)
-    if count == len(children) or spliced == len(children):
-        return children, ()  # nested pipelines as one statement each; the count checked later
-    if count != spliced:
-        raise DiagnosticError.at(
-            loop.span,
-            f"the loop's '{STAGE}' has {count} entries but its body has {len(children)} "
-            f"statements, or {spliced} with each nested pipeline as its prologue, body and "
-            "epilogue",
-        )
-    stmts: list[S.Stmt] = []
-    allocs: list[Buffer] = []
-    for child, found in zip(children, inner, strict=True):
-        if found is None:
-            stmts.append(child)
-        else:
-            stmts.extend(found.parts)
-            allocs.extend(found.allocs)
-    return tuple(stmts), tuple(allocs)
-
-
-def _stage_count(loop: S.For) -> int:
-    value = loop.annotations.get(STAGE)
-    return len(value) if isinstance(value, tuple) else 1
 
 
 def pipeline(
     loop: S.For,
     outer_allocs: tuple[Buffer, ...],
     analyzer: Analyzer,
-    nested: dict[int, _Nested] | None = None,
-) -> tuple[S.Stmt, dict[E.Var, Buffer], _Nested | None]:
+    nested: dict[int, Nested] | None = None,
+) -> tuple[S.Stmt, dict[E.Var, Buffer], Nested | None]:
     """The loop as prologue, body and epilogue, the versioned buffers among `outer_allocs`
     (by their old data handle), which the caller reallocates, and the three parts for a
     pipelined loop around this one (None where the loop needs no pipeline)."""
-    block = _body_block(loop)
-    stmts, nested_allocs = _statements(
+    block = body_block(loop)
+    stmts, nested_allocs = pipeline_statements(
         loop, block.body if block is not None else loop.body, nested or {}
     )
-    stages = _int_list(loop, STAGE, len(stmts))
+    stages = int_list(loop, STAGE, len(stmts))
     orders = (
-        _int_list(loop, ORDER, len(stmts))
-        if ORDER in loop.annotations
-        else tuple(range(len(stmts)))
+        int_list(loop, ORDER, len(stmts)) if ORDER in loop.annotations else tuple(range(len(stmts)))
     )
     if sorted(orders) != list(range(len(stmts))):
         raise DiagnosticError.at(
             loop.span, f"the loop's '{ORDER}' must be a permutation of 0..{len(stmts) - 1}"
         )
     async_stages = (
-        set(_int_list(loop, ASYNC_STAGES, None)) if ASYNC_STAGES in loop.annotations else set()
+        set(int_list(loop, ASYNC_STAGES, None)) if ASYNC_STAGES in loop.annotations else set()
     )
     keep = S.Attrs(tuple((k, v) for k, v in loop.annotations.items if k not in PIPELINE_KEYS))
     max_stage = max(stages, default=0)
@@ -784,18 +453,18 @@ def pipeline(
         )
     accesses = []
     for stmt in stmts:
-        collector = _Accesses()
+        collector = Accesses()
         collector.visit(stmt)
         accesses.append(collector)
     inner = (block.alloc_buffers if block is not None else ()) + nested_allocs
-    regions = _Regions(loop, stmts, inner + outer_allocs, analyzer)
-    counts = _versions(inner + outer_allocs, accesses, stages, orders, regions.disjoint)
+    regions = Regions(loop, stmts, inner + outer_allocs, analyzer)
+    counts = version_counts(inner + outer_allocs, accesses, stages, orders, regions.disjoint)
     versioned = {
-        buffer.data: _versioned_buffer(buffer, counts[buffer.data])
+        buffer.data: versioned_buffer(buffer, counts[buffer.data])
         for buffer in inner + outer_allocs
         if counts[buffer.data] > 1
     }
-    uses = _HandleUses(set(versioned))
+    uses = HandleUses(set(versioned))
     uses.visit(stmts)
     if uses.found is not None:
         raise DiagnosticError.at(
@@ -834,13 +503,13 @@ def pipeline(
         result = S.SBlockRealize((), E.IntImm(1, dt.BOOL), wrapper, span=loop.span)
     outer_handles = {buffer.data for buffer in outer_allocs}
     outer = {data: new for data, new in versioned.items() if data in outer_handles}
-    return result, outer, _Nested(result, parts, allocs)
+    return result, outer, Nested(result, parts, allocs)
 
 
 class _Injector(Mutator):
     def __init__(self) -> None:
         self.analyzer = Analyzer()
-        self.nested: dict[int, _Nested] = {}  # the pipelines rewritten so far, by identity
+        self.nested: dict[int, Nested] = {}  # the pipelines rewritten so far, by identity
 
     def visit_For(self, node: S.For) -> S.Stmt:
         self.analyzer.bind(node.loop_var, Range(node.min, node.extent))

@@ -123,22 +123,23 @@ from tirc.ir.named_barrier import WARP
 from tirc.ir.node import Node
 from tirc.transform.fresh_copy import fresh_copy
 from tirc.transform.pass_base import Dialect, FunctionPass
-from tirc.transform.passes._tma_copy import TMA, box_copies, tma_loads, uses_tma
-from tirc.transform.passes._wgmma_consumer import one_group, warp_arrival, wgmma_issue, wgmma_wait
-from tirc.transform.passes.inject_software_pipeline import (
-    ASYNC_SCOPE,
+from tirc.transform.passes._pipeline_annotations import (
     ASYNC_STAGES,
     ORDER,
     STAGE,
-    _Accesses,
-    _body_block,
-    _children,
-    _int_list,
-    _versioned_buffer,
-    _Versioner,
-    _versions,
-    _wrap_inside,
+    body_block,
+    body_statements,
+    int_list,
 )
+from tirc.transform.passes._pipeline_versions import (
+    Accesses,
+    Versioner,
+    version_counts,
+    versioned_buffer,
+)
+from tirc.transform.passes._tma_copy import TMA, box_copies, tma_loads, uses_tma
+from tirc.transform.passes._wgmma_consumer import one_group, warp_arrival, wgmma_issue, wgmma_wait
+from tirc.transform.passes.inject_software_pipeline import ASYNC_SCOPE, _wrap_inside
 
 WARP_SPECIALIZE = "software_pipeline_warp_specialize"
 MAX_REGISTERS = "software_pipeline_max_registers"
@@ -366,7 +367,7 @@ def _thread_copies(
 ) -> S.Stmt:
     """The copies on their versions, as the producer threads run them: with the thread index
     rebased onto the consumers' (each producer thread the copies of threads p, p + P, ...)."""
-    versioned = [_Versioner(versions).visit(copy) for copy in copies]
+    versioned = [Versioner(versions).visit(copy) for copy in copies]
     if asynchronous:
         versioned = [_wrap_inside(copy, ASYNC_SCOPE, 1) for copy in versioned]
     work = S.seq(*versioned)
@@ -386,7 +387,7 @@ def _registers(loop: S.For, producers: int, consumers: int) -> tuple[int, int] |
     value = loop.annotations.get(MAX_REGISTERS)
     if value is None:
         return None
-    counts = _int_list(loop, MAX_REGISTERS, 2)
+    counts = int_list(loop, MAX_REGISTERS, 2)
     for count in counts:
         if count % 8 or not 24 <= count <= 256:
             raise DiagnosticError.at(
@@ -434,7 +435,7 @@ def _specialize(
         )
     asynchronous = ASYNC_STAGES in loop.annotations
     tma = uses_tma(loop)
-    if asynchronous and set(_int_list(loop, ASYNC_STAGES, None)) != {0}:
+    if asynchronous and set(int_list(loop, ASYNC_STAGES, None)) != {0}:
         raise DiagnosticError.at(
             loop.span,
             f"with '{WARP_SPECIALIZE}', '{ASYNC_STAGES}' may name stage 0 only: the producer's "
@@ -442,10 +443,10 @@ def _specialize(
         )
     if loop.kind is not S.ForKind.SERIAL:
         raise DiagnosticError.at(loop.span, "only a serial loop can be warp-specialized")
-    block = _body_block(loop)
-    stmts = _children(block.body if block is not None else loop.body)
-    stages = _int_list(loop, STAGE, len(stmts))
-    orders = _int_list(loop, ORDER, len(stmts)) if ORDER in loop.annotations else stages
+    block = body_block(loop)
+    stmts = body_statements(block.body if block is not None else loop.body)
+    stages = int_list(loop, STAGE, len(stmts))
+    orders = int_list(loop, ORDER, len(stmts)) if ORDER in loop.annotations else stages
     if max(stages) == 0 or min(stages) != 0:
         raise DiagnosticError.at(
             loop.span,
@@ -457,7 +458,7 @@ def _specialize(
         _CopyCheck(loop).visit(stmts[index])
     accesses = []
     for stmt in stmts:
-        collector = _Accesses()
+        collector = Accesses()
         collector.visit(stmt)
         accesses.append(collector)
     filled = set().union(*(accesses[i].writes for i in producer))
@@ -495,9 +496,9 @@ def _specialize(
             "kernel around the loop: the pass cannot give it the ring's versions",
         )
     hoisted = sorted((allocated[v] for v in filled), key=lambda b: b.name)
-    counts = _versions(tuple(hoisted), accesses, stages, orders)
+    counts = version_counts(tuple(hoisted), accesses, stages, orders)
     depth = max(counts.values())
-    ring = {b.data: _versioned_buffer(b, depth) for b in hoisted}
+    ring = {b.data: versioned_buffer(b, depth) for b in hoisted}
 
     producers = _positive_int(loop, WARP_SPECIALIZE)
     threads = _threads(chain, loop, producers)
@@ -533,7 +534,7 @@ def _specialize(
     version, use, iteration = iteration_of(loop.loop_var)
     versions = {data: (buffer, version) for data, buffer in ring.items()}
     parity = E.FloorMod(use, const(2))
-    work = [_Versioner(versions).visit(stmts[i]) for i in consumer]
+    work = [Versioner(versions).visit(stmts[i]) for i in consumer]
     issued = wgmma_issue(work, {b.data for b in ring.values()}) if consumers % WARP == 0 else None
     after_loop: list[S.Stmt] = []
     lane_zero = _lane_zero(threads, analyzer)
