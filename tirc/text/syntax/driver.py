@@ -179,6 +179,10 @@ class Driver:
                     state_stack[-1] = top
                     continue
                 size = entry.size
+                if size == 1:  # most reductions (a name, a number, a list's first item)
+                    value_stack[-1] = build([value_stack[-1]])
+                    state_stack[-1] = states[state_stack[-2]][entry.origin]
+                    continue
                 if size:
                     children = value_stack[-size:]
                     del state_stack[-size:]

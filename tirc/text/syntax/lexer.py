@@ -21,7 +21,7 @@ MATCHING = {")": "(", "]": "[", "}": "{"}
 # a float before the integer it starts with, an augmented assignment before its operator.
 PATTERN_ORDER = ("STRING", "FLOAT_NUMBER", "HEX_NUMBER", "DEC_NUMBER", "NAME", "AUGOP")
 # Spaces and line continuations before a token are part of its match (fewer matches to loop over).
-SPACES = r"(?:[ \t\f]+|\\[ \t\f]*\r?\n)*"
+SPACES = r"[ \t\f]*(?:\\[ \t\f]*\r?\n[ \t\f]*)*"
 COMMENT = r"(?P<_COMMENT>#[^\n]*)"
 NEWLINE = r"(?P<_LINE>\r?\n[ \t\f]*)"
 ANYTHING_ELSE = r"(?P<_ERROR>.)"
@@ -97,6 +97,14 @@ class Lexer:
         """The tokens of `text`, then an end-of-file token `$END`."""
         keywords = self.keywords
         operator_names = self.operator_names
+        group = self.pattern.groupindex
+        # Dispatch on the number of the group that matched, most frequent first: a name,
+        # an operator, a number, a bracket, a line break cover nearly every match.
+        name, operator, integer = group["NAME"], group["_OPERATOR"], group.get("DEC_NUMBER")
+        bracket, line, comment, error = (
+            group["_BRACKET"], group["_LINE"], group["_COMMENT"], group["_ERROR"]
+        )  # fmt: skip
+        kinds = {number: kind for kind, number in group.items()}
         levels = [0]  # indentation columns with tabs to multiples of TAB_WIDTH
         narrow_levels = [0]  # the same with a tab as one column
         brackets = state.brackets if state is not None else []
@@ -109,19 +117,36 @@ class Lexer:
             if first.end() > 0:
                 raise LexError(first.end(), "unexpected indent")
         for match in self.pattern.finditer(text):
-            kind = match.lastgroup
-            assert kind is not None  # every alternative of the pattern is a named group
-            value = match.group(kind)
+            matched = match.lastindex
+            assert matched is not None  # every alternative of the pattern is a group
+            value = match[matched]
             end = match.end()
-            if kind == "NAME":
+            if matched == name:
                 line_has_tokens = True
                 last_end = end
                 yield Token(keywords.get(value, "NAME"), value, end - len(value), end)
-            elif kind == "_OPERATOR":
+            elif matched == operator:
                 line_has_tokens = True
                 last_end = end
                 yield Token(operator_names[value], value, end - len(value), end)
-            elif kind == "_LINE":
+            elif matched == integer:
+                line_has_tokens = True
+                last_end = end
+                yield Token("DEC_NUMBER", value, end - len(value), end)
+            elif matched == bracket:
+                start = end - 1
+                if value in "([{":
+                    brackets.append((value, start))
+                else:
+                    if not brackets:
+                        raise LexError(start, f"unmatched '{value}'")
+                    opener, _ = brackets.pop()
+                    if opener != MATCHING[value]:
+                        raise LexError(start, f"'{value}' does not match the '{opener}' it closes")
+                line_has_tokens = True
+                last_end = end
+                yield Token(operator_names[value], value, start, end)
+            elif matched == line:
                 if brackets:
                     continue
                 if line_has_tokens:
@@ -150,27 +175,14 @@ class Lexer:
                     raise LexError(end, "unindent does not match any outer indentation level")
                 if narrow != narrow_levels[-1]:
                     raise LexError(end, INCONSISTENT_TABS)
-            elif kind == "_BRACKET":
-                start = end - 1
-                if value in "([{":
-                    brackets.append((value, start))
-                else:
-                    if not brackets:
-                        raise LexError(start, f"unmatched '{value}'")
-                    opener, _ = brackets.pop()
-                    if opener != MATCHING[value]:
-                        raise LexError(start, f"'{value}' does not match the '{opener}' it closes")
-                line_has_tokens = True
-                last_end = end
-                yield Token(operator_names[value], value, start, end)
-            elif kind == "_COMMENT":
+            elif matched == comment:
                 continue
-            elif kind == "_ERROR":
+            elif matched == error:
                 raise LexError(end - 1)
             else:
                 line_has_tokens = True
                 last_end = end
-                yield Token(kind, value, end - len(value), end)
+                yield Token(kinds[matched], value, end - len(value), end)
         if brackets:
             opener, where = brackets[-1]
             raise LexError(where, f"'{opener}' was never closed")
