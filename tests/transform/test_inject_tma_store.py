@@ -8,7 +8,9 @@ thread (one bulk group, waited for).
 - the plan samples/gpu/gemm_wgmma_tensorize_128x256.tma_store (the warp-specialized wgmma GEMM,
   its accumulators staged in shared memory by the consumer warpgroups as 32 slabs of 128 x 8
   floats, wgmma_store_m64n256_f32_shared_slabs8) stores its 128 x 256 tile with 32 TMA stores
-  after the consumers' named barrier, and matches numpy;
+  after the consumers' named barrier, and matches numpy; the staging tile lies over its 4-deep
+  ring (merge-shared-memory-allocations), behind the consumers' barrier after their wgmmas'
+  `wait_group(0)`, in 192 KB;
 - `tirc run` builds C's tensor map on the host for the store (the fake driver: its box, no
   swizzle);
 - a copy inside a condition, or one that computes its elements, is refused at the block or the
@@ -32,12 +34,19 @@ from tirc.driver.lower import lower_module
 from tirc.driver.schedule import apply_plan_file
 from tirc.interp import run
 from tirc.ir import expr as E
+from tirc.ir import stmt as S
 from tirc.ir.functor import walk
 from tirc.ir.node import Node
 from tirc.runtime.cuda_driver import Device
 from tirc.text import parse
 
 GOLDEN = Path(__file__).parent / "golden" / "inject_tma_store" / "slabs.before.tir"
+
+
+def _nodes(node: Node) -> list[Node]:
+    found: list[Node] = []
+    walk(node, found.append)
+    return found
 
 
 def _calls(node: Node) -> list[E.Call]:
@@ -83,18 +92,24 @@ def test_tirc_run_builds_the_stores_tensor_map(
 
 
 @pytest.mark.sweep  # too long for CI: make test-sweep
-@pytest.mark.slow  # about 20 s: 384 threads, 8 wgmma m64n256k16 a consumer thread
+@pytest.mark.slow  # about 40 s: 384 threads, 20 wgmma m64n256k16 a consumer thread
 def test_the_gemm_plan_stores_its_tile_by_tma_and_matches_numpy() -> None:
     (plan,) = [p for p in gpu_plans("gemm_wgmma_tensorize_128x256") if p.id.endswith("tma_store")]
-    m, n, k = 128, 256, 128  # one tile, two k tiles: the epilogue is what this checks
+    m, n, k = 128, 256, 320  # one tile, five k tiles: the fifth waits for a released version
     module = parse(plan.program.read_text(), defines={"M": m, "N": n, "K": k})
     lowered = lower_module(apply_plan_file(module, str(plan.plan))[0], target="cuda")
-    calls = _calls(lowered["main_kernel"].body)
+    kernel = lowered["main_kernel"].body
+    calls = _calls(kernel)
     stores = [call for call in calls if call.op == "ptx_tma_store"]
     assert len(stores) == 32  # the staging tile's slabs, each a 128 x 8 box
     assert {tuple(E.int_value(a) for a in call.args[5:7]) for call in stores} == {(128, 8)}
     barriers = [[E.int_value(a) for a in call.args] for call in calls if call.op == "ptx_bar_sync"]
-    assert barriers == [[1, 256]]  # the consumers', before the store
+    assert barriers == [[1, 256], [1, 256]]  # the consumers': before the staging, the store
+    pools = [n.buffer for n in _nodes(kernel) if isinstance(n, S.AllocBuffer)]
+    (pool,) = [buffer for buffer in pools if buffer.scope == "shared.dyn"]
+    assert E.int_value(pool.shape[0]) == 4 * 48 * 1024  # the ring; the 128 KB staging over it
+    loads = [call for call in calls if call.op == "ptx_tma_load"]
+    assert {call.args[7] for call in loads} == {call.args[7] for call in stores} == {pool.data}
     rng = np.random.default_rng(3)
     a = rng.uniform(-1, 1, (m, k)).astype(np.float16)
     b = rng.uniform(-1, 1, (k, n)).astype(np.float16)
