@@ -27,6 +27,7 @@ from tirc.driver.compile import check_abi, link_shared
 from tirc.driver.host_threads import check_runs_on_cpu
 from tirc.driver.output import write_output
 from tirc.driver.program import parse_source, verify_program
+from tirc.driver.schedule import apply_plan_source
 from tirc.driver.source import read_source
 from tirc.driver.target import parse_target
 from tirc.ir.function import IRModule
@@ -90,21 +91,13 @@ def schedule(
     """`module` scheduled by `plan`: the path of a plan file, or the plan itself as a JSON
     value (either form, docs/plans.md). `intrinsics` names a JSON file of tensor intrinsics."""
 
-    # deferred: the schedule layer, only to schedule
-    from tirc.driver.schedule import apply_plan_file, read_intrinsics
-    from tirc.schedule.apply import apply_plan  # deferred: the schedule layer, only to schedule
-    from tirc.schedule.plan import read_plan  # deferred: the schedule layer, only to schedule
-
     module = _module(module)
     with _diagnosed():
         if isinstance(plan, (list, dict)):
-            context: dict[str, Any] = {}
-            if intrinsics is not None:
-                context["intrinsics"] = read_intrinsics(read_source(os.fspath(intrinsics)))
-            scheduled, _ = apply_plan(module, read_plan(json.dumps(plan), "<plan>"), context)
+            plan_source = Text("<plan>", json.dumps(plan))
         else:
-            path = os.fspath(intrinsics) if intrinsics is not None else None
-            scheduled, _ = apply_plan_file(module, os.fspath(plan), path)
+            plan_source = read_source(os.fspath(plan))
+        scheduled, _ = apply_plan_source(module, plan_source, _path(intrinsics))
     return scheduled
 
 
@@ -128,10 +121,13 @@ def build(
     *,
     target: str = "cpu",
     plan: str | os.PathLike[str] | list[Any] | dict[str, Any] | None = None,
+    intrinsics: str | os.PathLike[str] | None = None,
     pipeline: str | os.PathLike[str] | None = None,
     opt_level: int = 3,
 ) -> Module:
-    """`module` (scheduled by `plan` first) compiled and loaded into this process.
+    """`module` (scheduled by `plan` first, with the tensor intrinsics in the JSON file
+    `intrinsics`, as `tirc compile --plan --intrinsics` does) compiled and loaded into this
+    process.
 
     `target="cpu"` (or `cpu -mcpu=...`) compiles with LLVM and calls through the JIT, with
     numpy arrays or any CPU DLPack tensor; `target="cuda"` compiles the CUDA C with nvcc into
@@ -139,7 +135,7 @@ def build(
     """
     module = _module(module)
     if plan is not None:
-        module = schedule(module, plan)
+        module = schedule(module, plan, intrinsics=intrinsics)
     with _diagnosed():
         kind = parse_target(target)
         if kind.backend == "cuda":

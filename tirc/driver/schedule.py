@@ -48,10 +48,18 @@ def apply_plan_file(
     module: IRModule, plan_path: str, intrinsics: str | None = None
 ) -> tuple[IRModule, Plan]:
     """`module` scheduled by the plan in `plan_path`, and the plan as applied."""
+    return apply_plan_source(module, read_source(plan_path), intrinsics)
+
+
+def apply_plan_source(
+    module: IRModule, plan_source: Source, intrinsics: str | None = None
+) -> tuple[IRModule, Plan]:
+    """`module` scheduled by the plan text in `plan_source` (a file's, or the Python API's
+    JSON value written out), with the tensor intrinsics in the file `intrinsics`, and the plan
+    as applied: the one way both the command line and the API apply a plan."""
     from tirc.schedule.apply import apply_plan  # deferred: the schedule layer, only with a plan
     from tirc.schedule.plan import read_plan  # deferred: the schedule layer, only with a plan
 
-    plan_source = read_source(plan_path)
     plan = read_plan(plan_source.text, plan_source.name)
     context: dict[str, Any] = {}
     if intrinsics is not None:
