@@ -79,6 +79,10 @@ class _NotAffine(Exception):
     pass
 
 
+class _UnreadPredicate(_NotAffine):
+    """The predicate bounds sums that no index reads whole."""
+
+
 class _Detector:
     def __init__(
         self,
@@ -368,7 +372,10 @@ class _Detector:
 
         `(i_0 * 128 + i_1) * 8 + j` under `i_0 * 128 + i_1 < 1376` is the bounded iterator
         times 8 plus `j`, of extent 1376 * 8 (TVM reads a constrained sum inside a larger one
-        the same way). Only the top digits qualify: below others, the bound would leave holes.
+        the same way). Digits above the bounded ones qualify only where the lowest of them
+        starts exactly at the bound, the next where that one ends, and so on (`x * 64 +
+        (b_0 * 32 + b_1)` under `b_0 * 32 + b_1 < 64`): anywhere else the bound would leave
+        holes.
         """
         for key, group in self.groups.items():
             scale = min(split.scale for split in group)
@@ -385,13 +392,10 @@ class _Detector:
             ):
                 continue
             rest = [split for i, split in enumerate(ordered) if i not in found]
-            if any(
-                not isinstance(split.extent, int) or split.scale * split.extent > factor
-                for split in rest
-                if not _is_unit(split)
-            ):
-                continue
             extent = self.limits[key]
+            top = _digits_above(rest, factor, extent * factor)
+            if top is None:
+                continue
             mark = self.fused_marks.get(key)
             if mark is None:
                 mark = self.fused_marks[key] = IterMark(group, extent)
@@ -401,7 +405,7 @@ class _Detector:
             result = [split for i, split in enumerate(ordered) if i not in found and i < first]
             result.append(merged)
             result += [split for i, split in enumerate(ordered) if i not in found and i > first]
-            return tuple(result), extent * factor
+            return tuple(result), top
         return None
 
     @staticmethod
@@ -417,10 +421,15 @@ class _Detector:
 
     def check_predicate_used(self) -> None:
         """A predicate bounds a fused iterator; unless an index reads that iterator whole,
-        the indices do not range over a box, and the map is not affine."""
+        the indices do not range over a box, and the map is not affine. Where no index reads
+        any sum of those iterators (not even one the bound is nested in), the predicate is
+        of no use to the map (_UnreadPredicate: normalize_iter_map goes on without it)."""
         for iterators in self.bounded:
-            if iterators not in self.used:
+            if iterators in self.used:
+                continue
+            if any(iterators < used for used in self.used):  # a bound nested in a read one
                 raise _NotAffine("the predicate bounds iterators that no index fuses")
+            raise _UnreadPredicate("the predicate bounds iterators that no index reads")
 
     def _check_symbolic_digits(self, mark: IterMark, splits: list[IterSplit], level: Level) -> None:
         """A mark read through a symbolic divisor: its digits, constant lower ones first,
@@ -485,6 +494,28 @@ class _Detector:
             for var, extent in self.extents.items():
                 if (not isinstance(extent, int) or extent > 1) and var not in self.var_marks:
                     raise _NotAffine(f"loop {var.name} is not used by any index")
+
+
+def _digits_above(rest: Sequence[IterSplit], factor: int, bound: int) -> int | None:
+    """The extent of a sum whose digits, other than a bounded group at `factor` that ends at
+    `bound`, are `rest`: each non-unit one below the group (ending at most at `factor`), or
+    above it, the lowest starting at `bound` and each next where the one before ends.
+    None where they fit neither way."""
+    above = []
+    for split in rest:
+        if _is_unit(split):
+            continue
+        if not isinstance(split.extent, int):
+            return None
+        if split.scale * split.extent > factor:
+            above.append(split)
+    top = bound
+    for split in sorted(above, key=lambda s: s.scale):
+        assert isinstance(split.extent, int)
+        if split.scale != top:
+            return None
+        top = split.scale * split.extent
+    return top
 
 
 def _common_scale(splits: Sequence[IterSplit]) -> int:
@@ -647,7 +678,9 @@ def normalize_iter_map(
     `source // lower` or `source % (lower * extent) // lower` times its scale, and a fused
     source as the sum it fuses: `(i_0 * 1024 + i_1) // 512`, not `i_0 * 2 + i_1 // 512`
     (this is how TVM writes block bindings after split and fuse). Unit iterators become 0
-    unless `keep_unit_iters`.
+    unless `keep_unit_iters`. A predicate that bounds sums no index reads whole says
+    nothing of how the indices read: they are normalized without it, as TVM's
+    iterator-map simplification retries without a predicate it cannot use.
     """
 
     for domain in domains.values():
@@ -673,6 +706,8 @@ def normalize_iter_map(
         sums = [detector.index_sum(index) for index in indices]
         detector.check_predicate_used()
         detector.check_tiling(sums, Level.SURJECTIVE)
+    except _UnreadPredicate:
+        return normalize_iter_map(indices, domains, None, keep_unit_iters)
     except _NotAffine:
         return None
     return [_sum_expr(total, index.dtype) for total, index in zip(sums, indices, strict=False)]
