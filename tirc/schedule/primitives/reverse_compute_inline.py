@@ -33,7 +33,7 @@ from tirc.ir.buffer import Buffer, Range
 from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var
 from tirc.ir.functor import walk
 from tirc.ir.stmt import BufferStore, For, IterType, SBlock, SBlockRealize, Stmt
-from tirc.ir.structural import find_difference
+from tirc.ir.structural import expr_key, find_difference
 from tirc.ir.substitute import Substituter, substitute
 from tirc.schedule.block_removal import plan_leaf_removal
 from tirc.schedule.errors import ScheduleError
@@ -357,10 +357,15 @@ def _not_implied(predicate: PrimExpr, guard: PrimExpr, analyzer: Analyzer) -> Pr
         var = bound.a if isinstance(bound.a, Var) else bound.b
         assert isinstance(var, Var)
         analyzer.bind(var, analyzer.const_bound(var).intersect(narrowed))
+    # a conjunct that reads as one of the guard's is implied (the guard is not a fact the
+    # analyzer knows: `a * 16 + f % 512 // 256 < 127` is the guard's `a * 16 + f // 256 < 127`
+    # under f < 512)
+    stated = {expr_key(bound) for bound in _conjuncts(guard)}
     kept: PrimExpr = IntImm(1, predicate.dtype)
     for conjunct in _conjuncts(predicate):
-        if not analyzer.can_prove(conjunct):
-            kept = conjoin(kept, conjunct)
+        if analyzer.can_prove(conjunct) or expr_key(analyzer.simplify(conjunct)) in stated:
+            continue
+        kept = conjoin(kept, conjunct)
     return kept
 
 
