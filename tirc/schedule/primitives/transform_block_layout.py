@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 
 from tirc.analysis.arith import Analyzer
-from tirc.analysis.arith.iter_map import detect_iter_map
+from tirc.analysis.arith.iter_map import detect_iter_map, normalize_iter_map
 from tirc.ir import expr as E
 from tirc.ir.buffer import BufferRegion, Range
 from tirc.ir.canonical import from_sum, to_sum
@@ -223,7 +223,21 @@ def _in_iterator_form(index: PrimExpr, written: PrimExpr, domains: dict[Var, Ran
         return E.Add(term, from_sum(rest))
     if moving and not _is_affine(index, domains):
         return written
+    if moving and not isinstance(written, Var):
+        # the map's normal form of the index as substituted: its terms in the order the
+        # map fuses them (`v0 // 16 + v1 // 96` stays so, where the simplifier sorts it)
+        # (a negative base as the simplifier writes it, `x - 1`: _NegativeOffsets decides)
+        normal = normalize_iter_map([written], domains, None, keep_unit_iters=False)
+        if normal is not None:
+            return _as_difference(normal[0])
     return _iterators_first(index, set(domains))
+
+
+def _as_difference(index: PrimExpr) -> PrimExpr:
+    """`x + -c` as `x - c`."""
+    if isinstance(index, E.Add) and isinstance(index.b, IntImm) and index.b.value < 0:
+        return E.Sub(index.a, IntImm(-index.b.value, index.b.dtype))
+    return index
 
 
 def _is_affine(index: PrimExpr, domains: dict[Var, Range]) -> bool:
