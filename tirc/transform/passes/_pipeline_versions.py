@@ -251,6 +251,8 @@ class Regions:
 
 
 def versioned_buffer(buffer: Buffer, count: int) -> Buffer:
+    """`buffer` with `count` versions: an outer dimension of that extent in front (a stride
+    over one version where the buffer has strides), under a new data handle."""
     pointer = buffer.data.pointer or PointerType(buffer.dtype)
     data = E.Var(buffer.data.name, buffer.data.dtype, pointer)
     strides = (E.Mul(buffer.strides[0], buffer.shape[0]), *buffer.strides) if buffer.strides else ()
