@@ -86,10 +86,10 @@ class Prefixed:
 
 def finish(value: Any) -> t.Expr:
     """The expression a chain of operands and operators stands for."""
-    if isinstance(value, Items):
-        return OperatorChain(value).parse(0)
+    if isinstance(value, Chain):
+        return value.result()
     if isinstance(value, Prefixed):
-        return OperatorChain(Items([value])).parse(0)
+        return Chain(value).result()
     return value
 
 
@@ -102,59 +102,80 @@ def accumulate(c: Children) -> Items:
     return Items(c)
 
 
-class OperatorChain:
-    """Precedence climbing over `[operand (operator operand)*]`, operands possibly prefixed.
+# What waits on a Chain's operator stack: (binding power, kind, the operator or prefix token,
+# or for comparisons the list of operators of one `a < b <= c` group).
+BINARY, PREFIX, COMPARE = 0, 1, 2
 
-    Recursion is bounded by the number of precedence levels, not by the length of the chain,
-    so a line of ten thousand additions parses in constant stack depth.
+
+class Chain:
+    """`operand (operator operand)*`, operands possibly prefixed, combined by precedence as
+    the driver reduces it, one operator at a time (shunting-yard): an operator first applies
+    those waiting that bind at least as tightly, then waits itself.
+
+    As in Python: binary operators are left-associative except `**`; a prefix operator reaches
+    over every binary operator that binds tighter than itself (`-a ** b` is `-(a ** b)`, `not
+    a == b` is `not (a == b)`); consecutive comparisons form one Compare. No recursion, so a
+    line of ten thousand additions needs no stack.
     """
 
-    def __init__(self, items: Children):
-        self.items = items
-        self.position = 0
+    __slots__ = ("operands", "operators")
 
-    def parse(self, min_power: int) -> t.Expr:
-        item = self.items[self.position]
-        self.position += 1
-        prefixes: list[Token] = []
+    def __init__(self, first: Any):
+        self.operands: list[t.Expr] = []
+        self.operators: list[tuple[int, int, Any]] = []
+        self.push_operand(first)
+
+    def push_operand(self, item: Any) -> None:
         while isinstance(item, Prefixed):
-            prefixes.append(item.token)
+            self.operators.append((PREFIX_POWER[item.token.value], PREFIX, item.token))
             item = item.operand
-        left: t.Expr = item
-        for prefix in reversed(prefixes):
-            op = str(prefix)
-            left = self.extend(left, PREFIX_POWER[op])
-            left = t.UnaryOp(prefix.start_pos, left.end, op, left)
-        return self.extend(left, min_power)
+        self.operands.append(item)
 
-    def extend(self, left: t.Expr, min_power: int) -> t.Expr:
-        items = self.items
-        while self.position < len(items):
-            op = str(items[self.position])
-            power = BINARY_POWER[op]
-            if power < min_power:
+    def push_operator(self, token: Token) -> None:
+        op = token.value
+        power = BINARY_POWER[op]
+        operators = self.operators
+        while operators:
+            waiting, kind, what = operators[-1]
+            if kind == PREFIX:
+                if waiting <= power:
+                    break
+            elif kind == COMPARE and power == COMPARE_POWER:
+                what.append(op)  # `a < b` then `< c`: one group
+                return
+            elif waiting < power or waiting == power == POWER_POWER:
                 break
-            self.position += 1
-            right = self.parse(power if power == POWER_POWER else power + 1)
-            if power == COMPARE_POWER:
-                left = self.compare(left, op, right)
-            elif power <= 2:
-                left = t.BoolOp(left.start, right.end, op, left, right)
-            else:
-                left = t.BinOp(left.start, right.end, op, left, right)
-        return left
+            operators.pop()
+            self.apply(kind, what, waiting)
+        if power == COMPARE_POWER:
+            operators.append((power, COMPARE, [op]))
+        else:
+            operators.append((power, BINARY, op))
 
-    def compare(self, left: t.Expr, op: str, right: t.Expr) -> t.Compare:
-        operands = [left, right]
-        ops = [op]
-        items = self.items
-        while (
-            self.position < len(items) and BINARY_POWER[str(items[self.position])] == COMPARE_POWER
-        ):
-            ops.append(str(items[self.position]))
-            self.position += 1
-            operands.append(self.parse(COMPARE_POWER + 1))
-        return t.Compare(left.start, operands[-1].end, tuple(operands), tuple(ops))
+    def apply(self, kind: int, what: Any, power: int) -> None:
+        """Replace the operands the operator takes by the node it makes of them."""
+        operands = self.operands
+        if kind == BINARY:
+            right = operands.pop()
+            left = operands[-1]
+            node = t.BoolOp if power <= 2 else t.BinOp
+            operands[-1] = node(left.start, right.end, what, left, right)
+        elif kind == PREFIX:
+            operand = operands[-1]
+            operands[-1] = t.UnaryOp(what.start_pos, operand.end, what.value, operand)
+        else:
+            count = len(what) + 1
+            group = tuple(operands[-count:])
+            del operands[-count:]
+            operands.append(t.Compare(group[0].start, group[-1].end, group, tuple(what)))
+
+    def result(self) -> t.Expr:
+        operators = self.operators
+        while operators:
+            power, kind, what = operators.pop()
+            self.apply(kind, what, power)
+        (expr,) = self.operands
+        return expr
 
 
 class SyntaxBuilder:
@@ -334,13 +355,12 @@ class SyntaxBuilder:
         names = tuple(str(name) for name in params) if params is not None else ()
         return t.Lambda(keyword.start_pos, body.end, names, body)
 
-    def operator_chain(self, c: Children) -> Items:
+    def operator_chain(self, c: Children) -> Chain:
         left, op, right = c
-        if isinstance(left, Items):
-            left.append(op)
-            left.append(right)
-            return left
-        return Items(c)
+        chain = left if isinstance(left, Chain) else Chain(left)
+        chain.push_operator(op)
+        chain.push_operand(right)
+        return chain
 
     def prefixed(self, c: Children) -> Prefixed:
         return Prefixed(c[0], c[1])
@@ -358,7 +378,7 @@ class SyntaxBuilder:
 
     def keyword(self, c: Children) -> t.Keyword:
         name, value = c
-        return t.Keyword(name.start_pos, value.end, str(name), value)
+        return t.Keyword(name.start_pos, value.end, name.value, value)
 
     def starred(self, c: Children) -> t.Starred:
         star, value = c
@@ -378,19 +398,19 @@ class SyntaxBuilder:
 
     def attribute(self, c: Children) -> t.Attribute:
         value, name = c
-        return t.Attribute(value.start, name.end_pos, value, str(name))
+        return t.Attribute(value.start, name.end_pos, value, name.value)
 
     def name(self, c: Children) -> t.Name:
         token = c[0]
-        return t.Name(token.start_pos, token.end_pos, str(token))
+        return t.Name(token.start_pos, token.end_pos, token.value)
 
     def integer(self, c: Children) -> t.Constant:
         token = c[0]
-        return t.Constant(token.start_pos, token.end_pos, int(str(token), 0))
+        return t.Constant(token.start_pos, token.end_pos, int(token.value, 0))
 
     def float_literal(self, c: Children) -> t.Constant:
         token = c[0]
-        return t.Constant(token.start_pos, token.end_pos, float(str(token)))
+        return t.Constant(token.start_pos, token.end_pos, float(token.value))
 
     def string(self, c: Children) -> t.Constant:
         value = "".join(decode_string(str(token)) for token in c)
