@@ -36,6 +36,13 @@ CASES = {
     "ambiguous integer division": HEAD
     + "    A[0] = T.Cast(\"float32\", n / 2)  # error@30: use '//'\n",
     "division by zero": HEAD + "    A[n // 0] = 1.0  # error@7: division by zero\n",
+    # an int beside an expression becomes a constant in the operator's own span
+    "literal too wide on the right": HEAD
+    + "    A[0] = A[1] + 99999999999999999999999  # error@12: integer 99999999999999999999999 does not fit in int64\n",  # noqa: E501
+    "literal too wide on the left": HEAD
+    + "    A[99999999999999999999999 * n] = 1.0  # error@7: integer 99999999999999999999999 does not fit in int64\n",  # noqa: E501
+    "integer operator on a float": HEAD
+    + "    A[n % 0.0] = 1.0  # error@7: in '%': floormod needs integer operands, not float32\n",
     "unexpected token": HEAD + "    A[0] = A[1] A[2]  # error@17: unexpected name 'A', expected\n",
     "missing colon": HEAD + "    for i in range(4)  # error@22: expected ':'\n        A[i] = 0.0\n",
     "unterminated string": HEAD

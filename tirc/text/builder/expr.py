@@ -77,7 +77,7 @@ class Evaluator:
     # Helpers shared with builtins.
 
     def span(self, node: tree.Syntax) -> Span:
-        return self.context.span(node)
+        return Span(self.context.source, node.start, node.end)  # Context.span, one call less
 
     def error(self, where: tree.Syntax | Span | None, message: str, *notes: Note) -> BuildError:
         return self.context.error(where, message, *notes)
@@ -91,6 +91,12 @@ class Evaluator:
 
     def evaluate(self, node: tree.Expr, targets: tuple[str, ...] = ()) -> Any:
         """The value of an expression; `targets` names what it is assigned to, if anything."""
+        # Names and literals are most operands; neither builds a node, so neither can break
+        # an IR invariant: they skip the table and the handler below.
+        if isinstance(node, tree.Name):
+            return self.eval_name(node)
+        if isinstance(node, tree.Constant):
+            return node.value
         try:
             if targets and isinstance(node, tree.Call):
                 return self.eval_call(node, targets)
@@ -187,6 +193,27 @@ class Evaluator:
         return value
 
     def binary(self, node: tree.Syntax, op: str, left: Any, right: Any) -> Any:
+        # The common case first: + - * // % of an expression and an expression or an int,
+        # with one span for the node and the literal (the general path below makes the same
+        # nodes, with two equal spans).
+        arith_op = ARITH_OPERATOR.get(op)
+        if arith_op is not None and (isinstance(left, PrimExpr) or isinstance(right, PrimExpr)):
+            left_type, right_type = left.__class__, right.__class__
+            if (left_type is int or isinstance(left, PrimExpr)) and (
+                right_type is int or isinstance(right, PrimExpr)
+            ):
+                span = Span(self.context.source, node.start, node.end)
+                try:
+                    if left_type is int:
+                        left = arith.literal(left, span)
+                    if right_type is int:
+                        right = arith.literal(right, span)
+                except arith.ArithError as problem:
+                    raise self.error(node, str(problem)) from None
+                try:
+                    return arith.arithmetic(arith_op, left, right, span)
+                except arith.ArithError as problem:
+                    raise self.error(node, f"in '{op}': {problem}") from None
         left, right = operand_value(self.check_value(left)), operand_value(self.check_value(right))
         if not isinstance(left, PrimExpr) and not isinstance(right, PrimExpr):
             if isinstance(left, PYTHON_DATA) and isinstance(right, PYTHON_DATA):
