@@ -81,6 +81,13 @@ def test_a_barrier_the_consumers_have_is_used() -> None:
     assert _merged(text) == (0, 2)
 
 
+def test_a_named_barrier_of_a_computed_id_is_not_the_consumers() -> None:
+    """`bar.sync tx // 32 + 2, 32` (an id known where it runs) orders no one the pass can
+    name: the consumers' barrier still goes before D."""
+    text = BEFORE.replace(LOOP_END, LOOP_END + "            T.ptx_bar_sync(tx // 32 + 2, 32)\n", 1)
+    assert _merged(text) == (0, 3)
+
+
 @pytest.mark.parametrize(
     ("old", "new"),
     [

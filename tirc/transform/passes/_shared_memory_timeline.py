@@ -104,10 +104,8 @@ def _is_consumer_sync(stmt: S.Stmt, count: int) -> bool:
     if not (isinstance(stmt, S.Evaluate) and isinstance(stmt.value, E.Call)):
         return False
     call = stmt.value
-    return call.op == NAMED_SYNC and [E.int_value(arg) for arg in call.args] == [
-        CONSUMER_BARRIER,
-        count,
-    ]
+    values = [arg.value if isinstance(arg, E.IntImm) else None for arg in call.args]
+    return call.op == NAMED_SYNC and values == [CONSUMER_BARRIER, count]
 
 
 class _Uses(Visitor):
