@@ -195,7 +195,8 @@ HOPPER = (  # (program, plan or None): hand-written tir needs none
     # 128 x 256 tiles: two consumer warpgroups, TMA's A box and four B slabs, a 4-deep ring
     ("gemm_wgmma_tensorize_128x256", "gemm_wgmma_tensorize_128x256"),
     # ... its tile staged in shared memory as 32 slabs of 128 x 8 floats and stored by 32 TMA
-    # stores (inject-tma-store), with a 2-deep ring: bench_cuda times it beside the 4-deep one
+    # stores (inject-tma-store), the staging tile over its 4-deep ring (merge-shared-memory-
+    # allocations): bench_cuda times it beside the plain stores
     ("gemm_wgmma_tensorize_128x256", "gemm_wgmma_tensorize_128x256.tma_store"),
     ("gemm_wgmma_128x256", None),
     ("gemm_wgmma_128x256_s3", None),
