@@ -1,5 +1,6 @@
-"""The parser's shortcuts give what the long way gives: the driver's cache of `?rule: item`
-reduction chains, Signature.bind's all-positional path, and contains_block's early stop."""
+"""The parser's shortcuts give what the long way gives: the driver's cache of gotos and
+`?rule: item` reduction chains, Signature.bind's all-positional path, and contains_block's
+early stop."""
 
 from __future__ import annotations
 
@@ -27,14 +28,16 @@ def f(A: T.Buffer((64,), "float32"), n: T.int32):
 """
 
 
-def test_unit_chain_cache_gives_the_tree_of_a_fresh_driver() -> None:
+def test_goto_cache_gives_the_tree_of_a_fresh_driver() -> None:
     text = (SAMPLES / "conv2d.tir").read_text()
     source = Source("conv2d.tir", text)
     fresh = Driver.from_tables(load_tables(grammar_path().read_text()), SyntaxBuilder())
-    assert fresh.unit_chains == {}
+    assert fresh.gotos == {}
     rules = grammar()
     cold = build_module(fresh.parse(rules.lexer.tokens(text, LexState([]))), source, None)
-    assert fresh.unit_chains  # expressions went through the chains
+    # expressions went through the chains of `?rule: item` reductions
+    states = fresh.states
+    assert any(top != states[below][origin] for (below, origin, _), top in fresh.gotos.items())
     warm = build_module(fresh.parse(rules.lexer.tokens(text, LexState([]))), source, None)
     assert find_difference(cold, warm) is None
     assert print_module(cold) == print_module(warm) == print_module(parse(text))

@@ -94,11 +94,15 @@ class Driver:
         self.states = states
         self.start = start
         self.end = end
-        # (state below, state on top, token kind) -> the top state after the chain of
-        # `?rule: item` reductions the token causes there (an expression operand passes
-        # through a dozen precedence levels): the chain depends on nothing else, since a
-        # unit reduction only replaces the top state by the goto of the one below it.
-        self.unit_chains: dict[tuple[int, int, str], int] = {}
+        # (state below, rule reduced, token kind) -> the top state after the goto and the
+        # chain of `?rule: item` reductions the token causes there (an expression operand
+        # passes through a dozen precedence levels): the chain depends on nothing else, since
+        # a unit reduction only replaces the top state by the goto of the one below it.
+        self.gotos: dict[tuple[int, str, str], int] = {}
+
+    def goto(self, below: int, origin: str, kind: str) -> int:
+        """The top state after reducing to `origin` above `below`, with `kind` next."""
+        return self.unit_chain(below, self.states[below][origin], kind)
 
     def unit_chain(self, below: int, top: int, kind: str) -> int:
         """The top state once the `?rule: item` reductions `kind` causes are done."""
@@ -154,8 +158,8 @@ class Driver:
     def parse(self, tokens: Iterable[Token]) -> Any:
         """The value of the start rule for a token stream that ends with `$END`."""
         states = self.states
-        unit_chains = self.unit_chains
-        unit_chain = self.unit_chain
+        gotos = self.gotos
+        goto = self.goto
         state_stack = [self.start]
         value_stack: list[Any] = []
         for token in tokens:
@@ -171,17 +175,18 @@ class Driver:
                     value_stack.append(token)
                     break
                 build = entry.build
-                if build is None:  # `?rule: item`: the value stays, the state moves
-                    key = (state_stack[-2], state_stack[-1], kind)
-                    top = unit_chains.get(key)
-                    if top is None:
-                        top = unit_chains[key] = unit_chain(*key)
-                    state_stack[-1] = top
+                if build is None:  # `?rule: item` right after a shift (gotos do the rest)
+                    state_stack[-1] = self.unit_chain(state_stack[-2], state_stack[-1], kind)
                     continue
                 size = entry.size
                 if size == 1:  # most reductions (a name, a number, a list's first item)
                     value_stack[-1] = build([value_stack[-1]])
-                    state_stack[-1] = states[state_stack[-2]][entry.origin]
+                    below = state_stack[-2]
+                    goto_key = (below, entry.origin, kind)
+                    top = gotos.get(goto_key)
+                    if top is None:
+                        top = gotos[goto_key] = goto(*goto_key)
+                    state_stack[-1] = top
                     continue
                 if size:
                     children = value_stack[-size:]
@@ -190,7 +195,12 @@ class Driver:
                 else:
                     children = []
                 value_stack.append(build(children))
-                state_stack.append(states[state_stack[-1]][entry.origin])
+                below = state_stack[-1]
+                goto_key = (below, entry.origin, kind)
+                top = gotos.get(goto_key)
+                if top is None:
+                    top = gotos[goto_key] = goto(*goto_key)
+                state_stack.append(top)
         raise AssertionError("the token stream ended without $END")  # pragma: no cover
 
     def finish(self, token: Token, state_stack: list[int], value_stack: list[Any]) -> Any:
