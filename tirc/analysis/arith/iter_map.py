@@ -716,6 +716,8 @@ def normalize_iter_map(
 def _sum_expr(total: IterSum, dtype: DataType) -> PrimExpr:
     result: PrimExpr | None = None
     for split in total.splits:
+        if _is_always_zero(split):
+            continue
         term = _split_expr(split, dtype)
         result = term if result is None else E.Add(result, term)
     base = total.base
@@ -724,6 +726,19 @@ def _sum_expr(total: IterSum, dtype: DataType) -> PrimExpr:
     if not (isinstance(base, IntImm) and base.value == 0):
         result = E.Add(result, base)
     return result
+
+
+def _is_always_zero(split: IterSplit) -> bool:
+    """A split of one value above all the digits of an iterator that takes several
+    (`v // 64` for v in [0, 64)): it is 0, and TVM's normal form leaves it out. A unit
+    iterator itself (`a` in [0, 1)) stays, for keep_unit_iters to decide."""
+    mark = split.mark
+    return (
+        _is_unit(split)
+        and split.divisor is None
+        and not (isinstance(mark.extent, int) and mark.extent == 1)
+        and _reaches_top(split, mark)
+    )
 
 
 def _split_expr(split: IterSplit, dtype: DataType) -> PrimExpr:
