@@ -229,6 +229,15 @@ def _q_multiply_shift(p: ExprPrinter, call: E.Call, lane: int | None) -> Code:
     return f"tirc_q_multiply_shift({x}, {y}, (int){q}, (int){s})", PRIMARY
 
 
+def _q_multiply_shift_per_axis(p: ExprPrinter, call: E.Call, lane: int | None) -> Code:
+    x, y, left, right, q, left_required, right_required = (p(arg, lane) for arg in call.args)
+    return (
+        f"tirc_q_multiply_shift_per_axis({x}, {y}, (int){left}, (int){right}, (int){q}, "
+        f"(bool){left_required}, (bool){right_required})",
+        PRIMARY,
+    )
+
+
 def _wmma(p: ExprPrinter, call: E.Call, lane: int | None) -> Code:
     return print_wmma_call(p, call)
 
@@ -257,6 +266,7 @@ _HANDLERS: dict[str, CallHandler] = {
     "tvm_warp_shuffle_down": _warp_shuffle,
     "tvm_warp_activemask": _active_mask,
     "q_multiply_shift": _q_multiply_shift,
+    "q_multiply_shift_per_axis": _q_multiply_shift_per_axis,
     "tvm_fill_fragment": _wmma,
     "tvm_load_matrix_sync": _wmma,
     "tvm_store_matrix_sync": _wmma,

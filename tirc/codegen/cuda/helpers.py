@@ -36,6 +36,17 @@ __device__ __forceinline__ T tirc_q_multiply_shift(T x, T y, int q, int s) {
     if (right > 0) product = (product + ((__int128)1 << (right - 1))) >> right;
     return (T)product;
 }
+// the per-channel form: ((x << left) * y) rounded and shifted right by q + right, each shift
+// taken only where its flag is set.
+template <typename T>
+__device__ __forceinline__ T tirc_q_multiply_shift_per_axis(T x, T y, int left, int right,
+                                                            int q, bool left_required,
+                                                            bool right_required) {
+    int total = q + (right_required ? right : 0);
+    __int128 product = ((__int128)x << (left_required ? left : 0)) * (__int128)y;
+    if (total > 0) product = (product + ((__int128)1 << (total - 1))) >> total;
+    return (T)product;
+}
 """
 
 WMMA = """\
@@ -138,7 +149,7 @@ __device__ __forceinline__ void tirc_mma_store(T* dst, const T* registers, int t
 # the first helper whose name a piece of code calls brings in its whole text
 _HELPERS: tuple[tuple[str, str], ...] = (
     (r"tirc_floor(div|mod)\(", FLOOR),
-    (r"tirc_q_multiply_shift\(", Q_MULTIPLY_SHIFT),
+    (r"tirc_q_multiply_shift(_per_axis)?\(", Q_MULTIPLY_SHIFT),
     (r"tirc_dp4a_\w+\(", DP4A),
     (r"TIRC_ALLOCA\(", ALLOCA),
     (r"tirc_(fill_fragment|load_matrix_sync|store_matrix_sync|mma_sync)\(", WMMA),

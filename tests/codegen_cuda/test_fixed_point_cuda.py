@@ -1,0 +1,39 @@
+"""T.q_multiply_shift_per_axis in CUDA C: the per-channel requantization of quantized kernels
+(meta-schedule's conv2d_int8 with constant scalars inlined) spelled through its helper, each
+shift taken only where its flag says, and nvcc accepting it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.codegen_cuda.helpers import nvcc_accepts
+from tirc.codegen.cuda import emit_cuda
+from tirc.driver.lower import lower_module
+from tirc.text import parse
+
+KERNEL = """
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((64,), "int32"), B: T.Buffer((64,), "int32"), L: T.Buffer((64,), "int32"),
+         R: T.Buffer((64,), "int32"), C: T.Buffer((64,), "int32")):
+    for i in T.thread_binding(64, thread="threadIdx.x"):
+        with T.sblock("C"):
+            vi = T.axis.spatial(64, i)
+            C[vi] = T.q_multiply_shift_per_axis(
+                A[vi], B[vi], L[vi], R[vi], 31, T.bool(False), T.bool(True)
+            )
+"""
+
+
+def _source() -> str:
+    return emit_cuda(lower_module(parse(KERNEL, name="<kernel>"), target="cuda"))
+
+
+def test_per_axis_multiply_is_spelled_with_its_helper() -> None:
+    source = _source()
+    assert "__device__ __forceinline__ T tirc_q_multiply_shift_per_axis(" in source
+    assert "(int)31, (bool)false, (bool)true)" in source
+
+
+def test_nvcc_accepts_the_per_axis_multiply(tmp_path: Path) -> None:
+    complaint = nvcc_accepts(_source(), tmp_path)
+    assert complaint == "", complaint
