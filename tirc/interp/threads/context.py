@@ -105,7 +105,6 @@ LaunchLine = Callable[..., str]
 
 @dataclass
 class Context:
-    function_name: str
     lines: list[str] = field(default_factory=list)
     line_nodes: list[Node | None] = field(default_factory=list)
     depth: int = 1

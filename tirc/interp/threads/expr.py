@@ -99,9 +99,6 @@ class ExprCompiler:
         name = self.ctx.temp()
         return f"({name} := {code.text})", name
 
-    def lanes(self, expr: PrimExpr) -> int:
-        return expr.dtype.lanes
-
 
 _RULES: Dispatch[ExprCompiler, [], Code] = Dispatch("expression (interpreter)")
 

@@ -53,7 +53,7 @@ def compile_python(
     """Python code for func; raises DiagnosticError for what the interpreter cannot run.
     `module` holds the kernels a host function launches (split-host-device's), `launcher`
     compiles such a kernel, and `launch_line` writes a GPU launch (see Context)."""
-    ctx = Context(name, namespace=dict(base_namespace()), module=module, body=func.body)
+    ctx = Context(namespace=dict(base_namespace()), module=module, body=func.body)
     ctx.launcher, ctx.launch_line = launcher, launch_line
     ctx.data_types = _data_types(func)
     ctx.serial_threads = func.is_s_tir
