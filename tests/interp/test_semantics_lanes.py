@@ -13,10 +13,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tirc.interp.fault import Fault
+from tirc.interp.memory.lanes import Lanes
 from tirc.interp.semantics import arith
 from tirc.interp.semantics.bits import reinterpret
+from tirc.interp.semantics.cast import _EXACT_INTEGERS, _EXACT_WIDENINGS, Cast, cast_kind, is_exact
+from tirc.interp.semantics.operators import EXTREMA
 from tirc.interp.semantics.values import round_to, value_type
+from tirc.interp.semantics.warp import split_linear
 from tirc.interp.semantics.wmma import to_memory
+from tirc.interp.threads.scheduler import BlockContext
 from tirc.ir.dtype import parse_dtype
 from tirc.ir.integer import int_range
 
@@ -84,6 +89,18 @@ def test_float_to_int_one_lane_and_lanes_agree(kind: str, x: float) -> None:
         assert not bad[0, 0] and values[0, 0] == one
 
 
+@pytest.mark.parametrize("node", list(EXTREMA), ids=lambda node: node.__name__)
+@settings(max_examples=60, deadline=None)
+@given(x=ANY_FLOAT, y=ANY_FLOAT)
+def test_min_max_one_lane_and_lanes_agree(node: type, x: float, y: float) -> None:
+    """The thread model's `x if x < y else y` (its symbol) and the lanes rule keep the same
+    operand, NaN and signed zeros included (min(NaN, 1) is 1, min(1, NaN) NaN, as TVM)."""
+    operator = EXTREMA[node]
+    one = eval(f"x if x {operator.symbol} y else y", {"x": x, "y": y})
+    lanes = operator.lanes(np.array([[x]]), np.array([[y]]))
+    assert _same(one, float(lanes[0, 0])), (x, y, one, lanes)
+
+
 def test_a_tile_store_truncates_rounds_and_finds_what_does_not_fit() -> None:
     raw, bad = to_memory(np.array([[1.9, -1.9, 3e9, np.nan]]), parse_dtype("int32"))
     assert raw[0, :2].tolist() == [1, -1]
@@ -92,3 +109,51 @@ def test_a_tile_store_truncates_rounds_and_finds_what_does_not_fit() -> None:
         halves, none = to_memory(np.array([[1 / 3, 70000.0]]), parse_dtype("float16"))
     assert none is None
     assert halves.view(np.float16)[0].tolist() == [np.float16(1 / 3), np.inf]
+
+
+def test_both_models_name_a_thread_alike() -> None:
+    """A fault's thread, as the thread model's block and the lockstep model's lanes say it
+    (blocks 5 to 11 of a 3x2x2 grid, 4x3x2 threads each)."""
+    grid, dims = (3, 2, 2), (4, 3, 2)
+    lanes = Lanes(5, 7, grid, dims)
+    assert lanes.describe(lanes.count - 1) == "thread (3, 2, 1) of block (2, 1, 1)"
+    for lane in range(lanes.count):
+        block = BlockContext(split_linear(5 + lane // 24, grid), dims)
+        assert block.describe_thread(lane % 24) == lanes.describe(lane)
+
+
+@pytest.mark.parametrize(
+    ("source", "target", "kind"),
+    [
+        ("int32", "int32", Cast.SAME),
+        ("float16", "bool", Cast.TO_BOOL),
+        ("bool", "int8", Cast.WRAP),
+        ("int64", "uint8", Cast.WRAP),
+        ("bfloat16", "int32", Cast.TRUNCATE),
+        ("int32", "float16", Cast.ROUND),
+        ("float32", "float8_e5m2", Cast.ROUND),
+    ],
+)
+def test_cast_kinds(source: str, target: str, kind: Cast) -> None:
+    assert cast_kind(parse_dtype(source), parse_dtype(target)) is kind
+
+
+@pytest.mark.parametrize("kind", FLOATS)
+def test_exact_integer_limits_are_exact_and_tight(kind: str) -> None:
+    """Both models skip an int -> float rounding inside the limit: the limit is exact, the
+    next integer is not (so the limit is the largest that may skip it)."""
+    target, limit = parse_dtype(kind), _EXACT_INTEGERS[kind]
+    assert is_exact(parse_dtype("int64"), target, (-limit, limit))
+    assert not is_exact(parse_dtype("int64"), target, (0, limit + 1))
+    assert round_to(float(limit), target) == limit == -round_to(float(-limit), target)
+    assert round_to(float(limit + 1), target) != limit + 1
+
+
+@pytest.mark.parametrize(("source", "target"), sorted(_EXACT_WIDENINGS))
+@settings(max_examples=30, deadline=None)
+@given(x=ANY_FLOAT)
+def test_exact_widenings_change_no_value(source: str, target: str, x: float) -> None:
+    with np.errstate(all="ignore"):
+        value = round_to(x, parse_dtype(source))
+    assert is_exact(parse_dtype(source), parse_dtype(target), (None, None))
+    assert _same(round_to(value, parse_dtype(target)), value)

@@ -40,6 +40,16 @@ def describe_access(verb: str, buffer: Buffer) -> str:
     return f"{verb} {buffer.name} (shape ({', '.join(dims)}{',' if len(dims) == 1 else ''}))"
 
 
+def thread_name(thread: tuple[int, int, int], block: tuple[int, int, int]) -> str:
+    """A GPU thread as both models name it in a fault: `thread (1, 0, 0) of block (2, 0, 0)`."""
+    return f"thread {thread} of block {block}"
+
+
+def fault_in(fault: Fault, where: str) -> Fault:
+    """The fault, saying where it happened: `... (in thread (1, 0, 0) of block (2, 0, 0))`."""
+    return Fault(fault.site, f"{fault.message} (in {where})", fault.notes)
+
+
 def index_outside(index: object, extent: object, dim: int) -> str:
     """An out-of-bounds index, as both models say it."""
     return f"index {index} is outside [0, {extent}) in dimension {dim}"

@@ -32,6 +32,7 @@ from tirc.interp.memory.lanes import (
 from tirc.interp.memory.storage import access_type
 from tirc.interp.semantics import arith, interval
 from tirc.interp.semantics import values as V
+from tirc.interp.semantics.cast import Cast, cast_kind
 from tirc.interp.semantics.operators import ARITHMETIC, COMPARISONS, DIVISIONS, EXTREMA, Division
 from tirc.interp.semantics.warp import SHUFFLES
 from tirc.interp.threads.context import Code, Context
@@ -130,7 +131,7 @@ class LaneState:
                 self.varying.add(stmt.node.var)
         elif isinstance(stmt, S.IfThenElse | S.While):
             divergent = divergent or self.is_varying(stmt.condition)
-        for child in _children(stmt):
+        for child in parts(stmt):
             self._scan(child, divergent)
 
     def _let(self, node: Node) -> None:
@@ -143,7 +144,8 @@ def _is_thread(binding: S.IterVar | None) -> bool:
     return binding is not None and not binding.thread_tag.startswith(("vthread", "cthread"))
 
 
-def _children(stmt: S.Stmt) -> tuple[S.Stmt, ...]:
+def parts(stmt: S.Stmt) -> tuple[S.Stmt, ...]:
+    """The statements directly inside stmt."""
     if isinstance(stmt, S.SeqStmt):
         return stmt.stmts
     if isinstance(stmt, S.IfThenElse):
@@ -206,13 +208,6 @@ def locate(
     return memory, total, active, site
 
 
-def _extremum(compare: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
-    def pick(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        return np.where(compare(x, y), x, y)
-
-    return pick
-
-
 def divide(division: Division, site: int) -> Callable[..., np.ndarray]:
     """Integer division (or C's remainder) that faults on the first executing zero."""
 
@@ -226,7 +221,10 @@ def divide(division: Division, site: int) -> Callable[..., np.ndarray]:
     return checked
 
 
-def _to_int(low: int, high: int, kind: np.dtype, name: str, site: int) -> Callable[..., np.ndarray]:
+def _to_int(target: DataType, site: int) -> Callable[..., np.ndarray]:
+    low, high = int_range(target)
+    kind, name = V.value_type(target), str(target)
+
     def to_int(x: np.ndarray, frame: Frame, mask: Mask) -> np.ndarray:
         x = V.wide(x)
         result, bad = arith.lanes_float_to_int(x, low, high, kind)
@@ -255,9 +253,9 @@ def _short_circuit(is_and: bool) -> Callable[..., np.ndarray]:
     return evaluate
 
 
-def _join_lanes(parts: tuple[np.ndarray, ...], indices: list[int]) -> np.ndarray:
-    rows = max(part.shape[0] for part in parts)
-    joined = np.concatenate([np.broadcast_to(p, (rows, p.shape[1])) for p in parts], axis=1)
+def _join_lanes(vectors: tuple[np.ndarray, ...], indices: list[int]) -> np.ndarray:
+    rows = max(vector.shape[0] for vector in vectors)
+    joined = np.concatenate([np.broadcast_to(v, (rows, v.shape[1])) for v in vectors], axis=1)
     return joined[:, indices]
 
 
@@ -332,9 +330,8 @@ class LaneExprCompiler(ExprCompiler):
         if any(part.varying for part in (layout.offset, *layout.shape, *layout.strides)):
             raise Unsupported("a layout that differs between lanes")
         site = self.ctx.site(node, describe_access(verb, buffer), True)
-        vector = predicate is not None or buffer.dtype.lanes > 1
         codes = [self.compile(index) for index in indices]
-        if vector or any(index.dtype.lanes > 1 for index in indices):
+        if self.access.is_vector_access(buffer, indices, predicate):
             dims = ", ".join(
                 f"({self.operand(code, index.dtype)}, {extent.text}, {stride.text})"
                 for code, index, extent, stride in zip(
@@ -356,8 +353,7 @@ class LaneExprCompiler(ExprCompiler):
             zip(codes, layout.shape, layout.strides, strict=True)
         ):
             text = code.text
-            limit = extent.constant
-            if limit is None or not interval.within((code.low, code.high), 0, limit - 1):
+            if not interval.is_index_within((code.low, code.high), extent.constant):
                 text = f"{check}({text}, {extent.text}, {dim}, {site}, _mask, _frame)"
             terms.append(text if stride.constant == 1 else f"({text} * {stride.text})")
         return f"({memory}, {' + '.join(terms) or '0'}, _mask, {site})"
@@ -444,7 +440,7 @@ def _extremum_rule(compiler: LaneExprCompiler, expr: PrimExpr) -> Code:
     assert isinstance(expr, E.BinaryOp)
     a = compiler.operand(compiler.compile(expr.a), expr.a.dtype)
     b = compiler.operand(compiler.compile(expr.b), expr.b.dtype)
-    return Code(f"{compiler.name(_extremum(EXTREMA[type(expr)].lanes), 'extremum')}({a}, {b})")
+    return Code(f"{compiler.name(EXTREMA[type(expr)].lanes, 'extremum')}({a}, {b})")
 
 
 def _compare(compiler: LaneExprCompiler, expr: PrimExpr) -> Code:
@@ -493,17 +489,15 @@ def _cast(compiler: LaneExprCompiler, expr: E.Cast) -> Code:
     target = expr.dtype.element
     if source.is_handle or target.is_handle:
         raise Unsupported("handle cast")
-    if source == target:
+    kind = cast_kind(source, target)
+    if kind is Cast.SAME:
         return Code(value)
-    if target.is_bool:
+    if kind is Cast.TO_BOOL:
         return Code(f"({value} != 0)")
-    kind = V.value_type(target)
-    if target.is_integer and not source.is_float:
-        return Code(f"{value}.astype({compiler.dtype(kind)})")
-    if target.is_integer:
-        low, high = int_range(target)
-        site = compiler.ctx.site(expr, "cast")
-        to_int = compiler.name(_to_int(low, high, kind, str(target), site), "to_int")
+    if kind is Cast.WRAP:
+        return Code(f"{value}.astype({compiler.dtype(V.value_type(target))})")
+    if kind is Cast.TRUNCATE:
+        to_int = compiler.name(_to_int(target, compiler.ctx.site(expr, "cast")), "to_int")
         return Code(f"{to_int}({value}, _frame, _mask)")
     if not target.is_float:
         raise Unsupported(f"cast to {target}")
@@ -533,9 +527,9 @@ def _shuffle(compiler: LaneExprCompiler, expr: E.Shuffle) -> Code:
     indices = [index.value for index in expr.indices if isinstance(index, E.IntImm)]
     if len(indices) != len(expr.indices):
         raise Unsupported("shuffle with variable indices")
-    parts = ", ".join(compiler.array(compiler.compile(v), v.dtype) for v in expr.vectors)
+    vectors = ", ".join(compiler.array(compiler.compile(v), v.dtype) for v in expr.vectors)
     join = compiler.name(_join_lanes, "join_lanes")
-    return Code(f"{join}(({parts},), {compiler.name(indices, 'indices')})")
+    return Code(f"{join}(({vectors},), {compiler.name(indices, 'indices')})")
 
 
 @_RULES.register(E.BufferLoad)

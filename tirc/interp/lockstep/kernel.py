@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tirc.interp.fault import Fault
+from tirc.interp.fault import Fault, fault_in
 from tirc.interp.lockstep.stmt import compile_kernel
 from tirc.interp.memory.lanes import Frame, Lanes, outer_memory
 from tirc.interp.memory.storage import Pointer, Storage
@@ -98,7 +98,7 @@ def in_first_lane(fault: Fault, lanes: Lanes) -> Fault:
             mask = trace.tb_frame.f_locals.get("_mask", mask)
         trace = trace.tb_next
     lane = 0 if mask is None else int(np.argmax(mask))
-    return Fault(fault.site, f"{fault.message} (in {lanes.describe(lane)})", fault.notes)
+    return fault_in(fault, lanes.describe(lane))
 
 
 def _free_variables(compiler: StmtCompiler, stmt: Stmt) -> tuple[Var, ...]:

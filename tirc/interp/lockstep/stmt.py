@@ -17,7 +17,7 @@ import numpy as np
 
 from tirc.interp.lockstep import calls as _calls  # noqa: F401  (registers the call rules)
 from tirc.interp.lockstep import wmma as _wmma  # noqa: F401  (registers the wmma rules)
-from tirc.interp.lockstep.expr import LaneExprCompiler, LaneState, Mask, Unsupported, narrow
+from tirc.interp.lockstep.expr import LaneExprCompiler, LaneState, Mask, Unsupported, narrow, parts
 from tirc.interp.memory.lanes import Frame, allocate_rows, fault_first
 from tirc.interp.memory.storage import SHARED_SCOPES, access_type
 from tirc.interp.semantics import values as V
@@ -79,14 +79,7 @@ def _has_jump(stmt: S.Stmt) -> bool:
         return True
     if isinstance(stmt, S.For | S.While):
         return False
-    if isinstance(stmt, S.SeqStmt):
-        return any(_has_jump(item) for item in stmt.stmts)
-    if isinstance(stmt, S.IfThenElse):
-        return _has_jump(stmt.then_case) or (
-            stmt.else_case is not None and _has_jump(stmt.else_case)
-        )
-    body = getattr(stmt, "body", None)
-    return isinstance(body, S.Stmt) and _has_jump(body)
+    return any(_has_jump(child) for child in parts(stmt))
 
 
 @_RULES.register(S.SeqStmt)

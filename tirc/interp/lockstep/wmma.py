@@ -42,9 +42,10 @@ from tirc.interp.semantics import values as V
 from tirc.interp.semantics import wmma as fragments
 from tirc.interp.semantics.extensions import INTRINSICS
 from tirc.interp.threads import wmma
+from tirc.interp.threads.call import pointer_element
 from tirc.interp.threads.context import Code
 from tirc.interp.threads.wmma_calls import mma_shape_in
-from tirc.ir.dtype import DataType, parse_dtype
+from tirc.ir.dtype import DataType
 from tirc.ir.expr import BufferLoad, Call, IntImm, PrimExpr, StringImm, Var
 
 # (memory, each lane's element offsets (rows, tile) into memory's view of the dtype)
@@ -171,8 +172,7 @@ def _pointer(compiler: LaneExprCompiler, arg: object, op: str) -> tuple[Operand,
     """A pointer argument: T.tvm_access_ptr(T.type_annotation(t), data, offset, extent, rw)
     (offset in elements of t) or T.address_of(buffer[indices]); (operand, "memory, start")."""
     if isinstance(arg, Call) and arg.op == "tvm_access_ptr":
-        kind_arg, data, offset = arg.args[0], arg.args[1], arg.args[2]
-        dtype = kind_arg.dtype if isinstance(kind_arg, Call) else parse_dtype("float32")
+        data, offset = arg.args[1], arg.args[2]
         memory = compiler.lane.memories.get(data) if isinstance(data, Var) else None
         if memory is None or not isinstance(data, Var):
             raise Unsupported(f"a pointer of T.{op} into computed memory")
@@ -180,7 +180,7 @@ def _pointer(compiler: LaneExprCompiler, arg: object, op: str) -> tuple[Operand,
             raise Unsupported(f"a pointer offset of T.{op}")
         scope = data.pointer.scope if data.pointer is not None else "global"
         start = compiler.compile(offset).text
-        return Operand(dtype.element, data.name, scope), f"{memory}, {start}"
+        return Operand(pointer_element(arg).element, data.name, scope), f"{memory}, {start}"
     if isinstance(arg, Call) and arg.op == "address_of" and isinstance(arg.args[0], BufferLoad):
         load = arg.args[0]
         buffer = load.buffer

@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tirc.interp.fault import Fault, index_outside
+from tirc.interp.fault import Fault, fault_in, index_outside, thread_name
 from tirc.interp.memory.storage import Pointer, Storage
 from tirc.interp.semantics import values as V
+from tirc.interp.semantics.warp import split_linear
 from tirc.ir.dtype import DataType
 
 if TYPE_CHECKING:
@@ -42,21 +43,17 @@ class Lanes:
         self.index = lane
         self.block_row = lane // per_block if per_block else lane
         self.tid = lane % per_block if per_block else lane
-        linear = first_block + self.block_row
+        self.thread = split_linear(self.tid, dims)
+        self.block = split_linear(first_block + self.block_row, grid)
         self.coordinates: dict[str, np.ndarray] = {
-            "threadIdx.x": self.tid % dims[0],
-            "threadIdx.y": self.tid // dims[0] % dims[1],
-            "threadIdx.z": self.tid // (dims[0] * dims[1]),
-            "blockIdx.x": linear % grid[0],
-            "blockIdx.y": linear // grid[0] % grid[1],
-            "blockIdx.z": linear // (grid[0] * grid[1]),
+            **{f"threadIdx.{axis}": value for axis, value in zip("xyz", self.thread, strict=True)},
+            **{f"blockIdx.{axis}": value for axis, value in zip("xyz", self.block, strict=True)},
         }
 
     def describe(self, lane: int) -> str:
-        c = {tag: int(values[lane]) for tag, values in self.coordinates.items()}
-        thread = (c["threadIdx.x"], c["threadIdx.y"], c["threadIdx.z"])
-        block = (c["blockIdx.x"], c["blockIdx.y"], c["blockIdx.z"])
-        return f"thread {thread} of block {block}"
+        x, y, z = (int(axis[lane]) for axis in self.thread)
+        bx, by, bz = (int(axis[lane]) for axis in self.block)
+        return thread_name((x, y, z), (bx, by, bz))
 
 
 def first_lane(bad: np.ndarray, lanes: Lanes, active: np.ndarray | None) -> tuple[int, int] | None:
@@ -80,7 +77,7 @@ def pick(values: np.ndarray, lane: int, column: int) -> int | float:
 
 
 def fault_in_lane(site: int, message: str, lanes: Lanes, lane: int) -> Fault:
-    return Fault(site, f"{message} (in {lanes.describe(lane)})")
+    return fault_in(Fault(site, message), lanes.describe(lane))
 
 
 def fault_first(

@@ -95,3 +95,9 @@ def union(a: Range, b: Range) -> Range:
 def within(value: Range, low: int, high: int) -> bool:
     """Whether every value of the range lies in [low, high]."""
     return value[0] is not None and value[1] is not None and low <= value[0] and value[1] <= high
+
+
+def is_index_within(value: Range, extent: int | None) -> bool:
+    """Whether an index of this range lies in [0, extent) for certain, so that both models
+    skip its bounds check (an extent not known when compiling: never)."""
+    return extent is not None and within(value, 0, extent - 1)

@@ -33,9 +33,20 @@ ARITHMETIC: dict[type, Operator] = {
     E.Sub: Operator("-", np.subtract, interval.sub),
     E.Mul: Operator("*", np.multiply, interval.mul),
 }
+
+
+def _keeping_first(compare: Lanes) -> Lanes:
+    """min or max on lanes: x where compare(x, y) holds, else y (as `x if x < y else y`)."""
+
+    def extremum(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        return np.where(compare(x, y), x, y)
+
+    return extremum
+
+
 EXTREMA: dict[type, Operator] = {  # symbol: the comparison that keeps the first operand
-    E.Min: Operator("<", np.less, interval.minimum),
-    E.Max: Operator(">", np.greater, interval.maximum),
+    E.Min: Operator("<", _keeping_first(np.less), interval.minimum),
+    E.Max: Operator(">", _keeping_first(np.greater), interval.maximum),
 }
 COMPARISONS: dict[type, Operator] = {
     E.EQ: Operator("==", np.equal),

@@ -106,7 +106,7 @@ class AccessCompiler:
             self.ctx.layouts[buffer] = found
         return found
 
-    def default_layout(self, buffer: Buffer, node: object = None) -> Layout:
+    def default_layout(self, buffer: Buffer) -> Layout:
         """The layout its fields describe: row-major unless strides are given."""
         shape = tuple(self.exprs.compile(extent) for extent in buffer.shape)
         if buffer.strides:
@@ -196,9 +196,8 @@ class AccessCompiler:
 
     def checked_index(self, index: Code, extent: Code, site: int, dim: int) -> Code:
         limit = extent.constant
-        if limit is not None and index.low is not None and index.high is not None:
-            if 0 <= index.low and index.high < limit:
-                return index
+        if interval.is_index_within((index.low, index.high), limit):
+            return index
         first, later = self.exprs.atom(index)
         lower = "" if index.low is not None and index.low >= 0 else "0 <= "
         fault = f"_oob({site}, {dim}, {later}, {extent.text})"

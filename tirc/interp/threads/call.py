@@ -264,12 +264,18 @@ def _type_annotation(compiler: CallCompiler, call: Call) -> Code:
 
 def _access_ptr(compiler: CallCompiler, call: Call) -> Code:
     """tvm_access_ptr(type, data, offset, extent, rw): a pointer `offset` elements into data."""
-    type_arg = call.args[0]
-    element = type_arg.dtype if isinstance(type_arg, Call) else parse_dtype("float32")
+    element = pointer_element(call)
     data = compiler.argument(call.args[1])
     offset = compiler.argument(call.args[2])
     function = compiler.ctx.constant(_pointer_into, "pointer_into")
     return Code(f"{function}({data.text}, {offset.text}, _dtype({str(element)!r}))")
+
+
+def pointer_element(access_ptr: Call) -> DataType:
+    """The element type a T.tvm_access_ptr counts its offset in: its T.type_annotation's, else
+    float32 (in both models)."""
+    type_arg = access_ptr.args[0]
+    return type_arg.dtype if isinstance(type_arg, Call) else parse_dtype("float32")
 
 
 def _pointer_into(handle: Pointer | Storage, offset: int, dtype: DataType) -> Pointer:

@@ -21,10 +21,10 @@ from __future__ import annotations
 from collections.abc import Callable, Generator
 from typing import Any, NamedTuple
 
-from tirc.interp.fault import Fault
+from tirc.interp.fault import Fault, fault_in, thread_name
 from tirc.interp.memory.storage import Storage, allocate, storage_of, view_of
 from tirc.interp.semantics.values import NARROW
-from tirc.interp.semantics.warp import WARP_SIZE, shuffle_source
+from tirc.interp.semantics.warp import WARP_SIZE, shuffle_source, split_linear
 from tirc.ir.dtype import DataType
 
 BARRIER, SHUFFLE, ACTIVE_MASK, ALLREDUCE = 0, 1, 2, 3
@@ -274,9 +274,7 @@ class BlockContext:
         return known is not None and era < known.get(earlier, 0)
 
     def describe_thread(self, thread: int) -> str:
-        x_dim, y_dim, _ = self.dims
-        x, y, z = thread % x_dim, thread // x_dim % y_dim, thread // (x_dim * y_dim)
-        return f"thread ({x}, {y}, {z}) of block {self.block_index}"
+        return thread_name(split_linear(thread, self.dims), self.block_index)
 
 
 class Arrival(NamedTuple):
@@ -464,9 +462,7 @@ def run_blocks(runs: list[BlockRun], resolve_group: Callable[[], bool] | None = 
 
 def in_thread(fault: Fault, block: BlockContext, thread: int) -> Fault:
     where = block.describe_thread(thread)
-    if where in fault.message:
-        return fault
-    return Fault(fault.site, f"{fault.message} (in {where})", fault.notes)
+    return fault if where in fault.message else fault_in(fault, where)
 
 
 def resolve_warps(waiting: dict[int, tuple], replies: list[Any]) -> list[int]:
