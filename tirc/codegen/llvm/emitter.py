@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 from llvmlite import ir
 
@@ -144,7 +144,15 @@ EXPR_RULES: Dispatch[Emitter, [], ir.Value] = Dispatch("CPU expression")
 STMT_RULES: Dispatch[Emitter, [], None] = Dispatch("CPU statement")
 
 
-def broadcast(em: Emitter, value: ir.Value, lanes: int) -> ir.Value:
+class Building(Protocol):
+    """What emits instructions at a position: the CPU's Emitter, or an adapter of another
+    LLVM backend's lowering (codegen/nvptx) for code both share."""
+
+    @property
+    def builder(self) -> ir.IRBuilder: ...
+
+
+def broadcast(em: Building, value: ir.Value, lanes: int) -> ir.Value:
     """`value` in every lane of a vector."""
     vector_type = ir.VectorType(value.type, lanes)
     if isinstance(value, ir.Constant):

@@ -7,17 +7,21 @@ The product is computed in the narrowest of i64 / i128 / i256 that provably hold
 bound comes from the operand types, or from the value of a constant operand and shift. A
 right shift past the product's magnitude rounds every value to 0, so it is clamped there,
 which keeps the shift defined. A left shift that is not a constant is taken in [0, 63].
+
+Both LLVM backends emit them from here: the CPU's Emitter and the NVPTX lowering (through an
+adapter, codegen/nvptx/calls.py) are each a `Lowering`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import Protocol, TypeAlias
 
 from llvmlite import ir
 
-from tirc.codegen.llvm.emitter import Emitter, broadcast, unsupported
+from tirc.codegen.llvm.emitter import Building, broadcast
+from tirc.diagnostics import DiagnosticError
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import Broadcast, Call, IntImm, PrimExpr, are_exprs
 
@@ -25,6 +29,17 @@ DYNAMIC_LEFT_LIMIT = 63
 """The largest left shift a non-constant shift operand is taken to be (larger ones clamp)."""
 
 _WIDTHS = (64, 128, 256)
+
+
+class Lowering(Building, Protocol):
+    """Emits instructions (`builder`) and lowers an operand to a value (`expr`)."""
+
+    def expr(self, expr: object) -> ir.Value: ...
+
+
+def unsupported(node: Call, what: str) -> DiagnosticError:
+    return DiagnosticError.at(node.span, f"the LLVM backends do not support {what} yet")
+
 
 Shift: TypeAlias = int | ir.Value
 """A shift: a Python int when the program gives it as a constant, else an LLVM value."""
@@ -36,7 +51,7 @@ ShiftValues: TypeAlias = Callable[["Wide"], tuple[Shift, Shift]]
 class Wide:
     """Builds lane-wise values of the wide integer type (`lanes` 1: scalars)."""
 
-    em: Emitter
+    em: Lowering
     width: int
     lanes: int
 
@@ -65,7 +80,7 @@ class Wide:
         return builder.select(builder.icmp_signed(">", value, high_c), high_c, value)
 
 
-def emit_q_multiply_shift(em: Emitter, call: Call) -> ir.Value:
+def emit_q_multiply_shift(em: Lowering, call: Call) -> ir.Value:
     """left = max(s, 0) and r = q + max(-s, 0): x * y * 2^(s - q), rounded."""
     x, y, q, s = _operands(call)
     q_value, s_value = _constant(q), _constant(s)
@@ -85,7 +100,7 @@ def emit_q_multiply_shift(em: Emitter, call: Call) -> ir.Value:
     return _multiply_shift(em, call, left_bound, None, shifts)
 
 
-def emit_q_multiply_shift_per_axis(em: Emitter, call: Call) -> ir.Value:
+def emit_q_multiply_shift_per_axis(em: Lowering, call: Call) -> ir.Value:
     """left = ls if left_required else 0, r = q + (rs if right_required else 0)."""
     _, _, left, right, q, left_required, right_required = _operands(call)
     flags = [_constant(flag) for flag in (left_required, right_required)]
@@ -123,7 +138,7 @@ def _operands(call: Call) -> tuple[PrimExpr, ...]:
 
 
 def _multiply_shift(
-    em: Emitter,
+    em: Lowering,
     call: Call,
     left_bound: int,
     right: int | None,
@@ -206,7 +221,7 @@ def _constant(expr: PrimExpr) -> int | None:
     return expr.value if isinstance(expr, IntImm) else None
 
 
-def _shift_value(em: Emitter, wide: Wide, expr: PrimExpr) -> ir.Value:
+def _shift_value(em: Lowering, wide: Wide, expr: PrimExpr) -> ir.Value:
     signed = not expr.dtype.is_uint
     value = em.expr(expr)
     if isinstance(value.type, ir.IntType) and value.type.width == 1:

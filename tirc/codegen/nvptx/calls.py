@@ -6,10 +6,12 @@ Vector math runs lane by lane through the scalar function.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import llvmlite.ir as ir
 
 from tirc.codegen.cuda.dp4a import dp4a_operands
+from tirc.codegen.llvm.fixed_point import emit_q_multiply_shift, emit_q_multiply_shift_per_axis
 from tirc.codegen.nvptx import types
 from tirc.codegen.nvptx.cluster_ptx import LOWERINGS as CLUSTER_LOWERINGS
 from tirc.codegen.nvptx.named_barrier import LOWERINGS as NAMED_BARRIER_LOWERINGS
@@ -262,6 +264,29 @@ def _extern(v: ValueBuilder, call: E.Call) -> ir.Value:
     return value if not call.dtype.is_void else ir.Constant(types.I32, 0)
 
 
+@dataclass(frozen=True)
+class _Shared:
+    """This backend's lowering as the CPU backend's shared LLVM code reads one
+    (codegen/llvm/fixed_point.Lowering)."""
+
+    v: ValueBuilder
+
+    @property
+    def builder(self) -> ir.IRBuilder:
+        return self.v.b
+
+    def expr(self, expr: object) -> ir.Value:
+        return self.v(expr)
+
+
+def _q_multiply_shift(v: ValueBuilder, call: E.Call) -> ir.Value:
+    return emit_q_multiply_shift(_Shared(v), call)
+
+
+def _q_multiply_shift_per_axis(v: ValueBuilder, call: E.Call) -> ir.Value:
+    return emit_q_multiply_shift_per_axis(_Shared(v), call)
+
+
 _LOWERINGS: dict[str, CallLowering] = {
     **{name: _instruction_math for name in _INTRINSIC_MATH},
     **{name: _library_math for name in _LIBDEVICE_MATH},
@@ -282,6 +307,8 @@ _LOWERINGS: dict[str, CallLowering] = {
     "address_of": _address_of,
     "call_extern": _extern,
     "call_pure_extern": _extern,
+    "q_multiply_shift": _q_multiply_shift,
+    "q_multiply_shift_per_axis": _q_multiply_shift_per_axis,
     **NAMED_BARRIER_LOWERINGS,
     **WMMA_LOWERINGS,
 }
