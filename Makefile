@@ -17,9 +17,11 @@ test-all: lint
 	$(PYTHON) -m pytest -q -n auto -m "not slow"
 	$(PYTHON) -m pytest -q -n auto -m "slow and not sweep"
 
-# what CI leaves out: the emitted CUDA C of every GPU sample plan and conformance case run on
-# the CPU emulator (tests/runtime/cuda_emulator), and GEMM-sized programs in the thread model:
-# about half an hour on 2 cores
+# what CI leaves out (tests/sweep.py says how it is chosen): the heaviest conformance cases of
+# each corpus-wide test, the emitted CUDA C of every GPU sample plan and conformance case run on
+# the CPU emulator (tests/runtime/cuda_emulator), the tuner over every sample and case, the
+# second half of the random plans, and GEMM-sized programs in the thread model: about an hour
+# on 2 cores
 test-sweep:
 	$(PYTHON) -m pytest -q -n auto -m sweep
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.codegen_cuda.helpers import nvcc_accepts, ptxas_accepts, require_tool
+from tests.sweep import case_marks
 from tirc.codegen.cuda import emit_cuda
 from tirc.codegen.nvptx import emit_ptx
 from tirc.diagnostics import DiagnosticError
@@ -50,7 +51,9 @@ def lowered(case: Path) -> IRModule:
     return lower_module(parse((case / "expected.tir").read_text(), name=str(case)), target="cuda")
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda path: path.name)
+@pytest.mark.parametrize(
+    "case", [pytest.param(case, id=case.name, marks=case_marks(case.name)) for case in CASES]
+)
 def test_case_builds(case: Path, tmp_path: Path) -> None:
     """Lowered once (the costly part: up to 15 s for the Winograd cases), then: the CUDA C
     compiles with nvcc; the LLVM PTX assembles; and where cuda-python has NVRTC, its PTX too

@@ -133,7 +133,7 @@ def _ws(m: int = 128, n: int = 256, k: int = 192, stages: int = 2) -> IRModule:
     return parse(SAMPLE.read_text(), name=str(SAMPLE), defines=defines)
 
 
-@pytest.mark.slow  # about 40 s: 384 threads, 24 wgmma m64n256k16 a consumer thread
+@pytest.mark.sweep  # about 40 s: 384 threads, 24 wgmma m64n256k16 a consumer thread
 def test_warp_specialized_gemm_matches_numpy_as_written() -> None:
     # K = 192 in 2 stages: the producer refills stage 0 for k tile 2 only after both
     # consumers' 256 threads released it (the empty barrier's first phase)

@@ -94,7 +94,7 @@ def test_interpreter_computes_the_product(name: str, k: int, n: int) -> None:
         ("gemm_wgmma_tensorize", 64, 128, 128),
         ("gemm_wgmma_tensorize_bf16", 64, 256, 64),  # bfloat16, m64n256k16
         pytest.param("gemm_wgmma_128x256", 128, 256, 64, marks=pytest.mark.slow),  # 12 s
-        pytest.param("gemm_wgmma_128x256_s3", 128, 256, 192, marks=pytest.mark.slow),  # 27 s
+        pytest.param("gemm_wgmma_128x256_s3", 128, 256, 192, marks=pytest.mark.sweep),  # 27 s
     ],
 )
 def test_sample_matches_numpy_in_the_interpreter(name: str, m: int, n: int, k: int) -> None:
@@ -113,7 +113,7 @@ def test_sample_matches_numpy_in_the_interpreter(name: str, m: int, n: int, k: i
     [
         ("gemm_wgmma", 64, 128, 128),
         pytest.param("gemm_wgmma_128x256", 128, 256, 64, marks=pytest.mark.slow),  # 12 s
-        pytest.param("gemm_wgmma_128x256_s3", 128, 256, 192, marks=pytest.mark.slow),  # 37 s
+        pytest.param("gemm_wgmma_128x256_s3", 128, 256, 192, marks=pytest.mark.sweep),  # 37 s
     ],
 )
 def test_sample_as_written_is_race_free(name: str, m: int, n: int, k: int) -> None:

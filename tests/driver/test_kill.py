@@ -143,7 +143,7 @@ def test_a_killed_compile_leaves_the_old_file_or_the_new_one(tmp_path: Path) -> 
     run_kills(tmp_path, 5, "ll", seed=0)
 
 
-@pytest.mark.slow
+@pytest.mark.sweep  # the README's tests kill five
 def test_fifty_kills_in_a_row(tmp_path: Path) -> None:
     counts = run_kills(tmp_path, 50, "obj", seed=1)
     # The kills did land while writing (most before the rename).

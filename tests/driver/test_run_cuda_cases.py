@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from tests.runtime.fake_cuda import FakeDriver, fake_device
+from tests.sweep import case_marks
 from tirc.diagnostics import DiagnosticError
 from tirc.driver.cuda_toolchain import has_nvrtc
 from tirc.driver.run import complete_arguments, pick_function, shape_variables
@@ -130,7 +131,11 @@ def _refusal(name: str, error: DiagnosticError) -> None:
 
 def _case_params() -> list[object]:
     return [
-        pytest.param(case, id=case.name, marks=[pytest.mark.slow] if case.name in SLOW else [])
+        pytest.param(
+            case,
+            id=case.name,
+            marks=([pytest.mark.slow] if case.name in SLOW else []) + case_marks(case.name),
+        )
         for case in CASES
     ]
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.sweep import case_marks
 from tirc import interp, text
 from tirc.diagnostics import DiagnosticError
 from tirc.interp.work import estimate_work
@@ -52,6 +53,7 @@ def parameters() -> list[object]:
             continue
         for program in ("input.tir", "expected.tir"):
             marks = [pytest.mark.slow] if work_of(case / program) > SLOW_WORK else []
+            marks += case_marks(case.name)
             found.append(pytest.param(case, program, id=f"{case.name}/{program}", marks=marks))
     return found
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.sweep import case_marks
 from tests.transform.helpers import difference_report
 from tirc import interp, text
 from tirc.driver.lower import lower_module
@@ -37,6 +38,7 @@ def cases() -> list[object]:
         except Exception:
             work = 0
         marks = [pytest.mark.slow] if work > SLOW_WORK else []
+        marks += case_marks(case.name)
         found.append(pytest.param(case, id=case.name, marks=marks))
     return found
 

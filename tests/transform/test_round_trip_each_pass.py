@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.sweep import case_marks
 from tests.transform.helpers import difference_report
 from tirc.diagnostics import DiagnosticError
 from tirc.ir.function import IRModule
@@ -54,17 +55,10 @@ class RoundTrip:
             self.failure = f"after {pass_.spelling()} the module does not round-trip:\n{report}"
 
 
-# the second Winograd program is the first with one more input (p3): after unroll-loop each
-# prints to about 8 MB, and parsing that back is CI's largest single item (over two minutes on
-# 2 cores), so CI round-trips one of the two and `make test-sweep` both
-TWIN = "test_meta_schedule_trace_apply__test_winograd_gpu__1"
-
-
 def case_params() -> list[object]:
-    return [
-        pytest.param(case, id=case.name, marks=[pytest.mark.sweep] if case.name == TWIN else [])
-        for case in cases()
-    ]
+    # the heaviest cases (the Winograd programs print to about 8 MB after unroll-loop; parsing
+    # that back takes minutes on 2 cores) round-trip in `make test-sweep` only
+    return [pytest.param(case, id=case.name, marks=case_marks(case.name)) for case in cases()]
 
 
 @pytest.mark.slow

@@ -206,7 +206,7 @@ def test_sample_loads_a_box_of_a_and_four_slabs_of_b() -> None:
     assert "cp.async.cg" not in text
 
 
-@pytest.mark.slow  # the thread model's wgmma, element by element: about 70 s
+@pytest.mark.sweep  # the thread model's wgmma, element by element: about 70 s
 def test_sample_matches_numpy_in_the_thread_model() -> None:
     """Five k tiles in the 4-deep ring: the producer waits for a version to be released."""
     plan = _sample()

@@ -1,11 +1,9 @@
 """`tirc tune` with a tiny budget over every sample (CPU and CUDA) and the conformance cases
-with inputs (../shared/conformance/cases/*/io.npz, which TVM ran on the CPU; every other one in
-CI) finishes without an internal error: a plan, or a diagnosed error (exit 1) where nothing
-built and matched."""
+with inputs (../shared/conformance/cases/*/io.npz, which TVM ran on the CPU) finishes without
+an internal error: a plan, or a diagnosed error (exit 1) where nothing built and matched."""
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -18,17 +16,37 @@ from tests.samples.helpers import schedulable_samples
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = schedulable_samples()
-# every third conformance case (CI's time): TIRC_TUNE_EVERY_CASE=1 takes them all
 CASES = sorted((ROOT.parent / "shared" / "conformance" / "cases").glob("*/io.npz"))
-CASES = CASES if os.environ.get("TIRC_TUNE_EVERY_CASE") else CASES[::3]
-# samples/*.tir tune for both targets; samples/gpu/*.tir, GPU programs whose CPU tuning
-# repeats the top-level samples' (matmul, softmax, elementwise, fp16 GEMMs), for CUDA only
-# in CI (TIRC_TUNE_EVERY_CASE=1 adds their CPU runs)
+# CI's 20 minutes hold every ninth conformance case, four CPU samples (a GEMM, a convolution,
+# a two-stage reduction, a plain one) and two GPU samples for CUDA (a SIMT GEMM, a Hopper GEMM);
+# `make test-sweep` tunes the rest: every case, every sample for both targets
+CI_SAMPLES = {
+    ("matmul.tir", "cpu"),
+    ("conv2d.tir", "cpu"),
+    ("softmax.tir", "cpu"),
+    ("reduction.tir", "cpu"),
+    ("gpu/matmul.tir", "cuda"),
+    ("gpu/gemm_wgmma_tensorize.tir", "cuda"),
+}
+
+
+def _in_ci(path: Path, target: str) -> bool:
+    return (path.relative_to(ROOT / "samples").as_posix(), target) in CI_SAMPLES
+
+
 TARGETS = [
-    (path, target)
+    pytest.param(
+        path,
+        target,
+        id=f"{path.relative_to(ROOT).as_posix()}-{target}",
+        marks=[] if _in_ci(path, target) else [pytest.mark.sweep],
+    )
     for path in SAMPLES
     for target in ("cpu", "cuda")
-    if target == "cuda" or path.parent.name != "gpu" or os.environ.get("TIRC_TUNE_EVERY_CASE")
+]
+CASE_PARAMS = [
+    pytest.param(case, id=case.parent.name, marks=[] if index % 9 == 0 else [pytest.mark.sweep])
+    for index, case in enumerate(CASES)
 ]
 
 REQUIRED_ARCH = re.compile(r"^#.*--target 'cuda -arch=(sm_\w+)'", re.MULTILINE)
@@ -60,17 +78,13 @@ def tune(path: Path, target: str, directory: Path) -> int:
     return done.returncode
 
 
-@pytest.mark.parametrize(
-    ("path", "target"),
-    TARGETS,
-    ids=[f"{path.relative_to(ROOT).as_posix()}-{target}" for path, target in TARGETS],
-)
+@pytest.mark.parametrize(("path", "target"), TARGETS)
 def test_every_sample_tunes(path: Path, target: str, tmp_path: Path) -> None:
     assert tune(path, target, tmp_path) == 0
     assert (tmp_path / "plan.json").exists()
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda p: p.parent.name)
+@pytest.mark.parametrize("case", CASE_PARAMS)
 def test_every_cpu_conformance_case_tunes(case: Path, tmp_path: Path) -> None:
     status = tune(case.parent / "input.tir", "cpu", tmp_path)
     assert status in (0, 1)
