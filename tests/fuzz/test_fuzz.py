@@ -59,7 +59,7 @@ def test_campaign_smoke() -> None:
     assert not report.failures, failures_of(report)
 
 
-@pytest.mark.slow
+@pytest.mark.sweep  # CI runs the 300-input smoke and the 200-input stage campaigns
 def test_campaign() -> None:
     start = time.perf_counter()
     report = run_campaign(CAMPAIGN, SEED)

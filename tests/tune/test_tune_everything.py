@@ -17,17 +17,10 @@ from tests.samples.helpers import schedulable_samples
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = schedulable_samples()
 CASES = sorted((ROOT.parent / "shared" / "conformance" / "cases").glob("*/io.npz"))
-# CI's 20 minutes hold every ninth conformance case, four CPU samples (a GEMM, a convolution,
-# a two-stage reduction, a plain one) and two GPU samples for CUDA (a SIMT GEMM, a Hopper GEMM);
-# `make test-sweep` tunes the rest: every case, every sample for both targets
-CI_SAMPLES = {
-    ("matmul.tir", "cpu"),
-    ("conv2d.tir", "cpu"),
-    ("softmax.tir", "cpu"),
-    ("reduction.tir", "cpu"),
-    ("gpu/matmul.tir", "cuda"),
-    ("gpu/gemm_wgmma_tensorize.tir", "cuda"),
-}
+# CI's 20 minutes hold every eighteenth conformance case, two CPU samples (a GEMM, a two-stage
+# reduction) and a GPU sample for CUDA (a SIMT GEMM; tests/tune/test_rules.py replays the Hopper
+# GEMM's tuned plans); `make test-sweep` tunes the rest: every case, every sample, both targets
+CI_SAMPLES = {("matmul.tir", "cpu"), ("softmax.tir", "cpu"), ("gpu/matmul.tir", "cuda")}
 
 
 def _in_ci(path: Path, target: str) -> bool:
@@ -45,7 +38,7 @@ TARGETS = [
     for target in ("cpu", "cuda")
 ]
 CASE_PARAMS = [
-    pytest.param(case, id=case.parent.name, marks=[] if index % 9 == 0 else [pytest.mark.sweep])
+    pytest.param(case, id=case.parent.name, marks=[] if index % 18 == 0 else [pytest.mark.sweep])
     for index, case in enumerate(CASES)
 ]
 
