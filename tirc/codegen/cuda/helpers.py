@@ -27,25 +27,25 @@ __host__ __device__ __forceinline__ T tirc_floormod(T a, T b) {
 """
 
 Q_MULTIPLY_SHIFT = """\
-// round(x * y * 2^(s - q)), half up: a fixed-point multiply, exact in 128 bits.
+// ((x << left) * y) shifted right by `right`, rounding half up: exact in 128 bits.
 template <typename T>
-__device__ __forceinline__ T tirc_q_multiply_shift(T x, T y, int q, int s) {
-    int left = s > 0 ? s : 0;
-    int right = (s < 0 ? -s : 0) + q;
+__device__ __forceinline__ T tirc_multiply_round_shift(T x, T y, int left, int right) {
     __int128 product = ((__int128)x << left) * (__int128)y;
     if (right > 0) product = (product + ((__int128)1 << (right - 1))) >> right;
     return (T)product;
 }
-// the per-channel form: ((x << left) * y) rounded and shifted right by q + right, each shift
-// taken only where its flag is set.
+// round(x * y * 2^(s - q)), half up: a fixed-point multiply.
+template <typename T>
+__device__ __forceinline__ T tirc_q_multiply_shift(T x, T y, int q, int s) {
+    return tirc_multiply_round_shift(x, y, s > 0 ? s : 0, (s < 0 ? -s : 0) + q);
+}
+// the per-channel form: each shift taken only where its flag is set.
 template <typename T>
 __device__ __forceinline__ T tirc_q_multiply_shift_per_axis(T x, T y, int left, int right,
                                                             int q, bool left_required,
                                                             bool right_required) {
-    int total = q + (right_required ? right : 0);
-    __int128 product = ((__int128)x << (left_required ? left : 0)) * (__int128)y;
-    if (total > 0) product = (product + ((__int128)1 << (total - 1))) >> total;
-    return (T)product;
+    return tirc_multiply_round_shift(x, y, left_required ? left : 0,
+                                     q + (right_required ? right : 0));
 }
 """
 
