@@ -28,13 +28,14 @@ from dataclasses import dataclass, field
 from tirc.diagnostics import DiagnosticError
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
-from tirc.ir.functor import Mutator, Visitor, walk
+from tirc.ir.functor import Mutator, walk
 from tirc.ir.named_barrier import SYNC as NAMED_SYNC
 from tirc.ir.node import Node
 from tirc.ir.structural import structural_equal
 from tirc.ir.tma import TMA_LOADS, tma_load
 from tirc.transform.passes.inject_warp_specialization import SCOPE as SPLIT
 from tirc.transform.passes.inject_warp_specialization import split_branches
+from tirc.transform.passes.storage_rewrite import handles
 from tirc.transform.passes.thread_sync import CONSUMER_BARRIER, named_sync, split_consumers
 
 _THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
@@ -108,31 +109,10 @@ def _is_consumer_sync(stmt: S.Stmt, count: int) -> bool:
     return call.op == NAMED_SYNC and values == [CONSUMER_BARRIER, count]
 
 
-class _Uses(Visitor):
-    """Data handles a statement mentions (an allocation alone does not use its buffer)."""
-
-    def __init__(self) -> None:
-        self.handles: set[E.Var] = set()
-
-    def visit_Var(self, node: E.Var) -> None:
-        self.handles.add(node)
-
-    def visit_BufferLoad(self, node: E.BufferLoad) -> None:
-        self.handles.add(node.buffer.data)
-        self.generic_visit(node)
-
-    def visit_BufferStore(self, node: S.BufferStore) -> None:
-        self.handles.add(node.buffer.data)
-        self.generic_visit(node)
-
-    def visit_AllocBuffer(self, node: S.AllocBuffer) -> None:
-        pass
-
-
 def _uses(stmt: Node) -> set[E.Var]:
-    finder = _Uses()
-    finder.visit(stmt)
-    return finder.handles
+    """Data handles a statement mentions (an allocation alone does not use its buffer)."""
+    found = handles(stmt)
+    return found.accessed | found.other
 
 
 def _units(stmt: S.Stmt) -> list[S.Stmt]:

@@ -30,7 +30,7 @@ from tirc.transform.pass_base import Dialect, FunctionPass
 SCOPES = ("local", "shared")
 
 
-class _Handles(Visitor):
+class Handles(Visitor):
     """Data handles a statement uses: through accesses (`accessed`) and otherwise (`other`)."""
 
     def __init__(self) -> None:
@@ -52,8 +52,8 @@ class _Handles(Visitor):
         pass
 
 
-def _handles(node: object) -> _Handles:
-    found = _Handles()
+def handles(node: object) -> Handles:
+    found = Handles()
     found.visit(node)
     return found
 
@@ -94,7 +94,7 @@ class _Redirect(Mutator):
 def plan(stmts: tuple[S.Stmt, ...]) -> dict[E.Var, Buffer]:
     """For each allocation of `stmts` that takes over another's storage: its data handle ->
     the allocation it joins (by that one's data handle, in the returned buffer)."""
-    uses = [_handles(stmt) for stmt in stmts]
+    uses = [handles(stmt) for stmt in stmts]
     escaping = set().union(*(u.other for u in uses)) if uses else set()
     syncs = [k for k, stmt in enumerate(stmts) if _is_sync(stmt)]
     lives: list[tuple[int, int, int, Buffer]] = []  # first use, last use, position, buffer
