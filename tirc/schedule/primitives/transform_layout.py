@@ -24,7 +24,9 @@ import math
 from tirc.analysis.arith import Analyzer
 from tirc.analysis.arith.iter_map import normalize_iter_map
 from tirc.analysis.regions import infer_access_regions
+from tirc.ir.arith import arithmetic, match_types
 from tirc.ir.buffer import Buffer, BufferRegion, Range
+from tirc.ir.dtype import INT32
 from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var
 from tirc.ir.function import PrimFunc
 from tirc.ir.functor import Mutator, walk
@@ -233,8 +235,7 @@ def _check_invertible(
         mapping.inverse(buffer.shape)
     except IndexMapError as error:
         reason = str(error)
-    old_size, new_size = _size(buffer.shape), _size(new_shape)
-    if old_size is not None and new_size is not None and new_size > old_size:
+    if _grows(buffer.shape, new_shape):
         shapes = f"{_shape_text(buffer.shape)} to {_shape_text(new_shape)}"
         if padding is None:
             raise ScheduleError(
@@ -244,7 +245,7 @@ def _check_invertible(
             )
         padded = padded_shape(mapping, buffer.shape)
         try:
-            if padded is not None and _size(padded) == new_size:
+            if padded is not None and not _grows(padded, new_shape):
                 if split_inverse(mapping, buffer.shape) is not None:
                     return True
         except IndexMapError:
@@ -261,10 +262,21 @@ def _check_invertible(
     )
 
 
-def _size(shape: tuple) -> int | None:
-    if not all(isinstance(extent, IntImm) for extent in shape):
-        return None
-    return math.prod(extent.value for extent in shape)
+def _grows(old: tuple, new: tuple) -> bool:
+    """Whether a buffer of shape `new` has more elements than one of shape `old`: compared
+    as numbers for constant shapes, else where the two products are not provably equal (a
+    dimension of 2 split by 4 beside one of extent n: `n * 1 * 4` is not `n * 2`)."""
+    if all(isinstance(extent, IntImm) for extent in old + new):
+        return math.prod(e.value for e in new) > math.prod(e.value for e in old)
+    old_size, new_size = match_types(_product(old), _product(new))
+    return not Analyzer().can_prove_equal(new_size, old_size)
+
+
+def _product(shape: tuple) -> PrimExpr:
+    size: PrimExpr = IntImm(1, INT32)
+    for extent in shape:
+        size = arithmetic("*", size, extent)
+    return size
 
 
 def _shape_text(shape: tuple) -> str:
