@@ -1,14 +1,15 @@
 """pad_einsum: round each iterator of an einsum block up to a multiple of its padding, running
 it over padded copies of the buffers whose shape grows.
 
-An einsum block stores to one buffer and loads buffers (the output too, for a reduction), every
-index a block iterator, a constant or an enclosing block's variable (the einsum is then
+An einsum block, as TVM reads it from the block's declared regions, accesses each buffer once
+(none both read and written: a reduction's output is not among its reads) at one element whose
+indices are block iterators, constants or an enclosing block's variables (the einsum is then
 only padded where that changes nothing: tirc refuses where TVM copies back elements the block
-never wrote). A padded input `A` is filled first by a block `A_pad`
-(zero outside `A`), and a padded output is copied back by a block `C_pad` after it; both are
-allocated in the scope block. The loops bound to padded iterators get the new extents; an
-iterator bound to anything but a loop variable (a constant, a fused index) only has its
-domain grown.
+never wrote); its body may be anything, a nested block included. A padded input `A` is
+filled first by a block `A_pad` (zero outside `A`), and a padded output is copied back by a
+block `C_pad` after it; both are allocated in the scope block. The loops bound to padded
+iterators get the new extents; an iterator bound to anything but a loop variable (a
+constant, a fused index) only has its domain grown.
 
     for i, k in T.grid(127, 64):        for i0, i1 in T.grid(128, 64):  # block "A_pad"
         C[vi] += A[vi, vk]        →         A_pad[v0, v1] = T.if_then_else(v0 < 127, A[v0, v1], 0)
@@ -28,7 +29,7 @@ from tirc.ir import expr as E
 from tirc.ir.buffer import Buffer, BufferRegion, Range, make_buffer
 from tirc.ir.dtype import BOOL
 from tirc.ir.expr import BufferLoad, FloatImm, IntImm, PrimExpr, Var
-from tirc.ir.functor import Mutator, walk
+from tirc.ir.functor import Mutator
 from tirc.ir.stmt import (
     BufferStore,
     For,
@@ -41,7 +42,6 @@ from tirc.ir.stmt import (
     domain_of,
     seq,
 )
-from tirc.ir.structural import find_difference
 from tirc.schedule.errors import ScheduleError
 from tirc.schedule.primitives import primitive
 from tirc.schedule.properties import realize_of
@@ -55,8 +55,8 @@ from tirc.schedule.state import ScheduleState
 
 @dataclass
 class _Einsum:
-    output: Buffer
     inputs: list[Buffer]
+    outputs: list[Buffer]
     indices: dict[int, tuple[PrimExpr, ...]]  # id(buffer) -> its index (iterators, constants)
 
 
@@ -106,33 +106,22 @@ def _check_padding(padding: list[int], node: SBlock, block: SRef) -> list[int]:
 
 
 def _extract(node: SBlock, block: SRef) -> _Einsum:
-    """The einsum form of the block, or a refusal saying what breaks it."""
-    refuse = ScheduleError(
-        f"{describe(block)} is not an einsum: its body must be one store to a buffer, reading "
-        "buffers at indices that are variables (block iterators) or constants",
-        block,
-    )
-    store = node.body
-    if not isinstance(store, BufferStore) or not _plain(store.indices):
-        raise refuse
-    if node.init is not None:
-        init = node.init
-        if not (
-            isinstance(init, BufferStore)
-            and init.buffer is store.buffer
-            and _same(init.indices, store.indices)
-        ):
-            raise refuse
-    einsum = _Einsum(store.buffer, [], {id(store.buffer): store.indices})
-    loads: list[BufferLoad] = []
-    walk(store.value, lambda item: loads.append(item) if isinstance(item, BufferLoad) else None)
-    for load in loads:
-        known = einsum.indices.get(id(load.buffer))
-        if not _plain(load.indices) or (known is not None and not _same(known, load.indices)):
-            raise refuse
-        if known is None:
-            einsum.inputs.append(load.buffer)
-            einsum.indices[id(load.buffer)] = load.indices
+    """The einsum form of the block, read from its declared regions as TVM does (the body may
+    be anything, a nested block included), or a refusal saying what breaks it."""
+    einsum = _Einsum([], [], {})
+    for regions, found in ((node.reads, einsum.inputs), (node.writes, einsum.outputs)):
+        for region in regions:
+            starts = tuple(item.min for item in region.region)
+            single = all(const_value(item.extent) == 1 for item in region.region)
+            if id(region.buffer) in einsum.indices or not single or not _plain(starts):
+                raise ScheduleError(
+                    f"{describe(block)} is not an einsum: each buffer it reads or writes must be "
+                    "accessed once (not both read and written), at one element whose indices "
+                    "are variables (block iterators) or constants",
+                    block,
+                )
+            einsum.indices[id(region.buffer)] = starts
+            found.append(region.buffer)
     return einsum
 
 
@@ -157,12 +146,6 @@ def _plain(indices: tuple[PrimExpr, ...]) -> bool:
     (`B[vi, vj, vk]` inside a block over vi, vj), which is fixed in the block and, like a
     constant, keeps its dimension unpadded, as TVM reads it."""
     return all(isinstance(index, (IntImm, Var)) for index in indices)
-
-
-def _same(a: tuple[PrimExpr, ...], b: tuple[PrimExpr, ...]) -> bool:
-    return len(a) == len(b) and all(
-        find_difference(x, y) is None for x, y in zip(a, b, strict=True)
-    )
 
 
 def _padded_extents(node: SBlock, factors: list[int]) -> list[PrimExpr | None]:
@@ -244,12 +227,13 @@ def _rewrite(
             replaced[id(buffer)] = padded
             allocated.append(padded)
             prologue.append(_fill_block(buffer, padded))
-    shape = new_shape(einsum.output)
-    if shape is not None:
-        padded = _padded_buffer(einsum.output, shape)
-        replaced[id(einsum.output)] = padded
-        allocated.append(padded)
-        epilogue.append(_copy_back_block(einsum.output, padded))
+    for buffer in einsum.outputs:
+        shape = new_shape(buffer)
+        if shape is not None:
+            padded = _padded_buffer(buffer, shape)
+            replaced[id(buffer)] = padded
+            allocated.append(padded)
+            epilogue.append(_copy_back_block(buffer, padded))
     iter_vars = tuple(
         dataclasses.replace(iv, dom=Range(domain_of(iv).min, changed[id(iv.var)]))
         if id(iv.var) in changed
