@@ -4,7 +4,8 @@ elements the previous tile along that axis already computed.
 
 The rolling axis is the outermost loop `v` that a dimension of the producer's region per tile
 starts at as `v * stride` (or `v`, or `v * stride // d`) with a window wider than the stride;
-the overlap `window - stride` is what the next tile reuses. Each block of the scope has its
+the overlap `window - stride` is what the next tile reuses; a dimension that starts at
+anything else but a constant (`h + r`) is refused, as TVM does. Each block of the scope has its
 iterator at the rolling axis' position made opaque (TVM's rule).
 
     B = alloc((10, 16))                          B = alloc((6, 16))
@@ -160,6 +161,14 @@ def _match_rolling(block: SRef, region: BufferRegion, lca: SRef) -> _Rolling:
     tile = _region_per_tile(block, region, lca)
     overlaps: dict[int, _Axis] = {}
     for dim, item in enumerate(tile.region):
+        if not isinstance(item.min, IntImm) and _rolling_start(item.min) is None:
+            raise ScheduleError(
+                f"the region of {region.buffer.name} that {describe(block)} writes per tile "
+                f"starts at {_text(item.min)} along dimension {dim}, neither a constant nor "
+                "`loop * stride` (or `loop`, `loop * stride // d`): how tiles overlap there is "
+                "unknown",
+                block,
+            )
         found = _rolling_pattern(item)
         if found is not None and found.overlap > 0:
             overlaps[dim] = found
@@ -200,23 +209,23 @@ def _region_per_tile(block: SRef, region: BufferRegion, lca: SRef) -> BufferRegi
 
 def _rolling_pattern(item: Range) -> _Axis | None:
     """`v * s // d`, `v * s`, `s * v` or `v` as the start, with a constant window."""
-    if not isinstance(item.extent, IntImm):
+    start = _rolling_start(item.min)
+    if start is None or not isinstance(item.extent, IntImm):
         return None
-    start, stride = item.min, 0
-    var: Var | None = None
+    var, stride = start
+    return _Axis(var, item.extent.value - stride)
+
+
+def _rolling_start(start: PrimExpr) -> tuple[Var, int] | None:
+    """(v, stride) of a start `v * s // d` (stride ceil(s / d)), `v * s`, `s * v` or `v`."""
     if isinstance(start, E.FloorDiv) and isinstance(start.b, IntImm):
         product = _var_times_const(start.a)
-        if product is not None:
-            var, stride = product[0], math.ceil(product[1] / start.b.value)
-    elif isinstance(start, Var):
-        var, stride = start, 1
-    else:
-        product = _var_times_const(start)
-        if product is not None:
-            var, stride = product
-    if var is None:
-        return None
-    return _Axis(var, item.extent.value - stride)
+        if product is None:
+            return None
+        return product[0], math.ceil(product[1] / start.b.value)
+    if isinstance(start, Var):
+        return start, 1
+    return _var_times_const(start)
 
 
 def _var_times_const(expr: PrimExpr) -> tuple[Var, int] | None:
