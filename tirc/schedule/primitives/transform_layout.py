@@ -24,6 +24,7 @@ import math
 from tirc.analysis.arith import Analyzer
 from tirc.analysis.arith.iter_map import normalize_iter_map
 from tirc.analysis.regions import infer_access_regions
+from tirc.ir import expr as E
 from tirc.ir.arith import arithmetic, match_types
 from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.dtype import INT32
@@ -272,6 +273,17 @@ def _grows(old: tuple, new: tuple) -> bool:
     return not Analyzer().can_prove_equal(new_size, old_size)
 
 
+def _simplify_keeping_base(analyzer: Analyzer, index: PrimExpr) -> PrimExpr:
+    """`index` of an iterator map's normal form simplified under the iterators' ranges, its
+    constant base kept as the normal form adds it (`v2 * 14 + v3 + -15`, as TVM's iterator-map
+    simplification leaves it, not `v2 * 14 + v3 - 15`)."""
+    if isinstance(index, E.Add) and isinstance(index.b, IntImm):
+        rest = analyzer.simplify(index.a)
+        if not isinstance(rest, IntImm):
+            return E.Add(rest, index.b)
+    return analyzer.simplify(index)
+
+
 def _product(shape: tuple) -> PrimExpr:
     size: PrimExpr = IntImm(1, INT32)
     for extent in shape:
@@ -313,7 +325,7 @@ class _Rewriter(Mutator):
         bounded = Analyzer()  # drops digits of extent 1 (`vi // 16` where vi < 16)
         for var, domain in domains.items():
             bounded.bind(var, domain)
-        normal = [bounded.simplify(index) for index in normal]
+        normal = [_simplify_keeping_base(bounded, index) for index in normal]
         return tuple(
             old if isinstance(new, IntImm) and isinstance(old, Var) else new
             for old, new in zip(mapped, normal, strict=True)
