@@ -89,7 +89,7 @@ def pad_einsum(sch: Schedule, block: SRef, padding: list[int]) -> None:
     loop_of = _bound_loops(realize, loops, node, changed, block)
     scope = block.enclosing_block()
     assert scope is not None
-    _rewrite(state, scope, block, loops, realize, einsum, changed, loop_of)
+    _rewrite(state, scope, block, realize, einsum, changed, loop_of)
 
 
 def _check_padding(padding: list[int], node: SBlock, block: SRef) -> list[int]:
@@ -198,7 +198,6 @@ def _rewrite(
     state: ScheduleState,
     scope: SRef,
     block: SRef,
-    loops: list[SRef],
     realize: SBlockRealize,
     einsum: _Einsum,
     changed: dict[int, PrimExpr],
@@ -234,28 +233,26 @@ def _rewrite(
             replaced[id(buffer)] = padded
             allocated.append(padded)
             epilogue.append(_copy_back_block(buffer, padded))
-    iter_vars = tuple(
-        dataclasses.replace(iv, dom=Range(domain_of(iv).min, changed[id(iv.var)]))
-        if id(iv.var) in changed
-        else iv
-        for iv in node.iter_vars
-    )
-    new_block = _BufferSwap(replaced).visit(dataclasses.replace(node, iter_vars=iter_vars))
-    nest: Stmt = dataclasses.replace(realize, block=new_block)
-    for loop in reversed(loops):
-        extent = None
-        for var_id, sref in loop_of.items():
-            if sref is loop:
-                extent = changed[_iterator_of(node, realize, var_id)]
-        body_loop = loop.loop
-        nest = dataclasses.replace(body_loop, body=nest, extent=extent or body_loop.extent)
-    outer = loops[0].loop if loops else realize
+    loop_extents = {var_id: changed[_iterator_of(node, realize, var_id)] for var_id in loop_of}
+    rewriter = _PadRewrite(replaced, loop_extents, changed)
+    top = _top_statement(block, scope, realize)
     scope_block = scope.block
-    body: Stmt = _InsertAround(outer, prologue, nest, epilogue).visit(scope_block.body)
+    body: Stmt = _InsertAround(top, prologue, rewriter.visit(top), epilogue).visit(scope_block.body)
     new_scope = dataclasses.replace(
         scope_block, body=body, alloc_buffers=scope_block.alloc_buffers + tuple(allocated)
     )
-    state.replace(scope, new_scope, {node: new_block})
+    state.replace(scope, new_scope, rewriter.blocks)
+
+
+def _top_statement(block: SRef, scope: SRef, realize: SBlockRealize) -> Stmt:
+    """The statement of the scope's body that holds the block (its outermost loop, or its
+    realize): TVM rewrites it whole, with the blocks beside the einsum under its loops."""
+    node = block
+    while node.parent is not None and node.parent is not scope:
+        node = node.parent
+    if node is block:
+        return realize
+    return node.loop if node.is_loop else realize_of(node)
 
 
 def _iterator_of(node: SBlock, realize: SBlockRealize, loop_var_id: int) -> int:
@@ -349,6 +346,41 @@ class _BufferSwap(Mutator):
     def visit_BufferRegion(self, node: BufferRegion) -> BufferRegion:
         buffer = self.replaced.get(id(node.buffer))
         return node if buffer is None else dataclasses.replace(node, buffer=buffer)
+
+
+class _PadRewrite(_BufferSwap):
+    """The statement holding the einsum, rewritten whole as TVM does: the loops bound to padded
+    iterators and the padded iterators' domains grow, and every access to a padded buffer in
+    it, in any block, uses the padded copy. `blocks` maps each rebuilt block to its new one."""
+
+    def __init__(
+        self,
+        replaced: dict[int, Buffer],
+        loop_extents: dict[int, PrimExpr],
+        iter_extents: dict[int, PrimExpr],
+    ):
+        super().__init__(replaced)
+        self.loop_extents, self.iter_extents = loop_extents, iter_extents
+        self.blocks: dict[SBlock, SBlock] = {}
+
+    def visit_For(self, node: For) -> For:
+        new: For = self.generic_visit(node)
+        extent = self.loop_extents.get(id(node.loop_var))
+        return new if extent is None else dataclasses.replace(new, extent=extent)
+
+    def visit_SBlock(self, node: SBlock) -> SBlock:
+        new: SBlock = self.generic_visit(node)
+        if any(id(iv.var) in self.iter_extents for iv in new.iter_vars):
+            iter_vars = tuple(
+                dataclasses.replace(iv, dom=Range(domain_of(iv).min, self.iter_extents[id(iv.var)]))
+                if id(iv.var) in self.iter_extents
+                else iv
+                for iv in new.iter_vars
+            )
+            new = dataclasses.replace(new, iter_vars=iter_vars)
+        if new is not node:
+            self.blocks[node] = new
+        return new
 
 
 class _InsertAround(Mutator):
