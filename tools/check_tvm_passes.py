@@ -171,8 +171,8 @@ def main() -> int:
             print(f"    [{verdict}]{mark} {case}: {detail}")
     print("total:", ", ".join(f"{verdict} {number}" for verdict, number in total.most_common()))
     if args.json is not None:
-        rows = {name: [list(row) for row in rows] for name, rows in verdicts.items()}
-        args.json.write_text(json.dumps(rows, indent=1))
+        table = {name: [list(row) for row in rows] for name, rows in verdicts.items()}
+        args.json.write_text(json.dumps(table, indent=1))
     return 0
 
 
