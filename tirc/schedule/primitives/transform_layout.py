@@ -32,6 +32,7 @@ from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var
 from tirc.ir.function import PrimFunc
 from tirc.ir.functor import Mutator, walk
 from tirc.ir.stmt import BufferStore, For, SBlock, SeqStmt, Stmt
+from tirc.ir.substitute import substitute
 from tirc.schedule.errors import ScheduleError
 from tirc.schedule.index_map import IndexMap, IndexMapError, parse_index_map
 from tirc.schedule.layout_padding import (
@@ -319,13 +320,37 @@ class _Rewriter(Mutator):
         for index in mapped:
             walk(index, lambda item: used.add(item) if isinstance(item, Var) else None)
         domains = {var: self.domains[var] for var in used if var in self.domains}
-        normal = normalize_iter_map(list(mapped), domains, None, keep_unit_iters=False)
+        # an iterator over [m, m + e) reads as (v - m) over [0, e), as TVM's iterator maps
+        # shift it: `vi` over [21, 32) is `vi - 21 + 21`
+        starts = {
+            var: domain.min
+            for var, domain in domains.items()
+            if isinstance(domain.min, IntImm) and domain.min.value != 0
+        }
+        shifted = {var: Var(var.name, var.dtype) for var in starts}
+        if shifted:
+            mapped_from_zero = [
+                substitute(index, {v: E.Add(shifted[v], starts[v]) for v in shifted})
+                for index in mapped
+            ]
+            domains = {
+                shifted.get(var, var): Range(IntImm(0, domain.min.dtype), domain.extent)
+                if var in shifted
+                else domain
+                for var, domain in domains.items()
+            }
+        else:
+            mapped_from_zero = list(mapped)
+        normal = normalize_iter_map(mapped_from_zero, domains, None, keep_unit_iters=False)
         if normal is None:
             return mapped
         bounded = Analyzer()  # drops digits of extent 1 (`vi // 16` where vi < 16)
         for var, domain in domains.items():
             bounded.bind(var, domain)
         normal = [_simplify_keeping_base(bounded, index) for index in normal]
+        if shifted:
+            back = {shifted[v]: E.Sub(v, starts[v]) for v in shifted}
+            normal = [substitute(index, back) for index in normal]
         return tuple(
             old if isinstance(new, IntImm) and isinstance(old, Var) else new
             for old, new in zip(mapped, normal, strict=True)
