@@ -1,7 +1,8 @@
 """canonicalize-loop: every loop starts at 0 and steps by 1; the old loop variable becomes
 `var * step + min` in the body.
 
-Expects any dialect; leaves the same one, with `min == 0` and no `step` on every loop
+Expects any dialect and a step it can prove positive (as TVM 0.27, it refuses `-3` or a
+step variable); leaves the same one, with `min == 0` and no `step` on every loop
 (thread-bound loops included). The new extent is `ceildiv(extent, step)`, simplified:
 
     for k in range(3, 20, 4):          for k in range(5):
@@ -14,6 +15,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from tirc.analysis.arith.analyzer import Analyzer
+from tirc.diagnostics import DiagnosticError
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
 from tirc.ir.buffer import Range
@@ -38,6 +40,12 @@ class _Canonicalizer(Mutator):
         if not _is_one(loop.step):
             step = loop.step
             assert step is not None
+            if not Analyzer().can_prove(E.GT(step, E.IntImm(0, step.dtype))):
+                raise DiagnosticError.at(
+                    loop.span,
+                    f"the step of loop {var.name} may not be positive: the loop cannot be "
+                    "canonicalized",
+                )
             value = E.Mul(var, step)
             extent = Analyzer().simplify(
                 E.FloorDiv(E.Sub(E.Add(extent, step), E.IntImm(1, dtype)), step)
