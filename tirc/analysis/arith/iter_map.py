@@ -563,9 +563,10 @@ def _extent_key(extent: int | PrimExpr) -> Hashable:
 
 
 def _merge_adjacent(splits: list[IterSplit]) -> list[IterSplit]:
-    """Joins consecutive digits of one iterator: `x // 32 * 32 + x % 32` is `x`, wherever the
-    two stand among the other terms (`l0 * 4 + f // 4 * 4 + f % 4` is `l0 * 4 + f`). The
-    joined split takes the place of its lower digit; the others keep the written order."""
+    """Joins consecutive digits of one iterator: `x // 32 * 32 + x % 32` is `x` (also where
+    the high digits have a symbolic extent), wherever the two stand among the other terms
+    (`l0 * 4 + f // 4 * 4 + f % 4` is `l0 * 4 + f`). The joined split takes the place of its
+    lower digit; the others keep the written order."""
     result = list(splits)
     merged = True
     while merged:
@@ -577,7 +578,8 @@ def _merge_adjacent(splits: list[IterSplit]) -> list[IterSplit]:
                     for index, high in enumerate(result)
                     if high.mark is low.mark
                     and isinstance(low.extent, int)
-                    and isinstance(high.extent, int)
+                    and low.divisor is None
+                    and high.divisor is None
                     and high.lower == low.lower * low.extent
                     and high.scale == low.scale * low.extent
                     and index != low_index
@@ -587,8 +589,13 @@ def _merge_adjacent(splits: list[IterSplit]) -> list[IterSplit]:
             if high_index is None:
                 continue
             high = result[high_index]
-            assert isinstance(low.extent, int) and isinstance(high.extent, int)
-            result[low_index] = IterSplit(low.mark, low.lower, low.extent * high.extent, low.scale)
+            assert isinstance(low.extent, int)
+            extent: int | PrimExpr
+            if isinstance(high.extent, int):
+                extent = low.extent * high.extent
+            else:  # the high digits of a symbolic extent: `f // 32 * 32 + f % 32` is `f`
+                extent = E.Mul(high.extent, IntImm(low.extent, high.extent.dtype))
+            result[low_index] = IterSplit(low.mark, low.lower, extent, low.scale)
             del result[high_index]
             merged = True
             break
