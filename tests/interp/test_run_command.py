@@ -125,3 +125,31 @@ def test_gpu_model_reaches_the_interpreter(tmp_path: Path) -> None:
     save = tmp_path / "out.npz"
     assert run(path, gpu_model="lockstep", save=str(save)) == 0
     np.testing.assert_array_equal(np.load(save)["A"], np.full(32, 31, np.float32))
+
+
+BOUND_PROGRAM = """
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((4, 4), "float32"), B: T.Buffer((4,), "float32")):
+    for i in T.thread_binding(4, thread="threadIdx.x"):
+        for k in range(4):
+            with T.sblock("sum"):
+                vi, vk = T.axis.remap("SR", [i, k])
+                with T.init():
+                    B[vi] = T.float32(0.0)
+                B[vi] = B[vi] + A[vi, vk]
+"""
+
+
+def test_gpu_model_on_a_program_without_gpu_threads_says_it_changed_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """s-tir runs its thread-bound loops one after another: `--gpu-model` there has no
+    effect, and the run says so (and how to lower first); a launch gets no such note."""
+    path = tmp_path / "bound.tir"
+    path.write_text(BOUND_PROGRAM)
+    assert run(path, gpu_model="lockstep") == 0
+    assert "--gpu-model lockstep changed nothing" in capsys.readouterr().out
+    racy = tmp_path / "racy.tir"
+    racy.write_text(RACY_KERNEL)
+    assert run(racy, gpu_model="lockstep") == 0
+    assert "changed nothing" not in capsys.readouterr().out

@@ -33,11 +33,13 @@ from tirc.driver.run_cpu import FLOAT_ATOL, FLOAT_RTOL, compare
 from tirc.driver.run_cpu import bench as time_calls
 from tirc.driver.source import read_source
 from tirc.driver.target import parse_target
-from tirc.ir.abi import parameter_buffers
+from tirc.ir.abi import is_kernel, parameter_buffers
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import Var
 from tirc.ir.function import IRModule, PrimFunc
-from tirc.ir.functor import vars_in
+from tirc.ir.functor import vars_in, walk
+from tirc.ir.node import Node
+from tirc.ir.stmt import AttrStmt, For, ForKind
 from tirc.ir.target import Target
 from tirc.runtime.throughput import Timing, moved_bytes, multiply_add_flops
 
@@ -150,6 +152,7 @@ def run_file(
             sizes or {},
             flops,
             ptx_via,
+            gpu_model,
         )
     buffers = {
         param.name: np.asarray(args[param.name])
@@ -223,6 +226,7 @@ def _execute(
     sizes: Mapping[str, int],
     flops: int | None = None,
     ptx_via: str | None = None,
+    gpu_model: str | None = None,
 ) -> tuple[str, PrimFunc, dict[str, np.ndarray | int], dict[str, np.ndarray], Ran]:
     """Parses, verifies, schedules, runs the function on the target and checks it: its name,
     the function, the arguments after the run, the inputs given and what the run gave."""
@@ -244,6 +248,8 @@ def _execute(
     reference = {key: np.array(value, copy=True) for key, value in args.items()} if check else None
     if target.backend == "interp":
         ran = _run_in_interpreter(module, name, function, args, bench, meter)
+        if gpu_model is not None and not _runs_gpu_threads(module, function):
+            ran = dataclasses.replace(ran, last_notes=(_unused_gpu_model(gpu_model, name),))
     elif target.backend == "cuda":
         # deferred: the CUDA backend (half a second), only for --target cuda
         from tirc.driver.run_cuda import run_on_cuda
@@ -278,6 +284,34 @@ def _execute(
         notes = (*ran.first_notes, f"check: {rule.agrees}", *why)
         ran = dataclasses.replace(ran, first_notes=notes)
     return name, function, args, given, ran
+
+
+def _runs_gpu_threads(module: IRModule, function: PrimFunc) -> bool:
+    """Whether the interpreter runs GPU threads for `function`: it launches a kernel of the
+    module, or it is low-level code with thread bindings of its own (s-tir's thread-bound
+    loops run one after another)."""
+    if any(is_kernel(func) for _, func in module.functions):
+        return True
+    if function.is_s_tir:
+        return False
+    found: list[Node] = []
+
+    def binds_threads(node: Node) -> None:
+        if (isinstance(node, AttrStmt) and node.key == "thread_extent") or (
+            isinstance(node, For) and node.kind is ForKind.THREAD_BINDING
+        ):
+            found.append(node)
+
+    walk(function.body, binds_threads)
+    return bool(found)
+
+
+def _unused_gpu_model(gpu_model: str, name: str) -> str:
+    return (
+        f"note: --gpu-model {gpu_model} changed nothing: {name} runs no GPU threads (the "
+        "interpreter runs s-tir's thread-bound loops one after another); to run its threads "
+        "as the GPU would, lower it first: tirc print --lower --target cuda FILE -o lowered.tir"
+    )
 
 
 def _run_in_interpreter(
