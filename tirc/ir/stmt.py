@@ -17,7 +17,8 @@ from tirc.ir.expr import Call, IntImm, PrimExpr, StringImm, Var
 from tirc.ir.node import IRError, Node
 
 # Annotation values: what `T.func_attr`, `T.sblock_attr` and loop annotations may hold.
-# Python scalars and strings, PrimExprs, tuples for lists, and `Attrs` for nested dicts.
+# Python scalars and strings, PrimExprs, tuples for lists, `Attrs` for nested dicts, and
+# `TargetAttr` for a `T.target(...)`.
 AttrValue = object
 
 
@@ -51,6 +52,15 @@ class Attrs(Node):
 
 
 EMPTY_ATTRS = Attrs()
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class TargetAttr(Node):
+    """`T.target({...})` as an attribute value: the target TVM recorded for a function, kept
+    as its config map (or the string it was spelled with). tirc compiles for the `--target`
+    it is given; this is data that prints back as written."""
+
+    config: Attrs | str
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -17,7 +17,7 @@ from tirc.ir import dtype as dt
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import IntImm, PrimExpr, StringImm
-from tirc.ir.stmt import Attrs
+from tirc.ir.stmt import Attrs, TargetAttr
 from tirc.text.builder.scope import nearest
 from tirc.text.builder.values import Arg, DTypeValue, HandleType, Invocation
 
@@ -196,7 +196,7 @@ def attr_value(ev: Evaluator, value: Any, span: Span) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         # The printer has no spelling for it that reads back as the same Python number.
         raise ev.error(span, f"an annotation value must be a finite number, not {value}")
-    if value is None or isinstance(value, (bool, int, float, str, PrimExpr, Buffer)):
+    if value is None or isinstance(value, (bool, int, float, str, PrimExpr, Buffer, TargetAttr)):
         return value
     raise ev.error(span, f"{arith.describe(value)} cannot be an annotation value")
 

@@ -11,10 +11,18 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from tirc.ir import arith
 from tirc.ir import dtype as dt
-from tirc.ir.stmt import Attrs
+from tirc.ir.stmt import Attrs, TargetAttr
 from tirc.text.builder import buffers, loops, ops, sblocks, threads
-from tirc.text.builder.args import Param, Signature, expect_attrs, expect_dtype, expect_str
+from tirc.text.builder.args import (
+    Param,
+    Signature,
+    expect_attrs,
+    expect_attrs_value,
+    expect_dtype,
+    expect_str,
+)
 from tirc.text.builder.decorators import IR_MODULE, MACRO, PRIM_FUNC
 from tirc.text.builder.expr import CALLERS, Evaluator
 from tirc.text.builder.values import (
@@ -67,6 +75,19 @@ def _index_map(ev: Evaluator, inv: Invocation) -> Any:
     return bound.value("mapping")
 
 
+def _target(ev: Evaluator, inv: Invocation) -> TargetAttr:
+    """`T.target({"kind": "cuda", ...})` (or `T.target("llvm")`): a target as an attribute
+    value, as TVM prints the `target` of a function."""
+    bound = Signature("config").bind(ev, inv)
+    config = ev.check_value(bound.value("config"))
+    if isinstance(config, dict):
+        return TargetAttr(expect_attrs_value(ev, config, bound["config"].span), span=inv.span)
+    if isinstance(config, str):
+        return TargetAttr(config, span=inv.span)
+    what = arith.describe(config)
+    raise ev.error(bound["config"].span, f"T.target takes a dict or a string, not {what}")
+
+
 def construct_handle(ev: Evaluator, inv: Invocation) -> HandleType:
     """`T.handle("float32", "shared")`: a pointer type."""
     bound = Signature(Param("dtype", None), Param("storage_scope", "global")).bind(ev, inv)
@@ -101,6 +122,7 @@ def tir_namespace() -> Namespace:
             "prim_func": PRIM_FUNC,
             "macro": MACRO,
             "index_map": Builtin("T.index_map", _index_map),
+            "target": Builtin("T.target", _target),
         }
     )
     return Namespace("T", members, "the T namespace")

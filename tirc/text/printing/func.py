@@ -76,7 +76,7 @@ def _print_function(
         attrs = attrs.remove("global_symbol")
     if attrs.items:
         printer.line(f"T.func_attr({format_attrs(attrs, printer.exprs)})")
-    printer.shared_threads = _shared_threads(func.body)
+    printer.shared_threads, printer.thread_declarations = _shared_threads(func.body)
     root = implicit_root(func.body)
     if root is not None:
         printer.line('# with T.sblock("root"):')
@@ -181,17 +181,47 @@ def _declare_signature_vars(printer: StmtPrinter, declared: list[list[Var]]) -> 
         printer.line(f"{names} = {constructors}")
 
 
-def _shared_threads(body: Stmt) -> set[Var]:
-    """Thread variables launched more than once: declared by `T.env_thread` first."""
-    seen: set[Var] = set()
-    shared: set[Var] = set()
-    for node in statements(body):
+def _shared_threads(body: Stmt) -> tuple[set[Var], dict[int, list[IterVar]]]:
+    """Thread variables launched more than once, declared by `T.env_thread` first; and
+    where: before the statement (by id) that holds every launch of the variable, or before
+    the item of a sequence that holds its first launch, so that one name covers them all."""
+    paths: dict[Var, list[tuple[Stmt, ...]]] = {}
+    threads: dict[Var, IterVar] = {}
+    stack: list[tuple[Stmt, tuple[Stmt, ...]]] = [(body, ())]
+    while stack:
+        node, above = stack.pop()
+        path = above + (node,)
         if isinstance(node, AttrStmt) and isinstance(node.node, IterVar):
-            var = node.node.var
-            if var in seen:
-                shared.add(var)
-            seen.add(var)
-    return shared
+            paths.setdefault(node.node.var, []).append(path)
+            threads.setdefault(node.node.var, node.node)
+        stack.extend((child, path) for child in reversed(_children(node)))
+    declarations: dict[int, list[IterVar]] = {}
+    for var, found in paths.items():
+        if len(found) < 2:
+            continue
+        common = 0
+        while all(len(p) > common + 1 and p[common] is found[0][common] for p in found):
+            common += 1
+        # found[0][common - 1] holds every launch; in a sequence, declare before its item
+        holder = found[0][max(common - 1, 0)]
+        at = found[0][common] if type(holder) is SeqStmt and common > 0 else holder
+        declarations.setdefault(id(at), []).append(threads[var])
+    shared = {var for var, found in paths.items() if len(found) > 1}
+    return shared, declarations
+
+
+def _children(node: Stmt) -> list[Stmt]:
+    """The statements directly under `node`, in order (as `statements` enters them)."""
+    if type(node) is SeqStmt:
+        return list(node.stmts)
+    if type(node) is SBlockRealize:
+        return [node.block]
+    if type(node) is SBlock:
+        return [node.body] if node.init is None else [node.init, node.body]
+    if type(node) is IfThenElse:
+        return [node.then_case] if node.else_case is None else [node.then_case, node.else_case]
+    body = getattr(node, "body", None)  # For, While, AttrStmt
+    return [body] if isinstance(body, Stmt) else []
 
 
 def module_header(type_var_names: list[str], is_bare: bool) -> list[str]:

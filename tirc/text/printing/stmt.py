@@ -54,10 +54,21 @@ class StmtPrinter(Emitter):
     def __init__(self, *, declare_free_vars: bool = True) -> None:
         super().__init__(declare_free_vars=declare_free_vars)
         self.shared_threads: set[Var] = set()  # launched more than once: T.env_thread first
+        # the statement (by id) before which each of them is declared
+        self.thread_declarations: dict[int, list[IterVar]] = {}
 
     def stmt(self, node: Stmt, alone: bool = False) -> None:
         """Print one statement; `alone` when it is the whole body of its parent."""
+        if self.thread_declarations:
+            self.declare_threads(node)
         RULES(self, node, alone)
+
+    def declare_threads(self, node: Stmt) -> None:
+        """`tx = T.env_thread("threadIdx.x")` before the statement that holds its launches."""
+        for thread in self.thread_declarations.get(id(node), ()):
+            if thread.var not in self.names:
+                name = self.names.define(thread.var, thread.var.name)
+                self.line(f"{name} = T.env_thread({quote(thread.thread_tag)})")
 
     def body(self, node: Stmt) -> None:
         """Print a body: a sequence's statements in turn, or one statement alone."""
@@ -70,9 +81,15 @@ class StmtPrinter(Emitter):
         while index < count:
             item = stmts[index]
             if isinstance(item, SeqStmt):
+                if self.thread_declarations:
+                    self.declare_threads(item)
                 for inner in item.stmts:  # a nested sequence reads as part of this one
                     self.stmt(inner)
             elif isinstance(item, AllocBuffer) and is_scalar_alloc(item):
+                if _is_data_used(item.buffer, stmts[index + 1 :]):
+                    _print_alloc(self, item)
+                    index += 1
+                    continue
                 following = stmts[index + 1] if index + 1 < count else None
                 if _print_scalar(self, item, following):
                     index += 1
@@ -96,6 +113,22 @@ def is_scalar_alloc(alloc: AllocBuffer) -> bool:
         and has_default_offset(buffer)
         and not layout_options(buffer)
     )
+
+
+def _is_data_used(buffer: Buffer, rest: tuple[Stmt, ...]) -> bool:
+    """Whether statements name the buffer's data other than through its own loads and stores
+    (`T.decl_buffer(..., data=x.data)`, `T.address_of`): a scalar has no `.data` to name."""
+    found = False
+
+    def check(node: object) -> None:
+        nonlocal found
+        if node is buffer.data or (
+            isinstance(node, Buffer) and node is not buffer and node.data is buffer.data
+        ):
+            found = True
+
+    walk(rest, check)
+    return found
 
 
 def _is_scalar_store(store: object, buffer: Buffer) -> TypeGuard[BufferStore]:
@@ -215,10 +248,15 @@ def _continue(printer: StmtPrinter, node: Continue, alone: bool) -> None:
 
 @RULES.register(AllocBuffer)
 def _alloc(printer: StmtPrinter, node: AllocBuffer, alone: bool) -> None:
-    buffer = node.buffer
     if is_scalar_alloc(node):
         _print_scalar(printer, node, None)
         return
+    _print_alloc(printer, node)
+
+
+def _print_alloc(printer: StmtPrinter, node: AllocBuffer) -> None:
+    """`x = T.alloc_buffer(...)` (or `T.alloc_shared`, ... for its scope)."""
+    buffer = node.buffer
     name = define_buffer(printer, buffer)
     scope = buffer.scope
     function = _ALLOC_FUNCTION.get(scope, "T.alloc_buffer")

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import CommReducer, PrimExpr
-from tirc.ir.stmt import Attrs, IterVar
+from tirc.ir.stmt import Attrs, IterVar, TargetAttr
 from tirc.text.printing.literals import format_float, quote
 from tirc.text.printing.names import NameTable
 
@@ -52,6 +52,10 @@ def format_reducer(reducer: CommReducer, exprs: ExprPrinter) -> str:
     return f"T.comm_reducer(lambda {params}: {body}, [{identity}])"
 
 
+def format_target(target: TargetAttr, exprs: ExprPrinter) -> str:
+    return f"T.target({format_value(target.config, exprs)})"
+
+
 def _sequence(value: Any, exprs: ExprPrinter) -> str:
     return "[" + ", ".join(format_value(item, exprs) for item in value) + "]"
 
@@ -76,4 +80,5 @@ _FORMATTERS: dict[type, Callable[[Any, ExprPrinter], str]] = {
     DataType: lambda value, exprs: quote(str(value)),
     CommReducer: format_reducer,
     IterVar: lambda value, exprs: exprs.expr(value.var),
+    TargetAttr: format_target,
 }
