@@ -29,6 +29,7 @@ import glob
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import textwrap
@@ -87,8 +88,24 @@ TVM_SIDE = textwrap.dedent(
         except Exception as error:
             text = str(error)
             at = text.find("Error message")
-            return None, "refused: " + (text[at:at + 300] if at >= 0 else text[-300:])
+            if at < 0:  # an internal failure: its first line says what, the end where
+                return None, "refused: " + text[:150] + " ... " + text[-150:]
+            return None, "refused: " + text[at:at + 300]
     out = sys.argv[1]
+    if len(sys.argv) > 2:  # fresh ID: the plan's last step on a schedule made afresh
+        plan = next(p for p in map(json.loads, open(f"{out}/plans.jsonl"))
+                    if p["id"] == int(sys.argv[2]))
+        last = plan["starts"][-1]
+        sch, status = apply(plan, plan["trace"][:last])
+        if sch is not None:
+            fresh = s_tir.Schedule(tvm.script.from_source(sch.mod.script()))
+            try:
+                Trace.apply_json_to_schedule([tvm_trace(plan, plan["trace"])[last:], []], fresh)
+                status = "ok"
+            except Exception as error:
+                status = "refused: " + str(error)[-200:]
+        print(status.replace("\\n", " "))
+        sys.exit(0)
     done = set()
     if os.path.exists(f"{out}/tvm.jsonl"):
         done = {json.loads(line)["id"] for line in open(f"{out}/tvm.jsonl")}
@@ -458,10 +475,28 @@ def compare(out: Path) -> list[dict[str, Any]]:
         for plan in map(json.loads, open(out / "plans.jsonl")):
             plan["tvm"] = tvm.get(plan["id"], "missing")
             plan["class"], plan["detail"] = _outcome(out, plan, plan["tvm"])
+            if plan["class"] == "tirc refuses" and "is not a stage pipeline" in plan["detail"]:
+                plan["detail"] += _fresh_note(out, plan["id"])
             records.append(plan)
             if plan["class"] not in AGREE:
                 disagreements.write(json.dumps(plan) + "\n")
     return records
+
+
+def _fresh_note(out: Path, number: int) -> str:
+    """Whether TVM refuses the plan's last step on a schedule made afresh from the program
+    before it: TVM caches a scope's stage-pipeline flag, which a step that breaks the
+    pipeline leaves as it was."""
+    script = out / "tvm_side.py"
+    if not script.exists() or not os.path.exists(TVM_PYTHON):
+        return ""
+    done = subprocess.run(
+        [TVM_PYTHON, str(script), str(out), str(number)], capture_output=True, text=True
+    )
+    lines = done.stdout.strip().splitlines()
+    if done.returncode == 0 and lines and lines[-1].startswith("refused"):
+        return " [TVM refuses it too on a fresh schedule of the program]"
+    return ""
 
 
 # "no step": nothing to compare, where no step could be drawn for the program (TVM may not
@@ -469,45 +504,127 @@ def compare(out: Path) -> list[dict[str, Any]]:
 AGREE = ("equal", "both refuse", "no step")
 
 # Disagreements that are TVM's bugs or deliberate differences (docs/plans.md, under each
-# primitive): (class, a phrase of the detail, why).
-DELIBERATE = (
+# primitive): (class, a pattern of the detail (re.search), the instructions one of which the
+# plan must hold (None: any), why). A class matches by prefix ("TVM refuses" also matches
+# "TVM refuses an earlier step").
+DELIBERATE: tuple[tuple[str, str, tuple[str, ...] | None, str], ...] = (
     (
         "tirc refuses",
         "the block's init would run again",
+        None,
         "loop_partition of a reduction loop: TVM's result runs the init again in each partition",
     ),
     (
         "tirc refuses",
         "does not start at 0",
+        None,
         "blockize at a partition's loop: TVM binds the inner iterator outside its domain",
     ),
     (
         "tirc refuses",
+        "its offset is not a multiple of the inner extent",
+        ("Blockize",),
+        "blockize where an outer iterator offsets an inner binding: TVM binds the inner "
+        "iterator outside its domain",
+    ),
+    (
+        "tirc refuses",
         "must be alone under the loop",
+        None,
         "decompose_padding at a loop shared with other blocks: TVM drops the other blocks",
     ),
     (
         "tirc refuses",
         "nested loops on one thread axis must have one extent",
+        None,
         "bind: TVM accepts, then fails when lowering",
     ),
     (
         "tirc refuses",
         "reindex needs indices over the block's iterators",
+        None,
         "reindex of a block indexed by a loop inside it (a read_at copy): TVM's stage uses the "
         "loop variable outside its loop",
     ),
     (
         "tirc refuses",
         "which its init, moved to the outer block, does not run under",
+        None,
         "blockize of a reduction under a predicate: TVM leaves loop variables free in the init",
+    ),
+    (
+        "tirc refuses",
+        "with no other consumer",
+        ("ReverseComputeInline",),
+        "reverse_compute_inline into a producer other blocks read: TVM removes the buffer "
+        "they still read",
+    ),
+    (
+        "tirc refuses",
+        "TVM refuses it too on a fresh schedule",
+        None,
+        "a stage-pipeline primitive after a step that broke the pipeline: TVM keeps the "
+        "scope's flag cached from before (a fresh schedule of the program refuses)",
+    ),
+    (
+        "differ",
+        r"^0 vs -\d+ at .*\.region\[\d+\]\.min",
+        ("ReadAt", "WriteAt"),
+        "read_at/write_at: a copy region past the buffer is cut to it, where TVM copies from "
+        "outside the buffer",
+    ),
+    (
+        "differ",
+        r"^\w+ vs IntImm at .*\.predicate$",
+        ("CacheRead", "CacheWrite"),
+        "cache_read/cache_write: tirc guards a copy whose region can leave the buffer, where "
+        "TVM's copy reads outside it",
+    ),
+    (
+        "differ",
+        r"^\w+ vs IntImm at .*\.predicate$",
+        ("Blockize",),
+        "blockize of a block whose predicate bounds a fused iterator: TVM drops the predicate, "
+        "and the block runs past its domain",
+    ),
+    (
+        "TVM refuses",
+        "key is not in Map",
+        ("LoopPartition",),
+        "loop_partition of a loop inside a block other than the root: TVM crashes (its block "
+        "info lookup)",
+    ),
+    (
+        "TVM refuses",
+        "block_realize == old_block_realize_",
+        ("RFactor",),
+        "rfactor where the reduction's loops also hold a block outside any loop of its own: "
+        "TVM fails an internal check",
+    ),
+    (
+        "TVM refuses",
+        "Could not get the corresponding function",
+        ("TransformLayout",),
+        "transform_layout of a parameter accessed in a block inside another block: TVM looks "
+        "for the function at the inner scope and crashes",
     ),
 )
 
 
-def is_deliberate(record: dict[str, Any]) -> bool:
+def deliberate_reason(record: dict[str, Any]) -> str | None:
+    """Why a disagreement is deliberate (its DELIBERATE entry), or None."""
     detail = str(record["detail"])
-    return any(record["class"] == kind and phrase in detail for kind, phrase, _ in DELIBERATE)
+    kinds = {step[0] for step in record["trace"]}
+    for kind, pattern, steps, why in DELIBERATE:
+        if not str(record["class"]).startswith(kind) or not re.search(pattern, detail):
+            continue
+        if steps is None or kinds & set(steps):
+            return why
+    return None
+
+
+def is_deliberate(record: dict[str, Any]) -> bool:
+    return deliberate_reason(record) is not None
 
 
 def report(records: list[dict[str, Any]], show: int) -> None:
@@ -515,11 +632,9 @@ def report(records: list[dict[str, Any]], show: int) -> None:
     agree = sum(tally[kind] for kind in AGREE)
     print(f"{agree}/{len(records)} agree: {dict(tally)}")
     deliberate = collections.Counter(
-        why
+        deliberate_reason(record)
         for record in records
         if record["class"] not in AGREE and is_deliberate(record)
-        for kind, phrase, why in DELIBERATE
-        if record["class"] == kind and phrase in str(record["detail"])
     )
     print(f"of the disagreements, {sum(deliberate.values())} are deliberate differences:")
     for why, count in deliberate.most_common():
@@ -528,7 +643,7 @@ def report(records: list[dict[str, Any]], show: int) -> None:
         record["trace"][-1][0] for record in records if record["class"] not in AGREE
     )
     print(f"disagreements by last step: {dict(by_step.most_common())}")
-    shown = [record for record in records if record["class"] not in AGREE][:show]
+    shown = [r for r in records if r["class"] not in AGREE and not is_deliberate(r)][:show]
     for record in shown:
         print(f"p{record['id']} {record['class']}: {record['origin']}")
         for step in record["trace"][record["starts"][-1] if record["starts"] else 0 :]:
