@@ -185,12 +185,17 @@ def _region(box: _Box) -> BufferRegion:
 
 
 def infer_access_regions(
-    block: S.SBlock, data_buffers: dict[Var, Buffer] | None = None
+    block: S.SBlock,
+    data_buffers: dict[Var, Buffer] | None = None,
+    *,
+    reads_of_written: bool = False,
 ) -> tuple[tuple[BufferRegion, ...], tuple[BufferRegion, ...]]:
     """(reads, writes) of `block` computed from its body and init.
 
     `data_buffers` maps data handles to the buffers in scope, to resolve opaque uses of
-    `A.data`; without it such uses are not seen.
+    `A.data`; without it such uses are not seen. A buffer the block writes is left out of its
+    reads, unless `reads_of_written` and the block has no init (TVM's rule for a block it
+    builds: only a reduction's init makes the read of its output redundant).
     """
     excluded = {id(buffer) for buffer in block.alloc_buffers}
     collector = _Collector(excluded, dict(data_buffers or {}))
@@ -202,6 +207,8 @@ def infer_access_regions(
     collector.visit(block.body)
     writes = tuple(_region(box) for box in collector.writes.values())
     reads = tuple(
-        _region(box) for key, box in collector.reads.items() if key not in collector.writes
+        _region(box)
+        for key, box in collector.reads.items()
+        if key not in collector.writes or (reads_of_written and block.init is None)
     )
     return reads, writes

@@ -4,8 +4,10 @@ its uses, so that later passes allocate it as late as possible and compact it pe
 Expects s-tir; leaves s-tir. A use is a load, a store, a match_buffer source or an opaque use
 of the data pointer; a block whose non-spatial (reduce, scan, opaque) iteration variables are
 bound to loops keeps the buffers it writes above those loops, across which their values carry
-(a reduction's accumulator, a rolling buffer). A global buffer stays above every blockIdx loop
-of the function (at most just inside the innermost one), since all blocks of a grid share it.
+(a reduction's accumulator), and a buffer it reads or writes at an index of a non-reduce one
+stays above that variable's loops too (a rolling buffer read at the previous iteration's
+rows). A global buffer stays above every blockIdx loop of the function (at most just inside
+the innermost one), since all blocks of a grid share it.
 When the ancestor is a loop, its body is wrapped in a new opaque block that allocates:
 
     A_local = T.sblock_alloc_buffer((8,))     for i in range(4):
@@ -26,7 +28,7 @@ from tirc.ir import expr as E
 from tirc.ir import stmt as S
 from tirc.ir.buffer import Buffer
 from tirc.ir.function import PrimFunc
-from tirc.ir.functor import Mutator, Visitor, walk
+from tirc.ir.functor import Mutator, Visitor
 from tirc.ir.node import Node
 from tirc.transform.parsed_regions import parsed_region
 from tirc.transform.pass_base import Dialect, FunctionPass
@@ -76,21 +78,7 @@ class _UseFinder(Visitor):
         for buffer in block.alloc_buffers:
             self.allocated[id(buffer)] = buffer
             self.by_data[buffer.data] = buffer
-        reduce_vars = set()
-        for iv, value in zip(block.iter_vars, node.iter_values, strict=False):
-            if iv.iter_type is not S.IterType.SPATIAL:  # reduce, scan, opaque: values carry
-                reduce_vars |= _vars_of(value)
-        outermost = next(
-            (
-                i
-                for i, s in enumerate(self.scopes)
-                if isinstance(s, S.For) and s.loop_var in reduce_vars
-            ),
-            None,
-        )
-        if outermost is not None:  # the reduction's result lives across its loops
-            for region in block.writes:
-                self.use(region.buffer, tuple(self.scopes[:outermost]))
+        self.raise_carried(node, tuple(self.scopes))
         self.scopes.append(block)
         for match in block.match_buffers:
             self.use(match.source.buffer)
@@ -98,6 +86,47 @@ class _UseFinder(Visitor):
             self.visit(block.init)
         self.visit(block.body)
         self.scopes.pop()
+
+    def raise_carried(self, node: S.SBlockRealize, here: Path) -> None:
+        """Keeps above its loops each buffer whose values a non-spatial iteration variable
+        carries across them: what a reduction writes stays above all its reduce loops; what a
+        block with an opaque (scan, ...) variable writes, and each region it reads or writes
+        whose bounds name that variable, stays above the loops the variable's binding names."""
+        block = node.block
+        reduce_scope: Path | None = None
+        carried: dict[E.Var, Path] = {}  # opaque variable -> the scope above its loops
+        for iv, value in zip(block.iter_vars, node.iter_values, strict=False):
+            if iv.iter_type is S.IterType.SPATIAL:
+                continue
+            names = _vars_of(value)
+            loops = [
+                i for i, s in enumerate(self.scopes) if isinstance(s, S.For) and s.loop_var in names
+            ]
+            if not loops:
+                continue
+            scope = here[: loops[0]]
+            if iv.iter_type is S.IterType.REDUCE:
+                if reduce_scope is None or len(scope) < len(reduce_scope):
+                    reduce_scope = scope
+            else:
+                carried[iv.var] = scope
+                for region in block.writes:
+                    self.use(region.buffer, scope)
+        if not carried and reduce_scope is None:
+            return
+        accesses = [(region, False) for region in block.reads]
+        accesses += [(region, True) for region in block.writes]
+        for region, is_write in accesses:
+            if not carried and not is_write:
+                continue
+            scope = here + (block,)
+            for bound in region.region:
+                for var in _vars_of(bound.min) | _vars_of(bound.extent):
+                    if var in carried and len(carried[var]) < len(scope):
+                        scope = carried[var]
+            if is_write and reduce_scope is not None and len(reduce_scope) < len(scope):
+                scope = reduce_scope
+            self.use(region.buffer, scope)
 
     def visit_BufferLoad(self, node: E.BufferLoad) -> None:
         self.use(node.buffer)
@@ -125,18 +154,9 @@ def _vars_of(expr: E.PrimExpr) -> set[E.Var]:
 
 
 class _Mover(Mutator):
-    def __init__(self, targets: dict[int, list[Buffer]], moved: set[int], names: set[str]):
+    def __init__(self, targets: dict[int, list[Buffer]], moved: set[int]):
         self.targets = targets  # id(scope) -> buffers to allocate there
         self.moved = moved
-        self.names = names  # block names taken: a new block is named "" as in TVM, if free
-
-    def fresh_name(self) -> str:
-        name, count = "", 0
-        while name in self.names:
-            count += 1
-            name = f"alloc_{count}"
-        self.names.add(name)
-        return name
 
     def visit_SBlock(self, node: S.SBlock) -> S.SBlock:
         arriving = self.targets.get(id(node), [])
@@ -158,8 +178,10 @@ class _Mover(Mutator):
         loop: S.For = self.generic_visit(node)
         if not arriving:
             return loop
-        inner = S.SBlock(self.fresh_name(), (), (), (), loop.body, alloc_buffers=tuple(arriving))
-        reads, writes = infer_access_regions(inner)
+        # named "" as TVM names it, even beside another block of that name: nothing schedules
+        # a lowered module by block name
+        inner = S.SBlock("", (), (), (), loop.body, alloc_buffers=tuple(arriving))
+        reads, writes = infer_access_regions(inner, reads_of_written=True)
         inner = dataclasses.replace(
             inner, reads=tuple(map(parsed_region, reads)), writes=tuple(map(parsed_region, writes))
         )
@@ -191,9 +213,7 @@ class PlanBufferAllocation(FunctionPass):
             moved.add(key)
         if not moved:
             return func
-        names: set[str] = set()
-        walk(func.body, lambda node: names.add(node.name) if isinstance(node, S.SBlock) else None)
-        body = _Mover(targets, moved, names).visit(func.body)
+        body = _Mover(targets, moved).visit(func.body)
         return dataclasses.replace(func, body=body)
 
 
