@@ -9,8 +9,12 @@ of symbolic extent take part where an index reads them whole or reads the loops 
 only (that index goes whole to that side); predicates are written again simplified.
 
 Refused where TVM accepts, on purpose: a reduction whose predicate reads a loop its moved
-init does not run under (TVM's init then reads a free variable), and a loop that does not
-start at 0 (a partition's: TVM binds the inner iterator outside its domain).
+init does not run under (TVM's init then reads a free variable), a loop that does not
+start at 0 (a partition's: TVM binds the inner iterator outside its domain), and an inner
+binding offset by an outer iterator that is not a multiple of the inner extent
+(`ko * 8 + i2_1` blockized at i2_1: TVM binds `k_i` to it over a domain of 8). A predicate
+that bounds a fused iterator stays on the outer block, where TVM drops it and lets the
+block run past its domain.
 
     for i_0, i_1 in T.grid(8, 16):                 for i_0 in range(8):
         with T.sblock("B"):                            with T.sblock("B_o"):

@@ -3,6 +3,9 @@ have its consumers (all, or those named) read the copy.
 
 The copy goes after the buffer's producer and before the first consumer, at their lowest
 common loop, and covers what the consumers read there (the whole buffer for an input).
+A copy of the whole buffer placed under a loop whose iterations can take its region out of
+the buffer (a padding block's `A[h - 1]` under `h`) is guarded by a T.where that keeps it
+inside, where TVM 0.27 leaves it unguarded and reads out of bounds.
 
     for i, j: B[i, j] = A[i, j] * 2      for ax0, ax1: A_shared[ax0, ax1] = A[ax0, ax1]
                                     →    for i, j: B[i, j] = A_shared[i, j] * 2

@@ -10,7 +10,8 @@ the partitioned block are renamed and narrowed alike (`B` inside `outer` becomes
 
 Refused where TVM accepts, on purpose: a loop bound to a reduction iterator of a block with
 an init (TVM's result runs the init again at the start of each partition, discarding what
-the earlier partitions summed).
+the earlier partitions summed). A loop inside a block other than the root (a blockized one)
+is partitioned, where TVM 0.27 fails with an internal error ('key is not in Map').
 
     for j in range(16):                      with T.sblock("B_j_common"):
         with T.sblock("B"):                      with T.sblock("B_j0_partition"):

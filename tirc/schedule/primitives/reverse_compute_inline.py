@@ -8,6 +8,8 @@ gets a predicate (its own conjuncts that the new one implies are dropped: `i < 6
 to `i < 58`). A producer that reads the element it updates (an update under T.init with no
 reduction iterator) takes a consumer that copies the element as it is, and then reads the
 consumer's output; another consumer is refused (TVM accepts it and computes something else).
+A producer with another consumer is refused too: TVM 0.27 inlines into it and drops the
+buffer the other consumer still reads.
 The scope must be a stage pipeline (no block overwrites what an earlier one
 reads; each producer writes all that its consumers read from it), and no block may bind a
 subregion of the buffer with T.match_buffer.

@@ -6,7 +6,9 @@ Preconditions: the loop holds that one block, a reduction in a scope that is a s
 (no block overwrites what an earlier one reads; each producer writes all that its consumers
 read from it); the block's init and update match a commutative reducer, with the buffers it
 reduces into all of one shape and stored at the same indices; the loop feeds a reduction
-iterator and no data-parallel one (a unit loop that feeds none factors too).
+iterator and no data-parallel one (a unit loop that feeds none factors too). Where the
+reduction's loops also hold a block outside any loop of its own (a write_at copy, a scalar
+block at the root), tirc factors as usual and TVM 0.27 fails an internal check.
 
     for i, k0, k1 in T.grid(128, 4, 32):            for i, k0, k1 in T.grid(128, 4, 32):
         C[vi] += A[vi, vk]                  →           C_rf[vk1, vi] += A[vi, vk0 * 32 + vk1]

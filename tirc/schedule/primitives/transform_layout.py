@@ -11,6 +11,9 @@ new shape and stores it on the padding where its loops or block iterators are th
 indices, else a block after the producer stores it there (`buffer_A_padding`, predicated on
 the padded elements).
 
+A parameter accessed by a block inside another block is transformed as any other, where
+TVM 0.27 looks for the function at the inner scope and fails.
+
     A = T.alloc_buffer((64,))                 A = T.alloc_buffer((16, 4))
     A[vi] = ...                        →      A[vi // 4, vi % 4] = ...
     (index map: lambda i: (i // 4, i % 4))
