@@ -254,11 +254,19 @@ def _union_lower_bound(items: list[Bounds], analyzer: Analyzer) -> Bounds | None
 
 
 def _clamp(bounds: Bounds, extent: PrimExpr, analyzer: Analyzer) -> Bounds:
-    """[low, high] cut to the buffer's [0, extent - 1] where it provably passes them."""
+    """[low, high] intersected with the buffer's [0, extent - 1], as TVM intersects both
+    regions with the buffer: cut where it provably passes them, kept where it provably does
+    not, else `max(low, 0)` and `min(high, extent - 1)` (a read at `i_0 * 16 + i_1 * 8 + 7`
+    over a buffer of 24 is covered by a producer of all 24)."""
     low, high = bounds
-    if analyzer.can_prove(E.LT(low, IntImm(0, low.dtype))):
-        low = IntImm(0, low.dtype)
+    zero = IntImm(0, low.dtype)
+    if analyzer.can_prove(E.LT(low, zero)):
+        low = zero
+    elif not analyzer.can_prove(E.GE(low, zero)):
+        low = analyzer.simplify(E.Max(low, zero))
     last = analyzer.simplify(arithmetic("-", extent, 1))
     if analyzer.can_prove(E.GT(*match_types(high, last))):
         high = last
+    elif not analyzer.can_prove(E.LE(*match_types(high, last))):
+        high = analyzer.simplify(E.Min(*match_types(high, last)))
     return low, high
