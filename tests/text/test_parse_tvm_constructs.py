@@ -43,5 +43,29 @@ def test_target_attribute_keeps_its_config() -> None:
     assert isinstance(target, TargetAttr)
     assert not isinstance(target.config, str)
     assert target.config.get("kind") == "cuda"
+    assert target.config.get("keys") == ("cuda", "gpu")
     host = target.config.get("host")
     assert not isinstance(host, str) and host is not None
+
+
+def _refusal(args: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    from tirc.cli.main import main
+
+    assert main(args) == 1
+    return capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("target", "emit"), [("interp", None), ("cpu", "ll"), ("cuda", "cu")], ids=str
+)
+def test_vscale_reads_but_no_backend_runs_it(
+    target: str, emit: str | None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = str(PROGRAMS / "vscale.tir")
+    if emit is None:
+        args = ["run", path, "--target", target]
+    else:
+        args = ["compile", path, "--target", target, "--emit", emit, "-o", str(tmp_path / "out")]
+    message = _refusal(args, capsys)
+    assert "T.vscale" in message
+    assert "vscale.tir:6:27" in message

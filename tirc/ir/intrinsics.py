@@ -96,6 +96,8 @@ register(Intrinsic("q_multiply_shift", 4, 4, Result.FIRST_ARG))
 register(Intrinsic("q_multiply_shift_per_axis", 7, 7, Result.FIRST_ARG))
 register(Intrinsic("assume", 1, 1, Result.BOOL))
 register(Intrinsic("undef", 0, 0, Result.INT32))
+# the hardware's vector length in units of 128 bits (SVE, RVV): lanes of a scalable vector
+register(Intrinsic("vscale", 0, 0, Result.INT32, doc="scalable vector length / 128 bits"))
 
 for _name, _effect in (
     ("call_extern", Effect.OPAQUE),

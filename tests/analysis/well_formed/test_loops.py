@@ -6,7 +6,7 @@ from __future__ import annotations
 from tirc.analysis.well_formed import verify_function
 from tirc.ir import dtype as dt
 from tirc.ir.buffer import Range
-from tirc.ir.expr import Add, BufferLoad, Call, IntImm, StringImm, Var
+from tirc.ir.expr import Add, BufferLoad, Call, IntImm, Mul, StringImm, Var
 from tirc.ir.stmt import AttrStmt, BufferStore, Evaluate, ForKind, IterType, IterVar, seq
 
 from .builders import (
@@ -49,6 +49,20 @@ def test_vectorized_loop_needs_a_constant_extent() -> None:
         "vectorized loop 'i' needs a constant positive extent: "
         "its extent is the vector's lane count"
     ]
+
+
+def test_vectorized_loop_may_span_a_scalable_vector() -> None:
+    # T.vscale() * 4: fixed by the hardware (SVE), not by the program; n * T.vscale() is not
+    i, n = Var("i"), Var("n")
+    a = buffer("A", 64)
+    body = BufferStore(a, BufferLoad(a, (i,)), (i,))
+    vscale = Call(dt.INT32, "vscale", ())
+    scalable = function([a], loop(i, Mul(vscale, i32(4)), body, ForKind.VECTORIZED))
+    assert messages(verify_function(scalable)) == []
+    symbolic = function([a], loop(i, Mul(vscale, n), body, ForKind.VECTORIZED))
+    assert "vectorized loop 'i' needs a constant positive extent: " in "".join(
+        messages(verify_function(symbolic))
+    )
 
 
 def test_no_barrier_inside_a_parallel_loop() -> None:
