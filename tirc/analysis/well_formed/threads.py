@@ -71,7 +71,7 @@ class ThreadChecker(Checker):
         first = self.kernel.get(tag)
         if first is None:
             self.kernel[tag] = Launch(extent, self.span_of(stmt))
-        elif not is_same(first.extent, extent):
+        elif not is_same(first.extent, extent) and not is_same_constant(first.extent, extent):
             self.error(
                 f"'{tag}' is bound with extent {show(extent)} here but {show(first.extent)} "
                 "elsewhere in the same kernel; a kernel has one extent per thread tag",
@@ -94,6 +94,11 @@ def is_same(a: object, b: object) -> bool:
         assert isinstance(b, tuple)
         return len(a) == len(b) and all(map(is_same, a, b))
     return a == b
+
+
+def is_same_constant(a: PrimExpr, b: PrimExpr) -> bool:
+    """The same integer in two index types (4 and T.int64(4)): one launch extent."""
+    return isinstance(a, IntImm) and isinstance(b, IntImm) and a.value == b.value
 
 
 def show(expr: PrimExpr) -> str:

@@ -5,7 +5,10 @@ inside it (`vthread` excepted) is removed where it stands and its variable repla
 variable per tag (named like TVM: `threadIdx_x`); the loops for those variables, in the order
 their tags first appear, wrap the kernel's body. Each thread runs the statements around its
 old loop, which is what the loops computed when they were spread over the threads. A kernel
-whose loops of one tag differ in extent or start is left as it is.
+whose loops of one tag start elsewhere than at 0 is left as it is; loops of one tag that
+differ in extent are refused with a located error. Loops of one tag in two index types (4
+and T.int64(4)) share the variable of the first, cast for the other; a lifted loop's
+annotations stay where it stood, on a unit serial loop.
 
 Expects s-tir with opaque blocks or later; leaves the same dialect:
 
@@ -22,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from tirc.diagnostics import DiagnosticError, Note
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
 from tirc.ir.function import PrimFunc
@@ -70,7 +74,12 @@ class _Strip(Mutator):
     def visit_For(self, node: S.For) -> S.Stmt:
         body = self.visit(node.body)
         if _tag(node) is not None:
-            return body
+            if not node.annotations:
+                return body
+            # its annotations stay where the loop stood, on a unit loop, as TVM keeps them
+            unit = E.Var("var", node.loop_var.dtype)
+            zero, one = E.IntImm(0, unit.dtype), E.IntImm(1, unit.dtype)
+            return S.For(unit, zero, one, S.ForKind.SERIAL, body, annotations=node.annotations)
         return node if body is node.body else dataclasses.replace(node, body=body)
 
 
@@ -82,9 +91,17 @@ def lift_kernel(kernel: S.For) -> S.For:
         tag = _tag(loop)
         assert tag is not None
         first = order.setdefault(tag, loop)
-        if not E.is_const_int(loop.min, 0) or not structural_equal(loop.extent, first.extent):
+        if not E.is_const_int(loop.min, 0):
             return kernel
-    if len(order) == len(loops) and _is_chain(kernel, len(loops)):
+        if not _same_extent(loop.extent, first.extent):
+            raise DiagnosticError.at(
+                loop.span,
+                f"'{tag}' is bound with another extent here than elsewhere in the same kernel; "
+                "a kernel has one extent per thread tag",
+                Note(f"'{tag}' is first bound here", first.span),
+            )
+    plain = not any(loop.annotations for loop in loops)
+    if plain and len(order) == len(loops) and _is_chain(kernel, len(loops)):
         return kernel  # already one loop per tag, at the top
     unified: dict[str, E.Var] = {}
     mapping: dict[E.Var, E.PrimExpr] = {}
@@ -94,13 +111,25 @@ def lift_kernel(kernel: S.For) -> S.For:
     for loop in loops:
         tag = _tag(loop)
         assert tag is not None  # `loops` are the lifted loops, each with its tag
-        mapping[loop.loop_var] = unified[tag]
+        var = unified[tag]
+        # a loop of another index type reads the one variable cast to its own, as in TVM
+        same = var.dtype == loop.loop_var.dtype
+        mapping[loop.loop_var] = var if same else E.Cast(loop.loop_var.dtype, var)
     body: S.Stmt = substitute(_Strip(mapping).visit(kernel), mapping)
     for tag, first in reversed(order.items()):
         var = unified[tag]
-        body = dataclasses.replace(first, loop_var=var, body=body, span=first.span)
+        body = dataclasses.replace(
+            first, loop_var=var, body=body, annotations=S.EMPTY_ATTRS, span=first.span
+        )
     assert isinstance(body, S.For)  # `order` is not empty: a loop wraps the body
     return body
+
+
+def _same_extent(a: E.PrimExpr, b: E.PrimExpr) -> bool:
+    """The same expression, or the same constant in two index types (4 and T.int64(4))."""
+    if isinstance(a, E.IntImm) and isinstance(b, E.IntImm):
+        return a.value == b.value
+    return structural_equal(a, b)
 
 
 def _is_chain(loop: S.Stmt, count: int) -> bool:

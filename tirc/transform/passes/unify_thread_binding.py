@@ -3,8 +3,9 @@
 TVM 0.27 runs it after compact-buffer-allocation, with lift-thread-binding before it; in 0.27
 both leave each kernel with one loop per tag at its top, so this pass applies the same
 rewrite (see lift_thread_binding.py), and after lift-thread-binding it changes nothing.
-Where one tag's loops differ in extent TVM stops with an error; tirc leaves that kernel as
-it is and lets the backends launch the largest extent.
+Where one tag's loops differ in extent both stop with an error. Unlike TVM, `vthread` loops
+are not unified (see lift_thread_binding.py): two nested `vthread.x` loops stay two virtual
+threads, each running all its values, as the s-tir program means; TVM makes them one.
 
 Expects s-tir with opaque blocks or later; leaves the same dialect:
 
