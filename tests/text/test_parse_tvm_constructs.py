@@ -13,7 +13,9 @@ import pytest
 
 from tirc.analysis.well_formed import verify_module
 from tirc.diagnostics import Severity
+from tirc.ir.expr import Call
 from tirc.ir.function import IRModule
+from tirc.ir.functor import walk
 from tirc.ir.stmt import TargetAttr
 from tirc.ir.structural import find_difference
 from tirc.text import parse, print_module
@@ -69,3 +71,52 @@ def test_vscale_reads_but_no_backend_runs_it(
     message = _refusal(args, capsys)
     assert "T.vscale" in message
     assert "vscale.tir:6:27" in message
+
+
+def test_ptx_legacy_mma_is_ptx_mma_and_runs() -> None:
+    import numpy as np
+
+    from tirc import interp
+
+    func = _read("ptx_legacy_mma")["main"]
+    calls = [node for node in _calls(func) if node.op == "ptx_mma"]
+    assert len(calls) == 1 and calls[0].dtype.is_void and len(calls[0].args) == 13
+    args = interp.random_inputs(func, seed=0)
+    interp.run(func, args)
+    a, b = (np.asarray(args[name], dtype=np.float32) for name in ("A", "B"))
+    np.testing.assert_allclose(args["C"], a @ b, rtol=1e-6)
+
+
+def test_tvm_async_copy_spellings_read_as_tirc_intrinsics() -> None:
+    text = (PROGRAMS / "ptx_namespace.tir").read_text().split("@T.prim_func")[0] + (
+        "@T.prim_func\n"
+        'def main(A: T.Buffer((128,), "float16"), B: T.Buffer((128,), "float16")):\n'
+        '    tx = T.launch_thread("threadIdx.x", 16)\n'
+        '    A_shared = T.alloc_shared((128,), "float16")\n'
+        '    T.s_tir.cp_async_raw("float16", A_shared.data, tx * 8, A.data, tx * 8, 16)\n'
+        '    T.ptx.cp("async", "commit_group", "")\n'
+        '    T.ptx.cp(0, "async", "wait_group", "")\n'
+        "    B[tx * 8] = A_shared[tx * 8]"
+    )
+    func = parse(text)["main"]
+    found = [(call.op, str(call.dtype), len(call.args)) for call in _calls(func)]
+    assert found == [
+        ("ptx_cp_async", "float16", 5),
+        ("ptx_commit_group", "void", 0),
+        ("ptx_wait_group", "void", 1),
+    ]
+
+
+def test_ptx_instruction_reads_but_no_backend_emits_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = str(PROGRAMS / "ptx_namespace.tir")
+    out = str(tmp_path / "out.cu")
+    message = _refusal(["compile", path, "--target", "cuda", "--emit", "cu", "-o", out], capsys)
+    assert "T.ptx.griddepcontrol" in message and "ptx_namespace.tir:7:5" in message
+
+
+def _calls(func: object) -> list[Call]:
+    found: list[Call] = []
+    walk(func, lambda node: found.append(node) if isinstance(node, Call) else None)
+    return found

@@ -194,3 +194,12 @@ for _name in ("ptx_barrier_cluster_arrive", "ptx_barrier_cluster_wait"):
 register(
     Intrinsic("ptx_map_shared_cluster", 2, 2, Result.HANDLE, Effect.READ, doc="mapa")
 )  # a shared array's data, the peer block's rank
+
+# Instructions of TVM 0.27's table-driven `T.ptx` namespace that its tests print (operands,
+# then one string per modifier slot): read and printed back, run and compiled by nothing.
+# `T.ptx.cp("async", "commit_group", "")` and its wait_group read as ptx_commit_group and
+# ptx_wait_group, which tirc compiles.
+for _family in "cp griddepcontrol add sub mul max min".split():
+    _name = f"ptx.{_family}"
+    register(Intrinsic(_name, 1, None, Result.EXPLICIT, Effect.OPAQUE, doc="a T.ptx instruction"))
+    FIXED_RESULTS[_name] = dt.VOID

@@ -85,6 +85,8 @@ class Canon:
             return ["list", [self.value(x) for x in v]]
         if isinstance(v, st.Attrs):
             return ["dict", sorted([k, self.value(x)] for k, x in v.items)]
+        if isinstance(v, st.TargetAttr):
+            return ["target", self.value(v.config)]
         return self.expr(v)
 
     def attrs(self, attrs: st.Attrs) -> Any:

@@ -44,6 +44,14 @@ def dtype_of(obj: Any) -> str:
     return "void"
 
 
+# TVM 0.27's ops that tirc reads as one of its intrinsics under an older name
+TIRC_NAMES = {
+    "ptx_legacy.mma": "ptx_mma",
+    "ptx_legacy.ldmatrix": "ptx_ldmatrix",
+    "s_tir.cp_async_raw": "ptx_cp_async",
+}
+
+
 class Canon:
     def __init__(self) -> None:
         self.vars: dict[int, int] = {}
@@ -85,6 +93,8 @@ class Canon:
             return ["list", [self.value(x) for x in v]]
         if isinstance(v, tvm.ir.Map) or isinstance(v, dict):
             return ["dict", sorted([str(k), self.value(x)] for k, x in v.items())]
+        if key(v) == "target.Target":
+            return ["target", self.value(v.export())]
         return self.expr(v)
 
     def attrs(self, m: Any, hidden: set[str] = frozenset()) -> Any:  # type: ignore[assignment]
@@ -148,6 +158,7 @@ class Canon:
         name = str(e.op.name) if key(e.op) == "ir.Op" else str(e.op)
         for prefix in ("tirx.", "prim.", "tir."):
             name = name.removeprefix(prefix)
+        name = TIRC_NAMES.get(name, name)
         args = list(e.args)
         if name == "buffer_data":
             return ["data", self.buffer(args[0])]

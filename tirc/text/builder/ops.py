@@ -34,7 +34,15 @@ from tirc.text.builder.args import (
 )
 from tirc.text.builder.expr import CALLERS, Evaluator
 from tirc.text.builder.macro import apply_lambda
-from tirc.text.builder.values import Arg, Builtin, DTypeValue, HandleType, Invocation, Lambda
+from tirc.text.builder.values import (
+    Arg,
+    Builtin,
+    DTypeValue,
+    HandleType,
+    Invocation,
+    Lambda,
+    Namespace,
+)
 from tirc.text.syntax import tree
 
 SPECIAL_FLOATS = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
@@ -406,6 +414,52 @@ def _call_intrin(ev: Any, inv: Invocation) -> PrimExpr:
     return Call(dtype, name, values, span=inv.span)
 
 
+def _ptx_legacy_mma(ev: Any, inv: Invocation) -> PrimExpr:
+    """`T.ptx_legacy.mma(shape, layouts, types, a, a_off, b, b_off, c, c_off, saturate)`,
+    TVM 0.27's spelling of `T.ptx_mma`: void unless `dtype=` names the accumulator's type."""
+    return _legacy_call(ev, inv, "ptx_mma", 13, 14, dt.VOID, extra=("operator",))
+
+
+def _ptx_legacy_ldmatrix(ev: Any, inv: Invocation) -> PrimExpr:
+    """`T.ptx_legacy.ldmatrix(trans, num, type, local, local_off, shared, shared_off,
+    dtype=...)`: `T.ptx_ldmatrix`, its element type int8 unless `dtype=` says (as TVM's)."""
+    return _legacy_call(ev, inv, "ptx_ldmatrix", 7, 7, dt.INT8)
+
+
+def _legacy_call(
+    ev: Any,
+    inv: Invocation,
+    name: str,
+    low: int,
+    high: int,
+    dtype: DataType,
+    extra: tuple[str, ...] = (),
+) -> PrimExpr:
+    args = list(inv.args)
+    for key, arg in inv.kwargs.items():
+        if key == "dtype":
+            dtype = expect_dtype(ev, arg)
+        elif key in extra and len(args) < high:
+            args.append(arg)
+        else:
+            raise ev.error(arg.span, f"{inv.name} has no parameter '{key}'")
+    if not low <= len(args) <= high:
+        wanted = str(low) if low == high else f"{low} or {high}"
+        raise ev.error(inv.span, f"{inv.name} takes {wanted} arguments ({len(args)} given)")
+    values = tuple(call_argument(ev, arg, inv.name) for arg in args)
+    return located(ev, inv.span, lambda: Call(dtype, name, values, span=inv.span))
+
+
+def _cp_async_raw(ev: Any, inv: Invocation) -> PrimExpr:
+    """`T.s_tir.cp_async_raw(dtype, dst, dst_off, src, src_off, bytes)`: what TVM 0.27's
+    InjectPTXAsyncCopy writes for `T.ptx_cp_async`."""
+    if inv.kwargs or len(inv.args) != 6:
+        raise ev.error(inv.span, f"{inv.name} takes 6 arguments: dtype, dst, dst_off, src, ...")
+    dtype = expect_dtype(ev, inv.args[0])
+    values = tuple(call_argument(ev, arg, inv.name) for arg in inv.args[1:])
+    return located(ev, inv.span, lambda: Call(dtype, "ptx_cp_async", values, span=inv.span))
+
+
 EXPLICIT_NODES: dict[str, type[PrimExpr]] = {
     "Add": ir.Add,
     "Sub": ir.Sub,
@@ -438,10 +492,40 @@ FOLDING: dict[str, str] = {
 }
 
 
-def builtins() -> dict[str, Builtin]:
-    table: dict[str, Builtin] = {}
+def _ptx_cp(ev: Any, inv: Invocation) -> PrimExpr:
+    """`T.ptx.cp("async", "commit_group", "")`, `T.ptx.cp(n, "async", "wait_group", "")`:
+    T.ptx_commit_group() and T.ptx_wait_group(n); any other form stays a `T.ptx.cp` call."""
+    words = [arg.value for arg in inv.args if isinstance(arg.value, str)]
+    if not inv.kwargs and words == ["async", "commit_group", ""] and len(inv.args) == 3:
+        return Call(dt.VOID, "ptx_commit_group", (), span=inv.span)
+    if not inv.kwargs and words == ["async", "wait_group", ""] and len(inv.args) == 4:
+        count = expect_expr(ev, inv.args[0])
+        return Call(dt.VOID, "ptx_wait_group", (count,), span=inv.span)
+    return intrinsic_call("ptx.cp")(ev, inv)
+
+
+NAMESPACES = {
+    "ptx": "TVM's PTX instructions",
+    "ptx_legacy": "TVM's legacy PTX intrinsics",
+    "s_tir": "the nodes TVM's s_tir passes write",
+}
+
+
+def builtins() -> dict[str, Builtin | Namespace]:
+    table: dict[str, Builtin | Namespace] = {}
+    spaces: dict[str, dict[str, Any]] = {name: {} for name in NAMESPACES}
     for name in intrinsics.all_names():
-        table[name] = Builtin(f"T.{name}", intrinsic_call(name))
+        space, dot, member = name.partition(".")
+        if dot:  # `T.ptx.add`: a member of a namespace of T
+            spaces[space][member] = Builtin(f"T.{name}", intrinsic_call(name))
+        else:
+            table[name] = Builtin(f"T.{name}", intrinsic_call(name))
+    spaces["ptx"]["cp"] = Builtin("T.ptx.cp", _ptx_cp)
+    spaces["ptx_legacy"]["mma"] = Builtin("T.ptx_legacy.mma", _ptx_legacy_mma)
+    spaces["ptx_legacy"]["ldmatrix"] = Builtin("T.ptx_legacy.ldmatrix", _ptx_legacy_ldmatrix)
+    spaces["s_tir"]["cp_async_raw"] = Builtin("T.s_tir.cp_async_raw", _cp_async_raw)
+    for space, members in spaces.items():
+        table[space] = Namespace(f"T.{space}", members, NAMESPACES[space])
     for name, node in EXPLICIT_NODES.items():
         table[name] = Builtin(f"T.{name}", _explicit_binary(node))
     for name, op in FOLDING.items():

@@ -285,6 +285,8 @@ def _call(printer: ExprPrinter, node: Call) -> Rendered:
             left = printer.operand(args[0], level)
             return level, f"{left} {symbol} {printer.operand(args[1], level + 1)}"
     text = printer.args(args)
+    if op == "ptx_mma" and node.dtype.is_void:  # TVM 0.27 writes no dtype there
+        return prec.ATOM, f"T.ptx_legacy.mma({text})"
     if op in _DTYPE_LAST:
         text = f'{text}, "{node.dtype}"' if text else f'"{node.dtype}"'
     elif intrinsic is not None and intrinsic.result is intrinsics.Result.EXPLICIT:
