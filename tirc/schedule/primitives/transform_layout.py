@@ -277,6 +277,59 @@ def _grows(old: tuple, new: tuple) -> bool:
     return not Analyzer().can_prove_equal(new_size, old_size)
 
 
+def _narrowed(domains: dict[Var, Range], conditions: list[PrimExpr]) -> dict[Var, Range]:
+    """The domains cut by the if_then_else conditions an access is under, where each is a
+    conjunction of constant bounds on those iterators (`1 <= vh and vh < 15`): TVM's
+    iterator maps read such a predicate as the iterator's range, so `vh - 1` runs from 0.
+    Any other condition leaves the domains as they are, as TVM retries without it."""
+    bounds: dict[Var, tuple[int, int]] = {}
+    for var, domain in domains.items():
+        if not (isinstance(domain.min, IntImm) and isinstance(domain.extent, IntImm)):
+            continue
+        bounds[var] = (domain.min.value, domain.min.value + domain.extent.value)
+    pending = list(conditions)
+    while pending:
+        condition = pending.pop()
+        if isinstance(condition, E.And):
+            pending += [condition.a, condition.b]
+            continue
+        bound = _constant_bound(condition)
+        if bound is None or bound[0] not in bounds:
+            return domains
+        var, low, high = bound
+        old_low, old_high = bounds[var]
+        bounds[var] = (max(old_low, low), min(old_high, high))
+    result = dict(domains)
+    for var, (low, high) in bounds.items():
+        if high <= low:
+            return domains
+        dtype = var.dtype
+        result[var] = Range(IntImm(low, dtype), IntImm(high - low, dtype))
+    return result
+
+
+def _constant_bound(condition: PrimExpr) -> tuple[Var, int, int] | None:
+    """(v, low, high) for `c <= v`, `v < c` and their mirrors: v in [low, high)."""
+    big = 1 << 62
+    if not isinstance(condition, (E.LT, E.LE, E.GT, E.GE)):
+        return None
+    kind = {E.LT: "<", E.LE: "<=", E.GT: ">", E.GE: ">="}[type(condition)]
+    a, b = condition.a, condition.b
+    if isinstance(b, Var) and isinstance(a, IntImm):
+        a, b = b, a
+        kind = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}[kind]
+    if not (isinstance(a, Var) and isinstance(b, IntImm)):
+        return None
+    value = b.value
+    if kind == "<":
+        return a, -big, value
+    if kind == "<=":
+        return a, -big, value + 1
+    if kind == ">":
+        return a, value + 1, big
+    return a, value, big
+
+
 def _simplify_keeping_base(analyzer: Analyzer, index: PrimExpr) -> PrimExpr:
     """`index` of an iterator map's normal form simplified under the iterators' ranges, its
     constant base kept as the normal form adds it (`v2 * 14 + v3 + -15`, as TVM's iterator-map
@@ -307,7 +360,23 @@ class _Rewriter(Mutator):
         self.old, self.new, self.mapping = old, new, mapping
         self.analyzer = Analyzer()  # knows no ranges: the map is simplified as written
         self.domains: dict[Var, Range] = {}  # loops and block iterators around the access
+        self.conditions: list[PrimExpr] = []  # the if_then_else branches the access is under
         self.reuse: dict[SBlock, SBlock] = {}
+
+    def visit_Call(self, node: E.Call) -> E.Call:
+        if node.op != "if_then_else" or len(node.args) != 3:
+            new: E.Call = self.generic_visit(node)
+            return new
+        condition = self.visit(node.args[0])
+        branches = []
+        for guard, arg in ((condition, node.args[1]), (E.Not(condition), node.args[2])):
+            self.conditions.append(guard)
+            branches.append(self.visit(arg))
+            self.conditions.pop()
+        args = (condition, *branches)
+        if all(a is b for a, b in zip(args, node.args, strict=True)):
+            return node
+        return dataclasses.replace(node, args=args)
 
     def visit_For(self, node: For) -> For:
         self.domains[node.loop_var] = Range(node.min, node.extent)
@@ -323,6 +392,7 @@ class _Rewriter(Mutator):
         for index in mapped:
             walk(index, lambda item: used.add(item) if isinstance(item, Var) else None)
         domains = {var: self.domains[var] for var in used if var in self.domains}
+        domains = _narrowed(domains, self.conditions)
         # an iterator over [m, m + e) reads as (v - m) over [0, e), as TVM's iterator maps
         # shift it: `vi` over [21, 32) is `vi - 21 + 21`
         starts = {
