@@ -9,7 +9,10 @@ time step statements run in the given order. Only buffers allocated in the loop'
 or in the block whose body is the loop, are versioned (as in TVM); each gets
 `max(stage(reader) - stage(writer) + [reader runs after writer in a step])` versions and an
 outer index `iteration % versions`, over the pairs whose regions (over all iterations) may
-overlap; a block's region names the version its iteration touches.
+overlap; a block's region names the version its iteration touches. A loop of fewer iterations
+than its stages, or of an extent known only at run time, is pipelined too, each statement of
+the prologue and epilogue guarded by its iteration being one of the loop's (an asynchronous
+pipeline excepted: its waits count the copies in flight, which needs every stage to run).
 
 A pipelined loop inside a pipelined loop's body is rewritten first. The outer loop counts it
 as one statement, or, as TVM does, as three, its prologue, body and epilogue, when its stages
@@ -445,11 +448,12 @@ def pipeline(
         raise DiagnosticError.at(loop.span, "only a serial loop can be software-pipelined")
     dtype = loop.loop_var.dtype
     stage_count = E.IntImm(max_stage, dtype)
-    if not analyzer.can_prove(E.GE(loop.extent, stage_count)):
+    long_enough = analyzer.can_prove(E.GE(loop.extent, stage_count))
+    if not long_enough and async_stages:
         raise DiagnosticError.at(
             loop.span,
-            f"a software pipeline of {max_stage + 1} stages needs a loop of at least "
-            f"{max_stage} iterations",
+            f"an asynchronous software pipeline of {max_stage + 1} stages needs a loop of at "
+            f"least {max_stage} iterations (its waits count the copies in flight)",
         )
     accesses = []
     for stmt in stmts:
@@ -479,12 +483,17 @@ def pipeline(
     rewrite = _Pipeline(loop, stmts, stages, ordered, versioned, analyzer, plan)
     extent = analyzer.simplify(E.Sub(loop.extent, stage_count))
     unrolled, none = S.ForKind.UNROLLED, S.EMPTY_ATTRS
+    tail, tail_length = _epilogue(loop.extent, stage_count, long_enough, analyzer)
+    empty = S.Evaluate(E.IntImm(0))  # the steady state of a loop of at most S iterations
+    body: S.Stmt = empty
+    if not analyzer.can_prove(E.LE(extent, E.IntImm(0, dtype))):
+        body = rewrite.segment(_Phase.BODY, E.Add(loop.min, stage_count), extent, loop.kind, keep)
     parts = (
         rewrite.segment(_Phase.PROLOGUE, loop.min, stage_count, unrolled, none),
-        rewrite.segment(_Phase.BODY, E.Add(loop.min, stage_count), extent, loop.kind, keep),
-        rewrite.segment(_Phase.EPILOGUE, E.Add(loop.min, loop.extent), stage_count, unrolled, none),
+        body,
+        rewrite.segment(_Phase.EPILOGUE, E.Add(loop.min, tail), tail_length, unrolled, none),
     )
-    result = S.seq(*parts)
+    result = S.seq(*(part for part in parts if part is not empty))
     allocs: tuple[Buffer, ...] = ()
     if block is not None or inner:
         allocs = tuple(versioned.get(buffer.data, buffer) for buffer in inner)
@@ -504,6 +513,26 @@ def pipeline(
     outer_handles = {buffer.data for buffer in outer_allocs}
     outer = {data: new for data, new in versioned.items() if data in outer_handles}
     return result, outer, Nested(result, parts, allocs)
+
+
+def _epilogue(
+    extent: PrimExpr, stage_count: E.IntImm, long_enough: bool, analyzer: Analyzer
+) -> tuple[PrimExpr, PrimExpr]:
+    """The first time step of the epilogue, from the loop's start, and its number of steps.
+
+    The prologue runs steps [0, S) and the body [S, N), so the epilogue starts at max(N, S),
+    where no step runs twice, and ends at N + S; each statement in them runs only where its
+    iteration is one of the loop's (a loop shorter than S, or of unknown extent, as TVM
+    allows). With S = 1 it may start at N: the two overlap only where N is 0, and nothing
+    runs then."""
+    if long_enough:
+        return extent, stage_count
+    if isinstance(extent, E.IntImm):
+        start, length = max(extent.value, stage_count.value), min(extent.value, stage_count.value)
+        return E.IntImm(start, extent.dtype), E.IntImm(length, extent.dtype)
+    if stage_count.value == 1:
+        return extent, stage_count
+    return analyzer.simplify(E.Max(extent, stage_count)), stage_count
 
 
 class _Injector(Mutator):
