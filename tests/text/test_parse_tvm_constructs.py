@@ -16,7 +16,7 @@ from tirc.diagnostics import Severity
 from tirc.ir.expr import Call
 from tirc.ir.function import IRModule
 from tirc.ir.functor import walk
-from tirc.ir.stmt import TargetAttr
+from tirc.ir.stmt import AttrStmt, TargetAttr
 from tirc.ir.structural import find_difference
 from tirc.text import parse, print_module
 
@@ -120,3 +120,9 @@ def _calls(func: object) -> list[Call]:
     found: list[Call] = []
     walk(func, lambda node: found.append(node) if isinstance(node, Call) else None)
     return found
+
+
+def test_target_attribute_statement_holds_a_target() -> None:
+    stmt = _read("target_attr_stmt")["main"].body
+    assert isinstance(stmt, AttrStmt) and isinstance(stmt.node, TargetAttr)
+    assert stmt.key == "target"

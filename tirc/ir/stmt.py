@@ -178,7 +178,7 @@ class DeclBuffer(Stmt):
 class AttrStmt(Stmt):
     """`with T.attr(node, key, value):` — thread extents, pragmas, storage hints."""
 
-    node: object  # a Var, IterVar, Buffer, StringImm or PrimExpr
+    node: object  # a Var, IterVar, Buffer, StringImm, PrimExpr or TargetAttr
     key: str
     value: PrimExpr
     body: Stmt

@@ -23,6 +23,7 @@ from tirc.ir.stmt import (
     IterType,
     IterVar,
     Stmt,
+    TargetAttr,
     domain_of,
 )
 from tirc.text.builder.args import Param, Signature, attr_value, expect_dtype, expect_str
@@ -132,7 +133,7 @@ class AttrContext(ContextValue):
 
 def attr_node(builder: Builder, value: Any, span: Span) -> object:
     value = builder.check_value(value)
-    if isinstance(value, (Buffer, IterVar, PrimExpr, CommReducer)):
+    if isinstance(value, (Buffer, IterVar, PrimExpr, CommReducer, TargetAttr)):
         return value
     if isinstance(value, str):
         return StringImm(value)

@@ -323,13 +323,26 @@ def _attr(printer: StmtPrinter, node: AttrStmt, alone: bool) -> None:
         while type(body) is AttrStmt and _is_attr_dict_node(body.node):
             items.append(f"{quote(body.key)}: {exprs.expr(body.value)}")
             body = body.body
-        printer.open(f"with T.attr({{{', '.join(items)}}}):")
-        printer.body(body)
-        printer.close()
+        _scope(printer, f"T.attr({{{', '.join(items)}}})", body, alone)
         return
     value = exprs.expr(node.value)
-    printer.open(f"with T.attr({format_value(target, exprs)}, {quote(node.key)}, {value}):")
-    printer.body(node.body)
+    _scope(
+        printer,
+        f"T.attr({format_value(target, exprs)}, {quote(node.key)}, {value})",
+        node.body,
+        alone,
+    )
+
+
+def _scope(printer: StmtPrinter, head: str, body: Stmt, alone: bool) -> None:
+    """`with head:` and the body; alone in its parent's body, the scope runs to the end of
+    it, and TVM prints `head` as a statement followed by the body."""
+    if alone:
+        printer.line(head)
+        printer.body(body)
+        return
+    printer.open(f"with {head}:")
+    printer.body(body)
     printer.close()
 
 
