@@ -85,14 +85,14 @@ class Canon:
             return ["list", [self.value(x) for x in v]]
         if isinstance(v, st.Attrs):
             return ["dict", sorted([k, self.value(x)] for k, x in v.items)]
-        if isinstance(v, st.TargetAttr):
-            return ["target", self.value(v.config)]
         return self.expr(v)
 
     def attrs(self, attrs: st.Attrs) -> Any:
         return sorted([k, self.value(v)] for k, v in attrs.items)
 
     def expr(self, e: Any) -> Any:
+        if isinstance(e, st.TargetAttr):
+            return ["target", self.value(e.config)]
         if isinstance(e, ir.Var):
             return self.var(e)
         if isinstance(e, ir.IntImm):

@@ -93,8 +93,6 @@ class Canon:
             return ["list", [self.value(x) for x in v]]
         if isinstance(v, tvm.ir.Map) or isinstance(v, dict):
             return ["dict", sorted([str(k), self.value(x)] for k, x in v.items())]
-        if key(v) == "target.Target":
-            return ["target", self.value(v.export())]
         return self.expr(v)
 
     def attrs(self, m: Any, hidden: set[str] = frozenset()) -> Any:  # type: ignore[assignment]
@@ -152,6 +150,8 @@ class Canon:
             ]  # fmt: skip
         if k == "ir.TensorRegion":
             return ["region", self.buffer(e.source), [self.expr(r) for r in e.region]]
+        if k == "target.Target":
+            return ["target", self.value(e.export())]
         return ["?", k]
 
     def call(self, e: Any) -> Any:
