@@ -480,6 +480,7 @@ def pipeline(
     plan = (
         _AsyncPlan(loop, stmts, stages, ordered, accesses, async_stages) if async_stages else None
     )
+    _check_dependences(loop, stmts, stages, orders, accesses)  # after the async plan's own
     rewrite = _Pipeline(loop, stmts, stages, ordered, versioned, analyzer, plan)
     extent = analyzer.simplify(E.Sub(loop.extent, stage_count))
     unrolled, none = S.ForKind.UNROLLED, S.EMPTY_ATTRS
@@ -513,6 +514,42 @@ def pipeline(
     outer_handles = {buffer.data for buffer in outer_allocs}
     outer = {data: new for data, new in versioned.items() if data in outer_handles}
     return result, outer, Nested(result, parts, allocs)
+
+
+def _check_dependences(
+    loop: S.For,
+    stmts: tuple[S.Stmt, ...],
+    stages: tuple[int, ...],
+    orders: tuple[int, ...],
+    accesses: list[Accesses],
+) -> None:
+    """A statement that reads what an earlier one (in the loop body) writes keeps reading that
+    iteration's value: its stage is not earlier, and in the same stage it comes later in the
+    order, as TVM 0.27 requires (else the pipeline would read another iteration's value)."""
+    for reader in range(len(stmts)):
+        for writer in range(reader):
+            shared = accesses[reader].reads & accesses[writer].writes
+            if not shared:
+                continue
+            name = min(var.name for var in shared)
+            where = (Note(f"'{name}' is written here", stmts[writer].span or loop.span),)
+            if stages[reader] < stages[writer]:
+                raise DiagnosticError.at(
+                    stmts[reader].span or loop.span,
+                    f"this statement of stage {stages[reader]} reads '{name}', which a statement "
+                    f"before it writes in the later stage {stages[writer]}: a pipeline stage "
+                    "cannot read what a later stage writes for the same iteration",
+                    *where,
+                )
+            if stages[reader] == stages[writer] and orders[reader] < orders[writer]:
+                raise DiagnosticError.at(
+                    stmts[reader].span or loop.span,
+                    f"this statement reads '{name}', which a statement before it in the same "
+                    f"stage {stages[reader]} writes, but comes first in the pipeline's order "
+                    f"({orders[reader]} < {orders[writer]}): two dependent statements of one "
+                    "stage cannot be reordered",
+                    *where,
+                )
 
 
 def _epilogue(
