@@ -36,6 +36,13 @@ class Bound:
         high = self.max if self.max is None or limits.max is None else min(self.max, limits.max)
         return Bound(low, high)
 
+    def shifted(self, offset: int) -> Bound:
+        """Every value plus `offset`."""
+        return Bound(
+            None if self.min is None else self.min + offset,
+            None if self.max is None else self.max + offset,
+        )
+
     def union(self, other: Bound) -> Bound:
         low = None if self.min is None or other.min is None else min(self.min, other.min)
         high = None if self.max is None or other.max is None else max(self.max, other.max)

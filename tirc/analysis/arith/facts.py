@@ -7,13 +7,14 @@ in turn ask these queries, so they take Facts and the Analyzer builds on both.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Hashable, Mapping
 from typing import Self
 
 from tirc.analysis.arith.bound import Bound, const_bound
 from tirc.analysis.arith.memo import SimplifyMemo
-from tirc.analysis.arith.simplify import Simplifier
+from tirc.analysis.arith.simplify import Context, Simplifier, difference_key
 from tirc.ir.buffer import Range
+from tirc.ir.canonical import to_sum
 from tirc.ir.expr import IntImm, PrimExpr, Sub, Var
 
 
@@ -32,6 +33,8 @@ class Facts:
         self.ranges: dict[Var, Bound] = {}
         self.domains: dict[Var, Range] = {}
         self._memo = SimplifyMemo() if remember else None
+        # what conditions in scope and bound values add (see `assume` and `bind_value`)
+        self.context = Context()
 
     @classmethod
     def over(cls, domains: Mapping[Var, Range]) -> Self:
@@ -55,6 +58,59 @@ class Facts:
             self.domains.pop(var, None)
         self.ranges[var] = bound
 
+    def bind_value(self, var: Var, value: PrimExpr) -> None:
+        """`var` stands for `value` (a pure `x = value` binding): later expressions read it
+        as that value, as TVM's analyzer substitutes a bound variable."""
+        if not (value.dtype.is_integer or value.dtype.is_bool):
+            return  # a handle or a float: nothing to simplify with it
+        value = self.simplify(value)
+        self.context = self.context.with_value(var, value)
+        self.ranges[var] = self.const_bound(value)
+
+    def assume(self, condition: PrimExpr) -> Callable[[], None]:
+        """Know `condition` from here on (the scope of an `if`, an assert); returns the
+        function that forgets it again. Its conjuncts become literal facts (the same condition
+        met again is true, its negation false), a comparison of integers bounds its
+        difference (`i < n - 1` decides `i + 1 < n`), and a variable compared with a constant
+        takes the tighter bound (`i < 3` decides `i < 8`) without being folded to a value."""
+        saved_context, saved_ranges = self.context, dict(self.ranges)
+        simplifier = Simplifier(self.ranges, None, self.context)
+        facts, differences, variables = simplifier.literal_facts(self.simplify(condition))
+        keyed: dict[Hashable, Bound] = {}
+        for difference, bound in differences:
+            key, offset = difference_key(difference)
+            shifted = bound.shifted(-offset)
+            keyed[key] = keyed[key].intersect(shifted) if key in keyed else shifted
+        self.context = self.context.with_facts(facts, keyed)
+        for var, bound in variables:
+            self._tighten(var, bound)
+
+        def forget() -> None:
+            self.context, self.ranges = saved_context, saved_ranges
+
+        return forget
+
+    def _tighten(self, var: Var, bound: Bound) -> None:
+        """`var` in `bound` as well, marked so that it is not folded to a value."""
+        old = self.const_bound(var)
+        new = old.intersect(bound)
+        if new == old:
+            return
+        self.ranges[var] = new
+        self.context = self.context.with_unfolded(var)
+
+    def mark_global_non_negative(self, value: PrimExpr) -> None:
+        """A buffer parameter's shape `var * scale + offset` is non-negative, so var is at
+        least `-offset / scale` (TVM's rule for `n * 32` and `n * 32 - 1`: n >= 0, n >= 1)."""
+        total = to_sum(value)
+        if len(total.terms) != 1:
+            return
+        ((atom, coeff),) = total.terms.values()
+        if coeff <= 0 or not isinstance(atom, Var) or not atom.dtype.is_integer:
+            return
+        least = -(total.const // coeff)  # ceil(-offset / scale)
+        self.ranges[atom] = self.ranges.get(atom, Bound(None, None)).intersect(Bound(least, None))
+
     def mark_non_negative(self, var: Var) -> None:
         """Record `var >= 0` (a shape variable), keeping what else is known of it."""
         self.ranges[var] = self.ranges.get(var, Bound(None, None)).intersect(Bound(0, None))
@@ -63,8 +119,8 @@ class Facts:
         return const_bound(expr, self.ranges)
 
     def simplify(self, expr: PrimExpr) -> PrimExpr:
-        memo = None if self._memo is None else self._memo.under(self.ranges)
-        result: PrimExpr = Simplifier(self.ranges, memo).visit(expr)
+        memo = None if self._memo is None else self._memo.under(self.ranges, self.context)
+        result: PrimExpr = Simplifier(self.ranges, memo, self.context).visit(expr)
         return result
 
     def can_prove(self, condition: PrimExpr) -> bool:

@@ -18,6 +18,7 @@ from tirc.ir.node import Node
 
 if TYPE_CHECKING:
     from tirc.analysis.arith.bound import Bound
+    from tirc.analysis.arith.simplify import Context
     from tirc.ir.expr import PrimExpr
 
 # Past this many keyed nodes a memo starts afresh, so that a long-lived analyzer does not keep
@@ -31,15 +32,17 @@ class SimplifyMemo:
 
     def __init__(self) -> None:
         self._ranges: dict[Var, Bound] = {}
+        self._context: Context | None = None
         self._keys: dict[int, tuple[Node, int]] = {}  # id -> (node, key): keeps ids unique
         self._interned: dict[Hashable, int] = {}
         self.results: dict[tuple[int, bool], PrimExpr] = {}
 
-    def under(self, ranges: Mapping[Var, Bound]) -> SimplifyMemo:
-        """This memo, emptied first if `ranges` differ from the bounds of its results (or it
-        grew past LIMIT)."""
-        if ranges != self._ranges or len(self._keys) > LIMIT:
+    def under(self, ranges: Mapping[Var, Bound], context: Context) -> SimplifyMemo:
+        """This memo, emptied first if `ranges` or the facts in `context` differ from those
+        of its results (or it grew past LIMIT)."""
+        if ranges != self._ranges or context is not self._context or len(self._keys) > LIMIT:
             self._ranges = dict(ranges)
+            self._context = context
             self._keys.clear()
             self._interned.clear()
             self.results.clear()

@@ -11,7 +11,8 @@ from __future__ import annotations
 import dataclasses
 import math
 import operator
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from tirc.analysis.arith.bound import Bound, const_bound
@@ -22,9 +23,35 @@ from tirc.ir import integer
 from tirc.ir.buffer import Buffer
 from tirc.ir.canonical import Sum, from_sum, merge_splits, to_sum
 from tirc.ir.expr import IntImm, PrimExpr, Var
-from tirc.ir.functor import Mutator, child_fields
+from tirc.ir.functor import Mutator, child_fields, walk
+from tirc.ir.intrinsics import Effect, lookup
 from tirc.ir.node import Node
 from tirc.ir.structural import expr_key
+
+
+def is_pure(expr: PrimExpr) -> bool:
+    """No load and no call with an effect: a value that a store cannot change, so a fact
+    about it or a variable standing for it holds anywhere in its scope."""
+    impure: list[object] = []
+
+    def check(node: object) -> None:
+        if isinstance(node, E.BufferLoad):
+            impure.append(node)
+        elif isinstance(node, E.Call):
+            intrinsic = lookup(node.op)
+            if intrinsic is None or intrinsic.effect is not Effect.PURE:
+                impure.append(node)
+
+    walk(expr, check)
+    return not impure
+
+
+def difference_key(difference: PrimExpr) -> tuple[Hashable, int]:
+    """The key of `difference` less its constant, and that constant: a fact about `i - n + 1`
+    bounds `i - n` too."""
+    total = to_sum(difference)
+    offset = total.const
+    return expr_key(from_sum(dataclasses.replace(total, const=0))), offset
 
 
 def _is_index(expr: PrimExpr) -> bool:
@@ -40,6 +67,40 @@ def _bool(value: bool) -> IntImm:
     return IntImm(1 if value else 0, dt.BOOL)
 
 
+@dataclass(frozen=True)
+class Context:
+    """What conditions in scope and bound values add to the variables' bounds (built by
+    `Facts.assume` and `Facts.bind_value`; replaced, never changed, so that a memo can tell
+    by identity whether it still holds).
+
+    `facts` maps the key of a boolean expression to its known truth, `differences` the key
+    of a simplified `a - b` to the bound a comparison in scope gives it, `values` a bound
+    variable to the value it stands for, and `unfolded` holds the variables a condition
+    pinned to one value: they keep their name (`if i == 5: A[i]` stays)."""
+
+    facts: Mapping[Hashable, bool] = field(default_factory=dict)
+    differences: Mapping[Hashable, Bound] = field(default_factory=dict)
+    values: Mapping[Var, PrimExpr] = field(default_factory=dict)
+    unfolded: frozenset[Var] = frozenset()
+
+    def with_facts(
+        self, facts: Mapping[Hashable, bool], differences: Mapping[Hashable, Bound]
+    ) -> Context:
+        merged = dict(self.differences)
+        for key, bound in differences.items():
+            merged[key] = merged[key].intersect(bound) if key in merged else bound
+        return dataclasses.replace(self, facts={**self.facts, **facts}, differences=merged)
+
+    def with_value(self, var: Var, value: PrimExpr) -> Context:
+        return dataclasses.replace(self, values={**self.values, var: value})
+
+    def with_unfolded(self, var: Var) -> Context:
+        return dataclasses.replace(self, unfolded=self.unfolded | {var})
+
+
+NO_CONTEXT = Context()
+
+
 class Simplifier(Mutator):
     """One simplification under fixed variable bounds (a new instance per query).
 
@@ -48,13 +109,21 @@ class Simplifier(Mutator):
     result counts as simplified already, so that a deep sum is not canonicalized again at
     every comparison above it."""
 
-    def __init__(self, ranges: Mapping[Var, Bound], memo: SimplifyMemo | None = None):
+    def __init__(
+        self,
+        ranges: Mapping[Var, Bound],
+        memo: SimplifyMemo | None = None,
+        context: Context = NO_CONTEXT,
+    ):
         self.ranges = ranges
+        self.context = context
         self.memo = memo  # results found under the same `ranges` by earlier instances
         self.done: dict[int, tuple[PrimExpr, PrimExpr]] = {}  # id -> (expr, its result)
         self.comparing = False  # simplifying an `a - b` built to compare a with b
 
     def visit(self, node: Any) -> Any:
+        if isinstance(node, Var) and node in self.context.values:
+            return self._known(self.context.values[node])
         if not isinstance(node, PrimExpr) or isinstance(node, (Var, IntImm)):
             return super().visit(node)
         known = self.done.get(id(node))
@@ -68,6 +137,7 @@ class Simplifier(Mutator):
             if result is None:
                 result = super().visit(node)
                 self.memo.results[key] = result
+        result = self._known(result)
         self.done[id(node)] = (node, result)  # the entry keeps `node` alive: ids stay unique
         self.done.setdefault(id(result), (result, result))
         return result
@@ -75,14 +145,79 @@ class Simplifier(Mutator):
     def bound(self, expr: PrimExpr) -> Bound:
         return const_bound(expr, self.ranges)
 
+    def _known(self, result: PrimExpr) -> PrimExpr:
+        """`result`, or its truth where a fact in scope gives it."""
+        if self.context.facts and result.dtype.is_bool and result.dtype.is_scalar:
+            truth = self.context.facts.get(expr_key(result))
+            if truth is not None:
+                return _bool(truth)
+        return result
+
     def _difference_bound(self, a: PrimExpr, b: PrimExpr) -> Bound:
         """The bound of `a - b`, simplified without the rule for a difference of quotients
         (TVM decides `min((n + 3) // 4, n // 4)` by bounds alone, and leaves it)."""
         comparing, self.comparing = self.comparing, True
         try:
-            return self.bound(self.visit(E.Sub(a, b)))
+            difference = self.visit(E.Sub(a, b))
         finally:
             self.comparing = comparing
+        bound = self.bound(difference)
+        if self.context.differences:
+            key, offset = difference_key(difference)
+            known = self.context.differences.get(key)
+            if known is not None:
+                bound = bound.intersect(known.shifted(offset))
+        return bound
+
+    def literal_facts(
+        self, condition: PrimExpr
+    ) -> tuple[dict[Hashable, bool], list[tuple[PrimExpr, Bound]], list[tuple[Var, Bound]]]:
+        """What a simplified `condition` known true says: the truth of each conjunct in
+        each of its spellings (`i < n` is `n > i`, and `i >= n`, `n <= i`, `not i < n` are
+        false), the bound of each integer comparison's difference, both ways (`i < n`:
+        `i - n` at most -1, `n - i` at least 1), and the bound of a variable compared with a
+        constant (`i < 3`: at most 2; as TVM, `i + 15 < 16` bounds no variable)."""
+        facts: dict[Hashable, bool] = {}
+        differences: list[tuple[PrimExpr, Bound]] = []
+        variables: list[tuple[Var, Bound]] = []
+
+        def visit(expr: PrimExpr, truth: bool) -> None:
+            if not is_pure(expr):
+                return  # a store may change what a load reads: no fact about it lasts
+            facts[expr_key(expr)] = truth
+            facts[expr_key(E.Not(expr))] = not truth
+            if isinstance(expr, E.And) and truth or isinstance(expr, E.Or) and not truth:
+                visit(expr.a, truth)
+                visit(expr.b, truth)
+            elif isinstance(expr, E.Not):
+                visit(expr.a, not truth)
+            elif isinstance(expr, E.CompareOp) and _is_index(expr.a):
+                kind = type(expr) if truth else _COMPLEMENT[type(expr)]
+                compared = _make_compare(kind, expr.a, expr.b)
+                for spelling in (compared, _make_compare(_FLIPPED[kind], expr.b, expr.a)):
+                    facts[expr_key(spelling)] = True
+                    facts[expr_key(E.Not(spelling))] = False
+                    opposite = _COMPLEMENT[type(spelling)]
+                    facts[expr_key(_make_compare(opposite, spelling.a, spelling.b))] = False
+                bound = _DIFFERENCE_BOUNDS.get(kind)
+                if bound is not None and isinstance(expr.a, Var) and isinstance(expr.b, IntImm):
+                    variables.append((expr.a, bound.shifted(expr.b.value)))
+                if bound is not None and isinstance(expr.b, Var) and isinstance(expr.a, IntImm):
+                    flipped = Bound(_negated(bound.max), _negated(bound.min))
+                    variables.append((expr.b, flipped.shifted(expr.a.value)))
+                if bound is not None:
+                    for a, b, sign in ((expr.a, expr.b, 1), (expr.b, expr.a, -1)):
+                        comparing, self.comparing = self.comparing, True
+                        try:
+                            difference = self.visit(E.Sub(a, b))
+                        finally:
+                            self.comparing = comparing
+                        if sign < 0:
+                            bound = Bound(_negated(bound.max), _negated(bound.min))
+                        differences.append((difference, bound))
+
+        visit(condition, True)
+        return facts, differences, variables
 
     # -- canonical sums --------------------------------------------------------------------
 
@@ -496,9 +631,21 @@ class Simplifier(Mutator):
 
     def visit_Var(self, node: Var) -> PrimExpr:
         bound = self.ranges.get(node)
-        if bound is not None and bound.min is not None and bound.is_const and _is_index(node):
+        if (
+            bound is not None
+            and bound.min is not None
+            and bound.is_const
+            and _is_index(node)
+            and node not in self.context.unfolded
+        ):
             return IntImm(bound.min, node.dtype)
         return node
+
+    def visit_Call(self, node: E.Call) -> PrimExpr:
+        rebuilt = self.generic_visit(node)
+        if rebuilt.op == "likely" and isinstance(rebuilt.args[0], IntImm):
+            return rebuilt.args[0]  # a decided hint is its value
+        return rebuilt
 
 
 _FOLD: dict[type, Callable[[int, int], int]] = {
@@ -539,7 +686,12 @@ def _absorbed(a: PrimExpr, b: PrimExpr, inner: type[E.BinaryOp]) -> PrimExpr | N
 def _quotient_compared(node: E.CompareOp) -> PrimExpr:
     """TVM's rules for a quotient by a positive constant compared with a constant, the
     dividend compared instead: `x // 128 < 127` is `x < 16256`, `x // 128 <= 126` is
-    `x <= 16255`, `x // 128 > 3` is `511 < x`, `x // 128 >= 3` is `384 <= x`."""
+    `x <= 16255`, `x // 128 > 3` is `511 < x`, `x // 128 >= 3` is `384 <= x`; with the
+    constant on the left, the same flipped (`1 <= x // 4` is `4 <= x`)."""
+    if isinstance(node.b, E.FloorDiv) and _const(node.a) is not None:
+        flipped = _make_compare(_FLIPPED[type(node)], node.b, node.a)
+        result = _quotient_compared(flipped)
+        return node if result is flipped else result
     quotient, bound = node.a, _const(node.b)
     if not isinstance(quotient, E.FloorDiv) or bound is None:
         return node
@@ -603,6 +755,41 @@ def _decide_eq(d: Bound) -> bool | None:
         return False
     return None
 
+
+def _negated(value: int | None) -> int | None:
+    return None if value is None else -value
+
+
+def _make_compare(kind: type[E.CompareOp], a: PrimExpr, b: PrimExpr) -> E.CompareOp:
+    return kind(a, b)
+
+
+# `not (a < b)` is `a >= b`, and so on
+_COMPLEMENT: dict[type[E.CompareOp], type[E.CompareOp]] = {
+    E.LT: E.GE,
+    E.GE: E.LT,
+    E.LE: E.GT,
+    E.GT: E.LE,
+    E.EQ: E.NE,
+    E.NE: E.EQ,
+}
+# `a < b` is `b > a`, and so on
+_FLIPPED: dict[type[E.CompareOp], type[E.CompareOp]] = {
+    E.LT: E.GT,
+    E.GT: E.LT,
+    E.LE: E.GE,
+    E.GE: E.LE,
+    E.EQ: E.EQ,
+    E.NE: E.NE,
+}
+# the bound of `a - b` where `a <op> b` holds
+_DIFFERENCE_BOUNDS: dict[type[E.CompareOp], Bound] = {
+    E.LT: Bound(None, -1),
+    E.LE: Bound(None, 0),
+    E.GT: Bound(1, None),
+    E.GE: Bound(0, None),
+    E.EQ: Bound(0, 0),
+}
 
 _DECIDE: dict[type, Callable[[Bound], bool | None]] = {
     E.LT: _decide_lt,

@@ -1,5 +1,8 @@
-"""simplify: every expression through the Analyzer, with loop and block variables bounded by
-their ranges; conditions it decides pick their branch.
+"""simplify: every expression through the Analyzer, with loop, block and thread variables
+bounded by their ranges, what is known in scope (an `if`'s condition in its branches, an
+assert after it, a loop's extent positive in its body, a binding's value, buffer parameters'
+shapes non-negative), as TVM 0.27's StmtSimplify; conditions it decides pick their branch,
+and a store of a value loaded from the same place is dropped.
 
 Expects any dialect; leaves the same one:
 
@@ -11,19 +14,24 @@ Expects any dialect; leaves the same one:
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from tirc.analysis.arith.analyzer import Analyzer
 from tirc.analysis.arith.bound import Bound
+from tirc.analysis.arith.simplify import is_pure
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
 from tirc.ir.buffer import BufferRegion, Range
 from tirc.ir.function import PrimFunc
 from tirc.ir.functor import Mutator
+from tirc.ir.structural import structural_equal
 from tirc.transform.parsed_regions import parsed_region
 from tirc.transform.pass_base import Dialect, FunctionPass
 
 NO_OP = S.Evaluate(E.IntImm(0))
+THREAD_KEYS = ("thread_extent", "virtual_thread")
 
 
 def is_no_op(stmt: S.Stmt) -> bool:
@@ -67,10 +75,27 @@ class _Simplifier(Mutator):
 
     def visit_Bind(self, node: S.Bind) -> S.Stmt:
         value = self.visit(node.value)
+        if is_pure(value):
+            self.analyzer.bind_value(node.var, value)  # for the rest of the enclosing scope
         return node if value is node.value else dataclasses.replace(node, value=value)
 
+    def visit_AssertStmt(self, node: S.AssertStmt) -> S.Stmt:
+        condition = self.visit(node.condition)
+        self.analyzer.assume(condition)  # for the rest of the enclosing scope
+        return (
+            node if condition is node.condition else dataclasses.replace(node, condition=condition)
+        )
+
     def visit_AttrStmt(self, node: S.AttrStmt) -> S.Stmt:
-        value, body = self.visit(node.value), self.visit(node.body)
+        value = self.visit(node.value)
+        previous: Bound | None = None
+        thread = node.node if node.key in THREAD_KEYS else None
+        if isinstance(thread, S.IterVar):
+            previous = self.bound(thread.var, Range(E.IntImm(0, value.dtype), value))
+        with self.scope():
+            body = self.visit(node.body)
+        if isinstance(thread, S.IterVar):
+            self.restore(thread.var, previous)
         if value is node.value and body is node.body:
             return node
         return dataclasses.replace(node, value=value, body=body)
@@ -78,7 +103,15 @@ class _Simplifier(Mutator):
     def visit_For(self, node: S.For) -> S.Stmt:
         low, extent = self.visit(node.min), self.visit(node.extent)
         previous = self.bound(node.loop_var, Range(low, extent))
+        var, dtype = node.loop_var, extent.dtype
+        forget = self.analyzer.assume(
+            E.And(
+                E.And(E.GE(var, low), E.LT(var, E.Add(low, extent))),
+                E.GT(extent, E.IntImm(0, dtype)),
+            )
+        )
         body = self.visit(node.body)
+        forget()
         self.restore(node.loop_var, previous)
         result = node
         if low is not node.min or extent is not node.extent or body is not node.body:
@@ -91,7 +124,8 @@ class _Simplifier(Mutator):
         saved = [
             (iv.var, self.bound(iv.var, iv.dom)) for iv in node.iter_vars if iv.dom is not None
         ]
-        result: S.SBlock = self.generic_visit(node)
+        with self.scope():
+            result: S.SBlock = self.generic_visit(node)
         for var, previous in reversed(saved):
             self.restore(var, previous)
         return result
@@ -101,13 +135,60 @@ class _Simplifier(Mutator):
         if isinstance(condition, E.IntImm):
             taken = node.then_case if condition.value else node.else_case
             return NO_OP if taken is None else self.visit(taken)
-        result: S.IfThenElse = self.generic_visit(node)
-        if result.else_case is not None and is_no_op(result.else_case):
-            result = dataclasses.replace(result, else_case=None)
+        known = condition
+        if isinstance(known, E.Call) and known.op == "likely":
+            known = known.expr_arg(0)
+        then_case = self.in_scope(node.then_case, known)
+        else_case = None
+        if node.else_case is not None:
+            else_case = self.in_scope(node.else_case, E.Not(known))
+            if is_no_op(else_case):
+                else_case = None
+        if (condition, then_case, else_case) == (node.condition, node.then_case, node.else_case):
+            return node
+        return dataclasses.replace(
+            node, condition=condition, then_case=then_case, else_case=else_case
+        )
+
+    def in_scope(self, stmt: S.Stmt, condition: E.PrimExpr) -> S.Stmt:
+        forget = self.analyzer.assume(condition)
+        result: S.Stmt = self.visit(stmt)
+        forget()
         return result
 
     def visit_SeqStmt(self, node: S.SeqStmt) -> S.Stmt:
-        return without_no_ops(node, [self.visit(stmt) for stmt in node.stmts])
+        # what a binding or an assert adds holds for the statements after it, to the end of
+        # the sequence
+        with self.scope():
+            stmts = [self.visit(stmt) for stmt in node.stmts]
+        return without_no_ops(node, stmts)
+
+    def visit_While(self, node: S.While) -> S.Stmt:
+        with self.scope():  # an assert in a body that may never run proves nothing after it
+            result: S.Stmt = self.generic_visit(node)
+        return result
+
+    @contextmanager
+    def scope(self) -> Iterator[None]:
+        """What is learnt inside is forgotten after."""
+        context, ranges = self.analyzer.context, dict(self.analyzer.ranges)
+        try:
+            yield
+        finally:
+            self.analyzer.context, self.analyzer.ranges = context, ranges
+
+    def visit_BufferStore(self, node: S.BufferStore) -> S.Stmt:
+        store: S.BufferStore = self.generic_visit(node)
+        load = store.value
+        if (
+            isinstance(load, E.BufferLoad)
+            and load.buffer is store.buffer
+            and store.predicate is None
+            and getattr(load, "predicate", None) is None
+            and structural_equal(load.indices, store.indices)
+        ):
+            return NO_OP  # a store of what is already there
+        return store
 
 
 @dataclass(frozen=True)
@@ -117,5 +198,9 @@ class Simplify(FunctionPass):
     leaves = Dialect.S_TIR
 
     def run_function(self, func: PrimFunc) -> PrimFunc:
-        body = _Simplifier().visit(func.body)
+        simplifier = _Simplifier()
+        for _, buffer in func.buffer_map:
+            for extent in buffer.shape:
+                simplifier.analyzer.mark_global_non_negative(extent)
+        body = simplifier.visit(func.body)
         return func if body is func.body else dataclasses.replace(func, body=body)
