@@ -126,3 +126,24 @@ def test_target_attribute_statement_holds_a_target() -> None:
     stmt = _read("target_attr_stmt")["main"].body
     assert isinstance(stmt, AttrStmt) and isinstance(stmt.node, TargetAttr)
     assert stmt.key == "target"
+
+
+def test_struct_get_writes_its_dtype_last() -> None:
+    calls = _calls(_read("host_intrinsics")["main"])
+    found = [(str(call.dtype), len(call.args)) for call in calls if call.op == "tvm_struct_get"]
+    assert found == [("int32", 3)]
+    text = (PROGRAMS / "host_intrinsics.tir").read_text()
+    text = text.replace('12, "int32")', "1, T.handle().ty)")
+    module = parse(text)
+    assert print_module(module) == text
+    (call,) = [call for call in _calls(module["main"]) if call.op == "tvm_struct_get"]
+    assert call.dtype.is_handle
+
+
+def test_packed_call_reads_but_the_cpu_backend_refuses_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = str(PROGRAMS / "host_intrinsics.tir")
+    out = str(tmp_path / "out.ll")
+    message = _refusal(["compile", path, "--target", "cpu", "--emit", "ll", "-o", out], capsys)
+    assert "T.call_packed" in message and "host_intrinsics.tir:6:5" in message

@@ -195,6 +195,33 @@ register(
     Intrinsic("ptx_map_shared_cluster", 2, 2, Result.HANDLE, Effect.READ, doc="mapa")
 )  # a shared array's data, the peer block's rank
 
+# The host side of TVM's packed-function ABI, and profiling hooks: what TVM's host code and
+# its tests print. tirc reads and prints them; its backends have their own C ABI and refuse
+# them with a located error, as the interpreter does.
+for _name, _low, _high, _result, _effect in (
+    ("call_packed", 1, None, Result.INT32, Effect.OPAQUE),  # name, arguments
+    ("call_cpacked", 1, None, Result.INT32, Effect.OPAQUE),
+    ("call_packed_lowered", 1, None, Result.INT32, Effect.OPAQUE),  # name, stack, begin, end
+    ("call_cpacked_lowered", 1, None, Result.INT32, Effect.OPAQUE),
+    ("tvm_struct_get", 4, 4, Result.EXPLICIT, Effect.READ),  # handle, index, field, dtype
+    ("tvm_struct_set", 4, 4, Result.INT32, Effect.UPDATE),  # handle, index, field, value
+    ("tvm_stack_alloca", 2, 2, Result.HANDLE, Effect.UPDATE),  # kind, count
+    ("tvm_stack_make_shape", 0, None, Result.HANDLE, Effect.UPDATE),
+    ("tvm_stack_make_array", 6, 6, Result.HANDLE, Effect.UPDATE),
+    ("isnullptr", 1, 1, Result.BOOL, Effect.PURE),
+    ("ptr_byte_offset", 3, 3, Result.HANDLE, Effect.PURE),  # pointer, bytes, element type
+    ("handle_add_byte_offset", 2, 2, Result.HANDLE, Effect.PURE),  # pointer, bytes
+    ("start_profile_intrinsic", 1, 1, Result.EXPLICIT, Effect.OPAQUE),
+    ("end_profile_intrinsic", 1, 1, Result.EXPLICIT, Effect.OPAQUE),
+):
+    register(Intrinsic(_name, _low, _high, _result, _effect))
+FIXED_RESULTS["start_profile_intrinsic"] = dt.VOID
+FIXED_RESULTS["end_profile_intrinsic"] = dt.VOID
+# the result dtype written as the last argument, not the first
+DTYPE_LAST = frozenset({"tvm_struct_get"})
+# a loop partition hint: the condition itself, which loop partitioning leaves alone
+register(Intrinsic("ignore_loop_partition", 1, 1, Result.BOOL))
+
 # Instructions of TVM 0.27's table-driven `T.ptx` namespace that its tests print (operands,
 # then one string per modifier slot): read and printed back, run and compiled by nothing.
 # `T.ptx.cp("async", "commit_group", "")` and its wait_group read as ptx_commit_group and

@@ -44,11 +44,16 @@ def dtype_of(obj: Any) -> str:
     return "void"
 
 
-# TVM 0.27's ops that tirc reads as one of its intrinsics under an older name
+# TVM 0.27's ops that tirc reads as one of its intrinsics under another name (the one
+# TVMScript spells, or an older one)
 TIRC_NAMES = {
     "ptx_legacy.mma": "ptx_mma",
     "ptx_legacy.ldmatrix": "ptx_ldmatrix",
     "s_tir.cp_async_raw": "ptx_cp_async",
+    "tvm_call_packed": "call_packed",
+    "tvm_call_cpacked": "call_cpacked",
+    "tvm_call_packed_lowered": "call_packed_lowered",
+    "tvm_call_cpacked_lowered": "call_cpacked_lowered",
 }
 
 

@@ -328,7 +328,10 @@ def intrinsic_call(name: str) -> Callable[[Any, Invocation], PrimExpr]:
         ):
             raise _arity_error(ev, inv, intrinsic, len(inv.args))
         dtype: DataType
-        if explicit:
+        if explicit and name in intrinsics.DTYPE_LAST:
+            dtype = expect_dtype(ev, args[-1])
+            args = args[:-1]
+        elif explicit:
             dtype = expect_dtype(ev, args[0])
             args = args[1:]
         values = [call_argument(ev, arg, inv.name) for arg in args]

@@ -79,7 +79,6 @@ _CALL_FORM: dict[type, tuple[str, str]] = {
 }
 
 # intrinsics whose result dtype TVM writes after the arguments rather than before them
-_DTYPE_LAST = frozenset({"tvm_struct_get"})
 
 
 class ExprPrinter:
@@ -287,8 +286,9 @@ def _call(printer: ExprPrinter, node: Call) -> Rendered:
     text = printer.args(args)
     if op == "ptx_mma" and node.dtype.is_void:  # TVM 0.27 writes no dtype there
         return prec.ATOM, f"T.ptx_legacy.mma({text})"
-    if op in _DTYPE_LAST:
-        text = f'{text}, "{node.dtype}"' if text else f'"{node.dtype}"'
+    if op in intrinsics.DTYPE_LAST:
+        dtype = "T.handle().ty" if node.dtype.is_handle else f'"{node.dtype}"'
+        text = f"{text}, {dtype}" if text else dtype
     elif intrinsic is not None and intrinsic.result is intrinsics.Result.EXPLICIT:
         if intrinsics.FIXED_RESULTS.get(op) == node.dtype:  # written without its dtype
             return prec.ATOM, f"T.{op}({text})"
