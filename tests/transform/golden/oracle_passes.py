@@ -69,6 +69,7 @@ TVM_PASSES = {
     "merge-shared-memory-allocations": s_tir.transform.MergeSharedMemoryAllocations,
     "loop-partition": s_tir.transform.LoopPartition,
     "inject-permuted-layout": s_tir.transform.InjectPermutedLayout,
+    "narrow-datatype": lambda: tirx.transform.NarrowDataType(32),
 }
 
 # passes whose options are TVM PassContext settings: the config key they live under

@@ -1,6 +1,8 @@
 """narrow-datatype: int64 loops and index arithmetic become int32 where their bounds fit.
 
-A loop whose int64 variable ranges within `target_bits` gets a narrow variable; index
+A loop whose int64 variable ranges within `target_bits`, and whose every use lies only
+inside integer expressions that fit too (as TVM 0.27 decides: `i` of
+`B[i * T.int64(65536) + j]` past 2**31 stays int64, with no casts), gets a narrow variable; index
 expressions (buffer indices, loop bounds, the operands of comparisons, integer casts) that
 only involve such variables and constants, and whose bounds fit, are rebuilt in the narrow
 type; elsewhere a narrowed variable reads as `T.Cast("int64", v)`. Buffer shapes are left as
@@ -22,14 +24,67 @@ from tirc.ir import dtype as dt
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
 from tirc.ir.function import PrimFunc
-from tirc.ir.functor import Mutator
+from tirc.ir.functor import Mutator, Visitor
 from tirc.transform.pass_base import Dialect, FunctionPass
 
 _ARITHMETIC = (E.Add, E.Sub, E.Mul, E.FloorDiv, E.FloorMod, E.Div, E.Mod, E.Min, E.Max)
 
 
-class _Narrower(Mutator):
+class _WideUses(Visitor):
+    """The int64 loop variables used inside an integer expression whose bounds do not fit
+    `bits`: an index past 2**31 keeps every loop variable in it wide."""
+
     def __init__(self, bits: int):
+        self.low, self.high = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+        self.ranges: dict[E.Var, Bound] = {}
+        self.loops: set[E.Var] = set()
+        self.wide: set[E.Var] = set()
+        self.fits = True  # every integer expression from the statement down to here fits
+
+    def visit_For(self, node: S.For) -> None:
+        self.visit(node.min)
+        self.visit(node.extent)
+        low = const_bound(node.min, self.ranges)
+        high = const_bound(E.Add(node.min, node.extent), self.ranges)
+        if low.min is not None and high.max is not None:
+            self.ranges[node.loop_var] = Bound(low.min, max(low.min, high.max - 1))
+        self.loops.add(node.loop_var)
+        self.visit(node.body)
+
+    def visit_AttrStmt(self, node: S.AttrStmt) -> None:
+        self.visit(node.value)
+        thread = _thread_var(node)
+        if thread is not None:
+            bound = const_bound(node.value, self.ranges)
+            if bound.max is not None:
+                self.ranges[thread] = Bound(0, max(0, bound.max - 1))
+            self.loops.add(thread)
+        self.visit(node.body)
+
+    def visit_PrimExpr(self, node: E.PrimExpr) -> None:
+        outer = self.fits
+        dtype = node.dtype
+        if dtype.is_integer and dtype.is_scalar and dtype.bits > 32:
+            if not const_bound(node, self.ranges).is_within(self.low, self.high):
+                self.fits = False
+        if isinstance(node, E.Var):
+            if not self.fits and node in self.loops:
+                self.wide.add(node)
+        else:
+            self.generic_visit(node)
+        self.fits = outer
+
+
+def _thread_var(node: S.AttrStmt) -> E.Var | None:
+    """The variable a thread extent (or virtual thread) binds, if any."""
+    if node.key in ("thread_extent", "virtual_thread") and isinstance(node.node, S.IterVar):
+        return node.node.var
+    return None
+
+
+class _Narrower(Mutator):
+    def __init__(self, bits: int, wide: set[E.Var]):
+        self.wide_uses = wide
         self.wide = dt.INT64
         self.narrow = dt.make("int", bits)
         self.low, self.high = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
@@ -106,10 +161,35 @@ class _Narrower(Mutator):
             return node
         return dataclasses.replace(node, indices=indices, value=value, predicate=predicate)
 
+    def visit_AttrStmt(self, node: S.AttrStmt) -> S.Stmt:
+        var = _thread_var(node)
+        value = self.index(node.value)
+        if var is None or var.dtype is not self.wide or value.dtype is not self.narrow:
+            return self.generic_visit(node)
+        if var in self.wide_uses:
+            return self.generic_visit(node)
+        bound = const_bound(node.value, self.ranges)
+        assert bound.max is not None  # the value fits the narrow type
+        self.ranges[var] = Bound(0, max(0, bound.max - 1))
+        new = E.Var(var.name, self.narrow, span=var.span)
+        self.vars[var] = new
+        thread = node.node
+        assert isinstance(thread, S.IterVar)
+        dom = thread.dom
+        if dom is not None:
+            dom = dataclasses.replace(dom, min=E.IntImm(0, self.narrow), extent=value)
+        thread = dataclasses.replace(thread, var=new, dom=dom)
+        return dataclasses.replace(node, node=thread, value=value, body=self.visit(node.body))
+
     def visit_For(self, node: S.For) -> S.Stmt:
         var = node.loop_var
         start, extent = self.index(node.min), self.index(node.extent)
-        if var.dtype is self.wide and start.dtype is self.narrow and extent.dtype is self.narrow:
+        if (
+            var.dtype is self.wide
+            and start.dtype is self.narrow
+            and extent.dtype is self.narrow
+            and var not in self.wide_uses
+        ):
             low = const_bound(node.min, self.ranges)
             high = const_bound(E.Add(node.min, node.extent), self.ranges)
             if low.min is not None and high.max is not None:
@@ -137,5 +217,7 @@ class NarrowDatatype(FunctionPass):
             raise ValueError("target_bits must be 8, 16 or 32")
 
     def run_function(self, func: PrimFunc) -> PrimFunc:
-        body = _Narrower(self.target_bits).visit(func.body)
+        uses = _WideUses(self.target_bits)
+        uses.visit(func.body)
+        body = _Narrower(self.target_bits, uses.wide).visit(func.body)
         return func if body is func.body else dataclasses.replace(func, body=body)
