@@ -35,6 +35,7 @@ from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var
 from tirc.ir.function import PrimFunc
 from tirc.ir.functor import Mutator, walk
 from tirc.ir.stmt import BufferStore, For, SBlock, SeqStmt, Stmt
+from tirc.ir.structural import expr_key
 from tirc.ir.substitute import substitute
 from tirc.schedule.errors import ScheduleError
 from tirc.schedule.index_map import IndexMap, IndexMapError, parse_index_map
@@ -269,11 +270,22 @@ def _check_invertible(
 
 def _grows(old: tuple, new: tuple) -> bool:
     """Whether a buffer of shape `new` has more elements than one of shape `old`: compared
-    as numbers for constant shapes, else where the two products are not provably equal (a
-    dimension of 2 split by 4 beside one of extent n: `n * 1 * 4` is not `n * 2`)."""
-    if all(isinstance(extent, IntImm) for extent in old + new):
-        return math.prod(e.value for e in new) > math.prod(e.value for e in old)
-    old_size, new_size = match_types(_product(old), _product(new))
+    as numbers once the symbolic dimensions both have cancel, else where the two products
+    are not provably equal (a dimension of 2 split by 4 beside one of extent n: `n * 1 * 4`
+    is not `n * 2`)."""
+    old_rest: list[PrimExpr] = []
+    new_rest = list(new)
+    for extent in old:  # the dimensions both shapes have cancel (`(m, n)` to `(n, m)`)
+        keys = [expr_key(other) for other in new_rest]
+        if not isinstance(extent, IntImm) and expr_key(extent) in keys:
+            new_rest.pop(keys.index(expr_key(extent)))
+        else:
+            old_rest.append(extent)
+    old_numbers = [e.value for e in old_rest if isinstance(e, IntImm)]
+    new_numbers = [e.value for e in new_rest if isinstance(e, IntImm)]
+    if len(old_numbers) == len(old_rest) and len(new_numbers) == len(new_rest):
+        return math.prod(new_numbers) > math.prod(old_numbers)
+    old_size, new_size = match_types(_product(tuple(old_rest)), _product(tuple(new_rest)))
     return not Analyzer().can_prove_equal(new_size, old_size)
 
 
