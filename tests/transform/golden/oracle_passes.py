@@ -73,7 +73,14 @@ TVM_PASSES = {
 }
 
 # passes whose options are TVM PassContext settings: the config key they live under
-PASS_CONFIGS = {"loop-partition": "s_tir.LoopPartition"}
+PASS_CONFIGS = {"loop-partition": "s_tir.LoopPartition", "unroll-loop": "tirx.UnrollLoop"}
+
+
+def _option(text):  # type: ignore[no-untyped-def]
+    """An option's value as TVM's PassContext config takes it: a bool, an int or a string."""
+    if text in ("true", "false"):
+        return text == "true"
+    return int(text) if text.lstrip("-").isdigit() else text
 
 
 def _apply(spelled, module):  # type: ignore[no-untyped-def]
@@ -89,7 +96,7 @@ def _apply(spelled, module):  # type: ignore[no-untyped-def]
     for item in filter(None, items):
         name, _, options = item.partition("{")
         pairs = [pair.split("=") for pair in options.rstrip("}").split(",") if pair]
-        values = {key.strip(): {"true": True, "false": False}.get(v.strip(), v) for key, v in pairs}
+        values = {key.strip(): _option(v.strip()) for key, v in pairs}
         config = {PASS_CONFIGS[name]: values} if values else {}
         with tvm.transform.PassContext(config=config):
             module = TVM_PASSES[name]()(module)

@@ -5,8 +5,10 @@ Expects tir; leaves tir without `pragma_auto_unroll_max_step` / `pragma_unroll_e
 (as loop annotations, or as `T.attr` around a loop as TVM writes them). A serial loop is
 unrolled automatically when its constant extent times the statements its body runs is at
 most `auto_max_step` (or its extent at most `auto_max_extent`), no loop inside it stays a
-loop, and at most `auto_max_depth` unrolled loops are nested. With `explicit_unroll = false`
-such loops are only marked `T.unroll`:
+loop, and at most `auto_max_depth` unrolled loops are nested; with `unroll_local_access`, also
+a loop whose variable indexes a local or warp buffer (so that its accesses become registers).
+With `auto_max_extent = 1` a loop of one iteration is unrolled whatever its body holds. With
+`explicit_unroll = false` the loops chosen are only marked `T.unroll`:
 
     for j in T.unroll(2):          A[0] = B[0]
         A[j] = B[j]          ->    A[1] = B[1]
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
 from tirc.ir.function import PrimFunc
+from tirc.ir.functor import uses_var, walk
 from tirc.transform.fresh_copy import fresh_copy
 from tirc.transform.pass_base import Dialect, FunctionPass
 
@@ -40,6 +43,7 @@ class _Unroller:
         self.max_depth = options.auto_max_depth
         self.max_extent = options.auto_max_extent
         self.explicit = options.explicit_unroll
+        self.local_access = options.unroll_local_access
 
     def visit(self, stmt: S.Stmt) -> tuple[S.Stmt, _Count]:
         method = getattr(self, f"visit_{type(stmt).__name__}", None)
@@ -119,12 +123,16 @@ class _Unroller:
         )
         if node.kind is S.ForKind.UNROLLED and extent >= 0:
             unroll = True
+        if self.local_access and extent > 0 and indexes_local(body, node.loop_var):
+            unroll = True
+        # a loop of one iteration goes whatever its body holds, where the extent limit is 1
+        single = 0 <= extent <= self.max_extent == 1
         if not unroll:
             count.loop_depth += 1
-            return loop, count
+            return (unrolled(loop, extent) if single else loop), count
         count.steps *= extent
         count.unrolled_depth += 1
-        if not self.explicit:
+        if not self.explicit and not single:
             return dataclasses.replace(loop, kind=S.ForKind.UNROLLED), count
         return unrolled(loop, extent), count
 
@@ -137,8 +145,27 @@ def _int(value: object, default: int) -> int:
     return default
 
 
+def indexes_local(body: S.Stmt, var: E.Var) -> bool:
+    """Whether `var` appears in an index of a local or warp buffer's load or store."""
+    found: list[bool] = []
+
+    def check(node: object) -> None:
+        if isinstance(node, (E.BufferLoad, S.BufferStore)) and _is_local(node.buffer.scope):
+            if any(uses_var(index, var) for index in node.indices):
+                found.append(True)
+
+    walk(body, check)
+    return bool(found)
+
+
+def _is_local(scope: str) -> bool:
+    rank = scope.split(".", 1)[0]
+    return rank in ("local", "warp")
+
+
 def unrolled(loop: S.For, extent: int) -> S.Stmt:
-    """The iterations of `loop` one after another."""
+    """The iterations of `loop` one after another; the first reads `min` itself, as TVM's
+    `min + 0` folds."""
     if extent == 0:
         return S.Evaluate(E.IntImm(0))
     copies = []
@@ -146,6 +173,8 @@ def unrolled(loop: S.For, extent: int) -> S.Stmt:
         value: E.PrimExpr
         if isinstance(loop.min, E.IntImm):
             value = E.IntImm(loop.min.value + k, loop.loop_var.dtype)
+        elif k == 0:
+            value = loop.min
         else:
             value = E.Add(loop.min, E.IntImm(k, loop.loop_var.dtype))
         copies.append(fresh_copy(loop.body, {loop.loop_var: value}))
@@ -161,6 +190,7 @@ class UnrollLoop(FunctionPass):
     auto_max_depth: int = 8
     auto_max_extent: int = 0
     explicit_unroll: bool = True
+    unroll_local_access: bool = False
 
     def run_function(self, func: PrimFunc) -> PrimFunc:
         body, _ = _Unroller(self).visit(func.body)
