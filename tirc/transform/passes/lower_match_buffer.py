@@ -1,5 +1,7 @@
 """lower-match-buffer: accesses through a block's `T.match_buffer` view become accesses to the
-source buffer, and the view's symbolic shape, strides and offset become their values.
+source buffer, and the view's symbolic shape, strides and offset become their values. A field
+the view declares otherwise (a constant, a variable bound elsewhere, or one a field before it
+bound) must be provably the source's, else a located error, as TVM 0.27 requires.
 
 Expects opaque blocks; leaves them without match_buffers:
 
@@ -13,13 +15,15 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from tirc.analysis.arith.analyzer import Analyzer
 from tirc.diagnostics import DiagnosticError
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
 from tirc.ir.buffer import Buffer, BufferRegion, MatchBufferRegion, Range
 from tirc.ir.function import PrimFunc
-from tirc.ir.functor import Mutator
+from tirc.ir.functor import Mutator, walk
 from tirc.ir.substitute import substitute
+from tirc.text import script
 from tirc.transform.pass_base import Dialect, FunctionPass
 
 
@@ -47,9 +51,15 @@ class _View:
 
 
 class _Lowerer(Mutator):
-    def __init__(self) -> None:
+    def __init__(self, defined: set[E.Var]) -> None:
         self.views: dict[int, _View] = {}
         self.vars: dict[E.Var, E.PrimExpr] = {}
+        self.defined = defined  # variables bound elsewhere: a view's field must equal them
+        self.analyzer = Analyzer()
+
+    def visit_For(self, node: S.For) -> S.Stmt:
+        self.analyzer.bind(node.loop_var, Range(node.min, node.extent))
+        return self.generic_visit(node)
 
     def visit_SBlock(self, node: S.SBlock) -> S.SBlock:
         if not node.match_buffers:
@@ -66,23 +76,35 @@ class _Lowerer(Mutator):
                 match.span, f"match_buffer {view.name} has more dimensions than its source"
             )
         self.views[id(view)] = _View(source, {})
-        values: list[tuple[object, E.PrimExpr]] = [(view.data, source.buffer.data)]
-        trailing = source.region[len(source.region) - view.ndim :]
-        values += [(extent, r.extent) for extent, r in zip(view.shape, trailing, strict=False)]
+        self.vars[view.data] = source.buffer.data
+        fields: list[tuple[str, E.PrimExpr, E.PrimExpr]] = []  # in TVM's order of binding
         source_strides = strides_of(source.buffer)
-        if view.strides:
-            values += list(
-                zip(view.strides, source_strides[len(source_strides) - view.ndim :], strict=False)
-            )
-        if isinstance(view.elem_offset, E.Var):
+        if view.elem_offset is not None:
             offset: E.PrimExpr = source.buffer.elem_offset or E.IntImm(0, source.buffer.index_dtype)
             for r, stride in zip(source.region, source_strides, strict=False):
                 term = E.Mul(_as(r.min, stride), stride)
                 offset = E.Add(_as(offset, term), term)
-            values.append((view.elem_offset, offset))
-        for symbol, value in values:
-            if isinstance(symbol, E.Var) and symbol not in self.vars:
-                self.vars[symbol] = value
+            fields.append(("elem_offset", view.elem_offset, offset))
+        if view.strides:
+            tail = source_strides[len(source_strides) - view.ndim :]
+            pairs = list(enumerate(zip(view.strides, tail, strict=True)))
+            fields += [(f"stride {axis}", stride, actual) for axis, (stride, actual) in pairs[::-1]]
+        trailing = source.region[len(source.region) - view.ndim :]
+        fields += [
+            (f"extent {axis}", extent, r.extent)
+            for axis, (extent, r) in enumerate(zip(view.shape, trailing, strict=False))
+        ]
+        for what, symbol, value in fields:
+            if isinstance(symbol, E.Var) and symbol not in self.vars and symbol not in self.defined:
+                self.vars[symbol] = value  # a variable the view declares takes the source's value
+                continue
+            declared = substitute(symbol, self.vars)
+            if not self.analyzer.can_prove(E.EQ(_as(declared, value), value)):
+                raise DiagnosticError.at(
+                    match.span,
+                    f"match_buffer {view.name} declares its {what} as {script(declared)}, but "
+                    f"its source region {source.buffer.name}[...] has {script(value)}",
+                )
 
     def visit_Var(self, node: E.Var) -> E.PrimExpr:
         return self.vars.get(node, node)
@@ -138,6 +160,27 @@ def _offset(base: E.PrimExpr, index: E.PrimExpr) -> E.PrimExpr:
     return E.Add(_as(base, index), index)
 
 
+def _defined_vars(func: PrimFunc) -> set[E.Var]:
+    """The variables the function binds other than through a match_buffer: its parameters,
+    the fields of its parameter buffers, and every loop, block iteration and let variable."""
+    defined: set[E.Var] = set(func.params)
+    for _, buffer in func.buffer_map:
+        for expr in (*buffer.shape, *buffer.strides, buffer.elem_offset):
+            if isinstance(expr, E.Var):
+                defined.add(expr)
+
+    def visit(node: object) -> None:
+        if isinstance(node, S.For):
+            defined.add(node.loop_var)
+        elif isinstance(node, S.SBlock):
+            defined.update(iv.var for iv in node.iter_vars)
+        elif isinstance(node, S.Bind | E.Let):
+            defined.add(node.var)
+
+    walk(func.body, visit)
+    return defined
+
+
 @dataclass(frozen=True)
 class LowerMatchBuffer(FunctionPass):
     name = "lower-match-buffer"
@@ -145,7 +188,7 @@ class LowerMatchBuffer(FunctionPass):
     leaves = Dialect.OPAQUE_BLOCKS
 
     def run_function(self, func: PrimFunc) -> PrimFunc:
-        lowerer = _Lowerer()
+        lowerer = _Lowerer(_defined_vars(func))
         body = lowerer.visit(func.body)
         if body is func.body:
             return func
