@@ -7,16 +7,17 @@ check what each construct reads to, and the located refusal where tirc cannot co
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 
 from tirc.analysis.well_formed import verify_module
-from tirc.diagnostics import Severity
+from tirc.diagnostics import DiagnosticError, Severity
 from tirc.ir.expr import Call
 from tirc.ir.function import IRModule
 from tirc.ir.functor import walk
-from tirc.ir.stmt import AttrStmt, TargetAttr
+from tirc.ir.stmt import AttrStmt, Evaluate, TargetAttr
 from tirc.ir.structural import find_difference
 from tirc.text import parse, print_module
 
@@ -147,3 +148,24 @@ def test_packed_call_reads_but_the_cpu_backend_refuses_it(
     out = str(tmp_path / "out.ll")
     message = _refusal(["compile", path, "--target", "cpu", "--emit", "ll", "-o", out], capsys)
     assert "T.call_packed" in message and "host_intrinsics.tir:6:5" in message
+
+
+def test_subroutine_call_is_typed_by_its_callee() -> None:
+    module = _read("subroutine_call")
+    found = [(call.op, str(call.dtype)) for call in _calls(module["main"])]
+    assert found == [("Module.subroutine", "void"), ("Module.twice", "int32")]
+    # a call of a function the module does not have: a located verifier error
+    calls = _calls(module["main"])
+    orphan = dataclasses.replace(calls[0], op="Module.missing")
+    body = Evaluate(orphan, span=calls[0].span)
+    broken = IRModule((("main", dataclasses.replace(module["main"], body=body)),))
+    assert [d.message for d in verify_module(broken)] == [
+        "the module has no function 'missing' to call"
+    ]
+
+
+def test_subroutine_call_of_an_unknown_function_is_a_parse_error() -> None:
+    text = (PROGRAMS / "subroutine_call.tir").read_text().replace("Module.twice", "Module.thrice")
+    with pytest.raises(DiagnosticError, match="unknown name Module.thrice") as error:
+        parse(text, name="calls.tir")
+    assert "calls.tir:19:34" in str(error.value)

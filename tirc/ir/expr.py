@@ -301,7 +301,9 @@ class Let(PrimExpr):
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Call(PrimExpr):
-    """A call of intrinsic `op` (a name in `tirc.ir.intrinsics`): math, builtins, externs."""
+    """A call of intrinsic `op` (a name in `tirc.ir.intrinsics`): math, builtins, externs;
+    or, with `op` spelled `Module.name`, of another function of the module (a subroutine,
+    whose result type is its return type)."""
 
     dtype: DataType
     op: str
@@ -320,6 +322,18 @@ class Call(PrimExpr):
     def expr_args(self, start: int = 0) -> list[PrimExpr]:
         """Arguments `start` onward, each of which must be a PrimExpr."""
         return [self.expr_arg(i) for i in range(start, len(self.args))]
+
+
+# `Module.name` in a Call's op: a call of function `name` of the same module, as TVM
+# prints it (every module prints as `class Module`)
+SUBROUTINE_PREFIX = "Module."
+
+
+def subroutine_name(call: Call) -> str | None:
+    """The function a call of another function of the module names, else None."""
+    if call.op.startswith(SUBROUTINE_PREFIX):
+        return call.op[len(SUBROUTINE_PREFIX) :]
+    return None
 
 
 @dataclass(frozen=True, slots=True, eq=False)

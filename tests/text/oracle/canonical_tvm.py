@@ -164,6 +164,8 @@ class Canon:
         for prefix in ("tirx.", "prim.", "tir."):
             name = name.removeprefix(prefix)
         name = TIRC_NAMES.get(name, name)
+        if key(e.op) == "ir.GlobalVar":  # another function of the module, as tirc spells it
+            name = f"Module.{e.op.name_hint}"
         args = list(e.args)
         if name == "buffer_data":
             return ["data", self.buffer(args[0])]

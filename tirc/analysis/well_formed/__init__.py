@@ -10,7 +10,7 @@ from collections.abc import Callable
 from tirc.analysis.well_formed.accesses import check_accesses
 from tirc.analysis.well_formed.aliasing import check_aliasing
 from tirc.analysis.well_formed.blocks import check_blocks
-from tirc.analysis.well_formed.calls import check_calls
+from tirc.analysis.well_formed.calls import check_calls, check_module_calls
 from tirc.analysis.well_formed.dialect import check_dialect
 from tirc.analysis.well_formed.loops import check_loops
 from tirc.analysis.well_formed.scope import check_scopes
@@ -44,6 +44,7 @@ def verify_function(func: PrimFunc) -> list[Diagnostic]:
 def verify_module(mod: IRModule) -> list[Diagnostic]:
     """Every violation in every function of `mod`, in source order; empty when valid."""
     found = [diagnostic for _, func in mod.functions for diagnostic in verify_function(func)]
+    found += check_module_calls(mod)
     return sorted(found, key=source_order)
 
 

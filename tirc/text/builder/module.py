@@ -7,11 +7,13 @@ Every function is built even after another failed, so one run reports the errors
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from tirc.diagnostics import Diagnostic, DiagnosticError, Note, Source, Span
+from tirc.ir import dtype as dt
+from tirc.ir.expr import SUBROUTINE_PREFIX, Call, PrimExpr
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.node import IRError
 from tirc.ir.stmt import EMPTY_ATTRS, Attrs
@@ -20,14 +22,16 @@ from tirc.ir.stmt import EMPTY_ATTRS, Attrs
 # macros and lambdas, subscripts, `for` loops; namespace.py, imported below, calls of T.handle);
 # this is the one place that loads them
 from tirc.text.builder import attributes, loops, macro, ops, subscripts  # noqa: F401
+from tirc.text.builder.args import dtype_of
 from tirc.text.builder.context import CONSTRUCTION_ERRORS, BuildError, Context, SilentError
 from tirc.text.builder.decorators import FunctionOptions, MacroOptions, ModuleOptions, options
 from tirc.text.builder.function import build_function
 from tirc.text.builder.namespace import LEGACY_MODULES, SCRIPT_MODULES, ModuleAttrs, global_names
+from tirc.text.builder.ops import call_argument
 from tirc.text.builder.params import Define, Parameters
 from tirc.text.builder.scope import Scope
 from tirc.text.builder.stmt import Builder
-from tirc.text.builder.values import Macro
+from tirc.text.builder.values import Builtin, Invocation, Macro, Namespace
 from tirc.text.syntax import tree
 
 SCRIPT_PACKAGE = "tvm.script"
@@ -135,7 +139,14 @@ class ModuleBuilder:
         if self.unit.is_class:
             raise self.builder.error(stmt, "a file holds one @I.ir_module class")
         self.unit.is_class = True
+        first = len(self.unit.functions)
         self.collect(stmt.body, scope.child(), in_class=True)
+        # `Module.f(...)` in a function: a call of function f of the module
+        members = {
+            node.name: Builtin(f"{stmt.name}.{node.name}", subroutine_call(node))
+            for node, _, _ in self.unit.functions[first:]
+        }
+        scope.bind(stmt.name, Namespace(stmt.name, members, "the module's functions"))
 
     def expression(self, stmt: tree.ExprStmt, scope: Scope, in_class: bool) -> None:
         if isinstance(stmt.value, tree.Constant) and isinstance(stmt.value.value, str):
@@ -177,6 +188,23 @@ class ModuleBuilder:
             return IRModule(tuple(functions), self.unit.attrs, is_bare)
         except IRError as problem:
             raise DiagnosticError(Diagnostic.error(str(problem))) from None
+
+
+def subroutine_call(node: tree.FunctionDef) -> Callable[[Any, Invocation], PrimExpr]:
+    """The builder of `Module.name(args)`: a Call typed by the callee's return annotation
+    (void without one), which may be defined later in the class."""
+
+    def build(ev: Any, inv: Invocation) -> PrimExpr:
+        if inv.kwargs:
+            key = next(iter(inv.kwargs))
+            raise ev.error(inv.kwargs[key].span, f"{inv.name} takes no keyword arguments")
+        dtype = dt.VOID
+        if node.returns is not None:
+            dtype = dtype_of(ev, ev.evaluate(node.returns), inv.span)
+        values = tuple(call_argument(ev, arg, inv.name) for arg in inv.args)
+        return Call(dtype, f"{SUBROUTINE_PREFIX}{node.name}", values, span=inv.span)
+
+    return build
 
 
 def named_by_symbol(name: str, func: PrimFunc) -> tuple[str, PrimFunc]:

@@ -45,6 +45,7 @@ from tirc.ir.expr import (
     Sub,
     Var,
     are_exprs,
+    subroutine_name,
 )
 from tirc.ir.functor import Dispatch
 from tirc.text.printing import precedence as prec
@@ -284,6 +285,8 @@ def _call(printer: ExprPrinter, node: Call) -> Rendered:
             left = printer.operand(args[0], level)
             return level, f"{left} {symbol} {printer.operand(args[1], level + 1)}"
     text = printer.args(args)
+    if subroutine_name(node) is not None:  # `Module.f(...)`: another function of the module
+        return prec.ATOM, f"{op}({text})"
     if op == "ptx_mma" and node.dtype.is_void:  # TVM 0.27 writes no dtype there
         return prec.ATOM, f"T.ptx_legacy.mma({text})"
     if op in intrinsics.DTYPE_LAST:

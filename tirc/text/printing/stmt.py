@@ -200,8 +200,12 @@ def _store_index(printer: StmtPrinter, index: PrimExpr) -> str:
 
 @RULES.register(Evaluate)
 def _evaluate(printer: StmtPrinter, node: Evaluate, alone: bool) -> None:
-    text = printer.exprs.expr(node.value)
-    printer.line(text if type(node.value) is Call else f"T.evaluate({text})")
+    value = node.value
+    if type(value) is Call and value.op == "ret" and len(value.args) == 1:
+        printer.line(f"return {printer.exprs.expr(value.expr_arg(0))}")  # as TVM prints it
+        return
+    text = printer.exprs.expr(value)
+    printer.line(text if type(value) is Call else f"T.evaluate({text})")
 
 
 @RULES.register(Bind)
