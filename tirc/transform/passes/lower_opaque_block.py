@@ -6,9 +6,10 @@ become `T.alloc_buffer` statements, its predicate an `if`; a thread-bound loop b
 `T.launch_thread` (a blockIdx loop's "cluster_dims" annotation, a plan's request for thread-block
 clusters, becomes the function's attribute: tirc.ir.cluster); a loop of one iteration without
 annotations is replaced by its body.
-Unlike TVM, `pragma_*` annotations stay on their loop rather than becoming `T.attr(i, ...)`
-around it: that form names the loop variable before the loop defines it, so it cannot print
-and parse back to the same program.
+A block's `pragma_*` annotations become `T.attr(0, key, value)` around what it lowers to, as in
+TVM; its other annotations go. Unlike TVM, a loop's `pragma_*` annotations stay on the loop
+rather than becoming `T.attr(i, ...)` around it: that form names the loop variable before the
+loop defines it, so it cannot print and parse back to the same program.
 
     for i in range(4):                      for i in range(4):
         for u in range(1):                      B = T.alloc_buffer((4,))
@@ -24,6 +25,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from tirc.diagnostics import DiagnosticError
+from tirc.ir import dtype as dt
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
 from tirc.ir.buffer import Range
@@ -40,6 +42,23 @@ VIRTUAL_THREAD = "virtual_thread"
 def alloc_annotations(alignment: int) -> S.Attrs:
     """What TVM 0.27 records on each allocation it lowers, kept so the two print alike."""
     return S.Attrs((("buffer_allocated_addr", ()), ("buffer_data_alignment", E.IntImm(alignment))))
+
+
+def _pragma_value(block: S.SBlock, key: str, value: object) -> E.PrimExpr:
+    """A block's pragma annotation as the value of its attribute."""
+    if isinstance(value, E.PrimExpr):
+        return value
+    if isinstance(value, bool):
+        return E.IntImm(int(value), dt.BOOL)
+    if isinstance(value, int):
+        return E.IntImm(value)
+    if isinstance(value, float):
+        return E.FloatImm(value)
+    if isinstance(value, str):
+        return E.StringImm(value)
+    raise DiagnosticError.at(
+        block.span, f"block '{block.name}' has pragma '{key}' of a value no attribute can hold"
+    )
 
 
 class _Lowerer(Mutator):
@@ -68,7 +87,13 @@ class _Lowerer(Mutator):
             S.AllocBuffer(buffer, alloc_annotations(buffer.data_alignment), span=block.span)
             for buffer in block.alloc_buffers
         ]
-        return S.seq(*allocs, body)
+        stmt = S.seq(*allocs, body)
+        for key, value in sorted(block.annotations.items, key=lambda item: item[0])[::-1]:
+            if key.startswith("pragma_"):  # TVM's legacy convention: an attribute, node 0
+                stmt = S.AttrStmt(
+                    E.IntImm(0), key, _pragma_value(block, key, value), stmt, span=block.span
+                )
+        return stmt
 
     def visit_For(self, node: S.For) -> S.Stmt:
         body: S.Stmt = self.visit(node.body)
