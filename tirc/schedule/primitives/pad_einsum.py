@@ -5,11 +5,12 @@ An einsum block, as TVM reads it from the block's declared regions, accesses eac
 (none both read and written: a reduction's output is not among its reads) at one element whose
 indices are block iterators, constants or an enclosing block's variables (the einsum is then
 only padded where that changes nothing: tirc refuses where TVM copies back elements the block
-never wrote); its body may be anything, a nested block included. A padded input `A` is
-filled first by a block `A_pad` (zero outside `A`), and a padded output is copied back by a
-block `C_pad` after it; both are allocated in the scope block. The loops bound to padded
-iterators get the new extents; an iterator bound to anything but a loop variable (a
-constant, a fused index) only has its domain grown.
+never wrote, as it does for an output written at a constant index of a wider dimension);
+its body may be anything, a nested block included. A padded input `A` is filled first by a
+block `A_pad` (zero outside `A`), and a padded output is copied back by a block `C_pad`
+after it; both are allocated in the scope block. The loops bound to padded iterators get
+the new extents; an iterator bound to anything but a loop variable (a constant, a fused
+index) only has its domain grown.
 
     for i, k in T.grid(127, 64):        for i0, i1 in T.grid(128, 64):  # block "A_pad"
         C[vi] += A[vi, vk]        →         A_pad[v0, v1] = T.if_then_else(v0 < 127, A[v0, v1], 0)
@@ -51,6 +52,7 @@ from tirc.schedule.signature import Kind, Param, Signature
 from tirc.schedule.sref import SRef
 from tirc.schedule.stage_pipeline import stage_pipeline_root
 from tirc.schedule.state import ScheduleState
+from tirc.text import script
 
 
 @dataclass
@@ -229,6 +231,7 @@ def _rewrite(
     for buffer in einsum.outputs:
         shape = new_shape(buffer)
         if shape is not None:
+            _check_whole_output(buffer, einsum.indices[id(buffer)], block)
             padded = _padded_buffer(buffer, shape)
             replaced[id(buffer)] = padded
             allocated.append(padded)
@@ -242,6 +245,21 @@ def _rewrite(
         scope_block, body=body, alloc_buffers=scope_block.alloc_buffers + tuple(allocated)
     )
     state.replace(scope, new_scope, rewriter.blocks)
+
+
+def _check_whole_output(buffer: Buffer, indices: tuple[PrimExpr, ...], block: SRef) -> None:
+    """A padded output is copied back whole: refused where the block writes one place of a
+    dimension wider than that (`C[vi, 1]` of a C of 3 columns), whose other places the copy
+    would overwrite with elements the block never wrote (TVM 0.27 reads its one-column copy
+    past its end there)."""
+    for index, extent in zip(indices, buffer.shape, strict=True):
+        if isinstance(index, IntImm) and const_value(extent) != 1:
+            raise ScheduleError(
+                f"cannot pad {describe(block)}: it writes {buffer.name} at the constant index "
+                f"{index.value} of a dimension of {script(extent)}, so its padded copy would be "
+                "copied back whole over elements it does not write",
+                block,
+            )
 
 
 def _top_statement(block: SRef, scope: SRef, realize: SBlockRealize) -> Stmt:
