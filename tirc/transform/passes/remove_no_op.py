@@ -1,6 +1,13 @@
 """remove-no-op: statements that do nothing are dropped: constant `T.evaluate`s, loops and
-`if`s whose bodies do nothing, attributes around nothing, and stores of a value to the place
-it was loaded from.
+`if`s whose bodies do nothing, loops that never run (`range(i - 20)` for i below 16),
+attributes around nothing, and stores of a value to the place it was loaded from, the indices
+compared under what is known there (an `if`'s condition, a binding's value), as TVM 0.27's
+RemoveNoOp does:
+
+    if i != 0:                          if i != 0:
+        A[i] = A[i - 1]          ->         A[i] = A[i - 1]
+    else:
+        A[i] = A[0]
 
 Expects any dialect; leaves the same one:
 
@@ -18,13 +25,18 @@ from dataclasses import dataclass
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
 from tirc.ir.function import PrimFunc
-from tirc.ir.functor import Mutator
 from tirc.ir.structural import structural_equal
 from tirc.transform.pass_base import Dialect, FunctionPass
-from tirc.transform.passes.simplify import NO_OP, is_no_op, without_no_ops
+from tirc.transform.passes.simplify import NO_OP, StatementSimplifier, is_no_op
 
 
-class _Remover(Mutator):
+class _Remover(StatementSimplifier):
+    """The simplifier's walk, which keeps what is known in each scope, with its expressions
+    left as written."""
+
+    def visit_PrimExpr(self, node: E.PrimExpr) -> E.PrimExpr:
+        return node
+
     def visit_Evaluate(self, node: S.Evaluate) -> S.Stmt:
         return NO_OP if is_no_op(node) else node
 
@@ -37,25 +49,35 @@ class _Remover(Mutator):
             and node.predicate is None
             and len(value.indices) == len(node.indices)
             and all(
-                structural_equal(a, b) for a, b in zip(value.indices, node.indices, strict=False)
+                self.is_same_index(a, b) for a, b in zip(value.indices, node.indices, strict=True)
             )
         ):
             return NO_OP
         return node
 
-    def visit_For(self, node: S.For) -> S.Stmt:
-        loop: S.For = self.generic_visit(node)
-        return NO_OP if is_no_op(loop.body) or E.is_const_int(loop.extent, 0) else loop
+    def is_same_index(self, a: E.PrimExpr, b: E.PrimExpr) -> bool:
+        if structural_equal(a, b):
+            return True
+        if not (a.dtype.is_integer and a.dtype.is_scalar and a.dtype == b.dtype):
+            return False
+        return self.analyzer.can_prove(E.EQ(a, b))
 
-    def visit_While(self, node: S.While) -> S.Stmt:
-        return self.generic_visit(node)
+    def visit_For(self, node: S.For) -> S.Stmt:
+        result = super().visit_For(node)
+        if isinstance(result, S.For) and self.analyzer.can_prove(
+            E.LE(result.extent, E.IntImm(0, result.extent.dtype))
+        ):
+            return NO_OP  # it never runs
+        return result
 
     def visit_AttrStmt(self, node: S.AttrStmt) -> S.Stmt:
-        attr: S.AttrStmt = self.generic_visit(node)
-        return NO_OP if is_no_op(attr.body) else attr
+        attr = super().visit_AttrStmt(node)
+        return NO_OP if isinstance(attr, S.AttrStmt) and is_no_op(attr.body) else attr
 
     def visit_IfThenElse(self, node: S.IfThenElse) -> S.Stmt:
-        branch: S.IfThenElse = self.generic_visit(node)
+        branch = super().visit_IfThenElse(node)
+        if not isinstance(branch, S.IfThenElse):
+            return branch
         other = branch.else_case
         if other is not None and is_no_op(other):
             branch = dataclasses.replace(branch, else_case=None)
@@ -66,9 +88,6 @@ class _Remover(Mutator):
             return S.IfThenElse(E.Not(branch.condition), other, span=branch.span)
         return branch
 
-    def visit_SeqStmt(self, node: S.SeqStmt) -> S.Stmt:
-        return without_no_ops(node, [self.visit(stmt) for stmt in node.stmts])
-
 
 @dataclass(frozen=True)
 class RemoveNoOp(FunctionPass):
@@ -77,5 +96,5 @@ class RemoveNoOp(FunctionPass):
     leaves = Dialect.S_TIR
 
     def run_function(self, func: PrimFunc) -> PrimFunc:
-        body = _Remover().visit(func.body)
+        body = _Remover.over(func).visit(func.body)
         return func if body is func.body else dataclasses.replace(func, body=body)

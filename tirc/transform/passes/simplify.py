@@ -17,6 +17,7 @@ import dataclasses
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Self
 
 from tirc.analysis.arith.analyzer import Analyzer
 from tirc.analysis.arith.bound import Bound
@@ -49,7 +50,19 @@ def without_no_ops(node: S.SeqStmt, stmts: list[S.Stmt]) -> S.Stmt:
     return S.seq(*kept) if kept else NO_OP
 
 
-class _Simplifier(Mutator):
+class StatementSimplifier(Mutator):
+    """Simplifies each expression under what is known where it stands; remove-no-op walks
+    programs the same way."""
+
+    @classmethod
+    def over(cls, func: PrimFunc) -> Self:
+        """A simplifier for `func`'s body, knowing its buffer parameters' shapes non-negative."""
+        simplifier = cls()
+        for _, buffer in func.buffer_map:
+            for extent in buffer.shape:
+                simplifier.analyzer.mark_global_non_negative(extent)
+        return simplifier
+
     def __init__(self) -> None:
         self.analyzer = Analyzer(remember=True)  # an unrolled body repeats its expressions
 
@@ -198,9 +211,5 @@ class Simplify(FunctionPass):
     leaves = Dialect.S_TIR
 
     def run_function(self, func: PrimFunc) -> PrimFunc:
-        simplifier = _Simplifier()
-        for _, buffer in func.buffer_map:
-            for extent in buffer.shape:
-                simplifier.analyzer.mark_global_non_negative(extent)
-        body = simplifier.visit(func.body)
+        body = StatementSimplifier.over(func).visit(func.body)
         return func if body is func.body else dataclasses.replace(func, body=body)
