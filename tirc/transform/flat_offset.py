@@ -16,8 +16,9 @@ from tirc.ir.functor import Mutator
 class FlatOffsetRewriter(Mutator):
     """Loads and stores of the buffers in `moves` (keyed by their data variable) go to the
     buffer given there, their one index shifted by the offset (an element count, or an
-    expression cast to the index type), broadcast over vector lanes. `offset_first` says on
-    which side of the sum the offset stands."""
+    expression cast to the index type): a ramp's base moves, another vector index adds the
+    offset broadcast over its lanes. `offset_first` says on which side of the sum the offset
+    stands."""
 
     offset_first = False
 
@@ -37,6 +38,9 @@ class FlatOffsetRewriter(Mutator):
             offset = E.IntImm(offset, element)
         elif offset.dtype != element:
             offset = E.Cast(element, offset)
+        if isinstance(index, E.Ramp):  # a contiguous run stays one: its base moves
+            base = E.Add(offset, index.base) if self.offset_first else E.Add(index.base, offset)
+            return new, (dataclasses.replace(index, base=base),)
         if lanes > 1:
             offset = E.Broadcast(offset, lanes)
         return new, (E.Add(offset, index) if self.offset_first else E.Add(index, offset),)
