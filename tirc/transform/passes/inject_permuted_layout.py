@@ -23,7 +23,8 @@ The permutation is a bijection within each row, so the program computes what it 
 every access of the buffer is permuted alike; the pass refuses, with a located error, what it
 cannot permute alike: an access outside the annotated blocks, another use of the buffer's
 pointer (mma_store, cp.async, address_of, a wgmma of another swizzle), a row of other than 32 or
-a multiple of 64 elements, elements other than 16 bits, padded strides, an ldmatrix lane
+a multiple of 64 elements, elements other than 16 bits where an ldmatrix or wgmma reads them
+(a buffer only loaded and stored may hold any scalar), padded strides, an ldmatrix lane
 address not 16-byte aligned; and a swizzled wgmma reading a stored, unpermuted tile.
 """
 
@@ -168,8 +169,10 @@ def _ldmatrix_operand(call: E.Call) -> tuple[E.Call, E.Var] | None:
     return None
 
 
-def _check_layout(buffer: Buffer, span: Span | None) -> int:
-    """The row length (elements) of a buffer the pass may permute; a located error otherwise."""
+def _check_layout(buffer: Buffer, span: Span | None, plain: bool) -> int:
+    """The row length (elements) of a buffer the pass may permute; a located error otherwise.
+    A buffer only loaded and stored (`plain`) may have elements of any width, as in TVM: the
+    permutation of its columns in chunks of 8 is still a bijection within each row."""
 
     def refuse(reason: str) -> DiagnosticError:
         return DiagnosticError.at(
@@ -178,8 +181,11 @@ def _check_layout(buffer: Buffer, span: Span | None) -> int:
             f"({', '.join(map(script, buffer.shape))}) {buffer.dtype}: {reason}",
         )
 
-    if buffer.dtype.bits != 16 or buffer.dtype.lanes != 1:
-        raise refuse("the permuted layout moves 16-byte chunks of 8 elements of 16 bits")
+    if buffer.dtype.lanes != 1 or (buffer.dtype.bits != 16 and not plain):
+        raise refuse(
+            "the permuted layout moves 16-byte chunks of 8 elements of 16 bits, which an "
+            "ldmatrix or a wgmma reads"
+        )
     if not all(isinstance(extent, E.IntImm) for extent in buffer.shape[-2:]):
         raise refuse("its last two extents are not constants")
     rows, row = (E.int_value(extent) for extent in buffer.shape[-2:])
@@ -225,7 +231,8 @@ def _permuted_buffers(func: PrimFunc) -> dict[E.Var, int]:
                 f"cannot permute the layout of {buffer.name}: it is a match_buffer view "
                 "(run inject-permuted-layout after lower-match-buffer)",
             )
-        rows[data] = _check_layout(buffer, first.span)
+        plain = all(use.what in ("a store", "a load") for use in found)
+        rows[data] = _check_layout(buffer, first.span, plain)
         for use in found:
             if use.what == WGMMA:
                 if use.swizzle == rows[data] * 2:
