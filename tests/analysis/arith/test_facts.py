@@ -89,3 +89,12 @@ def test_a_buffer_shape_bounds_its_variable() -> None:
     assert truth(analyzer, E.EQ(E.Min(c(1), N), c(1))) == 1
     analyzer.mark_global_non_negative(E.Add(E.Mul(M, c(4)), c(3)))
     assert truth(analyzer, E.LE(c(0), M)) == 1
+
+
+def test_shifts_of_bounded_operands_are_bounded() -> None:
+    analyzer = over_i()  # i in [0, 16)
+    shift = E.Call(dt.INT32, "shift_left", (c(31), VI))
+    assert truth(analyzer, E.LE(shift, c(31 << 15))) == 1
+    assert truth(analyzer, E.LE(shift, c(31 << 14))) is None
+    right = E.Call(dt.INT32, "shift_right", (c(1 << 20), VI))
+    assert truth(analyzer, E.GE(right, c(1 << 5))) == 1

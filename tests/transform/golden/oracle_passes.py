@@ -73,7 +73,11 @@ TVM_PASSES = {
 }
 
 # passes whose options are TVM PassContext settings: the config key they live under
-PASS_CONFIGS = {"loop-partition": "s_tir.LoopPartition", "unroll-loop": "tirx.UnrollLoop"}
+PASS_CONFIGS = {
+    "loop-partition": "s_tir.LoopPartition",
+    "unroll-loop": "tirx.UnrollLoop",
+    "simplify": "tirx.StmtSimplify",
+}
 
 
 def _option(text):  # type: ignore[no-untyped-def]

@@ -196,6 +196,28 @@ def _select(bound: Callable[[PrimExpr], Bound], node: E.Select) -> Bound:
     return bound(node.true_value).union(bound(node.false_value))
 
 
+@_RULES.register(E.Call)
+def _call(bound: Callable[[PrimExpr], Bound], node: E.Call) -> Bound:
+    """Shifts of a non-negative value by a non-negative amount below the width grow (or
+    shrink) monotonically with both: `31 << i` for i in [0, 15] is at most `31 << 15`."""
+    if node.op not in ("shift_left", "shift_right") or len(node.args) != 2:
+        return EVERYTHING
+    a, b = (bound(arg) if isinstance(arg, E.PrimExpr) else EVERYTHING for arg in node.args)
+    width = node.dtype.bits
+    if (
+        a.min is None
+        or a.max is None
+        or b.min is None
+        or b.max is None
+        or a.min < 0
+        or not 0 <= b.min <= b.max < width
+    ):
+        return EVERYTHING
+    if node.op == "shift_left":
+        return Bound(a.min << b.min, a.max << b.max)
+    return Bound(a.min >> b.max, a.max >> b.min)
+
+
 def const_bound(expr: PrimExpr, ranges: Mapping[Var, Bound] | None = None) -> Bound:
     """Bounds of integer expression `expr`, given bounds of some variables."""
     known = ranges or {}

@@ -7,12 +7,12 @@ in turn ask these queries, so they take Facts and the Analyzer builds on both.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Self
 
 from tirc.analysis.arith.bound import Bound, const_bound
 from tirc.analysis.arith.memo import SimplifyMemo
-from tirc.analysis.arith.simplify import Context, Simplifier, difference_key
+from tirc.analysis.arith.simplify import Context, Simplifier
 from tirc.ir.buffer import Range
 from tirc.ir.canonical import to_sum
 from tirc.ir.expr import IntImm, PrimExpr, Sub, Var
@@ -73,31 +73,14 @@ class Facts:
         met again is true, its negation false), a comparison of integers bounds its
         difference (`i < n - 1` decides `i + 1 < n`), and a variable compared with a constant
         takes the tighter bound (`i < 3` decides `i < 8`) without being folded to a value."""
-        saved_context, saved_ranges = self.context, dict(self.ranges)
+        saved_context, saved_ranges = self.context, self.ranges
         simplifier = Simplifier(self.ranges, None, self.context)
-        facts, differences, variables = simplifier.literal_facts(self.simplify(condition))
-        keyed: dict[Hashable, Bound] = {}
-        for difference, bound in differences:
-            key, offset = difference_key(difference)
-            shifted = bound.shifted(-offset)
-            keyed[key] = keyed[key].intersect(shifted) if key in keyed else shifted
-        self.context = self.context.with_facts(facts, keyed)
-        for var, bound in variables:
-            self._tighten(var, bound)
+        self.ranges, self.context = simplifier.assumed(self.simplify(condition))
 
         def forget() -> None:
             self.context, self.ranges = saved_context, saved_ranges
 
         return forget
-
-    def _tighten(self, var: Var, bound: Bound) -> None:
-        """`var` in `bound` as well, marked so that it is not folded to a value."""
-        old = self.const_bound(var)
-        new = old.intersect(bound)
-        if new == old:
-            return
-        self.ranges[var] = new
-        self.context = self.context.with_unfolded(var)
 
     def mark_global_non_negative(self, value: PrimExpr) -> None:
         """A buffer parameter's shape `var * scale + offset` is non-negative, so var is at

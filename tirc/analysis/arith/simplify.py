@@ -76,12 +76,15 @@ class Context:
     `facts` maps the key of a boolean expression to its known truth, `differences` the key
     of a simplified `a - b` to the bound a comparison in scope gives it, `values` a bound
     variable to the value it stands for, and `unfolded` holds the variables a condition
-    pinned to one value: they keep their name (`if i == 5: A[i]` stays)."""
+    bounded: a bound pinned to one value does not fold them (`if i == 5: A[i]` stays)."""
 
     facts: Mapping[Hashable, bool] = field(default_factory=dict)
     differences: Mapping[Hashable, Bound] = field(default_factory=dict)
     values: Mapping[Var, PrimExpr] = field(default_factory=dict)
     unfolded: frozenset[Var] = frozenset()
+    # each side of an `and` / `or` simplified knowing the other (TVM's
+    # apply_constraints_to_boolean_branches): `n < 10 and n < 5` is `n < 5`
+    boolean_branches: bool = False
 
     def with_facts(
         self, facts: Mapping[Hashable, bool], differences: Mapping[Hashable, Bound]
@@ -168,6 +171,47 @@ class Simplifier(Mutator):
             if known is not None:
                 bound = bound.intersect(known.shifted(offset))
         return bound
+
+    def assumed(self, condition: PrimExpr) -> tuple[dict[Var, Bound], Context]:
+        """The bounds and context knowing a simplified `condition` too (see `Facts.assume`)."""
+        facts, differences, variables = self.literal_facts(condition)
+        keyed: dict[Hashable, Bound] = {}
+        for difference, bound in differences:
+            key, offset = difference_key(difference)
+            shifted = bound.shifted(-offset)
+            keyed[key] = keyed[key].intersect(shifted) if key in keyed else shifted
+        context = self.context.with_facts(facts, keyed)
+        ranges = dict(self.ranges)
+        for var, bound in variables:
+            old = const_bound(var, ranges)
+            new = old.intersect(bound)
+            if new != old:
+                ranges[var] = new
+                context = context.with_unfolded(var)
+        return ranges, context
+
+    def _under(self, condition: PrimExpr, expr: PrimExpr) -> PrimExpr:
+        """`expr` simplified knowing `condition`."""
+        ranges, context = self.assumed(condition)
+        return Simplifier(ranges, None, context).visit(expr)
+
+    def _branches(self, a: PrimExpr, b: PrimExpr, is_and: bool) -> tuple[PrimExpr, PrimExpr]:
+        """Each side simplified knowing the other holds (`and`) or fails (`or`), in turn,
+        until neither changes (at most twice each)."""
+        sides = [a, b]
+        unchanged = 0
+        for step in range(4):
+            mine, other = step % 2, 1 - step % 2
+            known = sides[other] if is_and else E.Not(sides[other])
+            updated = self._under(known, sides[mine])
+            if _same(updated, sides[mine]):
+                unchanged += 1
+                if unchanged >= 2:
+                    break
+            else:
+                sides[mine] = updated
+                unchanged = 0
+        return sides[0], sides[1]
 
     def literal_facts(
         self, condition: PrimExpr
@@ -567,6 +611,10 @@ class Simplifier(Mutator):
         if not isinstance(rebuilt, E.And):
             return rebuilt
         a, b = rebuilt.a, rebuilt.b
+        if self.context.boolean_branches and rebuilt.dtype.is_scalar:
+            a, b = self._branches(a, b, is_and=True)
+            if a is not rebuilt.a or b is not rebuilt.b:
+                rebuilt = dataclasses.replace(rebuilt, a=a, b=b)
         for one, other in ((a, b), (b, a)):
             if _const(one) == 0 and one.dtype.is_scalar:
                 return one
@@ -582,6 +630,10 @@ class Simplifier(Mutator):
         if not isinstance(rebuilt, E.Or):
             return rebuilt
         a, b = rebuilt.a, rebuilt.b
+        if self.context.boolean_branches and rebuilt.dtype.is_scalar:
+            a, b = self._branches(a, b, is_and=False)
+            if a is not rebuilt.a or b is not rebuilt.b:
+                rebuilt = dataclasses.replace(rebuilt, a=a, b=b)
         for one, other in ((a, b), (b, a)):
             if _const(one) == 1 and one.dtype.is_scalar:
                 return one

@@ -55,9 +55,14 @@ class StatementSimplifier(Mutator):
     programs the same way."""
 
     @classmethod
-    def over(cls, func: PrimFunc) -> Self:
-        """A simplifier for `func`'s body, knowing its buffer parameters' shapes non-negative."""
+    def over(cls, func: PrimFunc, boolean_branches: bool = False) -> Self:
+        """A simplifier for `func`'s body, knowing its buffer parameters' shapes non-negative;
+        with `boolean_branches`, each side of an `and` / `or` knows the other."""
         simplifier = cls()
+        context = simplifier.analyzer.context
+        simplifier.analyzer.context = dataclasses.replace(
+            context, boolean_branches=boolean_branches
+        )
         for _, buffer in func.buffer_map:
             for extent in buffer.shape:
                 simplifier.analyzer.mark_global_non_negative(extent)
@@ -209,7 +214,10 @@ class Simplify(FunctionPass):
     name = "simplify"
     expects = Dialect.S_TIR
     leaves = Dialect.S_TIR
+    # each side of an `and` / `or` simplified knowing the other, as TVM's option of that name
+    apply_constraints_to_boolean_branches: bool = False
 
     def run_function(self, func: PrimFunc) -> PrimFunc:
-        body = StatementSimplifier.over(func).visit(func.body)
+        simplifier = StatementSimplifier.over(func, self.apply_constraints_to_boolean_branches)
+        body = simplifier.visit(func.body)
         return func if body is func.body else dataclasses.replace(func, body=body)
