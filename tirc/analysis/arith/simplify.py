@@ -620,6 +620,8 @@ class Simplifier(Mutator):
                 return one
             if _const(one) == 1 and one.dtype.is_scalar:
                 return other
+        if rebuilt.dtype.is_scalar and is_pure(a) and _is_negation(a, b):
+            return _bool(False)  # `x and not x`
         tightened = _tightened(a, b)
         if tightened is not None:
             return dataclasses.replace(rebuilt, a=tightened)
@@ -639,6 +641,8 @@ class Simplifier(Mutator):
                 return one
             if _const(one) == 0 and one.dtype.is_scalar:
                 return other
+        if rebuilt.dtype.is_scalar and is_pure(a) and _is_negation(a, b):
+            return _bool(True)  # `x or not x`
         return rebuilt
 
     def visit_Not(self, node: E.Not) -> PrimExpr:
@@ -656,7 +660,7 @@ class Simplifier(Mutator):
         condition = self.visit(node.condition)
         if _const(condition) is not None and condition.dtype.is_scalar:
             return self.visit(node.true_value if condition.value else node.false_value)
-        true_value, false_value = self.visit(node.true_value), self.visit(node.false_value)
+        true_value, false_value = self._conditional(condition, node.true_value, node.false_value)
         if (condition, true_value, false_value) == (
             node.condition,
             node.true_value,
@@ -666,6 +670,20 @@ class Simplifier(Mutator):
         return dataclasses.replace(
             node, condition=condition, true_value=true_value, false_value=false_value
         )
+
+    def _conditional(
+        self, condition: PrimExpr, true_value: PrimExpr, false_value: PrimExpr
+    ) -> tuple[PrimExpr, PrimExpr]:
+        """The values of an undecided `select` / `if_then_else`; one that holds another
+        conditional is simplified knowing the condition holds (fails) there, so a nested test
+        of the same condition goes (TVM's test_nested_if_elimination)."""
+        values = [self.visit(true_value), self.visit(false_value)]
+        if not condition.dtype.is_scalar:
+            return values[0], values[1]
+        for index, known in enumerate((condition, E.Not(condition))):
+            if _has_conditional(values[index]):
+                values[index] = self._under(known, values[index])
+        return values[0], values[1]
 
     def visit_Cast(self, node: E.Cast) -> PrimExpr:
         rebuilt = self.generic_visit(node)
@@ -694,6 +712,14 @@ class Simplifier(Mutator):
         return node
 
     def visit_Call(self, node: E.Call) -> PrimExpr:
+        if node.op == "if_then_else" and len(node.args) == 3 and E.are_exprs(node.args):
+            condition = self.visit(node.expr_arg(0))
+            if _const(condition) is not None and condition.dtype.is_scalar:
+                return self.visit(node.expr_arg(1) if condition.value else node.expr_arg(2))
+            values = self._conditional(condition, node.expr_arg(1), node.expr_arg(2))
+            if all(a is b for a, b in zip((condition, *values), node.args, strict=True)):
+                return node
+            return dataclasses.replace(node, args=(condition, *values))
         rebuilt = self.generic_visit(node)
         if rebuilt.op == "likely" and isinstance(rebuilt.args[0], IntImm):
             return rebuilt.args[0]  # a decided hint is its value
@@ -723,6 +749,33 @@ def _same(x: object, y: object) -> bool:
     if isinstance(x, float):
         return repr(x) == repr(y)
     return x == y
+
+
+def _has_conditional(expr: PrimExpr) -> bool:
+    found: list[bool] = []
+
+    def check(node: object) -> None:
+        if isinstance(node, E.Select) or isinstance(node, E.Call) and node.op == "if_then_else":
+            found.append(True)
+
+    walk(expr, check)
+    return bool(found)
+
+
+def _is_negation(a: PrimExpr, b: PrimExpr) -> bool:
+    """Whether `b` is `not a` in one of its spellings (`i < 3` and `i >= 3`, `3 <= i`)."""
+    if isinstance(b, E.Not):
+        return _same(a, b.a)
+    if isinstance(a, E.Not):
+        return _same(a.a, b)
+    if not (isinstance(a, E.CompareOp) and isinstance(b, E.CompareOp)):
+        return False
+    complement = _COMPLEMENT[type(a)]
+    if type(b) is complement:
+        return _same(a.a, b.a) and _same(a.b, b.b)
+    if type(b) is _FLIPPED[complement]:
+        return _same(a.a, b.b) and _same(a.b, b.a)
+    return False
 
 
 def _absorbed(a: PrimExpr, b: PrimExpr, inner: type[E.BinaryOp]) -> PrimExpr | None:
