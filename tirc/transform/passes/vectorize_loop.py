@@ -221,7 +221,7 @@ def _call(v: _Vectorizer, node: E.Call) -> E.PrimExpr:
         and intrinsic.effect is intrinsics.Effect.PURE
         and intrinsic.result in (intrinsics.Result.FIRST_ARG, intrinsics.Result.BOOL)
         and node.op not in ("assume", "likely")
-    )
+    ) or node.op == "reinterpret"  # a bit cast lane by lane, as TVM 0.27 vectorizes it
     if not elementwise or not E.are_exprs(args):
         raise NotVectorizable
     return E.Call(node.dtype.with_lanes(v.lanes), node.op, tuple(_widen(a, v.lanes) for a in args))
