@@ -4,7 +4,9 @@ piece gets the test resolved, so the steady-state middle runs without the guard.
 
 A condition takes part when it is a comparison (<, <=, >, >=) linear in the loop variable
 with a constant coefficient, whose other variables are bound outside the loop or by inner
-loops with bounds fixed outside it; anything else (`and`, `!=`, `i * i`, loads, lets) is left
+loops with bounds fixed outside it, or an equality `i * c + rest == 0` whose rest is fixed
+outside the loop: it holds at one point, which becomes a piece of its own (as TVM 0.27, the
+pieces around it keep the test); anything else (`and`, `!=`, `i * i`, loads, lets) is left
 as it is. The middle is where every such condition holds; the piece before and the one after
 get a condition replaced only where it provably holds or fails on the whole piece. Pieces are
 normalized to start at 0, a piece of one iteration is inlined (unless
@@ -57,7 +59,7 @@ class Deduction:
 
     call: E.Call
     holds: Interval
-    fails: Interval
+    fails: Interval | None  # None: nowhere provably (an equality fails on two sides)
 
 
 def _is_likely(node: object) -> TypeGuard[E.Call]:
@@ -130,6 +132,8 @@ def _deduce(
         return None
     if any(other in defined and other not in domains for other in used - {var}):
         return None
+    if isinstance(condition, E.EQ):
+        return _deduce_point(call, condition, var, used, domains, analyzer)
     expr = _as_non_positive(condition)
     if expr is None:
         return None
@@ -145,6 +149,33 @@ def _deduce(
     scale = coefficient.value
     holds, fails = _solve(scale, relaxed.max, relaxed.min, dtype)
     return Deduction(call, _simplified(holds, analyzer), _simplified(fails, analyzer))
+
+
+def _deduce_point(
+    call: E.Call,
+    condition: E.EQ,
+    var: E.Var,
+    used: set[E.Var],
+    domains: dict[E.Var, Range],
+    analyzer: Analyzer,
+) -> Deduction | None:
+    """`i * c + rest == 0` with c of 1 or -1 and rest fixed outside the loop holds at
+    `i == -rest / c` alone."""
+    if any(other in domains for other in used - {var}):
+        return None  # an inner loop moves the point
+    a, b = condition.a, condition.b
+    if not (a.dtype.is_integer and a.dtype.is_scalar):
+        return None
+    dtype = var.dtype
+    expr = E.Sub(a, b)
+    rest = analyzer.simplify(_substituted(expr, var, E.const(0, dtype)))
+    coefficient = analyzer.simplify(E.Sub(_substituted(expr, var, E.const(1, dtype)), rest))
+    if not isinstance(coefficient, E.IntImm) or coefficient.value not in (1, -1):
+        return None
+    if not analyzer.can_prove_equal(expr, E.Add(E.Mul(coefficient, var), rest)):
+        return None
+    point = analyzer.simplify(E.Mul(rest, E.const(-coefficient.value, dtype)))
+    return Deduction(call, Interval(point, point), None)
 
 
 def _solve(
@@ -299,7 +330,7 @@ class _Partitioner(Mutator):
     ) -> bool | None:
         if is_middle or _within(start, stop, deduction.holds, self.analyzer):
             return True
-        if _within(start, stop, deduction.fails, self.analyzer):
+        if deduction.fails is not None and _within(start, stop, deduction.fails, self.analyzer):
             return False
         return None
 
@@ -312,7 +343,8 @@ class _Partitioner(Mutator):
         body = _Resolver(values).visit(loop.body)
         var = loop.loop_var
         if E.is_const_int(extent, 1) and not self.options.no_unroll_loop_with_extent_one:
-            return self.visit(fresh_copy(body, {var: start}))
+            # the piece's one iteration, `0 + start` as TVM 0.27 writes it
+            return self.visit(fresh_copy(body, {var: E.Add(E.const(0, var.dtype), start)}))
         fresh = E.Var(var.name, var.dtype, var.pointer, var.is_size_var, span=var.span)
         shifted = fresh if E.is_const_int(start, 0) else E.Add(fresh, start)
         zero = E.const(0, var.dtype)
