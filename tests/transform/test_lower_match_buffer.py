@@ -32,7 +32,7 @@ def main(A: T.Buffer((8, 8), "float32"), m: T.int32, n: T.int32):
             T.reads()
             T.writes(A[i, j * 4:j * 4 + 4])
             for jj in range(4):
-                A[T.Add(i, 0), j * 4 + jj] = T.Cast("float32", T.Add(8, 1))
+                A[i, j * 4 + jj] = T.Cast("float32", T.Add(8, 1))
 """
 
 

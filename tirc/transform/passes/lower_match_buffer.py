@@ -84,7 +84,7 @@ class _Lowerer(Mutator):
             for r, stride in zip(source.region, source_strides, strict=False):
                 term = E.Mul(_as(r.min, stride), stride)
                 offset = E.Add(_as(offset, term), term)
-            fields.append(("elem_offset", view.elem_offset, offset))
+            fields.append(("elem_offset", view.elem_offset, self.analyzer.simplify(offset)))
         if view.strides:
             tail = source_strides[len(source_strides) - view.ndim :]
             pairs = list(enumerate(zip(view.strides, tail, strict=True)))
@@ -154,6 +154,8 @@ class _Lowerer(Mutator):
 def _offset(base: E.PrimExpr, index: E.PrimExpr) -> E.PrimExpr:
     if E.is_const_int(base, 0) and not index.dtype.is_vector:
         return index
+    if E.is_const_int(index, 0):  # as TVM's folding `base + 0`
+        return _as(base, index)
     dtype = index.dtype
     if dtype.is_vector:
         return E.Add(E.Broadcast(_as(base, E.IntImm(0, dtype.element)), dtype.lanes), index)
