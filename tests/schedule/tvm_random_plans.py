@@ -603,6 +603,13 @@ DELIBERATE: tuple[tuple[str, str, tuple[str, ...] | None, str], ...] = (
     ),
     (
         "TVM refuses",
+        "index_dtype == arg_dtype",
+        ("TransformLayout",),
+        "transform_layout of a buffer whose shape mixes int64 and int32 extents: TVM's "
+        "legalized map mixes the two types in one index and fails an internal check",
+    ),
+    (
+        "TVM refuses",
         "Could not get the corresponding function",
         ("TransformLayout",),
         "transform_layout of a parameter accessed in a block inside another block: TVM looks "
@@ -614,12 +621,14 @@ DELIBERATE: tuple[tuple[str, str, tuple[str, ...] | None, str], ...] = (
 def deliberate_reason(record: dict[str, Any]) -> str | None:
     """Why a disagreement is deliberate (its DELIBERATE entry), or None."""
     detail = str(record["detail"])
+    last = {record["trace"][-1][0]} if record["trace"] else set()
     kinds = {step[0] for step in record["trace"]}
-    for kind, pattern, steps, why in DELIBERATE:
-        if not str(record["class"]).startswith(kind) or not re.search(pattern, detail):
-            continue
-        if steps is None or kinds & set(steps):
-            return why
+    for held in (last, kinds):  # an entry for the last step first, then for any earlier one
+        for kind, pattern, steps, why in DELIBERATE:
+            if not str(record["class"]).startswith(kind) or not re.search(pattern, detail):
+                continue
+            if steps is None or held & set(steps):
+                return why
     return None
 
 

@@ -12,7 +12,9 @@ indices, else a block after the producer stores it there (`buffer_A_padding`, pr
 the padded elements).
 
 A parameter accessed by a block inside another block is transformed as any other, where
-TVM 0.27 looks for the function at the inner scope and fails.
+TVM 0.27 looks for the function at the inner scope and fails; so is a buffer whose shape
+mixes int64 and int32 extents, where TVM's legalized map mixes the two types in one index
+and fails an internal check.
 
     A = T.alloc_buffer((64,))                 A = T.alloc_buffer((16, 4))
     A[vi] = ...                        →      A[vi // 4, vi % 4] = ...
