@@ -153,3 +153,12 @@ def test_gpu_model_on_a_program_without_gpu_threads_says_it_changed_nothing(
     racy.write_text(RACY_KERNEL)
     assert run(racy, gpu_model="lockstep") == 0
     assert "changed nothing" not in capsys.readouterr().out
+
+
+def test_a_function_that_does_nothing_runs(tmp_path: Path) -> None:
+    """A body of only `T.evaluate(0)` (no parameters either) compiles to an empty Python
+    function: it runs, and the CPU check agrees (it once failed with an IndentationError)."""
+    path = tmp_path / "nothing.tir"
+    path.write_text("@T.prim_func\ndef main():\n    T.evaluate(0)\n")
+    assert run(path) == 0
+    assert run(path, target="cpu", check=True) == 0

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from tirc.diagnostics import DiagnosticError, Note
+from tirc.diagnostics import DiagnosticError, Note, Span
 from tirc.driver.compile_cuda import check_cuda_opt_level, check_ptx_via
 from tirc.driver.entry_point import entry_point
 from tirc.driver.exit_code import ExitCode
@@ -39,7 +39,7 @@ from tirc.ir.expr import Var
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.functor import vars_in, walk
 from tirc.ir.node import Node
-from tirc.ir.stmt import AttrStmt, For, ForKind
+from tirc.ir.stmt import AllocBuffer, AttrStmt, DeclBuffer, For, ForKind, SBlock
 from tirc.ir.target import Target
 from tirc.runtime.throughput import Timing, moved_bytes, multiply_add_flops
 
@@ -269,6 +269,7 @@ def _execute(
         rule = CHECK_RULES[target.backend]
         meter.stage("checking against the interpreter")
         checked, checked_function, why = _reference_program(module, name, function, original)
+        fresh_inputs = {key: value.copy() for key, value in reference.items()}
         _interpret(checked, checked_function, reference)
         problems = compare(
             function,
@@ -280,7 +281,12 @@ def _execute(
             relative_atol=rule.relative_atol,
         )
         if problems:
-            raise DiagnosticError.at(None, f"{rule.differs}: " + "; ".join(problems))
+            message = f"{rule.differs}: " + "; ".join(problems)
+            meter.stage("looking for reads of memory the program never wrote")
+            unwritten = _unwritten_reads(checked, checked_function, fresh_inputs, reference)
+            if unwritten is not None:
+                raise unwritten.explaining(message)
+            raise DiagnosticError.at(None, message)
         notes = (*ran.first_notes, f"check: {rule.agrees}", *why)
         ran = dataclasses.replace(ran, first_notes=notes)
     return name, function, args, given, ran
@@ -417,6 +423,83 @@ def _interpret(module: IRModule, function: PrimFunc, values: dict[str, np.ndarra
     arguments: dict[str, np.ndarray | int] = {**values, **scalars}
     run(function, arguments, module=module)
     values.update({k: np.asarray(v) for k, v in arguments.items() if k not in scalars})
+
+
+@dataclass(frozen=True)
+class UnwrittenReads:
+    """Fresh allocations a program reads before writing them (`spans`: where each is made);
+    no buffer named where only garbage in all of them together changes the results."""
+
+    names: tuple[str, ...]
+    spans: tuple[Span | None, ...]
+
+    def explaining(self, differs: str) -> DiagnosticError:
+        """The error for a check that failed because of them."""
+        which = ", ".join(self.names) if self.names else "fresh memory"
+        first = self.spans[0] if self.spans else None
+        return DiagnosticError.at(
+            first,
+            f"the program reads memory it never wrote ({which}), so its results are "
+            "unspecified: the interpreter fills fresh memory with zeros, compiled code finds "
+            "whatever was there",
+            *(
+                Note(f"{name} is allocated here", span)
+                for name, span in zip(self.names[1:], self.spans[1:], strict=True)
+            ),
+            Note(differs),
+            Note("write every element of an allocation before reading it"),
+        )
+
+
+# allocations tried one at a time to name those read before written
+UNWRITTEN_SEARCH_LIMIT = 16
+
+
+def _unwritten_reads(
+    module: IRModule,
+    function: PrimFunc,
+    inputs: dict[str, np.ndarray],
+    zero_filled: dict[str, np.ndarray],
+) -> UnwrittenReads | None:
+    """Whether the interpreter's results on `inputs` change when fresh memory holds garbage
+    instead of zeros (`zero_filled`: its results with zeros), and which allocations make them
+    change; None where they do not change."""
+    from tirc.interp.memory.storage import garbage_in_fresh_memory  # deferred: the interpreter
+
+    def changes(names: Sequence[str] | None) -> bool:
+        values = {key: value.copy() for key, value in inputs.items()}
+        try:
+            with garbage_in_fresh_memory(names):
+                _interpret(module, function, values)
+        except DiagnosticError:  # garbage made it fault (an index read from fresh memory)
+            return True
+        return any(values[key].tobytes() != value.tobytes() for key, value in zero_filled.items())
+
+    if not changes(None):
+        return None
+    found = [
+        (buffer.name, span)
+        for buffer, span in _allocations(module)[:UNWRITTEN_SEARCH_LIMIT]
+        if changes([buffer.name])
+    ]
+    return UnwrittenReads(tuple(n for n, _ in found), tuple(s for _, s in found))
+
+
+def _allocations(module: IRModule) -> list[tuple[Buffer, Span | None]]:
+    """Every buffer the module's functions allocate, once by name, with the statement or
+    block that allocates it."""
+    found: dict[str, tuple[Buffer, Span | None]] = {}
+
+    def visit(node: Node) -> None:
+        if isinstance(node, AllocBuffer) or (isinstance(node, DeclBuffer) and node.data is None):
+            found.setdefault(node.buffer.name, (node.buffer, node.buffer.span or node.span))
+        elif isinstance(node, SBlock):
+            for buffer in node.alloc_buffers:
+                found.setdefault(buffer.name, (buffer, buffer.span or node.span))
+
+    for _, func in module.functions:
+        walk(func.body, visit)
+    return list(found.values())
 
 
 def _param(function: PrimFunc, name: str) -> Var:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tirc.interp.fault import Fault, fault_in, index_outside, thread_name
-from tirc.interp.memory.storage import Pointer, Storage
+from tirc.interp.memory.storage import Pointer, Storage, fresh_bytes
 from tirc.interp.semantics import values as V
 from tirc.interp.semantics.warp import split_linear
 from tirc.ir.dtype import DataType
@@ -239,8 +239,10 @@ class Frame:
 
 
 def allocate_rows(count: int, nbytes: int, per_block: bool) -> RowMemory:
-    """Zeroed memory: a row of bytes per block (per_block), else per lane."""
-    return RowMemory(np.zeros((count, max(nbytes, 0)), dtype=np.uint8), per_block)
+    """Zeroed memory: a row of bytes per block (per_block), else per lane (or garbage, where
+    storage.garbage_in_fresh_memory asks for it everywhere)."""
+    rows = fresh_bytes(np.zeros((count, max(nbytes, 0)), dtype=np.uint8), None)
+    return RowMemory(rows, per_block)
 
 
 def outer_memory(handle: object, scope: str, lanes: Lanes) -> Memory:

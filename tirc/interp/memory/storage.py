@@ -7,6 +7,9 @@ their bit patterns (see semantics.values). A Pointer is a handle into the middle
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import ml_dtypes
@@ -105,11 +108,38 @@ class Pointer:
     dtype: DataType | None = None  # the element type it was made for, where known
 
 
+# Which fresh storages hold garbage instead of zeros: none (the default), those named, or all
+# (None). See `garbage_in_fresh_memory`.
+_GARBAGE: ContextVar[frozenset[str] | None] = ContextVar("fresh_garbage", default=frozenset())
+GARBAGE_BYTE = 0xFF  # every float type's NaN, -1 for signed integers, the maximum for unsigned
+
+
+@contextmanager
+def garbage_in_fresh_memory(names: Iterable[str] | None = None) -> Iterator[None]:
+    """Within: fresh memory of the storages called `names` (all, where None) has every byte
+    GARBAGE_BYTE instead of 0. A program whose results change with it reads memory it never
+    wrote (the language leaves fresh memory's contents unspecified)."""
+    token = _GARBAGE.set(None if names is None else frozenset(names))
+    try:
+        yield
+    finally:
+        _GARBAGE.reset(token)
+
+
+def fresh_bytes(array: np.ndarray, name: str | None) -> np.ndarray:
+    """`array` (zeros), filled with garbage where `garbage_in_fresh_memory` asks for it
+    (storages without a name only when it asks for all)."""
+    wanted = _GARBAGE.get()
+    if wanted is None or (name is not None and name in wanted):
+        array.view(np.uint8).fill(GARBAGE_BYTE)
+    return array
+
+
 def allocate(name: str, count: int, dtype: DataType, scope: str = "global") -> Storage:
     """Fresh storage for `count` elements of dtype, zero-filled (the language leaves the
-    contents unspecified; zeros make runs reproducible)."""
+    contents unspecified; zeros make runs reproducible; see garbage_in_fresh_memory)."""
     lanes = dtype.lanes
-    array = np.zeros(max(count, 0) * lanes, dtype=access_type(dtype))
+    array = fresh_bytes(np.zeros(max(count, 0) * lanes, dtype=access_type(dtype)), name)
     return Storage(name, array, scope, dtype.element)
 
 

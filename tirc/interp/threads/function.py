@@ -62,6 +62,8 @@ def compile_python(
     _prologue(compiler, func)
     compiler.compile(func.body)
     remove_unread(ctx.lines, ctx.removable)
+    if not ctx.lines:  # a function that does nothing (its body only `T.evaluate(0)`)
+        ctx.emit("pass")
     header = "def _entry(_inputs):"
     source = header + "\n" + ctx.source()
     filename = f"<tirc-interp {name} #{next(_serial)}>"
