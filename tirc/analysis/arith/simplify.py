@@ -159,6 +159,10 @@ class Simplifier(Mutator):
     def _difference_bound(self, a: PrimExpr, b: PrimExpr) -> Bound:
         """The bound of `a - b`, simplified without the rule for a difference of quotients
         (TVM decides `min((n + 3) // 4, n // 4)` by bounds alone, and leaves it)."""
+        if a.dtype.is_uint:
+            # unsigned subtraction wraps (a - b is never negative): subtract as signed 64-bit
+            # numbers instead, whose bound is then exact (or, for 64 bits, unknown)
+            a, b = E.Cast(dt.INT64, a), E.Cast(dt.INT64, b)
         comparing, self.comparing = self.comparing, True
         try:
             difference = self.visit(E.Sub(a, b))
