@@ -125,6 +125,18 @@ class _Narrower(Mutator):
         new = self.vars.get(node)
         return node if new is None else E.Cast(self.wide, new)
 
+    def visit_Call(self, node: E.Call) -> E.PrimExpr:
+        rebuilt = self.generic_visit(node)
+        if node.op != "tvm_thread_allreduce" or not isinstance(rebuilt, E.Call):
+            return rebuilt
+        # an all-reduce names its threads by their variables (its last arguments): a narrowed
+        # thread variable goes in itself, not read as a wider value
+        args = tuple(
+            self.vars.get(old, new) if isinstance(old, E.Var) else new
+            for old, new in zip(node.args, rebuilt.args, strict=True)
+        )
+        return dataclasses.replace(rebuilt, args=args)
+
     def visit_Cast(self, node: E.Cast) -> E.PrimExpr:
         found = self.narrowed(node.value)
         if found is None:
