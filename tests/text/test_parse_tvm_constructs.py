@@ -169,3 +169,20 @@ def test_subroutine_call_of_an_unknown_function_is_a_parse_error() -> None:
     with pytest.raises(DiagnosticError, match="unknown name Module.thrice") as error:
         parse(text, name="calls.tir")
     assert "calls.tir:19:34" in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("target", "emit"), [("interp", None), ("cpu", "ll"), ("cuda", "cu")], ids=str
+)
+def test_stored_only_types_are_refused_where_a_run_or_build_starts(
+    target: str, emit: str | None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = str(PROGRAMS / "narrow_types.tir")
+    if emit is None:
+        args = ["run", path, "--target", target]
+    else:
+        args = ["compile", path, "--target", target, "--emit", emit, "-o", str(tmp_path / "out")]
+    message = _refusal(args, capsys)
+    assert "buffer 'A' of type int4: tirc reads and prints int4 but neither" in message
+    assert "narrow_types.tir:5:13" in message
+    assert "a value of type float4_e2m1fn" in message and "narrow_types.tir:16:5" in message

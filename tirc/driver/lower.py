@@ -9,6 +9,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, TextIO, TypedDict
 
+from tirc.analysis.stored_types import refuse_stored_only
 from tirc.diagnostics import Diagnostic, DiagnosticError, Note
 from tirc.driver import remarks
 from tirc.driver.target import parse_target
@@ -62,6 +63,7 @@ def lower_module(
     pipeline = load_pipeline(pipeline_path) if pipeline_path else default_pipeline(target)
     if for_backend:
         check_backend_reads(pipeline, target)
+        refuse_stored_only(module)  # int4, float4_e2m1fn, ...: no backend computes with them
     problems: list[Diagnostic] = []
     for name in print_after:
         try:

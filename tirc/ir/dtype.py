@@ -1,7 +1,9 @@
 """Data types: a scalar kind with a bit width, and a lane count for vectors.
 
 Spelled as in TVMScript: `float32`, `int64`, `bool`, `bfloat16`, `float8_e4m3fn`, `handle`,
-`float32x8` (8 lanes), `void`. DataType values are interned, so `is` and `==` agree.
+`float32x8` (8 lanes), `void`; and the narrow types TVM names but tirc only stores
+(`int4`, `float4_e2m1fn`, ...: `DataType.is_computed`). DataType values are interned,
+so `is` and `==` agree.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ class DTypeError(ValueError):
 
 # kind -> the bit widths it admits
 _KINDS: dict[str, tuple[int, ...]] = {
-    "int": (8, 16, 32, 64),
-    "uint": (8, 16, 32, 64),
+    "int": (4, 8, 16, 32, 64),
+    "uint": (4, 8, 16, 32, 64),
     "float": (16, 32, 64),
     "bfloat": (16,),
 }
@@ -29,9 +31,23 @@ _WORDS: dict[str, tuple[str, int]] = {
     "void": ("void", 0),
     "float8_e4m3fn": ("float8_e4m3fn", 8),
     "float8_e5m2": ("float8_e5m2", 8),
+    # the narrow floats TVM also names (ml_dtypes' names): read and printed; what computes
+    # with them refuses them (COMPUTED_KINDS)
+    "float8_e4m3": ("float8_e4m3", 8),
+    "float8_e3m4": ("float8_e3m4", 8),
+    "float8_e4m3fnuz": ("float8_e4m3fnuz", 8),
+    "float8_e5m2fnuz": ("float8_e5m2fnuz", 8),
+    "float8_e4m3b11fnuz": ("float8_e4m3b11fnuz", 8),
+    "float8_e8m0fnu": ("float8_e8m0fnu", 8),
+    "float6_e2m3fn": ("float6_e2m3fn", 6),
+    "float6_e3m2fn": ("float6_e3m2fn", 6),
+    "float4_e2m1fn": ("float4_e2m1fn", 4),
     "int1": ("bool", 1),
     "uint1": ("bool", 1),
 }
+_FLOAT_KINDS = frozenset(
+    ("float", "bfloat") + tuple(kind for kind, _ in _WORDS.values() if kind.startswith("float"))
+)
 _PATTERN = re.compile(r"^([a-z_0-9]*?)(?:x(\d+))?$")
 
 
@@ -69,11 +85,18 @@ class DataType:
     @property
     def is_float(self) -> bool:
         """Any floating-point kind: float16/32/64, bfloat16, float8."""
-        return self.kind in ("float", "bfloat", "float8_e4m3fn", "float8_e5m2")
+        return self.kind in _FLOAT_KINDS
 
     @property
     def is_float8(self) -> bool:
         return self.kind.startswith("float8")
+
+    @property
+    def is_computed(self) -> bool:
+        """Whether tirc's interpreter and backends compute with this type; the others
+        (int4, uint4, the float8 variants other than e4m3fn and e5m2, float6, float4) are
+        read, printed and verified, and refused, located, where a value of them is made."""
+        return (self.kind, self.bits) not in _STORED_ONLY
 
     @property
     def is_handle(self) -> bool:
@@ -150,6 +173,16 @@ def is_dtype_name(text: str) -> bool:
     return True
 
 
+_STORED_ONLY = frozenset(
+    [("int", 4), ("uint", 4)]
+    + [(kind, bits) for kind, bits in _WORDS.values() if kind.startswith(("float6", "float4"))]
+    + [
+        (kind, bits)
+        for kind, bits in _WORDS.values()
+        if kind.startswith("float8") and kind not in ("float8_e4m3fn", "float8_e5m2")
+    ]
+)
+
 BOOL = make("bool", 1)
 INT8 = make("int", 8)
 INT16 = make("int", 16)
@@ -182,4 +215,15 @@ SCALAR_NAMES: tuple[str, ...] = (
     "float8_e4m3fn",
     "float8_e5m2",
     "handle",
+    "int4",
+    "uint4",
+    "float8_e4m3",
+    "float8_e3m4",
+    "float8_e4m3fnuz",
+    "float8_e5m2fnuz",
+    "float8_e4m3b11fnuz",
+    "float8_e8m0fnu",
+    "float6_e2m3fn",
+    "float6_e3m2fn",
+    "float4_e2m1fn",
 )
