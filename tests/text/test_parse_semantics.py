@@ -409,3 +409,11 @@ def test_index_map() -> None:
     assert structural_equal(
         parse_index_map("lambda a, b: (b, a // 4, a % 4)").results[1], index_map.results[1]
     )
+
+
+def test_if_on_an_integer_is_true_when_non_zero() -> None:
+    # TVM reads `if b:` with b an int32; tirc states the comparison Python's truth makes
+    func = parse_function("    if m:\n        B[0] = n\n", HEAD64)
+    branch = func.body
+    assert isinstance(branch, st.IfThenElse) and isinstance(branch.condition, ir.NE)
+    assert isinstance(branch.condition.b, ir.IntImm) and branch.condition.b.value == 0

@@ -462,7 +462,11 @@ class Builder(Evaluator):
                 self.visit_collecting(stmt)
             return
         try:
-            condition = arith.to_bool(test)
+            if test.dtype.is_integer and test.dtype.is_scalar and not isinstance(test, IntImm):
+                # `if n:` on an integer, which TVM reads: true when non-zero, as in Python
+                condition = arith.arithmetic("!=", test, 0, test.span)
+            else:
+                condition = arith.to_bool(test)
         except arith.ArithError as problem:
             raise self.error(node.test, str(problem)) from None
         then_case = self.build_body(node.body)
