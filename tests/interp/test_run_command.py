@@ -162,3 +162,22 @@ def test_a_function_that_does_nothing_runs(tmp_path: Path) -> None:
     path.write_text("@T.prim_func\ndef main():\n    T.evaluate(0)\n")
     assert run(path) == 0
     assert run(path, target="cpu", check=True) == 0
+
+
+def test_check_runs_the_interpreter_first(tmp_path: Path) -> None:
+    """`--check` runs the interpreter before the compiled code: a fault the program has (here a
+    division by zero, which takes a process down as SIGFPE when compiled code divides) is the
+    interpreter's located error, and the compiled code never runs into it."""
+    path = tmp_path / "divide.tir"
+    path.write_text(
+        """
+@T.prim_func
+def main(A: T.Buffer((4,), "int32"), B: T.Buffer((4,), "int32"), C: T.Buffer((4,), "int32")):
+    for i in range(4):
+        C[i] = T.Div(A[i], B[i])
+"""
+    )
+    inputs = tmp_path / "in.npz"
+    np.savez(inputs, A=np.arange(4, dtype=np.int32), B=np.zeros(4, np.int32))
+    with pytest.raises(DiagnosticError, match="integer division by zero"):
+        run(path, target="cpu", check=True, inputs=str(inputs))

@@ -245,7 +245,16 @@ def _execute(
     module, function = entry_point(module, name, function)
     given = load_inputs(inputs) if inputs is not None else {}
     args = complete_arguments(function, given, seed, inputs or "", sizes)
-    reference = {key: np.array(value, copy=True) for key, value in args.items()} if check else None
+    reference: dict[str, np.ndarray] | None = None
+    if check:
+        # The interpreter first: a fault it finds (an index out of bounds, a division by
+        # zero) is the check's answer, as a located error, before compiled code runs into it
+        # and takes the process down.
+        meter.stage("running the interpreter for the check")
+        reference = {key: np.array(value, copy=True) for key, value in args.items()}
+        checked, checked_function, why = _reference_program(module, name, function, original)
+        fresh_inputs = {key: value.copy() for key, value in reference.items()}
+        _interpret(checked, checked_function, reference)
     if target.backend == "interp":
         ran = _run_in_interpreter(module, name, function, args, bench, meter)
         if gpu_model is not None and not _runs_gpu_threads(module, function):
@@ -268,9 +277,6 @@ def _execute(
     if reference is not None:
         rule = CHECK_RULES[target.backend]
         meter.stage("checking against the interpreter")
-        checked, checked_function, why = _reference_program(module, name, function, original)
-        fresh_inputs = {key: value.copy() for key, value in reference.items()}
-        _interpret(checked, checked_function, reference)
         problems = compare(
             function,
             args,
