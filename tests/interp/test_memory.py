@@ -113,3 +113,25 @@ def test_fresh_allocations_are_zero() -> None:
     b = np.ones(4, np.float32)
     run_source(source, B=b)
     assert b.tolist() == [0, 0, 0, 0]
+
+
+def test_an_index_into_one_element_is_still_checked() -> None:
+    """Only index 0 passes the check of a dimension of extent 1, so the checked index's range
+    was that one value: a constant, which folding put in the index's place, check and all
+    (data[i * 3 + j] of a (1,) buffer read and wrote data[0]; TVM's hoist_if test programs)."""
+    source = """
+@T.prim_func(s_tir=True)
+def main(data: T.Buffer((1,), "float32")):
+    for i, j in T.grid(5, 10):
+        if i >= 3:
+            data[i * 3 + j] = data[i * 3 + j] + T.float32(0.5)
+"""
+    with pytest.raises(DiagnosticError) as caught:
+        run_source(source, data=np.zeros(1, np.float32))
+    assert caught.value.diagnostics[0].message == (
+        "out-of-bounds load from data (shape (1,)): index 9 is outside [0, 1) in dimension 0"
+    )
+    in_bounds = source.replace("i * 3 + j", "i * 3 + j - i * 3 - j")
+    data = np.zeros(1, np.float32)
+    run_source(in_bounds, data=data)
+    np.testing.assert_array_equal(data, [10.0])  # 2 values of i times 10 of j, + 0.5 each

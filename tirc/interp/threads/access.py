@@ -204,6 +204,11 @@ class AccessCompiler:
         text = f"({later} if {lower}{first} < {extent.text} else {fault})"
         low = 0 if index.low is None else max(0, index.low)
         high = None if limit is None else limit - 1
+        if high is not None and low >= high:
+            # at most one value passes the check (an extent of 1, or an index always out of
+            # bounds): a range naming one value would make the checked index a constant, and
+            # folding it would drop the check with it
+            return Code(text, None, high)
         return Code(text, low, high)
 
     def is_vector_access(
