@@ -684,9 +684,12 @@ class Simplifier(Mutator):
         values = [self.visit(true_value), self.visit(false_value)]
         if not condition.dtype.is_scalar:
             return values[0], values[1]
-        for index, known in enumerate((condition, E.Not(condition))):
+        for index, holds in enumerate((True, False)):
             if _has_conditional(values[index]):
-                values[index] = self._under(known, values[index])
+                # decided by the test alone, not by simplifying the value again under it:
+                # that re-simplified every nested level once more for each level above it
+                # (exponential in the nesting: Winograd's selects took minutes and 12 GB)
+                values[index] = _Decided(condition, holds).visit(values[index])
         return values[0], values[1]
 
     def visit_Cast(self, node: E.Cast) -> PrimExpr:
@@ -753,6 +756,35 @@ def _same(x: object, y: object) -> bool:
     if isinstance(x, float):
         return repr(x) == repr(y)
     return x == y
+
+
+class _Decided(Mutator):
+    """A value with each nested conditional whose test is `condition` (or its negation)
+    replaced by the branch it takes where `condition` holds (`holds`) or fails."""
+
+    def __init__(self, condition: PrimExpr, holds: bool):
+        self.condition = condition
+        self.holds = holds
+
+    def _taken(self, test: PrimExpr) -> bool | None:
+        if _same(test, self.condition):
+            return self.holds
+        if _is_negation(self.condition, test):
+            return not self.holds
+        return None
+
+    def visit_Select(self, node: E.Select) -> PrimExpr:
+        taken = self._taken(node.condition)
+        if taken is None:
+            return self.generic_visit(node)
+        return self.visit(node.true_value if taken else node.false_value)
+
+    def visit_Call(self, node: E.Call) -> PrimExpr:
+        if node.op == "if_then_else" and len(node.args) == 3 and E.are_exprs(node.args):
+            taken = self._taken(node.expr_arg(0))
+            if taken is not None:
+                return self.visit(node.expr_arg(1) if taken else node.expr_arg(2))
+        return self.generic_visit(node)
 
 
 def _has_conditional(expr: PrimExpr) -> bool:
