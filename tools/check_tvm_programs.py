@@ -8,6 +8,13 @@ equal module), so TVM accepts every one. For each, tirc must parse it (`parse er
 differs` / `round trip fails`), and its verifier must accept it (`verifier rejects`: a rule
 stricter than TVM's, or a program TVM's tests build on purpose to be odd; look at each). The
 structure tirc builds can be compared with TVM's by tests/text/oracle/compare.py.
+
+With --run, each function of each program that reads is also run as
+`tirc run --target cpu --check` does (every shape variable and scalar parameter 8, random
+inputs), one child process a function with a time and memory limit: `ran` (the compiled code
+agrees with the interpreter), `refused` (a located error: a fault the program has, a GPU
+program, an intrinsic the CPU lacks; the first line is listed), `crash` (a traceback: a bug),
+`died` (the process was killed: a native crash, or out of time or memory).
 """
 
 from __future__ import annotations
@@ -50,10 +57,72 @@ def check(path: Path) -> tuple[str, str]:
     return "ok", ""
 
 
+def run_function(path: str, name: str) -> tuple[str, str]:
+    """`tirc run --target cpu --check` on one function, in this (child) process."""
+    import contextlib
+    import io
+    import resource
+
+    from tirc.driver.run import run_file
+    from tirc.ir.abi import parameter_buffers
+    from tirc.ir.expr import Var
+    from tirc.ir.functor import walk
+    from tirc.ir.node import Node
+
+    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+    func = parse(Path(path).read_text(), name=path)[name]
+    buffers = parameter_buffers(func)
+    sizes = {p.name: 8 for p in func.params if p.dtype.is_int and p not in buffers}
+
+    def shape_var(node: Node) -> None:
+        if isinstance(node, Var) and node.dtype.is_int:
+            sizes.setdefault(node.name, 8)
+
+    for buffer in buffers.values():
+        for extent in buffer.shape:
+            walk(extent, shape_var)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            run_file(path, target="cpu", func=name, check=True, sizes=sizes)
+    except DiagnosticError as error:
+        return "refused", str(error).splitlines()[0]
+    except Exception:  # noqa: BLE001
+        return "crash", traceback.format_exc()[-600:]
+    return "ran", ""
+
+
+def run_all(paths: list[Path], timeout: float) -> collections.Counter[str]:
+    """Every function of the programs that read, through run_function; prints each verdict."""
+    import multiprocessing
+
+    tally: collections.Counter[str] = collections.Counter()
+    jobs = []
+    for path in paths:
+        try:
+            module = parse(path.read_text(), name=str(path))
+        except Exception:  # noqa: BLE001  # counted by check()
+            continue
+        jobs += [(str(path), name) for name, _ in module.functions]
+    context = multiprocessing.get_context("fork")
+    for file, name in jobs:
+        with context.Pool(1) as pool:
+            pending = pool.apply_async(run_function, (file, name))
+            try:
+                verdict, detail = pending.get(timeout=timeout)
+            except Exception as error:  # noqa: BLE001  # killed, timed out, or unpicklable
+                verdict, detail = "died", type(error).__name__
+        tally[verdict] += 1
+        if verdict != "ran":
+            print(f"[{verdict}] {Path(file).name}::{name}: {detail[:300]}", flush=True)
+    return tally
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("programs", type=Path)
     parser.add_argument("--show", type=int, default=1000, help="failures listed")
+    parser.add_argument("--run", action="store_true", help="also tirc run --check each function")
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds a function (--run)")
     args = parser.parse_args()
     tally: collections.Counter[str] = collections.Counter()
     failures = []
@@ -65,6 +134,9 @@ def main() -> int:
     print(f"{sum(tally.values())} programs:", dict(tally.most_common()))
     for line in failures[: args.show]:
         print(line)
+    if args.run:
+        ran = run_all(sorted(args.programs.glob("*.tir")), args.timeout)
+        print(f"{sum(ran.values())} functions run:", dict(ran.most_common()))
     return 0
 
 
