@@ -13,7 +13,7 @@ PROGRAM = Path(__file__).parent / "programs" / "shared_row_full_extent.tir"
 
 
 def test_full_extent_region_keeps_its_offset_through_the_cuda_pipeline() -> None:
-    # an out-of-bounds shared store would be an error in the interpreter
+    # S is (4, 16), each block writing its row bx; compaction keeps that row (1, 16) at bx
     _, inputs, got = lowered_computes_the_same(PROGRAM, 7)
     source = np.asarray(inputs["A"])
     np.testing.assert_array_equal(got["B"], source[:, ::-1] * 2)

@@ -18,7 +18,6 @@ from tirc.ir.node import Node
 
 if TYPE_CHECKING:
     from tirc.analysis.arith.bound import Bound
-    from tirc.analysis.arith.simplify import Context
     from tirc.ir.expr import PrimExpr
 
 # Past this many keyed nodes a memo starts afresh, so that a long-lived analyzer does not keep
@@ -32,12 +31,12 @@ class SimplifyMemo:
 
     def __init__(self) -> None:
         self._ranges: dict[Var, Bound] = {}
-        self._context: Context | None = None
+        self._context: object | None = None  # the simplifier's Context, compared by identity
         self._keys: dict[int, tuple[Node, int]] = {}  # id -> (node, key): keeps ids unique
         self._interned: dict[Hashable, int] = {}
         self.results: dict[tuple[int, bool], PrimExpr] = {}
 
-    def under(self, ranges: Mapping[Var, Bound], context: Context) -> SimplifyMemo:
+    def under(self, ranges: Mapping[Var, Bound], context: object) -> SimplifyMemo:
         """This memo, emptied first if `ranges` or the facts in `context` differ from those
         of its results (or it grew past LIMIT)."""
         if ranges != self._ranges or context is not self._context or len(self._keys) > LIMIT:

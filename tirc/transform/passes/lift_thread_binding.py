@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from tirc.diagnostics import DiagnosticError, Note
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
+from tirc.ir.cluster import CLUSTER_ATTR
 from tirc.ir.function import PrimFunc
 from tirc.ir.functor import Mutator, walk
 from tirc.ir.structural import structural_equal
@@ -59,6 +60,20 @@ def _thread_loops(stmt: S.Stmt) -> list[S.For]:
     return found
 
 
+# annotations of a launch, not of a place in the kernel: they go with the lifted loop
+LAUNCH_ANNOTATIONS = frozenset({CLUSTER_ATTR})
+
+
+def _annotations(loop: S.For, *, launch: bool) -> S.Attrs:
+    """The loop's annotations of the launch (`launch`), or the others."""
+    items = tuple(
+        (key, value)
+        for key, value in loop.annotations.items
+        if (key in LAUNCH_ANNOTATIONS) == launch
+    )
+    return S.Attrs(items) if items else S.EMPTY_ATTRS
+
+
 class _Strip(Mutator):
     """The kernel body without its thread loops, their variables replaced."""
 
@@ -74,12 +89,14 @@ class _Strip(Mutator):
     def visit_For(self, node: S.For) -> S.Stmt:
         body = self.visit(node.body)
         if _tag(node) is not None:
-            if not node.annotations:
+            staying = _annotations(node, launch=False)
+            if not staying.items:
                 return body
             # its annotations stay where the loop stood, on a unit loop, as TVM keeps them
+            # (those of the launch itself go with the lifted loop)
             unit = E.Var("var", node.loop_var.dtype)
             zero, one = E.IntImm(0, unit.dtype), E.IntImm(1, unit.dtype)
-            return S.For(unit, zero, one, S.ForKind.SERIAL, body, annotations=node.annotations)
+            return S.For(unit, zero, one, S.ForKind.SERIAL, body, annotations=staying)
         return node if body is node.body else dataclasses.replace(node, body=body)
 
 
@@ -119,7 +136,11 @@ def lift_kernel(kernel: S.For) -> S.For:
     for tag, first in reversed(order.items()):
         var = unified[tag]
         body = dataclasses.replace(
-            first, loop_var=var, body=body, annotations=S.EMPTY_ATTRS, span=first.span
+            first,
+            loop_var=var,
+            body=body,
+            annotations=_annotations(first, launch=True),
+            span=first.span,
         )
     assert isinstance(body, S.For)  # `order` is not empty: a loop wraps the body
     return body
