@@ -80,7 +80,7 @@ PASS_CONFIGS = {
 }
 
 
-def _option(text):  # type: ignore[no-untyped-def]
+def _option(text: str) -> bool | int | str:
     """An option's value as TVM's PassContext config takes it: a bool, an int or a string."""
     if text in ("true", "false"):
         return text == "true"
