@@ -15,6 +15,11 @@ inputs), one child process a function with a time and memory limit: `ran` (the c
 agrees with the interpreter), `refused` (a located error: a fault the program has, a GPU
 program, an intrinsic the CPU lacks; the first line is listed), `crash` (a traceback: a bug),
 `died` (the process was killed: a native crash, or out of time or memory).
+
+To iterate on a slice: `--start N --count M` run functions N..N+M-1 of the sorted list,
+`--results FILE` writes every function's verdict (`verdict<TAB>file::name<TAB>detail`), and
+`--only FILE --verdicts crash,died` runs again just the functions a results file gave those
+verdicts.
 """
 
 from __future__ import annotations
@@ -91,8 +96,28 @@ def run_function(path: str, name: str) -> tuple[str, str]:
     return "ran", ""
 
 
-def run_all(paths: list[Path], timeout: float) -> collections.Counter[str]:
-    """Every function of the programs that read, through run_function; prints each verdict."""
+def previous_jobs(results: Path, verdicts: set[str]) -> set[str]:
+    """The `file::name` keys a --results file gave one of `verdicts`."""
+    keys = set()
+    for line in results.read_text().splitlines():
+        verdict, key, *_ = line.split("\t")
+        if verdict in verdicts:
+            keys.add(key)
+    return keys
+
+
+def run_all(
+    paths: list[Path],
+    timeout: float,
+    *,
+    start: int = 0,
+    count: int | None = None,
+    only: set[str] | None = None,
+    results: Path | None = None,
+) -> collections.Counter[str]:
+    """The functions of the programs that read (those in `only`, keyed `file::name`, if
+    given; then `count` of them from `start`), through run_function; prints each verdict
+    other than `ran`, and writes every one to `results`."""
     import multiprocessing
 
     tally: collections.Counter[str] = collections.Counter()
@@ -103,6 +128,10 @@ def run_all(paths: list[Path], timeout: float) -> collections.Counter[str]:
         except Exception:  # noqa: BLE001  # counted by check()
             continue
         jobs += [(str(path), name) for name, _ in module.functions]
+    if only is not None:
+        jobs = [(file, name) for file, name in jobs if f"{Path(file).name}::{name}" in only]
+    jobs = jobs[start : None if count is None else start + count]
+    log = None if results is None else results.open("w")
     context = multiprocessing.get_context("fork")
     for file, name in jobs:
         with context.Pool(1) as pool:
@@ -112,8 +141,14 @@ def run_all(paths: list[Path], timeout: float) -> collections.Counter[str]:
             except Exception as error:  # noqa: BLE001  # killed, timed out, or unpicklable
                 verdict, detail = "died", type(error).__name__
         tally[verdict] += 1
+        key = f"{Path(file).name}::{name}"
         if verdict != "ran":
-            print(f"[{verdict}] {Path(file).name}::{name}: {detail[:300]}", flush=True)
+            print(f"[{verdict}] {key}: {detail[:300]}", flush=True)
+        if log is not None:
+            flat = " | ".join(detail.splitlines()).replace("\t", " ")
+            print(f"{verdict}\t{key}\t{flat}", file=log, flush=True)
+    if log is not None:
+        log.close()
     return tally
 
 
@@ -123,6 +158,11 @@ def main() -> int:
     parser.add_argument("--show", type=int, default=1000, help="failures listed")
     parser.add_argument("--run", action="store_true", help="also tirc run --check each function")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds a function (--run)")
+    parser.add_argument("--start", type=int, default=0, help="first function run (--run)")
+    parser.add_argument("--count", type=int, default=None, help="functions run (--run)")
+    parser.add_argument("--results", type=Path, help="every function's verdict, to this file")
+    parser.add_argument("--only", type=Path, help="run the functions a --results file lists")
+    parser.add_argument("--verdicts", default="crash,died", help="those --only runs again")
     args = parser.parse_args()
     tally: collections.Counter[str] = collections.Counter()
     failures = []
@@ -135,7 +175,17 @@ def main() -> int:
     for line in failures[: args.show]:
         print(line)
     if args.run:
-        ran = run_all(sorted(args.programs.glob("*.tir")), args.timeout)
+        only = None
+        if args.only is not None:
+            only = previous_jobs(args.only, set(args.verdicts.split(",")))
+        ran = run_all(
+            sorted(args.programs.glob("*.tir")),
+            args.timeout,
+            start=args.start,
+            count=args.count,
+            only=only,
+            results=args.results,
+        )
         print(f"{sum(ran.values())} functions run:", dict(ran.most_common()))
     return 0
 
