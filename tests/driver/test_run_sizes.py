@@ -138,3 +138,30 @@ def test_a_private_function_runs(tmp_path: Path, target: str) -> None:
     code, output = invoke("run", str(path), "--target", target, *check)
     assert code == 0, output
     assert f"ran main on {target}" in output
+
+
+# A's shape uses n, which only the later parameter B's shape defines (TVM's
+# test_forward_reference_symbolic_shape): the interpreter bound n after checking A against it
+FORWARD = """
+# from tvm.script import tirx as T
+
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer(("n + 1",), "int32"), B: T.Buffer(("n",), "int32")):
+    n = T.int32()
+    for i in range(n):
+        B[i] = A[i] + A[i + 1]
+"""
+
+
+@pytest.mark.parametrize("target", ["interp", "cpu"])
+def test_a_shape_may_use_a_later_buffers_variable(tmp_path: Path, target: str) -> None:
+    path = tmp_path / "forward.tir"
+    path.write_text(FORWARD)
+    out = tmp_path / "out.npz"
+    check = ["--check"] if target == "cpu" else []
+    code, output = invoke(
+        "run", str(path), "--target", target, "--size", "n=5", "--save", str(out), *check
+    )
+    assert code == 0, output
+    with np.load(out) as saved:
+        np.testing.assert_array_equal(saved["B"], saved["A"][:-1] + saved["A"][1:])

@@ -174,31 +174,53 @@ def _prologue(compiler: StmtCompiler, func: PrimFunc) -> None:
         storage = compiler.bind_handle(param, f"_inputs[{index}][0]", "global", is_storage=True)
         if buffer.data is not param:
             compiler.bind_handle(buffer.data, storage, "global", is_storage=True)
-        _bind_layout(compiler, buffer, index)
+    # every buffer's variables before any check: a shape may use a variable a later buffer
+    # defines (A: (n + 1,) before B: (n,))
+    checks = []
+    for index, param in enumerate(func.params):
+        buffer = func.buffer_of(param)
+        if buffer is not None:
+            checks += _bind_layout(compiler, buffer, index)
+    for buffer, index, position, dim in checks:
+        _check_layout(compiler, buffer, index, position, dim)
 
 
-def _bind_layout(compiler: StmtCompiler, buffer: Buffer, index: int) -> None:
-    """Variables in a parameter buffer's shape and strides take the argument's values."""
+def _bind_layout(
+    compiler: StmtCompiler, buffer: Buffer, index: int
+) -> list[tuple[Buffer, int, int, int]]:
+    """Variables in a parameter buffer's shape and strides take the argument's values; the
+    other dimensions, to check against the argument once all are bound."""
     ctx = compiler.ctx
-    for position, (field, values) in enumerate(
-        (("shape", buffer.shape), ("strides", buffer.strides))
-    ):
+    checks = []
+    for position, values in enumerate((buffer.shape, buffer.strides)):
         for dim, value in enumerate(values):
             actual = f"_inputs[{index}][{position + 1}][{dim}]"
             if isinstance(value, Var) and value not in ctx.names:
                 name = ctx.bind(value, 0, None)
                 ctx.emit(f"{name} = {actual}")
                 ctx.define(value)
-                continue
-            expected = compiler.expr(value)
-            if expected.constant is not None:
-                continue  # checked before the run, with the argument's name
-            site = ctx.site(buffer, f"{field} of {buffer.name}")
-            ctx.emit(f"if {expected.text} != {actual}:")
-            with ctx.indented():
-                message = f"argument {buffer.name} has {field}[{dim}] = %d but the program needs %d"
-                ctx.emit(f"_fault({site}, {message!r} % ({actual}, {expected.text}))")
+            else:
+                checks.append((buffer, index, position, dim))
     if isinstance(buffer.elem_offset, Var) and buffer.elem_offset not in ctx.names:
         name = ctx.bind(buffer.elem_offset, 0, 0)
         ctx.emit(f"{name} = 0")
         ctx.define(buffer.elem_offset)
+    return checks
+
+
+def _check_layout(
+    compiler: StmtCompiler, buffer: Buffer, index: int, position: int, dim: int
+) -> None:
+    """A fault where dimension `dim` of the argument's shape (`position` 0) or strides (1)
+    differs from the buffer's."""
+    ctx = compiler.ctx
+    field, values = ("shape", buffer.shape) if position == 0 else ("strides", buffer.strides)
+    actual = f"_inputs[{index}][{position + 1}][{dim}]"
+    expected = compiler.expr(values[dim])
+    if expected.constant is not None:
+        return  # checked before the run, with the argument's name
+    site = ctx.site(buffer, f"{field} of {buffer.name}")
+    ctx.emit(f"if {expected.text} != {actual}:")
+    with ctx.indented():
+        message = f"argument {buffer.name} has {field}[{dim}] = %d but the program needs %d"
+        ctx.emit(f"_fault({site}, {message!r} % ({actual}, {expected.text}))")
