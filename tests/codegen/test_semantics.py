@@ -148,3 +148,27 @@ def test_inline_exp_tanh_log_are_float32_accurate(low: float, high: float) -> No
         ulp = np.spacing(np.abs(want[fine]).astype(np.float32)).astype(np.float64)
         error = np.abs(got[fine] - want[fine]) / ulp
         assert np.nanmax(np.where(np.isinf(want[fine]), 0, error)) <= 4
+
+
+# a break in a loop of one iteration: lower-opaque-block dropped the loop, and the CPU backend
+# then refused the break outside any loop (TVM's test_handle_irrgular_unit_loop)
+UNIT_LOOP_BREAK = """
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((4,), "int32")):
+    for i in range(1):
+        if A[i] > 5:
+            T.break_loop()
+        A[i] = A[i] + 1
+    for j in range(1):
+        if A[j + 1] > 5:
+            T.continue_loop()
+        A[j + 1] = A[j + 1] + 1
+"""
+
+
+def test_break_and_continue_in_a_unit_loop() -> None:
+    module = parse_text(UNIT_LOOP_BREAK)
+    done = run_both(module, {"A": np.array([3, 9, 0, 0], np.int32)})
+    np.testing.assert_array_equal(done["A"], [4, 9, 0, 0])
+    done = run_both(module, {"A": np.array([7, 2, 0, 0], np.int32)})
+    np.testing.assert_array_equal(done["A"], [7, 3, 0, 0])

@@ -5,7 +5,8 @@ Expects opaque blocks without match_buffers; leaves tir (no blocks). A block's a
 become `T.alloc_buffer` statements, its predicate an `if`; a thread-bound loop becomes
 `T.launch_thread` (a blockIdx loop's "cluster_dims" annotation, a plan's request for thread-block
 clusters, becomes the function's attribute: tirc.ir.cluster); a loop of one iteration without
-annotations is replaced by its body.
+annotations is replaced by its body, unless a `T.break_loop()` / `T.continue_loop()` in it
+would then leave no loop to act on (TVM marks those loops irregular first).
 A block's `pragma_*` annotations become `T.attr(0, key, value)` around what it lowers to, as in
 TVM; its other annotations go. Unlike TVM, a loop's `pragma_*` annotations stay on the loop
 rather than becoming `T.attr(i, ...)` around it: that form names the loop variable before the
@@ -31,7 +32,8 @@ from tirc.ir import stmt as S
 from tirc.ir.buffer import Range
 from tirc.ir.cluster import CLUSTER_ATTR, cluster_dims, function_span, parse_dims
 from tirc.ir.function import PrimFunc
-from tirc.ir.functor import Mutator
+from tirc.ir.functor import Mutator, walk
+from tirc.ir.node import Node
 from tirc.ir.substitute import substitute
 from tirc.transform.pass_base import Dialect, FunctionPass
 
@@ -104,6 +106,7 @@ class _Lowerer(Mutator):
             and not node.annotations.items
             and node.kind
             in (S.ForKind.SERIAL, S.ForKind.UNROLLED, S.ForKind.VECTORIZED, S.ForKind.PARALLEL)
+            and not _has_break_or_continue(body)
         ):
             return substitute(body, {node.loop_var: node.min})
         return node if body is node.body else dataclasses.replace(node, body=body)
@@ -164,3 +167,11 @@ def _cluster_attrs(func: PrimFunc, loops: list[S.For]) -> S.Attrs:
             )
         attrs, known = attrs.set(CLUSTER_ATTR, value), value
     return attrs
+
+
+def _has_break_or_continue(body: S.Stmt) -> bool:
+    """Whether `body` holds a break or continue (one of an inner loop's counts too: keeping
+    a unit loop is never wrong)."""
+    found: list[Node] = []
+    walk(body, lambda node: found.append(node) if isinstance(node, S.Break | S.Continue) else None)
+    return bool(found)
