@@ -172,3 +172,21 @@ def test_break_and_continue_in_a_unit_loop() -> None:
     np.testing.assert_array_equal(done["A"], [4, 9, 0, 0])
     done = run_both(module, {"A": np.array([7, 2, 0, 0], np.int32)})
     np.testing.assert_array_equal(done["A"], [7, 3, 0, 0])
+
+
+# T.ignore_loop_partition(cond) is cond (a hint loop-partition reads): the interpreter and the
+# CPU backend had no rule for it (TVM's test_ignore_loop_partition_hint)
+IGNORE_LOOP_PARTITION = """
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((10,), "float32"), D: T.Buffer((12,), "float32")):
+    for i in range(12):
+        if T.ignore_loop_partition(i < 10):
+            D[i] = A[i] + T.float32(1.0)
+        else:
+            D[i] = T.float32(0.0)
+"""
+
+
+def test_ignore_loop_partition_is_its_condition() -> None:
+    done = run_both(parse_text(IGNORE_LOOP_PARTITION))
+    np.testing.assert_array_equal(done["D"][10:], [0, 0])

@@ -250,6 +250,7 @@ CALL_RULES: dict[str, CallRule] = {
     "bitwise_not": _bitwise_not,
     "if_then_else": _if_then_else,
     "likely": _pass_through,
+    "ignore_loop_partition": _pass_through,  # a hint to loop-partition
     "reinterpret": _reinterpret,
     "assume": _assume,
     "undef": _undef,

@@ -219,6 +219,7 @@ CALLS.update(
     {
         **dict.fromkeys(math_functions.LANEWISE, _lanewise),
         "likely": lambda compiler, call: compiler.compile(call.expr_arg(0)),
+        "ignore_loop_partition": lambda compiler, call: compiler.compile(call.expr_arg(0)),
         "assume": lambda compiler, call: Code("_np.ones((1, 1), bool)"),
         "undef": lambda compiler, call: Code(compiler.array(Code("0"), call.dtype)),
         "tvm_storage_sync": lambda compiler, call: Code("None"),  # lockstep order is legal

@@ -359,6 +359,7 @@ _RULES: dict[str, CallRule] = {
     "bitwise_not": _bitwise_not,
     "if_then_else": _if_then_else,
     "likely": _identity,
+    "ignore_loop_partition": _identity,  # a hint to loop-partition
     "assume": _true,
     "undef": _zero,
     "reinterpret": _reinterpret,
