@@ -14,11 +14,10 @@ import pytest
 
 from tirc.cli.main import main
 from tirc.driver import run as run_module
-from tirc.driver.run import Ran
+from tirc.driver.run import CompiledForCpu, Ran
 from tirc.interp import run
 from tirc.interp.memory.storage import garbage_in_fresh_memory
-from tirc.ir.function import IRModule, PrimFunc
-from tirc.ir.target import Target
+from tirc.ir.function import PrimFunc
 from tirc.text import parse
 
 REAL_RUN_ON_CPU = run_module._run_on_cpu
@@ -56,14 +55,13 @@ def _cpu_then(spoil: Callable[[np.ndarray], None]) -> Callable[..., Ran]:
     """The CPU backend's run, with B then spoiled."""
 
     def run_on_cpu(
-        module: IRModule,
         name: str,
         function: PrimFunc,
-        target: Target,
+        compiled: CompiledForCpu,
         args: dict[str, np.ndarray | int],
         *rest: Any,
     ) -> Ran:
-        ran = REAL_RUN_ON_CPU(module, name, function, target, args, *rest)
+        ran = REAL_RUN_ON_CPU(name, function, compiled, args, *rest)
         b = args["B"]
         assert isinstance(b, np.ndarray)
         spoil(b)

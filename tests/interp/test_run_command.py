@@ -181,3 +181,20 @@ def main(A: T.Buffer((4,), "int32"), B: T.Buffer((4,), "int32"), C: T.Buffer((4,
     np.savez(inputs, A=np.arange(4, dtype=np.int32), B=np.zeros(4, np.int32))
     with pytest.raises(DiagnosticError, match="integer division by zero"):
         run(path, target="cpu", check=True, inputs=str(inputs))
+
+
+def test_check_refuses_what_the_cpu_cannot_run_before_interpreting(tmp_path: Path) -> None:
+    """`--target cpu --check` compiles before the interpreter runs: a GPU kernel is refused at
+    once (TVM's merge_dynamic_shared_memory matmul, a 1024-cubed kernel, ran in the interpreter
+    for minutes first). Here the interpreter would fault, so its error would come first."""
+    path = tmp_path / "kernel.tir"
+    path.write_text(
+        """
+@T.prim_func
+def main(A: T.Buffer((4,), "int32"), B: T.Buffer((4,), "int32")):
+    with T.launch_thread("threadIdx.x", 4) as tx:
+        B[tx] = T.Div(A[tx], 0)
+"""
+    )
+    with pytest.raises(DiagnosticError, match="the cpu target cannot run a loop bound to thread"):
+        run(path, target="cpu", check=True)

@@ -15,7 +15,7 @@ import dataclasses
 import io
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -245,6 +245,11 @@ def _execute(
     module, function = entry_point(module, name, function)
     given = load_inputs(inputs) if inputs is not None else {}
     args = complete_arguments(function, given, seed, inputs or "", sizes)
+    compiled = None
+    if target.backend == "llvm":
+        # before the check's interpreter: a program the CPU cannot run (a GPU kernel) is
+        # refused at once, not after the interpreter has run all its threads
+        compiled = _compile_for_cpu(module, name, target, bench, opt_level, meter)
     reference: dict[str, np.ndarray] | None = None
     if check:
         # The interpreter first: a fault it finds (an index out of bounds, a division by
@@ -269,7 +274,8 @@ def _execute(
         )
         ran = Ran(elapsed, timing, first_notes=(f"device: {arch}",))
     else:
-        ran = _run_on_cpu(module, name, function, target, args, bench, opt_level, meter)
+        assert compiled is not None
+        ran = _run_on_cpu(name, function, compiled, args, bench, meter)
     if ran.timing is not None:  # what the timing is said in, counted on the program as written
         source = original[name] if name in original else function
         counted = flops if flops is not None else multiply_add_flops(source)
@@ -348,17 +354,22 @@ def _run_in_interpreter(
     return Ran(elapsed, timing)
 
 
-def _run_on_cpu(
+@dataclass(frozen=True)
+class CompiledForCpu:
+    """The function compiled for this CPU, and the notes the run says first."""
+
+    call: Callable[[Mapping[str, object]], int]
+    first_notes: tuple[str, ...]
+
+
+def _compile_for_cpu(
     module: IRModule,
     name: str,
-    function: PrimFunc,
     target: Target,
-    args: dict[str, np.ndarray | int],
     bench: bool,
     opt_level: int | None,
     meter: Meter,
-) -> Ran:
-    """Compiles and calls the function on `args`; times it as asked."""
+) -> CompiledForCpu:
     # deferred: llvmlite (about a second), only for the CPU backend
     from tirc.driver.run_cpu import jit_compile
 
@@ -369,6 +380,20 @@ def _run_on_cpu(
             first.append(f"bench: {busy}")
     meter.stage(f"compiling {name} for {target}")
     call, _ = jit_compile(module, name, target, 3 if opt_level is None else opt_level)
+    return CompiledForCpu(call, tuple(first))
+
+
+def _run_on_cpu(
+    name: str,
+    function: PrimFunc,
+    compiled: CompiledForCpu,
+    args: dict[str, np.ndarray | int],
+    bench: bool,
+    meter: Meter,
+) -> Ran:
+    """Calls the compiled function on `args`; times it as asked."""
+    call = compiled.call
+    first = list(compiled.first_notes)
     pristine = {key: np.array(value, copy=True) for key, value in args.items()} if bench else None
     meter.stage(f"running {name}")
     start = time.perf_counter()
