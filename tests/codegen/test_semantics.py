@@ -190,3 +190,20 @@ def main(A: T.Buffer((10,), "float32"), D: T.Buffer((12,), "float32")):
 def test_ignore_loop_partition_is_its_condition() -> None:
     done = run_both(parse_text(IGNORE_LOOP_PARTITION))
     np.testing.assert_array_equal(done["D"][10:], [0, 0])
+
+
+# a view whose data is T.address_of an element: the CPU backend had no rule for address_of
+# (TVM's test_decl_buffer_offset_preserves_storage_scope)
+ADDRESS_OF_VIEW = """
+@T.prim_func
+def main(A: T.Buffer((8,), "float32")):
+    B = T.decl_buffer((4,), data=T.address_of(A[3]))
+    for i in range(4):
+        B[i] = B[i] * T.float32(2.0) + T.float32(i)
+"""
+
+
+def test_a_view_at_the_address_of_an_element() -> None:
+    a = np.arange(8, dtype=np.float32)
+    done = run_both(parse_text(ADDRESS_OF_VIEW), {"A": a.copy()})
+    np.testing.assert_array_equal(done["A"], [0, 1, 2, 6, 9, 12, 15, 7])

@@ -20,6 +20,7 @@ from tirc.codegen.llvm.emitter import (
     unsupported,
 )
 from tirc.codegen.llvm.fixed_point import emit_q_multiply_shift, emit_q_multiply_shift_per_axis
+from tirc.codegen.llvm.memory import emit_address_of
 from tirc.ir import dtype as dt
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import Call, PrimExpr
@@ -252,6 +253,7 @@ CALL_RULES: dict[str, CallRule] = {
     "likely": _pass_through,
     "ignore_loop_partition": _pass_through,  # a hint to loop-partition
     "reinterpret": _reinterpret,
+    "address_of": emit_address_of,
     "assume": _assume,
     "undef": _undef,
     "call_extern": _extern,

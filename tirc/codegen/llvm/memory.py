@@ -42,6 +42,7 @@ def _alignment(dtype: DataType) -> int:
 
 
 def _address(em: Emitter, buffer: Buffer, index: ir.Value) -> ir.Value:
+    """The address of the element at flat `index` (i64) of `buffer`."""
     return em.builder.gep(
         em.buffer_pointer(buffer),
         [em.widen_index(index)],
@@ -222,3 +223,14 @@ def _guarded_effect(em: Emitter, condition: ir.Value, effect: Callable[[], None]
     effect()
     em.builder.branch(done)
     em.builder.position_at_end(done)
+
+
+def emit_address_of(em: Emitter, call: E.Call) -> ir.Value:
+    """`T.address_of(A[i])`: the address of one element, as a handle (a view's data, say)."""
+    load = call.args[0]
+    if not isinstance(load, E.BufferLoad) or load.predicate is not None:
+        raise unsupported(call, "T.address_of of anything but one buffer element")
+    index = flat_index(load.buffer, load.indices)
+    if index.dtype.lanes != 1:
+        raise unsupported(call, "T.address_of of a vector of elements")
+    return _address(em, load.buffer, em.index(index))
