@@ -10,11 +10,11 @@ stricter than TVM's, or a program TVM's tests build on purpose to be odd; look a
 structure tirc builds can be compared with TVM's by tests/text/oracle/compare.py.
 
 With --run, each function of each program that reads is also run as
-`tirc run --target cpu --check` does (every shape variable and scalar parameter 8, random
-inputs), one child process a function with a time and memory limit: `ran` (the compiled code
-agrees with the interpreter), `refused` (a located error: a fault the program has, a GPU
-program, an intrinsic the CPU lacks; the first line is listed), `crash` (a traceback: a bug),
-`died` (the process was killed: a native crash, or out of time or memory).
+`tirc run --target cpu --check` does (every shape variable and integer parameter 8, bool
+parameters true, float ones 0.5, random inputs), one child process a function with a time
+and memory limit: `ran` (the compiled code agrees with the interpreter), `refused` (a located
+error: a fault the program has, a GPU program, an intrinsic the CPU lacks; the first line is
+listed), `crash` (a traceback: a bug), `died` (the process was killed: a native crash, or out of time or memory).
 
 To iterate on a slice: `--start N --count M` run functions N..N+M-1 of the sorted list,
 `--results FILE` writes every function's verdict (`verdict<TAB>file::name<TAB>detail`), and
@@ -67,8 +67,12 @@ def run_function(path: str, name: str) -> tuple[str, str]:
     import contextlib
     import io
     import resource
+    import tempfile
+
+    import numpy as np
 
     from tirc.driver.run import run_file
+    from tirc.interp.memory.storage import array_type
     from tirc.ir.abi import parameter_buffers
     from tirc.ir.expr import Var
     from tirc.ir.functor import walk
@@ -77,7 +81,17 @@ def run_function(path: str, name: str) -> tuple[str, str]:
     resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
     func = parse(Path(path).read_text(), name=path)[name]
     buffers = parameter_buffers(func)
-    sizes = {p.name: 8 for p in func.params if p.dtype.is_int and p not in buffers}
+    scalars = [
+        p
+        for p in func.params
+        if p not in buffers and (p.dtype.is_bool or p.dtype.is_integer or p.dtype.is_float)
+    ]
+    sizes = {p.name: 8 if p.dtype.is_integer else 1 for p in scalars if not p.dtype.is_float}
+    floats = {p.name: np.array(0.5, array_type(p.dtype)) for p in scalars if p.dtype.is_float}
+    inputs = None
+    if floats:
+        inputs = tempfile.NamedTemporaryFile(suffix=".npz", delete=False).name
+        np.savez(inputs, **floats)
 
     def shape_var(node: Node) -> None:
         if isinstance(node, Var) and node.dtype.is_int:
@@ -88,11 +102,14 @@ def run_function(path: str, name: str) -> tuple[str, str]:
             walk(extent, shape_var)
     try:
         with contextlib.redirect_stdout(io.StringIO()):
-            run_file(path, target="cpu", func=name, check=True, sizes=sizes)
+            run_file(path, target="cpu", func=name, check=True, sizes=sizes, inputs=inputs)
     except DiagnosticError as error:
         return "refused", str(error).splitlines()[0]
     except Exception:  # noqa: BLE001
         return "crash", traceback.format_exc()[-600:]
+    finally:
+        if inputs is not None:
+            Path(inputs).unlink()
     return "ran", ""
 
 
