@@ -14,7 +14,8 @@ With --run, each function of each program that reads is also run as
 parameters true, float ones 0.5, random inputs), one child process a function with a time
 and memory limit: `ran` (the compiled code agrees with the interpreter), `refused` (a located
 error: a fault the program has, a GPU program, an intrinsic the CPU lacks; the first line is
-listed), `crash` (a traceback: a bug), `died` (the process was killed: a native crash, or out of time or memory).
+listed), `crash` (a traceback: a bug), `died` (the process was killed: a native crash, or out
+of time or memory).
 
 To iterate on a slice: `--start N --count M` run functions N..N+M-1 of the sorted list,
 `--results FILE` writes every function's verdict (`verdict<TAB>file::name<TAB>detail`), and
@@ -71,7 +72,7 @@ def run_function(path: str, name: str) -> tuple[str, str]:
 
     import numpy as np
 
-    from tirc.driver.run import run_file
+    from tirc.driver.run import npz_bytes, run_file
     from tirc.interp.memory.storage import array_type
     from tirc.ir.abi import parameter_buffers
     from tirc.ir.expr import Var
@@ -91,7 +92,7 @@ def run_function(path: str, name: str) -> tuple[str, str]:
     inputs = None
     if floats:
         inputs = tempfile.NamedTemporaryFile(suffix=".npz", delete=False).name
-        np.savez(inputs, **floats)
+        Path(inputs).write_bytes(npz_bytes(floats))
 
     def shape_var(node: Node) -> None:
         if isinstance(node, Var) and node.dtype.is_int:
