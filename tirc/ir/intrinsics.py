@@ -222,11 +222,20 @@ DTYPE_LAST = frozenset({"tvm_struct_get"})
 # a loop partition hint: the condition itself, which loop partitioning leaves alone
 register(Intrinsic("ignore_loop_partition", 1, 1, Result.BOOL))
 
-# Instructions of TVM 0.27's table-driven `T.ptx` namespace that its tests print (operands,
-# then one string per modifier slot): read and printed back, run and compiled by nothing.
-# `T.ptx.cp("async", "commit_group", "")` and its wait_group read as ptx_commit_group and
-# ptx_wait_group, which tirc compiles.
-for _family in "cp griddepcontrol add sub mul max min".split():
+# Instructions of TVM 0.27's table-driven `T.ptx` namespace (operands, then one string per
+# modifier slot), and its `T.cuda` helpers. Those that are tirc's own intrinsics in TVM's
+# spelling (tirc.ir.tvm_spelling: `T.ptx.cp("async", "commit_group", "")` is
+# ptx_commit_group) read as tirc's; the others are read and printed back, run and compiled by
+# nothing.
+for (
+    _family
+) in "cp griddepcontrol add sub mul max min wgmma fence setmaxnreg bar barrier mbarrier".split():
     _name = f"ptx.{_family}"
     register(Intrinsic(_name, 1, None, Result.EXPLICIT, Effect.OPAQUE, doc="a T.ptx instruction"))
     FIXED_RESULTS[_name] = dt.VOID
+register(Intrinsic("cuda.mbarrier_wait", 2, 2, Result.EXPLICIT, Effect.UPDATE))  # address, parity
+FIXED_RESULTS["cuda.mbarrier_wait"] = dt.VOID
+register(Intrinsic("cuda.mov_sreg", 2, 2, Result.INT32, Effect.READ))  # bits, "%register"
+# a generic address as a 32-bit shared-window one (what TVM wraps a barrier's address in)
+register(Intrinsic("cuda.cvta_generic_to_shared", 1, 1, Result.EXPLICIT, Effect.PURE))
+FIXED_RESULTS["cuda.cvta_generic_to_shared"] = dt.UINT32

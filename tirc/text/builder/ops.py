@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tirc.diagnostics import Span
-from tirc.ir import arith, intrinsics
+from tirc.ir import arith, intrinsics, tvm_spelling
 from tirc.ir import dtype as dt
 from tirc.ir import expr as ir
 from tirc.ir.buffer import Buffer, BufferRegion
@@ -435,7 +435,7 @@ def _legacy_call(
     name: str,
     low: int,
     high: int,
-    dtype: DataType,
+    dtype: DataType | None,
     extra: tuple[str, ...] = (),
 ) -> PrimExpr:
     args = list(inv.args)
@@ -446,11 +446,14 @@ def _legacy_call(
             args.append(arg)
         else:
             raise ev.error(arg.span, f"{inv.name} has no parameter '{key}'")
+    if dtype is None:
+        raise ev.error(inv.span, f'{inv.name} needs its result type: dtype="..."')
+    result = dtype
     if not low <= len(args) <= high:
         wanted = str(low) if low == high else f"{low} or {high}"
         raise ev.error(inv.span, f"{inv.name} takes {wanted} arguments ({len(args)} given)")
     values = tuple(call_argument(ev, arg, inv.name) for arg in args)
-    return located(ev, inv.span, lambda: Call(dtype, name, values, span=inv.span))
+    return located(ev, inv.span, lambda: Call(result, name, values, span=inv.span))
 
 
 def _cp_async_raw(ev: Any, inv: Invocation) -> PrimExpr:
@@ -495,22 +498,36 @@ FOLDING: dict[str, str] = {
 }
 
 
-def _ptx_cp(ev: Any, inv: Invocation) -> PrimExpr:
-    """`T.ptx.cp("async", "commit_group", "")`, `T.ptx.cp(n, "async", "wait_group", "")`:
-    T.ptx_commit_group() and T.ptx_wait_group(n); any other form stays a `T.ptx.cp` call."""
-    words = [arg.value for arg in inv.args if isinstance(arg.value, str)]
-    if not inv.kwargs and words == ["async", "commit_group", ""] and len(inv.args) == 3:
-        return Call(dt.VOID, "ptx_commit_group", (), span=inv.span)
-    if not inv.kwargs and words == ["async", "wait_group", ""] and len(inv.args) == 4:
-        count = expect_expr(ev, inv.args[0])
-        return Call(dt.VOID, "ptx_wait_group", (count,), span=inv.span)
-    return intrinsic_call("ptx.cp")(ev, inv)
+def _tvm_spelled(name: str) -> Callable[[Any, Invocation], PrimExpr]:
+    """A member of TVM's `T.ptx` or `T.cuda`: tirc's own intrinsic where the call is one in
+    TVM's spelling (`T.ptx.cp("async", "commit_group", "")` is T.ptx_commit_group()), else
+    the call as written."""
+    build = intrinsic_call(name)
+
+    def read(ev: Any, inv: Invocation) -> PrimExpr:
+        call = build(ev, inv)
+        found = tvm_spelling.from_tvm(call) if isinstance(call, Call) else None
+        return call if found is None else found
+
+    return read
+
+
+def _cuda_legacy(name: str) -> Callable[[Any, Invocation], PrimExpr]:
+    """`T.cuda.mma_fill_legacy(local_size, local, offset, dtype=...)` and its mma_store: TVM
+    0.27's spelling of T.mma_fill and T.mma_store, with the dtype as a keyword."""
+    low = high = 6 if name == "mma_store" else 3
+
+    def read(ev: Any, inv: Invocation) -> PrimExpr:
+        return _legacy_call(ev, inv, name, low, high, None)
+
+    return read
 
 
 NAMESPACES = {
     "ptx": "TVM's PTX instructions",
     "ptx_legacy": "TVM's legacy PTX intrinsics",
     "s_tir": "the nodes TVM's s_tir passes write",
+    "cuda": "TVM's CUDA helpers",
 }
 
 
@@ -520,10 +537,12 @@ def builtins() -> dict[str, Builtin | Namespace]:
     for name in intrinsics.all_names():
         space, dot, member = name.partition(".")
         if dot:  # `T.ptx.add`: a member of a namespace of T
-            spaces[space][member] = Builtin(f"T.{name}", intrinsic_call(name))
+            spaces[space][member] = Builtin(f"T.{name}", _tvm_spelled(name))
         else:
             table[name] = Builtin(f"T.{name}", intrinsic_call(name))
-    spaces["ptx"]["cp"] = Builtin("T.ptx.cp", _ptx_cp)
+    for op in ("mma_fill", "mma_store"):
+        member = tvm_spelling.KEYWORD_DTYPE[op][0].removeprefix("cuda.")
+        spaces["cuda"][member] = Builtin(f"T.cuda.{member}", _cuda_legacy(op))
     spaces["ptx_legacy"]["mma"] = Builtin("T.ptx_legacy.mma", _ptx_legacy_mma)
     spaces["ptx_legacy"]["ldmatrix"] = Builtin("T.ptx_legacy.ldmatrix", _ptx_legacy_ldmatrix)
     spaces["s_tir"]["cp_async_raw"] = Builtin("T.s_tir.cp_async_raw", _cp_async_raw)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tirc.ir import dtype as dt
-from tirc.ir import intrinsics
+from tirc.ir import intrinsics, tvm_spelling
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import (
     EQ,
@@ -284,11 +284,18 @@ def _call(printer: ExprPrinter, node: Call) -> Rendered:
             level = prec.INFIX_PRECEDENCE[symbol]
             left = printer.operand(args[0], level)
             return level, f"{left} {symbol} {printer.operand(args[1], level + 1)}"
+    spelled = tvm_spelling.to_tvm(node)  # as TVM 0.27 writes it, so that TVM reads it
+    if spelled is not None:
+        return printer.render(spelled)
     text = printer.args(args)
     if subroutine_name(node) is not None:  # `Module.f(...)`: another function of the module
         return prec.ATOM, f"{op}({text})"
-    if op == "ptx_mma" and node.dtype.is_void:  # TVM 0.27 writes no dtype there
-        return prec.ATOM, f"T.ptx_legacy.mma({text})"
+    if op in tvm_spelling.KEYWORD_DTYPE:
+        name, default = tvm_spelling.KEYWORD_DTYPE[op]
+        keyword = "" if node.dtype == default else f'dtype="{node.dtype}"'
+        return prec.ATOM, f"T.{name}({', '.join(part for part in (text, keyword) if part)})"
+    if op == "ptx_cp_async" and len(args) == 5:
+        return prec.ATOM, f'T.{tvm_spelling.CP_ASYNC_RAW}("{node.dtype}", {text})'
     if op in intrinsics.DTYPE_LAST:
         dtype = "T.handle().ty" if node.dtype.is_handle else f'"{node.dtype}"'
         text = f"{text}, {dtype}" if text else dtype
