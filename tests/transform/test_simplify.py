@@ -42,3 +42,10 @@ def test_a_fact_on_a_load_does_not_outlive_a_store() -> None:
     """A[0] == N[0] on entry: the store makes the inner condition false, so A[0] ends 4, not 0
     (a fact kept across the store would drop the inner `if`)."""
     same_results("loads_after_stores", {}, {"A": [3], "N": [3]})
+
+
+def test_narrow_integers_compute_the_same() -> None:
+    """Every int8 and uint8 value through rules that hold only where nothing wraps: they once
+    made (A * 4 + 9) // 8 into A // 2 + 1 and A < A + 1 true for an int8 A (wrong from A = 32,
+    and at 127)."""
+    same_results("narrow_integers", {"n": 3}, {"A": list(range(-128, 128)), "U": list(range(256))})

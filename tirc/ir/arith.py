@@ -3,8 +3,11 @@
 What `a + b` means when the parser meets it, as TVM 0.27 decides: Python numbers become
 int32 / int64 / float32 / bool constants; operands of different dtypes meet at a common one
 (floats over integers, wider over narrower, unsigned over signed of one width, float16 over
-bfloat16); constants fold, and so do identities such as `x * 1` and `x + 0`. Explicit
-constructors (`T.Add(a, b)`) bypass all of this and build the node as written.
+bfloat16); constants fold, and so do identities such as `x * 1` and `x + 0`, wrapped to the
+dtype (`T.int8(127) + T.int8(1)` is `T.int8(-128)`). Remainders fold on int32 and int64 only
+(and of two unsigned constants), as TVM's do: `T.int8(0) % x` keeps the division that traps
+when x is 0. Explicit constructors (`T.Add(a, b)`) bypass all of this and build the node as
+written.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from tirc.ir import dtype as dt
 from tirc.ir import expr as ir
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import FloatImm, IntImm, PrimExpr
-from tirc.ir.integer import int_range, truncdiv, truncmod, wrap
+from tirc.ir.integer import int_range, is_index_type, truncdiv, truncmod, wrap
 
 
 class ArithError(Exception):
@@ -256,7 +259,10 @@ def _fold_div(a: PrimExpr, b: PrimExpr, span: Span | None) -> PrimExpr | None:
 
 
 def _fold_mod(a: PrimExpr, b: PrimExpr, span: Span | None) -> PrimExpr | None:
+    """Index types only, as TVM: `T.int8(0) % x` keeps its division, which traps when x is 0."""
     _check_divisor(b)
+    if not is_index_type(a.dtype):
+        return None
     both = _both(a, b)
     if both is not None:
         x, y = int(both[0]), int(both[1])
@@ -281,8 +287,14 @@ def _fold_floordiv(a: PrimExpr, b: PrimExpr, span: Span | None) -> PrimExpr | No
 
 
 def _fold_floormod(a: PrimExpr, b: PrimExpr, span: Span | None) -> PrimExpr | None:
+    """Index types, and two unsigned constants (TVM's exceptions); `0 % x` and `x % 1` of
+    other widths stay as written."""
     _check_divisor(b)
     both = _both(a, b)
+    dtype: DataType = a.dtype
+    if not is_index_type(dtype):
+        if both is None or not dtype.is_uint:
+            return None
     if both is not None:
         return _fold_number(a.dtype, int(both[0]) % int(both[1]), span)
     if _is_const(a, 0):
@@ -345,6 +357,22 @@ BITWISE = {
     "|": "bitwise_or",
     "^": "bitwise_xor",
 }
+
+
+_FOLDERS: dict[type, Folder] = {node: folder for node, folder, _ in ARITHMETIC.values()}
+_FOLDERS[ir.Div] = _fold_div  # truncdiv and div share the node
+
+
+def fold(node: ir.BinaryOp) -> PrimExpr | None:
+    """What `node` folds to by the parser's rules (TVM's constant folding, per dtype), or None:
+    constants and identities only, nothing a division by a constant zero would raise. All
+    the simplifier does with the arithmetic of integers that are no index type."""
+    folder = _FOLDERS.get(type(node))
+    if folder is None:
+        return None
+    if isinstance(node, (ir.Div, ir.Mod, ir.FloorDiv, ir.FloorMod)) and _is_const(node.b, 0):
+        return None
+    return folder(node.a, node.b, node.span)
 
 
 def arithmetic(op: str, a: object, b: object, span: Span | None = None) -> PrimExpr:

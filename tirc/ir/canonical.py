@@ -123,6 +123,8 @@ def from_sum(value: Sum, order: Order = "scale") -> PrimExpr:
         result = E.Sub(result, scaled(atom, -coeff))
     if const > 0 and not isinstance(result, IntImm):
         result = E.Add(result, IntImm(const, dtype))
+    elif const < 0 and wrap(-const, dtype) != -const:
+        result = E.Add(result, IntImm(const, dtype))  # the least value has no negation: x + -128
     elif const < 0:
         result = E.Sub(result, IntImm(-const, dtype))
     return result

@@ -4,6 +4,11 @@ The one definition the parser's constant folding, the arithmetic analysis and th
 share. Integers are two's complement of the dtype's width; bool holds 0 or 1 (any nonzero
 value converts to 1). Floor division and modulo round toward negative infinity, truncating
 ones toward zero. Division by zero is the caller's to report.
+
+Index types (int32, int64 scalars) are the ones whose arithmetic the parser's folding and the
+simplifier treat as exact, as TVM 0.27 does: their rules assume no overflow and no division by
+zero. Every other integer width wraps: its constants fold to the wrapped value, and no
+rewrite that assumes no overflow applies to it (see `tirc.ir.arith.fold`).
 """
 
 from __future__ import annotations
@@ -48,6 +53,11 @@ def wrapper(dtype: DataType) -> Callable[[int], int]:
         return ((value + half) & mask) - half
 
     return wrap_signed
+
+
+def is_index_type(dtype: DataType) -> bool:
+    """int32 or int64, one lane: the dtypes TVM's IsIndexType names (see the module's doc)."""
+    return dtype.kind == "int" and dtype.bits in (32, 64) and dtype.lanes == 1
 
 
 def wrap(value: int, dtype: DataType) -> int:

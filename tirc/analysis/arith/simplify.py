@@ -1,9 +1,11 @@
 """A bottom-up simplifier for integer and boolean expressions.
 
-Folds constants exactly per dtype, puts index arithmetic in canonical form, and removes
-floordiv/floormod, min/max and comparisons that known variable bounds decide. Float
-arithmetic is left as written: folding it could change rounding. Returns the same object
-when nothing changed.
+Folds constants exactly per dtype, puts index arithmetic (int32, int64) in canonical form, and
+removes floordiv/floormod, min/max and comparisons that known variable bounds decide. Other
+integer widths wrap: their arithmetic only folds as the parser's does (`tirc.ir.arith.fold`),
+and their min/max and comparisons are decided on the operands' values, never on a difference
+computed in the narrow type. Float arithmetic is left as written: folding it could change
+rounding. Returns the same object when nothing changed.
 """
 
 from __future__ import annotations
@@ -17,9 +19,9 @@ from typing import Any
 
 from tirc.analysis.arith.bound import Bound, const_bound
 from tirc.analysis.arith.memo import SimplifyMemo
+from tirc.ir import arith, integer
 from tirc.ir import dtype as dt
 from tirc.ir import expr as E
-from tirc.ir import integer
 from tirc.ir.buffer import Buffer
 from tirc.ir.canonical import Sum, from_sum, merge_splits, to_sum
 from tirc.ir.expr import IntImm, PrimExpr, Var
@@ -55,8 +57,39 @@ def difference_key(difference: PrimExpr) -> tuple[Hashable, int]:
 
 
 def _is_index(expr: PrimExpr) -> bool:
+    """An int32 / int64 scalar, whose arithmetic the rewrite rules may treat as exact."""
+    return integer.is_index_type(expr.dtype)
+
+
+def _is_integer(expr: PrimExpr) -> bool:
     dtype = expr.dtype
     return dtype.is_integer and dtype.is_scalar
+
+
+def _folded(node: E.BinaryOp) -> PrimExpr:
+    """`node` of a wrapping integer (no index type): folded as the parser folds it, and
+    `x - x` is 0; no other rule holds once values wrap ((x * 4 + 9) // 8 is no x // 2 + 1
+    for an int8 x of 32 or more)."""
+    folded = arith.fold(node)
+    if folded is not None:
+        return folded
+    if isinstance(node, E.Sub) and _same(node.a, node.b) and not _has_effect(node.a):
+        return IntImm(0, node.dtype)  # one expression reads a load once: A[i] - A[i] is 0
+    return node
+
+
+def _has_effect(expr: PrimExpr) -> bool:
+    """A call that is no pure function of its arguments (two of them may differ)."""
+    calls: list[E.Call] = []
+
+    def check(node: object) -> None:
+        if isinstance(node, E.Call):
+            intrinsic = lookup(node.op)
+            if intrinsic is None or intrinsic.effect is not Effect.PURE:
+                calls.append(node)
+
+    walk(expr, check)
+    return bool(calls)
 
 
 def _const(expr: PrimExpr) -> int | None:
@@ -159,15 +192,7 @@ class Simplifier(Mutator):
     def _difference_bound(self, a: PrimExpr, b: PrimExpr) -> Bound:
         """The bound of `a - b`, simplified without the rule for a difference of quotients
         (TVM decides `min((n + 3) // 4, n // 4)` by bounds alone, and leaves it)."""
-        if a.dtype.is_uint:
-            # unsigned subtraction wraps (a - b is never negative): subtract as signed 64-bit
-            # numbers instead, whose bound is then exact (or, for 64 bits, unknown)
-            a, b = E.Cast(dt.INT64, a), E.Cast(dt.INT64, b)
-        comparing, self.comparing = self.comparing, True
-        try:
-            difference = self.visit(E.Sub(a, b))
-        finally:
-            self.comparing = comparing
+        difference = self._difference(a, b)
         bound = self.bound(difference)
         if self.context.differences:
             key, offset = difference_key(difference)
@@ -175,6 +200,19 @@ class Simplifier(Mutator):
             if known is not None:
                 bound = bound.intersect(known.shifted(offset))
         return bound
+
+    def _difference(self, a: PrimExpr, b: PrimExpr) -> PrimExpr:
+        """`a - b` simplified, as a comparison of a with b reads it. Other than an index
+        type's, subtraction wraps (a uint8 a - b is never negative, an int8 x + 1 - x is 1 even
+        where x + 1 wrapped to -128): subtract the operands' values as signed 64-bit numbers
+        instead, whose bound is then exact (or, for uint64, unknown)."""
+        if not _is_index(a):
+            a, b = E.Cast(dt.INT64, a), E.Cast(dt.INT64, b)
+        comparing, self.comparing = self.comparing, True
+        try:
+            return self.visit(E.Sub(a, b))
+        finally:
+            self.comparing = comparing
 
     def assumed(self, condition: PrimExpr) -> tuple[dict[Var, Bound], Context]:
         """The bounds and context knowing a simplified `condition` too (see `Facts.assume`)."""
@@ -239,7 +277,7 @@ class Simplifier(Mutator):
                 visit(expr.b, truth)
             elif isinstance(expr, E.Not):
                 visit(expr.a, not truth)
-            elif isinstance(expr, E.CompareOp) and _is_index(expr.a):
+            elif isinstance(expr, E.CompareOp) and _is_integer(expr.a):
                 kind = type(expr) if truth else _COMPLEMENT[type(expr)]
                 compared = _make_compare(kind, expr.a, expr.b)
                 for spelling in (compared, _make_compare(_FLIPPED[kind], expr.b, expr.a)):
@@ -255,11 +293,7 @@ class Simplifier(Mutator):
                     variables.append((expr.b, flipped.shifted(expr.a.value)))
                 if bound is not None:
                     for a, b, sign in ((expr.a, expr.b, 1), (expr.b, expr.a, -1)):
-                        comparing, self.comparing = self.comparing, True
-                        try:
-                            difference = self.visit(E.Sub(a, b))
-                        finally:
-                            self.comparing = comparing
+                        difference = self._difference(a, b)
                         if sign < 0:
                             bound = Bound(_negated(bound.max), _negated(bound.min))
                         differences.append((difference, bound))
@@ -272,7 +306,7 @@ class Simplifier(Mutator):
     def _sum(self, node: E.BinaryOp) -> PrimExpr:
         rebuilt = self.generic_visit(node)
         if not _is_index(rebuilt):
-            return rebuilt
+            return _folded(rebuilt) if _is_integer(rebuilt) else rebuilt
         a, b = _const(rebuilt.a), _const(rebuilt.b)
         if a is not None and b is not None:  # folded at once, as the canonical sum would
             value = _FOLD[type(rebuilt)](a, b)
@@ -327,7 +361,10 @@ class Simplifier(Mutator):
         rebuilt = self.generic_visit(node)
         a, b = rebuilt.a, rebuilt.b
         if not _is_index(rebuilt):
-            return rebuilt
+            return _folded(rebuilt) if _is_integer(rebuilt) else rebuilt
+        folded = arith.fold(rebuilt)  # first, as TVM's: 0 // x and 0 % x are 0
+        if folded is not None:
+            return folded
         divisor, dividend = _const(b), _const(a)
         if divisor and dividend is not None:
             fold = integer.floormod if is_mod else integer.floordiv
@@ -527,7 +564,10 @@ class Simplifier(Mutator):
         rebuilt = self.generic_visit(node)
         a, b = rebuilt.a, rebuilt.b
         if not _is_index(rebuilt):
-            return rebuilt
+            return _folded(rebuilt) if _is_integer(rebuilt) else rebuilt
+        folded = arith.fold(rebuilt)  # T.Div(x, 1) is x, T.truncmod(0, x) is 0
+        if folded is not None:
+            return folded
         dividend, divisor = _const(a), _const(b)
         if dividend is not None and divisor is not None and divisor != 0:
             value = (
@@ -561,7 +601,7 @@ class Simplifier(Mutator):
     def _extremum(self, node: E.BinaryOp, pick_min: bool) -> PrimExpr:
         rebuilt = self.generic_visit(node)
         a, b = rebuilt.a, rebuilt.b
-        if not _is_index(rebuilt):
+        if not _is_integer(rebuilt):
             return rebuilt
         if expr_key(a) == expr_key(b):
             return a
@@ -586,7 +626,7 @@ class Simplifier(Mutator):
     def visit_CompareOp(self, node: E.CompareOp) -> PrimExpr:
         rebuilt = self.generic_visit(node)
         a, b = rebuilt.a, rebuilt.b
-        if not _is_index(a):
+        if not _is_integer(a):
             return rebuilt
         decide = _DECIDE[type(node)]
         if isinstance(a, IntImm) and isinstance(b, IntImm):
@@ -595,7 +635,7 @@ class Simplifier(Mutator):
             difference = self._difference_bound(a, b)
         verdict = decide(difference)
         if verdict is None:
-            return _quotient_compared(rebuilt)
+            return _quotient_compared(rebuilt) if _is_index(a) else rebuilt
         return _bool(verdict)
 
     def _logical(self, node: E.And | E.Or, absorbing: int) -> PrimExpr:

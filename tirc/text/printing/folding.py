@@ -33,6 +33,7 @@ from tirc.ir.expr import (
     Sub,
     Var,
 )
+from tirc.ir.integer import is_index_type
 
 
 def _value(expr: PrimExpr) -> int | float | None:
@@ -67,10 +68,21 @@ def _div(a: PrimExpr, b: PrimExpr) -> bool:
 
 
 def _mod(a: PrimExpr, b: PrimExpr) -> bool:
+    """Integer remainders fold on index types only (`T.int8(0) % x` stays)."""
     x, y = _value(a), _value(b)
+    if a.dtype.is_integer and not is_index_type(a.dtype):
+        return False
     if x is not None and y is not None:
         return y != 0
     return x == 0 or y == 1
+
+
+def _floormod(a: PrimExpr, b: PrimExpr) -> bool:
+    """As `_mod`, and two unsigned constants fold too."""
+    x, y = _value(a), _value(b)
+    if a.dtype.is_uint and x is not None and y is not None:
+        return y != 0
+    return _mod(a, b)
 
 
 def _min_max(a: PrimExpr, b: PrimExpr) -> bool:
@@ -101,7 +113,7 @@ _RULES: dict[type, Callable[[PrimExpr, PrimExpr], bool]] = {
     Div: _div,
     FloorDiv: _div,
     Mod: _mod,
-    FloorMod: _mod,
+    FloorMod: _floormod,
     Min: _min_max,
     Max: _min_max,
     EQ: _compare,
