@@ -1,5 +1,6 @@
 """Values of the types tirc reads, prints and verifies but does not compute with (int4,
-uint4, float4/float6, the float8 variants other than e4m3fn and e5m2: `DataType.is_computed`):
+uint4, float4/float6, the float8 variants other than e4m3fn and e5m2, scalable vectors:
+`DataType.is_computed`):
 where a program makes or holds one, running or compiling it is refused there, located."""
 
 from __future__ import annotations
@@ -16,16 +17,21 @@ from tirc.ir.node import Node
 def stored_only_uses(func: PrimFunc) -> list[Diagnostic]:
     """One error per type the function uses but tirc cannot compute with, at its first use
     (a buffer parameter's, else the first node of that type in the body)."""
-    found: dict[DataType, Diagnostic] = {}
+    found: dict[DataType | str, Diagnostic] = {}
 
     def note(dtype: object, node: Node, span: Span | None) -> None:
-        if isinstance(dtype, DataType) and not dtype.is_computed and dtype.element not in found:
-            what = f"buffer '{node.name}'" if isinstance(node, Buffer) else "a value"
-            message = (
-                f"{what} of type {dtype}: tirc reads and prints {dtype.element} but neither "
-                "the interpreter nor a backend computes with it"
-            )
-            found[dtype.element] = Diagnostic.error(message, node.span or span)
+        if not isinstance(dtype, DataType) or dtype.is_computed:
+            return
+        key: DataType | str = "scalable" if dtype.scalable else dtype.element
+        if key in found:
+            return
+        what = f"buffer '{node.name}'" if isinstance(node, Buffer) else "a value"
+        read = "scalable vectors (lanes `T.vscale() * k`)" if dtype.scalable else dtype.element
+        message = (
+            f"{what} of type {dtype}: tirc reads and prints {read} but neither "
+            "the interpreter nor a backend computes with " + ("them" if dtype.scalable else "it")
+        )
+        found[key] = Diagnostic.error(message, node.span or span)
 
     def visit(item: object, span: Span | None) -> None:
         if isinstance(item, tuple):

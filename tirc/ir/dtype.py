@@ -1,7 +1,9 @@
 """Data types: a scalar kind with a bit width, and a lane count for vectors.
 
 Spelled as in TVMScript: `float32`, `int64`, `bool`, `bfloat16`, `float8_e4m3fn`, `handle`,
-`float32x8` (8 lanes), `void`; and the narrow types TVM names but tirc only stores
+`float32x8` (8 lanes), `void`; scalable vectors, `float32xvscalex4` (4 lanes for each 128 bits
+of the hardware's vector length, SVE's and RVV's `T.vscale()`), which tirc reads, prints and
+verifies but does not compute with; and the narrow types TVM names but tirc only stores
 (`int4`, `float4_e2m1fn`, ...: `DataType.is_computed`). DataType values are interned,
 so `is` and `==` agree.
 """
@@ -48,7 +50,7 @@ _WORDS: dict[str, tuple[str, int]] = {
 _FLOAT_KINDS = frozenset(
     ("float", "bfloat") + tuple(kind for kind, _ in _WORDS.values() if kind.startswith("float"))
 )
-_PATTERN = re.compile(r"^([a-z_0-9]*?)(?:x(\d+))?$")
+_PATTERN = re.compile(r"^([a-z_0-9]*?)(?:x(vscalex)?(\d+))?$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,14 +58,15 @@ class DataType:
     kind: str  # int, uint, float, bfloat, bool, handle, void, float8_e4m3fn, float8_e5m2
     bits: int
     lanes: int = 1
+    scalable: bool = False  # lanes is then a multiple of T.vscale(): `float32xvscalex4`
 
     @property
     def is_scalar(self) -> bool:
-        return self.lanes == 1
+        return self.lanes == 1 and not self.scalable
 
     @property
     def is_vector(self) -> bool:
-        return self.lanes > 1
+        return self.lanes > 1 or self.scalable
 
     @property
     def is_bool(self) -> bool:
@@ -96,7 +99,7 @@ class DataType:
         """Whether tirc's interpreter and backends compute with this type; the others
         (int4, uint4, the float8 variants other than e4m3fn and e5m2, float6, float4) are
         read, printed and verified, and refused, located, where a value of them is made."""
-        return (self.kind, self.bits) not in _STORED_ONLY
+        return (self.kind, self.bits) not in _STORED_ONLY and not self.scalable
 
     @property
     def is_handle(self) -> bool:
@@ -109,10 +112,10 @@ class DataType:
     @property
     def element(self) -> DataType:
         """The scalar type of one lane."""
-        return self if self.lanes == 1 else make(self.kind, self.bits, 1)
+        return self if self.is_scalar else make(self.kind, self.bits, 1)
 
-    def with_lanes(self, lanes: int) -> DataType:
-        return make(self.kind, self.bits, lanes)
+    def with_lanes(self, lanes: int, scalable: bool = False) -> DataType:
+        return make(self.kind, self.bits, lanes, scalable)
 
     @property
     def bytes(self) -> int:
@@ -125,20 +128,22 @@ class DataType:
             base = "bfloat16"
         else:
             base = self.kind
+        if self.scalable:
+            return f"{base}xvscalex{self.lanes}"
         return base if self.lanes == 1 else f"{base}x{self.lanes}"
 
     def __repr__(self) -> str:
         return f"DataType({str(self)!r})"
 
 
-def make(kind: str, bits: int, lanes: int = 1) -> DataType:
+def make(kind: str, bits: int, lanes: int = 1, scalable: bool = False) -> DataType:
     """The interned DataType (one cache key per type, however the lanes are passed)."""
-    return _interned(kind, bits, lanes)
+    return _interned(kind, bits, lanes, scalable)
 
 
 @cache
-def _interned(kind: str, bits: int, lanes: int) -> DataType:
-    return DataType(kind, bits, lanes)
+def _interned(kind: str, bits: int, lanes: int, scalable: bool) -> DataType:
+    return DataType(kind, bits, lanes, scalable)
 
 
 @cache
@@ -150,18 +155,20 @@ def parse_dtype(text: str) -> DataType:
     match = _PATTERN.match(text)
     if match is None:
         raise DTypeError(f"unknown data type '{text}'")
-    base, lanes_text = match.group(1), match.group(2)
+    base, scalable, lanes_text = match.group(1), bool(match.group(2)), match.group(3)
     lanes = int(lanes_text) if lanes_text else 1
     if lanes < 1:
         raise DTypeError(f"data type '{text}' has zero lanes")
     if base in _WORDS:
         kind, bits = _WORDS[base]
-        return make(kind, bits, lanes)
+        if scalable and kind in ("handle", "void"):
+            raise DTypeError(f"data type '{text}': a {kind} has no lanes")
+        return make(kind, bits, lanes, scalable)
     for kind, widths in _KINDS.items():
         if base.startswith(kind) and base[len(kind) :].isdigit():
             bits = int(base[len(kind) :])
             if bits in widths:
-                return make(kind, bits, lanes)
+                return make(kind, bits, lanes, scalable)
     raise DTypeError(f"unknown data type '{text}'")
 
 

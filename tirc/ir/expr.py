@@ -159,8 +159,8 @@ class CompareOp(PrimExpr):
     dtype: DataType = field(init=False)
 
     def __post_init__(self) -> None:
-        lanes = _same_dtype(type(self).__name__, self.a, self.b).lanes
-        object.__setattr__(self, "dtype", dt.BOOL.with_lanes(lanes))
+        operands = _same_dtype(type(self).__name__, self.a, self.b)
+        object.__setattr__(self, "dtype", dt.BOOL.with_lanes(operands.lanes, operands.scalable))
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -244,31 +244,36 @@ class Select(PrimExpr):
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Ramp(PrimExpr):
-    """The vector [base, base + stride, ..., base + (lanes - 1) * stride]."""
+    """The vector [base, base + stride, ..., base + (lanes - 1) * stride]; `scalable`: of
+    `T.vscale() * lanes` lanes."""
 
     base: PrimExpr
     stride: PrimExpr
     lanes: int
+    scalable: bool = False
     dtype: DataType = field(init=False)
 
     def __post_init__(self) -> None:
         element = _same_dtype("Ramp", self.base, self.stride)
         if element.is_vector or self.lanes < 1:
             raise IRError("Ramp needs scalar base and stride and a positive lane count")
-        object.__setattr__(self, "dtype", element.with_lanes(self.lanes))
+        object.__setattr__(self, "dtype", element.with_lanes(self.lanes, self.scalable))
 
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Broadcast(PrimExpr):
+    """`value` in each of `lanes` lanes (`T.vscale() * lanes` where `scalable`)."""
+
     value: PrimExpr
     lanes: int
+    scalable: bool = False
     dtype: DataType = field(init=False)
 
     def __post_init__(self) -> None:
         element: DataType = self.value.dtype
         if element.is_vector or self.lanes < 1:
             raise IRError("Broadcast needs a scalar value and a positive lane count")
-        object.__setattr__(self, "dtype", element.with_lanes(self.lanes))
+        object.__setattr__(self, "dtype", element.with_lanes(self.lanes, self.scalable))
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -390,9 +395,11 @@ class BufferLoad(PrimExpr):
 
 def access_dtype(buffer: Buffer, indices: tuple[PrimExpr, ...]) -> DataType:
     """The dtype of `buffer[indices]`: the element type widened by the last index's lanes."""
-    lanes = indices[-1].dtype.lanes if indices else 1
+    last = indices[-1].dtype if indices else dt.INT32
     element = buffer.dtype
-    return element if lanes == 1 else element.with_lanes(element.lanes * lanes)
+    if last.scalable and element.is_scalar:
+        return element.with_lanes(last.lanes, scalable=True)
+    return element if last.lanes == 1 else element.with_lanes(element.lanes * last.lanes)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -439,3 +446,22 @@ def are_exprs(values: tuple[object, ...]) -> TypeGuard[tuple[PrimExpr, ...]]:
 
 BINARY_OPS: tuple[type[PrimExpr], ...] = (Add, Sub, Mul, Div, Mod, FloorDiv, FloorMod, Min, Max)
 COMPARE_OPS: tuple[type[PrimExpr], ...] = (EQ, NE, LT, LE, GT, GE)
+
+
+def vscale_times(multiple: int) -> PrimExpr:
+    """`T.vscale() * multiple`: the lanes of a scalable vector, as TVM writes them."""
+    return Mul(Call(dt.INT32, "vscale", ()), IntImm(multiple))
+
+
+def vscale_multiple(expr: object) -> int | None:
+    """k where `expr` is `T.vscale()` times the constant k (`T.vscale() * 4 * 2` is 8), else
+    None: how the text spells a scalable vector's lanes."""
+    if isinstance(expr, Call) and expr.op == "vscale" and not expr.args:
+        return 1
+    if isinstance(expr, Mul):
+        for factor, other in ((expr.a, expr.b), (expr.b, expr.a)):
+            if isinstance(other, IntImm) and other.value > 0:
+                inner = vscale_multiple(factor)
+                if inner is not None:
+                    return inner * other.value
+    return None

@@ -145,15 +145,27 @@ def _ramp(ev: Any, inv: Invocation) -> PrimExpr:
     base, stride = _literal_like(base, stride), _literal_like(stride, base)
     base_expr = ev.as_expr(base, bound["base"].span)
     stride_expr = ev.as_expr(stride, bound["stride"].span)
-    lanes = expect_int(ev, bound["lanes"])
-    return located(ev, inv.span, lambda: ir.Ramp(base_expr, stride_expr, lanes, span=inv.span))
+    lanes, scalable = vector_lanes(ev, bound["lanes"])
+    return located(
+        ev, inv.span, lambda: ir.Ramp(base_expr, stride_expr, lanes, scalable, span=inv.span)
+    )
 
 
 def _broadcast(ev: Any, inv: Invocation) -> PrimExpr:
     bound = BROADCAST.bind(ev, inv)
     value = expect_expr(ev, bound["value"])
-    lanes = expect_int(ev, bound["lanes"])
-    return located(ev, inv.span, lambda: ir.Broadcast(value, lanes, span=inv.span))
+    lanes, scalable = vector_lanes(ev, bound["lanes"])
+    return located(ev, inv.span, lambda: ir.Broadcast(value, lanes, scalable, span=inv.span))
+
+
+def vector_lanes(ev: Any, arg: Arg) -> tuple[int, bool]:
+    """A vector's lanes: a constant, or `T.vscale() * k` (k lanes a 128 bits: scalable)."""
+    value = ev.check_value(arg.value)
+    if isinstance(value, PrimExpr) and not isinstance(value, IntImm):
+        multiple = ir.vscale_multiple(value)
+        if multiple is not None:
+            return multiple, True
+    return expect_int(ev, arg), False
 
 
 def _shuffle(ev: Any, inv: Invocation) -> PrimExpr:

@@ -11,7 +11,17 @@ from tirc.diagnostics import Span
 from tirc.ir import arith
 from tirc.ir import dtype as dt
 from tirc.ir.buffer import Buffer, BufferRegion, Range
-from tirc.ir.expr import BufferLoad, IntImm, PointerType, PrimExpr, Ramp, StringImm, Var
+from tirc.ir.expr import (
+    BufferLoad,
+    IntImm,
+    PointerType,
+    PrimExpr,
+    Ramp,
+    StringImm,
+    Var,
+    access_dtype,
+    vscale_multiple,
+)
 from tirc.ir.functor import Dispatch
 from tirc.ir.stmt import BufferStore
 from tirc.text.builder.args import dtype_of
@@ -145,11 +155,18 @@ def store_index(ev: Evaluator, index: Index) -> PrimExpr:
     if index.lower is None or index.upper is None:
         raise ev.error(index.span, "a stored slice needs both bounds")
     step = index.step if index.step is not None else IntImm(1, index.lower.dtype)
-    extent = arith.constant_difference(index.upper, index.lower)
+    difference = arith.difference(index.upper, index.lower)
+    extent = difference.value if isinstance(difference, IntImm) else None
+    scalable = extent is None and vscale_multiple(difference) is not None
+    if scalable:  # `A[b:b + T.vscale() * 4]`: a scalable vector, whose lanes the step divides
+        extent = vscale_multiple(difference)
+        if isinstance(step, IntImm) and extent is not None and extent % step.value:
+            raise ev.error(index.span, "a scalable slice's step must divide its extent")
     if extent is None or not isinstance(step, IntImm) or step.value <= 0:
         raise ev.error(index.span, "a stored slice needs constant bounds and step")
     lanes = (extent + step.value - 1) // step.value
-    return Ramp(index.lower, arith.cast(index.lower.dtype, step), lanes, span=index.span)
+    stride = arith.cast(index.lower.dtype, step)
+    return Ramp(index.lower, stride, lanes, scalable, span=index.span)
 
 
 def store(
@@ -159,8 +176,7 @@ def store(
     check_rank(ev, buffer, len(indices), span)
     flat = tuple(store_index(ev, index) for index in indices)
     expr = ev.as_expr(value, span)
-    lanes = flat[-1].dtype.lanes if flat else 1
-    expected = buffer.dtype.with_lanes(buffer.dtype.lanes * lanes)
+    expected = access_dtype(buffer, flat)
     if isinstance(expr, StringImm):
         raise ev.error(span, f"cannot store a string into buffer {buffer.name}")
     try:

@@ -46,6 +46,7 @@ from tirc.ir.expr import (
     Var,
     are_exprs,
     subroutine_name,
+    vscale_times,
 )
 from tirc.ir.functor import Dispatch
 from tirc.text.printing import precedence as prec
@@ -110,6 +111,10 @@ class ExprPrinter:
         """The text of `node` as an operand that must bind at least as tightly as `needed`."""
         level, text = self.render(node)
         return f"({text})" if level < needed else text
+
+    def lanes(self, lanes: int, scalable: bool) -> str:
+        """A vector's lane count: `8`, or `T.vscale() * 4` for a scalable vector."""
+        return self.render(vscale_times(lanes))[1] if scalable else str(lanes)
 
     def args(self, items: tuple[object, ...] | list[object]) -> str:
         return ", ".join(self.argument(item) for item in items)
@@ -218,12 +223,14 @@ def _select(printer: ExprPrinter, node: Select) -> Rendered:
 
 @RULES.register(Ramp)
 def _ramp(printer: ExprPrinter, node: Ramp) -> Rendered:
-    return prec.ATOM, f"T.Ramp({printer.args((node.base, node.stride))}, {node.lanes})"
+    lanes = printer.lanes(node.lanes, node.scalable)
+    return prec.ATOM, f"T.Ramp({printer.args((node.base, node.stride))}, {lanes})"
 
 
 @RULES.register(Broadcast)
 def _broadcast(printer: ExprPrinter, node: Broadcast) -> Rendered:
-    return prec.ATOM, f"T.Broadcast({printer.render(node.value)[1]}, {node.lanes})"
+    lanes = printer.lanes(node.lanes, node.scalable)
+    return prec.ATOM, f"T.Broadcast({printer.render(node.value)[1]}, {lanes})"
 
 
 @RULES.register(Shuffle)

@@ -8,7 +8,7 @@ from typing import TypeGuard
 
 from tirc.ir import dtype as dt
 from tirc.ir.buffer import Buffer
-from tirc.ir.expr import Call, IntImm, PrimExpr, Ramp, Var
+from tirc.ir.expr import Call, Cast, IntImm, Mul, PrimExpr, Ramp, Var, vscale_times
 from tirc.ir.functor import Dispatch, walk
 from tirc.ir.stmt import (
     AllocBuffer,
@@ -192,7 +192,13 @@ def _store_index(printer: StmtPrinter, index: PrimExpr) -> str:
     if type(index) is Ramp and type(index.stride) is IntImm:
         expr = printer.exprs.expr
         stride = index.stride
-        span = IntImm(stride.value * index.lanes, stride.dtype)
+        span: PrimExpr = IntImm(stride.value * index.lanes, stride.dtype)
+        if index.scalable:  # `A[b:b + T.vscale() * 4]`, `A[b:b + T.vscale() * 4 * 2:2]`
+            span = vscale_times(index.lanes)
+            if stride.value != 1:
+                span = Mul(span, IntImm(stride.value))
+            if span.dtype != stride.dtype:
+                span = Cast(stride.dtype, span)
         text = f"{expr(index.base)}:{expr(end_of(index.base, span))}"
         return text if stride.value == 1 else f"{text}:{expr(stride)}"
     return printer.exprs.expr(index)
