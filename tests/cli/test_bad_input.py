@@ -81,3 +81,12 @@ def test_megabyte_single_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     source.write_text("x = " + "1 + " * 250_000 + "\n")
     code, output = _run(["check", str(source)], capsys)
     assert code == 1 and f"{source}:1:" in output and "Traceback" not in output, output[:500]
+
+
+def test_running_an_empty_module_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "empty.tir"
+    source.write_text("@I.ir_module\nclass Module:\n    pass\n")
+    code, output = _run(["run", str(source), "--target", "interp"], capsys)
+    assert code == 1 and "the module has no function to run" in output, output

@@ -5,6 +5,7 @@ from __future__ import annotations
 from tirc.ir import dtype as dt
 from tirc.ir.expr import Add, FloatImm, FloorDiv, IntImm, Mul, Var
 from tirc.ir.stmt import Attrs, BufferStore, Evaluate
+from tirc.text import parse
 from tirc.text.printer import print_module, script
 
 from .build import BARE_HEADER, HEADER, buffer, func, i32, i64, module
@@ -197,3 +198,10 @@ def test_script_of_reducers() -> None:
         "T.comm_reducer(lambda x0, x1, y0, y1: (T.Select(x1 >= y1, x0, y0), "
         "T.Select(x1 >= y1, x1, y1)), [T.float32(-1.0), T.float32(0.0)])"
     )
+
+
+def test_empty_module_prints_pass_and_reads_back() -> None:
+    """TVM's `@I.ir_module class Module: pass` (its test_ir_base) is a module of no functions."""
+    text = print_module(parse("@I.ir_module\nclass Module:\n    pass\n"))
+    assert text == HEADER + "@I.ir_module\nclass Module:\n    pass"
+    assert print_module(parse(text)) == text and not parse(text).functions

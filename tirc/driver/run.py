@@ -565,6 +565,8 @@ def pick_function(module: IRModule, name: str | None) -> tuple[str, PrimFunc]:
         return names[0], module[names[0]]
     if "main" in module:
         return "main", module["main"]
+    if not names:
+        raise DiagnosticError.at(None, "the module has no function to run")
     raise DiagnosticError.at(
         None, f"the module has several functions ({', '.join(names)}); choose one with --func"
     )

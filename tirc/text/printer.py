@@ -55,7 +55,7 @@ def _print_class(module: IRModule) -> str:
         body += printer.lines
     lines = module_header(type_vars, is_bare=False)
     lines += ["@I.ir_module", "class Module:"]
-    return "\n".join(lines + body)
+    return "\n".join(lines + (body or [f"{INDENT}pass"]))
 
 
 def _print_bare(module: IRModule) -> str:

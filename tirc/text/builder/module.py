@@ -171,7 +171,8 @@ class ModuleBuilder:
             func = build_function(self.context, node, function_options, scope, self.unit.legacy)
             if func is not None:
                 functions.append((node.name, func))
-        if not self.unit.functions and not self.context.diagnostics:
+        # an @I.ir_module class may be empty (`pass`), as TVM's may; a file needs one or the other
+        if not self.unit.functions and not self.unit.is_class and not self.context.diagnostics:
             source = self.context.source
             self.context.diagnostics.append(
                 Diagnostic.error(
