@@ -186,3 +186,21 @@ def test_stored_only_types_are_refused_where_a_run_or_build_starts(
     assert "buffer 'A' of type int4: tirc reads and prints int4 but neither" in message
     assert "narrow_types.tir:5:13" in message
     assert "a value of type float4_e2m1fn" in message and "narrow_types.tir:16:5" in message
+
+
+def test_metal_simdgroup_reads_but_no_backend_emits_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    func = _read("metal_simdgroup")["kernel"]
+    ops = [call.op for call in _calls(func) if call.op.startswith("metal.")]
+    assert ops == [
+        "metal.make_filled_simdgroup_matrix",
+        "metal.simdgroup_load",
+        "metal.simdgroup_store",
+        "metal.simdgroup_multiply_accumulate",
+    ]
+    path = str(PROGRAMS / "metal_simdgroup.tir")
+    out = str(tmp_path / "out.ll")
+    message = _refusal(["compile", path, "--target", "cpu", "--emit", "ll", "-o", out], capsys)
+    assert "T.metal.make_filled_simdgroup_matrix" in message, message
+    assert "metal_simdgroup.tir:14:" in message, message

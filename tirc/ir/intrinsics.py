@@ -233,6 +233,18 @@ for (
     _name = f"ptx.{_family}"
     register(Intrinsic(_name, 1, None, Result.EXPLICIT, Effect.OPAQUE, doc="a T.ptx instruction"))
     FIXED_RESULTS[_name] = dt.VOID
+# TVM's Metal simdgroup matrices (8 x 8 fragments in a "metal.simdgroup" buffer) and SIMD
+# shuffles: read and printed back, run and compiled by nothing
+for _name, _low, _high in (
+    ("metal.make_filled_simdgroup_matrix", 3, 5),  # fragment, index, value[, columns, rows]
+    ("metal.simdgroup_load", 4, 7),  # fragment, index, pointer, stride[, cols, rows, transpose]
+    ("metal.simdgroup_store", 4, 7),
+    ("metal.simdgroup_multiply_accumulate", 8, 8),  # (fragment, index) of d, a, b, c
+):
+    register(Intrinsic(_name, _low, _high, Result.EXPLICIT, Effect.OPAQUE))
+    FIXED_RESULTS[_name] = dt.VOID
+for _name in ("metal.simd_shuffle", "metal.simd_shuffle_up", "metal.simd_shuffle_down"):
+    register(Intrinsic(_name, 2, 2, Result.FIRST_ARG, Effect.READ))  # value, lane or delta
 register(Intrinsic("cuda.mbarrier_wait", 2, 2, Result.EXPLICIT, Effect.UPDATE))  # address, parity
 FIXED_RESULTS["cuda.mbarrier_wait"] = dt.VOID
 register(Intrinsic("cuda.mov_sreg", 2, 2, Result.INT32, Effect.READ))  # bits, "%register"

@@ -540,6 +540,7 @@ NAMESPACES = {
     "ptx_legacy": "TVM's legacy PTX intrinsics",
     "s_tir": "the nodes TVM's s_tir passes write",
     "cuda": "TVM's CUDA helpers",
+    "metal": "TVM's Metal intrinsics",
 }
 
 
