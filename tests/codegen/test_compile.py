@@ -10,11 +10,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.codegen.helpers import ROOT, SAMPLES
 from tirc.diagnostics import DiagnosticError
 from tirc.driver.compile import compile_file, depfile_path
+from tirc.interp import run
+from tirc.text import parse
 
 MATMUL = str(SAMPLES / "matmul.tir")
 PLAN = str(SAMPLES / "matmul.cpu.plan.json")
@@ -170,3 +173,28 @@ def test_c_client_builds_runs_and_checks(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert "ok: 128x128 matmul matches the naive loop" in done.stdout
     assert (tmp_path / "matmul.o.d").exists()
+
+
+# TVM's test_llvm_lookup_intrin: llvm.ctpop given a count of operands as its first operand
+WRONG_INTRINSIC_OPERANDS = """
+@T.prim_func
+def main(A: T.Buffer((1,), "uint8x8")):
+    A[0] = T.call_llvm_pure_intrin("uint8x8", "llvm.ctpop", T.uint32(1), A[0])
+"""
+
+
+def test_an_llvm_intrinsic_llvm_rejects_is_a_located_error(tmp_path: Path) -> None:
+    """The program's own call, not tirc's bug: it was an internal error (LLVM's verifier)."""
+    path = tmp_path / "ctpop.tir"
+    path.write_text(WRONG_INTRINSIC_OPERANDS)
+    with pytest.raises(DiagnosticError) as caught:
+        compile_file(str(path), emit="ll", output=str(tmp_path / "x.ll"))
+    error = caught.value.diagnostics[0]
+    assert error.message == (
+        "LLVM rejects this call of llvm.ctpop: Intrinsic has incorrect argument type"
+    )
+    assert error.span is not None and error.span.line == 4
+    assert error.notes[0].message == "its operands are (uint32, uint8x8) and its result uint8x8"
+    # the interpreter has no llvm.ctpop: refused where the call compiles, not when it runs
+    with pytest.raises(DiagnosticError, match="no implementation of the LLVM intrinsic llvm.ctpop"):
+        run(parse(WRONG_INTRINSIC_OPERANDS)["main"], {"A": np.zeros((1, 8), np.uint8)})

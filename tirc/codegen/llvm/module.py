@@ -12,8 +12,11 @@ from tirc.codegen.header import exported_functions
 from tirc.codegen.llvm.function import emit_function
 from tirc.codegen.llvm.target import target_machine, vector_registers
 from tirc.codegen.llvm.tvm_ffi import add_tvm_ffi_wrappers
-from tirc.diagnostics import Note
+from tirc.diagnostics import DiagnosticError, Note
+from tirc.ir.expr import Call, PrimExpr, StringImm
 from tirc.ir.function import IRModule
+from tirc.ir.functor import walk
+from tirc.ir.node import Node
 from tirc.ir.target import Target
 from tirc.transform.dialects import require_dialect
 from tirc.transform.pass_base import Dialect
@@ -71,10 +74,42 @@ def compile_module(
     text, symbols = build_ir(module, target, machine, prefix)
     if abi == "tvm-ffi":
         symbols += add_tvm_ffi_wrappers(text, module, exported_functions(module, prefix))
-    parsed = llvm.parse_assembly(str(text))
-    parsed.verify()
+    try:
+        parsed = llvm.parse_assembly(str(text))
+        parsed.verify()
+    except RuntimeError as error:
+        rejected = _rejected_intrinsic_call(module, str(error))
+        if rejected is None:
+            raise
+        raise rejected from None
     optimize(parsed, machine, opt_level)
     return CompiledModule(parsed, machine, symbols)
+
+
+def _rejected_intrinsic_call(module: IRModule, message: str) -> DiagnosticError | None:
+    """LLVM's rejection of a `T.call_llvm_(pure_)intrin` the program makes (its operands do
+    not fit the intrinsic), located at the call; None where LLVM names no intrinsic called so.
+    The program chose the intrinsic and its operands, so this is its error, not tirc's."""
+    calls: list[tuple[Call, str]] = []
+
+    def collect(node: Node) -> None:
+        if isinstance(node, Call) and node.op in ("call_llvm_intrin", "call_llvm_pure_intrin"):
+            name = node.args[0] if node.args else None
+            if isinstance(name, StringImm) and f"@{name.value}" in message.split():
+                calls.append((node, name.value))
+
+    for _, func in module.functions:
+        walk(func.body, collect)
+    if not calls:
+        return None
+    call, name = calls[0]
+    reason = message.strip().splitlines()[0].rstrip("!")
+    operands = ", ".join(str(arg.dtype) for arg in call.args[1:] if isinstance(arg, PrimExpr))
+    return DiagnosticError.at(
+        call.span,
+        f"LLVM rejects this call of {name}: {reason}",
+        Note(f"its operands are ({operands}) and its result {call.dtype}"),
+    )
 
 
 def optimize(module: llvm.ModuleRef, machine: llvm.TargetMachine, opt_level: int) -> None:

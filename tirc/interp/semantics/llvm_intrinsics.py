@@ -2,15 +2,17 @@
 tirc's intrinsic library emits: x86 AVX-512 VNNI's vpdpbusd.
 
 Registered into the interpreter's INTRINSICS table under the call ops; an LLVM intrinsic
-without an entry in LLVM_INTRINSICS is an error that names it.
+without an entry in LLVM_INTRINSICS is a located error that names it, when the call compiles.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from tirc.diagnostics import DiagnosticError
 from tirc.interp.semantics.extensions import INTRINSICS
 from tirc.ir.dtype import INT32
+from tirc.ir.expr import Call, StringImm
 from tirc.ir.integer import wrapper
 
 _wrap32 = wrapper(INT32)
@@ -37,6 +39,17 @@ LLVM_INTRINSICS: dict[str, Callable[..., object]] = {
     "llvm.x86.avx512.vpdpbusd.256": vpdpbusd,
     "llvm.x86.avx512.vpdpbusd.128": vpdpbusd,
 }
+
+
+def check_llvm_intrinsic(call: Call) -> None:
+    """A located error where the interpreter has no implementation of the intrinsic called."""
+    name = next((arg.value for arg in call.args if isinstance(arg, StringImm)), None)
+    if name not in LLVM_INTRINSICS:
+        raise DiagnosticError.at(
+            call.span,
+            f"the interpreter has no implementation of the LLVM intrinsic {name} "
+            "(register one in tirc.interp.semantics.llvm_intrinsics.LLVM_INTRINSICS)",
+        )
 
 
 def call_llvm_intrinsic(*args: object) -> object:
