@@ -11,8 +11,9 @@ from collections.abc import Callable, Mapping
 from typing import Self
 
 from tirc.analysis.arith.bound import Bound, const_bound
+from tirc.analysis.arith.conditions import Context
 from tirc.analysis.arith.memo import SimplifyMemo
-from tirc.analysis.arith.simplify import Context, Simplifier
+from tirc.analysis.arith.simplify import Simplifier
 from tirc.ir.buffer import Range
 from tirc.ir.canonical import to_sum
 from tirc.ir.expr import IntImm, PrimExpr, Sub, Var

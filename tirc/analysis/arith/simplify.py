@@ -5,7 +5,8 @@ removes floordiv/floormod, min/max and comparisons that known variable bounds de
 integer widths wrap: their arithmetic only folds as the parser's does (`tirc.ir.arith.fold`),
 and their min/max and comparisons are decided on the operands' values, never on a difference
 computed in the narrow type. Float arithmetic is left as written: folding it could change
-rounding. Returns the same object when nothing changed.
+rounding. Returns the same object when nothing changed. The boolean and conditional rules
+(`and`, `or`, `select`, the facts a condition adds) live in conditions.py.
 """
 
 from __future__ import annotations
@@ -14,38 +15,31 @@ import dataclasses
 import math
 import operator
 from collections.abc import Callable, Hashable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from tirc.analysis.arith.bound import Bound, const_bound
+from tirc.analysis.arith.conditions import (
+    COMPLEMENT,
+    FLIPPED,
+    NO_CONTEXT,
+    BooleanRules,
+    Context,
+    absorbed,
+    bool_const,
+    const_of,
+    is_pure,
+    make_compare,
+    same,
+)
 from tirc.analysis.arith.memo import SimplifyMemo
 from tirc.ir import arith, integer
 from tirc.ir import dtype as dt
 from tirc.ir import expr as E
-from tirc.ir.buffer import Buffer
 from tirc.ir.canonical import Sum, from_sum, merge_splits, to_sum
 from tirc.ir.expr import IntImm, PrimExpr, Var
-from tirc.ir.functor import Mutator, child_fields, walk
+from tirc.ir.functor import walk
 from tirc.ir.intrinsics import Effect, lookup
-from tirc.ir.node import Node
 from tirc.ir.structural import expr_key
-
-
-def is_pure(expr: PrimExpr) -> bool:
-    """No load and no call with an effect: a value that a store cannot change, so a fact
-    about it or a variable standing for it holds anywhere in its scope."""
-    impure: list[object] = []
-
-    def check(node: object) -> None:
-        if isinstance(node, E.BufferLoad):
-            impure.append(node)
-        elif isinstance(node, E.Call):
-            intrinsic = lookup(node.op)
-            if intrinsic is None or intrinsic.effect is not Effect.PURE:
-                impure.append(node)
-
-    walk(expr, check)
-    return not impure
 
 
 def difference_key(difference: PrimExpr) -> tuple[Hashable, int]:
@@ -73,7 +67,7 @@ def _folded(node: E.BinaryOp) -> PrimExpr:
     folded = arith.fold(node)
     if folded is not None:
         return folded
-    if isinstance(node, E.Sub) and _same(node.a, node.b) and not _has_effect(node.a):
+    if isinstance(node, E.Sub) and same(node.a, node.b) and not _has_effect(node.a):
         return IntImm(0, node.dtype)  # one expression reads a load once: A[i] - A[i] is 0
     return node
 
@@ -92,52 +86,7 @@ def _has_effect(expr: PrimExpr) -> bool:
     return bool(calls)
 
 
-def _const(expr: PrimExpr) -> int | None:
-    return expr.value if isinstance(expr, IntImm) else None
-
-
-def _bool(value: bool) -> IntImm:
-    return IntImm(1 if value else 0, dt.BOOL)
-
-
-@dataclass(frozen=True)
-class Context:
-    """What conditions in scope and bound values add to the variables' bounds (built by
-    `Facts.assume` and `Facts.bind_value`; replaced, never changed, so that a memo can tell
-    by identity whether it still holds).
-
-    `facts` maps the key of a boolean expression to its known truth, `differences` the key
-    of a simplified `a - b` to the bound a comparison in scope gives it, `values` a bound
-    variable to the value it stands for, and `unfolded` holds the variables a condition
-    bounded: a bound pinned to one value does not fold them (`if i == 5: A[i]` stays)."""
-
-    facts: Mapping[Hashable, bool] = field(default_factory=dict)
-    differences: Mapping[Hashable, Bound] = field(default_factory=dict)
-    values: Mapping[Var, PrimExpr] = field(default_factory=dict)
-    unfolded: frozenset[Var] = frozenset()
-    # each side of an `and` / `or` simplified knowing the other (TVM's
-    # apply_constraints_to_boolean_branches): `n < 10 and n < 5` is `n < 5`
-    boolean_branches: bool = False
-
-    def with_facts(
-        self, facts: Mapping[Hashable, bool], differences: Mapping[Hashable, Bound]
-    ) -> Context:
-        merged = dict(self.differences)
-        for key, bound in differences.items():
-            merged[key] = merged[key].intersect(bound) if key in merged else bound
-        return dataclasses.replace(self, facts={**self.facts, **facts}, differences=merged)
-
-    def with_value(self, var: Var, value: PrimExpr) -> Context:
-        return dataclasses.replace(self, values={**self.values, var: value})
-
-    def with_unfolded(self, var: Var) -> Context:
-        return dataclasses.replace(self, unfolded=self.unfolded | {var})
-
-
-NO_CONTEXT = Context()
-
-
-class Simplifier(Mutator):
+class Simplifier(BooleanRules):
     """One simplification under fixed variable bounds (a new instance per query).
 
     Each expression object is simplified once: a subtree met again (shared by two parents,
@@ -186,7 +135,7 @@ class Simplifier(Mutator):
         if self.context.facts and result.dtype.is_bool and result.dtype.is_scalar:
             truth = self.context.facts.get(expr_key(result))
             if truth is not None:
-                return _bool(truth)
+                return bool_const(truth)
         return result
 
     def _difference_bound(self, a: PrimExpr, b: PrimExpr) -> Bound:
@@ -237,24 +186,6 @@ class Simplifier(Mutator):
         ranges, context = self.assumed(condition)
         return Simplifier(ranges, None, context).visit(expr)
 
-    def _branches(self, a: PrimExpr, b: PrimExpr, is_and: bool) -> tuple[PrimExpr, PrimExpr]:
-        """Each side simplified knowing the other holds (`and`) or fails (`or`), in turn,
-        until neither changes (at most twice each)."""
-        sides = [a, b]
-        unchanged = 0
-        for step in range(4):
-            mine, other = step % 2, 1 - step % 2
-            known = sides[other] if is_and else E.Not(sides[other])
-            updated = self._under(known, sides[mine])
-            if _same(updated, sides[mine]):
-                unchanged += 1
-                if unchanged >= 2:
-                    break
-            else:
-                sides[mine] = updated
-                unchanged = 0
-        return sides[0], sides[1]
-
     def literal_facts(
         self, condition: PrimExpr
     ) -> tuple[dict[Hashable, bool], list[tuple[PrimExpr, Bound]], list[tuple[Var, Bound]]]:
@@ -278,13 +209,13 @@ class Simplifier(Mutator):
             elif isinstance(expr, E.Not):
                 visit(expr.a, not truth)
             elif isinstance(expr, E.CompareOp) and _is_integer(expr.a):
-                kind = type(expr) if truth else _COMPLEMENT[type(expr)]
-                compared = _make_compare(kind, expr.a, expr.b)
-                for spelling in (compared, _make_compare(_FLIPPED[kind], expr.b, expr.a)):
+                kind = type(expr) if truth else COMPLEMENT[type(expr)]
+                compared = make_compare(kind, expr.a, expr.b)
+                for spelling in (compared, make_compare(FLIPPED[kind], expr.b, expr.a)):
                     facts[expr_key(spelling)] = True
                     facts[expr_key(E.Not(spelling))] = False
-                    opposite = _COMPLEMENT[type(spelling)]
-                    facts[expr_key(_make_compare(opposite, spelling.a, spelling.b))] = False
+                    opposite = COMPLEMENT[type(spelling)]
+                    facts[expr_key(make_compare(opposite, spelling.a, spelling.b))] = False
                 bound = _DIFFERENCE_BOUNDS.get(kind)
                 if bound is not None and isinstance(expr.a, Var) and isinstance(expr.b, IntImm):
                     variables.append((expr.a, bound.shifted(expr.b.value)))
@@ -307,7 +238,7 @@ class Simplifier(Mutator):
         rebuilt = self.generic_visit(node)
         if not _is_index(rebuilt):
             return _folded(rebuilt) if _is_integer(rebuilt) else rebuilt
-        a, b = _const(rebuilt.a), _const(rebuilt.b)
+        a, b = const_of(rebuilt.a), const_of(rebuilt.b)
         if a is not None and b is not None:  # folded at once, as the canonical sum would
             value = _FOLD[type(rebuilt)](a, b)
             return IntImm(integer.wrap(value, rebuilt.dtype), rebuilt.dtype)
@@ -318,7 +249,7 @@ class Simplifier(Mutator):
             if difference is not None:
                 return difference
         result = from_sum(merge_splits(to_sum(rebuilt)))
-        return node if _same(result, node) else result
+        return node if same(result, node) else result
 
     visit_Add = visit_Sub = visit_Mul = _sum
 
@@ -338,8 +269,8 @@ class Simplifier(Mutator):
             isinstance(first, E.FloorDiv) and isinstance(second, E.FloorDiv)
         ):
             return None
-        divisor = _const(first.b)
-        if divisor is None or divisor <= 0 or _const(second.b) != divisor:
+        divisor = const_of(first.b)
+        if divisor is None or divisor <= 0 or const_of(second.b) != divisor:
             return None
         high, low = to_sum(first.a), to_sum(second.a)
         if not high.const or expr_key(from_sum(dataclasses.replace(high, const=0))) != (
@@ -365,7 +296,7 @@ class Simplifier(Mutator):
         folded = arith.fold(rebuilt)  # first, as TVM's: 0 // x and 0 % x are 0
         if folded is not None:
             return folded
-        divisor, dividend = _const(b), _const(a)
+        divisor, dividend = const_of(b), const_of(a)
         if divisor and dividend is not None:
             fold = integer.floormod if is_mod else integer.floordiv
             value = fold(dividend, divisor)
@@ -387,7 +318,7 @@ class Simplifier(Mutator):
             return IntImm(0, a.dtype) if is_mod else a
         dtype = a.dtype
         # nested division by constants: (x // p) // q == x // (p * q); (x % p) % q == x % q if q | p
-        nested = _const(a.b) if isinstance(a, (E.FloorDiv, E.FloorMod)) else None
+        nested = const_of(a.b) if isinstance(a, (E.FloorDiv, E.FloorMod)) else None
         if not is_mod and isinstance(a, E.FloorDiv) and nested is not None and nested > 0:
             return self.visit(E.FloorDiv(a.a, IntImm(nested * divisor, dtype)))
         if is_mod and isinstance(a, E.FloorMod) and nested is not None and nested % divisor == 0:
@@ -396,7 +327,7 @@ class Simplifier(Mutator):
         if not is_mod and total.const and len(total.terms) == 1:
             # (x // p + c) // q == (x + p * c) // (p * q): a ceiling division of a count
             ((atom, coeff),) = total.terms.values()
-            step = _const(atom.b) if isinstance(atom, E.FloorDiv) else None
+            step = const_of(atom.b) if isinstance(atom, E.FloorDiv) else None
             if coeff == 1 and step is not None and step > 0:
                 shifted = E.Add(atom.a, IntImm(step * total.const, dtype))
                 return self.visit(E.FloorDiv(shifted, IntImm(step * divisor, dtype)))
@@ -433,9 +364,9 @@ class Simplifier(Mutator):
                 return from_sum(scaled)
             quotient.add_term(self.visit(E.FloorDiv(multiple, inner)), 1)
             return from_sum(quotient)
-        if is_mod and isinstance(a, E.FloorDiv) and (_const(a.b) or 0) > 0:
+        if is_mod and isinstance(a, E.FloorDiv) and (const_of(a.b) or 0) > 0:
             # TVM's normal form of a split: (x // p) % q is x % (p * q) // p
-            lower = _const(a.b)
+            lower = const_of(a.b)
             assert lower is not None
             return E.FloorDiv(E.FloorMod(a.a, IntImm(lower * divisor, dtype)), a.b)
         if is_mod and rest.const == 0 and len(rest.terms) == 1:
@@ -568,7 +499,7 @@ class Simplifier(Mutator):
         folded = arith.fold(rebuilt)  # T.Div(x, 1) is x, T.truncmod(0, x) is 0
         if folded is not None:
             return folded
-        dividend, divisor = _const(a), _const(b)
+        dividend, divisor = const_of(a), const_of(b)
         if dividend is not None and divisor is not None and divisor != 0:
             value = (
                 integer.truncmod(dividend, divisor)
@@ -605,9 +536,9 @@ class Simplifier(Mutator):
             return rebuilt
         if expr_key(a) == expr_key(b):
             return a
-        absorbed = _absorbed(a, b, E.Max if pick_min else E.Min)
-        if absorbed is not None:
-            return absorbed
+        kept = absorbed(a, b, E.Max if pick_min else E.Min)
+        if kept is not None:
+            return kept
         difference = self._difference_bound(a, b)
         if difference.max is not None and difference.max <= 0:
             return a if pick_min else b
@@ -636,101 +567,7 @@ class Simplifier(Mutator):
         verdict = decide(difference)
         if verdict is None:
             return _quotient_compared(rebuilt) if _is_index(a) else rebuilt
-        return _bool(verdict)
-
-    def _logical(self, node: E.And | E.Or, absorbing: int) -> PrimExpr:
-        """`node` with its operands simplified, or its left operand alone when that decides a
-        scalar `and` / `or`: the right one is then never simplified, so long guarded chains
-        fold without visiting their tails."""
-        a = self.visit(node.a)
-        if _const(a) == absorbing and a.dtype.is_scalar and node.dtype.is_scalar:
-            return a
-        b = self.visit(node.b)
-        if a is node.a and b is node.b:
-            return node
-        return dataclasses.replace(node, a=a, b=b)
-
-    def visit_And(self, node: E.And) -> PrimExpr:
-        rebuilt = self._logical(node, absorbing=0)
-        if not isinstance(rebuilt, E.And):
-            return rebuilt
-        a, b = rebuilt.a, rebuilt.b
-        if self.context.boolean_branches and rebuilt.dtype.is_scalar:
-            a, b = self._branches(a, b, is_and=True)
-            if a is not rebuilt.a or b is not rebuilt.b:
-                rebuilt = dataclasses.replace(rebuilt, a=a, b=b)
-        for one, other in ((a, b), (b, a)):
-            if _const(one) == 0 and one.dtype.is_scalar:
-                return one
-            if _const(one) == 1 and one.dtype.is_scalar:
-                return other
-        if rebuilt.dtype.is_scalar and is_pure(a) and _is_negation(a, b):
-            return _bool(False)  # `x and not x`
-        tightened = _tightened(a, b)
-        if tightened is not None:
-            return dataclasses.replace(rebuilt, a=tightened)
-        return rebuilt
-
-    def visit_Or(self, node: E.Or) -> PrimExpr:
-        rebuilt = self._logical(node, absorbing=1)
-        if not isinstance(rebuilt, E.Or):
-            return rebuilt
-        a, b = rebuilt.a, rebuilt.b
-        if self.context.boolean_branches and rebuilt.dtype.is_scalar:
-            a, b = self._branches(a, b, is_and=False)
-            if a is not rebuilt.a or b is not rebuilt.b:
-                rebuilt = dataclasses.replace(rebuilt, a=a, b=b)
-        for one, other in ((a, b), (b, a)):
-            if _const(one) == 1 and one.dtype.is_scalar:
-                return one
-            if _const(one) == 0 and one.dtype.is_scalar:
-                return other
-        if rebuilt.dtype.is_scalar and is_pure(a) and _is_negation(a, b):
-            return _bool(True)  # `x or not x`
-        return rebuilt
-
-    def visit_Not(self, node: E.Not) -> PrimExpr:
-        rebuilt = self.generic_visit(node)
-        inner = rebuilt.a
-        if isinstance(inner, IntImm):
-            return _bool(not inner.value)
-        if isinstance(inner, E.Not):
-            return inner.a
-        return rebuilt
-
-    def visit_Select(self, node: E.Select) -> PrimExpr:
-        # the condition first: when it is decided only the chosen value is simplified, so a
-        # chain `Select(c1, v1, Select(c2, v2, ...))` costs up to its taken link, not its length
-        condition = self.visit(node.condition)
-        if _const(condition) is not None and condition.dtype.is_scalar:
-            return self.visit(node.true_value if condition.value else node.false_value)
-        true_value, false_value = self._conditional(condition, node.true_value, node.false_value)
-        if (condition, true_value, false_value) == (
-            node.condition,
-            node.true_value,
-            node.false_value,
-        ):
-            return node
-        return dataclasses.replace(
-            node, condition=condition, true_value=true_value, false_value=false_value
-        )
-
-    def _conditional(
-        self, condition: PrimExpr, true_value: PrimExpr, false_value: PrimExpr
-    ) -> tuple[PrimExpr, PrimExpr]:
-        """The values of an undecided `select` / `if_then_else`; one that holds another
-        conditional is simplified knowing the condition holds (fails) there, so a nested test
-        of the same condition goes (TVM's test_nested_if_elimination)."""
-        values = [self.visit(true_value), self.visit(false_value)]
-        if not condition.dtype.is_scalar:
-            return values[0], values[1]
-        for index, holds in enumerate((True, False)):
-            if _has_conditional(values[index]):
-                # decided by the test alone, not by simplifying the value again under it:
-                # that re-simplified every nested level once more for each level above it
-                # (exponential in the nesting: Winograd's selects took minutes and 12 GB)
-                values[index] = _Decided(condition, holds).visit(values[index])
-        return values[0], values[1]
+        return bool_const(verdict)
 
     def visit_Cast(self, node: E.Cast) -> PrimExpr:
         rebuilt = self.generic_visit(node)
@@ -758,20 +595,6 @@ class Simplifier(Mutator):
             return IntImm(bound.min, node.dtype)
         return node
 
-    def visit_Call(self, node: E.Call) -> PrimExpr:
-        if node.op == "if_then_else" and len(node.args) == 3 and E.are_exprs(node.args):
-            condition = self.visit(node.expr_arg(0))
-            if _const(condition) is not None and condition.dtype.is_scalar:
-                return self.visit(node.expr_arg(1) if condition.value else node.expr_arg(2))
-            values = self._conditional(condition, node.expr_arg(1), node.expr_arg(2))
-            if all(a is b for a, b in zip((condition, *values), node.args, strict=True)):
-                return node
-            return dataclasses.replace(node, args=(condition, *values))
-        rebuilt = self.generic_visit(node)
-        if rebuilt.op == "likely" and isinstance(rebuilt.args[0], IntImm):
-            return rebuilt.args[0]  # a decided hint is its value
-        return rebuilt
-
 
 _FOLD: dict[type, Callable[[int, int], int]] = {
     E.Add: operator.add,
@@ -780,103 +603,19 @@ _FOLD: dict[type, Callable[[int, int], int]] = {
 }
 
 
-def _same(x: object, y: object) -> bool:
-    """`expr_key(x) == expr_key(y)`, without building either key: shared subtrees compare by
-    identity and the first difference ends the walk."""
-    if x is y:
-        return True
-    if type(x) is not type(y):
-        return False
-    if isinstance(x, Node):
-        if isinstance(x, (Var, Buffer)):
-            return False
-        return all(_same(getattr(x, name), getattr(y, name)) for name in child_fields(type(x)))
-    if isinstance(x, tuple) and isinstance(y, tuple):
-        return len(x) == len(y) and all(map(_same, x, y))
-    if isinstance(x, float):
-        return repr(x) == repr(y)
-    return x == y
-
-
-class _Decided(Mutator):
-    """A value with each nested conditional whose test is `condition` (or its negation)
-    replaced by the branch it takes where `condition` holds (`holds`) or fails."""
-
-    def __init__(self, condition: PrimExpr, holds: bool):
-        self.condition = condition
-        self.holds = holds
-
-    def _taken(self, test: PrimExpr) -> bool | None:
-        if _same(test, self.condition):
-            return self.holds
-        if _is_negation(self.condition, test):
-            return not self.holds
-        return None
-
-    def visit_Select(self, node: E.Select) -> PrimExpr:
-        taken = self._taken(node.condition)
-        if taken is None:
-            return self.generic_visit(node)
-        return self.visit(node.true_value if taken else node.false_value)
-
-    def visit_Call(self, node: E.Call) -> PrimExpr:
-        if node.op == "if_then_else" and len(node.args) == 3 and E.are_exprs(node.args):
-            taken = self._taken(node.expr_arg(0))
-            if taken is not None:
-                return self.visit(node.expr_arg(1) if taken else node.expr_arg(2))
-        return self.generic_visit(node)
-
-
-def _has_conditional(expr: PrimExpr) -> bool:
-    found: list[bool] = []
-
-    def check(node: object) -> None:
-        if isinstance(node, E.Select) or isinstance(node, E.Call) and node.op == "if_then_else":
-            found.append(True)
-
-    walk(expr, check)
-    return bool(found)
-
-
-def _is_negation(a: PrimExpr, b: PrimExpr) -> bool:
-    """Whether `b` is `not a` in one of its spellings (`i < 3` and `i >= 3`, `3 <= i`)."""
-    if isinstance(b, E.Not):
-        return _same(a, b.a)
-    if isinstance(a, E.Not):
-        return _same(a.a, b)
-    if not (isinstance(a, E.CompareOp) and isinstance(b, E.CompareOp)):
-        return False
-    complement = _COMPLEMENT[type(a)]
-    if type(b) is complement:
-        return _same(a.a, b.a) and _same(a.b, b.b)
-    if type(b) is _FLIPPED[complement]:
-        return _same(a.a, b.b) and _same(a.b, b.a)
-    return False
-
-
-def _absorbed(a: PrimExpr, b: PrimExpr, inner: type[E.BinaryOp]) -> PrimExpr | None:
-    """The absorption laws: min(max(x, y), x) -> x and max(min(x, y), y) -> y, either side."""
-    for outer_arg, other in ((a, b), (b, a)):
-        if isinstance(outer_arg, inner):
-            key = expr_key(other)
-            if key in (expr_key(outer_arg.a), expr_key(outer_arg.b)):
-                return other
-    return None
-
-
 def _quotient_compared(node: E.CompareOp) -> PrimExpr:
     """TVM's rules for a quotient by a positive constant compared with a constant, the
     dividend compared instead: `x // 128 < 127` is `x < 16256`, `x // 128 <= 126` is
     `x <= 16255`, `x // 128 > 3` is `511 < x`, `x // 128 >= 3` is `384 <= x`; with the
     constant on the left, the same flipped (`1 <= x // 4` is `4 <= x`)."""
-    if isinstance(node.b, E.FloorDiv) and _const(node.a) is not None:
-        flipped = _make_compare(_FLIPPED[type(node)], node.b, node.a)
+    if isinstance(node.b, E.FloorDiv) and const_of(node.a) is not None:
+        flipped = make_compare(FLIPPED[type(node)], node.b, node.a)
         result = _quotient_compared(flipped)
         return node if result is flipped else result
-    quotient, bound = node.a, _const(node.b)
+    quotient, bound = node.a, const_of(node.b)
     if not isinstance(quotient, E.FloorDiv) or bound is None:
         return node
-    divisor = _const(quotient.b)
+    divisor = const_of(quotient.b)
     if divisor is None or divisor <= 0:
         return node
     dividend, dtype = quotient.a, quotient.a.dtype
@@ -889,20 +628,6 @@ def _quotient_compared(node: E.CompareOp) -> PrimExpr:
     if isinstance(node, E.GE):
         return E.LE(IntImm(bound * divisor, dtype), dividend)
     return node
-
-
-def _tightened(a: PrimExpr, b: PrimExpr) -> PrimExpr | None:
-    """TVM's rule for `x < c and x % m < r` with c a multiple of m: the last row's values
-    from r on fail the second bound, so the first reads `x < c - (m - r)`
-    (`i < 16256 and i % 128 < 127` is `i < 16255 and i % 128 < 127`)."""
-    if not (isinstance(a, E.LT) and isinstance(b, E.LT) and isinstance(b.a, E.FloorMod)):
-        return None
-    limit, modulus, rest = _const(a.b), _const(b.a.b), _const(b.b)
-    if limit is None or modulus is None or rest is None or modulus <= 0:
-        return None
-    if limit % modulus or not 0 < rest < modulus or expr_key(a.a) != expr_key(b.a.a):
-        return None
-    return E.LT(a.a, IntImm(limit - (modulus - rest), a.b.dtype))
 
 
 def _decide_lt(d: Bound) -> bool | None:
@@ -941,28 +666,6 @@ def _negated(value: int | None) -> int | None:
     return None if value is None else -value
 
 
-def _make_compare(kind: type[E.CompareOp], a: PrimExpr, b: PrimExpr) -> E.CompareOp:
-    return kind(a, b)
-
-
-# `not (a < b)` is `a >= b`, and so on
-_COMPLEMENT: dict[type[E.CompareOp], type[E.CompareOp]] = {
-    E.LT: E.GE,
-    E.GE: E.LT,
-    E.LE: E.GT,
-    E.GT: E.LE,
-    E.EQ: E.NE,
-    E.NE: E.EQ,
-}
-# `a < b` is `b > a`, and so on
-_FLIPPED: dict[type[E.CompareOp], type[E.CompareOp]] = {
-    E.LT: E.GT,
-    E.GT: E.LT,
-    E.LE: E.GE,
-    E.GE: E.LE,
-    E.EQ: E.EQ,
-    E.NE: E.NE,
-}
 # the bound of `a - b` where `a <op> b` holds
 _DIFFERENCE_BOUNDS: dict[type[E.CompareOp], Bound] = {
     E.LT: Bound(None, -1),

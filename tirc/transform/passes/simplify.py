@@ -21,7 +21,7 @@ from typing import Self
 
 from tirc.analysis.arith.analyzer import Analyzer
 from tirc.analysis.arith.bound import Bound
-from tirc.analysis.arith.simplify import is_pure
+from tirc.analysis.arith.conditions import is_pure
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
 from tirc.ir.buffer import BufferRegion, Range
