@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from tests.text.parse_helpers import FUNCTION_HEAD, expect_error, parse, parse_function
+from tirc import interp
 from tirc.ir import dtype as dt
 from tirc.ir import expr as ir
 from tirc.ir import stmt as st
@@ -417,3 +419,23 @@ def test_if_on_an_integer_is_true_when_non_zero() -> None:
     branch = func.body
     assert isinstance(branch, st.IfThenElse) and isinstance(branch.condition, ir.NE)
     assert isinstance(branch.condition.b, ir.IntImm) and branch.condition.b.value == 0
+
+
+def test_truncmod_of_floats_is_a_remainder_that_never_folds() -> None:
+    """TVM's T.truncmod takes floats (C's fmod), with no folding, even of two constants."""
+    value = value_of("A[0] = T.truncmod(T.float32(7.5), T.float32(2.0))")
+    assert isinstance(value, ir.Mod) and value.dtype == dt.FLOAT32
+    value = value_of("A[0] = T.truncmod(A[1], 2)")
+    assert isinstance(value, ir.Mod) and isinstance(value.b, ir.FloatImm)
+
+
+def test_truncmod_of_floats_runs_as_fmod() -> None:
+    func = parse(
+        '@T.prim_func\ndef main(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):\n'
+        "    for i in range(8):\n"
+        "        B[i] = T.truncmod(A[i], T.float32(0.75))\n"
+    )["main"]
+    a = np.array([-2.0, -1.5, -0.5, 0.0, 0.5, 1.0, 1.6, 7.25], dtype=np.float32)
+    b = np.zeros(8, dtype=np.float32)
+    interp.run(func, {"A": a, "B": b})
+    np.testing.assert_allclose(b, np.fmod(a, np.float32(0.75)), rtol=1e-6)

@@ -69,6 +69,7 @@ CASES: list[tuple[PrimExpr, str]] = [
     (FloorMod(a, b), "a % b"),
     (Div(a, b), "T.Div(a, b)"),
     (Mod(a, b), "T.truncmod(a, b)"),
+    (Mod(x, f32(1.5)), "T.truncmod(x, T.float32(1.5))"),  # C's fmod, as TVM's truncmod reads
     (Add(Min(a, b), Max(a, c)), "T.min(a, b) + T.max(a, c)"),
     (Select(p, a, b), "T.Select(p, a, b)"),
     (call("if_then_else", p, a, b), "T.if_then_else(p, a, b)"),
@@ -126,6 +127,8 @@ FOLDING: list[tuple[PrimExpr, str]] = [
     (FloorMod(a, i32(1)), "T.FloorMod(a, 1)"),
     (FloorDiv(i32(0), a), "T.FloorDiv(0, a)"),
     (FloorMod(i32(0), a), "T.FloorMod(0, a)"),
+    (Mod(a, i32(1)), "T.Mod(a, 1)"),  # T.truncmod(a, 1) would read back as 0
+    (Mod(i32(0), a), "T.Mod(0, a)"),
     (FloorDiv(i32(6), i32(4)), "T.FloorDiv(6, 4)"),
     (EQ(i32(1), i32(1)), "T.EQ(1, 1)"),
     (LT(i32(1), i32(2)), "T.LT(1, 2)"),

@@ -336,7 +336,7 @@ ARITHMETIC: dict[str, tuple[Any, Folder, bool]] = {
     "-": (ir.Sub, _fold_sub, False),
     "*": (ir.Mul, _fold_mul, False),
     "truncdiv": (ir.Div, _fold_div, True),
-    "truncmod": (ir.Mod, _fold_mod, True),
+    "truncmod": (ir.Mod, _fold_mod, False),  # on floats too, as TVM's: C's fmod
     "floordiv": (ir.FloorDiv, _fold_floordiv, True),
     "floormod": (ir.FloorMod, _fold_floormod, True),
     "div": (ir.Div, _fold_div, False),

@@ -77,7 +77,7 @@ _INFIX: dict[type, tuple[str, str]] = {
 _CALL_FORM: dict[type, tuple[str, str]] = {
     Min: ("T.min", "T.Min"),
     Max: ("T.max", "T.Max"),
-    Mod: ("T.truncmod", "T.truncmod"),
+    Mod: ("T.truncmod", "T.Mod"),
 }
 
 # intrinsics whose result dtype TVM writes after the arguments rather than before them
@@ -183,9 +183,10 @@ def _binary(printer: ExprPrinter, node: BinaryOp | CompareOp | LogicalOp) -> Ren
 
 
 def _refuses_operands(node: PrimExpr) -> bool:
-    """Floor division and the remainders of floats: `//`, `%` and T.truncmod take integers
-    only (as in TVM), so such a node prints as its constructor, which reads back as itself."""
-    return isinstance(node, (FloorDiv, FloorMod, Mod)) and not (
+    """Floor division and remainder of floats: `//` and `%` take integers only (as in TVM),
+    so such a node prints as its constructor, which reads back as itself (T.truncmod takes
+    floats: C's fmod)."""
+    return isinstance(node, (FloorDiv, FloorMod)) and not (
         node.a.dtype.is_integer or node.a.dtype.is_bool
     )
 
@@ -205,8 +206,6 @@ def _call_form(printer: ExprPrinter, node: Min | Max | Mod) -> Rendered:
     function, exact = _CALL_FORM[type(node)]
     a, b = node.a, node.b
     name = exact if would_fold(node) else function
-    if _refuses_operands(node):
-        name = "T.Mod"
     return prec.ATOM, f"{name}({printer.render(a)[1]}, {printer.render(b)[1]})"
 
 

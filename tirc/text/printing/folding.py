@@ -68,9 +68,9 @@ def _div(a: PrimExpr, b: PrimExpr) -> bool:
 
 
 def _mod(a: PrimExpr, b: PrimExpr) -> bool:
-    """Integer remainders fold on index types only (`T.int8(0) % x` stays)."""
+    """Remainders fold on index types only (`T.int8(0) % x` and float ones stay)."""
     x, y = _value(a), _value(b)
-    if a.dtype.is_integer and not is_index_type(a.dtype):
+    if not is_index_type(a.dtype):
         return False
     if x is not None and y is not None:
         return y != 0
