@@ -7,7 +7,9 @@ bound to loops keeps the buffers it writes above those loops, across which their
 (a reduction's accumulator), and a buffer it reads or writes at an index of a non-reduce one
 stays above that variable's loops too (a rolling buffer read at the previous iteration's
 rows). A global buffer stays above every blockIdx loop of the function (at most just inside
-the innermost one), since all blocks of a grid share it.
+the innermost one), since all blocks of a grid share it. Nor does a buffer move into a
+serial or unrolled loop whose iterations may pass values to one another through it (one reads
+what another wrote: `_loop_carried`), where TVM moves it all the same.
 When the ancestor is a loop, its body is wrapped in a new opaque block that allocates:
 
     A_local = T.sblock_alloc_buffer((8,))     for i in range(4):
@@ -32,6 +34,7 @@ from tirc.ir.functor import Mutator, Visitor
 from tirc.ir.node import Node
 from tirc.transform.parsed_regions import parsed_region
 from tirc.transform.pass_base import Dialect, FunctionPass
+from tirc.transform.passes._loop_carried import carries_values
 
 Path = tuple[Node, ...]  # the scopes (blocks and loops) from the root down
 
@@ -209,12 +212,33 @@ class PlanBufferAllocation(FunctionPass):
             home = owner.get(key)
             if not path or path[-1] is home or not any(s is home for s in path):
                 continue  # unused, already where it belongs, or needed above its owner
+            assert home is not None  # the path holds it
+            path = _above_carrying_loop(path, home, buffer)
+            if path[-1] is home:
+                continue
             targets.setdefault(id(path[-1]), []).append(buffer)
             moved.add(key)
         if not moved:
             return func
         body = _Mover(targets, moved).visit(func.body)
         return dataclasses.replace(func, body=body)
+
+
+def _above_carrying_loop(path: Path, home: S.SBlock, buffer: Buffer) -> Path:
+    """`path` cut above the outermost loop below `home` whose iterations carry values of
+    `buffer` from one to the next: allocated inside it, each iteration would have its own.
+    Parallel, vectorized and thread loops are left alone: their iterations may not depend
+    on one another (and a thread's local storage must be its own)."""
+    start = next(i for i, scope in enumerate(path) if scope is home) + 1
+    for position in range(start, len(path)):
+        scope = path[position]
+        if (
+            isinstance(scope, S.For)
+            and scope.kind in (S.ForKind.SERIAL, S.ForKind.UNROLLED)
+            and carries_values(scope, buffer, path[:position])
+        ):
+            return path[:position]
+    return path
 
 
 def _owners(body: S.Stmt) -> dict[int, S.SBlock]:
