@@ -118,3 +118,25 @@ def test_lowered_functions_are_not_marked_s_tir() -> None:
     module = parse(sample.read_text())
     assert module["main"].is_s_tir
     assert not lower_module(module)["main"].is_s_tir
+
+
+def test_vectorized_loop_of_symbolic_extent_is_valid_and_runs_serially(
+    tmp_path: Path, capsys: Capture
+) -> None:
+    """TVM's test_tir_loop_steps: T.vectorized over a symbolic range, with a step."""
+    source = tmp_path / "steps.tir"
+    source.write_text(
+        "@T.prim_func\n"
+        'def main(A: T.Buffer((64,), "float32"), tid: T.int32):\n'
+        "    for i in T.vectorized(tid, 64, step=4):\n"
+        "        A[i] = A[i] + T.float32(1)\n"
+    )
+    args = ["run", str(source), "--target", "cpu", "--size", "tid=3", "--check"]
+    assert main(args) == 0
+    captured = capsys.readouterr()
+    assert "check: the compiled code agrees with the interpreter" in captured.out
+    (found,) = remarks_of(captured.err)
+    assert found == (
+        "vectorized loop 'i' runs serially: its extent is not a constant",
+        f"{source}:3:5",
+    )

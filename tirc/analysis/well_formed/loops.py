@@ -15,9 +15,9 @@ from contextlib import contextmanager
 from tirc.analysis.well_formed.checker import Checker
 from tirc.analysis.well_formed.threads import THREAD_KEYS
 from tirc.diagnostics import Diagnostic, Note
-from tirc.ir.expr import Call, IntImm, PrimExpr, Var
+from tirc.ir.expr import Call, PrimExpr
 from tirc.ir.function import PrimFunc
-from tirc.ir.functor import vars_in, walk
+from tirc.ir.functor import vars_in
 from tirc.ir.node import Node
 from tirc.ir.stmt import AttrStmt, For, ForKind, IterType, IterVar, SBlockRealize
 
@@ -25,22 +25,6 @@ from tirc.ir.stmt import AttrStmt, For, ForKind, IterType, IterVar, SBlockRealiz
 _CONCURRENT = (ForKind.PARALLEL, ForKind.VECTORIZED, ForKind.THREAD_BINDING)
 # A thread index that may carry a reduction: threads of one GPU block can combine results.
 _REDUCING_THREADS = ("threadIdx.",)
-
-
-def is_scalable_extent(extent: PrimExpr) -> bool:
-    """`T.vscale() * 4`: constants and `T.vscale()` alone, the lanes of a scalable vector
-    (SVE, RVV), fixed by the hardware rather than the program."""
-    calls: list[Call] = []
-    other: list[Node] = []
-
-    def look(node: Node) -> None:
-        if isinstance(node, Call):
-            (calls if node.op == "vscale" else other).append(node)
-        elif isinstance(node, Var):
-            other.append(node)
-
-    walk(extent, look)
-    return bool(calls) and not other
 
 
 class LoopChecker(Checker):
@@ -94,16 +78,8 @@ class LoopChecker(Checker):
                     f"the loop variable {var.dtype}",
                     expr,
                 )
-        if stmt.kind is ForKind.VECTORIZED and not (
-            (isinstance(stmt.extent, IntImm) and stmt.extent.value > 0)
-            or is_scalable_extent(stmt.extent)
-        ):
-            self.error(
-                f"vectorized loop '{var.name}' needs a constant positive extent: "
-                "its extent is the vector's lane count",
-                stmt.extent,
-                Note("or a multiple of T.vscale(), a scalable vector's lane count"),
-            )
+        # A vectorized loop may have any extent (`n`, `T.vscale() * 4`), as in TVM: the kind
+        # asks for vector code, and lowering says in a remark where it runs the loop serially.
 
     def visit_AttrStmt(self, stmt: AttrStmt) -> None:
         if stmt.key in THREAD_KEYS and isinstance(stmt.node, IterVar):
