@@ -33,3 +33,24 @@ def test_a_missing_size_is_named() -> None:
     func = parse(PROGRAM)["main"]
     with pytest.raises(DiagnosticError, match="depends on n"):
         random_inputs(func, 0, sizes={})
+
+
+def test_a_buffer_too_large_to_draw_is_a_located_error() -> None:
+    """TVM's narrow-datatype tests declare buffers of 2**32 elements: drawing them raised
+    numpy's MemoryError (a traceback), or took all memory."""
+    func = parse(
+        '@T.prim_func\ndef main(A: T.Buffer((T.int64(4294967296),), "float32")):\n'
+        "    A[0] = T.float32(1)\n"
+    )["main"]
+    with pytest.raises(DiagnosticError, match=r"A of shape \(4294967296,\) would be 16 GiB") as e:
+        random_inputs(func)
+    assert e.value.diagnostics[0].span is not None
+
+
+def test_a_negative_extent_is_a_located_error() -> None:
+    func = parse(
+        "@T.prim_func\ndef main(a: T.handle):\n    n = T.int32()\n"
+        '    A = T.match_buffer(a, (n - 10,), "float32")\n    A[0] = T.float32(1)\n'
+    )["main"]
+    with pytest.raises(DiagnosticError, match=r"A would have the negative shape \(-2,\)"):
+        random_inputs(func, sizes={"n": 8})

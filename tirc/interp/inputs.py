@@ -11,7 +11,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from tirc.analysis.arith import Analyzer
-from tirc.diagnostics import DiagnosticError
+from tirc.diagnostics import DiagnosticError, Note
 from tirc.interp.memory.storage import array_type
 from tirc.ir.abi import parameter_buffers
 from tirc.ir.buffer import Buffer
@@ -45,7 +45,30 @@ def random_argument(
             raise DiagnosticError.at(param.span, f"give a value for scalar parameter {param.name}")
         return known[param.name]
     shape = tuple(shape_value(extent, known, buffer) for extent in buffer.shape)
+    check_drawable(buffer, shape)
     return random_array(np.random.default_rng([seed, index]), shape, buffer.dtype)
+
+
+# the most bytes of random values drawn for one buffer (drawing takes about three times as
+# much again, in temporaries); a larger argument is given, not drawn
+MAX_RANDOM_BYTES = 1 << 30
+
+
+def check_drawable(buffer: Buffer, shape: tuple[int, ...]) -> None:
+    """A located error for a shape no array has (a negative extent) or one too large to
+    draw at random (TVM's tests build buffers of 2**32 elements to test index types)."""
+    if any(extent < 0 for extent in shape):
+        raise DiagnosticError.at(
+            buffer.span, f"{buffer.name} would have the negative shape {shape}"
+        )
+    size = int(np.prod(shape, dtype=object)) * max(buffer.dtype.bits // 8, 1) * buffer.dtype.lanes
+    if size > MAX_RANDOM_BYTES:
+        raise DiagnosticError.at(
+            buffer.span,
+            f"{buffer.name} of shape {shape} would be {size / (1 << 30):.3g} GiB of random "
+            f"input, more than the {MAX_RANDOM_BYTES >> 30} GiB a buffer random inputs draw",
+            Note("give smaller sizes, or the array itself in --inputs"),
+        )
 
 
 def shape_value(extent: PrimExpr, known: Mapping[str, int], buffer: Buffer) -> int:
