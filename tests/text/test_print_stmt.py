@@ -18,6 +18,7 @@ from tirc.ir.expr import (
     PrimExpr,
     Ramp,
     StringImm,
+    Sub,
     Var,
 )
 from tirc.ir.stmt import (
@@ -432,6 +433,22 @@ def test_scalar_buffers_print_as_scalars() -> None:
         '    s4 = T.alloc_buffer((3,), "int32", align=16)',
         '    s5 = T.alloc_local((3,), "int32", annotations={"x": 1})',
         '    s6 = T.alloc_local((1,), "int32", align=8)',
+    ]
+
+
+def test_one_element_buffer_indexed_by_a_variable_keeps_its_allocation() -> None:
+    """`B[i]` has no scalar spelling (TVM 0.27 reads `x[i]` of a scalar `x` as an error)."""
+    A, n = buffer("A", 128), Var("n")
+    b = buffer("B", 1, dtype="float32", scope="local")
+    body = seq(
+        AllocBuffer(b),
+        BufferStore(b, one(), (Sub(n, n),)),
+        BufferStore(A, BufferLoad(b, (i32(0),)), (i32(0),)),
+    )
+    assert bare([A, n], body).splitlines()[2:] == [
+        "    B = T.alloc_local((1,))",
+        "    B[n - n] = T.float32(1.0)",
+        "    A[0] = B[0]",
     ]
 
 

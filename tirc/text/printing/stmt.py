@@ -7,8 +7,19 @@ from __future__ import annotations
 from typing import TypeGuard
 
 from tirc.ir import dtype as dt
-from tirc.ir.buffer import Buffer
-from tirc.ir.expr import Call, Cast, IntImm, Mul, PrimExpr, Ramp, Var, vscale_times
+from tirc.ir.buffer import Buffer, BufferRegion
+from tirc.ir.expr import (
+    BufferLoad,
+    Call,
+    Cast,
+    IntImm,
+    Mul,
+    PrimExpr,
+    Ramp,
+    Var,
+    is_const_int,
+    vscale_times,
+)
 from tirc.ir.functor import Dispatch, walk
 from tirc.ir.stmt import (
     AllocBuffer,
@@ -117,7 +128,9 @@ def is_scalar_alloc(alloc: AllocBuffer) -> bool:
 
 def _is_data_used(buffer: Buffer, rest: tuple[Stmt, ...]) -> bool:
     """Whether statements name the buffer's data other than through its own loads and stores
-    (`T.decl_buffer(..., data=x.data)`, `T.address_of`): a scalar has no `.data` to name."""
+    (`T.decl_buffer(..., data=x.data)`, `T.address_of`), or index it other than at 0
+    (`B[vi]`, where vi can only be 0): a scalar has no `.data` to name and no index, and
+    TVM 0.27 reads neither."""
     found = False
 
     def check(node: object) -> None:
@@ -126,6 +139,10 @@ def _is_data_used(buffer: Buffer, rest: tuple[Stmt, ...]) -> bool:
             isinstance(node, Buffer) and node is not buffer and node.data is buffer.data
         ):
             found = True
+        elif isinstance(node, (BufferLoad, BufferStore)) and node.buffer is buffer:
+            found = found or not is_scalar_index(node.indices)
+        elif isinstance(node, BufferRegion) and node.buffer is buffer:
+            found = found or not all(is_const_int(r.min, 0) for r in node.region)
 
     walk(rest, check)
     return found
