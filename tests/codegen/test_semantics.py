@@ -207,3 +207,28 @@ def test_a_view_at_the_address_of_an_element() -> None:
     a = np.arange(8, dtype=np.float32)
     done = run_both(parse_text(ADDRESS_OF_VIEW), {"A": a.copy()})
     np.testing.assert_array_equal(done["A"], [0, 1, 2, 6, 9, 12, 15, 7])
+
+
+# a call of another function of the module, on pointers into buffers and a scalar: neither
+# the interpreter nor the CPU backend called subroutines (TVM's test_subroutine_call,
+# inline_private_functions)
+SUBROUTINE = """
+@I.ir_module
+class Module:
+    @T.prim_func(private=True)
+    def scale(A_data: T.handle("float32", "global"), n: T.int32):
+        A = T.decl_buffer((16,), data=A_data)
+        for i in range(16):
+            A[i] = A[i] * T.float32(n)
+
+    @T.prim_func
+    def main(A: T.Buffer((2, 16), "float32")):
+        Module.scale(T.address_of(A[0, 0]), 2)
+        Module.scale(T.address_of(A[1, 0]), -3)
+"""
+
+
+def test_a_subroutine_call() -> None:
+    a = np.arange(32, dtype=np.float32).reshape(2, 16)
+    done = run_both(parse_text(SUBROUTINE), {"A": a.copy()})
+    np.testing.assert_array_equal(done["A"], a * np.array([[2], [-3]], np.float32))

@@ -52,17 +52,19 @@ def run(
 
 @lru_cache(maxsize=64)
 def compile_function(
-    func: PrimFunc, name: str = "main", module: IRModule | None = None
+    func: PrimFunc, name: str = "main", module: IRModule | None = None, subroutine: bool = False
 ) -> CompiledFunction:
     """Python code for func (compiled once); raises DiagnosticError for what the interpreter
-    cannot run. `module` holds the kernels a host function launches (split-host-device's);
-    a GPU launch runs in lockstep where the kernel can and the gpu_model asks for it."""
-    return compile_python(func, name, module, _launcher, launch_line)
+    cannot run. `module` holds the kernels a host function launches (split-host-device's)
+    and the functions it calls (`subroutine`: func is one of those); a GPU launch runs in
+    lockstep where the kernel can and the gpu_model asks for it."""
+    return compile_python(func, name, module, _launcher, launch_line, subroutine)
 
 
 def _launcher(kernel: PrimFunc, name: str, module: IRModule | None) -> Callable[..., int]:
-    """A host's launch of a kernel function of its module: the kernel runs to the end."""
-    compiled = compile_function(kernel, name, module)
+    """A host's launch of a kernel function of its module, or a call of another function
+    of it: the callee runs to the end."""
+    compiled = compile_function(kernel, name, module, subroutine=True)
 
     def launch(*args: object) -> int:
         execute(compiled, list(args))

@@ -21,9 +21,10 @@ from tirc.codegen.llvm.emitter import (
 )
 from tirc.codegen.llvm.fixed_point import emit_q_multiply_shift, emit_q_multiply_shift_per_axis
 from tirc.codegen.llvm.memory import emit_address_of
+from tirc.diagnostics import DiagnosticError
 from tirc.ir import dtype as dt
 from tirc.ir.dtype import DataType
-from tirc.ir.expr import Call, PrimExpr
+from tirc.ir.expr import Call, PrimExpr, subroutine_name
 
 CallRule = Callable[["Emitter", Call], ir.Value]
 
@@ -294,8 +295,45 @@ for _name in ("log1p", "expm1", "asinh", "acosh", "atanh", "erf", "hypot", "next
     CALL_RULES[_name] = _libm(_name)
 
 
+def _subroutine_call(em: Emitter, call: Call, name: str) -> ir.Value:
+    """`Module.f(args...)`: a call of the module's function `f` through its C ABI (pointers
+    and scalars); a status other than 0 (a failed assertion, a misaligned pointer) fails the
+    caller too."""
+    symbol = em.symbols.get(name)
+    callee = em.module.globals.get(symbol) if symbol is not None else None
+    if not isinstance(callee, ir.Function):
+        raise unsupported(call, f"a call of {name}, which calls back into its caller")
+    if not call.dtype.is_void:
+        raise unsupported(call, f"a call of {name} for its value ({call.dtype})")
+    types = callee.function_type.args
+    if len(call.args) != len(types):
+        raise DiagnosticError.at(
+            call.span, f"{name} takes {len(types)} arguments, but the call gives {len(call.args)}"
+        )
+    args = []
+    for arg, typ in zip(call.expr_args(), types, strict=True):
+        value = em.expr(arg)
+        if arg.dtype.is_handle:
+            args.append(value)
+        else:
+            wanted = dt.INT64 if isinstance(typ, ir.IntType) else arg.dtype
+            args.append(emit_cast(em.builder, value, arg.dtype, wanted))
+    status = em.builder.call(callee, args)
+    failed = em.builder.icmp_signed("!=", status, ir.Constant(T.I32, 0))
+    fail = em.builder.append_basic_block(f"{name}.failed")
+    done = em.builder.append_basic_block(f"{name}.done")
+    em.builder.cbranch(failed, fail, done)
+    em.builder.position_at_end(fail)
+    em.fail(em)
+    em.builder.position_at_end(done)
+    return ir.Constant(T.I32, 0)
+
+
 @EXPR_RULES.register(Call)
 def emit_call(em: Emitter, call: Call) -> ir.Value:
+    callee = subroutine_name(call)
+    if callee is not None:
+        return _subroutine_call(em, call, callee)
     rule = CALL_RULES.get(call.op)
     if rule is None:
         raise unsupported(call, f"the intrinsic T.{call.op}")

@@ -9,7 +9,7 @@ register into them; `function` loads those modules, so nothing here imports a ru
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -65,6 +65,8 @@ class Emitter:
     streaming: frozenset[Var] = frozenset()  # buffers whose stores stream (see streaming.py)
     streamed: bool = False  # whether a streaming store was emitted: the function needs a fence
     registers: RegisterFile | None = None  # the target's vector registers (register_tile.py)
+    # the module's functions a subroutine call (`Module.f(...)`) names: their symbols
+    symbols: Mapping[str, str] = field(default_factory=dict)
 
     def expr(self, expr: object) -> ir.Value:
         """The value of an expression; anything else (a call's buffer or dtype argument where

@@ -5,6 +5,8 @@ returns MISALIGNED when a pointer misses it, rather than fault on an aligned vec
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from llvmlite import ir
 
 from tirc.codegen.abi import AbiParam, ParamKind, function_abi
@@ -31,9 +33,11 @@ def emit_function(
     exported: bool,
     cache_bytes: int = 0,
     registers: RegisterFile | None = None,
+    symbols: Mapping[str, str] | None = None,
 ) -> ir.Function:
     """`cache_bytes`: the target's last-level cache, above which outputs may stream;
-    `registers`: its vector registers, which accumulator tiles are fitted to."""
+    `registers`: its vector registers, which accumulator tiles are fitted to; `symbols`:
+    those of the module's functions, which its subroutine calls call."""
     abi = function_abi(func)
     arg_types = [T.value_type(param.abi_dtype) for param in abi]
     checked = [i for i, param in enumerate(abi) if _needs_check(param)]
@@ -55,6 +59,7 @@ def emit_function(
     em = Emitter(module, function, builder, fail, symbol=symbol)
     em.streaming = streaming_buffers(func, cache_bytes)
     em.registers = registers
+    em.symbols = symbols or {}
     for param, arg in zip(abi, function.args, strict=True):
         arg.name = param.name
         if param.kind is ParamKind.BUFFER:

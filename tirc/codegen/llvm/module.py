@@ -13,8 +13,8 @@ from tirc.codegen.llvm.function import emit_function
 from tirc.codegen.llvm.target import target_machine, vector_registers
 from tirc.codegen.llvm.tvm_ffi import add_tvm_ffi_wrappers
 from tirc.diagnostics import DiagnosticError, Note
-from tirc.ir.expr import Call, PrimExpr, StringImm
-from tirc.ir.function import IRModule
+from tirc.ir.expr import Call, PrimExpr, StringImm, subroutine_name
+from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.functor import walk
 from tirc.ir.node import Node
 from tirc.ir.target import Target
@@ -57,12 +57,45 @@ def build_ir(
     exported = dict(exported_functions(module, prefix))
     symbols = []
     registers = vector_registers(target)
-    for name, func in module.functions:
-        symbol = next((s for s, n in exported.items() if n == name), prefix + name)
-        emit_function(result, symbol, func, symbol in exported, target.cache_bytes, registers)
+    symbol_of = {
+        name: next((s for s, n in exported.items() if n == name), prefix + name)
+        for name, _ in module.functions
+    }
+    for name, func in _callees_first(module):
+        symbol = symbol_of[name]
+        emit_function(
+            result, symbol, func, symbol in exported, target.cache_bytes, registers, symbol_of
+        )
         if symbol in exported:
             symbols.append(symbol)
-    return result, symbols
+    return result, sorted(symbols, key=list(symbol_of.values()).index)
+
+
+def _callees_first(module: IRModule) -> list[tuple[str, PrimFunc]]:
+    """The module's functions, each after those its subroutine calls call (so that a call
+    finds its callee emitted); a function in a cycle of calls comes where it is."""
+    order: list[tuple[str, PrimFunc]] = []
+    placed: set[str] = set()
+
+    def place(name: str, visiting: frozenset[str]) -> None:
+        if name in placed or name in visiting or name not in module:
+            return
+        func = module[name]
+        callees: list[str] = []
+
+        def collect(node: Node) -> None:
+            if isinstance(node, Call) and (callee := subroutine_name(node)) is not None:
+                callees.append(callee)
+
+        walk(func.body, collect)
+        for callee in callees:
+            place(callee, visiting | {name})
+        placed.add(name)
+        order.append((name, func))
+
+    for name, _ in module.functions:
+        place(name, frozenset())
+    return order
 
 
 def compile_module(

@@ -23,14 +23,14 @@ from tirc.interp.threads.allreduce import compile_allreduce
 from tirc.interp.threads.cluster_calls import RULES as CLUSTER_RULES
 from tirc.interp.threads.compilers import Exprs
 from tirc.interp.threads.context import Code, Context
-from tirc.interp.threads.launch import compile_launch, launched_kernel
+from tirc.interp.threads.launch import compile_launch, compile_subroutine_call, launched_kernel
 from tirc.interp.threads.ptx_calls import RULES as PTX_RULES
 from tirc.interp.threads.scheduler import WARP_OP, sync_warp
 from tirc.interp.threads.tma_calls import RULES as TMA_RULES
 from tirc.interp.threads.wmma_calls import RULES as WMMA_RULES
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType, parse_dtype
-from tirc.ir.expr import BufferLoad, Call, Mod, PrimExpr, StringImm
+from tirc.ir.expr import BufferLoad, Call, Mod, PrimExpr, StringImm, subroutine_name
 from tirc.ir.integer import int_range
 
 CallRule = Callable[["CallCompiler", Call], Code]
@@ -45,6 +45,9 @@ class CallCompiler:
         rule = _RULES.get(call.op)
         if rule is not None:
             return rule(self, call)
+        callee = subroutine_name(call)
+        if callee is not None:
+            return compile_subroutine_call(self, call, callee)
         if call.op in ("call_llvm_intrin", "call_llvm_pure_intrin"):
             check_llvm_intrinsic(call)
         if call.op in INTRINSICS:

@@ -49,17 +49,20 @@ def compile_python(
     module: IRModule | None,
     launcher: Launcher | None = None,
     launch_line: LaunchLine | None = None,
+    subroutine: bool = False,
 ) -> CompiledFunction:
     """Python code for func; raises DiagnosticError for what the interpreter cannot run.
-    `module` holds the kernels a host function launches (split-host-device's), `launcher`
-    compiles such a kernel, and `launch_line` writes a GPU launch (see Context)."""
+    `module` holds the kernels a host function launches (split-host-device's) and the
+    functions it calls, `launcher` compiles such a kernel or callee (`subroutine`: its
+    handle parameters may point into memory, as a kernel's may), and `launch_line` writes a
+    GPU launch (see Context)."""
     ctx = Context(namespace=dict(base_namespace()), module=module, body=func.body)
     ctx.launcher, ctx.launch_line = launcher, launch_line
     ctx.data_types = _data_types(func)
     ctx.serial_threads = func.is_s_tir
     ctx.cluster = cluster_dims(func)
     compiler = StmtCompiler(ctx)
-    _prologue(compiler, func)
+    _prologue(compiler, func, subroutine)
     compiler.compile(func.body)
     remove_unread(ctx.lines, ctx.removable)
     if not ctx.lines:  # a function that does nothing (its body only `T.evaluate(0)`)
@@ -153,15 +156,16 @@ def _data_types(func: PrimFunc) -> dict[Var, set[DataType]]:
     return found
 
 
-def _prologue(compiler: StmtCompiler, func: PrimFunc) -> None:
+def _prologue(compiler: StmtCompiler, func: PrimFunc, subroutine: bool) -> None:
     """Scalars first: a buffer's shape may use a scalar parameter listed after it."""
     ctx = compiler.ctx
     for index, param in enumerate(func.params):
         if func.buffer_of(param) is not None:
             continue
         if param.dtype.is_handle:
-            # a kernel's host may pass a pointer into memory, not only a whole storage
-            whole = not is_kernel(func)
+            # a kernel's host, or a subroutine's caller, may pass a pointer into memory, not
+            # only a whole storage
+            whole = not is_kernel(func) and not subroutine
             compiler.bind_handle(param, f"_inputs[{index}]", "global", is_storage=whole)
         else:
             name = ctx.bind(param)

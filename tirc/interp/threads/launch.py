@@ -25,8 +25,11 @@ def launched_kernel(compiler: Calls, name: str) -> PrimFunc | None:
     return func if is_kernel(func) else None
 
 
-def compile_launch(compiler: Calls, call: Call, name: str, kernel: PrimFunc) -> Code:
-    args = [compiler.exprs.compile(arg) for arg in call.expr_args(1)]
+def compile_launch(
+    compiler: Calls, call: Call, name: str, kernel: PrimFunc, first: int = 1
+) -> Code:
+    """The launch of `kernel` on the call's arguments from `first` (after the name)."""
+    args = [compiler.exprs.compile(arg) for arg in call.expr_args(first)]
     if len(args) != len(kernel.params):
         raise DiagnosticError.at(
             call.span,
@@ -37,3 +40,23 @@ def compile_launch(compiler: Calls, call: Call, name: str, kernel: PrimFunc) -> 
         raise DiagnosticError.at(call.span, f"{name} is a kernel: run the module to launch it")
     launch = compiler.ctx.constant(launcher(kernel, name, compiler.ctx.module), f"launch_{name}")
     return Code(f"{launch}({', '.join(arg.text for arg in args)})")
+
+
+def compile_subroutine_call(compiler: Calls, call: Call, name: str) -> Code:
+    """`Module.f(args...)`: function `f` of the module runs to the end on `args` (pointers
+    and scalars), as a kernel's launch does; the call's value is 0."""
+    module = compiler.ctx.module
+    if module is None or name not in module:
+        raise DiagnosticError.at(call.span, f"the module has no function {name} to call")
+    callee = module[name]
+    if callee.buffer_map:
+        raise DiagnosticError.at(
+            call.span,
+            f"the interpreter does not call {name}, which takes buffers (a call passes pointers "
+            "and scalars)",
+        )
+    if not call.dtype.is_void:
+        raise DiagnosticError.at(
+            call.span, f"the interpreter does not call {name} for its value ({call.dtype})"
+        )
+    return compile_launch(compiler, call, name, callee, first=0)
