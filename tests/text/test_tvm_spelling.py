@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.text.build import BARE_HEADER
 from tirc.diagnostics import DiagnosticError
 from tirc.ir import dtype as dt
 from tirc.ir import tvm_spelling
@@ -191,3 +192,22 @@ def test_no_tvm_spelling_where_tvm_has_none() -> None:
     axis = Var("axis", dt.HANDLE)
     assert tvm_spelling.to_tvm(Call(dt.INT32, "ptx_clusterid", (axis,))) is None
     assert tvm_spelling.to_tvm(Call(dt.VOID, "ptx_setmaxnreg", (axis, IntImm(8)))) is None
+
+
+def test_a_typed_pointer_binding_writes_its_call_result_type() -> None:
+    """tirc's calls return plain handles; TVM's return typed pointers and check them against
+    the binding, so the binding's type is written as the call's (TVM's test_roundtrip
+    func_T_ptr_let_statement and test_decl_buffer_is_not_vectorized, byte for byte)."""
+    text = BARE_HEADER + (
+        "@T.prim_func\n"
+        "def main(arg0: T.handle):\n"
+        '    a: T.let[T.handle("float32", "global")] = T.reinterpret(T.handle("float32", '
+        '"global").ty, T.tvm_struct_get(arg0, 0, 1, T.handle().ty))\n'
+        '    b: T.let[T.handle("int64", "global")] = T.tvm_struct_get(arg0, 0, 2, '
+        'T.handle("int64", "global").ty)\n'
+        '    c: T.let[T.handle("int32", "global")] = T.call_extern(T.handle("int32", '
+        '"global").ty, "dummy_func")\n'
+        '    T.call_extern("int32", "use", a, b, c, T.tvm_struct_get(arg0, 0, 1, '
+        "T.handle().ty))"
+    )
+    assert print_module(parse(text)) == text

@@ -96,6 +96,9 @@ class ExprPrinter:
         self.on_free_var = on_free_var
         # buffers printed as scalars (`x: T.int32 = ...`): `x[0]` reads as `x`
         self.scalar_buffers: set[Buffer] = scalar_buffers if scalar_buffers is not None else set()
+        # the pointer type a handle-valued call's result prints as (`T.handle("float32",
+        # "global").ty`), given by the binding that types it, for the next call rendered
+        self.result_type: str | None = None
 
     def expr(self, node: PrimExpr) -> str:
         """The text of `node` in a context that needs no parentheses (an argument, a line)."""
@@ -111,6 +114,16 @@ class ExprPrinter:
         """The text of `node` as an operand that must bind at least as tightly as `needed`."""
         level, text = self.render(node)
         return f"({text})" if level < needed else text
+
+    def typed_call(self, node: Call, result_type: str) -> str:
+        """`node`, a call whose result is a handle, with its result type written as
+        `result_type`, as TVM 0.27 writes a typed pointer (tirc's calls return plain handles,
+        so the type comes from the variable the call's value is bound to)."""
+        self.result_type = result_type
+        try:
+            return self.render(node)[1]
+        finally:
+            self.result_type = None
 
     def lanes(self, lanes: int, scalable: bool) -> str:
         """A vector's lane count: `8`, or `T.vscale() * 4` for a scalable vector."""
@@ -274,6 +287,7 @@ def _call(printer: ExprPrinter, node: Call) -> Rendered:
     op = node.op
     intrinsic = intrinsics.lookup(op)
     args = node.args
+    result_type, printer.result_type = printer.result_type, None  # for this call alone
     # Operators on constants only are Python's arithmetic when read back (`~0` is -1):
     # such a call keeps its call form.
     is_constant = all(isinstance(arg, IntImm) for arg in args)
@@ -303,12 +317,13 @@ def _call(printer: ExprPrinter, node: Call) -> Rendered:
     if op == "ptx_cp_async" and len(args) == 5:
         return prec.ATOM, f'T.{tvm_spelling.CP_ASYNC_RAW}("{node.dtype}", {text})'
     if op in intrinsics.DTYPE_LAST:
-        dtype = "T.handle().ty" if node.dtype.is_handle else f'"{node.dtype}"'
+        dtype = (result_type or "T.handle().ty") if node.dtype.is_handle else f'"{node.dtype}"'
         text = f"{text}, {dtype}" if text else dtype
     elif intrinsic is not None and intrinsic.result is intrinsics.Result.EXPLICIT:
         if intrinsics.FIXED_RESULTS.get(op) == node.dtype:  # written without its dtype
             return prec.ATOM, f"T.{op}({text})"
-        text = f'"{node.dtype}", {text}' if text else f'"{node.dtype}"'
+        dtype = result_type if result_type and node.dtype.is_handle else f'"{node.dtype}"'
+        text = f"{dtype}, {text}" if text else dtype
     return prec.ATOM, f"T.{op}({text})"
 
 

@@ -49,7 +49,7 @@ from tirc.text.printing.buffers import (
     has_default_offset,
     layout_options,
 )
-from tirc.text.printing.emitter import Emitter, type_annotation
+from tirc.text.printing.emitter import Emitter, type_annotation, var_constructor
 from tirc.text.printing.expr import is_scalar_index
 from tirc.text.printing.literals import quote
 from tirc.text.printing.sameness import same_expr
@@ -233,7 +233,11 @@ def _evaluate(printer: StmtPrinter, node: Evaluate, alone: bool) -> None:
 
 @RULES.register(Bind)
 def _bind(printer: StmtPrinter, node: Bind, alone: bool) -> None:
-    value = printer.exprs.expr(node.value)
+    var, call = node.var, node.value
+    if var.pointer is not None and type(call) is Call and call.dtype.is_handle:
+        value = printer.exprs.typed_call(call, f"{var_constructor(var)}.ty")
+    else:
+        value = printer.exprs.expr(node.value)
     name = printer.names.define(node.var, node.var.name)
     printer.line(f"{name}: T.let[{type_annotation(node.var)}] = {value}")
 
