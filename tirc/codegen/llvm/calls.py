@@ -219,7 +219,17 @@ def _llvm_intrinsic_call(em: Emitter, call: Call) -> ir.Value:
         raise unsupported(call, "LLVM intrinsic calls whose name is not an 'llvm.' string")
     args = [em.expr(arg) for arg in call.args[1:]]
     result = T.VOID if call.dtype.is_void else T.value_type(call.dtype)
-    value = em.builder.call(em.declare(symbol, result, [a.type for a in args]), args)
+    function_type = ir.FunctionType(result, [a.type for a in args])
+    # An overloaded intrinsic called at two types (llvm.sqrt on float, then on <4 x float>)
+    # needs a declaration for each: the other one gets a suffix, which LLVM's reader replaces
+    # by the mangling of its types (llvm.sqrt.v4f32).
+    name, count = symbol, 0
+    while (existing := em.module.globals.get(name)) is not None and (
+        not isinstance(existing, ir.Function) or existing.function_type != function_type
+    ):
+        count += 1
+        name = f"{symbol}.tirc{count}"
+    value = em.builder.call(em.declare(name, result, function_type.args), args)
     return value if not call.dtype.is_void else ir.Constant(T.I32, 0)
 
 

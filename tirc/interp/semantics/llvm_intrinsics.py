@@ -1,5 +1,6 @@
 """LLVM intrinsics by name (`T.call_llvm_pure_intrin(dtype, "llvm....", ...)`), for the ones
-tirc's intrinsic library emits: x86 AVX-512 VNNI's vpdpbusd.
+tirc's intrinsic library emits (x86 AVX-512 VNNI's vpdpbusd) and the float ones TVM's tests
+call (sqrt, fabs, floor, ceil, trunc, lround).
 
 Registered into the interpreter's INTRINSICS table under the call ops; an LLVM intrinsic
 without an entry in LLVM_INTRINSICS is a located error that names it, when the call compiles.
@@ -7,6 +8,7 @@ without an entry in LLVM_INTRINSICS is a located error that names it, when the c
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from tirc.diagnostics import DiagnosticError
@@ -34,10 +36,37 @@ def vpdpbusd(accumulator: Vector, unsigned: Vector, signed: Vector) -> Vector:
     )
 
 
+def _lanewise(function: Callable[[float], object]) -> Callable[[object], object]:
+    """An intrinsic of one operand applied to each lane of a vector, or to a scalar."""
+
+    def apply(value: object) -> object:
+        if isinstance(value, tuple | list):
+            return tuple(function(lane) for lane in value)
+        assert isinstance(value, int | float)
+        return function(value)
+
+    return apply
+
+
+def _round_half_away(value: float) -> int:
+    """llvm.lround / llvm.llround: to the nearest integer, halves away from zero."""
+    magnitude = math.floor(abs(value) + 0.5)
+    return int(magnitude if value >= 0 else -magnitude)
+
+
 LLVM_INTRINSICS: dict[str, Callable[..., object]] = {
     "llvm.x86.avx512.vpdpbusd.512": vpdpbusd,
     "llvm.x86.avx512.vpdpbusd.256": vpdpbusd,
     "llvm.x86.avx512.vpdpbusd.128": vpdpbusd,
+    # the float results are rounded to the call's type by the caller (sqrt computed in double
+    # and rounded to float32 is float32's correctly rounded sqrt)
+    "llvm.sqrt": _lanewise(math.sqrt),
+    "llvm.fabs": _lanewise(abs),
+    "llvm.floor": _lanewise(lambda x: float(math.floor(x))),
+    "llvm.ceil": _lanewise(lambda x: float(math.ceil(x))),
+    "llvm.trunc": _lanewise(lambda x: float(math.trunc(x))),
+    "llvm.lround": _lanewise(_round_half_away),
+    "llvm.llround": _lanewise(_round_half_away),
 }
 
 

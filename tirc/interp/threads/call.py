@@ -69,11 +69,13 @@ class CallCompiler:
     def runtime_call(self, call: Call, function: Callable[..., object], hint: str) -> Code:
         name = self.ctx.constant(function, hint)
         args = ", ".join(code.text for code in self.args(call))
-        return (
-            self.exprs.round_float(f"{name}({args})", call.dtype)
-            if call.dtype.is_float
-            else Code(f"{name}({args})")
-        )
+        if not call.dtype.is_float:
+            return Code(f"{name}({args})")
+        if call.dtype.lanes == 1:
+            return self.exprs.round_float(f"{name}({args})", call.dtype)
+        lane = self.ctx.temp()
+        rounded = self.exprs.round_float(lane, call.dtype.element)
+        return Code(self.ctx.lanes_of(rounded.text, lane, f"{name}({args})"))
 
     def lanewise(self, call: Call, lane: Callable[[list[Code], DataType], Code]) -> Code:
         """Applies a scalar rule to each lane when the arguments are vectors."""
