@@ -45,6 +45,13 @@ def test_a_buffer_too_large_to_draw_is_a_located_error() -> None:
     with pytest.raises(DiagnosticError, match=r"A of shape \(4294967296,\) would be 16 GiB") as e:
         random_inputs(func)
     assert e.value.diagnostics[0].span is not None
+    # 128**4 float32 (TVM's error_report program): 1 GiB, 6 GiB in temporaries to draw
+    func = parse(
+        '@T.prim_func\ndef main(A: T.Buffer((128, 128, 128, 128), "float32")):\n'
+        "    A[0, 0, 0, 0] = T.float32(1)\n"
+    )["main"]
+    with pytest.raises(DiagnosticError, match="would be 1 GiB of random input, more than 256 MiB"):
+        random_inputs(func)
 
 
 def test_a_negative_extent_is_a_located_error() -> None:

@@ -46,12 +46,17 @@ def random_argument(
         return known[param.name]
     shape = tuple(shape_value(extent, known, buffer) for extent in buffer.shape)
     check_drawable(buffer, shape)
-    return random_array(np.random.default_rng([seed, index]), shape, buffer.dtype)
+    try:
+        return random_array(np.random.default_rng([seed, index]), shape, buffer.dtype)
+    except MemoryError:
+        raise DiagnosticError.at(
+            buffer.span, f"no memory for random values of {buffer.name} of shape {shape}"
+        ) from None
 
 
-# the most bytes of random values drawn for one buffer (drawing takes about three times as
-# much again, in temporaries); a larger argument is given, not drawn
-MAX_RANDOM_BYTES = 1 << 30
+# the most bytes of random values drawn for one buffer (drawing takes up to 24 bytes an
+# element in temporaries, six times a float32 buffer); a larger argument is given, not drawn
+MAX_RANDOM_BYTES = 1 << 28
 
 
 def check_drawable(buffer: Buffer, shape: tuple[int, ...]) -> None:
@@ -65,10 +70,14 @@ def check_drawable(buffer: Buffer, shape: tuple[int, ...]) -> None:
     if size > MAX_RANDOM_BYTES:
         raise DiagnosticError.at(
             buffer.span,
-            f"{buffer.name} of shape {shape} would be {size / (1 << 30):.3g} GiB of random "
-            f"input, more than the {MAX_RANDOM_BYTES >> 30} GiB a buffer random inputs draw",
+            f"{buffer.name} of shape {shape} would be {_bytes(size)} of random input, more "
+            f"than {_bytes(MAX_RANDOM_BYTES)}, the most random inputs draw for a buffer",
             Note("give smaller sizes, or the array itself in --inputs"),
         )
+
+
+def _bytes(size: int) -> str:
+    return f"{size / (1 << 30):.3g} GiB" if size >= 1 << 30 else f"{size / (1 << 20):.3g} MiB"
 
 
 def shape_value(extent: PrimExpr, known: Mapping[str, int], buffer: Buffer) -> int:
