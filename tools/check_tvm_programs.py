@@ -114,6 +114,15 @@ def run_function(path: str, name: str) -> tuple[str, str]:
     return "ran", ""
 
 
+def _work(path: str, name: str) -> str:
+    """How many statements the interpreter would run (`--check` runs it), where that is
+    beyond what it does in a minute: the likely reason for a timeout."""
+    from tirc.interp.work import estimate_work
+
+    work = estimate_work(parse(Path(path).read_text(), name=path)[name])
+    return f" (the interpreter: about {work:,} statement executions)" if work > 10**8 else ""
+
+
 def previous_jobs(results: Path, verdicts: set[str]) -> set[str]:
     """The `file::name` keys a --results file gave one of `verdicts`."""
     keys = set()
@@ -157,7 +166,7 @@ def run_all(
             try:
                 verdict, detail = pending.get(timeout=timeout)
             except Exception as error:  # noqa: BLE001  # killed, timed out, or unpicklable
-                verdict, detail = "died", type(error).__name__
+                verdict, detail = "died", f"{type(error).__name__}{_work(file, name)}"
         tally[verdict] += 1
         key = f"{Path(file).name}::{name}"
         if verdict != "ran":
