@@ -432,7 +432,8 @@ def _division(compiler: LaneExprCompiler, expr: PrimExpr) -> Code:
     if isinstance(divisor, E.IntImm) and divisor.value > 0 and divisor.dtype.lanes == 1:
         by = compiler.name(V.constant(divisor.value, divisor.dtype), "by")
         return Code(f"{compiler.name(division.by_positive, 'by_positive')}({a}, {by})")
-    checked = compiler.name(divide(division, compiler.ctx.site(expr, "division")), "divide")
+    what = "modulo" if division.written == "%" else "division"
+    checked = compiler.name(divide(division, compiler.ctx.site(expr, what)), "divide")
     return Code(f"{checked}({a}, {b}, _frame, _mask)")
 
 

@@ -179,7 +179,7 @@ def _division(compiler: ExprCompiler, a: Code, b: Code, dtype: DataType, expr: P
         nonnegative = a.low is not None and a.low >= 0
         if _nonzero_constant(b) and (division.floors or (nonnegative and positive_divisor)):
             return compiler.fit_int(f"({a.text} {division.symbol} {b.text})", value, dtype)
-        site = compiler.ctx.site(expr, "division")
+        site = compiler.ctx.site(expr, "modulo" if division.written == "%" else "division")
         helper = compiler.ctx.constant(division.one_lane, division.one_lane.__name__)
         return compiler.fit_int(f"{helper}({a.text}, {b.text}, {site})", value, dtype)
     if not dtype.is_float:
