@@ -49,3 +49,8 @@ def test_narrow_integers_compute_the_same() -> None:
     made (A * 4 + 9) // 8 into A // 2 + 1 and A < A + 1 true for an int8 A (wrong from A = 32,
     and at 127)."""
     same_results("narrow_integers", {"n": 3}, {"A": list(range(-128, 128)), "U": list(range(256))})
+
+
+@pytest.mark.parametrize("n", [2, 5, 9])
+def test_moved_offsets_compute_the_same(n: int) -> None:
+    same_results("moved_offsets", {"n": n}, {})

@@ -6,6 +6,7 @@ known ranges, else from their dtype (and non-negativity for size variables).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -218,6 +219,38 @@ def _call(bound: Callable[[PrimExpr], Bound], node: E.Call) -> Bound:
     return Bound(a.min >> b.max, a.max >> b.min)
 
 
+def _ceil_log2_argument(node: E.Cast) -> PrimExpr | None:
+    """`n` of an integer `T.Cast(T.ceil(T.log2(n)))`, topi's ceil_log2, which loop bounds
+    hold (TVM bounds it as below)."""
+    value = node.value
+    if not node.dtype.is_integer or not isinstance(value, E.Call) or value.op != "ceil":
+        return None
+    inner = value.args[0] if len(value.args) == 1 else None
+    if isinstance(inner, E.Call) and inner.op == "log2" and len(inner.args) == 1:
+        argument = inner.args[0]
+        return argument if isinstance(argument, PrimExpr) else None
+    return None
+
+
+def _ceil_log2(bound: Callable[[PrimExpr], Bound], argument: PrimExpr) -> Bound:
+    """ceil(log2(n)) grows with n: its bounds are those of n's ends, for n of at least 1 (an
+    integer converted to float, or a float constant)."""
+    if isinstance(argument, E.FloatImm):
+        if not argument.value >= 1 or math.isinf(argument.value):
+            return EVERYTHING
+        value = math.ceil(math.log2(argument.value))
+        return Bound(value, value)
+    if not (isinstance(argument, E.Cast) and argument.value.dtype.is_integer):
+        return EVERYTHING
+    source = bound(argument.value)
+    if source.min is None or source.max is None or source.min < 1:
+        return EVERYTHING
+    exact = 1 << {64: 53, 32: 24}.get(argument.dtype.bits, 0)  # integers the float holds
+    if source.max > exact:
+        return EVERYTHING
+    return Bound(math.ceil(math.log2(source.min)), math.ceil(math.log2(source.max)))
+
+
 def const_bound(expr: PrimExpr, ranges: Mapping[Var, Bound] | None = None) -> Bound:
     """Bounds of integer expression `expr`, given bounds of some variables."""
     known = ranges or {}
@@ -240,6 +273,9 @@ def const_bound(expr: PrimExpr, ranges: Mapping[Var, Bound] | None = None) -> Bo
             return Bound(0, limits.max) if node.is_size_var else limits
         if isinstance(node, E.Cast):
             inner = node.value.dtype
+            logarithm = _ceil_log2_argument(node)
+            if logarithm is not None:
+                return _ceil_log2(bound, logarithm).intersect(limits)
             if inner.is_integer or inner.is_bool:
                 source = bound(node.value)
                 if source.is_within(*int_range(dtype)):

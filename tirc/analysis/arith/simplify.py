@@ -193,7 +193,7 @@ class Simplifier(BooleanRules):
         each of its spellings (`i < n` is `n > i`, and `i >= n`, `n <= i`, `not i < n` are
         false), the bound of each integer comparison's difference, both ways (`i < n`:
         `i - n` at most -1, `n - i` at least 1), and the bound of a variable compared with a
-        constant (`i < 3`: at most 2; as TVM, `i + 15 < 16` bounds no variable)."""
+        constant (`i < 3`: at most 2; `i + 15 < 16` bounds i once simplified to `i < 1`)."""
         facts: dict[Hashable, bool] = {}
         differences: list[tuple[PrimExpr, Bound]] = []
         variables: list[tuple[Var, Bound]] = []
@@ -566,7 +566,9 @@ class Simplifier(BooleanRules):
             difference = self._difference_bound(a, b)
         verdict = decide(difference)
         if verdict is None:
-            return _quotient_compared(rebuilt) if _is_index(a) else rebuilt
+            if not _is_index(a):
+                return rebuilt
+            return _quotient_compared(_scale_divided(_offset_moved(rebuilt)))
         return bool_const(verdict)
 
     def visit_Cast(self, node: E.Cast) -> PrimExpr:
@@ -579,7 +581,26 @@ class Simplifier(BooleanRules):
                 return IntImm(integer.wrap(value.value, dtype), dtype)
             if dtype.is_float and not dtype.is_float8 and dtype.kind != "bfloat":
                 return E.FloatImm(float(value.value), dtype)
+        if isinstance(value, E.FloatImm) and dtype.is_scalar and dtype.is_integer:
+            # a whole float converts exactly (TVM folds T.Cast("int32", T.float64(4.0)));
+            # a fraction, infinity or a value out of range stays for the program to convert
+            if math.isfinite(value.value) and value.value.is_integer():
+                low, high = integer.int_range(dtype)
+                if low <= value.value <= high:
+                    return IntImm(int(value.value), dtype)
         return rebuilt
+
+    def visit_Call(self, node: E.Call) -> PrimExpr:
+        """TVM's rule for ceil(log2(c)), how topi writes ceil_log2 (in loop bounds): a
+        constant, the same on every target (T.ceil(T.log2(T.float64(14.0))) is 4.0)."""
+        result = super().visit_Call(node)
+        if isinstance(result, E.Call) and result.op == "ceil" and len(result.args) == 1:
+            inner = result.args[0]
+            if isinstance(inner, E.Call) and inner.op == "log2" and len(inner.args) == 1:
+                argument = inner.args[0]
+                if isinstance(argument, E.FloatImm) and argument.value > 0:
+                    return E.FloatImm(float(math.ceil(math.log2(argument.value))), result.dtype)
+        return result
 
     # -- variables and loads are leaves; everything else recurses ---------------------------
 
@@ -601,6 +622,70 @@ _FOLD: dict[type, Callable[[int, int], int]] = {
     E.Sub: operator.sub,
     E.Mul: operator.mul,
 }
+
+
+def _offset_moved(node: E.CompareOp) -> E.CompareOp:
+    """TVM's rules for a constant beside a sum compared with a constant: it moves to the
+    constant side, `i + 15 < 16` is `i < 1`, `3 <= j + 2` is `1 <= j`, `k - 1 == 4` is
+    `k == 5` (a constant alone on the left of == moves right, as TVM writes it)."""
+    a, b = node.a, node.b
+    kind = type(node)
+    if isinstance(b, IntImm):
+        moved = _offset(a)
+        if moved is None:
+            return node
+        rest, offset = moved
+        value = b.value - offset
+        if integer.wrap(value, b.dtype) != value:
+            return node
+        return make_compare(kind, rest, IntImm(value, b.dtype))
+    if isinstance(a, IntImm):
+        moved = _offset(b)
+        if moved is None:
+            return node
+        rest, offset = moved
+        value = a.value - offset
+        if integer.wrap(value, a.dtype) != value:
+            return node
+        if kind in (E.EQ, E.NE):
+            return make_compare(kind, rest, IntImm(value, a.dtype))
+        return make_compare(kind, IntImm(value, a.dtype), rest)
+    return node
+
+
+def _scale_divided(node: E.CompareOp) -> E.CompareOp:
+    """TVM's rules for a multiple by a positive constant compared with a constant: the scale
+    divides the constant instead, rounded the way that keeps the comparison (`7 < n * 2` is
+    `3 < n`, `x * 4 < 10` is `x < 3`, `x * 4 <= 10` is `x <= 2`)."""
+    kind = type(node)
+    if kind in (E.EQ, E.NE):
+        return node
+    a, b = node.a, node.b
+    scaled_left = isinstance(a, E.Mul) and isinstance(b, IntImm)
+    product, constant = (a, b) if scaled_left else (b, a)
+    if not (isinstance(product, E.Mul) and isinstance(constant, IntImm)):
+        return node
+    scale = const_of(product.b)
+    if scale is None or scale <= 0:
+        return node
+    value = constant.value
+    floor, ceiling = value // scale, -(-value // scale)
+    # x * s < c and x * s >= c take the ceiling of c / s, <= and > the floor; with the
+    # product on the right the other way round
+    rounds_up = (kind in (E.LT, E.GE)) == scaled_left
+    limit = IntImm(ceiling if rounds_up else floor, constant.dtype)
+    if scaled_left:
+        return make_compare(kind, product.a, limit)
+    return make_compare(kind, limit, product.a)
+
+
+def _offset(expr: PrimExpr) -> tuple[PrimExpr, int] | None:
+    """`x` and `c` of `x + c` or `x - c` (as -c)."""
+    if isinstance(expr, E.Add) and isinstance(expr.b, IntImm):
+        return expr.a, expr.b.value
+    if isinstance(expr, E.Sub) and isinstance(expr.b, IntImm):
+        return expr.a, -expr.b.value
+    return None
 
 
 def _quotient_compared(node: E.CompareOp) -> PrimExpr:
