@@ -13,6 +13,10 @@ kept allocation grows to the larger size.
     x = A[0]                        ->        x = A[0]
     B = T.alloc_local((8,))                   A[7] = ...
     B[7] = ...
+
+Global and tagged local allocations (`local.L0A`) share storage across the whole allocation
+scope instead (the function, a thread launch, a parallel loop's body; `_scope_reuse`): by
+lifetime, across loops and nesting levels, the shared allocation made at the top of the scope.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from tirc.ir.buffer import Buffer
 from tirc.ir.function import PrimFunc
 from tirc.ir.functor import Mutator, Visitor
 from tirc.transform.pass_base import Dialect, FunctionPass
+from tirc.transform.passes._scope_reuse import reuse_storage
 
 SCOPES = ("local", "shared")
 
@@ -172,5 +177,5 @@ class StorageRewrite(FunctionPass):
     leaves = Dialect.FLAT
 
     def run_function(self, func: PrimFunc) -> PrimFunc:
-        body = _Rewriter().visit(func.body)
+        body = reuse_storage(_Rewriter().visit(func.body))
         return func if body is func.body else dataclasses.replace(func, body=body)

@@ -1,0 +1,255 @@
+"""Storage reuse across a whole allocation scope (the function's body, a thread launch's or a
+parallel loop's) for the allocations whose storage a program, not a backend, lays out: global
+ones (a CPU function's temporaries) and tagged local ones (`local.L0A`: an accelerator's
+scratchpad). Plain `local` and `warp` allocations are registers, which the backend's register
+allocator shares better (as TVM 0.27 leaves them), and one of 32 bits or less is not worth it.
+
+Each allocation's lifetime is the span, in execution order, from its first access to its
+last; an access inside a loop that does not hold the allocation stands for the whole loop
+(its value lives across iterations). Allocations of one scope and dtype whose lifetimes do not
+overlap share one allocation, made at the top of the scope and as large as the largest.
+Allocating above a loop what was allocated inside it is sound: an allocation inside a loop
+starts each iteration undefined, so no iteration reads what another left there; and the
+threads of a scope (a launch's, a parallel loop's) each keep storage of their own.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from tirc.ir import expr as E
+from tirc.ir import stmt as S
+from tirc.ir.buffer import Buffer
+from tirc.ir.functor import Mutator, Visitor
+
+
+def is_reusable(scope: str) -> bool:
+    """Whether allocations of `scope` share storage here: global, or local with a tag."""
+    return scope == "global" or (scope.startswith("local.") and scope != "local.dyn")
+
+
+def opens_scope(stmt: S.Stmt) -> bool:
+    """Whether `stmt`'s body is an allocation scope of its own: a thread launch or a parallel
+    loop, whose threads each have their own storage."""
+    if isinstance(stmt, S.AttrStmt):
+        return stmt.key in ("thread_extent", "virtual_thread")
+    return isinstance(stmt, S.For) and stmt.kind is S.ForKind.PARALLEL
+
+
+def _candidate(buffer: Buffer) -> bool:
+    return (
+        is_reusable(buffer.scope)
+        and len(buffer.shape) == 1
+        and isinstance(buffer.shape[0], E.IntImm)
+        and not buffer.dtype.scalable
+        and buffer.shape[0].value * buffer.dtype.bits * buffer.dtype.lanes > 32
+        and isinstance(buffer.shape[0], E.IntImm)
+        and not buffer.strides
+        and buffer.elem_offset is None
+    )
+
+
+@dataclass
+class _Life:
+    buffer: Buffer
+    loops: tuple[int, ...]  # the loops around the allocation
+    first: int = -1
+    last: int = -1
+    touched: bool = False
+
+
+@dataclass
+class _Timeline(Visitor):
+    """The lifetime of each candidate allocation of one scope (nested scopes left out)."""
+
+    clock: int = 0
+    loops: list[int] = field(default_factory=list)  # ids of the loops open now
+    spans: dict[int, tuple[int, int]] = field(default_factory=dict)  # loop id -> its span
+    lives: dict[E.Var, _Life] = field(default_factory=dict)
+    accesses: list[tuple[E.Var, int, tuple[int, ...]]] = field(default_factory=list)
+    escaping: set[E.Var] = field(default_factory=set)
+    nested: int = 0  # depth of nested allocation scopes around the walk
+
+    def tick(self) -> int:
+        self.clock += 1
+        return self.clock
+
+    def visit_AllocBuffer(self, node: S.AllocBuffer) -> None:
+        if self.nested == 0 and _candidate(node.buffer):
+            self.lives[node.buffer.data] = _Life(node.buffer, tuple(self.loops))
+        self.tick()
+
+    def access(self, data: E.Var) -> None:
+        if self.nested:
+            self.escaping.add(data)  # a thread of a nested scope reaches it: leave it alone
+        else:
+            self.accesses.append((data, self.tick(), tuple(self.loops)))
+
+    def visit_BufferLoad(self, node: E.BufferLoad) -> None:
+        self.visit(node.indices)
+        if node.predicate is not None:
+            self.visit(node.predicate)
+        self.access(node.buffer.data)
+
+    def visit_BufferStore(self, node: S.BufferStore) -> None:
+        self.visit(node.value)
+        self.visit(node.indices)
+        if node.predicate is not None:
+            self.visit(node.predicate)
+        self.access(node.buffer.data)
+
+    def visit_Var(self, node: E.Var) -> None:
+        self.escaping.add(node)  # a data handle named otherwise than by an access
+
+    def visit_DeclBuffer(self, node: S.DeclBuffer) -> None:
+        self.escaping.add(node.buffer.data)
+        if node.data is not None:
+            self.visit(node.data)
+
+    def repeated(self, node: S.Stmt, header: tuple[object, ...], body: S.Stmt) -> None:
+        self.visit(header)
+        key = id(node)
+        start = self.tick()
+        self.loops.append(key)
+        nested = opens_scope(node)
+        self.nested += nested
+        self.visit(body)
+        self.nested -= nested
+        self.loops.pop()
+        self.spans[key] = (start, self.tick())
+
+    def visit_For(self, node: S.For) -> None:
+        self.repeated(node, (node.min, node.extent), node.body)
+
+    def visit_While(self, node: S.While) -> None:
+        self.repeated(node, (), S.seq(S.Evaluate(node.condition), node.body))
+
+    def visit_Call(self, node: E.Call) -> None:
+        for arg in node.args:
+            if isinstance(arg, Buffer):
+                self.escaping.add(arg.data)  # a builtin handed the buffer itself
+        self.generic_visit(node)
+
+    def visit_AttrStmt(self, node: S.AttrStmt) -> None:
+        if opens_scope(node):
+            self.repeated(node, (node.value,), node.body)
+        else:
+            self.visit(node.value)
+            self.visit(node.body)
+
+    def lifetimes(self) -> list[_Life]:
+        for data, time, loops in self.accesses:
+            life = self.lives.get(data)
+            if life is None:
+                continue
+            depth = len(life.loops)
+            start = end = time
+            if len(loops) > depth:
+                start, end = self.spans[loops[depth]]
+            if not life.touched:
+                life.first, life.last, life.touched = start, end, True
+            else:
+                life.first, life.last = min(life.first, start), max(life.last, end)
+        return [
+            life for data, life in self.lives.items() if life.touched and data not in self.escaping
+        ]
+
+
+def plan(body: S.Stmt) -> dict[E.Var, Buffer]:
+    """For the candidate allocations of the scope whose body is `body`, each one that shares
+    storage -> the allocation of its group, grown to the group's largest size (the group's
+    first member, by first use, with its data handle)."""
+    timeline = _Timeline()
+    timeline.visit(body)
+    groups: list[tuple[list[_Life], int]] = []  # members, last use of the group
+    for life in sorted(timeline.lifetimes(), key=lambda life: (life.first, life.last)):
+        for index, (members, last) in enumerate(groups):
+            owner = members[0].buffer
+            if owner.scope == life.buffer.scope and owner.dtype == life.buffer.dtype:
+                if last < life.first:
+                    members.append(life)
+                    groups[index] = (members, life.last)
+                    break
+        else:
+            groups.append(([life], life.last))
+    shared: dict[E.Var, Buffer] = {}
+    for members, _ in groups:
+        if len(members) < 2:
+            continue
+        owner = members[0].buffer
+        size = max(E.int_value(member.buffer.shape[0]) for member in members)
+        grown = dataclasses.replace(owner, shape=(E.IntImm(size, owner.shape[0].dtype),))
+        for member in members:
+            shared[member.buffer.data] = grown
+    return shared
+
+
+class _Rewrite(Mutator):
+    """Drops the shared allocations and redirects their accesses; nested scopes are left to
+    their own plan."""
+
+    def __init__(self, shared: dict[E.Var, Buffer]) -> None:
+        self.shared = shared
+
+    def visit_SeqStmt(self, node: S.SeqStmt) -> S.Stmt:
+        kept = [
+            stmt
+            for stmt in node.stmts
+            if not (isinstance(stmt, S.AllocBuffer) and stmt.buffer.data in self.shared)
+        ]
+        return S.seq(*(self.visit(stmt) for stmt in kept))
+
+    def visit_BufferLoad(self, node: E.BufferLoad) -> E.PrimExpr:
+        node = self.generic_visit(node)
+        target = self.shared.get(node.buffer.data)
+        return node if target is None else dataclasses.replace(node, buffer=target)
+
+    def visit_BufferStore(self, node: S.BufferStore) -> S.Stmt:
+        node = self.generic_visit(node)
+        target = self.shared.get(node.buffer.data)
+        return node if target is None else dataclasses.replace(node, buffer=target)
+
+
+def reuse_storage(body: S.Stmt) -> S.Stmt:
+    """`body`, a function's, with the global and tagged local allocations of each allocation
+    scope in it sharing storage where their lifetimes allow."""
+    return _reuse_here(_Scopes().visit(body))
+
+
+def _reuse_here(body: S.Stmt) -> S.Stmt:
+    shared = plan(body)
+    if not shared:
+        return body
+    allocations: dict[E.Var, S.AllocBuffer] = {}
+
+    class _Allocations(Visitor):
+        def visit_AllocBuffer(self, node: S.AllocBuffer) -> None:
+            allocations[node.buffer.data] = node
+
+    _Allocations().visit(body)
+    owners = [
+        dataclasses.replace(allocations[data], buffer=grown)
+        for data, grown in shared.items()
+        if data is grown.data
+    ]
+    rewritten: S.Stmt = _Rewrite(shared).visit(body)
+    return S.seq(*owners, rewritten)
+
+
+class _Scopes(Mutator):
+    """Plans each nested allocation scope on its own, innermost first."""
+
+    def visit_AttrStmt(self, node: S.AttrStmt) -> S.Stmt:
+        node = self.generic_visit(node)
+        if not opens_scope(node):
+            return node
+        body = _reuse_here(node.body)
+        return node if body is node.body else dataclasses.replace(node, body=body)
+
+    def visit_For(self, node: S.For) -> S.Stmt:
+        node = self.generic_visit(node)
+        if not opens_scope(node):
+            return node
+        body = _reuse_here(node.body)
+        return node if body is node.body else dataclasses.replace(node, body=body)
