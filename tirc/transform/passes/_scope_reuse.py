@@ -129,6 +129,8 @@ class _Timeline(Visitor):
         for arg in node.args:
             if isinstance(arg, Buffer):
                 self.escaping.add(arg.data)  # a builtin handed the buffer itself
+            elif node.op == "address_of" and isinstance(arg, E.BufferLoad):
+                self.escaping.add(arg.buffer.data)  # a pointer that may outlive the access
         self.generic_visit(node)
 
     def visit_AttrStmt(self, node: S.AttrStmt) -> None:
