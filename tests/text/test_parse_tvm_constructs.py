@@ -14,7 +14,7 @@ import pytest
 
 from tirc.analysis.well_formed import verify_module
 from tirc.diagnostics import DiagnosticError, Severity
-from tirc.ir.expr import Call
+from tirc.ir.expr import Buffer, Call
 from tirc.ir.function import IRModule
 from tirc.ir.functor import walk
 from tirc.ir.stmt import AttrStmt, Evaluate, TargetAttr
@@ -204,3 +204,12 @@ def test_metal_simdgroup_reads_but_no_backend_emits_it(
     message = _refusal(["compile", path, "--target", "cpu", "--emit", "ll", "-o", out], capsys)
     assert "T.metal.make_filled_simdgroup_matrix" in message, message
     assert "metal_simdgroup.tir:14:" in message, message
+
+
+def test_void_pointer_keeps_its_storage_scope() -> None:
+    """`T.handle(storage_scope="shared")`: a buffer declared over it is shared (it was global:
+    the scope went with the untyped pointer)."""
+    func = _read("void_pointer_scope")["kernel"]
+    scopes: dict[str, str] = {}
+    walk(func, lambda n: scopes.update({n.name: n.scope}) if isinstance(n, Buffer) else None)
+    assert scopes["void_buffer"] == "shared" and scopes["typed_buffer"] == "shared"

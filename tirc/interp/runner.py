@@ -204,6 +204,6 @@ def _array(param: Var, buffer: Buffer | None, value: Argument) -> np.ndarray:
 
 
 def _element(array: np.ndarray, param: Var) -> DataType:
-    if param.pointer is not None:
+    if param.pointer is not None and not param.pointer.element.is_void:  # void: for its scope
         return param.pointer.element
     return parse_dtype(str(array.dtype)) if array.dtype.kind in "iufb" else parse_dtype("uint8")

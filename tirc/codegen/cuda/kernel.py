@@ -85,7 +85,7 @@ def shape_bound(var: E.Var) -> Bound:
 
 def pointer_element(var: E.Var, buffers: dict[E.Var, Buffer]) -> DataType | None:
     """The element type a handle points at: its own annotation, or a buffer's over it."""
-    if var.pointer is not None:
+    if var.pointer is not None and not var.pointer.element.is_void:  # void: kept for its scope
         return var.pointer.element
     buffer = buffers.get(var)
     return buffer.dtype if buffer is not None else None

@@ -335,6 +335,8 @@ def _bind(w: KernelWriter, node: S.Bind) -> None:
         return
     if var.dtype.is_handle:
         pointee = var.pointer.element if var.pointer is not None else None
+        if pointee is not None and pointee.is_void:  # `T.handle(storage_scope="shared")`
+            pointee = None
         ctype = f"{types.c_type(pointee)}*" if pointee is not None else "void*"
         if pointee is not None:
             w.p.pointer_types[var] = pointee

@@ -15,7 +15,7 @@ from typing import Any
 from tirc.diagnostics import DiagnosticError, Source
 from tirc.ir import dtype as dt
 from tirc.ir.buffer import Buffer
-from tirc.ir.expr import IntImm, PointerType, PrimExpr, Var
+from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.function import PrimFunc
 from tirc.ir.functor import Mutator, Visitor
 from tirc.ir.stmt import Attrs, SBlock, SBlockRealize, Stmt
@@ -26,7 +26,7 @@ from tirc.text.builder.namespace import SymbolicShape
 from tirc.text.builder.regions import infer_regions
 from tirc.text.builder.scope import Scope
 from tirc.text.builder.stmt import Builder, Declared, names_in
-from tirc.text.builder.values import DTypeValue, HandleType, Poison
+from tirc.text.builder.values import DTypeValue, HandleType, Poison, handle_pointer
 from tirc.text.syntax import parse_syntax, tree
 
 LEGACY_SPELLING = re.compile(r"\.\s*(block|block_attr)\s*\(")
@@ -144,8 +144,7 @@ def bind_parameter(builder: Builder, frame: FunctionFrame, param: tree.Parameter
             else Var(param.name, value.dtype, span=span)
         )
     elif isinstance(value, HandleType):
-        pointer = PointerType(value.element, value.scope) if value.element is not None else None
-        var = Var(param.name, dt.HANDLE, pointer, span=span)
+        var = Var(param.name, dt.HANDLE, handle_pointer(value), span=span)
     elif isinstance(value, Var):
         var = value
     else:

@@ -14,7 +14,6 @@ from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.expr import (
     BufferLoad,
     IntImm,
-    PointerType,
     PrimExpr,
     Ramp,
     StringImm,
@@ -27,7 +26,13 @@ from tirc.ir.stmt import BufferStore
 from tirc.text.builder.args import dtype_of
 from tirc.text.builder.expr import SUBSCRIPTS as SUBSCRIPT_RULES
 from tirc.text.builder.expr import Evaluator
-from tirc.text.builder.values import DTypeValue, HandleType, LetAnnotation, LocalArray
+from tirc.text.builder.values import (
+    DTypeValue,
+    HandleType,
+    LetAnnotation,
+    LocalArray,
+    handle_pointer,
+)
 from tirc.text.syntax import tree
 
 
@@ -76,8 +81,7 @@ def _let(ev: Evaluator, value: LetAnnotation, node: tree.Subscript) -> Any:
         raise ev.error(node, "T.let[...] takes one type")
     annotation = ev.check_value(ev.evaluate(items[0]))
     if isinstance(annotation, HandleType):
-        pointer = PointerType(annotation.element, annotation.scope) if annotation.element else None
-        return LetAnnotation(dt.HANDLE, pointer)
+        return LetAnnotation(dt.HANDLE, handle_pointer(annotation))
     if isinstance(annotation, Var):
         return LetAnnotation(annotation.dtype, annotation.pointer)
     return LetAnnotation(dtype_of(ev, annotation, ev.span(items[0])))

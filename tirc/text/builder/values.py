@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tirc.diagnostics import Span
+from tirc.ir import dtype as dt
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import PointerType, PrimExpr
 
@@ -75,6 +76,15 @@ class HandleType:
 
     element: DataType | None = None
     scope: str = "global"
+
+
+def handle_pointer(handle: HandleType) -> PointerType | None:
+    """The pointer type of a handle variable: `T.handle("float32", "shared")` points at float32
+    in shared memory; `T.handle(storage_scope="shared")` at nothing typed in shared memory
+    (void, kept for its scope, which buffers over it take); `T.handle` has none."""
+    if handle.element is not None:
+        return PointerType(handle.element, handle.scope)
+    return PointerType(dt.VOID, handle.scope) if handle.scope != "global" else None
 
 
 @dataclass(frozen=True, slots=True)

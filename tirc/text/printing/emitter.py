@@ -17,6 +17,8 @@ INDENT = "    "
 def var_constructor(var: Var) -> str:
     """The call that makes a fresh variable of `var`'s type: `T.int32()`, `T.handle(...)`."""
     if var.dtype.is_handle and var.pointer is not None:
+        if var.pointer.element.is_void:  # a void pointer kept for its scope
+            return f"T.handle(storage_scope={quote(var.pointer.scope)})"
         return f"T.handle({quote(str(var.pointer.element))}, {quote(var.pointer.scope)})"
     return f"T.{var.dtype}()"
 
