@@ -198,3 +198,16 @@ def test_an_llvm_intrinsic_llvm_rejects_is_a_located_error(tmp_path: Path) -> No
     # the interpreter has no llvm.ctpop: refused where the call compiles, not when it runs
     with pytest.raises(DiagnosticError, match="no implementation of the LLVM intrinsic llvm.ctpop"):
         run(parse(WRONG_INTRINSIC_OPERANDS)["main"], {"A": np.zeros((1, 8), np.uint8)})
+
+
+@pytest.mark.parametrize("op", ["exp", "exp10", "sqrt", "log1p"])
+def test_float_math_of_an_integer_is_a_located_error(tmp_path: Path, op: str) -> None:
+    """TVM's test_roundtrip_exp10_of_literal: T.exp10(0) is an int32 call, which the CPU
+    backend declared as llvm.exp10.i32, an internal error from LLVM's verifier."""
+    path = tmp_path / "int_math.tir"
+    path.write_text(f"@T.prim_func\ndef main():\n    T.evaluate(T.{op}(0))\n")
+    with pytest.raises(DiagnosticError) as caught:
+        compile_file(str(path), emit="ll", output=str(tmp_path / "x.ll"))
+    error = caught.value.diagnostics[0]
+    assert f"T.{op} of int32 values (it is float math)" in error.message
+    assert error.span is not None and error.span.line == 3
