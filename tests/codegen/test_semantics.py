@@ -258,3 +258,27 @@ def test_llvm_float_intrinsics() -> None:
     )
     np.testing.assert_array_equal(done["C"], [-5, -3, -2, 0, 1, 2, 3, 4])  # halves away from 0
     np.testing.assert_array_equal(done["B"][1:, 2], np.trunc(a[1:] * np.float32(1.5)))
+
+
+# a function that calls itself (TVM's inline_private_functions): the interpreter compiled the
+# callee with its caller, recursing until Python's RecursionError
+RECURSIVE_SUBROUTINE = """
+@I.ir_module
+class Module:
+    @T.prim_func(private=True)
+    def prefix_sum(A_data: T.handle("float32", "global"), n: T.int32):
+        A = T.decl_buffer((n,), data=A_data)
+        if n > 1:
+            A[1] = A[0] + A[1]
+            Module.prefix_sum(T.address_of(A[1]), n - 1)
+
+    @T.prim_func
+    def main(A: T.Buffer((16,), "float32")):
+        Module.prefix_sum(T.address_of(A[0]), 16)
+"""
+
+
+def test_a_recursive_subroutine_call() -> None:
+    a = np.arange(16, dtype=np.float32)
+    done = run_both(parse_text(RECURSIVE_SUBROUTINE), {"A": a.copy()})
+    np.testing.assert_array_equal(done["A"], np.cumsum(a))

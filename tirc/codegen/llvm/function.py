@@ -34,13 +34,16 @@ def emit_function(
     cache_bytes: int = 0,
     registers: RegisterFile | None = None,
     symbols: Mapping[str, str] | None = None,
+    assume_aligned: bool = True,
 ) -> ir.Function:
     """`cache_bytes`: the target's last-level cache, above which outputs may stream;
     `registers`: its vector registers, which accumulator tiles are fitted to; `symbols`:
-    those of the module's functions, which its subroutine calls call."""
+    those of the module's functions, which its subroutine calls call. Unless
+    `assume_aligned` (a subroutine's caller passes pointers into buffers, `&A[1]`), the code
+    assumes no more of a buffer pointer's alignment than its element type's."""
     abi = function_abi(func)
     arg_types = [T.value_type(param.abi_dtype) for param in abi]
-    checked = [i for i, param in enumerate(abi) if _needs_check(param)]
+    checked = [i for i, param in enumerate(abi) if assume_aligned and _needs_check(param)]
     function_type = ir.FunctionType(T.I32, arg_types)
     function = ir.Function(module, function_type, f"{symbol}.aligned" if checked else symbol)
     if checked:
@@ -66,8 +69,9 @@ def emit_function(
             assert param.buffer is not None
             if noalias:
                 arg.add_attribute("noalias")
-            arg.attributes.align = param.buffer.data_alignment
-            em.alignment[param.buffer.data] = param.buffer.data_alignment
+            if assume_aligned:
+                arg.attributes.align = param.buffer.data_alignment
+                em.alignment[param.buffer.data] = param.buffer.data_alignment
             size = T.constant_bytes(param.buffer)
             if size:
                 arg.attributes.dereferenceable = size

@@ -61,14 +61,35 @@ def build_ir(
         name: next((s for s, n in exported.items() if n == name), prefix + name)
         for name, _ in module.functions
     }
-    for name, func in _callees_first(module):
+    order = _callees_first(module)
+    called = {callee for _, func in order for callee in _callees(func)}
+    for name, func in order:
         symbol = symbol_of[name]
         emit_function(
-            result, symbol, func, symbol in exported, target.cache_bytes, registers, symbol_of
+            result,
+            symbol,
+            func,
+            symbol in exported,
+            target.cache_bytes,
+            registers,
+            symbol_of,
+            assume_aligned=name not in called,
         )
         if symbol in exported:
             symbols.append(symbol)
     return result, sorted(symbols, key=list(symbol_of.values()).index)
+
+
+def _callees(func: PrimFunc) -> list[str]:
+    """The functions of the module that `func`'s subroutine calls call."""
+    callees: list[str] = []
+
+    def collect(node: Node) -> None:
+        if isinstance(node, Call) and (callee := subroutine_name(node)) is not None:
+            callees.append(callee)
+
+    walk(func.body, collect)
+    return callees
 
 
 def _callees_first(module: IRModule) -> list[tuple[str, PrimFunc]]:
@@ -80,18 +101,10 @@ def _callees_first(module: IRModule) -> list[tuple[str, PrimFunc]]:
     def place(name: str, visiting: frozenset[str]) -> None:
         if name in placed or name in visiting or name not in module:
             return
-        func = module[name]
-        callees: list[str] = []
-
-        def collect(node: Node) -> None:
-            if isinstance(node, Call) and (callee := subroutine_name(node)) is not None:
-                callees.append(callee)
-
-        walk(func.body, collect)
-        for callee in callees:
+        for callee in _callees(module[name]):
             place(callee, visiting | {name})
         placed.add(name)
-        order.append((name, func))
+        order.append((name, module[name]))
 
     for name, _ in module.functions:
         place(name, frozenset())

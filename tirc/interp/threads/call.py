@@ -293,6 +293,13 @@ def _pointer_into(handle: Pointer | Storage, offset: int, dtype: DataType) -> Po
     return Pointer(handle, offset * size, dtype)
 
 
+def _pointer_at(handle: Pointer | Storage, offset: int, dtype: DataType) -> Pointer:
+    """A pointer `offset` elements from the start of the storage `handle` points into (an
+    element offset of a view counts the view's own start already)."""
+    storage = handle.storage if isinstance(handle, Pointer) else handle
+    return Pointer(storage, offset * access_type(dtype).itemsize, dtype)
+
+
 def _address_of(compiler: CallCompiler, call: Call) -> Code:
     load = call.args[0]
     if not isinstance(load, BufferLoad):
@@ -302,7 +309,7 @@ def _address_of(compiler: CallCompiler, call: Call) -> Code:
     )
     layout = compiler.exprs.access.layout(load.buffer)
     handle = compiler.ctx.names.get(layout.data, "None")
-    function = compiler.ctx.constant(_pointer_into, "pointer_into")
+    function = compiler.ctx.constant(_pointer_at, "pointer_at")
     return Code(f"{function}({handle}, {offset.text}, _dtype({str(load.buffer.dtype.element)!r}))")
 
 

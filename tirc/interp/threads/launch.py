@@ -8,6 +8,8 @@ at the kernel's own nodes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from tirc.diagnostics import DiagnosticError
 from tirc.interp.threads.compilers import Calls
 from tirc.interp.threads.context import Code
@@ -25,11 +27,8 @@ def launched_kernel(compiler: Calls, name: str) -> PrimFunc | None:
     return func if is_kernel(func) else None
 
 
-def compile_launch(
-    compiler: Calls, call: Call, name: str, kernel: PrimFunc, first: int = 1
-) -> Code:
-    """The launch of `kernel` on the call's arguments from `first` (after the name)."""
-    args = [compiler.exprs.compile(arg) for arg in call.expr_args(first)]
+def compile_launch(compiler: Calls, call: Call, name: str, kernel: PrimFunc) -> Code:
+    args = [compiler.exprs.compile(arg) for arg in call.expr_args(1)]
     if len(args) != len(kernel.params):
         raise DiagnosticError.at(
             call.span,
@@ -59,4 +58,22 @@ def compile_subroutine_call(compiler: Calls, call: Call, name: str) -> Code:
         raise DiagnosticError.at(
             call.span, f"the interpreter does not call {name} for its value ({call.dtype})"
         )
-    return compile_launch(compiler, call, name, callee, first=0)
+    args = [compiler.exprs.compile(arg) for arg in call.expr_args()]
+    if len(args) != len(callee.params):
+        raise DiagnosticError.at(
+            call.span,
+            f"{name} takes {len(callee.params)} arguments, but the call gives {len(args)}",
+        )
+    launcher = compiler.ctx.launcher
+    if launcher is None:
+        raise DiagnosticError.at(call.span, f"run the module to call {name}")
+    compiled: list[Callable[..., int]] = []
+
+    def run(*values: object) -> int:
+        # compiled at the first call, not with the caller: a function may call itself
+        if not compiled:
+            compiled.append(launcher(callee, name, module))
+        return compiled[0](*values)
+
+    function = compiler.ctx.constant(run, f"call_{name}")
+    return Code(f"{function}({', '.join(arg.text for arg in args)})")
