@@ -211,3 +211,22 @@ def test_float_math_of_an_integer_is_a_located_error(tmp_path: Path, op: str) ->
     error = caught.value.diagnostics[0]
     assert f"T.{op} of int32 values (it is float math)" in error.message
     assert error.span is not None and error.span.line == 3
+
+
+def test_another_targets_intrinsic_is_a_located_error(tmp_path: Path) -> None:
+    """TVM's AMD programs call llvm.amdgcn.sdot4: compiled for x86, LLVM's instruction
+    selection aborted the process ("Cannot select"). Checked before any code is made."""
+    path = tmp_path / "amdgcn.tir"
+    path.write_text(
+        '@T.prim_func\ndef main(A: T.Buffer((1,), "int32")):\n'
+        '    A[0] = T.call_llvm_pure_intrin("int32", "llvm.amdgcn.sdot4", A[0], A[0], A[0], '
+        "T.bool(False))\n"
+    )
+    with pytest.raises(DiagnosticError) as caught:
+        compile_file(str(path), target="cpu -mtriple=x86_64-linux-gnu", emit="ll",
+                     output=str(tmp_path / "x.ll"))  # fmt: skip
+    error = caught.value.diagnostics[0]
+    assert error.message == (
+        "llvm.amdgcn.sdot4 is an intrinsic of amdgcn, which this target (x86_64) is not"
+    )
+    assert error.span is not None and error.span.line == 3

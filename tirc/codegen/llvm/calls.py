@@ -211,12 +211,44 @@ def _extern(em: Emitter, call: Call) -> ir.Value:
     return value if not call.dtype.is_void else ir.Constant(T.I32, 0)
 
 
+# the prefixes LLVM gives target-specific intrinsics (llvm.<prefix>.name), and those each
+# architecture of a triple selects
+_TARGET_FAMILIES = (
+    "aarch64", "amdgcn", "arm", "bpf", "dx", "hexagon", "loongarch", "mips", "nvvm", "ppc",
+    "r600", "riscv", "s390", "spv", "ve", "wasm", "x86", "xcore",
+)  # fmt: skip
+_FAMILIES_OF_ARCH = {
+    "x86_64": ("x86",),
+    "i686": ("x86",),
+    "aarch64": ("aarch64", "arm"),
+    "arm64": ("aarch64", "arm"),
+    "riscv64": ("riscv",),
+    "riscv32": ("riscv",),
+    "powerpc64le": ("ppc",),
+    "powerpc64": ("ppc",),
+}
+
+
+def _target_family(symbol: str) -> str | None:
+    """The target an intrinsic belongs to (`llvm.amdgcn.sdot4`: amdgcn); None for a generic
+    one (`llvm.sqrt`)."""
+    parts = symbol.split(".")
+    return parts[1] if len(parts) > 2 and parts[1] in _TARGET_FAMILIES else None
+
+
 def _llvm_intrinsic_call(em: Emitter, call: Call) -> ir.Value:
     """`T.call_llvm_pure_intrin(dtype, "llvm.x86...", args...)`: an LLVM intrinsic by name,
     declared with the operands' types (a tensor intrinsic's implementation, VNNI's)."""
     symbol = getattr(call.args[0], "value", None)
     if not isinstance(symbol, str) or not symbol.startswith("llvm."):
         raise unsupported(call, "LLVM intrinsic calls whose name is not an 'llvm.' string")
+    family = _target_family(symbol)
+    arch = str(em.module.triple).split("-")[0]
+    if family is not None and family not in _FAMILIES_OF_ARCH.get(arch, (arch,)):
+        # LLVM aborts the process when it meets another target's intrinsic ("Cannot select")
+        raise DiagnosticError.at(
+            call.span, f"{symbol} is an intrinsic of {family}, which this target ({arch}) is not"
+        )
     args = [em.expr(arg) for arg in call.args[1:]]
     result = T.VOID if call.dtype.is_void else T.value_type(call.dtype)
     function_type = ir.FunctionType(result, [a.type for a in args])
