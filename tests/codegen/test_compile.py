@@ -230,3 +230,21 @@ def test_another_targets_intrinsic_is_a_located_error(tmp_path: Path) -> None:
         "llvm.amdgcn.sdot4 is an intrinsic of amdgcn, which this target (x86_64) is not"
     )
     assert error.span is not None and error.span.line == 3
+
+
+def test_an_avx512_intrinsic_for_a_cpu_without_it_is_a_located_error(tmp_path: Path) -> None:
+    """TVM's VNNI programs compiled for a CPU without AVX-512: LLVM aborted the process."""
+    path = tmp_path / "vnni.tir"
+    path.write_text(
+        '@T.prim_func\ndef main(C: T.Buffer((16,), "int32"), A: T.Buffer((16,), "int32")):\n'
+        '    C[0:16] = T.call_llvm_pure_intrin("int32x16", "llvm.x86.avx512.vpdpbusd.512", '
+        "C[T.Ramp(0, 1, 16)], A[T.Ramp(0, 1, 16)], A[T.Ramp(0, 1, 16)])\n"
+    )
+    with pytest.raises(DiagnosticError) as caught:
+        compile_file(str(path), target="cpu -mtriple=x86_64-linux-gnu -mcpu=haswell", emit="ll",
+                     output=str(tmp_path / "x.ll"))  # fmt: skip
+    error = caught.value.diagnostics[0]
+    assert error.message == (
+        "llvm.x86.avx512.vpdpbusd.512 needs AVX-512, which this target's CPU does not have"
+    )
+    assert error.span is not None and error.span.line == 3

@@ -249,6 +249,13 @@ def _llvm_intrinsic_call(em: Emitter, call: Call) -> ir.Value:
         raise DiagnosticError.at(
             call.span, f"{symbol} is an intrinsic of {family}, which this target ({arch}) is not"
         )
+    if symbol.startswith("llvm.x86.avx512.") and (
+        em.registers is None or em.registers.width_bytes < 64
+    ):
+        # as another target's: LLVM aborts where the CPU lacks the instruction
+        raise DiagnosticError.at(
+            call.span, f"{symbol} needs AVX-512, which this target's CPU does not have"
+        )
     args = [em.expr(arg) for arg in call.args[1:]]
     result = T.VOID if call.dtype.is_void else T.value_type(call.dtype)
     function_type = ir.FunctionType(result, [a.type for a in args])
