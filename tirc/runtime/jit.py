@@ -87,6 +87,17 @@ class JitFunction:
             for extent, actual in zip(param.buffer.shape, array.shape, strict=False):
                 if isinstance(extent, Var):
                     sizes.setdefault(extent, int(actual))
+            # The call passes a dense copy's first element: its strides are the dense ones and
+            # its offset is 0, whatever variables the buffer declares them with.
+            stride = 1
+            for extent, actual in reversed(
+                list(zip(param.buffer.strides, array.shape, strict=False))
+            ):
+                if isinstance(extent, Var):
+                    sizes.setdefault(extent, stride)
+                stride *= int(actual)
+            if isinstance(param.buffer.elem_offset, Var):
+                sizes.setdefault(param.buffer.elem_offset, 0)
         for param in self.abi:
             if param.kind is ParamKind.SHAPE and param.var not in sizes:
                 given = args.get(param.name)
