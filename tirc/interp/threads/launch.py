@@ -8,13 +8,13 @@ at the kernel's own nodes.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from tirc.diagnostics import DiagnosticError
 from tirc.interp.threads.compilers import Calls
 from tirc.interp.threads.context import Code
 from tirc.ir.abi import is_kernel
-from tirc.ir.expr import Call
+from tirc.ir.expr import Call, PrimExpr
 from tirc.ir.function import PrimFunc
 
 
@@ -27,13 +27,21 @@ def launched_kernel(compiler: Calls, name: str) -> PrimFunc | None:
     return func if is_kernel(func) else None
 
 
-def compile_launch(compiler: Calls, call: Call, name: str, kernel: PrimFunc) -> Code:
-    args = [compiler.exprs.compile(arg) for arg in call.expr_args(1)]
-    if len(args) != len(kernel.params):
+def _arguments(
+    compiler: Calls, call: Call, name: str, func: PrimFunc, given: Sequence[PrimExpr]
+) -> list[Code]:
+    """The call's arguments to `func`, compiled; a located error where their count is not its
+    parameters'."""
+    args = [compiler.exprs.compile(arg) for arg in given]
+    if len(args) != len(func.params):
         raise DiagnosticError.at(
-            call.span,
-            f"{name} takes {len(kernel.params)} arguments, but the call gives {len(args)}",
+            call.span, f"{name} takes {len(func.params)} arguments, but the call gives {len(args)}"
         )
+    return args
+
+
+def compile_launch(compiler: Calls, call: Call, name: str, kernel: PrimFunc) -> Code:
+    args = _arguments(compiler, call, name, kernel, call.expr_args(1))
     launcher = compiler.ctx.launcher
     if launcher is None:
         raise DiagnosticError.at(call.span, f"{name} is a kernel: run the module to launch it")
@@ -58,12 +66,7 @@ def compile_subroutine_call(compiler: Calls, call: Call, name: str) -> Code:
         raise DiagnosticError.at(
             call.span, f"the interpreter does not call {name} for its value ({call.dtype})"
         )
-    args = [compiler.exprs.compile(arg) for arg in call.expr_args()]
-    if len(args) != len(callee.params):
-        raise DiagnosticError.at(
-            call.span,
-            f"{name} takes {len(callee.params)} arguments, but the call gives {len(args)}",
-        )
+    args = _arguments(compiler, call, name, callee, call.expr_args())
     launcher = compiler.ctx.launcher
     if launcher is None:
         raise DiagnosticError.at(call.span, f"run the module to call {name}")
