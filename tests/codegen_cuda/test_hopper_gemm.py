@@ -19,6 +19,7 @@ import pytest
 
 from tests.codegen_cuda.gpu_plans import GPU_SAMPLES, defines_for_tests
 from tests.codegen_cuda.helpers import require_tool
+from tirc.analysis.arith import Analyzer
 from tirc.analysis.bank_conflicts import bank_conflicts
 from tirc.codegen.cuda import emit_cuda
 from tirc.codegen.cuda.kernels import module_kernels
@@ -29,6 +30,7 @@ from tirc.ir import expr as E
 from tirc.ir import stmt as S
 from tirc.ir.function import IRModule
 from tirc.ir.functor import walk
+from tirc.ir.substitute import substitute
 from tirc.ir.tma import TmaLoad, tensor_maps, tma_load
 from tirc.text import parse
 
@@ -64,7 +66,7 @@ def test_the_interpreter_matches_numpy(kind: str) -> None:
     of CPU; bfloat16 over one k tile, about 5 s (the wgmmas of 256 consumer threads dominate)."""
     defines = dict(defines_for_tests(_path(kind).read_text()))
     k = {"fp16": 128, "bf16": 64}[kind]
-    assert defines == {"M": "128", "N": "256", "K": str(k), "STAGES": "2"}
+    assert defines == {"M": "128", "N": "256", "K": str(k), "STAGES": "2", "GROUP": "1"}
     module = _module(kind)
     rng = np.random.default_rng(18)
     a = rng.standard_normal((128, k)).astype(SAMPLES[kind])
@@ -73,6 +75,37 @@ def test_the_interpreter_matches_numpy(kind: str) -> None:
     run(module["main"], {"A": a, "B": b, "C": c}, module=module, gpu_model="threads")
     want = a.astype("float32") @ b.astype("float32")
     np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("kind", list(SAMPLES))
+def test_the_grouped_block_order_visits_every_tile_once(kind: str) -> None:
+    """The blocks go GROUP block rows down one block column before the next column (the
+    interpreter's test runs one block, so the order is checked here, at the benchmark shape):
+    block b's (by, bx) as the program computes them, through the simplifier with b bound."""
+    binds: dict[str, E.PrimExpr] = {}
+    launches: dict[str, S.AttrStmt] = {}
+
+    def visit(node: object) -> None:
+        if isinstance(node, S.Bind):
+            binds[node.var.name] = node.value
+        if isinstance(node, S.BufferStore) and node.buffer.name in ("by", "bx"):
+            binds[node.buffer.name] = node.value  # s-tir holds a scalar as a local buffer
+        if isinstance(node, S.AttrStmt) and isinstance(node.node, S.IterVar):
+            launches[node.node.thread_tag] = node
+
+    walk(_module(kind, BENCHMARK)["main"].body, visit)
+    block = launches["blockIdx.x"]
+    assert isinstance(block.node, S.IterVar) and "blockIdx.y" not in launches
+    rows, columns, group = 4096 // 128, 4096 // 256, 16
+    assert isinstance(block.value, E.IntImm) and block.value.value == rows * columns
+    analyzer, tiles = Analyzer(), []
+    for b in range(rows * columns):
+        at = {block.node.var: E.IntImm(b)}
+        pair = [analyzer.simplify(substitute(binds[name], at)) for name in ("by", "bx")]
+        assert all(isinstance(value, E.IntImm) for value in pair)
+        tiles.append(tuple(value.value for value in pair if isinstance(value, E.IntImm)))
+    assert sorted(tiles) == [(y, x) for y in range(rows) for x in range(columns)]
+    assert tiles[: group + 1] == [*((y, 0) for y in range(group)), (0, 1)]
 
 
 def _ptx(source: str, directory: Path) -> str:
