@@ -40,6 +40,17 @@ PLANS: dict[str, dict[str, Any]] = {
     "gemm_mma_8warps_bk64_async3_prefetch": {"wn": 4, "bk": 64, "stages": 3},
     "gemm_mma_async3_raster8_prefetch": {"stages": 3, "raster": 8},
     "gemm_mma_128x256_async3_raster8_prefetch": {"bn": 256, "wn": 4, "stages": 3, "raster": 8},
+    "gemm_mma_128x256_async4_raster8_prefetch": {"bn": 256, "wn": 4, "stages": 4, "raster": 8},
+    "gemm_mma_128x256_async3_raster16_prefetch": {"bn": 256, "wn": 4, "stages": 3, "raster": 16},
+    "gemm_mma_128x256_bk64_async3_raster8_prefetch": {
+        "bn": 256,
+        "wn": 4,
+        "bk": 64,
+        "stages": 3,
+        "raster": 8,
+    },
+    "gemm_mma_bk64_async3_raster8_prefetch": {"bk": 64, "stages": 3, "raster": 8},
+    "gemm_mma_bk64_async4_raster8_prefetch": {"bk": 64, "stages": 4, "raster": 8},
 }
 
 
