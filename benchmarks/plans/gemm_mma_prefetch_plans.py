@@ -40,7 +40,6 @@ PLANS: dict[str, dict[str, Any]] = {
     "gemm_mma_8warps_bk64_async3_prefetch": {"wn": 4, "bk": 64, "stages": 3},
     "gemm_mma_async3_raster8_prefetch": {"stages": 3, "raster": 8},
     "gemm_mma_128x256_async3_raster8_prefetch": {"bn": 256, "wn": 4, "stages": 3, "raster": 8},
-    "gemm_mma_128x256_async4_raster8_prefetch": {"bn": 256, "wn": 4, "stages": 4, "raster": 8},
     "gemm_mma_128x256_async3_raster16_prefetch": {"bn": 256, "wn": 4, "stages": 3, "raster": 16},
     "gemm_mma_128x256_bk64_async3_raster8_prefetch": {
         "bn": 256,
@@ -63,16 +62,8 @@ def _sample_plans() -> Any:
 
 
 def prefetch_plan(stages: int, **options: Any) -> dict[str, object]:
-    """The samples/gpu plan with the fragment pipeline, its parts placed in the k tile's."""
-    base = _sample_plans().plan(swizzle=True, async_=True, kpipe=True, stages=stages, **options)
-    outer = {
-        "software_pipeline_stage": [0, 0, stages - 1, stages, stages],
-        "software_pipeline_order": [1, 2, 3, 0, 4],
-    }
-    for step in base["steps"]:
-        if step.get("target") == "uk0" and step.get("key") in outer:
-            step["value"] = outer[step["key"]]
-    return base
+    """The samples/gpu plan with the fragment pipeline's parts in the k tile's."""
+    return _sample_plans().plan(swizzle=True, async_=True, prefetch=True, stages=stages, **options)
 
 
 def main() -> None:

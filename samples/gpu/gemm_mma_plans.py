@@ -14,6 +14,9 @@ Every plan tiles C by (bm x bn) blocks of (wm x wn) warps, each warp a (bm/wm x 
   (float32 accumulators) and stores C from registers (mma_store);
 - `stages`: the k loop is software-pipelined, the copies `stages - 1` iterations ahead, with
   cp.async (async_); `kpipe` double-buffers the fragments across the k steps of a tile;
+- `prefetch` (with stages): the fragment pipeline's parts go into the k tile's pipeline, so
+  that the next tile's first fragments load before the last k step's products (CUTLASS's
+  multistage mainloop: register double buffering across the k tile boundary);
 - `raster`: blocks go in groups of `raster` block rows down one block column, for L2 reuse;
 - `ws`: the pipelined k loop is warp-specialized (inject-warp-specialization, sm_90): `ws`
   more threads a block copy the tiles (synchronously) into a ring of `stages` versions that
@@ -46,6 +49,7 @@ def plan(
     swizzle: bool = False,
     raster: int = 0,
     ws: int = 0,
+    prefetch: bool = False,
 ) -> dict[str, object]:
     steps: list[dict[str, object]] = []
 
@@ -128,14 +132,21 @@ def plan(
             op("get_sblock", name=block, out=block)
             op("annotate", target=block, key="permuted_layout", value=1)
     if stages > 1:
-        # the k loop's body: copy A, copy B, the k steps; the copies run stages - 1 ahead
-        op("annotate", target="uk0", key="software_pipeline_stage", value=[0, 0, stages - 1])
-        op("annotate", target="uk0", key="software_pipeline_order", value=[0, 1, 2])
+        # the k loop's body: copy A, copy B, the k steps; the copies run stages - 1 ahead.
+        # With `prefetch`, the fragment pipeline (below) has split the k steps into three
+        # parts: the prologue (the first k step's loads), the body and the epilogue (the last
+        # k step's products), and the next tile's prologue goes before this tile's epilogue,
+        # so that no k step waits on its own ldmatrix
+        stage, order = [0, 0, stages - 1], [0, 1, 2]
+        if prefetch:
+            stage, order = [0, 0, stages - 1, stages, stages], [1, 2, 3, 0, 4]
+        op("annotate", target="uk0", key="software_pipeline_stage", value=stage)
+        op("annotate", target="uk0", key="software_pipeline_order", value=order)
         if async_:
             op("annotate", target="uk0", key="software_pipeline_async_stages", value=[0])
         if ws:
             op("annotate", target="uk0", key="software_pipeline_warp_specialize", value=ws)
-    if kpipe:
+    if kpipe or prefetch:
         # a k step's body: ldmatrix A, ldmatrix B, the products; loads one step ahead
         op("annotate", target="uk1", key="software_pipeline_stage", value=[0, 0, 1])
         op("annotate", target="uk1", key="software_pipeline_order", value=[0, 1, 2])
@@ -173,6 +184,17 @@ PLANS: dict[str, dict[str, Any]] = {
         "stages": 3,
         "async_": True,
         "raster": 8,
+    },
+    # the fastest on an H200 (docs/gpu.md): 128 x 256 tiles, 4 stages, grouped order, and the
+    # next k tile's first fragments loaded before the last k step's products
+    "gemm_mma_128x256_async4_raster8_prefetch": {
+        "bn": 256,
+        "wn": 4,
+        "swizzle": True,
+        "stages": 4,
+        "async_": True,
+        "raster": 8,
+        "prefetch": True,
     },
     # warp-specialized: 128 copying threads beside the 4 computing warps (64 x 128 tiles, the
     # Hopper program's test shape)

@@ -7,12 +7,13 @@ accumulators in registers."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 
 import numpy as np
 import pytest
 
-from tests.codegen_cuda.gpu_plans import GpuPlan, gpu_plans
+from tests.codegen_cuda.gpu_plans import GPU_SAMPLES, GpuPlan, gpu_plans
 from tirc.codegen.cuda import emit_cuda
 from tirc.driver.lower import lower_module
 from tirc.driver.schedule import apply_plan_file
@@ -97,3 +98,17 @@ def test_least_shapes_read_off_the_plans() -> None:
     assert _least_shape(by_id["gemm_mma"]) == {"M": 128, "N": 128, "K": 64}
     assert _least_shape(by_id["gemm_mma_async3_raster8"]) == {"M": 1024, "N": 128, "K": 96}
     assert _least_shape(by_id["gemm_mma_8warps_bk64_async3"]) == {"M": 128, "N": 128, "K": 192}
+
+
+def test_the_plans_are_what_their_script_writes() -> None:
+    """samples/gpu/gemm_mma*.plan.json are written by samples/gpu/gemm_mma_plans.py: a plan
+    edited by hand, or an option changed without rewriting them, fails here."""
+    path = GPU_SAMPLES / "gemm_mma_plans.py"
+    spec = importlib.util.spec_from_file_location("gemm_mma_plans", path)
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    assert "gemm_mma_128x256_async4_raster8_prefetch" in script.PLANS
+    for name, options in script.PLANS.items():
+        written = json.loads((GPU_SAMPLES / f"{name}.plan.json").read_text())
+        assert written == json.loads(json.dumps(script.plan(**options))), name
