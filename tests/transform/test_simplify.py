@@ -54,3 +54,23 @@ def test_narrow_integers_compute_the_same() -> None:
 @pytest.mark.parametrize("n", [2, 5, 9])
 def test_moved_offsets_compute_the_same(n: int) -> None:
     same_results("moved_offsets", {"n": n}, {})
+
+
+def test_and_of_ors_computes_the_same() -> None:
+    """The and-of-ors golden's conditions on scalars that make each of their terms true and
+    false in turn (random scalars would leave every `i == 20` false), and on every B."""
+    module = parse((GOLDEN / "and_of_ors.before.tir").read_text())
+    after = run_passes(module, "simplify{convert_boolean_to_and_of_ors=true}")
+    rows = [(i, j, k) for i in (0, 1, 20, 30) for j in (0, 3, 10) for k in (0, 1, 20, 30)]
+    for n, (i, j, k) in enumerate(rows):
+        flags = [bool(n >> bit & 1) for bit in range(4)]
+        results = []
+        for program in (module, after):
+            args = random_inputs(program["main"], 0, sizes={"i": i, "j": j, "k": k})
+            assert (args["i"], args["j"], args["k"]) == (i, j, k)
+            flag_array = args["B"]
+            assert isinstance(flag_array, np.ndarray)
+            flag_array[...] = flags
+            run(program["main"], args, module=program)
+            results.append(args["A"])
+        np.testing.assert_array_equal(results[1], results[0], err_msg=f"{i, j, k, flags}")

@@ -10,6 +10,7 @@ import dataclasses
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 
+from tirc.analysis.arith.and_of_ors import as_and_of_ors
 from tirc.analysis.arith.bound import Bound
 from tirc.ir import dtype as dt
 from tirc.ir import expr as E
@@ -66,6 +67,9 @@ class Context:
     # each side of an `and` / `or` simplified knowing the other (TVM's
     # apply_constraints_to_boolean_branches): `n < 10 and n < 5` is `n < 5`
     boolean_branches: bool = False
+    # a scalar `and` / `or` rewritten as a simplified `and` of `or`s (and_of_ors.py; TVM's
+    # convert_boolean_to_and_of_ors): `a or b and c` is `(a or b) and (a or c)`
+    and_of_ors: bool = False
 
     def with_facts(
         self, facts: Mapping[Hashable, bool], differences: Mapping[Hashable, Bound]
@@ -119,6 +123,27 @@ def is_negation(a: PrimExpr, b: PrimExpr) -> bool:
     return False
 
 
+def negated(expr: PrimExpr) -> PrimExpr | None:
+    """`not expr` with the negation moved inside, as the and-of-ors form has it: De Morgan's
+    laws for `and` / `or`, the complement of an integer comparison (`not i < n` is
+    `n <= i`, as TVM writes it; a float's stays, since NaN fails both); None for others."""
+    if isinstance(expr, E.And):
+        return E.Or(E.Not(expr.a), E.Not(expr.b))
+    if isinstance(expr, E.Or):
+        return E.And(E.Not(expr.a), E.Not(expr.b))
+    if isinstance(expr, E.CompareOp) and expr.a.dtype.is_integer:
+        a, b = expr.a, expr.b
+        return {
+            E.LT: lambda: E.LE(b, a),
+            E.LE: lambda: E.LT(b, a),
+            E.GT: lambda: E.LE(a, b),
+            E.GE: lambda: E.LT(a, b),
+            E.EQ: lambda: E.NE(a, b),
+            E.NE: lambda: E.EQ(a, b),
+        }[type(expr)]()
+    return None
+
+
 def make_compare(kind: type[E.CompareOp], a: PrimExpr, b: PrimExpr) -> E.CompareOp:
     return kind(a, b)
 
@@ -154,6 +179,18 @@ class BooleanRules(Mutator):
     def _under(self, condition: PrimExpr, expr: PrimExpr) -> PrimExpr:
         """`expr` simplified knowing `condition` (the simplifier's)."""
         raise NotImplementedError
+
+    def _apart(self, expr: PrimExpr, known: PrimExpr | None) -> PrimExpr:
+        """`expr` simplified (knowing `known` where given) without the and-of-ors rule, each
+        side of an `and` / `or` knowing the other: how that rule simplifies two of its terms
+        together (the simplifier's)."""
+        raise NotImplementedError
+
+    def _normalized(self, expr: E.And | E.Or) -> PrimExpr:
+        """`expr` as an `and` of `or`s where the context asks for that form."""
+        if not self.context.and_of_ors or not expr.dtype.is_scalar:
+            return expr
+        return as_and_of_ors(expr, self._apart)
 
     def _branches(self, a: PrimExpr, b: PrimExpr, is_and: bool) -> tuple[PrimExpr, PrimExpr]:
         """Each side simplified knowing the other holds (`and`) or fails (`or`), in turn,
@@ -203,8 +240,8 @@ class BooleanRules(Mutator):
             return bool_const(False)  # `x and not x`
         narrower = tightened(a, b)
         if narrower is not None:
-            return dataclasses.replace(rebuilt, a=narrower)
-        return rebuilt
+            rebuilt = dataclasses.replace(rebuilt, a=narrower)
+        return self._normalized(rebuilt)
 
     def visit_Or(self, node: E.Or) -> PrimExpr:
         rebuilt = self._logical(node, absorbing=1)
@@ -222,7 +259,7 @@ class BooleanRules(Mutator):
                 return other
         if rebuilt.dtype.is_scalar and is_pure(a) and is_negation(a, b):
             return bool_const(True)  # `x or not x`
-        return rebuilt
+        return self._normalized(rebuilt)
 
     def visit_Not(self, node: E.Not) -> PrimExpr:
         rebuilt = self.generic_visit(node)
@@ -231,6 +268,11 @@ class BooleanRules(Mutator):
             return bool_const(not inner.value)
         if isinstance(inner, E.Not):
             return inner.a
+        if self.context.and_of_ors and rebuilt.dtype.is_scalar:
+            pushed = negated(inner)
+            if pushed is not None:
+                result: PrimExpr = self.visit(pushed)
+                return result
         return rebuilt
 
     def visit_Select(self, node: E.Select) -> PrimExpr:

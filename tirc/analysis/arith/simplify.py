@@ -186,6 +186,15 @@ class Simplifier(BooleanRules):
         ranges, context = self.assumed(condition)
         return Simplifier(ranges, None, context).visit(expr)
 
+    def _apart(self, expr: PrimExpr, known: PrimExpr | None) -> PrimExpr:
+        context = dataclasses.replace(self.context, and_of_ors=False, boolean_branches=True)
+        simplifier = Simplifier(self.ranges, None, context)
+        if known is not None:
+            ranges, context = simplifier.assumed(simplifier.visit(known))
+            simplifier = Simplifier(ranges, None, context)
+        result: PrimExpr = simplifier.visit(expr)
+        return result
+
     def literal_facts(
         self, condition: PrimExpr
     ) -> tuple[dict[Hashable, bool], list[tuple[PrimExpr, Bound]], list[tuple[Var, Bound]]]:

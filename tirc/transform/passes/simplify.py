@@ -55,13 +55,14 @@ class StatementSimplifier(Mutator):
     programs the same way."""
 
     @classmethod
-    def over(cls, func: PrimFunc, boolean_branches: bool = False) -> Self:
+    def over(cls, func: PrimFunc, boolean_branches: bool = False, and_of_ors: bool = False) -> Self:
         """A simplifier for `func`'s body, knowing its buffer parameters' shapes non-negative;
-        with `boolean_branches`, each side of an `and` / `or` knows the other."""
+        with `boolean_branches`, each side of an `and` / `or` knows the other; with
+        `and_of_ors`, conditions become a simplified `and` of `or`s."""
         simplifier = cls()
         context = simplifier.analyzer.context
         simplifier.analyzer.context = dataclasses.replace(
-            context, boolean_branches=boolean_branches
+            context, boolean_branches=boolean_branches, and_of_ors=and_of_ors
         )
         for _, buffer in func.buffer_map:
             for extent in buffer.shape:
@@ -216,8 +217,12 @@ class Simplify(FunctionPass):
     leaves = Dialect.S_TIR
     # each side of an `and` / `or` simplified knowing the other, as TVM's option of that name
     apply_constraints_to_boolean_branches: bool = False
+    # conditions as a simplified `and` of `or`s, as TVM's option of that name
+    convert_boolean_to_and_of_ors: bool = False
 
     def run_function(self, func: PrimFunc) -> PrimFunc:
-        simplifier = StatementSimplifier.over(func, self.apply_constraints_to_boolean_branches)
+        simplifier = StatementSimplifier.over(
+            func, self.apply_constraints_to_boolean_branches, self.convert_boolean_to_and_of_ors
+        )
         body = simplifier.visit(func.body)
         return func if body is func.body else dataclasses.replace(func, body=body)
