@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from tirc.codegen.abi import AbiParam, ParamKind, function_abi
-from tirc.ir.abi import is_kernel
+from tirc.ir.abi import is_kernel, returned_type
 from tirc.ir.dtype import DataType
 from tirc.ir.function import IRModule
 
@@ -73,6 +73,8 @@ def header_text(module: IRModule, guard_name: str, prefix: str = "") -> str:
     ]
     for symbol, name in exported_functions(module, prefix):
         params = ", ".join(c_parameter(p) for p in function_abi(module[name])) or "void"
-        lines.append(f"int32_t {symbol}({params});")
+        result = returned_type(module[name])  # a function that returns a value returns it
+        returns = "int32_t" if result is None else c_element_type(result)
+        lines.append(f"{returns} {symbol}({params});")
     lines += ["", "#ifdef __cplusplus", "}", "#endif", "", f"#endif /* {guard} */", ""]
     return "\n".join(lines)

@@ -33,7 +33,7 @@ from tirc.driver.run_cpu import FLOAT_ATOL, FLOAT_RTOL, compare
 from tirc.driver.run_cpu import bench as time_calls
 from tirc.driver.source import read_source
 from tirc.driver.target import parse_target
-from tirc.ir.abi import is_kernel, parameter_buffers
+from tirc.ir.abi import is_kernel, parameter_buffers, returned_type
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import Var
 from tirc.ir.function import IRModule, PrimFunc
@@ -47,8 +47,8 @@ from tirc.runtime.throughput import Timing, moved_bytes, multiply_add_flops
 @dataclass(frozen=True)
 class Ran:
     """What a backend's run gives the summary: the seconds of the call, its timing with
-    --bench (and the bytes and float operations of a call to say it in), and notes before
-    the check's and after the timing's."""
+    --bench (and the bytes and float operations of a call to say it in), notes before the
+    check's and after the timing's, and the value the function returned."""
 
     elapsed: float
     timing: Timing | None = None
@@ -56,6 +56,7 @@ class Ran:
     first_notes: tuple[str, ...] = ()
     last_notes: tuple[str, ...] = ()
     moved: int = 0
+    returned: object = None  # the value the function returned (T.ret); None: it returns none
 
 
 @dataclass(frozen=True)
@@ -164,6 +165,8 @@ def run_file(
     # with `--save -` the npz goes to stdout, so the summary goes to stderr
     stream = sys.stderr if save == STDOUT else sys.stdout
     print(summary(name, str(target), ran.elapsed, function, args, given, save, sizes), file=stream)
+    if ran.returned is not None:
+        print(f"  returned {_value_text(ran.returned)} ({returned_type(function)})", file=stream)
     for note in ran.first_notes:
         print(note, file=stream)
     if ran.timing is not None:
@@ -259,7 +262,7 @@ def _execute(
         reference = {key: np.array(value, copy=True) for key, value in args.items()}
         checked, checked_function, why = _reference_program(module, name, function, original)
         fresh_inputs = {key: value.copy() for key, value in reference.items()}
-        _interpret(checked, checked_function, reference)
+        expected = _interpret(checked, checked_function, reference)
     if target.backend == "interp":
         ran = _run_in_interpreter(module, name, function, args, bench, meter)
         if gpu_model is not None and not _runs_gpu_threads(module, function):
@@ -292,6 +295,7 @@ def _execute(
             atol=rule.atol,
             relative_atol=rule.relative_atol,
         )
+        problems += compare_returned(ran.returned, expected, rule.label, rule.rtol, rule.atol)
         if problems:
             message = f"{rule.differs}: " + "; ".join(problems)
             meter.stage("looking for reads of memory the program never wrote")
@@ -344,21 +348,21 @@ def _run_in_interpreter(
 
     meter.stage(f"running {name} in the interpreter")
     start = time.perf_counter()
-    run(function, args, module=module)
+    returned = run(function, args, module=module)
     elapsed = time.perf_counter() - start
     if not bench:
-        return Ran(elapsed)
+        return Ran(elapsed, returned=returned)
     snapshot = {key: np.array(value, copy=True) for key, value in args.items()}
     meter.stage(f"timing {name} in the interpreter", total=1.0)
     timing = time_calls(lambda: run(function, dict(snapshot), module=module), 0.5, 20, meter)
-    return Ran(elapsed, timing)
+    return Ran(elapsed, timing, returned=returned)
 
 
 @dataclass(frozen=True)
 class CompiledForCpu:
     """The function compiled for this CPU, and the notes the run says first."""
 
-    call: Callable[[Mapping[str, object]], int]
+    call: Callable[[Mapping[str, object]], int | float]  # its status, or the value it returns
     first_notes: tuple[str, ...]
 
 
@@ -397,12 +401,14 @@ def _run_on_cpu(
     pristine = {key: np.array(value, copy=True) for key, value in args.items()} if bench else None
     meter.stage(f"running {name}")
     start = time.perf_counter()
-    status = call(args)
+    result = call(args)
     elapsed = time.perf_counter() - start
-    if status != 0:
-        raise DiagnosticError.at(None, f"{name} failed an assertion (it returned {status})")
+    # a function that returns a value has no status apart from it (docs/abi.md)
+    returned = result if returned_type(function) is not None else None
+    if returned is None and result != 0:
+        raise DiagnosticError.at(None, f"{name} failed an assertion (it returned {result})")
     if pristine is None:
-        return Ran(elapsed, first_notes=tuple(first))
+        return Ran(elapsed, first_notes=tuple(first), returned=returned)
     # deferred: llvmlite (about a second), only for the CPU backend
     from tirc.runtime.jit import aligned_copy
 
@@ -412,7 +418,7 @@ def _run_on_cpu(
     timing = time_calls(lambda: call(scratch), meter=meter)
     meter.stage("timing a numpy copy of the buffers", total=1.0)
     baseline = f"bench: {_numpy_baseline(function, args, timing.median, meter)}"
-    return Ran(elapsed, timing, None, tuple(first), (baseline,))
+    return Ran(elapsed, timing, None, tuple(first), (baseline,), returned=returned)
 
 
 def _reference_program(
@@ -442,8 +448,9 @@ def _reference_program(
     return module, function, ()
 
 
-def _interpret(module: IRModule, function: PrimFunc, values: dict[str, np.ndarray]) -> None:
-    """Runs the function in the interpreter on `values` (scalars as Python numbers), in place."""
+def _interpret(module: IRModule, function: PrimFunc, values: dict[str, np.ndarray]) -> object:
+    """Runs the function in the interpreter on `values` (scalars as Python numbers), in place;
+    the value it returns (None for none)."""
     from tirc.interp import run  # deferred: the interpreter (about a second), only when it runs
 
     scalars = {
@@ -452,8 +459,32 @@ def _interpret(module: IRModule, function: PrimFunc, values: dict[str, np.ndarra
         if value.ndim == 0 and _buffer_of(function, _param(function, key)) is None
     }
     arguments: dict[str, np.ndarray | int] = {**values, **scalars}
-    run(function, arguments, module=module)
+    returned = run(function, arguments, module=module)
     values.update({k: np.asarray(v) for k, v in arguments.items() if k not in scalars})
+    return returned
+
+
+def compare_returned(got: object, want: object, label: str, rtol: float, atol: float) -> list[str]:
+    """A line when the value the compiled function returned differs from the interpreter's:
+    integers and bools exactly, floats within rtol/atol (NaN equal to NaN)."""
+    if want is None:
+        return []
+    if isinstance(want, float) and isinstance(got, (int, float)):
+        same = bool(np.isclose(got, want, rtol=rtol, atol=atol, equal_nan=True))
+    else:
+        same = got == want
+    if same:
+        return []
+    return [
+        f"the returned value differs: {label} {_value_text(got)}, interpreter {_value_text(want)}"
+    ]
+
+
+def _value_text(value: object) -> str:
+    """A returned value as the summary says it: bools as true/false, floats as repr does."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return repr(value)
 
 
 @dataclass(frozen=True)

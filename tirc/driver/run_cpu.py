@@ -24,16 +24,17 @@ FLOAT_ATOL = 1e-5
 
 def jit_function(
     module: IRModule, name: str, target: Target | str = "cpu", opt_level: int = 3
-) -> Callable[[Mapping[str, object]], int]:
+) -> Callable[[Mapping[str, object]], int | float]:
     """The function `name` of the (scheduled) `module`, compiled and loaded; the returned
-    callable keeps the JIT alive."""
+    callable keeps the JIT alive and returns the function's C result (its status, or the
+    value it returns)."""
     call, _ = jit_compile(module, name, target, opt_level)
     return call
 
 
 def jit_compile(
     module: IRModule, name: str, target: Target | str = "cpu", opt_level: int = 3
-) -> tuple[Callable[[Mapping[str, object]], int], IRModule]:
+) -> tuple[Callable[[Mapping[str, object]], int | float], IRModule]:
     """jit_function's callable, and the lowered module it was compiled from."""
     # deferred: llvmlite (about a second), only for the CPU backend
     from tirc.codegen.llvm import compile_module
@@ -50,7 +51,7 @@ def jit_compile(
     jit = JitModule(compiled, public)
     function = jit[name]
 
-    def call(args: Mapping[str, object]) -> int:
+    def call(args: Mapping[str, object]) -> int | float:
         _ = jit  # the code lives as long as this closure
         return function(args)
 

@@ -18,7 +18,7 @@ from tirc.interp.lockstep.kernel import launch_line
 from tirc.interp.memory.storage import array_type, storage_from_array
 from tirc.interp.semantics.values import round_to
 from tirc.interp.threads.function import CompiledFunction, compile_python, execute
-from tirc.ir.abi import parameter_buffers
+from tirc.ir.abi import parameter_buffers, returned_type
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType, parse_dtype
 from tirc.ir.expr import IntImm, Var
@@ -34,9 +34,11 @@ def run(
     *,
     module: IRModule | None = None,
     gpu_model: str | None = None,
-) -> None:
+) -> object:
     """Runs func on args (keyed by parameter name, or a buffer parameter's buffer name),
     updating buffer arguments in place; raises DiagnosticError for errors in the program.
+    Returns the value the function returns (`T.ret`; 0 of its return type where it ends
+    without one), None for a function that returns none.
 
     gpu_model: how GPU kernels run: "threads" (each thread a coroutine; catches data races),
     "lockstep" (all threads as numpy lanes; fast, for race-free kernels) or "auto" (lockstep
@@ -45,9 +47,19 @@ def run(
     compiled = compile_function(func, _function_name(func, module), module)
     inputs, write_backs = bind_arguments(func, args)
     with use_gpu_model(gpu_model) if gpu_model is not None else nullcontext():
-        execute(compiled, inputs)
+        value = execute(compiled, inputs)
     for original, copy in write_backs:
         original[...] = copy.reshape(original.shape)
+    return _returned(func, value)
+
+
+def _returned(func: PrimFunc, value: object) -> object:
+    """What a call of func gives: its `T.ret` value, or where it ended without one, 0 of its
+    return type (as the compiled code returns), or None for a function that returns none."""
+    result = returned_type(func)
+    if value is not None or result is None:
+        return value
+    return 0.0 if result.is_float else False if result.is_bool else 0
 
 
 @lru_cache(maxsize=64)
@@ -61,14 +73,14 @@ def compile_function(
     return compile_python(func, name, module, _launcher, launch_line, subroutine)
 
 
-def _launcher(kernel: PrimFunc, name: str, module: IRModule | None) -> Callable[..., int]:
+def _launcher(kernel: PrimFunc, name: str, module: IRModule | None) -> Callable[..., object]:
     """A host's launch of a kernel function of its module, or a call of another function
     of it: the callee runs to the end."""
     compiled = compile_function(kernel, name, module, subroutine=True)
 
-    def launch(*args: object) -> int:
-        execute(compiled, list(args))
-        return 0
+    def launch(*args: object) -> object:
+        value = _returned(kernel, execute(compiled, list(args)))
+        return 0 if value is None else value  # a kernel's status, or a callee's value
 
     return launch
 

@@ -2,7 +2,8 @@
 backends, interpreter and runtime that read them: which functions are kernels
 (split-host-device's `tirc.kernel` attribute), how a host spells a launch
 (`T.call_extern("int32", "f_kernel", args...)`), which scalar types C can pass, the variables
-of a buffer's layout, and the buffer over each pointer parameter (docs/abi.md).
+of a buffer's layout, the buffer over each pointer parameter, and the type a function returns
+with `T.ret` (docs/abi.md).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from tirc.ir.node import Node
 KERNEL_ATTR = "tirc.kernel"
 LAUNCH_KEYS = ("thread_extent", "virtual_thread")
 EXTERN_CALL = "call_extern"
+RETURN_CALL = "ret"
 
 
 def is_kernel(func: PrimFunc) -> bool:
@@ -43,6 +45,22 @@ def has_c_type(dtype: DataType) -> bool:
     if dtype.is_vector:
         return False
     return dtype.is_integer or dtype.is_bool or (dtype.is_float and dtype.bits in (32, 64))
+
+
+def returned_type(func: PrimFunc) -> DataType | None:
+    """The type of the value the function returns (`-> T.float32`, `return x`): its declared
+    return type, else that of its first `T.ret`; None for a function that returns no value
+    (its C result is a status)."""
+    if func.ret_type is not None and not func.ret_type.is_void:
+        return func.ret_type
+    found: list[DataType] = []
+
+    def visit(node: Node) -> None:
+        if isinstance(node, E.Call) and node.op == RETURN_CALL and not found:
+            found.append(node.dtype)
+
+    walk(func.body, visit)
+    return found[0] if found else None
 
 
 def layout_vars(buffer: Buffer) -> list[E.Var]:

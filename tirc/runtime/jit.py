@@ -14,6 +14,7 @@ import itertools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 import llvmlite.binding as llvm
 import numpy as np
@@ -21,13 +22,23 @@ import numpy as np
 from tirc.codegen.abi import AbiParam, ParamKind, function_abi
 from tirc.codegen.llvm import CompiledModule
 from tirc.diagnostics import DiagnosticError
+from tirc.ir.abi import returned_type
+from tirc.ir.dtype import DataType
 from tirc.ir.expr import Var
 from tirc.ir.function import PrimFunc
 
 _LIBRARY_NAMES = itertools.count()
-_C_TYPES = {
+_C_TYPES: dict[str, type[ctypes._SimpleCData[Any]]] = {
     "handle": ctypes.c_void_p,
+    "bool": ctypes.c_bool,
+    "int8": ctypes.c_int8,
+    "int16": ctypes.c_int16,
+    "int32": ctypes.c_int32,
     "int64": ctypes.c_int64,
+    "uint8": ctypes.c_uint8,
+    "uint16": ctypes.c_uint16,
+    "uint32": ctypes.c_uint32,
+    "uint64": ctypes.c_uint64,
     "float32": ctypes.c_float,
     "float64": ctypes.c_double,
 }
@@ -48,11 +59,13 @@ class JitFunction:
     symbol: str
     func: PrimFunc
     abi: list[AbiParam]
-    entry: Callable[..., int]
+    entry: Callable[..., int | float]
+    result: DataType | None = None  # the type of the value it returns; None: a status
 
-    def __call__(self, args: Mapping[str, object]) -> int:
+    def __call__(self, args: Mapping[str, object]) -> int | float:
         """Calls the function with `args` keyed by parameter name (buffers as numpy arrays,
-        updated in place); shape variables come from the arrays' shapes. Returns the status."""
+        updated in place); shape variables come from the arrays' shapes. Returns the status,
+        or the value of a function that returns one (`result`)."""
         sizes = self.shape_values(args)
         call_args: list[object] = []
         copies: list[tuple[np.ndarray, np.ndarray]] = []
@@ -72,10 +85,10 @@ class JitFunction:
             else:
                 value = args[param.name]
                 call_args.append(value.item() if isinstance(value, np.ndarray) else value)
-        status = int(self.entry(*call_args))
+        returned = self.entry(*call_args)
         for original, aligned in copies:
             np.copyto(original, aligned.reshape(original.shape))
-        return status
+        return returned
 
     def shape_values(self, args: Mapping[str, object]) -> dict[Var, int]:
         sizes: dict[Var, int] = {}
@@ -149,9 +162,11 @@ class JitModule:
         self.functions: dict[str, JitFunction] = {}
         for symbol, func in functions.items():
             abi = function_abi(func)
-            prototype = ctypes.CFUNCTYPE(ctypes.c_int32, *[_C_TYPES[str(p.abi_dtype)] for p in abi])
+            result = returned_type(func)
+            returns = ctypes.c_int32 if result is None else _C_TYPES[str(result)]
+            prototype = ctypes.CFUNCTYPE(returns, *[_C_TYPES[str(p.abi_dtype)] for p in abi])
             entry = prototype(self.tracker[symbol])
-            self.functions[symbol] = JitFunction(symbol, func, abi, entry)
+            self.functions[symbol] = JitFunction(symbol, func, abi, entry, result)
 
     def __getitem__(self, symbol: str) -> JitFunction:
         return self.functions[symbol]

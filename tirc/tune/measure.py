@@ -231,7 +231,7 @@ def _load(path: str) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     return inputs, outputs
 
 
-def _jit(module: Any, task: Task) -> Callable[[dict[str, Any]], int]:
+def _jit(module: Any, task: Task) -> Callable[[dict[str, Any]], int | float]:
     """The function compiled for the task's CPU target (for the host, for a CUDA task's
     reference)."""
     return jit_function(module, task.func, task.target if task.kind == "cpu" else "cpu")

@@ -16,6 +16,7 @@ from tirc.codegen.llvm.emitter import (
     EXPR_RULES,
     FLOAT_FLAGS,
     Emitter,
+    free_all,
     llvm_intrinsic,
     unsupported,
 )
@@ -272,6 +273,23 @@ def _llvm_intrinsic_call(em: Emitter, call: Call) -> ir.Value:
     return value if not call.dtype.is_void else ir.Constant(T.I32, 0)
 
 
+def _return(em: Emitter, call: Call) -> ir.Value:
+    """`T.ret(value)`: frees the function's heap allocations and returns `value`, converted
+    to its return type; what follows goes in a block nothing reaches."""
+    if em.in_parallel or em.result is None:
+        # an outlined parallel body returns its status to GOMP's caller, not the value
+        raise DiagnosticError.at(
+            call.span, "T.ret returns from the function; inside a T.parallel loop it cannot"
+        )
+    (operand,) = call.expr_args()
+    value = emit_cast(em.builder, em.expr(operand), operand.dtype, em.result)
+    for pointers in reversed(em.frees):
+        free_all(em, pointers)
+    em.builder.ret(value)
+    em.continue_in_dead_block()
+    return ir.Constant(T.I32, 0)
+
+
 def _fmod(em: Emitter, call: Call) -> ir.Value:
     a, b = _args(em, call)
     return em.builder.frem(a, b, flags=FLOAT_FLAGS)
@@ -306,6 +324,7 @@ CALL_RULES: dict[str, CallRule] = {
     "address_of": emit_address_of,
     "assume": _assume,
     "undef": _undef,
+    "ret": _return,
     "call_extern": _extern,
     "call_pure_extern": _extern,
     "call_llvm_intrin": _llvm_intrinsic_call,
@@ -351,13 +370,17 @@ FLOAT_MATH = frozenset({"exp", "tanh", "log", "sigmoid", "rsqrt", "fmod", *_LLVM
 def _subroutine_call(em: Emitter, call: Call, name: str) -> ir.Value:
     """`Module.f(args...)`: a call of the module's function `f` through its C ABI (pointers
     and scalars); a status other than 0 (a failed assertion, a misaligned pointer) fails the
-    caller too."""
+    caller too. The call of a function that returns a value (`T.ret`) is that value."""
     symbol = em.symbols.get(name)
     callee = em.module.globals.get(symbol) if symbol is not None else None
     if not isinstance(callee, ir.Function):
         raise unsupported(call, f"a call of {name}, which calls back into its caller")
-    if not call.dtype.is_void:
-        raise unsupported(call, f"a call of {name} for its value ({call.dtype})")
+    result = em.results.get(name)
+    if not call.dtype.is_void and result != call.dtype:
+        returns = f"returns {result}" if result is not None else "returns no value"
+        raise DiagnosticError.at(
+            call.span, f"the call takes a {call.dtype} from {name}, which {returns}"
+        )
     types = callee.function_type.args
     if len(call.args) != len(types):
         raise DiagnosticError.at(
@@ -372,6 +395,8 @@ def _subroutine_call(em: Emitter, call: Call, name: str) -> ir.Value:
             wanted = dt.INT64 if isinstance(typ, ir.IntType) else arg.dtype
             args.append(emit_cast(em.builder, value, arg.dtype, wanted))
     status = em.builder.call(callee, args)
+    if result is not None:  # no status to check: a failure is a value too (docs/abi.md)
+        return status if not call.dtype.is_void else ir.Constant(T.I32, 0)
     failed = em.builder.icmp_signed("!=", status, ir.Constant(T.I32, 0))
     fail = em.builder.append_basic_block(f"{name}.failed")
     done = em.builder.append_basic_block(f"{name}.done")

@@ -67,6 +67,9 @@ class Emitter:
     registers: RegisterFile | None = None  # the target's vector registers (register_tile.py)
     # the module's functions a subroutine call (`Module.f(...)`) names: their symbols
     symbols: Mapping[str, str] = field(default_factory=dict)
+    result: DataType | None = None  # the type of the value the function returns (T.ret)
+    # the type each of the module's functions returns (None: a status), by name
+    results: Mapping[str, DataType | None] = field(default_factory=dict)
 
     def expr(self, expr: object) -> ir.Value:
         """The value of an expression; anything else (a call's buffer or dtype argument where

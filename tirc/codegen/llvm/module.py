@@ -13,6 +13,7 @@ from tirc.codegen.llvm.function import emit_function
 from tirc.codegen.llvm.target import target_machine, vector_registers
 from tirc.codegen.llvm.tvm_ffi import add_tvm_ffi_wrappers
 from tirc.diagnostics import DiagnosticError, Note
+from tirc.ir.abi import returned_type
 from tirc.ir.expr import Call, PrimExpr, StringImm, subroutine_name
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.functor import walk
@@ -62,6 +63,7 @@ def build_ir(
         for name, _ in module.functions
     }
     order = _callees_first(module)
+    results = {name: returned_type(func) for name, func in module.functions}
     called = {callee for _, func in order for callee in _callees(func)}
     for name, func in order:
         symbol = symbol_of[name]
@@ -74,6 +76,7 @@ def build_ir(
             registers,
             symbol_of,
             assume_aligned=name not in called,
+            results=results,
         )
         if symbol in exported:
             symbols.append(symbol)

@@ -20,7 +20,9 @@ from tirc.codegen.ffi_signature import Dimension, FfiSignature, TensorParam, ffi
 from tirc.codegen.llvm import types as T
 from tirc.codegen.llvm.casts import emit_cast
 from tirc.codegen.llvm.emitter import Emitter
+from tirc.diagnostics import DiagnosticError
 from tirc.ir import dtype as dt
+from tirc.ir.abi import returned_type
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.function import IRModule
 
@@ -39,6 +41,12 @@ def add_tvm_ffi_wrappers(
     """Adds `__tvm_ffi_<symbol>` for each (symbol, function name) exported; their names."""
     names = []
     for symbol, name in exported:
+        if returned_type(lowered[name]) is not None:
+            raise DiagnosticError.at(
+                lowered[name].span,
+                f"--abi tvm-ffi does not pass the value {name} returns yet; its C function "
+                "returns it (--abi c)",
+            )
         signature = ffi_signature(symbol, lowered[name])
         target = module.globals[symbol]
         assert isinstance(target, ir.Function)

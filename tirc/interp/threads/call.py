@@ -30,7 +30,7 @@ from tirc.interp.threads.tma_calls import RULES as TMA_RULES
 from tirc.interp.threads.wmma_calls import RULES as WMMA_RULES
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType, parse_dtype
-from tirc.ir.expr import BufferLoad, Call, Mod, PrimExpr, StringImm, subroutine_name
+from tirc.ir.expr import BufferLoad, Call, Cast, Mod, PrimExpr, StringImm, subroutine_name
 from tirc.ir.integer import int_range
 
 CallRule = Callable[["CallCompiler", Call], Code]
@@ -360,6 +360,22 @@ def _vector_half(high: bool) -> CallRule:
     return rule
 
 
+def _return(compiler: CallCompiler, call: Call) -> Code:
+    """`T.ret(value)`: the function returns `value`, converted to its return type (docs/abi.md),
+    from however deep in its loops; the statements after it do not run."""
+    if compiler.ctx.kernel is not None:
+        raise DiagnosticError.at(
+            call.span, "T.ret returns from a host function; a GPU kernel's threads cannot"
+        )
+    value = call.args[0]
+    assert isinstance(value, PrimExpr)  # the parser checks intrinsic arguments
+    result = compiler.ctx.result_type or value.dtype
+    if value.dtype != result:
+        value = Cast(result, value, span=call.span)
+    returned = compiler.exprs.compile(value)
+    return Code(f"_return({returned.text})")
+
+
 def _vector_combine(compiler: CallCompiler, call: Call) -> Code:
     low, high = (compiler.argument(arg) for arg in call.args[-2:])
     return Code(f"({low.text} + {high.text})")
@@ -390,6 +406,7 @@ _RULES: dict[str, CallRule] = {
     "vectorlow": _vector_half(high=False),
     "vectorhigh": _vector_half(high=True),
     "vectorcombine": _vector_combine,
+    "ret": _return,
     **PTX_RULES,
     **WMMA_RULES,
     **TMA_RULES,

@@ -97,7 +97,7 @@ class KernelState:
 
 # compiles a kernel function of the module that a host function launches: (kernel, name,
 # module) -> the launch to call with the kernel's arguments
-Launcher = Callable[[PrimFunc, str, "IRModule | None"], Callable[..., int]]
+Launcher = Callable[[PrimFunc, str, "IRModule | None"], Callable[..., object]]
 # the generated line that launches a GPU kernel: (statement compiler, outermost thread
 # binding, kernel name, grid, block, site) -> line (the lockstep model's, given from above)
 LaunchLine = Callable[..., str]
@@ -128,6 +128,7 @@ class Context:
     launch_line: LaunchLine | None = None
     serial_threads: bool = False  # s-tir: thread-bound loops mean serial loops
     cluster: tuple[int, int, int] | None = None  # the function's cluster shape (ir.cluster)
+    result_type: DataType | None = None  # the type the function returns (ir.abi.returned_type)
     current_node: Node | None = None
     loops: int = 0  # loops (and kernels) around the code being emitted
     nesting: int = 0  # blocks open in the Python function being emitted (Python allows 20)

@@ -18,9 +18,9 @@ from tirc.diagnostics import Diagnostic, DiagnosticError, Note
 from tirc.interp.fault import Fault, Site
 from tirc.interp.threads.context import Context, Launcher, LaunchLine
 from tirc.interp.threads.dead_code import remove_unread
-from tirc.interp.threads.runtime import base_namespace
+from tirc.interp.threads.runtime import Returned, base_namespace
 from tirc.interp.threads.stmt import StmtCompiler
-from tirc.ir.abi import is_kernel
+from tirc.ir.abi import is_kernel, returned_type
 from tirc.ir.buffer import Buffer
 from tirc.ir.cluster import cluster_dims
 from tirc.ir.dtype import DataType
@@ -61,6 +61,7 @@ def compile_python(
     ctx.data_types = _data_types(func)
     ctx.serial_threads = func.is_s_tir
     ctx.cluster = cluster_dims(func)
+    ctx.result_type = returned_type(func)
     compiler = StmtCompiler(ctx)
     _prologue(compiler, func, subroutine)
     compiler.compile(func.body)
@@ -95,10 +96,13 @@ _PYTHON_FAULTS: dict[type[Exception], str] = {
 _PYTHON_FAULT_TYPES = tuple(_PYTHON_FAULTS)
 
 
-def execute(compiled: CompiledFunction, inputs: list[object]) -> None:
-    """Runs compiled on inputs; a run-time fault becomes a diagnostic at its node's span."""
+def execute(compiled: CompiledFunction, inputs: list[object]) -> object:
+    """Runs compiled on inputs and gives the value its `T.ret` returns (None where it returns
+    none); a run-time fault becomes a diagnostic at its node's span."""
     try:
         compiled.entry(inputs)
+    except Returned as returned:
+        return returned.value
     except Fault as fault:
         raise fault_diagnostic(compiled, fault) from None
     except _PYTHON_FAULT_TYPES as error:
@@ -108,6 +112,7 @@ def execute(compiled: CompiledFunction, inputs: list[object]) -> None:
         meaning = next(text for kind, text in _PYTHON_FAULTS.items() if isinstance(error, kind))
         message = f"{meaning}: {error}"
         raise DiagnosticError.at(getattr(node, "span", None), message) from None
+    return None
 
 
 def fault_diagnostic(compiled: CompiledFunction, fault: Fault) -> DiagnosticError:

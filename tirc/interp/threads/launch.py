@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from tirc.diagnostics import DiagnosticError
 from tirc.interp.threads.compilers import Calls
 from tirc.interp.threads.context import Code
-from tirc.ir.abi import is_kernel
+from tirc.ir.abi import is_kernel, returned_type
 from tirc.ir.expr import Call, PrimExpr
 from tirc.ir.function import PrimFunc
 
@@ -50,8 +50,9 @@ def compile_launch(compiler: Calls, call: Call, name: str, kernel: PrimFunc) -> 
 
 
 def compile_subroutine_call(compiler: Calls, call: Call, name: str) -> Code:
-    """`Module.f(args...)`: function `f` of the module runs to the end on `args` (pointers
-    and scalars), as a kernel's launch does; the call's value is 0."""
+    """`Module.f(args...)`: function `f` of the module runs on `args` (pointers and scalars)
+    until it returns, as a kernel's launch does; the call's value is what `f` returns
+    (`T.ret`), or 0 for a function that returns none."""
     module = compiler.ctx.module
     if module is None or name not in module:
         raise DiagnosticError.at(call.span, f"the module has no function {name} to call")
@@ -62,17 +63,19 @@ def compile_subroutine_call(compiler: Calls, call: Call, name: str) -> Code:
             f"the interpreter does not call {name}, which takes buffers (a call passes pointers "
             "and scalars)",
         )
-    if not call.dtype.is_void:
+    result = returned_type(callee)
+    if not call.dtype.is_void and result != call.dtype:
+        returns = f"returns {result}" if result is not None else "returns no value"
         raise DiagnosticError.at(
-            call.span, f"the interpreter does not call {name} for its value ({call.dtype})"
+            call.span, f"the call takes a {call.dtype} from {name}, which {returns}"
         )
     args = _arguments(compiler, call, name, callee, call.expr_args())
     launcher = compiler.ctx.launcher
     if launcher is None:
         raise DiagnosticError.at(call.span, f"run the module to call {name}")
-    compiled: list[Callable[..., int]] = []
+    compiled: list[Callable[..., object]] = []
 
-    def run(*values: object) -> int:
+    def run(*values: object) -> object:
         # compiled at the first call, not with the caller: a function may call itself
         if not compiled:
             compiled.append(launcher(callee, name, module))

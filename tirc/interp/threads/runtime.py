@@ -113,6 +113,20 @@ def shuffle_lanes(concatenated: tuple, indices: tuple[int, ...]) -> tuple:
     return tuple(concatenated[i] for i in indices)
 
 
+class Returned(BaseException):
+    """`T.ret(value)` leaving the function from however deep in its loops and nested
+    definitions: `execute` catches it and returns `value`. A BaseException, so that no
+    `except Exception` of the machinery in between takes it for a fault."""
+
+    def __init__(self, value: object):
+        super().__init__(value)
+        self.value = value
+
+
+def return_value(value: object) -> None:
+    raise Returned(value)
+
+
 @cache
 def base_namespace() -> dict[str, object]:
     names: dict[str, object] = {
@@ -130,6 +144,7 @@ def base_namespace() -> dict[str, object]:
         "_vector_store": vector_store,
         "_shuffle_lanes": shuffle_lanes,
         "_select": select,
+        "_return": return_value,
         "_launch": threads.launch,
         "_shared_load": threads.shared_load,
         "_shared_store": threads.shared_store,
