@@ -39,13 +39,14 @@ def jit_compile(
     # deferred: llvmlite (about a second), only for the CPU backend
     from tirc.codegen.llvm import compile_module
     from tirc.driver.lower import lower_module  # deferred: the transform layer, only when lowering
-    from tirc.runtime.jit import JitModule
+    from tirc.runtime.jit import JitModule, check_externs_defined
 
     target = parse_target(target)
     if name in module:
         module, _ = entry_point(module, name, module[name])
     check_runs_on_cpu(module)
     lowered = lower_module(module, target=target, for_backend=True)
+    check_externs_defined(lowered)  # before the link, which would not say which call
     compiled = compile_module(lowered, target, opt_level)
     public = {n: f for n, f in lowered.functions if not f.is_private}
     jit = JitModule(compiled, public)

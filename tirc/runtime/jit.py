@@ -21,11 +21,14 @@ import numpy as np
 
 from tirc.codegen.abi import AbiParam, ParamKind, function_abi
 from tirc.codegen.llvm import CompiledModule
-from tirc.diagnostics import DiagnosticError
+from tirc.diagnostics import Diagnostic, DiagnosticError, Note
+from tirc.ir import expr as E
 from tirc.ir.abi import returned_type
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import Var
-from tirc.ir.function import PrimFunc
+from tirc.ir.function import IRModule, PrimFunc
+from tirc.ir.functor import walk
+from tirc.ir.node import Node
 
 _LIBRARY_NAMES = itertools.count()
 _C_TYPES: dict[str, type[ctypes._SimpleCData[Any]]] = {
@@ -126,6 +129,56 @@ class JitFunction:
                     )
                 sizes[param.var] = int(given)
         return sizes
+
+
+def check_externs_defined(module: IRModule) -> None:
+    """A located error at each `T.call_extern` (or `T.call_pure_extern`) of a function that
+    neither the module nor this process (the C library, libm, libgomp) defines, naming it:
+    ORC's link would fail naming only the function that calls it. An object file may call
+    anything (its user links the library), so only running checks this."""
+    defined = set(module.names()) | {
+        str(func.attrs.get("global_symbol")) for _, func in module.functions
+    }
+    load_openmp()
+    process = ctypes.CDLL(None)
+    errors: list[Diagnostic] = []
+    seen: set[str] = set()
+
+    def visit(node: Node) -> None:
+        if not (isinstance(node, E.Call) and node.op in EXTERN_CALLS and node.args):
+            return
+        name = node.args[0]
+        symbol = name.value if isinstance(name, E.StringImm) else None
+        if symbol is None or symbol in defined or symbol in seen or _in_process(process, symbol):
+            return
+        seen.add(symbol)
+        errors.append(
+            Diagnostic.error(
+                f"T.{node.op} calls '{symbol}', which nothing in this process defines, so the "
+                "compiled code cannot run here",
+                node.span,
+                Note(
+                    "tirc run links the C library, libm and libgomp; `tirc compile` writes an "
+                    f"object that calls '{symbol}', to link with the library that defines it"
+                ),
+            )
+        )
+
+    for _, func in module.functions:
+        walk(func.body, visit)
+    if errors:
+        raise DiagnosticError(errors)
+
+
+EXTERN_CALLS = ("call_extern", "call_pure_extern")
+
+
+def _in_process(process: ctypes.CDLL, symbol: str) -> bool:
+    try:
+        getattr(process, symbol)
+    except AttributeError:
+        return False
+    return True
 
 
 def aligned_array(array: np.ndarray, alignment: int = 64) -> np.ndarray:

@@ -206,10 +206,39 @@ def _extern(em: Emitter, call: Call) -> ir.Value:
     if not isinstance(symbol, str):
         raise unsupported(call, "extern calls whose name is not a string")
     args = [em.expr(arg) for arg in call.args[1:]]
+    existing = em.module.globals.get(symbol)
+    if isinstance(existing, ir.Function):
+        # a function of the module (split-host-device's launch of a CPU "kernel"): its
+        # integer parameters are int64_t (docs/abi.md), which the call's int32 widens to
+        args = _fit_arguments(em, call, symbol, existing, args)
     result = T.VOID if call.dtype.is_void else T.value_type(call.dtype)
     function = em.declare(symbol, result, [a.type for a in args])
     value = em.builder.call(function, args)
     return value if not call.dtype.is_void else ir.Constant(T.I32, 0)
+
+
+def _fit_arguments(
+    em: Emitter, call: Call, symbol: str, callee: ir.Function, args: list[ir.Value]
+) -> list[ir.Value]:
+    """The call's arguments as `callee` declares its parameters: integers sign-extended to a
+    wider integer; a located error for any other difference."""
+    types = callee.function_type.args
+    fitted = []
+    for value, typ in zip(args, types, strict=False):
+        if (
+            isinstance(value.type, ir.IntType)
+            and isinstance(typ, ir.IntType)
+            and 1 < value.type.width < typ.width
+        ):
+            value = em.builder.sext(value, typ)
+        fitted.append(value)
+    if len(args) != len(types) or any(a.type != t for a, t in zip(fitted, types, strict=False)):
+        given = ", ".join(str(a.type) for a in args)
+        wanted = ", ".join(str(t) for t in types)
+        raise DiagnosticError.at(
+            call.span, f"the call passes ({given}) to {symbol}, which takes ({wanted})"
+        )
+    return fitted
 
 
 # the prefixes LLVM gives target-specific intrinsics (llvm.<prefix>.name), and those each

@@ -84,12 +84,17 @@ def build_ir(
 
 
 def _callees(func: PrimFunc) -> list[str]:
-    """The functions of the module that `func`'s subroutine calls call."""
+    """The functions that `func`'s subroutine calls call, and the names its extern calls
+    call (split-host-device's launch of a CPU "kernel" of the module)."""
     callees: list[str] = []
 
     def collect(node: Node) -> None:
         if isinstance(node, Call) and (callee := subroutine_name(node)) is not None:
             callees.append(callee)
+        elif isinstance(node, Call) and node.op == "call_extern" and node.args:
+            name = node.args[0]
+            if isinstance(name, StringImm):
+                callees.append(name.value)
 
     walk(func.body, collect)
     return callees

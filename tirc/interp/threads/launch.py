@@ -19,12 +19,14 @@ from tirc.ir.function import PrimFunc
 
 
 def launched_kernel(compiler: Calls, name: str) -> PrimFunc | None:
-    """The kernel function `name` of the module being run, if it has one."""
+    """The function `name` of the module being run, if it has one that an extern call can
+    launch: a kernel, or a function without buffer parameters (split-host-device's for the
+    CPU, `-> T.int32` returning its status)."""
     module = compiler.ctx.module
     if module is None or name not in module:
         return None
     func = module[name]
-    return func if is_kernel(func) else None
+    return func if is_kernel(func) or not func.buffer_map else None
 
 
 def _arguments(
