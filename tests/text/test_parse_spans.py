@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.text.parse_helpers import parse
+from tests.text.parse_helpers import expect_error, parse
 from tirc.diagnostics import Span
 from tirc.ir import expr as ir
 from tirc.ir import stmt as st
@@ -76,3 +76,33 @@ def test_most_nodes_have_spans() -> None:
 
     walk(func.body, check)
     assert not missing, missing
+
+
+def test_a_shape_strings_expression_is_located_in_the_file() -> None:
+    """`"n * 2 + m"` is parsed on its own, its nodes located in the file through the string's
+    place: the variables at the string, the operations at their columns, a diagnostic too."""
+    program = (
+        "@T.prim_func\n"
+        "def main(a: T.handle):\n"
+        '    A = T.match_buffer(a, ("n * 2 + m",), "float32")\n'
+        "    A[0] = T.float32(1)\n"
+    )
+    func = parse(program).functions[0][1]
+    (buffer,) = [b for _, b in func.buffer_map]
+    extent = buffer.shape[0]
+    assert isinstance(extent, ir.Add) and extent.span is not None
+    assert extent.span.source.name != "<shape>" and where(extent.span) == (3, 29)
+    assert where(extent.a.span) == (3, 29)  # n * 2
+    names: dict[str, Span | None] = {}
+    walk(extent, lambda n: names.update({n.name: n.span}) if isinstance(n, ir.Var) else None)
+    assert where(names["n"]) == (3, 28) and where(names["m"]) == (3, 28)  # the string
+
+
+def test_an_error_in_a_shape_string_points_at_the_string() -> None:
+    program = (
+        '@T.prim_func\ndef main(A: T.Buffer(("n * 2.5",), "float32")):\n    A[0] = T.float32(1)\n'
+    )
+    (diagnostic,) = expect_error(program).diagnostics
+    assert "scalar integers" in diagnostic.message
+    assert diagnostic.span is not None and diagnostic.span.source.name == "test.tir"
+    assert where(diagnostic.span) == (2, 22)  # the string, not the line or "<shape>"

@@ -42,9 +42,12 @@ class SilentError(Exception):
 class Context:
     source: Source
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    # where the parsed text starts in `source`: a shape string's expression is parsed on its
+    # own, and its nodes located in the file through this offset
+    offset: int = 0
 
     def span(self, node: tree.Syntax) -> Span:
-        return Span(self.source, node.start, node.end)
+        return Span(self.source, node.start + self.offset, node.end + self.offset)
 
     def error(self, where: tree.Syntax | Span | None, message: str, *notes: Note) -> BuildError:
         span = self.span(where) if isinstance(where, tree.Syntax) else where

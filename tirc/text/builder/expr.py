@@ -77,7 +77,8 @@ class Evaluator:
     # Helpers shared with builtins.
 
     def span(self, node: tree.Syntax) -> Span:
-        return Span(self.context.source, node.start, node.end)  # Context.span, one call less
+        offset = self.context.offset  # Context.span, one call less
+        return Span(self.context.source, node.start + offset, node.end + offset)
 
     def error(self, where: tree.Syntax | Span | None, message: str, *notes: Note) -> BuildError:
         return self.context.error(where, message, *notes)
@@ -202,7 +203,7 @@ class Evaluator:
             if (left_type is int or isinstance(left, PrimExpr)) and (
                 right_type is int or isinstance(right, PrimExpr)
             ):
-                span = Span(self.context.source, node.start, node.end)
+                span = self.span(node)
                 try:
                     if left_type is int:
                         left = arith.literal(left, span)
@@ -300,9 +301,9 @@ class Evaluator:
                     raise self.error(node, f"cannot compare {a} {op} {b}") from None
                 continue
             try:
-                pair = Span(
-                    self.context.source, node.operands[index].start, node.operands[index + 1].end
-                )
+                offset = self.context.offset
+                start, end = node.operands[index].start, node.operands[index + 1].end
+                pair = Span(self.context.source, start + offset, end + offset)
                 results.append(
                     arith.arithmetic(op, self.operand(left, node), self.operand(right, node), pair)
                 )

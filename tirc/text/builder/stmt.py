@@ -198,6 +198,8 @@ class Builder(Evaluator):
         function = self.function
         if not text.isidentifier():
             return self.shape_expression(text, span)
+        if span.source is self.context.source:  # the string itself, where `span` holds more
+            span = _quoted_literal(span.source.text, span, text) or span
         if keyword.iskeyword(text):
             # it would print as `if = T.int32()`, which no parser reads
             raise self.error(span, f"a shape variable cannot be named '{text}', a keyword")
@@ -227,16 +229,22 @@ class Builder(Evaluator):
         if len(module.body) != 1 or not isinstance(module.body[0], tree.ExprStmt):
             raise self.error(span, f"cannot read the shape expression {text!r}")
         expression = module.body[0].value
+        literal = _quoted_literal(self.context.source.text, span, text)
         for name in names_in(expression):
             if not self.scope.contains(name):
-                self.shape_variable(name, span)
-        # The string's nodes have positions in the string: evaluate them against it.
+                self.shape_variable(name, literal or span)
+        # The string's nodes have positions in the string: where the file holds it as a plain
+        # quoted literal inside `span`, they are located in the file, else in the string.
         saved = self.context
-        self.context = Context(source)
+        if literal is not None:
+            self.context = Context(saved.source, offset=literal.start + 1)
+        else:
+            self.context = Context(source)
         try:
             return self.evaluate_expr(expression)
         except BuildError as error:
-            raise self.error(span, f"in shape {text!r}: {error.diagnostic.message}") from None
+            where = error.diagnostic.span if literal is not None else span
+            raise saved.error(where, f"in shape {text!r}: {error.diagnostic.message}") from None
         finally:
             self.context = saved
 
@@ -636,3 +644,14 @@ STATEMENTS.register(tree.Import)(Builder.visit_import)
 STATEMENTS.register(tree.ClassDef)(Builder.visit_class_def)
 
 __all__ = ["Builder", "ContextValue", "Declared", "InitFrame", "LoopFrame", "Note", "close_body"]
+
+
+def _quoted_literal(file_text: str, span: Span, text: str) -> Span | None:
+    """The first `"text"` or `'text'` written inside `span` (a shape tuple's span holds its
+    strings), as it is in the file; None where it is not written as such (escapes, a name)."""
+    region = file_text[span.start : span.end]
+    found = [at for at in (region.find(f'"{text}"'), region.find(f"'{text}'")) if at >= 0]
+    if not found:
+        return None
+    start = span.start + min(found)
+    return Span(span.source, start, start + len(text) + 2)
