@@ -16,8 +16,10 @@ raised (error.txt), tirc must refuse too. Each case gets one verdict:
     no such pass    tirc has no pass of that name
 
 Cases recorded under a PassContext config or a target are marked "(config)": TVM ran them
-with options tirc's defaults may not match. Not a test: a tool to find where tirc's passes
-and TVM's part ways.
+with options tirc's defaults may not match. With `--bytes`, each pass's line also gives the
+bytes its outputs allocate, tirc's against TVM's, over the cases where both ran and every
+allocation has a constant size (how much a memory pass such as storage-rewrite saves). Not a
+test: a tool to find where tirc's passes and TVM's part ways.
 """
 
 from __future__ import annotations
@@ -36,7 +38,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tirc.diagnostics import DiagnosticError  # noqa: E402
+from tirc.ir import stmt as S  # noqa: E402
+from tirc.ir.expr import IntImm  # noqa: E402
 from tirc.ir.function import IRModule  # noqa: E402
+from tirc.ir.functor import walk  # noqa: E402
 from tirc.ir.structural import find_difference  # noqa: E402
 from tirc.text import parse  # noqa: E402
 from tirc.transform.pass_base import ModulePass  # noqa: E402
@@ -73,6 +78,30 @@ def configured_pass(name: str, config: dict[str, str]) -> tuple[ModulePass, list
     return klass(**options), unknown
 
 
+def allocated_bytes(module: IRModule) -> int | None:
+    """The bytes `module`'s allocations ask for, or None where one's size is not a constant."""
+    sizes: list[int | None] = []
+
+    def count(node: object) -> None:
+        if isinstance(node, S.AllocBuffer):
+            buffer = node.buffer
+            size = (buffer.dtype.bits * buffer.dtype.lanes + 7) // 8
+            for extent in buffer.shape:
+                if not isinstance(extent, IntImm):
+                    sizes.append(None)
+                    return
+                size *= extent.value
+            sizes.append(size)
+
+    for _, func in module.functions:
+        walk(func.body, count)
+    return None if None in sizes else sum(size for size in sizes if size is not None)
+
+
+# per case, where both ran: the bytes tirc's output and TVM's allocate
+BYTES: dict[str, tuple[int, int]] = {}
+
+
 def check(case: Path) -> tuple[str, str]:
     meta = json.loads((case / "case.json").read_text())
     name = ALIASES.get(meta["tirc_pass"], meta["tirc_pass"])
@@ -98,6 +127,9 @@ def check(case: Path) -> tuple[str, str]:
         return "tirc crashes", traceback.format_exc()[-600:]
     if expected is None:
         return "tvm refuses", (case / "error.txt").read_text().strip()[:300]
+    ours, theirs = allocated_bytes(result), allocated_bytes(expected)
+    if ours is not None and theirs is not None:
+        BYTES[case.name] = (ours, theirs)
     difference = find_difference(result, expected)
     if difference is None:
         return "equal", ""
@@ -144,6 +176,9 @@ def main() -> int:
     parser.add_argument("--pass", dest="only", default=None, help="only this tirc pass")
     parser.add_argument("--show", type=int, default=3, help="failures shown per pass")
     parser.add_argument("--json", type=Path, default=None, help="write every verdict here")
+    parser.add_argument(
+        "--bytes", action="store_true", help="bytes allocated, tirc's against TVM's, per pass"
+    )
     args = parser.parse_args()
     # a program with huge buffers fails its run (MemoryError: no verdict) instead of the tool
     resource.setrlimit(resource.RLIMIT_AS, (8 << 30, 8 << 30))
@@ -162,6 +197,13 @@ def main() -> int:
         total.update(tally)
         summary = ", ".join(f"{verdict} {number}" for verdict, number in tally.most_common())
         print(f"{name}: {len(rows)} cases: {summary}")
+        if args.bytes:
+            sized = [BYTES[case] for _, case, *_ in rows if case in BYTES]
+            ours, theirs = sum(pair[0] for pair in sized), sum(pair[1] for pair in sized)
+            print(f"    bytes allocated over {len(sized)} cases: tirc {ours:,}, TVM {theirs:,}")
+            for _, case, *_ in rows:
+                if case in BYTES and BYTES[case][0] != BYTES[case][1] and args.show:
+                    print(f"        {case}: tirc {BYTES[case][0]:,}, TVM {BYTES[case][1]:,}")
         shown = 0
         for verdict, case, detail, configured in rows:
             if verdict in ("equal", "both refuse", "no such pass") or shown >= args.show:

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from tests.transform.helpers import run_passes
 from tirc.ir import stmt as S
-from tirc.ir.expr import int_value
+from tirc.ir.buffer import Buffer, make_buffer
+from tirc.ir.dtype import parse_dtype
+from tirc.ir.expr import IntImm, int_value
 from tirc.ir.function import IRModule
 from tirc.ir.functor import walk
 from tirc.text import parse
+from tirc.transform.passes._scope_reuse import can_share
 
 SIBLINGS = """
 @T.prim_func(s_tir=True)
@@ -64,3 +67,20 @@ def test_registers_are_left_to_the_backend() -> None:
 def test_an_address_taken_keeps_its_own_storage() -> None:
     escape = '\n            T.evaluate(T.call_extern("int32", "keep", T.address_of(A[0])))'
     assert _allocations(_lowered("global", escape)) == [("A", 4, True), ("B", 8, True)]
+
+
+def test_which_dtypes_share_storage() -> None:
+    """A later allocation lives in an earlier one's storage where its element size divides
+    the earlier's (alignment), in memory rather than registers, and in whole bytes."""
+
+    def buffer(dtype: str, scope: str = "shared") -> Buffer:
+        return make_buffer("A", (IntImm(8),), parse_dtype(dtype), scope=scope)
+
+    assert can_share(buffer("float32"), buffer("int16"))
+    assert can_share(buffer("float32"), buffer("int8"))
+    assert can_share(buffer("float64"), buffer("float32x2"))
+    assert not can_share(buffer("float32"), buffer("float64"))
+    assert not can_share(buffer("float32"), buffer("bool"))
+    assert not can_share(buffer("float32", "local"), buffer("int32", "local"))
+    assert can_share(buffer("float32", "local"), buffer("float32", "local"))
+    assert not can_share(buffer("float32"), buffer("int16", "global"))

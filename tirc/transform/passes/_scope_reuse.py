@@ -6,8 +6,10 @@ allocator shares better (as TVM 0.27 leaves them), and one of 32 bits or less is
 
 Each allocation's lifetime is the span, in execution order, from its first access to its
 last; an access inside a loop that does not hold the allocation stands for the whole loop
-(its value lives across iterations). Allocations of one scope and dtype whose lifetimes do not
-overlap share one allocation, made at the top of the scope and as large as the largest.
+(its value lives across iterations). Allocations of one scope whose lifetimes do not overlap
+share one allocation, made at the top of the scope and as large as the largest in bytes: one
+of the first's dtype reads and writes it directly, one of another dtype through a view of its
+data (`T.decl_buffer(..., data=A.data)`) made just after it (`can_share` says which dtypes).
 Allocating above a loop what was allocated inside it is sound: an allocation inside a loop
 starts each iteration undefined, so no iteration reads what another left there; and the
 threads of a scope (a launch's, a parallel loop's) each keep storage of their own.
@@ -21,6 +23,7 @@ from dataclasses import dataclass, field
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
 from tirc.ir.buffer import Buffer
+from tirc.ir.dtype import DataType
 from tirc.ir.functor import Mutator, Visitor
 
 
@@ -35,6 +38,49 @@ def opens_scope(stmt: S.Stmt) -> bool:
     if isinstance(stmt, S.AttrStmt):
         return stmt.key in ("thread_extent", "virtual_thread")
     return isinstance(stmt, S.For) and stmt.kind is S.ForKind.PARALLEL
+
+
+def element_bytes(dtype: DataType) -> int | None:
+    """The bytes of one element, where storage of it may hold another dtype's: whole bytes
+    (no bool, sub-byte or scalable type, no handle)."""
+    if dtype.kind in ("bool", "handle", "void") or dtype.scalable or dtype.bits % 8:
+        return None
+    return dtype.bits // 8 * dtype.lanes
+
+
+def can_share(owner: Buffer, member: Buffer) -> bool:
+    """Whether `member` may live in `owner`'s storage, from its start: one scope, and one
+    dtype or one whose element size divides the owner's (an allocation aligned for the
+    owner's elements is then aligned for the member's: a float32 one holds int16 or int8,
+    not float64). Registers (`local`, `warp`) share within one dtype only: a view of another
+    type is a pointer cast, which would keep the array out of registers."""
+    if owner.scope != member.scope:
+        return False
+    if owner.dtype == member.dtype:
+        return True
+    if owner.scope in ("local", "warp"):
+        return False
+    wide, narrow = element_bytes(owner.dtype), element_bytes(member.dtype)
+    return wide is not None and narrow is not None and wide % narrow == 0
+
+
+def grown_to_hold(owner: Buffer, members: list[Buffer]) -> Buffer:
+    """`owner`, one-dimensional, with as many elements as hold the largest of `members` in
+    bytes (itself where that is its size already)."""
+    size = max(E.int_value(member.shape[0]) * member.dtype.bytes for member in [owner, *members])
+    extent = -(-size // owner.dtype.bytes)
+    if extent == E.int_value(owner.shape[0]):
+        return owner
+    return dataclasses.replace(owner, shape=(E.IntImm(extent, owner.shape[0].dtype),))
+
+
+def target_in(owner: Buffer, member: Buffer) -> Buffer:
+    """What `member`'s accesses read and write once it lives in `owner`'s storage: `owner`
+    itself where the dtypes agree, else `member` as a view of `owner`'s data (declared with
+    `T.decl_buffer(..., data=owner.data)`, as `A.view("int16")` is)."""
+    if member.dtype == owner.dtype:
+        return owner
+    return dataclasses.replace(member, data=owner.data)
 
 
 def _candidate(buffer: Buffer) -> bool:
@@ -160,30 +206,28 @@ class _Timeline(Visitor):
 
 def plan(body: S.Stmt) -> dict[E.Var, Buffer]:
     """For the candidate allocations of the scope whose body is `body`, each one that shares
-    storage -> the allocation of its group, grown to the group's largest size (the group's
-    first member, by first use, with its data handle)."""
+    storage -> what its accesses use (`target_in`) the allocation of its group, grown to hold
+    the group's largest in bytes: the group's first member, by first use, with its data
+    handle."""
     timeline = _Timeline()
     timeline.visit(body)
     groups: list[tuple[list[_Life], int]] = []  # members, last use of the group
     for life in sorted(timeline.lifetimes(), key=lambda life: (life.first, life.last)):
         for index, (members, last) in enumerate(groups):
-            owner = members[0].buffer
-            if owner.scope == life.buffer.scope and owner.dtype == life.buffer.dtype:
-                if last < life.first:
-                    members.append(life)
-                    groups[index] = (members, life.last)
-                    break
+            if can_share(members[0].buffer, life.buffer) and last < life.first:
+                members.append(life)
+                groups[index] = (members, life.last)
+                break
         else:
             groups.append(([life], life.last))
     shared: dict[E.Var, Buffer] = {}
     for members, _ in groups:
         if len(members) < 2:
             continue
-        owner = members[0].buffer
-        size = max(E.int_value(member.buffer.shape[0]) for member in members)
-        grown = dataclasses.replace(owner, shape=(E.IntImm(size, owner.shape[0].dtype),))
-        for member in members:
-            shared[member.buffer.data] = grown
+        buffers = [member.buffer for member in members]
+        grown = grown_to_hold(buffers[0], buffers[1:])
+        for buffer in buffers:
+            shared[buffer.data] = target_in(grown, buffer)
     return shared
 
 
@@ -230,13 +274,18 @@ def _reuse_here(body: S.Stmt) -> S.Stmt:
             allocations[node.buffer.data] = node
 
     _Allocations().visit(body)
-    owners = [
-        dataclasses.replace(allocations[data], buffer=grown)
-        for data, grown in shared.items()
-        if data is grown.data
+    made: list[S.Stmt] = [
+        dataclasses.replace(allocations[data], buffer=target)
+        for data, target in shared.items()
+        if data is target.data
+    ]
+    made += [  # the views of another dtype, after the allocation they view
+        S.DeclBuffer(target, target.data)
+        for target in shared.values()
+        if target is not shared[target.data]
     ]
     rewritten: S.Stmt = _Rewrite(shared).visit(body)
-    return S.seq(*owners, rewritten)
+    return S.seq(*made, rewritten)
 
 
 class _Scopes(Mutator):

@@ -2,11 +2,13 @@
 storage, so that a kernel asks for less local and shared memory.
 
 Expects flat tir; leaves flat tir. Conservative: only one-dimensional allocations of constant
-size, of one dtype and scope (`local`, or `shared` where a `tvm_storage_sync` separates the
-last use of one from the first use of the next, so no thread still reads what another
-overwrites), made in the same statement list and used only through loads and stores. A later
-allocation takes over the storage of an earlier one whose last use comes before its first; the
-kept allocation grows to the larger size.
+size, of one scope (`local`, or `shared` where a `tvm_storage_sync` separates the last use of
+one from the first use of the next, so no thread still reads what another overwrites), made
+in the same statement list and used only through loads and stores. A later allocation takes
+over the storage of an earlier one whose last use comes before its first; the kept
+allocation grows to the larger size in bytes. In shared memory, one of another dtype whose
+element size divides the kept one's reaches it through a view of its data (`T.decl_buffer(...,
+data=A.data)`); registers share within one dtype (`_scope_reuse.can_share`).
 
     A = T.alloc_local((4,))                   A = T.alloc_local((8,))
     A[0] = ...                                A[0] = ...
@@ -30,7 +32,12 @@ from tirc.ir.buffer import Buffer
 from tirc.ir.function import PrimFunc
 from tirc.ir.functor import Mutator, Visitor
 from tirc.transform.pass_base import Dialect, FunctionPass
-from tirc.transform.passes._scope_reuse import reuse_storage
+from tirc.transform.passes._scope_reuse import (
+    can_share,
+    grown_to_hold,
+    reuse_storage,
+    target_in,
+)
 
 SCOPES = ("local", "shared")
 
@@ -119,7 +126,7 @@ def plan(stmts: tuple[S.Stmt, ...]) -> dict[E.Var, Buffer]:
         for group in groups:
             owner, group_last = group[0], group[1]
             assert isinstance(owner, Buffer) and isinstance(group_last, int)
-            if owner.scope != buffer.scope or owner.dtype != buffer.dtype or group_last >= first:
+            if not can_share(owner, buffer) or group_last >= first:
                 continue
             if buffer.scope == "shared" and not any(group_last < s < first for s in syncs):
                 continue
@@ -138,24 +145,14 @@ class _Rewriter(Mutator):
         joined = plan(stmts)
         if not joined:
             return visited
-        sizes: dict[E.Var, int] = {}
+        allocated = {s.buffer.data: s.buffer for s in stmts if isinstance(s, S.AllocBuffer)}
+        members: dict[E.Var, list[Buffer]] = {}
         for data, owner in joined.items():
-            buffer = next(
-                s.buffer for s in stmts if isinstance(s, S.AllocBuffer) and s.buffer.data is data
-            )
-            size = max(E.int_value(buffer.shape[0]), E.int_value(owner.shape[0]))
-            sizes[owner.data] = max(sizes.get(owner.data, 0), size)
-        grown: dict[E.Var, Buffer] = {}
-        for stmt in stmts:
-            if isinstance(stmt, S.AllocBuffer) and stmt.buffer.data in sizes:
-                buffer = stmt.buffer
-                extent = E.IntImm(sizes[buffer.data], buffer.shape[0].dtype)
-                grown[buffer.data] = (
-                    dataclasses.replace(buffer, shape=(extent,))
-                    if extent.value != E.int_value(buffer.shape[0])
-                    else buffer
-                )
-        targets = {data: grown[owner.data] for data, owner in joined.items()}
+            members.setdefault(owner.data, []).append(allocated[data])
+        grown = {data: grown_to_hold(allocated[data], group) for data, group in members.items()}
+        targets = {
+            data: target_in(grown[owner.data], allocated[data]) for data, owner in joined.items()
+        }
         targets.update(grown)
         kept: list[S.Stmt] = []
         for stmt in stmts:
@@ -164,6 +161,14 @@ class _Rewriter(Mutator):
                     continue
                 if stmt.buffer.data in grown:
                     kept.append(dataclasses.replace(stmt, buffer=grown[stmt.buffer.data]))
+                    # the views of another dtype, right after the allocation they view
+                    kept += [
+                        S.DeclBuffer(target, target.data)
+                        for data, target in targets.items()
+                        if data in joined
+                        and target is not grown[stmt.buffer.data]
+                        and target.data is stmt.buffer.data
+                    ]
                     continue
             kept.append(stmt)
         result: S.Stmt = _Redirect(targets).visit(S.seq(*kept))
