@@ -4,14 +4,15 @@ share, and where the shared one is made."""
 from __future__ import annotations
 
 from tests.transform.helpers import run_passes
+from tirc.ir import expr as E
 from tirc.ir import stmt as S
 from tirc.ir.buffer import Buffer, make_buffer
 from tirc.ir.dtype import parse_dtype
-from tirc.ir.expr import IntImm, int_value
+from tirc.ir.expr import IntImm, Var, int_value
 from tirc.ir.function import IRModule
 from tirc.ir.functor import walk
 from tirc.text import parse
-from tirc.transform.passes._scope_reuse import can_share
+from tirc.transform.passes._scope_reuse import can_share, is_injective
 
 SIBLINGS = """
 @T.prim_func(s_tir=True)
@@ -84,3 +85,19 @@ def test_which_dtypes_share_storage() -> None:
     assert not can_share(buffer("float32", "local"), buffer("int32", "local"))
     assert can_share(buffer("float32", "local"), buffer("float32", "local"))
     assert not can_share(buffer("float32"), buffer("int16", "global"))
+
+
+def test_an_index_is_injective_when_its_scales_form_a_mixed_radix() -> None:
+    """In-place sharing needs each iteration to write its own element."""
+    i, j = Var("i"), Var("j")
+    four = {i: 4, j: 4}
+
+    def scaled(var: Var, scale: int) -> E.PrimExpr:
+        return E.Mul(var, IntImm(scale))
+
+    assert is_injective(E.Add(E.Add(scaled(i, 4), j), IntImm(3)), four)
+    assert is_injective(E.Sub(scaled(j, 4), i), four)
+    assert not is_injective(E.Add(i, j), four)
+    assert not is_injective(E.Add(scaled(i, 4), j), {i: 4, j: 5})  # (0, 4) and (1, 0) meet
+    assert not is_injective(j, four)  # i varies but is not in it
+    assert is_injective(j, {i: 1, j: 4})

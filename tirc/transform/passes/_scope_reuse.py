@@ -10,6 +10,8 @@ last; an access inside a loop that does not hold the allocation stands for the w
 share one allocation, made at the top of the scope and as large as the largest in bytes: one
 of the first's dtype reads and writes it directly, one of another dtype through a view of its
 data (`T.decl_buffer(..., data=A.data)`) made just after it (`can_share` says which dtypes).
+Lifetimes that meet in one loop share too where that loop writes the later in place of the
+earlier (`is_in_place`: `for j: C[j] = B[j] * 2`), and an allocation nothing uses goes.
 Allocating above a loop what was allocated inside it is sound: an allocation inside a loop
 starts each iteration undefined, so no iteration reads what another left there; and the
 threads of a scope (a launch's, a parallel loop's) each keep storage of their own.
@@ -23,8 +25,10 @@ from dataclasses import dataclass, field
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
 from tirc.ir.buffer import Buffer
+from tirc.ir.canonical import to_sum
 from tirc.ir.dtype import DataType
-from tirc.ir.functor import Mutator, Visitor
+from tirc.ir.functor import Mutator, Visitor, walk
+from tirc.ir.structural import structural_equal
 
 
 def is_reusable(scope: str) -> bool:
@@ -103,6 +107,10 @@ class _Life:
     first: int = -1
     last: int = -1
     touched: bool = False
+    # the loop (its id) whose span gives `first` / `last`, where an access in a loop that
+    # does not hold the allocation does
+    first_loop: int | None = None
+    last_loop: int | None = None
 
 
 @dataclass
@@ -112,6 +120,8 @@ class _Timeline(Visitor):
     clock: int = 0
     loops: list[int] = field(default_factory=list)  # ids of the loops open now
     spans: dict[int, tuple[int, int]] = field(default_factory=dict)  # loop id -> its span
+    loop_nodes: dict[int, S.Stmt] = field(default_factory=dict)  # loop id -> the loop
+    attributed: set[E.Var] = field(default_factory=set)  # data handles an attribute names
     lives: dict[E.Var, _Life] = field(default_factory=dict)
     accesses: list[tuple[E.Var, int, tuple[int, ...]]] = field(default_factory=list)
     escaping: set[E.Var] = field(default_factory=set)
@@ -164,6 +174,7 @@ class _Timeline(Visitor):
         self.nested -= nested
         self.loops.pop()
         self.spans[key] = (start, self.tick())
+        self.loop_nodes[key] = node
 
     def visit_For(self, node: S.For) -> None:
         self.repeated(node, (node.min, node.extent), node.body)
@@ -180,6 +191,8 @@ class _Timeline(Visitor):
         self.generic_visit(node)
 
     def visit_AttrStmt(self, node: S.AttrStmt) -> None:
+        if isinstance(node.node, E.Var):
+            self.attributed.add(node.node)
         if opens_scope(node):
             self.repeated(node, (node.value,), node.body)
         else:
@@ -193,28 +206,103 @@ class _Timeline(Visitor):
                 continue
             depth = len(life.loops)
             start = end = time
-            if len(loops) > depth:
-                start, end = self.spans[loops[depth]]
+            loop = loops[depth] if len(loops) > depth else None
+            if loop is not None:
+                start, end = self.spans[loop]
             if not life.touched:
                 life.first, life.last, life.touched = start, end, True
-            else:
-                life.first, life.last = min(life.first, start), max(life.last, end)
+                life.first_loop = life.last_loop = loop
+                continue
+            if start < life.first:
+                life.first, life.first_loop = start, loop
+            if end > life.last:
+                life.last, life.last_loop = end, loop
         return [
             life for data, life in self.lives.items() if life.touched and data not in self.escaping
         ]
 
+    def unused(self) -> set[E.Var]:
+        """The candidate allocations nothing reads, writes or names (after `lifetimes`)."""
+        return {
+            data
+            for data, life in self.lives.items()
+            if not life.touched and data not in self.escaping and data not in self.attributed
+        }
 
-def plan(body: S.Stmt) -> dict[E.Var, Buffer]:
+
+def is_in_place(earlier: _Life, later: _Life, loops: dict[int, S.Stmt]) -> bool:
+    """Whether `later` may take `earlier`'s storage where the one loop that reads `earlier`
+    last writes `later` first: a nest of loops around one store of `later` whose value
+    reads `earlier` only at the stored index, which no two iterations share (`for j: E[j] =
+    D[j] + 1`: each iteration reads its element before it overwrites it, and no other
+    iteration reads that element)."""
+    loop = earlier.last_loop
+    if loop is None or loop != later.first_loop or earlier.buffer.dtype != later.buffer.dtype:
+        return False
+    extents: dict[E.Var, int] = {}
+    node = loops[loop]
+    while isinstance(node, S.For) and node.kind is not S.ForKind.PARALLEL:
+        if not isinstance(node.extent, E.IntImm):
+            return False
+        extents[node.loop_var] = node.extent.value
+        node = node.body
+    if not (
+        isinstance(node, S.BufferStore)
+        and node.buffer.data is later.buffer.data
+        and node.predicate is None
+        and len(node.indices) == 1
+        and node.indices[0].dtype.is_scalar
+    ):
+        return False
+    loads: list[E.BufferLoad] = []
+    walk(
+        (node.value, node.indices),
+        lambda n: loads.append(n) if isinstance(n, E.BufferLoad) else None,
+    )
+    for load in loads:
+        if load.buffer.data is later.buffer.data:
+            return False
+        if load.buffer.data is earlier.buffer.data and (
+            load.predicate is not None or not structural_equal(load.indices, node.indices)
+        ):
+            return False
+    return is_injective(node.indices[0], extents)
+
+
+def is_injective(index: E.PrimExpr, extents: dict[E.Var, int]) -> bool:
+    """Whether `index`, a sum of the loop variables of `extents` (each from 0 or its loop's
+    start, whichever) with constant scales, takes a different value at each iteration: every
+    variable that varies appears, each scale larger than the span of the smaller ones (mixed
+    radix, as `i * 16 + j` over j in [0, 16))."""
+    total = to_sum(index)
+    scales: dict[E.Var, int] = {}
+    for atom, coeff in total.terms.values():
+        if not isinstance(atom, E.Var) or atom not in extents:
+            return False
+        scales[atom] = abs(coeff)
+    if any(extent > 1 and var not in scales for var, extent in extents.items()):
+        return False
+    span = 0
+    for var, scale in sorted(scales.items(), key=lambda item: item[1]):
+        if scale <= span:
+            return False
+        span += scale * (extents[var] - 1)
+    return True
+
+
+def plan(body: S.Stmt) -> tuple[dict[E.Var, Buffer], set[E.Var]]:
     """For the candidate allocations of the scope whose body is `body`, each one that shares
     storage -> what its accesses use (`target_in`) the allocation of its group, grown to hold
     the group's largest in bytes: the group's first member, by first use, with its data
-    handle."""
+    handle; and the allocations nothing uses, to drop."""
     timeline = _Timeline()
     timeline.visit(body)
     groups: list[tuple[list[_Life], int]] = []  # members, last use of the group
     for life in sorted(timeline.lifetimes(), key=lambda life: (life.first, life.last)):
         for index, (members, last) in enumerate(groups):
-            if can_share(members[0].buffer, life.buffer) and last < life.first:
+            if not can_share(members[0].buffer, life.buffer):
+                continue
+            if last < life.first or is_in_place(members[-1], life, timeline.loop_nodes):
                 members.append(life)
                 groups[index] = (members, life.last)
                 break
@@ -228,21 +316,22 @@ def plan(body: S.Stmt) -> dict[E.Var, Buffer]:
         grown = grown_to_hold(buffers[0], buffers[1:])
         for buffer in buffers:
             shared[buffer.data] = target_in(grown, buffer)
-    return shared
+    return shared, timeline.unused()
 
 
 class _Rewrite(Mutator):
     """Drops the shared allocations and redirects their accesses; nested scopes are left to
     their own plan."""
 
-    def __init__(self, shared: dict[E.Var, Buffer]) -> None:
+    def __init__(self, shared: dict[E.Var, Buffer], dropped: set[E.Var]) -> None:
         self.shared = shared
+        self.dropped = dropped
 
     def visit_SeqStmt(self, node: S.SeqStmt) -> S.Stmt:
         kept = [
             stmt
             for stmt in node.stmts
-            if not (isinstance(stmt, S.AllocBuffer) and stmt.buffer.data in self.shared)
+            if not (isinstance(stmt, S.AllocBuffer) and stmt.buffer.data in self.dropped)
         ]
         return S.seq(*(self.visit(stmt) for stmt in kept))
 
@@ -264,8 +353,8 @@ def reuse_storage(body: S.Stmt) -> S.Stmt:
 
 
 def _reuse_here(body: S.Stmt) -> S.Stmt:
-    shared = plan(body)
-    if not shared:
+    shared, unused = plan(body)
+    if not shared and not unused:
         return body
     allocations: dict[E.Var, S.AllocBuffer] = {}
 
@@ -284,7 +373,7 @@ def _reuse_here(body: S.Stmt) -> S.Stmt:
         for target in shared.values()
         if target is not shared[target.data]
     ]
-    rewritten: S.Stmt = _Rewrite(shared).visit(body)
+    rewritten: S.Stmt = _Rewrite(shared, set(shared) | unused).visit(body)
     return S.seq(*made, rewritten)
 
 

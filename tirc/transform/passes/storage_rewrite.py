@@ -18,7 +18,9 @@ data=A.data)`); registers share within one dtype (`_scope_reuse.can_share`).
 
 Global and tagged local allocations (`local.L0A`) share storage across the whole allocation
 scope instead (the function, a thread launch, a parallel loop's body; `_scope_reuse`): by
-lifetime, across loops and nesting levels, the shared allocation made at the top of the scope.
+lifetime, across loops and nesting levels, the shared allocation made at the top of the scope;
+in place, where one loop reads the earlier last and writes the later first, each iteration at
+its own element; an unused one goes.
 """
 
 from __future__ import annotations
