@@ -72,7 +72,8 @@ def run_function(path: str, name: str) -> tuple[str, str]:
 
     import numpy as np
 
-    from tirc.driver.run import npz_bytes, run_file
+    from tirc.driver.inputs import npz_bytes
+    from tirc.driver.run import run_file
     from tirc.interp.memory.storage import array_type
     from tirc.ir.abi import parameter_buffers
     from tirc.ir.expr import Var

@@ -11,7 +11,7 @@ import pytest
 
 from tests.codegen.helpers import ROOT, SAMPLES, run_both
 from tests.samples.helpers import schedulable_samples
-from tirc.driver.run import complete_arguments
+from tirc.driver.inputs import complete_arguments
 from tirc.driver.run_cpu import jit_function
 from tirc.driver.schedule import apply_plan_file
 from tirc.interp import random_inputs

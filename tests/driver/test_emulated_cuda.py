@@ -22,14 +22,8 @@ from tests.driver.test_run_cuda_cases import CASES, EXPECTED_REFUSALS, SIZE, _re
 from tests.runtime.cuda_emulator import EmulationError, Unsupported, emulated_sources
 from tests.runtime.fake_cuda import FakeDriver, fake_device
 from tirc.diagnostics import DiagnosticError
-from tirc.driver.run import (
-    GPU_ATOL,
-    GPU_RTOL,
-    compare,
-    complete_arguments,
-    pick_function,
-    shape_variables,
-)
+from tirc.driver.inputs import complete_arguments, shape_variables
+from tirc.driver.run import GPU_ATOL, GPU_RTOL, compare, pick_function
 from tirc.driver.run_cuda import run_on_cuda
 from tirc.driver.schedule import apply_plan_file
 from tirc.ir.function import IRModule

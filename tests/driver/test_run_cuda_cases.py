@@ -19,7 +19,8 @@ from tests.runtime.fake_cuda import FakeDriver, fake_device
 from tests.sweep import case_marks
 from tirc.diagnostics import DiagnosticError
 from tirc.driver.cuda_toolchain import has_nvrtc
-from tirc.driver.run import complete_arguments, pick_function, shape_variables
+from tirc.driver.inputs import complete_arguments, shape_variables
+from tirc.driver.run import pick_function
 from tirc.driver.run_cuda import run_on_cuda
 from tirc.driver.schedule import apply_plan_file
 from tirc.ir.function import IRModule

@@ -17,7 +17,7 @@ from tests.runtime.fake_cuda import CUdevice_attribute, CUresult, FakeDriver, fa
 from tirc.cli.main import main
 from tirc.diagnostics import DiagnosticError
 from tirc.driver import run_cuda
-from tirc.driver.run import complete_arguments
+from tirc.driver.inputs import complete_arguments
 from tirc.driver.run_cuda import run_on_cuda
 from tirc.ir.function import IRModule
 from tirc.runtime.cuda_driver import Device

@@ -355,7 +355,13 @@ def schedule_command(
 @click.option("--plan", default=None, metavar="PLAN.json", help="Schedule with this plan first.")
 @click.option("--inputs", default=None, metavar="IN.npz", help="Arguments by parameter name.")
 @click.option("--save", default=None, metavar="OUT.npz", help="Write every buffer after the run.")
-@click.option("--seed", default=0, show_default=True, help="Seed for arguments not given.")
+@click.option(
+    "--seed",
+    default=0,
+    show_default=True,
+    help="Seed for the arguments not given, drawn small and exact: floats k/8 with k in "
+    "+-[1, 8], integers in [0, 3] (in [1, 4] for a buffer the program divides by), bools 0 or 1.",
+)
 @click.option(
     "--size",
     "sizes",
@@ -420,7 +426,8 @@ def run_command(
 ) -> int:
     """Run a function of FILE on given or random inputs and summarize the result."""
     from tirc.driver.defines import parse_defines  # deferred: start-up (see the module docstring)
-    from tirc.driver.run import parse_sizes, run_file
+    from tirc.driver.inputs import parse_sizes
+    from tirc.driver.run import run_file
 
     return guarded(
         lambda: run_file(
