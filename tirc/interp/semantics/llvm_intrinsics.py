@@ -1,9 +1,12 @@
 """LLVM intrinsics by name (`T.call_llvm_pure_intrin(dtype, "llvm....", ...)`), for the ones
-tirc's intrinsic library emits (x86 AVX-512 VNNI's vpdpbusd) and the float ones TVM's tests
-call (sqrt, fabs, floor, ceil, trunc, lround).
+tirc's intrinsic library emits (x86 AVX-512 VNNI's vpdpbusd), the x86 multiply-adds of
+TVM's int8 dot products (pmaddubsw, pmaddwd), and the ones TVM's tests call (sqrt, fabs,
+floor, ceil, trunc, lround, ctpop, assume).
 
-Registered into the interpreter's INTRINSICS table under the call ops; an LLVM intrinsic
-without an entry in LLVM_INTRINSICS is a located error that names it, when the call compiles.
+Registered into the interpreter's INTRINSICS table under the call ops; the call compiler
+takes each call's implementation from `llvm_intrinsic_of` (which fits ctpop to its operand's
+width); an LLVM intrinsic without an entry is a located error that names it, when the call
+compiles.
 """
 
 from __future__ import annotations
@@ -34,6 +37,32 @@ def vpdpbusd(accumulator: Vector, unsigned: Vector, signed: Vector) -> Vector:
         _wrap32(acc + sum(x * y for x, y in zip(_bytes(u, False), _bytes(s, True), strict=False)))
         for acc, u, s in zip(accumulator, unsigned, signed, strict=True)
     )
+
+
+def _signed(value: int, bits: int) -> int:
+    value &= (1 << bits) - 1
+    return value - (1 << bits) if value >> (bits - 1) else value
+
+
+def pmaddubsw(unsigned: Vector, signed: Vector) -> Vector:
+    """Per 16-bit lane: the products of two adjacent unsigned bytes of the first operand with
+    the signed bytes of the second, added with signed saturation."""
+    products = [(u & 0xFF) * _signed(s, 8) for u, s in zip(unsigned, signed, strict=True)]
+    return tuple(
+        max(-32768, min(32767, products[i] + products[i + 1])) for i in range(0, len(products), 2)
+    )
+
+
+def pmaddwd(a: Vector, b: Vector) -> Vector:
+    """Per 32-bit lane: the products of two adjacent signed 16-bit lanes, added (wrapping, as
+    the one overflowing case, -32768 * -32768 twice, does)."""
+    products = [_signed(x, 16) * _signed(y, 16) for x, y in zip(a, b, strict=True)]
+    return tuple(_wrap32(products[i] + products[i + 1]) for i in range(0, len(products), 2))
+
+
+def _popcount(bits: int) -> Callable[[object], object]:
+    """llvm.ctpop on `bits`-bit lanes: the set bits of each lane's two's complement."""
+    return _lanewise(lambda x: bin(int(x) & ((1 << bits) - 1)).count("1"))
 
 
 def _lanewise(function: Callable[[float], object]) -> Callable[[object], object]:
@@ -67,18 +96,37 @@ LLVM_INTRINSICS: dict[str, Callable[..., object]] = {
     "llvm.trunc": _lanewise(lambda x: float(math.trunc(x))),
     "llvm.lround": _lanewise(_round_half_away),
     "llvm.llround": _lanewise(_round_half_away),
+    "llvm.x86.avx512.pmaddubs.w.512": pmaddubsw,
+    "llvm.x86.avx2.pmadd.ub.sw": pmaddubsw,
+    "llvm.x86.ssse3.pmadd.ub.sw.128": pmaddubsw,
+    "llvm.x86.avx512.pmaddw.d.512": pmaddwd,
+    "llvm.x86.avx2.pmadd.wd": pmaddwd,
+    "llvm.x86.sse2.pmadd.wd": pmaddwd,
+    "llvm.assume": lambda condition: None,  # a hint: true, or the program is undefined
+}
+# those whose meaning depends on the width of the operand's lanes: made per width
+LLVM_INTRINSICS_OF_WIDTH: dict[str, Callable[[int], Callable[..., object]]] = {
+    "llvm.ctpop": _popcount,
 }
 
 
-def check_llvm_intrinsic(call: Call) -> None:
-    """A located error where the interpreter has no implementation of the intrinsic called."""
+def llvm_intrinsic_of(call: Call) -> Callable[..., object]:
+    """The implementation of the intrinsic the call names, taking the call's arguments (the
+    name first, as call_llvm_intrinsic does); a located error where there is none."""
     name = next((arg.value for arg in call.args if isinstance(arg, StringImm)), None)
+    of_width = LLVM_INTRINSICS_OF_WIDTH.get(name or "")
+    operands = call.expr_args(1)
+    if of_width is not None and operands:
+        bits = operands[0].dtype.bits
+        implementation = of_width(bits)
+        return lambda _name, *values: implementation(*values)
     if name not in LLVM_INTRINSICS:
         raise DiagnosticError.at(
             call.span,
             f"the interpreter has no implementation of the LLVM intrinsic {name} "
             "(register one in tirc.interp.semantics.llvm_intrinsics.LLVM_INTRINSICS)",
         )
+    return call_llvm_intrinsic
 
 
 def call_llvm_intrinsic(*args: object) -> object:

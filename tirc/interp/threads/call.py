@@ -15,7 +15,7 @@ from tirc.interp.memory.storage import Pointer, Storage, access_type
 from tirc.interp.semantics import arith, interval
 from tirc.interp.semantics.bits import reinterpret
 from tirc.interp.semantics.extensions import INTRINSICS, extern_function
-from tirc.interp.semantics.llvm_intrinsics import check_llvm_intrinsic
+from tirc.interp.semantics.llvm_intrinsics import llvm_intrinsic_of
 from tirc.interp.semantics.math_functions import LANEWISE, lane_function, nextafter
 from tirc.interp.semantics.operators import BITWISE, DIVISIONS, SHIFTS
 from tirc.interp.semantics.warp import SHUFFLES
@@ -49,7 +49,7 @@ class CallCompiler:
         if callee is not None:
             return compile_subroutine_call(self, call, callee)
         if call.op in ("call_llvm_intrin", "call_llvm_pure_intrin"):
-            check_llvm_intrinsic(call)
+            return self.runtime_call(call, llvm_intrinsic_of(call), "llvm_intrinsic")
         if call.op in INTRINSICS:
             return self.runtime_call(call, INTRINSICS[call.op], call.op)
         raise DiagnosticError.at(call.span, f"the interpreter has no implementation of T.{call.op}")
