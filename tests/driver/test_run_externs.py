@@ -69,3 +69,26 @@ class Module:
     )
     assert main(["run", str(source), "--target", "cpu", "--check", "--size", "n=2"]) == 0
     assert "check: the compiled code agrees with the interpreter" in capsys.readouterr().out
+
+
+def test_only_the_functions_a_run_reaches_are_compiled(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # TVM's test_llvm_order_functions: each function calls an extern of its own
+    source = tmp_path / "two.tir"
+    source.write_text(
+        """
+@I.ir_module
+class Module:
+    @T.prim_func
+    def calls_missing(A: T.Buffer((4,), "float32")):
+        A[0] = T.call_extern("float32", "tirc_test_missing", A[1])
+
+    @T.prim_func
+    def main(A: T.Buffer((4,), "float32")):
+        A[0] = T.call_extern("float32", "sqrtf", A[1] * A[1])
+"""
+    )
+    assert main(["run", str(source), "--target", "cpu", "--check"]) == 0
+    assert main(["run", str(source), "--func", "calls_missing", "--target", "cpu"]) == 1
+    assert f"{source}:6:16" in capsys.readouterr().err

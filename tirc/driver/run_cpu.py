@@ -7,6 +7,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 
 import numpy as np
 
@@ -14,7 +15,10 @@ from tirc.driver.entry_point import entry_point
 from tirc.driver.host_threads import check_runs_on_cpu
 from tirc.driver.progress import Meter
 from tirc.driver.target import parse_target
+from tirc.ir.expr import Call, StringImm, subroutine_name
 from tirc.ir.function import IRModule, PrimFunc
+from tirc.ir.functor import walk
+from tirc.ir.node import Node
 from tirc.ir.target import Target
 from tirc.runtime.throughput import Timing
 
@@ -45,7 +49,7 @@ def jit_compile(
     if name in module:
         module, _ = entry_point(module, name, module[name])
     check_runs_on_cpu(module)
-    lowered = lower_module(module, target=target, for_backend=True)
+    lowered = reachable(lower_module(module, target=target, for_backend=True), name)
     check_externs_defined(lowered)  # before the link, which would not say which call
     compiled = compile_module(lowered, target, opt_level)
     public = {n: f for n, f in lowered.functions if not f.is_private}
@@ -57,6 +61,36 @@ def jit_compile(
         return function(args)
 
     return call, lowered
+
+
+def reachable(module: IRModule, name: str) -> IRModule:
+    """The module's functions that a call of `name` can reach (itself, and by name what its
+    calls call: a subroutine, a function an extern call names), in module order: the others
+    are not compiled, and an extern function only they call need not be defined."""
+    found = {name}
+    pending = [name]
+    while pending:
+        for callee in _called_names(module[pending.pop()]):
+            if callee in module and callee not in found:
+                found.add(callee)
+                pending.append(callee)
+    kept = tuple((n, f) for n, f in module.functions if n in found)
+    return module if len(kept) == len(module.functions) else replace(module, functions=kept)
+
+
+def _called_names(func: PrimFunc) -> list[str]:
+    names: list[str] = []
+
+    def visit(node: Node) -> None:
+        if isinstance(node, Call):
+            callee = subroutine_name(node)
+            if callee is not None:
+                names.append(callee)
+            elif node.op == "call_extern" and node.args and isinstance(node.args[0], StringImm):
+                names.append(node.args[0].value)
+
+    walk(func.body, visit)
+    return names
 
 
 def compare(
