@@ -31,6 +31,7 @@ from tirc.analysis.arith.conditions import (
     make_compare,
     same,
 )
+from tirc.analysis.arith.lanes import fold_lanes
 from tirc.analysis.arith.memo import SimplifyMemo
 from tirc.ir import arith, integer
 from tirc.ir import dtype as dt
@@ -245,6 +246,9 @@ class Simplifier(BooleanRules):
 
     def _sum(self, node: E.BinaryOp) -> PrimExpr:
         rebuilt = self.generic_visit(node)
+        if rebuilt.dtype.lanes > 1:  # ramps and broadcasts: one ramp, its parts simplified
+            lanes = fold_lanes(rebuilt)
+            return rebuilt if lanes is None else self.visit(lanes)
         if not _is_index(rebuilt):
             return _folded(rebuilt) if _is_integer(rebuilt) else rebuilt
         a, b = const_of(rebuilt.a), const_of(rebuilt.b)
