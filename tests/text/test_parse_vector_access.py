@@ -7,6 +7,7 @@ import pytest
 
 from tests.text.parse_helpers import check_marked, parse_function
 from tirc.ir import dtype as dt
+from tirc.ir import expr as E
 from tirc.ir.expr import LT, BufferLoad, Ramp
 from tirc.ir.stmt import BufferStore, For
 from tirc.ir.structural import find_difference
@@ -89,3 +90,19 @@ BAD = {
 @pytest.mark.parametrize("text", list(BAD.values()), ids=list(BAD))
 def test_bad_vector_accesses_are_located(text: str) -> None:
     check_marked(text)
+
+
+def test_a_stored_slice_with_a_negative_step_is_a_descending_ramp() -> None:
+    """A ramp of stride -2 prints as `A[a:a + -4:-2]` (as TVM prints it) and reads back as
+    that ramp; a slice that runs against its step is located."""
+    text = HEAD + "    A[n + 6:n + 6 + -4:-2] = T.Broadcast(T.float32(1), 2)\n"
+    module = parse(text)
+    store = module["main"].body
+    assert isinstance(store, BufferStore)
+    (index,) = store.indices
+    assert isinstance(index, Ramp) and index.lanes == 2
+    assert E.int_value(index.stride) == -2
+    printed = print_module(module)
+    assert "A[n + 6:n + 6 + -4:-2]" in printed
+    assert find_difference(parse(printed), module) is None
+    check_marked(HEAD + "    A[n:n - 3:2] = T.Broadcast(T.float32(1), 2)  # error@7: run the way\n")

@@ -166,9 +166,12 @@ def store_index(ev: Evaluator, index: Index) -> PrimExpr:
         extent = vscale_multiple(difference)
         if isinstance(step, IntImm) and extent is not None and extent % step.value:
             raise ev.error(index.span, "a scalable slice's step must divide its extent")
-    if extent is None or not isinstance(step, IntImm) or step.value <= 0:
+    if extent is None or not isinstance(step, IntImm) or step.value == 0:
         raise ev.error(index.span, "a stored slice needs constant bounds and step")
-    lanes = (extent + step.value - 1) // step.value
+    if (extent > 0) != (step.value > 0):  # `a:a + 4:-1` or `a:a - 4:2` hold no element
+        raise ev.error(index.span, "a stored slice must run the way its step goes")
+    # a ramp of lanes a, a + s, ...: `a:a + -4:-2` (as a ramp of stride -2 prints) is 2 lanes
+    lanes = -(-extent // step.value)
     stride = arith.cast(index.lower.dtype, step)
     return Ramp(index.lower, stride, lanes, scalable, span=index.span)
 
