@@ -27,6 +27,7 @@ import pytest
 from tests.codegen_cuda.gpu_plans import GpuPlan, gpu_plans
 from tests.codegen_cuda.test_tma import _nvcc_ptx
 from tests.runtime.fake_cuda import CUtensorMapSwizzle, FakeDriver
+from tirc.analysis.bank_conflicts import bank_conflicts
 from tirc.cli.main import main
 from tirc.diagnostics import DiagnosticError
 from tirc.driver import run_cuda
@@ -101,7 +102,8 @@ def test_the_gemm_plans_staging_tile_lies_over_its_ring_behind_the_consumers_bar
     (192 KB: the 128 KB staging tile takes the ring's memory); the consumers' barrier between
     their last wgmma retirement (`wait_group(0)`) and their first staging store, then the one
     before the TMA store."""
-    kernel = _gemm_plan().lowered()["main_kernel"].body
+    plan = _gemm_plan()
+    kernel = plan.lowered()["main_kernel"].body
     calls = _calls(kernel)
     stores = [call for call in calls if call.op == "ptx_tma_store"]
     assert len(stores) == 32  # the staging tile's slabs, each a 128 x 8 box
@@ -123,6 +125,17 @@ def test_the_gemm_plans_staging_tile_lies_over_its_ring_behind_the_consumers_bar
         ("ptx_bar_sync", 1, 256),
     ]
     assert events.count(("ptx_bar_sync", 1, 256)) == 2  # and the one before the TMA store
+    # the staging stores: a thread's accumulator pairs as 8-byte stores (one ramp once the
+    # simplifier has folded the slab and row offsets into it), every bank once a half warp
+    staging = [
+        item
+        for item in bank_conflicts(plan.lowered())
+        if item.access.instruction.startswith("st.shared") and item.access.kernel == "main_kernel"
+    ]
+    assert len(staging) == 64 and all(
+        item.access.instruction == "st.shared 8 B" for item in staging
+    )
+    assert all(item.unknown is None and item.excess == 0 for item in staging)
 
 
 @pytest.mark.sweep  # too long for CI: make test-sweep
