@@ -3,6 +3,10 @@
 VENV ?= .venv
 PYTHON := $(VENV)/bin/python
 
+# the tests start many Python processes: let them reuse compiled bytecode and pytest's rewritten
+# test modules (.ci/run says what it saves)
+unexport PYTHONDONTWRITEBYTECODE
+
 .PHONY: install test test-all test-sweep lint bench demo tables gpu-cases gpu-check
 
 install:
