@@ -24,8 +24,9 @@ test-all: lint
 # what CI leaves out (tests/sweep.py says how it is chosen): the heaviest conformance cases of
 # each corpus-wide test, the emitted CUDA C of every GPU sample plan and conformance case run on
 # the CPU emulator (tests/runtime/cuda_emulator), the tuner over every sample and case, three
-# quarters of the slow random plans, the full fuzz campaign, and GEMM-sized programs in the
-# thread model (about an hour on 2 cores, estimated from the per-test durations)
+# quarters of the slow random plans, the full fuzz campaign, two of the three seeds whose tuning
+# plans must replay exactly (tests/tune/test_rules.py), and GEMM-sized programs in the thread
+# model (about an hour on 2 cores, estimated from the per-test durations)
 test-sweep:
 	$(PYTHON) -m pytest -q -n auto -m sweep
 
