@@ -1,13 +1,15 @@
-"""Suite-wide collection rules."""
+"""Suite-wide collection and scheduling rules."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import pytest
 
 # The files that hold the longest tests, longest first (measured with `pytest -n 2 --durations=80`
-# on the default and the slow set, session 17). They run first: xdist's work stealing
-# (`--dist worksteal` in pyproject.toml) then ends the run on short tests, where the default
-# order, by path, left a worker on a minute-long tune or thread-model test while the other idled.
+# on the default and the slow set, session 17). They run first: xdist's work stealing (below)
+# then ends the run on short tests, where the default order, by path, left a worker on a
+# minute-long tune or thread-model test while the other idled.
 # A file missing here only runs in its usual place.
 LONGEST_FIRST = (
     "tests/tune/test_tune_command.py",
@@ -48,3 +50,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.slow)
     rank = {path: index for index, path in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`-n N` steals work (`--dist worksteal`) unless another --dist was asked for: each worker
+    starts on half the tests, and an idle one takes half of what the other has left, where the
+    default `load` hands out fixed chunks in order. (Not in pytest's addopts: a Python without
+    pytest-xdist, as `make gpu-check` allows, would refuse the option.)"""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import WorkStealingScheduling
+
+    return WorkStealingScheduling(config, log)
