@@ -12,6 +12,9 @@ import pytest
 # minute-long tune or thread-model test while the other idled.
 # A file missing here only runs in its usual place.
 LONGEST_FIRST = (
+    "tests/codegen/test_compile.py",
+    "tests/cli/test_help_examples.py",
+    "tests/api/test_tvm_ffi_cuda.py",
     "tests/tune/test_tune_command.py",
     "tests/transform/test_warp_specialize_wgmma.py",
     "tests/codegen_cuda/test_hopper_gemm.py",
@@ -25,15 +28,14 @@ LONGEST_FIRST = (
     "tests/tune/test_rules.py",
     "tests/tune/test_tune_everything.py",
     "tests/docs/test_docs_shell_blocks.py",
-    "tests/cli/test_help_examples.py",
     "tests/transform/test_warp_specialize.py",
     "tests/transform/test_named_barrier_sync.py",
     "tests/codegen_cuda/test_wgmma_library.py",
     "tests/codegen_cuda/test_wgmma.py",
     "tests/driver/test_run_cuda_cases.py",
-    "tests/api/test_tvm_ffi_cuda.py",
-    "tests/codegen/test_compile.py",
     "tests/codegen_cuda/test_warp_specialized.py",
+    "tests/codegen_cuda/test_conformance_cuda.py",
+    "tests/samples/test_bandwidth_samples.py",
     "tests/interp/test_wgmma_async_reads.py",
     "tests/codegen_cuda/test_sass_mainloop.py",
     "tests/codegen_cuda/test_tma.py",
