@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from tests.codegen.helpers import parse_text
+from tests.interp.test_return import SQUARE
 from tirc.codegen.header import header_text
 from tirc.diagnostics import DiagnosticError
 from tirc.driver.lower import lower_module
@@ -38,20 +39,7 @@ def test_the_compiled_function_returns_what_the_interpreter_returns(dtype: str) 
 
 
 def test_a_subroutine_call_is_the_value_the_callee_returns() -> None:
-    module = parse_text(
-        """
-@I.ir_module
-class Module:
-    @T.prim_func(private=True)
-    def square(x: T.float32) -> T.float32:
-        return x * x
-
-    @T.prim_func
-    def main(A: T.Buffer((3,), "float32")):
-        for i in range(3):
-            A[i] = Module.square(A[i]) + T.float32(1)
-"""
-    )
+    module = parse_text(SQUARE)
     a = np.array([1.0, 2.0, -3.0], np.float32)
     assert jit_function(module, "main")({"A": a}) == 0
     np.testing.assert_array_equal(a, [2.0, 5.0, 10.0])

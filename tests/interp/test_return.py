@@ -72,9 +72,8 @@ def test_a_function_that_ends_without_a_return_gives_zero_of_its_type() -> None:
     assert interp.run(status, {"A": np.zeros(1, np.int32)}) is None
 
 
-def test_a_subroutine_call_is_the_value_the_callee_returns() -> None:
-    module = text.parse(
-        """
+# a subroutine whose value the caller uses (tests/codegen/test_return_value.py compiles it)
+SQUARE = """
 @I.ir_module
 class Module:
     @T.prim_func(private=True)
@@ -85,9 +84,11 @@ class Module:
     def main(A: T.Buffer((3,), "float32")):
         for i in range(3):
             A[i] = Module.square(A[i]) + T.float32(1)
-""",
-        name="test.tir",
-    )
+"""
+
+
+def test_a_subroutine_call_is_the_value_the_callee_returns() -> None:
+    module = text.parse(SQUARE, name="test.tir")
     a = np.array([1.0, 2.0, -3.0], np.float32)
     interp.run(module["main"], {"A": a}, module=module)
     np.testing.assert_array_equal(a, [2.0, 5.0, 10.0])

@@ -3,17 +3,16 @@ and c` is `(a or b) and (a or c)`, with repeated terms and groups dropped; then 
 terms in a group, and each pair of groups that differ in one term, simplified together, so
 that what two of them say once is said once: `(i == 0 or k == 20) and (i == 0 or k != 30)` is
 `i == 0 or k == 20`. Pure over a `simplify(expr, known)` callback (the simplifier's, without
-this rule), so it imports nothing above the IR."""
+this rule), so it imports nothing of the simplifier."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
 
+from tirc.analysis.arith.effects import has_effect
 from tirc.ir import dtype as dt
 from tirc.ir import expr as E
 from tirc.ir.expr import IntImm, PrimExpr
-from tirc.ir.functor import walk
-from tirc.ir.intrinsics import Effect, lookup
 from tirc.ir.structural import expr_key
 
 # `expr` simplified, knowing `known` where it is given
@@ -30,7 +29,7 @@ def as_and_of_ors(expr: PrimExpr, simplify: Simplify) -> PrimExpr:
     """`expr` (a scalar boolean) as a simplified `and` of `or`s; `expr` itself where it has a
     call with an effect (distributing would repeat it), would exceed GROUP_LIMIT groups, or is
     in that form already."""
-    if _group_count(expr) > GROUP_LIMIT or _has_effect(expr):
+    if _group_count(expr) > GROUP_LIMIT or has_effect(expr):
         return expr
     normal = AndOfOrs(expr)
     normal.simplify(simplify)
@@ -168,16 +167,3 @@ def _group_count(expr: PrimExpr) -> int:
     if isinstance(expr, E.Or):
         return _group_count(expr.a) * _group_count(expr.b)
     return 1
-
-
-def _has_effect(expr: PrimExpr) -> bool:
-    calls: list[E.Call] = []
-
-    def check(node: object) -> None:
-        if isinstance(node, E.Call):
-            intrinsic = lookup(node.op)
-            if intrinsic is None or intrinsic.effect is not Effect.PURE:
-                calls.append(node)
-
-    walk(expr, check)
-    return bool(calls)

@@ -31,6 +31,7 @@ from tirc.analysis.arith.conditions import (
     make_compare,
     same,
 )
+from tirc.analysis.arith.effects import has_effect
 from tirc.analysis.arith.lanes import fold_lanes
 from tirc.analysis.arith.memo import SimplifyMemo
 from tirc.ir import arith, integer
@@ -38,8 +39,6 @@ from tirc.ir import dtype as dt
 from tirc.ir import expr as E
 from tirc.ir.canonical import Sum, from_sum, merge_splits, to_sum
 from tirc.ir.expr import IntImm, PrimExpr, Var
-from tirc.ir.functor import walk
-from tirc.ir.intrinsics import Effect, lookup
 from tirc.ir.structural import expr_key
 
 
@@ -68,23 +67,9 @@ def _folded(node: E.BinaryOp) -> PrimExpr:
     folded = arith.fold(node)
     if folded is not None:
         return folded
-    if isinstance(node, E.Sub) and same(node.a, node.b) and not _has_effect(node.a):
+    if isinstance(node, E.Sub) and same(node.a, node.b) and not has_effect(node.a):
         return IntImm(0, node.dtype)  # one expression reads a load once: A[i] - A[i] is 0
     return node
-
-
-def _has_effect(expr: PrimExpr) -> bool:
-    """A call that is no pure function of its arguments (two of them may differ)."""
-    calls: list[E.Call] = []
-
-    def check(node: object) -> None:
-        if isinstance(node, E.Call):
-            intrinsic = lookup(node.op)
-            if intrinsic is None or intrinsic.effect is not Effect.PURE:
-                calls.append(node)
-
-    walk(expr, check)
-    return bool(calls)
 
 
 class Simplifier(BooleanRules):
