@@ -117,6 +117,12 @@ def llvm_intrinsic_of(call: Call) -> Callable[..., object]:
     of_width = LLVM_INTRINSICS_OF_WIDTH.get(name or "")
     operands = call.expr_args(1)
     if of_width is not None and operands:
+        if len(operands) != 1:  # each is of one operand, as LLVM declares it
+            raise DiagnosticError.at(
+                call.span,
+                f"{name} takes one operand; this call gives {len(operands)} "
+                f"({', '.join(str(operand.dtype) for operand in operands)})",
+            )
         bits = operands[0].dtype.bits
         implementation = of_width(bits)
         return lambda _name, *values: implementation(*values)
