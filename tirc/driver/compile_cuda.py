@@ -17,6 +17,7 @@ from tirc.driver import cuda_toolchain
 from tirc.driver.code_options import CodeOptions
 from tirc.ir import expr as E
 from tirc.ir import stmt as S
+from tirc.ir.abi import EXTERN_CALLS
 from tirc.ir.buffer import Buffer
 from tirc.ir.function import IRModule
 from tirc.ir.functor import walk
@@ -24,7 +25,6 @@ from tirc.ir.node import Node
 from tirc.ir.target import DEFAULT_CUDA_ARCH, Target
 
 PTX_PATHS = ("nvrtc", "llvm")
-EXTERN_CALLS = ("call_extern", "call_pure_extern")
 # The most shared memory one block may have on each architecture, after opting in (bytes).
 SHARED_MEMORY_LIMITS = {
     "sm_70": 96 * 1024,

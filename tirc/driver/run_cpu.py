@@ -15,6 +15,7 @@ from tirc.driver.entry_point import entry_point
 from tirc.driver.host_threads import check_runs_on_cpu
 from tirc.driver.progress import Meter
 from tirc.driver.target import parse_target
+from tirc.ir.abi import EXTERN_CALLS
 from tirc.ir.expr import Call, StringImm, subroutine_name
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.functor import walk
@@ -86,7 +87,7 @@ def _called_names(func: PrimFunc) -> list[str]:
             callee = subroutine_name(node)
             if callee is not None:
                 names.append(callee)
-            elif node.op == "call_extern" and node.args and isinstance(node.args[0], StringImm):
+            elif node.op in EXTERN_CALLS and node.args and isinstance(node.args[0], StringImm):
                 names.append(node.args[0].value)
 
     walk(func.body, visit)

@@ -22,6 +22,7 @@ from tirc.ir.node import Node
 KERNEL_ATTR = "tirc.kernel"
 LAUNCH_KEYS = ("thread_extent", "virtual_thread")
 EXTERN_CALL = "call_extern"
+EXTERN_CALLS = (EXTERN_CALL, "call_pure_extern")  # a call of a C function by name
 RETURN_CALL = "ret"
 
 

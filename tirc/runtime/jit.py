@@ -23,7 +23,7 @@ from tirc.codegen.abi import AbiParam, ParamKind, function_abi
 from tirc.codegen.llvm import CompiledModule
 from tirc.diagnostics import Diagnostic, DiagnosticError, Note
 from tirc.ir import expr as E
-from tirc.ir.abi import returned_type
+from tirc.ir.abi import EXTERN_CALLS, returned_type
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import Var
 from tirc.ir.function import IRModule, PrimFunc
@@ -168,9 +168,6 @@ def check_externs_defined(module: IRModule) -> None:
         walk(func.body, visit)
     if errors:
         raise DiagnosticError(errors)
-
-
-EXTERN_CALLS = ("call_extern", "call_pure_extern")
 
 
 def _in_process(process: ctypes.CDLL, symbol: str) -> bool:
