@@ -50,13 +50,13 @@ def run(
         value = execute(compiled, inputs)
     for original, copy in write_backs:
         original[...] = copy.reshape(original.shape)
-    return _returned(func, value)
+    return _returned(returned_type(func), value)
 
 
-def _returned(func: PrimFunc, value: object) -> object:
-    """What a call of func gives: its `T.ret` value, or where it ended without one, 0 of its
-    return type (as the compiled code returns), or None for a function that returns none."""
-    result = returned_type(func)
+def _returned(result: DataType | None, value: object) -> object:
+    """What a call of a function returning `result` gives: its `T.ret` value, or where it
+    ended without one, 0 of its return type (as the compiled code returns), or None for a
+    function that returns none."""
     if value is not None or result is None:
         return value
     return 0.0 if result.is_float else False if result.is_bool else 0
@@ -77,9 +77,10 @@ def _launcher(kernel: PrimFunc, name: str, module: IRModule | None) -> Callable[
     """A host's launch of a kernel function of its module, or a call of another function
     of it: the callee runs to the end."""
     compiled = compile_function(kernel, name, module, subroutine=True)
+    result = returned_type(kernel)  # once: a subroutine may be called many times
 
     def launch(*args: object) -> object:
-        value = _returned(kernel, execute(compiled, list(args)))
+        value = _returned(result, execute(compiled, list(args)))
         return 0 if value is None else value  # a kernel's status, or a callee's value
 
     return launch
